@@ -1,0 +1,17 @@
+# The two commands of the README: `make start` runs the whole system, `make test` runs every test.
+.PHONY: start test bench setup typecheck
+
+setup:
+	@bash scripts/setup.sh
+
+start: setup
+	@node --import tsx client/launcher.ts
+
+test: setup
+	@npx tsc -p . && npx vitest run
+
+bench: setup
+	@node --import tsx bench/run.ts
+
+typecheck: setup
+	@npx tsc -p .

@@ -1,0 +1,15 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { ERROR_TABLE, type ErrorCode } from '../domain/errors';
+
+/**
+ * A typed outcome that crosses the Temporal boundary by `type`. The message is the table's
+ * safe message: no path, branch or repository location ever travels in it.
+ */
+export function typedFailure(code: ErrorCode, details?: Record<string, unknown>): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: code,
+    message: ERROR_TABLE[code].message,
+    nonRetryable: true,
+    details: details ? [details] : undefined,
+  });
+}

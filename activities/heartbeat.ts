@@ -1,0 +1,20 @@
+import { Context } from '@temporalio/activity';
+
+/** Heartbeats while a long git or filesystem step runs, so a dead worker is noticed in seconds. */
+export async function withHeartbeat<T>(detail: string, fn: () => Promise<T>, everyMs = 5_000): Promise<T> {
+  let ctx: Context | null = null;
+  try {
+    ctx = Context.current();
+  } catch {
+    ctx = null; // called outside an activity (a direct call from a tool or a test)
+  }
+  if (!ctx) return fn();
+  const active = ctx;
+  active.heartbeat(detail);
+  const timer = setInterval(() => active.heartbeat(detail), everyMs);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}

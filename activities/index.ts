@@ -1,0 +1,23 @@
+import { agentProcessActivities } from './agent-process';
+import type { ActivityDeps } from './deps';
+import { launchRecordActivities } from './launch-records';
+import { workspaceMaterializeActivities } from './workspace-materialize';
+import { workspaceValidateActivities } from './workspace-validate';
+
+/** Activities of the shared queue: database steps, run as local activities by the workflows. */
+export function createRecordActivities(deps: ActivityDeps) {
+  return { ...launchRecordActivities(deps) };
+}
+
+/** Activities of this host's queue: everything that touches the host's files and processes. */
+export function createHostActivities(deps: ActivityDeps) {
+  return {
+    ...workspaceMaterializeActivities(deps),
+    ...workspaceValidateActivities(deps),
+    ...agentProcessActivities(deps),
+  };
+}
+
+export type RecordActivities = ReturnType<typeof createRecordActivities>;
+export type HostActivities = ReturnType<typeof createHostActivities>;
+export type { ActivityDeps } from './deps';

@@ -1,0 +1,101 @@
+/**
+ * Materialization and its exact undo, on the host that holds the workspace. Git admin
+ * operations on one repository are serialized across processes (db/locks.ts).
+ */
+import { mkdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { withRepositoryLock } from '../db/locks';
+import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
+import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
+import { addWorktree, branchCommit, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, resolveCommit, worktreeId } from '../git/git';
+import type { ActivityDeps } from './deps';
+import { typedFailure } from './failures';
+import { withHeartbeat } from './heartbeat';
+import { pathExists, readMarker, sameRealPath } from './workspace-fs';
+
+export function workspaceMaterializeActivities({ pool, config, logger }: ActivityDeps) {
+  const gitOptions = { binary: config.gitBinary };
+
+  async function materializeSlot(slot: SlotPlan): Promise<MaterializedSlot> {
+    return withRepositoryLock(pool, slot.repositoryId, async () => {
+      const git = gitAt(slot.sourcePath, gitOptions);
+      // Idempotent after a crash: a worktree this launch already registered is adopted.
+      const registered = await listWorktrees(git);
+      const existing = await findRegistered(registered, slot.worktreePath);
+      // A task branch is named after the task, so one found registered at the slot path was
+      // created by an earlier attempt of this launch.
+      let createdBranch = existing !== null && slot.createBranch;
+      if (existing) {
+        if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
+      } else {
+        if (await pathExists(slot.worktreePath)) throw new Error('the slot path is occupied');
+        if (slot.createBranch && (await branchCommit(git, slot.branch)) === null) {
+          const base = await branchCommit(git, slot.baseBranch);
+          if (!base) throw new Error('the base branch does not exist');
+          await addWorktree(git, slot.worktreePath, slot.branch, base);
+          createdBranch = true;
+        } else {
+          // An existing branch is checked out as it is: never moved, never reset.
+          if ((await branchCommit(git, slot.branch)) === null) throw new Error('the requested branch does not exist');
+          await addWorktree(git, slot.worktreePath, slot.branch, null);
+        }
+      }
+      const id = await worktreeId(slot.worktreePath, gitOptions);
+      const head = await resolveCommit(gitAt(slot.worktreePath, gitOptions), 'HEAD');
+      if (!id || !head) throw new Error('the new worktree is not readable');
+      return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch };
+    });
+  }
+
+  async function findRegistered(entries: Awaited<ReturnType<typeof listWorktrees>>, worktreePath: string) {
+    for (const entry of entries) if (await sameRealPath(entry.path, worktreePath)) return entry;
+    return null;
+  }
+
+  /** Removes exactly what a launch made: its worktrees, the branches it created (unless they moved), its marker, its empty folder. */
+  async function discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+    for (const slot of [...made].reverse()) {
+      const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId)!;
+      await withRepositoryLock(pool, slot.repositoryId, async () => {
+        const git = gitAt(source.sourcePath, gitOptions);
+        if (await findRegistered(await listWorktrees(git), slot.worktreePath)) await removeWorktree(git, slot.worktreePath, true);
+        if (slot.createdBranch && (await branchCommit(git, slot.branch)) === slot.headCommit) {
+          await deleteBranchIfAt(git, slot.branch, slot.headCommit);
+        }
+      });
+    }
+    const marker = await readMarker(plan.taskFolder);
+    if (marker && marker.environmentId === plan.environmentId) await unlink(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE)).catch(() => {});
+    await rmdir(plan.taskFolder).catch(() => {}); // only when empty: never a recursive delete
+  }
+
+  return {
+    async materializeWorkspace(plan: LaunchPlan): Promise<MaterializedSlot[]> {
+      if (plan.executorType === 'local') return []; // the source checkout is the workspace: nothing to create
+      return withHeartbeat('materialize', async () => {
+        const made: MaterializedSlot[] = [];
+        const folderExisted = await pathExists(plan.taskFolder);
+        try {
+          const marker = await readMarker(plan.taskFolder);
+          if (marker && marker.taskId !== plan.environmentTaskId) throw new Error('the task folder belongs to another task');
+          await mkdir(plan.taskFolder, { recursive: true });
+          const ownership: OwnershipMarker = { kind: 'task-workspaces/ownership', taskId: plan.environmentTaskId, environmentId: plan.environmentId };
+          await writeFile(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE), JSON.stringify(ownership, null, 2) + '\n');
+          for (const slot of plan.slots) made.push(await materializeSlot(slot));
+          return made;
+        } catch (err) {
+          logger.warn({ err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'materialization failed; removing what this launch made');
+          await discard(plan, made);
+          if (!folderExisted) await rmdir(plan.taskFolder).catch(() => {});
+          throw typedFailure('workspace_materialization_failed');
+        }
+      });
+    },
+
+    async discardMaterialization(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+      await withHeartbeat('discard', () => discard(plan, made));
+    },
+  };
+}
+
+export type WorkspaceMaterializeActivities = ReturnType<typeof workspaceMaterializeActivities>;

@@ -1,0 +1,59 @@
+/** The HTTP API gateway of spec/api.md: stateless, so any number can run against one database and cluster. */
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { Registry, collectDefaultMetrics, Histogram } from 'prom-client';
+import { handleError } from './api-error';
+import { registerAuth } from './auth';
+import type { GatewayContext } from './context';
+import { catalogRoutes } from './routes/catalog';
+import { healthRoutes } from './routes/health';
+import { sessionRoutes } from './routes/sessions';
+import { taskRoutes } from './routes/tasks';
+
+export interface GatewayOptions extends GatewayContext {
+  logger: Logger | false;
+  tokens: { user: string; operator: string };
+  metricsPublic?: boolean;
+}
+
+export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: (opts.logger || undefined) as FastifyBaseLogger | undefined,
+    disableRequestLogging: true,
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requestSeconds = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    requestSeconds.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'task-workspaces', version: '1.0.0', description: 'Durable lifecycle of the git workspaces coding agents work in.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((request, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply));
+  registerAuth(app, opts.tokens);
+
+  await app.register(healthRoutes(opts, registry, opts.metricsPublic ?? false));
+  await app.register(catalogRoutes(opts));
+  await app.register(taskRoutes(opts));
+  await app.register(sessionRoutes(opts));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

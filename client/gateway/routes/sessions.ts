@@ -1,0 +1,99 @@
+/** POST /v1/tasks/:id/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
+import { randomUUID } from 'node:crypto';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { environmentById, inventoryOf } from '../../../db/environments';
+import { latestExecution } from '../../../db/executions';
+import { findSession } from '../../../db/sessions';
+import { findTask, taskRepositories } from '../../../db/tasks';
+import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
+import { runLaunch } from '../../launch-client';
+import { ApiError, badRequest, notFound } from '../api-error';
+import type { GatewayContext } from '../context';
+import { IdParams, LaunchBody, LaunchResponse, Session, Workspace, errorResponses } from '../schemas';
+
+export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
+  function resolveCommand(profile: string, command: string[] | undefined): string[] {
+    if (profile === BUILTIN_SHELL_PROFILE) {
+      if (!command) throw badRequest('The shell profile needs command (an argv array).');
+      return command;
+    }
+    const configured = ctx.config.agentProfiles[profile];
+    if (!configured) throw badRequest('Unknown agent profile.');
+    if (command) throw badRequest('command is only accepted by the shell profile.');
+    return configured.command;
+  }
+
+  return async (app) => {
+    app.post(
+      '/v1/tasks/:id/sessions',
+      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: LaunchBody, response: { 201: LaunchResponse, ...errorResponses } } },
+      async (request, reply) => {
+        const { executorType, agentProfile, command, name } = request.body;
+        const argv = resolveCommand(agentProfile, command);
+        if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        const outcome = await runLaunch(ctx.temporal, ctx.config.taskQueue, {
+          sessionId: randomUUID(),
+          taskId: request.params.id,
+          executorType,
+          agentProfile,
+          command: argv,
+          name: name ?? null,
+          hostId: ctx.config.hostId,
+        });
+        if (!outcome.ok) {
+          const extra = typeof outcome.details.problem === 'string' ? { reason: outcome.details.problem } : {};
+          throw new ApiError(outcome.code, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined, extra);
+        }
+        return reply.code(201).send(outcome.result);
+      },
+    );
+
+    app.get('/v1/sessions/:id', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
+      const session = await findSession(ctx.pool, request.params.id);
+      if (!session) throw notFound('Session');
+      const exec = await latestExecution(ctx.pool, session.id);
+      return {
+        id: session.id,
+        taskId: session.task_id,
+        state: session.state,
+        taskEnvironmentId: session.environment_id,
+        executorType: session.executor_type,
+        agentProfile: session.agent_profile,
+        role: session.role,
+        name: session.name,
+        execution: exec ? { id: exec.id, pid: exec.pid, startedAt: exec.started_at.toISOString(), hostId: exec.host_id, status: exec.status } : null,
+      };
+    });
+
+    app.get(
+      '/v1/sessions/:id/workspace',
+      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Workspace, ...errorResponses } } },
+      async (request) => {
+        const session = await findSession(ctx.pool, request.params.id);
+        if (!session) throw notFound('Session');
+        const env = session.environment_id ? await environmentById(ctx.pool, session.environment_id) : null;
+        // The environment's path wins over anything recorded on the session [R2.2].
+        if (env?.workspace_path && env.materialized) {
+          const rows = await inventoryOf(ctx.pool, env.id);
+          return {
+            taskEnvironmentId: env.id,
+            executorType: env.executor_type,
+            workspacePath: env.workspace_path,
+            repositories: rows.map((r) => ({ repositoryId: r.repository_id, worktreePath: r.worktree_path ?? env.workspace_path!, branch: r.worktree_branch })),
+            source: 'environment' as const,
+          };
+        }
+        // Only with no materialized workspace may the source checkout stand in [R2.3].
+        const repos = await taskRepositories(ctx.pool, session.task_id);
+        if (repos.length === 0) throw notFound('Workspace');
+        return {
+          taskEnvironmentId: env?.id ?? null,
+          executorType: session.executor_type,
+          workspacePath: repos[0]!.repository_path,
+          repositories: repos.map((r) => ({ repositoryId: r.repository_id, worktreePath: r.repository_path, branch: null })),
+          source: 'legacy_fallback' as const,
+        };
+      },
+    );
+  };
+}

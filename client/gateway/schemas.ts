@@ -1,0 +1,128 @@
+/** Request and response schemas of spec/api.md; they validate input and generate /openapi.json. */
+import { Type, type Static } from '@sinclair/typebox';
+import { REPOSITORY_NAME_PATTERN } from '../../domain/refs';
+
+export const Uuid = Type.String({ format: 'uuid' });
+export const IdParams = Type.Object({ id: Uuid });
+export type IdParams = Static<typeof IdParams>;
+
+export const ErrorResponse = Type.Object({
+  error: Type.Object(
+    {
+      code: Type.String(),
+      message: Type.String(),
+      recoverable: Type.Boolean(),
+      retryAfterMs: Type.Integer(),
+      action: Type.String(),
+      errorId: Type.String(),
+    },
+    { additionalProperties: true },
+  ),
+});
+
+const BranchName = Type.String({ minLength: 1, maxLength: 200 });
+
+export const CreateRepositoryBody = Type.Object(
+  {
+    name: Type.String({ pattern: REPOSITORY_NAME_PATTERN }),
+    path: Type.String({ minLength: 1, maxLength: 4096 }),
+    defaultBranch: Type.Optional(BranchName),
+  },
+  { additionalProperties: false },
+);
+export type CreateRepositoryBody = Static<typeof CreateRepositoryBody>;
+export const Repository = Type.Object({ id: Uuid, name: Type.String(), defaultBranch: Type.String() });
+
+export const CreateBoardBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+export type CreateBoardBody = Static<typeof CreateBoardBody>;
+export const Board = Type.Object({ id: Uuid, name: Type.String() });
+
+export const CreateTaskBody = Type.Object(
+  {
+    title: Type.String({ minLength: 1, maxLength: 500 }),
+    boardId: Type.Optional(Uuid),
+    parentTaskId: Type.Optional(Uuid),
+    repositories: Type.Array(
+      Type.Object(
+        { repositoryId: Uuid, baseBranch: Type.Optional(BranchName), checkoutBranch: Type.Optional(BranchName) },
+        { additionalProperties: false },
+      ),
+      { maxItems: 20, default: [] },
+    ),
+    workspace: Type.Optional(
+      Type.Object(
+        { mode: Type.Union([Type.Literal('new_workspace'), Type.Literal('inherit_parent'), Type.Literal('shared_group')]), groupId: Type.Optional(Uuid) },
+        { additionalProperties: false },
+      ),
+    ),
+    quickChat: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type CreateTaskBody = Static<typeof CreateTaskBody>;
+
+export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String() });
+export const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
+export const Task = Type.Object({
+  id: Uuid,
+  title: Type.String(),
+  state: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
+  parentTaskId: Type.Union([Uuid, Type.Null()]),
+  boardId: Type.Union([Uuid, Type.Null()]),
+  workspaceMode: Type.String(),
+  groupId: Type.Union([Uuid, Type.Null()]),
+  quickChat: Type.Boolean(),
+  repositories: Type.Array(Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), checkoutBranch: Type.Union([Type.String(), Type.Null()]) })),
+  environment: Type.Union([Environment, Type.Null()]),
+  sessions: Type.Array(SessionSummary),
+});
+
+export const LaunchBody = Type.Object(
+  {
+    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local')]),
+    agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
+    command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type LaunchBody = Static<typeof LaunchBody>;
+export const LaunchResponse = Type.Object({
+  sessionId: Uuid,
+  taskEnvironmentId: Uuid,
+  role: Type.String(),
+  state: Type.String(),
+  executionId: Uuid,
+});
+
+export const Session = Type.Object({
+  id: Uuid,
+  taskId: Uuid,
+  state: Type.String(),
+  taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
+  executorType: Type.String(),
+  agentProfile: Type.String(),
+  role: Type.Union([Type.String(), Type.Null()]),
+  name: Type.Union([Type.String(), Type.Null()]),
+  execution: Type.Union([
+    Type.Object({ id: Uuid, pid: Type.Integer(), startedAt: Type.String(), hostId: Type.String(), status: Type.String() }),
+    Type.Null(),
+  ]),
+});
+
+export const Workspace = Type.Object({
+  taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
+  executorType: Type.String(),
+  workspacePath: Type.String(),
+  repositories: Type.Array(Type.Object({ repositoryId: Uuid, worktreePath: Type.String(), branch: Type.Union([Type.String(), Type.Null()]) })),
+  source: Type.Union([Type.Literal('environment'), Type.Literal('legacy_fallback')]),
+});
+
+export const errorResponses = {
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+  409: ErrorResponse,
+  500: ErrorResponse,
+};

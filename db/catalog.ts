@@ -1,0 +1,26 @@
+/** Repositories and boards: the catalogue tasks refer to. */
+import type { Db } from './pool';
+
+export interface RepositoryRow {
+  id: string;
+  name: string;
+  path: string;
+  default_branch: string;
+}
+
+export async function insertRepository(db: Db, row: RepositoryRow): Promise<void> {
+  await db.query('INSERT INTO repositories (id, name, path, default_branch) VALUES ($1, $2, $3, $4)', [row.id, row.name, row.path, row.default_branch]);
+}
+
+export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {
+  const res = await db.query<RepositoryRow>('SELECT id, name, path, default_branch FROM repositories WHERE id = ANY($1::uuid[])', [ids]);
+  return res.rows;
+}
+
+export async function insertBoard(db: Db, id: string, name: string): Promise<void> {
+  await db.query('INSERT INTO boards (id, name) VALUES ($1, $2)', [id, name]);
+}
+
+export async function boardExists(db: Db, id: string): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM boards WHERE id = $1', [id])).rowCount === 1;
+}

@@ -1,0 +1,154 @@
+import type { ExecutorType, EnvironmentStatus } from '../domain/admission';
+import { mergeInventoryRow, type InventoryFields } from '../domain/inventory';
+import type { Db } from './pool';
+
+export interface EnvironmentRow {
+  id: string;
+  task_id: string;
+  executor_type: ExecutorType;
+  host_id: string;
+  status: EnvironmentStatus;
+  workspace_path: string | null;
+  materializer_session_id: string | null;
+  materialized: boolean;
+  ownership_generation: number;
+}
+
+const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation';
+
+export async function environmentOfTask(db: Db, taskId: string, forUpdate = false): Promise<EnvironmentRow | null> {
+  const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [taskId]);
+  return res.rows[0] ?? null;
+}
+
+export async function environmentById(db: Db, id: string): Promise<EnvironmentRow | null> {
+  const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE id = $1`, [id]);
+  return res.rows[0] ?? null;
+}
+
+export async function insertCreatingEnvironment(
+  db: Db,
+  env: { id: string; taskId: string; executorType: ExecutorType; hostId: string; materializerSessionId: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO task_environments (id, task_id, executor_type, host_id, status, materializer_session_id)
+     VALUES ($1, $2, $3, $4, 'creating', $5)`,
+    [env.id, env.taskId, env.executorType, env.hostId, env.materializerSessionId],
+  );
+}
+
+/** Re-elects a failed environment that never materialized: compare-and-set on its state. */
+export async function reelectMaterializer(
+  db: Db,
+  env: { id: string; executorType: ExecutorType; hostId: string; materializerSessionId: string },
+): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE task_environments
+        SET status = 'creating', materializer_session_id = $2, executor_type = $3, host_id = $4,
+            workspace_path = NULL, failure_reason = NULL, ownership_generation = ownership_generation + 1, updated_at = now()
+      WHERE id = $1 AND status = 'failed' AND NOT materialized`,
+    [env.id, env.materializerSessionId, env.executorType, env.hostId],
+  );
+  return res.rowCount === 1;
+}
+
+/** Marks a creating environment failed, only while it is still this materializer's (or anyone's when null). */
+export async function markCreatingEnvironmentFailed(db: Db, envId: string, materializerSessionId: string | null, reason: string): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE task_environments SET status = 'failed', failure_reason = $3, updated_at = now()
+      WHERE id = $1 AND status = 'creating' AND ($2::uuid IS NULL OR materializer_session_id = $2::uuid)`,
+    [envId, materializerSessionId, reason],
+  );
+  return res.rowCount === 1;
+}
+
+export interface InventoryRow {
+  id: string;
+  repository_id: string;
+  branch_slug: string;
+  executor_type: ExecutorType;
+  worktree_id: string | null;
+  worktree_path: string | null;
+  worktree_branch: string | null;
+  head_commit: string | null;
+  position: number;
+  status: 'active' | 'retained' | 'deleted';
+  error: string | null;
+}
+
+export async function inventoryOf(db: Db, environmentId: string, status: InventoryRow['status'] | null = 'active'): Promise<InventoryRow[]> {
+  const res = await db.query<InventoryRow>(
+    `SELECT id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, status, error
+       FROM environment_repos WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position, created_at`,
+    [environmentId, status],
+  );
+  return res.rows;
+}
+
+export interface IncomingInventoryRow extends InventoryFields {
+  id: string;
+  repositoryId: string;
+  branchSlug: string;
+  executorType: ExecutorType;
+}
+
+/** Writes one slot's active row, applying the merge rule [R4] to what is already recorded. */
+export async function upsertInventoryRow(db: Db, environmentId: string, incoming: IncomingInventoryRow): Promise<void> {
+  const existing = await db.query<InventoryRow>(
+    `SELECT id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, status, error
+       FROM environment_repos WHERE environment_id = $1 AND repository_id = $2 AND branch_slug = $3 AND status = 'active' FOR UPDATE`,
+    [environmentId, incoming.repositoryId, incoming.branchSlug],
+  );
+  const current = existing.rows[0];
+  const merged = mergeInventoryRow(
+    current
+      ? {
+          identity: current.worktree_id ? { worktreeId: current.worktree_id, worktreePath: current.worktree_path!, worktreeBranch: current.worktree_branch! } : null,
+          headCommit: current.head_commit,
+          position: current.position,
+          error: current.error,
+        }
+      : null,
+    incoming,
+  );
+  const values = [merged.identity?.worktreeId ?? null, merged.identity?.worktreePath ?? null, merged.identity?.worktreeBranch ?? null, merged.headCommit, merged.position, merged.error];
+  if (current) {
+    await db.query(
+      `UPDATE environment_repos SET worktree_id = $2, worktree_path = $3, worktree_branch = $4, head_commit = $5, position = $6, error = $7, updated_at = now()
+        WHERE id = $1`,
+      [current.id, ...values],
+    );
+  } else {
+    await db.query(
+      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [incoming.id, environmentId, incoming.repositoryId, incoming.branchSlug, incoming.executorType, ...values],
+    );
+  }
+}
+
+/**
+ * Publishes the complete inventory and `ready` in one step, guarded by "still creating and still
+ * this materializer". Must run inside a transaction. Returns false when the guard failed.
+ */
+export async function publishReady(db: Db, environmentId: string, materializerSessionId: string, workspacePath: string, rows: IncomingInventoryRow[]): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE task_environments SET status = 'ready', materialized = true, workspace_path = $3, updated_at = now()
+      WHERE id = $1 AND status = 'creating' AND materializer_session_id = $2`,
+    [environmentId, materializerSessionId, workspacePath],
+  );
+  if (res.rowCount !== 1) return false;
+  for (const row of rows) await upsertInventoryRow(db, environmentId, row);
+  return true;
+}
+
+/** For each requested slot, how many active inventory rows it has (1 each = complete [R1.1]). */
+export async function activeRowsPerSlot(db: Db, environmentId: string, slots: { repositoryId: string; branchSlug: string }[]): Promise<number[]> {
+  if (slots.length === 0) return [];
+  const res = await db.query<{ repository_id: string; branch_slug: string; n: number }>(
+    `SELECT repository_id, branch_slug, count(*)::int AS n FROM environment_repos
+      WHERE environment_id = $1 AND status = 'active' GROUP BY repository_id, branch_slug`,
+    [environmentId],
+  );
+  return slots.map((slot) => res.rows.find((r) => r.repository_id === slot.repositoryId && r.branch_slug === slot.branchSlug)?.n ?? 0);
+}

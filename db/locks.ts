@@ -1,0 +1,37 @@
+import type pg from 'pg';
+
+/**
+ * Serializes git administrative operations on one repository across every process that shares
+ * the database: git's own config.lock / index.lock races make parallel `git worktree add` in
+ * one repository fail often. A session-level advisory lock is held on one connection for the
+ * duration; waiting does not hold a connection (try, release, back off).
+ */
+export async function withRepositoryLock<T>(
+  pool: pg.Pool,
+  repositoryId: string,
+  fn: () => Promise<T>,
+  onWait: () => void = () => {},
+): Promise<T> {
+  const key = `repository-git-admin:${repositoryId}`;
+  for (let attempt = 0; ; attempt++) {
+    const client = await pool.connect();
+    let locked = false;
+    try {
+      const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key]);
+      locked = res.rows[0]!.locked;
+      if (locked) {
+        try {
+          return await fn();
+        } finally {
+          await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => {
+            // A broken connection releases its session locks with it.
+          });
+        }
+      }
+    } finally {
+      client.release();
+    }
+    onWait();
+    await new Promise((resolve) => setTimeout(resolve, Math.min(10 + attempt * 5, 100) + Math.random() * 10));
+  }
+}

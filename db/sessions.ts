@@ -1,0 +1,58 @@
+import type { ExecutorType } from '../domain/admission';
+import type { Db } from './pool';
+
+export type SessionState = 'starting' | 'running' | 'stopped' | 'exited' | 'failed';
+export type SessionRole = 'materialized' | 'attached' | 'transitioned';
+
+export interface SessionRow {
+  id: string;
+  task_id: string;
+  environment_id: string | null;
+  state: SessionState;
+  executor_type: ExecutorType;
+  agent_profile: string;
+  command: string[] | null;
+  name: string | null;
+  role: SessionRole | null;
+  resume_count: number;
+  created_at: Date;
+}
+
+const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, name, role, resume_count, created_at';
+
+export async function insertSession(
+  db: Db,
+  s: { id: string; taskId: string; environmentId: string; executorType: ExecutorType; agentProfile: string; command: string[] | null; name: string | null; role: SessionRole },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, name, role)
+     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8)`,
+    [s.id, s.taskId, s.environmentId, s.executorType, s.agentProfile, s.command === null ? null : JSON.stringify(s.command), s.name, s.role],
+  );
+}
+
+export async function findSession(db: Db, id: string): Promise<SessionRow | null> {
+  const res = await db.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`, [id]);
+  return res.rows[0] ?? null;
+}
+
+export async function sessionsOfTask(db: Db, taskId: string): Promise<SessionRow[]> {
+  const res = await db.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE task_id = $1 ORDER BY created_at`, [taskId]);
+  return res.rows;
+}
+
+export async function sessionState(db: Db, id: string): Promise<SessionState | null> {
+  const res = await db.query<{ state: SessionState }>('SELECT state FROM sessions WHERE id = $1', [id]);
+  return res.rows[0]?.state ?? null;
+}
+
+/** Compare-and-set of a session's state; returns whether it moved. */
+export async function moveSessionState(db: Db, id: string, from: SessionState[], to: SessionState): Promise<boolean> {
+  const res = await db.query('UPDATE sessions SET state = $3, updated_at = now() WHERE id = $1 AND state = ANY($2::text[])', [id, from, to]);
+  return res.rowCount === 1;
+}
+
+/** A refused launch leaves no session row [R1.4]. Only a session that never started is removed. */
+export async function deleteUnstartedSession(db: Db, id: string): Promise<void> {
+  await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND s.state = 'starting' AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id)`, [id]);
+}

@@ -1,0 +1,70 @@
+import type { WorkspaceMode } from '../domain/admission';
+import type { Db } from './pool';
+
+export interface NewTask {
+  id: string;
+  title: string;
+  boardId: string | null;
+  parentTaskId: string | null;
+  mode: WorkspaceMode;
+  groupId: string | null;
+  quickChat: boolean;
+  repositories: { repositoryId: string; baseBranch: string; checkoutBranch: string | null; branchSlug: string }[];
+}
+
+export async function insertTask(db: Db, task: NewTask): Promise<void> {
+  if (task.groupId) await db.query('INSERT INTO workspace_groups (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [task.groupId]);
+  await db.query(
+    `INSERT INTO tasks (id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [task.id, task.title, task.boardId, task.parentTaskId, task.mode, task.groupId, task.quickChat],
+  );
+  for (const [position, repo] of task.repositories.entries()) {
+    await db.query(
+      `INSERT INTO task_repositories (task_id, repository_id, position, base_branch, checkout_branch, branch_slug)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [task.id, repo.repositoryId, position, repo.baseBranch, repo.checkoutBranch, repo.branchSlug],
+    );
+  }
+}
+
+export interface TaskRow {
+  id: string;
+  title: string;
+  board_id: string | null;
+  parent_task_id: string | null;
+  workspace_mode: WorkspaceMode;
+  group_id: string | null;
+  quick_chat: boolean;
+  archived_at: Date | null;
+  created_at: Date;
+}
+
+export async function findTask(db: Db, id: string): Promise<TaskRow | null> {
+  const res = await db.query<TaskRow>(
+    'SELECT id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at FROM tasks WHERE id = $1',
+    [id],
+  );
+  return res.rows[0] ?? null;
+}
+
+export interface TaskRepositoryRow {
+  repository_id: string;
+  repository_name: string;
+  repository_path: string;
+  position: number;
+  base_branch: string;
+  checkout_branch: string | null;
+  branch_slug: string;
+}
+
+export async function taskRepositories(db: Db, taskId: string): Promise<TaskRepositoryRow[]> {
+  const res = await db.query<TaskRepositoryRow>(
+    `SELECT tr.repository_id, r.name AS repository_name, r.path AS repository_path, tr.position,
+            tr.base_branch, tr.checkout_branch, tr.branch_slug
+       FROM task_repositories tr JOIN repositories r ON r.id = tr.repository_id
+      WHERE tr.task_id = $1 ORDER BY tr.position`,
+    [taskId],
+  );
+  return res.rows;
+}

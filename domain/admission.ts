@@ -1,0 +1,95 @@
+/**
+ * The launch admission table of spec/workspace-lifecycle.md section 2, as data.
+ * Admission reads the canonical environment and the task's mode, classifies the situation,
+ * and this table says what happens. The database transaction in db/admission.ts applies it.
+ */
+import type { RefusalCode } from './errors';
+
+export const WORKSPACE_MODES = ['new_workspace', 'inherit_parent', 'shared_group'] as const;
+export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
+
+export const EXECUTOR_TYPES = ['worktree', 'local'] as const;
+export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
+
+export type EnvironmentStatus = 'creating' | 'ready' | 'stopped' | 'failed';
+
+/** What admission found, reduced to the facts the table depends on. */
+export type EnvironmentSituation =
+  | 'none'
+  | 'creating_materializer_alive'
+  | 'creating_materializer_gone'
+  | 'ready_complete'
+  | 'ready_incomplete'
+  | 'failed_never_materialized'
+  | 'failed_after_materialization'
+  | 'unavailable'; // inherit_parent: missing, parent archived
+
+export type AdmissionDecision =
+  | { kind: 'materialize' }
+  | { kind: 'attach' }
+  | { kind: 'refuse'; code: RefusalCode; markEnvironmentFailed?: boolean };
+
+const refuse = (code: RefusalCode, markEnvironmentFailed = false): AdmissionDecision => ({ kind: 'refuse', code, markEnvironmentFailed });
+
+export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation, AdmissionDecision>> = {
+  new_workspace: {
+    none: { kind: 'materialize' },
+    creating_materializer_alive: refuse('workspace_preparing'),
+    creating_materializer_gone: refuse('workspace_reuse_unsafe', true),
+    ready_complete: { kind: 'attach' },
+    ready_incomplete: refuse('workspace_reuse_unsafe'),
+    failed_never_materialized: { kind: 'materialize' },
+    failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    unavailable: refuse('workspace_reuse_unsafe'),
+  },
+  // A child never creates an environment of its own.
+  inherit_parent: {
+    none: refuse('workspace_reuse_unsafe'),
+    creating_materializer_alive: refuse('workspace_preparing'),
+    creating_materializer_gone: refuse('workspace_reuse_unsafe', true),
+    ready_complete: { kind: 'attach' },
+    ready_incomplete: refuse('workspace_reuse_unsafe'),
+    failed_never_materialized: refuse('workspace_reuse_unsafe'),
+    failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    unavailable: refuse('workspace_reuse_unsafe'),
+  },
+  shared_group: {
+    none: { kind: 'materialize' },
+    creating_materializer_alive: refuse('workspace_preparing'),
+    creating_materializer_gone: refuse('workspace_reuse_unsafe', true),
+    ready_complete: { kind: 'attach' },
+    ready_incomplete: refuse('workspace_reuse_unsafe'),
+    failed_never_materialized: { kind: 'materialize' },
+    failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    unavailable: refuse('workspace_reuse_unsafe'),
+  },
+};
+
+export function decideAdmission(mode: WorkspaceMode, situation: EnvironmentSituation): AdmissionDecision {
+  return ADMISSION_TABLE[mode][situation];
+}
+
+/** Session states in which a materializer still counts as alive. */
+export const WORKING_SESSION_STATES = ['starting', 'running'] as const;
+
+export interface EnvironmentFacts {
+  status: EnvironmentStatus;
+  materialized: boolean;
+  materializerState: string | null; // state of the materializer session, null when the row is gone
+  activeRowsPerSlot: number[]; // for each requested slot, how many active inventory rows it has
+}
+
+export function classifyEnvironment(facts: EnvironmentFacts | null): EnvironmentSituation {
+  if (!facts) return 'none';
+  switch (facts.status) {
+    case 'creating':
+      return facts.materializerState !== null && (WORKING_SESSION_STATES as readonly string[]).includes(facts.materializerState)
+        ? 'creating_materializer_alive'
+        : 'creating_materializer_gone';
+    case 'ready':
+    case 'stopped':
+      return facts.activeRowsPerSlot.every((n) => n === 1) ? 'ready_complete' : 'ready_incomplete';
+    case 'failed':
+      return facts.materialized ? 'failed_after_materialization' : 'failed_never_materialized';
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Runtime configuration, read from an environment record. Pure: the caller passes
+ * process.env (or a test's own record), so tests and fault injection hand in their own.
+ */
+export interface AgentProfile {
+  /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
+  command: string[];
+}
+
+export interface Config {
+  dataDir: string;
+  databaseUrl: string | null;
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  hostId: string;
+  workspaceRoot: string;
+  logDir: string;
+  gitBinary: string;
+  /** Absolute folders a registered repository must live under; empty = anywhere. */
+  repositoryRoots: string[];
+  agentProfiles: Record<string, AgentProfile>;
+  apiHost: string;
+  apiPort: number;
+  userToken: string | null;
+  operatorToken: string | null;
+  /** Milliseconds the agent gets between SIGTERM and SIGKILL. */
+  agentStopGraceMs: number;
+}
+
+export const BUILTIN_SHELL_PROFILE = 'shell';
+
+function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
+  if (!raw) return {};
+  const parsed: unknown = JSON.parse(raw);
+  if (typeof parsed !== 'object' || parsed === null) throw new Error('TWS_AGENT_PROFILES must be a JSON object');
+  const profiles: Record<string, AgentProfile> = {};
+  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
+    const command = (value as { command?: unknown }).command;
+    if (!Array.isArray(command) || command.length === 0 || !command.every((part) => typeof part === 'string')) {
+      throw new Error(`TWS_AGENT_PROFILES.${name}.command must be a non-empty array of strings`);
+    }
+    profiles[name] = { command: command as string[] };
+  }
+  return profiles;
+}
+
+export function loadConfig(env: Record<string, string | undefined>, defaults: { cwd: string; hostname: string }): Config {
+  const dataDir = env.TWS_DATA_DIR ?? `${defaults.cwd}/.data`;
+  return {
+    dataDir,
+    databaseUrl: env.DATABASE_URL || null,
+    temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
+    hostId: env.TWS_HOST_ID || defaults.hostname,
+    workspaceRoot: env.TWS_WORKSPACE_ROOT || `${dataDir}/workspaces`,
+    logDir: env.TWS_LOG_DIR || `${dataDir}/logs`,
+    gitBinary: env.TWS_GIT_BINARY || 'git',
+    repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
+    agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
+    apiHost: env.TWS_API_HOST || '127.0.0.1',
+    apiPort: Number(env.TWS_API_PORT || 8080),
+    userToken: env.TWS_USER_TOKEN || null,
+    operatorToken: env.TWS_OPERATOR_TOKEN || null,
+    agentStopGraceMs: Number(env.TWS_AGENT_STOP_GRACE_MS || 5000),
+  };
+}

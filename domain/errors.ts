@@ -1,0 +1,91 @@
+/**
+ * The error contract of spec/workspace-lifecycle.md section 7 and spec/api.md, as data.
+ * Refusal codes cross the Temporal boundary as ApplicationFailure `type`; the gateway maps
+ * them to HTTP through this table, never by reading messages.
+ */
+export type RefusalCode =
+  | 'workspace_preparing'
+  | 'workspace_reuse_unsafe'
+  | 'workspace_reuse_unsupported'
+  | 'workspace_materialization_failed'
+  | 'task_cleanup_in_progress'
+  | 'task_archived'
+  | 'task_delete_dirty_worktree'
+  | 'session_running';
+
+export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
+export type ErrorCode = RefusalCode | InputErrorCode | 'internal';
+
+export type ErrorAction =
+  | 'retry'
+  | 'reset_environment'
+  | 'choose_executor'
+  | 'unarchive'
+  | 'discard_or_commit'
+  | 'stop_session'
+  | 'fix_request'
+  | 'authenticate'
+  | 'report';
+
+export interface ErrorRule {
+  status: number;
+  recoverable: boolean;
+  retryAfterMs: number;
+  action: ErrorAction;
+  /** What the caller reads when nothing more specific (and safe) can be said. */
+  message: string;
+}
+
+export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
+  workspace_preparing: { status: 409, recoverable: true, retryAfterMs: 1000, action: 'retry', message: 'The task workspace is being prepared by another session.' },
+  workspace_reuse_unsafe: { status: 409, recoverable: true, retryAfterMs: 0, action: 'reset_environment', message: 'The task workspace cannot be reused safely.' },
+  workspace_reuse_unsupported: { status: 409, recoverable: false, retryAfterMs: 0, action: 'choose_executor', message: 'This executor cannot run a session against the task workspace.' },
+  // Not a refusal of the admission table: the materializer was elected but git could not
+  // create the worktrees (for example the base branch vanished). Everything it made is
+  // rolled back and the environment is re-electable, so retrying after a fix can help.
+  workspace_materialization_failed: { status: 409, recoverable: true, retryAfterMs: 0, action: 'retry', message: 'The task workspace could not be created; nothing was left behind.' },
+  task_cleanup_in_progress: { status: 409, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The task is being cleaned up.' },
+  task_archived: { status: 409, recoverable: false, retryAfterMs: 0, action: 'unarchive', message: 'The task is archived.' },
+  task_delete_dirty_worktree: { status: 409, recoverable: true, retryAfterMs: 0, action: 'discard_or_commit', message: 'The task has uncommitted changes.' },
+  session_running: { status: 409, recoverable: true, retryAfterMs: 0, action: 'stop_session', message: 'A session of the task is running.' },
+  invalid_request: { status: 400, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request is invalid.' },
+  not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
+  unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },
+  forbidden: { status: 403, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'This token may not do that.' },
+  internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
+};
+
+export const REFUSAL_CODES = Object.keys(ERROR_TABLE).filter(
+  (code) => ERROR_TABLE[code as ErrorCode].status === 409,
+) as RefusalCode[];
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);
+}
+
+export interface ErrorBody {
+  error: {
+    code: ErrorCode;
+    message: string;
+    recoverable: boolean;
+    retryAfterMs: number;
+    action: ErrorAction;
+    errorId: string;
+    [extra: string]: unknown;
+  };
+}
+
+export function errorBody(code: ErrorCode, errorId: string, message?: string, extra: Record<string, unknown> = {}): ErrorBody {
+  const rule = ERROR_TABLE[code];
+  return {
+    error: {
+      ...extra,
+      code,
+      message: message ?? rule.message,
+      recoverable: rule.recoverable,
+      retryAfterMs: rule.retryAfterMs,
+      action: rule.action,
+      errorId,
+    },
+  };
+}

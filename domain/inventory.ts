@@ -1,0 +1,26 @@
+/**
+ * The inventory merge rule [R4]: the worktree id decides.
+ * - An incoming row without a worktree id (inventory-only) may update position and error,
+ *   but never clears or replaces an existing worktree id, path or branch [R4.1].
+ * - An incoming row with a worktree id replaces id, path and branch together [R4.2].
+ */
+export interface WorktreeIdentity {
+  worktreeId: string;
+  worktreePath: string;
+  worktreeBranch: string;
+}
+
+export interface InventoryFields {
+  identity: WorktreeIdentity | null;
+  headCommit: string | null;
+  position: number;
+  error: string | null;
+}
+
+export function mergeInventoryRow(existing: InventoryFields | null, incoming: InventoryFields): InventoryFields {
+  if (!existing) return incoming;
+  if (incoming.identity) {
+    return { identity: { ...incoming.identity }, headCommit: incoming.headCommit, position: incoming.position, error: incoming.error };
+  }
+  return { identity: existing.identity, headCommit: existing.headCommit, position: incoming.position, error: incoming.error };
+}

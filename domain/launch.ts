@@ -1,0 +1,62 @@
+/** The shapes a launch passes between gateway, workflow and activities. */
+import type { ExecutorType } from './admission';
+import type { SessionRoleName } from './session';
+
+export interface LaunchRequest {
+  sessionId: string;
+  taskId: string;
+  executorType: ExecutorType;
+  agentProfile: string;
+  /** The argv the agent runs, resolved from the profile by the gateway. */
+  command: string[];
+  name: string | null;
+  /** The host a new environment is materialized on. */
+  hostId: string;
+}
+
+export interface SlotPlan {
+  repositoryId: string;
+  repositoryName: string;
+  sourcePath: string;
+  baseBranch: string;
+  branch: string;
+  branchSlug: string;
+  /** Create the branch from the base branch (false: check out an existing branch). */
+  createBranch: boolean;
+  worktreePath: string;
+  position: number;
+  /** For attach: what the inventory records. */
+  recorded: { worktreeId: string | null; worktreePath: string | null; worktreeBranch: string | null } | null;
+}
+
+export interface LaunchPlan {
+  role: SessionRoleName;
+  sessionId: string;
+  taskId: string;
+  environmentId: string;
+  /** The task that owns the environment (differs from taskId when borrowed). */
+  environmentTaskId: string;
+  executorType: ExecutorType;
+  hostId: string;
+  workspacePath: string;
+  taskFolder: string;
+  slots: SlotPlan[];
+}
+
+/** What materialization made, so a failed launch removes exactly that and nothing else. */
+export interface MaterializedSlot {
+  repositoryId: string;
+  worktreePath: string;
+  worktreeId: string;
+  branch: string;
+  headCommit: string;
+  createdBranch: boolean;
+}
+
+export interface LaunchResult {
+  sessionId: string;
+  taskEnvironmentId: string;
+  role: SessionRoleName;
+  state: 'running' | 'exited';
+  executionId: string;
+}

@@ -1,0 +1,1 @@
+export type SessionRoleName = 'materialized' | 'attached' | 'transitioned';

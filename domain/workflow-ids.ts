@@ -1,0 +1,8 @@
+/** Every workflow id and task queue name is built here, so the Temporal UI reads the same everywhere. */
+export const launchWorkflowId = (sessionId: string): string => `launch/${sessionId}`;
+export const resumeWorkflowId = (sessionId: string, n: number): string => `resume/${sessionId}/${n}`;
+export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: string): string =>
+  `cleanup/${trigger}/${taskId}/${operationId}`;
+
+/** Activities that touch files run on the queue of the host that holds the workspace. */
+export const hostTaskQueue = (sharedQueue: string, hostId: string): string => `${sharedQueue}-host-${hostId}`;

@@ -1,0 +1,140 @@
+/**
+ * A thin typed layer over simple-git for the few commands this product runs. Used by the
+ * host activities (which change worktrees) and by the gateway's read-only input checks.
+ * The git binary is configuration, so fault injection hands in a wrapper script.
+ */
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { simpleGit, type SimpleGit } from 'simple-git';
+
+export interface GitOptions {
+  binary: string;
+}
+
+export function gitAt(dir: string, options: GitOptions): SimpleGit {
+  return simpleGit({
+    baseDir: dir,
+    binary: options.binary,
+    maxConcurrentProcesses: 4,
+    trimmed: false,
+    unsafe: { allowUnsafeCustomBinary: true },
+  });
+}
+
+async function run(git: SimpleGit, args: string[]): Promise<string> {
+  return git.raw(args);
+}
+
+/** The commit a ref points at, or null when the ref does not exist. */
+export async function resolveCommit(git: SimpleGit, ref: string): Promise<string | null> {
+  const out = (await run(git, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).catch(() => '')).trim();
+  return /^[0-9a-f]{40,64}$/.test(out) ? out : null;
+}
+
+export const branchRef = (branch: string): string => `refs/heads/${branch}`;
+
+export async function branchCommit(git: SimpleGit, branch: string): Promise<string | null> {
+  return resolveCommit(git, branchRef(branch));
+}
+
+/** Absolute top level of the checkout containing dir, symlinks resolved; null when not in a work tree. */
+export async function showToplevel(dir: string, options: GitOptions): Promise<string | null> {
+  try {
+    const out = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel'])).trim();
+    return out ? await realpath(out) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Absolute common git dir (shared by all worktrees of a repository), symlinks resolved. */
+export async function commonDir(dir: string, options: GitOptions): Promise<string | null> {
+  try {
+    const out = (await run(gitAt(dir, options), ['rev-parse', '--git-common-dir'])).trim();
+    return out ? await realpath(path.resolve(dir, out)) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The current branch's short name, or null when HEAD is detached or missing. */
+export async function currentBranch(dir: string, options: GitOptions): Promise<string | null> {
+  try {
+    const out = (await run(gitAt(dir, options), ['symbolic-ref', '--quiet', '--short', 'HEAD'])).trim();
+    return out || null;
+  } catch {
+    return null;
+  }
+}
+
+export interface WorktreeEntry {
+  path: string;
+  head: string | null;
+  branch: string | null; // short name, null when detached
+  bare: boolean;
+  prunable: boolean;
+  locked: boolean;
+}
+
+export function parseWorktreeList(porcelain: string): WorktreeEntry[] {
+  const entries: WorktreeEntry[] = [];
+  let current: WorktreeEntry | null = null;
+  for (const line of porcelain.split('\n')) {
+    if (line.startsWith('worktree ')) {
+      current = { path: line.slice('worktree '.length), head: null, branch: null, bare: false, prunable: false, locked: false };
+      entries.push(current);
+    } else if (!current) {
+      continue;
+    } else if (line.startsWith('HEAD ')) {
+      current.head = line.slice(5);
+    } else if (line.startsWith('branch ')) {
+      current.branch = line.slice(7).replace(/^refs\/heads\//, '');
+    } else if (line === 'bare') {
+      current.bare = true;
+    } else if (line.startsWith('prunable')) {
+      current.prunable = true;
+    } else if (line.startsWith('locked')) {
+      current.locked = true;
+    }
+  }
+  return entries;
+}
+
+export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
+  return parseWorktreeList(await run(git, ['worktree', 'list', '--porcelain']));
+}
+
+/**
+ * Adds a worktree. With createFrom, the branch is created there and git refuses if it
+ * already exists (a create-only ref update: an existing branch is never moved).
+ */
+export async function addWorktree(git: SimpleGit, worktreePath: string, branch: string, createFrom: string | null): Promise<void> {
+  const args = createFrom
+    ? ['worktree', 'add', '--no-track', '-b', branch, worktreePath, createFrom]
+    : ['worktree', 'add', worktreePath, branch];
+  await run(git, args);
+}
+
+export async function removeWorktree(git: SimpleGit, worktreePath: string, force: boolean): Promise<void> {
+  await run(git, ['worktree', 'remove', ...(force ? ['--force'] : []), worktreePath]);
+}
+
+export async function pruneWorktrees(git: SimpleGit): Promise<void> {
+  await run(git, ['worktree', 'prune']);
+}
+
+/** Deletes a branch only if it still points at `expected` (compare-and-delete). */
+export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected: string): Promise<void> {
+  await run(git, ['update-ref', '-d', branchRef(branch), expected]);
+}
+
+/** The worktree's administrative id (the name of its folder under <common>/worktrees). */
+export async function worktreeId(worktreeDir: string, options: GitOptions): Promise<string | null> {
+  try {
+    const gitDir = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir'])).trim();
+    const match = /\/worktrees\/([^/]+)$/.exec(gitDir);
+    return match ? match[1]! : null;
+  } catch {
+    return null;
+  }
+}

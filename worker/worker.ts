@@ -1,0 +1,73 @@
+/**
+ * The worker: workflows and database activities on the shared queue, file and process
+ * activities on this host's queue (`<queue>-host-<hostId>`).
+ */
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { createHostActivities, createRecordActivities } from '../activities';
+import type { Config } from '../domain/config';
+import { hostTaskQueue } from '../domain/workflow-ids';
+
+export interface WorkerHandle {
+  /** Resolves when both workers stopped. */
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietBundlerLogger });
+}
+
+const quietBundlerLogger = {
+  log: () => {},
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
+
+export async function startWorker(opts: {
+  config: Config;
+  pool: pg.Pool;
+  logger: Logger;
+  connection?: NativeConnection;
+  workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string };
+}): Promise<WorkerHandle> {
+  const { config, pool, logger } = opts;
+  const ownsConnection = !opts.connection;
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: config.temporalAddress }));
+  const deps = { pool, config, logger };
+  const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
+
+  const shared = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowBundle,
+    activities: createRecordActivities(deps),
+    maxConcurrentLocalActivityExecutions: 50,
+    maxConcurrentWorkflowTaskExecutions: 50,
+  });
+  const host = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: hostTaskQueue(config.taskQueue, config.hostId),
+    activities: createHostActivities(deps),
+    maxConcurrentActivityTaskExecutions: 50,
+  });
+
+  const done = Promise.all([shared.run(), host.run()]).then(async () => {
+    if (ownsConnection) await connection.close();
+  });
+  logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
+  return {
+    done,
+    async shutdown() {
+      if (shared.getState() === 'RUNNING') shared.shutdown();
+      if (host.getState() === 'RUNNING') host.shutdown();
+      await done;
+    },
+  };
+}

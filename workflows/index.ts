@@ -1,0 +1,1 @@
+export { launchSession } from './launch-session';

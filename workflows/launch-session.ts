@@ -1,0 +1,71 @@
+/**
+ * launch/<sessionId>: admit → validate (attach) or materialize → publish inventory + ready →
+ * start the agent on the workspace's host → mark running. On failure it undoes exactly what
+ * this launch made and fails with the typed code.
+ */
+import { upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import type { StartedAgent } from '../activities/agent-process';
+import type { LaunchPlan, LaunchRequest, LaunchResult, MaterializedSlot } from '../domain/launch';
+import { PhaseAttr } from '../domain/search-attributes';
+import { hostSteps, recordSteps } from './activity-proxies';
+import { asTypedFailure } from './typed-failure';
+
+const records = recordSteps();
+
+function phase(value: string): void {
+  upsertSearchAttributes([{ key: PhaseAttr, value }]);
+}
+
+export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
+  // 1. Admission: one transaction elects, attaches or refuses [R1].
+  phase('admitting');
+  let plan: LaunchPlan;
+  try {
+    plan = await records.admitLaunch(req);
+  } catch (err) {
+    phase('refused');
+    throw asTypedFailure(err);
+  }
+
+  const host = hostSteps(plan.hostId);
+  let made: MaterializedSlot[] = [];
+  let agent: StartedAgent | null = null;
+  try {
+    if (plan.role === 'materialized') {
+      // 2a. Materialize on the host, then publish the complete inventory and `ready` at once.
+      phase('materializing');
+      if (plan.executorType === 'local') await host.validateWorkspace(plan);
+      made = await host.materializeWorkspace(plan);
+      await records.publishInventory(plan, made);
+    } else {
+      // 2b. Attach is read-only validation of the canonical workspace [R1.2].
+      phase('validating');
+      await host.validateWorkspace(plan);
+    }
+
+    // 3. The agent gets its own execution identity [R1.3].
+    phase('starting_agent');
+    agent = await host.startAgent({
+      executionId: uuid4(),
+      sessionId: plan.sessionId,
+      taskId: plan.taskId,
+      environmentId: plan.environmentId,
+      cwd: plan.workspacePath,
+      command: req.command,
+    });
+    await records.markSessionRunning(plan.sessionId);
+    phase('running');
+    return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
+  } catch (err) {
+    phase('compensating');
+    if (agent) await host.stopAgent(agent.executionId);
+    if (plan.role === 'materialized') {
+      await host.discardMaterialization(plan, made);
+      await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal');
+    } else {
+      await records.discardRefusedSession(plan.sessionId);
+    }
+    phase('failed');
+    throw asTypedFailure(err);
+  }
+}
