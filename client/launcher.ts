@@ -9,13 +9,11 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
-import { migrate } from '../db/migrate';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
-import { connectClient, ensureSearchAttributes } from './temporal';
+import { prepareServices } from './prepare-services';
 
 const root = path.resolve(__dirname, '..');
 
@@ -34,22 +32,6 @@ async function loadSecrets(file: string): Promise<Secrets> {
   };
   await writeFile(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
   return secrets;
-}
-
-async function waitForTemporal(address: string, child: ChildProcess | null): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child && child.exitCode !== null) throw new Error('the Temporal dev server exited during start-up');
-    try {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      await connection.workflowService.getSystemInfo({});
-      await connection.close();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 300));
-    }
-  }
 }
 
 function startNodeService(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
@@ -109,11 +91,12 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stopAll(0));
 
   try {
-    await waitForTemporal(temporalAddress, temporalServer);
-    const client = await connectClient(temporalAddress, config.temporalNamespace);
-    await ensureSearchAttributes(client, config.temporalNamespace);
-    await client.connection.close();
-    await migrate(databaseUrl);
+    await prepareServices({
+      databaseUrl,
+      temporalAddress,
+      namespace: config.temporalNamespace,
+      isTemporalDead: () => temporalServer !== null && temporalServer.exitCode !== null,
+    });
   } catch (err) {
     console.error('start-up failed:', err instanceof Error ? err.message : err);
     await stopAll(1);

@@ -21,7 +21,6 @@ export interface GatewayOptions extends GatewayContext {
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: (opts.logger || undefined) as FastifyBaseLogger | undefined,
-    disableRequestLogging: true,
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();

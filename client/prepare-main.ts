@@ -1,0 +1,14 @@
+/** One-shot set-up for a cluster deployment (docker-compose `setup` service): search attributes and migrations. */
+import { prepareServices } from './prepare-services';
+
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) {
+  console.error('DATABASE_URL is required');
+  process.exit(1);
+}
+prepareServices({ databaseUrl, temporalAddress: process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233', namespace: process.env.TEMPORAL_NAMESPACE || 'default', isTemporalDead: () => false })
+  .then(() => console.log('services prepared'))
+  .catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });

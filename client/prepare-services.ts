@@ -1,0 +1,31 @@
+/** What must hold before workers and gateways start: Temporal answers, search attributes exist, migrations ran. */
+import { Connection } from '@temporalio/client';
+import { migrate } from '../db/migrate';
+import { connectClient, ensureSearchAttributes } from './temporal';
+
+export async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (isDead()) throw new Error('the Temporal server exited during start-up');
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      await connection.workflowService.getSystemInfo({});
+      await connection.close();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+}
+
+export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; isTemporalDead?: () => boolean }): Promise<void> {
+  await waitForTemporal(opts.temporalAddress, opts.isTemporalDead);
+  const client = await connectClient(opts.temporalAddress, opts.namespace);
+  try {
+    await ensureSearchAttributes(client, opts.namespace);
+  } finally {
+    await client.connection.close();
+  }
+  await migrate(opts.databaseUrl);
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { ERROR_TABLE, errorBody } from '../../domain/errors';
+import { mergeInventoryRow } from '../../domain/inventory';
+import { branchNameProblem, repositoryNameProblem } from '../../domain/refs';
+
+describe('branch names', () => {
+  it('accepts what git accepts', () => {
+    for (const ok of ['main', 'feature/x', 'tws/0f0e-1', 'release-1.2', 'a_b']) expect(branchNameProblem(ok)).toBeNull();
+  });
+  it('refuses what git refuses, and a leading "-"', () => {
+    for (const bad of ['', '-x', 'a..b', 'a b', 'a~b', 'a^b', 'a:b', 'a?b', 'a*b', 'a[b', 'a\\b', 'x.lock', 'a/.b', 'a/', '/a', 'a//b', 'a.', 'a@{b', '@', 'HEAD', 'a\u0001b']) {
+      expect(branchNameProblem(bad), bad).not.toBeNull();
+    }
+  });
+  it('keeps repository names to one safe folder name', () => {
+    expect(repositoryNameProblem('repo-1.x')).toBeNull();
+    for (const bad of ['../x', 'a/b', '.hidden', '-x', '', 'x.lock']) expect(repositoryNameProblem(bad), bad).not.toBeNull();
+  });
+});
+
+describe('error table [R7]', () => {
+  it('matches the spec row by row', () => {
+    const rows = Object.fromEntries(Object.entries(ERROR_TABLE).map(([code, r]) => [code, [r.status, r.recoverable, r.retryAfterMs, r.action]]));
+    expect(rows).toMatchObject({
+      workspace_preparing: [409, true, 1000, 'retry'],
+      workspace_reuse_unsafe: [409, true, 0, 'reset_environment'],
+      workspace_reuse_unsupported: [409, false, 0, 'choose_executor'],
+      task_cleanup_in_progress: [409, true, 5000, 'retry'],
+      task_archived: [409, false, 0, 'unarchive'],
+      task_delete_dirty_worktree: [409, true, 0, 'discard_or_commit'],
+      session_running: [409, true, 0, 'stop_session'],
+    });
+  });
+  it('builds the contract body, extras never overriding the contract fields', () => {
+    expect(errorBody('task_archived', 'id-1', undefined, { code: 'spoofed', dirtyRepositories: ['r'] })).toEqual({
+      error: { code: 'task_archived', message: ERROR_TABLE.task_archived.message, recoverable: false, retryAfterMs: 0, action: 'unarchive', errorId: 'id-1', dirtyRepositories: ['r'] },
+    });
+  });
+});
+
+describe('inventory merge rule [R4]', () => {
+  const identity = { worktreeId: 'wt1', worktreePath: '/w/t/r', worktreeBranch: 'tws/t' };
+  it('an inventory-only row never clears an existing worktree identity [R4.1]', () => {
+    const merged = mergeInventoryRow({ identity, headCommit: 'abc', position: 0, error: null }, { identity: null, headCommit: null, position: 2, error: 'stale' });
+    expect(merged).toEqual({ identity, headCommit: 'abc', position: 2, error: 'stale' });
+  });
+  it('a row with a worktree id replaces id, path and branch together [R4.2]', () => {
+    const next = { worktreeId: 'wt2', worktreePath: '/w/t2/r', worktreeBranch: 'other' };
+    expect(mergeInventoryRow({ identity, headCommit: 'abc', position: 0, error: null }, { identity: next, headCommit: 'def', position: 0, error: null }).identity).toEqual(next);
+  });
+  it('a first row is taken as it comes', () => {
+    expect(mergeInventoryRow(null, { identity: null, headCommit: null, position: 1, error: null })).toEqual({ identity: null, headCommit: null, position: 1, error: null });
+  });
+});

@@ -1,0 +1,192 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchWorkflowId } from '../domain/workflow-ids';
+import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
+import { createHarness, type Harness } from './support/harness';
+import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
+import { branches, commitOf, git, gitWrapper, killGroup, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+
+let h: Harness;
+const pids: number[] = [];
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  pids.forEach(killGroup);
+  await h?.close();
+});
+
+async function sessionPid(sessionId: string): Promise<number> {
+  const res = await h.api('GET', `/v1/sessions/${sessionId}`);
+  expect(res.status).toBe(200);
+  pids.push(res.body.execution.pid);
+  return res.body.execution.pid;
+}
+
+describe('first launch of a new task materializes the workspace [R1]', () => {
+  it('creates exactly one worktree on a new task branch at the base commit, publishes the inventory and starts the agent there', async () => {
+    const repo = makeRepo(h.scratch, 'alpha', { branches: ['develop'] });
+    git(repo, 'checkout', '-q', 'develop');
+    git(repo, 'commit', '-q', '--allow-empty', '-m', 'develop only');
+    git(repo, 'checkout', '-q', 'main');
+    const repoId = await registerRepo(h, repo, 'alpha');
+    const taskId = await createTask(h, [{ repositoryId: repoId, baseBranch: 'develop' }]);
+    const before = branches(repo);
+
+    const res = await launch(h, taskId);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ role: 'materialized', state: 'running' });
+
+    const expectedPath = path.join(h.config.workspaceRoot, taskDirName(taskId), 'alpha');
+    // Exactly one new worktree, at the expected path, on a new branch equal to the base branch.
+    expect(worktreePaths(repo)).toEqual([repo, expectedPath]);
+    expect(branches(repo)).toEqual([...before, taskBranchName(taskId)].sort());
+    expect(commitOf(repo, taskBranchName(taskId))).toBe(commitOf(repo, 'develop'));
+    expect(git(expectedPath, 'symbolic-ref', '--short', 'HEAD')).toBe(taskBranchName(taskId));
+    expect(commitOf(repo, 'develop')).not.toBe(commitOf(repo, 'main'));
+    const marker = JSON.parse(readFileSync(path.join(h.config.workspaceRoot, taskDirName(taskId), OWNERSHIP_MARKER_FILE), 'utf8'));
+    expect(marker).toMatchObject({ taskId, environmentId: res.body.taskEnvironmentId });
+
+    // The inventory is complete and the environment is ready.
+    const env = (await h.pool.query('SELECT * FROM task_environments WHERE task_id = $1', [taskId])).rows;
+    expect(env).toHaveLength(1);
+    expect(env[0]).toMatchObject({ id: res.body.taskEnvironmentId, status: 'ready', executor_type: 'worktree', workspace_path: expectedPath, materialized: true, materializer_session_id: res.body.sessionId });
+    const rows = (await h.pool.query('SELECT * FROM environment_repos WHERE environment_id = $1', [env[0].id])).rows;
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ repository_id: repoId, status: 'active', worktree_path: expectedPath, worktree_branch: taskBranchName(taskId), head_commit: commitOf(repo, 'develop') });
+    expect(rows[0].worktree_id).toBeTruthy();
+    expect(existsSync(path.join(repo, '.git/worktrees', rows[0].worktree_id))).toBe(true);
+
+    // The agent process is alive, in the worktree, and recorded with its identity.
+    const pid = await sessionPid(res.body.sessionId);
+    expect(processAlive(pid)).toBe(true);
+    expect(processCwd(pid)).toBe(expectedPath);
+    const exec = (await h.pool.query('SELECT * FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    expect(exec).toMatchObject({ session_id: res.body.sessionId, pid, cwd: expectedPath, status: 'running', host_id: h.config.hostId });
+    expect(exec.process_start_time).toMatch(/^\d+$/);
+    const session = await h.api('GET', `/v1/sessions/${res.body.sessionId}`);
+    expect(session.body).toMatchObject({ id: res.body.sessionId, taskId, state: 'running', taskEnvironmentId: env[0].id, executorType: 'worktree', execution: { pid, hostId: h.config.hostId } });
+
+    // The workspace view is the environment's.
+    const ws = await h.api('GET', `/v1/sessions/${res.body.sessionId}/workspace`);
+    expect(ws.body).toEqual({ taskEnvironmentId: env[0].id, executorType: 'worktree', workspacePath: expectedPath, repositories: [{ repositoryId: repoId, worktreePath: expectedPath, branch: taskBranchName(taskId) }], source: 'environment' });
+
+    // The task shows its environment and session.
+    const task = await h.api('GET', `/v1/tasks/${taskId}`);
+    expect(task.body.environment).toEqual({ id: env[0].id, executorType: 'worktree', status: 'ready', hostId: h.config.hostId });
+    expect(task.body.sessions.map((s: any) => s.id)).toEqual([res.body.sessionId]);
+
+    // The workflow history shows the steps, under a readable id with search attributes.
+    const handle = h.temporal.workflow.getHandle(launchWorkflowId(res.body.sessionId));
+    const history = await handle.fetchHistory();
+    const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+    expect(scheduled).toEqual(['materializeWorkspace', 'startAgent']);
+    const markers = history.events!.filter((e) => e.markerRecordedEventAttributes).length;
+    expect(markers).toBeGreaterThanOrEqual(3); // admitLaunch, publishInventory, markSessionRunning (local activities)
+    const description = await handle.describe();
+    expect(description.status.name).toBe('COMPLETED');
+    expect(description.typedSearchAttributes.getAll().filter((p) => p.key.name !== 'BuildIds').map((p) => [p.key.name, p.value]).sort()).toEqual(
+      [['ExecutorType', 'worktree'], ['Phase', 'running'], ['SessionId', res.body.sessionId], ['TaskId', taskId]].sort(),
+    );
+  });
+
+  it('gives each repository of a multi-repository task its worktree under the task folder, and the agent works in the task folder', async () => {
+    const repos = ['one', 'two', 'three'].map((name) => makeRepo(h.scratch, `multi-${name}`));
+    const ids = await Promise.all(repos.map((repo, i) => registerRepo(h, repo, `multi-${['one', 'two', 'three'][i]}`)));
+    const taskId = await createTask(h, ids);
+    const res = await launch(h, taskId);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+
+    const folder = path.join(h.config.workspaceRoot, taskDirName(taskId));
+    expect(listDir(folder)).toEqual([OWNERSHIP_MARKER_FILE, 'multi-one', 'multi-three', 'multi-two']);
+    for (const [i, repo] of repos.entries()) {
+      const wt = path.join(folder, path.basename(repo));
+      expect(worktreePaths(repo)).toEqual([repo, wt]);
+      expect(commitOf(wt, 'HEAD')).toBe(commitOf(repo, 'main'));
+      expect(git(wt, 'symbolic-ref', '--short', 'HEAD')).toBe(taskBranchName(taskId));
+      const row = (await h.pool.query('SELECT * FROM environment_repos WHERE repository_id = $1', [ids[i]])).rows;
+      expect(row).toHaveLength(1);
+      expect(row[0]).toMatchObject({ worktree_path: wt, position: i, status: 'active' });
+    }
+    const pid = await sessionPid(res.body.sessionId);
+    expect(processCwd(pid)).toBe(folder);
+    const ws = await h.api('GET', `/v1/sessions/${res.body.sessionId}/workspace`);
+    expect(ws.body.workspacePath).toBe(folder);
+    expect(ws.body.repositories).toHaveLength(3);
+  });
+
+  it('lets exactly one of two concurrent first launches materialize; the other is refused workspace_preparing and leaves no session row', async () => {
+    // A slow `git worktree add` (through the configured git binary) holds the first launch in `creating`.
+    const slowGit = gitWrapper(h.scratch, { sleepOnWorktreeAdd: 2 });
+    const slow = await createHarness({ gitBinary: slowGit });
+    try {
+      const repo = makeRepo(slow.scratch, 'race');
+      const repoId = await registerRepo(slow, repo, 'race');
+      const taskId = await createTask(slow, [repoId]);
+      const [a, b] = await Promise.all([launch(slow, taskId), launch(slow, taskId)]);
+      const statuses = [a.status, b.status].sort();
+      expect(statuses).toEqual([201, 409]);
+      const winner = a.status === 201 ? a : b;
+      const loser = a.status === 201 ? b : a;
+      expect(winner.body.role).toBe('materialized');
+      expectSafeError(loser.body, 'workspace_preparing');
+      expect(loser.body.error).toMatchObject({ recoverable: true, retryAfterMs: 1000, action: 'retry' });
+      const sessions = (await slow.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows;
+      expect(sessions.map((s) => s.id)).toEqual([winner.body.sessionId]);
+      expect(worktreePaths(repo)).toHaveLength(2);
+      const pid = (await slow.api('GET', `/v1/sessions/${winner.body.sessionId}`)).body.execution.pid;
+      pids.push(pid);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('rolls back a launch whose worktree creation fails: nothing on disk, no branch, environment failed, typed 409', async () => {
+    const good = makeRepo(h.scratch, 'fail-good');
+    const bad = makeRepo(h.scratch, 'fail-bad', { branches: ['release'] });
+    const goodId = await registerRepo(h, good, 'fail-good');
+    const badId = await registerRepo(h, bad, 'fail-bad');
+    const taskId = await createTask(h, [goodId, { repositoryId: badId, baseBranch: 'release' }]);
+    git(bad, 'branch', '-D', 'release'); // the base branch vanishes after the task was created
+    const before = { good: branches(good), bad: branches(bad) };
+
+    const res = await launch(h, taskId);
+    expect(res.status).toBe(409);
+    expectSafeError(res.body, 'workspace_materialization_failed');
+
+    expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(taskId)))).toBe(false);
+    expect(worktreePaths(good)).toEqual([good]);
+    expect(worktreePaths(bad)).toEqual([bad]);
+    expect(branches(good)).toEqual(before.good);
+    expect(branches(bad)).toEqual(before.bad);
+    const env = (await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows;
+    expect(env).toEqual([{ status: 'failed', materialized: false }]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM environment_repos er JOIN task_environments e ON e.id = er.environment_id WHERE e.task_id = $1', [taskId])).rows[0].n).toBe(0);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1", [taskId])).rows[0].n).toBe(0);
+
+    // A failed environment that never materialized is re-elected once the cause is fixed.
+    git(bad, 'branch', 'release');
+    const again = await launch(h, taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.role).toBe('materialized');
+    pids.push((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.execution.pid);
+    expect(worktreePaths(bad)).toHaveLength(2);
+  });
+
+  it('a second launch on the ready workspace attaches to it and starts its own agent [R1.3]', async () => {
+    const repo = makeRepo(h.scratch, 'attach-basic');
+    const repoId = await registerRepo(h, repo, 'attach-basic');
+    const taskId = await createTask(h, [repoId]);
+    const first = await launch(h, taskId);
+    const second = await launch(h, taskId);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+    expect(second.body.executionId).not.toBe(first.body.executionId);
+    const [p1, p2] = [await sessionPid(first.body.sessionId), await sessionPid(second.body.sessionId)];
+    expect(p1).not.toBe(p2);
+    expect(processCwd(p2)).toBe(processCwd(p1));
+    expect(worktreePaths(repo)).toHaveLength(2);
+  });
+});

@@ -1,0 +1,99 @@
+/** Building and reading the real world in tests: git repositories, folders, processes, rows. */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import path from 'node:path';
+import type pg from 'pg';
+
+export function git(dir: string, ...args: string[]): string {
+  return execFileSync('git', args, {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' },
+  }).trim();
+}
+
+/** A repository with one commit on `main` (and any extra branches), as a developer would have it. */
+export function makeRepo(parent: string, name: string, opts: { branches?: string[]; files?: Record<string, string> } = {}): string {
+  const dir = path.join(parent, name);
+  mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  for (const [file, content] of Object.entries(opts.files ?? { 'README.md': `# ${name}\n` })) {
+    mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+    writeFileSync(path.join(dir, file), content);
+  }
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'initial');
+  for (const branch of opts.branches ?? []) git(dir, 'branch', branch);
+  return dir;
+}
+
+export const branches = (repo: string): string[] => git(repo, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/').split('\n').filter(Boolean).sort();
+export const commitOf = (repo: string, ref: string): string => git(repo, 'rev-parse', ref);
+export const worktreePaths = (repo: string): string[] =>
+  git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9));
+
+/** Everything about a folder that attach must not change: every file's bytes, links and modes (recursive, .git included). */
+export function fingerprint(dir: string): string {
+  const hash = createHash('sha256');
+  const walk = (p: string) => {
+    const st = lstatSync(p);
+    hash.update(`${path.relative(dir, p)}|${st.mode}|`);
+    if (st.isSymbolicLink()) hash.update(readlinkSync(p));
+    else if (st.isDirectory()) for (const child of readdirSync(p).sort()) walk(path.join(p, child));
+    else hash.update(readFileSync(p));
+  };
+  if (existsSync(dir)) walk(dir);
+  return hash.digest('hex');
+}
+
+export function listDir(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+}
+
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export const processCwd = (pid: number): string => readlinkSync(`/proc/${pid}/cwd`);
+
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
+
+/** A git wrapper that sleeps before `worktree add`, or fails the first N calls of a subcommand: faults through configuration. */
+export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; failSubcommand?: string; failTimes?: number }): string {
+  const file = path.join(dir, `git-wrapper-${Math.random().toString(36).slice(2)}`);
+  const counter = `${file}.count`;
+  writeFileSync(
+    file,
+    `#!/usr/bin/env bash
+if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
+if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?? ''}" ]; then
+  n=$(cat "${counter}" 2>/dev/null || echo 0)
+  if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
+fi
+exec git "$@"
+`,
+  );
+  chmodSync(file, 0o755);
+  return file;
+}
+
+/** Row counts of every table: "changes nothing" is checked against these. */
+export async function rowCounts(pool: pg.Pool): Promise<Record<string, number>> {
+  const tables = ['repositories', 'boards', 'workspace_groups', 'tasks', 'task_repositories', 'task_environments', 'environment_repos', 'sessions', 'executions', 'cleanup_jobs', 'git_status_observations'];
+  const counts: Record<string, number> = {};
+  for (const t of tables) counts[t] = Number((await pool.query(`SELECT count(*) AS n FROM ${t}`)).rows[0].n);
+  return counts;
+}
