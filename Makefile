@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck
+.PHONY: start test setup typecheck
 
 setup:
 	@bash scripts/setup.sh
@@ -10,8 +10,6 @@ start: setup
 test: setup
 	@npx tsc -p . && npx vitest run
 
-bench: setup
-	@node --import tsx bench/run.ts
 
 typecheck: setup
 	@npx tsc -p .
