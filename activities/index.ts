@@ -1,4 +1,6 @@
 import { agentProcessActivities } from './agent-process';
+import { coresidencyActivities } from './coresidency';
+import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
 import type { ActivityDeps } from './deps';
 import { launchRecordActivities } from './launch-records';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -6,7 +8,7 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return { ...launchRecordActivities(deps) };
+  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps) };
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
@@ -15,6 +17,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...workspaceMaterializeActivities(deps),
     ...workspaceValidateActivities(deps),
     ...agentProcessActivities(deps),
+    ...gitStatusHostActivities(deps),
   };
 }
 

@@ -3,18 +3,43 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { admitLaunch as admitInTransaction } from '../db/admission';
-import { markCreatingEnvironmentFailed, publishReady, type IncomingInventoryRow } from '../db/environments';
+import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
-import { deleteUnstartedSession, moveSessionState } from '../db/sessions';
+import { deleteUnstartedSession, moveSessionState, sessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
+import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
-export function launchRecordActivities({ pool, config }: ActivityDeps) {
+export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
+  /**
+   * A materializer whose launch workflow is no longer running (terminated, timed out) is gone
+   * even though its session row still says `starting`: settle that before admission reads it.
+   * Any doubt (Temporal unreachable) leaves it alone: it is then treated as alive.
+   */
+  async function settleAbandonedMaterializer(taskId: string): Promise<void> {
+    const env = await canonicalEnvironmentOf(pool, taskId);
+    const materializer = env?.status === 'creating' ? env.materializer_session_id : null;
+    if (!materializer || (await sessionState(pool, materializer)) !== 'starting') return;
+    let running: boolean;
+    try {
+      running = (await Context.current().client.workflow.getHandle(launchWorkflowId(materializer)).describe()).status.name === 'RUNNING';
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) return;
+      running = false;
+    }
+    if (!running && (await moveSessionState(pool, materializer, ['starting'], 'failed'))) {
+      logger.warn({ sessionId: materializer, environmentId: env!.id }, 'materializer launch is no longer running; its session is failed');
+    }
+  }
+
   return {
     /** Admission: elect, attach or refuse, in one transaction [R1]. */
     async admitLaunch(req: LaunchRequest): Promise<LaunchPlan> {
+      await settleAbandonedMaterializer(req.taskId);
       const outcome = await inTransaction(pool, (client) => admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
       return outcome.plan;

@@ -1,29 +1,47 @@
 /**
  * Launch admission: one transaction per launch, safe with any number of workers and gateways.
- * The task row lock orders concurrent admissions of one task; the unique constraints and
- * compare-and-set updates are what make the election correct.
+ * The task row lock (and the group row lock for shared_group) orders concurrent admissions;
+ * the unique constraints and compare-and-set updates are what make the election correct.
  */
 import type pg from 'pg';
-import { classifyEnvironment, decideAdmission, type EnvironmentFacts } from '../domain/admission';
+import { classifyEnvironment, decideAdmission, type EnvironmentFacts, type EnvironmentSituation, type WorkspaceMode } from '../domain/admission';
 import type { RefusalCode } from '../domain/errors';
-import type { LaunchPlan, LaunchRequest, SlotPlan } from '../domain/launch';
-import { environmentWorkspacePath, taskFolder, worktreePath } from '../domain/task-layout';
-import { activeRowsPerSlot, environmentOfTask, insertCreatingEnvironment, inventoryOf, markCreatingEnvironmentFailed, reelectMaterializer, type EnvironmentRow } from './environments';
+import type { LaunchPlan, LaunchRequest } from '../domain/launch';
+import { attachSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
+import { taskFolder } from '../domain/task-layout';
+import { admissionTarget, repositorySlots, type AdmissionTarget } from './admission-target';
+import { activeRowsPerSlot, insertCreatingEnvironment, inventoryOf, markCreatingEnvironmentFailed, reelectMaterializer } from './environments';
+import { isUniqueViolation } from './pool';
 import { insertSession, sessionState } from './sessions';
-import { taskRepositories } from './tasks';
 
 export type AdmissionOutcome = { kind: 'admitted'; plan: LaunchPlan } | { kind: 'refused'; code: RefusalCode | 'not_found' };
 
 interface LockedTask {
   id: string;
-  workspace_mode: 'new_workspace' | 'inherit_parent' | 'shared_group';
+  workspace_mode: WorkspaceMode;
+  parent_task_id: string | null;
+  group_id: string | null;
   archived_at: Date | null;
   cleanup_active: boolean;
 }
 
+async function situationOf(client: pg.PoolClient, target: AdmissionTarget): Promise<EnvironmentSituation> {
+  if (target.unavailable) return 'unavailable';
+  const env = target.env;
+  const facts: EnvironmentFacts | null = env
+    ? {
+        status: env.status,
+        materialized: env.materialized,
+        materializerState: env.materializer_session_id ? await sessionState(client, env.materializer_session_id) : null,
+        activeRowsPerSlot: await activeRowsPerSlot(client, env.id, target.slots),
+      }
+    : null;
+  return classifyEnvironment(facts);
+}
+
 export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
   const taskRes = await client.query<LockedTask>(
-    `SELECT t.id, t.workspace_mode, t.archived_at,
+    `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
             EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
        FROM tasks t WHERE t.id = $1 FOR UPDATE OF t`,
     [req.taskId],
@@ -32,55 +50,40 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
   if (!task) return { kind: 'refused', code: 'not_found' };
   if (task.cleanup_active) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   if (task.archived_at) return { kind: 'refused', code: 'task_archived' };
-  if (task.workspace_mode !== 'new_workspace') {
-    // The parent and group paths of the admission table are decided by the same table but
-    // need the borrowed-environment lookup; until then they are refused, never detached.
-    return { kind: 'refused', code: 'workspace_reuse_unsupported' };
-  }
 
-  const repos = await taskRepositories(client, req.taskId);
-  const slotKeys = repos.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug }));
-  const env = await environmentOfTask(client, req.taskId, true);
-  const facts: EnvironmentFacts | null = env
-    ? {
-        status: env.status,
-        materialized: env.materialized,
-        materializerState: env.materializer_session_id ? await sessionState(client, env.materializer_session_id) : null,
-        activeRowsPerSlot: await activeRowsPerSlot(client, env.id, slotKeys),
-      }
-    : null;
-  const decision = decideAdmission(task.workspace_mode, classifyEnvironment(facts));
-
+  const target = await admissionTarget(client, task);
+  const decision = decideAdmission(task.workspace_mode, await situationOf(client, target));
   if (decision.kind === 'refuse') {
-    if (decision.markEnvironmentFailed && env) await markCreatingEnvironmentFailed(client, env.id, null, 'materializer_gone');
+    if (decision.markEnvironmentFailed && target.env) await markCreatingEnvironmentFailed(client, target.env.id, null, 'materializer_gone');
     return { kind: 'refused', code: decision.code };
   }
 
-  const folder = taskFolder(workspaceRoot, req.taskId);
+  const session = { id: req.sessionId, taskId: req.taskId, executorType: req.executorType, agentProfile: req.agentProfile, command: req.command, name: req.name };
+
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (req.executorType === 'local' && repos.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (req.executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
       if (!(await reelectMaterializer(client, { id: env.id, executorType: req.executorType, hostId: req.hostId, materializerSessionId: req.sessionId }))) {
         return { kind: 'refused', code: 'workspace_preparing' };
       }
     } else {
-      await insertCreatingEnvironment(client, { id: environmentId, taskId: req.taskId, executorType: req.executorType, hostId: req.hostId, materializerSessionId: req.sessionId });
+      try {
+        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType: req.executorType, hostId: req.hostId, materializerSessionId: req.sessionId });
+        if (target.groupId) {
+          const elected = await client.query('UPDATE workspace_groups SET environment_id = $2 WHERE id = $1 AND environment_id IS NULL', [target.groupId, environmentId]);
+          if (elected.rowCount !== 1) return { kind: 'refused', code: 'workspace_preparing' };
+        }
+      } catch (err) {
+        // Another admission elected first (the constraint is the arbiter).
+        if (isUniqueViolation(err)) return { kind: 'refused', code: 'workspace_preparing' };
+        throw err;
+      }
     }
-    await insertSession(client, { id: req.sessionId, taskId: req.taskId, environmentId, executorType: req.executorType, agentProfile: req.agentProfile, command: req.command, name: req.name, role: 'materialized' });
-    const slots: SlotPlan[] = repos.map((r) => ({
-      repositoryId: r.repository_id,
-      repositoryName: r.repository_name,
-      sourcePath: r.repository_path,
-      baseBranch: r.base_branch,
-      branch: r.checkout_branch ?? r.branch_slug,
-      branchSlug: r.branch_slug,
-      createBranch: r.checkout_branch === null,
-      worktreePath: req.executorType === 'local' ? r.repository_path : worktreePath(workspaceRoot, req.taskId, r.repository_name),
-      position: r.position,
-      recorded: null,
-    }));
+    await insertSession(client, { ...session, environmentId, role: 'materialized' });
+    const slots = materializeSlots(target.slots, req.executorType, workspaceRoot, target.ownerTaskId);
     return {
       kind: 'admitted',
       plan: {
@@ -88,52 +91,46 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
         sessionId: req.sessionId,
         taskId: req.taskId,
         environmentId,
-        environmentTaskId: req.taskId,
+        environmentTaskId: target.ownerTaskId,
         executorType: req.executorType,
         hostId: req.hostId,
-        workspacePath: req.executorType === 'local' ? slots[0]!.sourcePath : environmentWorkspacePath(workspaceRoot, req.taskId, slots),
-        taskFolder: folder,
+        workspacePath: materializedWorkspacePath(slots, req.executorType, workspaceRoot, target.ownerTaskId),
+        taskFolder: taskFolder(workspaceRoot, target.ownerTaskId),
         slots,
       },
     };
   }
 
   // Attach to the canonical environment.
-  const ready = env as EnvironmentRow;
-  if (ready.executor_type !== req.executorType) {
-    // An executor transition is never an attach [R3.1].
-    return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  const env = target.env!;
+  if (env.executor_type !== req.executorType) {
+    // A borrowed environment of another executor is refused, never detached [R3]; on the task's
+    // own environment a different executor is a transition, never an attach [R3.1].
+    return { kind: 'refused', code: task.workspace_mode === 'new_workspace' ? 'workspace_reuse_unsupported' : 'workspace_reuse_unsafe' };
   }
-  const rows = await inventoryOf(client, ready.id);
-  await insertSession(client, { id: req.sessionId, taskId: req.taskId, environmentId: ready.id, executorType: req.executorType, agentProfile: req.agentProfile, command: req.command, name: req.name, role: 'attached' });
-  const slots: SlotPlan[] = repos.map((r) => {
-    const row = rows.find((x) => x.repository_id === r.repository_id && x.branch_slug === r.branch_slug)!;
-    return {
-      repositoryId: r.repository_id,
-      repositoryName: r.repository_name,
-      sourcePath: r.repository_path,
-      baseBranch: r.base_branch,
-      branch: row.worktree_branch ?? r.checkout_branch ?? r.branch_slug,
-      branchSlug: r.branch_slug,
-      createBranch: false,
-      worktreePath: row.worktree_path ?? r.repository_path,
-      position: r.position,
-      recorded: { worktreeId: row.worktree_id, worktreePath: row.worktree_path, worktreeBranch: row.worktree_branch },
-    };
-  });
+  if (env.task_id !== req.taskId) {
+    // A borrowing task may only ask for repositories the environment holds.
+    const own = await repositorySlots(client, req.taskId);
+    if (!own.every((mine) => target.slots.some((s) => s.repositoryId === mine.repositoryId))) return { kind: 'refused', code: 'workspace_reuse_unsafe' };
+  }
+  const rows = await inventoryOf(client, env.id);
+  await insertSession(client, { ...session, environmentId: env.id, role: 'attached' });
   return {
     kind: 'admitted',
     plan: {
       role: 'attached',
       sessionId: req.sessionId,
       taskId: req.taskId,
-      environmentId: ready.id,
-      environmentTaskId: ready.task_id,
-      executorType: ready.executor_type,
-      hostId: ready.host_id,
-      workspacePath: ready.workspace_path!,
-      taskFolder: folder,
-      slots,
+      environmentId: env.id,
+      environmentTaskId: env.task_id,
+      executorType: env.executor_type,
+      hostId: env.host_id,
+      workspacePath: env.workspace_path!,
+      taskFolder: taskFolder(workspaceRoot, env.task_id),
+      slots: attachSlots(
+        target.slots,
+        rows.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug, worktreeId: r.worktree_id, worktreePath: r.worktree_path, worktreeBranch: r.worktree_branch })),
+      ),
     },
   };
 }

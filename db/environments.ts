@@ -152,3 +152,21 @@ export async function activeRowsPerSlot(db: Db, environmentId: string, slots: { 
   );
   return slots.map((slot) => res.rows.find((r) => r.repository_id === slot.repositoryId && r.branch_slug === slot.branchSlug)?.n ?? 0);
 }
+
+/** The environment that is canonical for a task (its own, its group's, or its nearest ancestor's), read without locks. */
+export async function canonicalEnvironmentOf(db: Db, taskId: string): Promise<EnvironmentRow | null> {
+  let current: string | null = taskId;
+  for (let depth = 0; current && depth < 32; depth++) {
+    const res: { rows: { workspace_mode: string; parent_task_id: string | null; group_env: string | null }[] } = await db.query(
+      `SELECT t.workspace_mode, t.parent_task_id, g.environment_id AS group_env
+         FROM tasks t LEFT JOIN workspace_groups g ON g.id = t.group_id WHERE t.id = $1`,
+      [current],
+    );
+    const task = res.rows[0];
+    if (!task) return null;
+    if (task.workspace_mode === 'new_workspace') return environmentOfTask(db, current);
+    if (task.workspace_mode === 'shared_group') return task.group_env ? environmentById(db, task.group_env) : null;
+    current = task.parent_task_id;
+  }
+  return null;
+}

@@ -26,6 +26,8 @@ export interface Config {
   operatorToken: string | null;
   /** Milliseconds the agent gets between SIGTERM and SIGKILL. */
   agentStopGraceMs: number;
+  /** How long the co-residency observation waits for a sibling session row mid-transition. */
+  observationLockTimeoutMs: number;
 }
 
 export const BUILTIN_SHELL_PROFILE = 'shell';
@@ -64,5 +66,6 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     userToken: env.TWS_USER_TOKEN || null,
     operatorToken: env.TWS_OPERATOR_TOKEN || null,
     agentStopGraceMs: Number(env.TWS_AGENT_STOP_GRACE_MS || 5000),
+    observationLockTimeoutMs: Number(env.TWS_OBSERVATION_LOCK_TIMEOUT_MS || 2000),
   };
 }

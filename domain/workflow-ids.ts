@@ -6,3 +6,4 @@ export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: 
 
 /** Activities that touch files run on the queue of the host that holds the workspace. */
 export const hostTaskQueue = (sharedQueue: string, hostId: string): string => `${sharedQueue}-host-${hostId}`;
+export const gitStatusWorkflowId = (environmentId: string): string => `git-status/${environmentId}`;

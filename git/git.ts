@@ -138,3 +138,34 @@ export async function worktreeId(worktreeDir: string, options: GitOptions): Prom
     return null;
   }
 }
+
+export interface FileStatus {
+  path: string;
+  status: string; // the two-letter porcelain code, e.g. " M", "??", "A "
+}
+
+/** Changed, staged and untracked files of a worktree (porcelain v1, NUL separated, so any file name is safe). */
+export async function fileStatus(dir: string, options: GitOptions): Promise<FileStatus[]> {
+  const out = await run(gitAt(dir, options), ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
+  const parts = out.split('\0');
+  const files: FileStatus[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const entry = parts[i]!;
+    if (entry.length < 4) continue;
+    const status = entry.slice(0, 2);
+    files.push({ path: entry.slice(3), status });
+    if (status[0] === 'R' || status[0] === 'C') i++; // the next part is the rename's source
+  }
+  return files;
+}
+
+/** Commits HEAD has that `base` has not (ahead) and the reverse (behind). */
+export async function aheadBehind(dir: string, base: string, options: GitOptions): Promise<{ ahead: number; behind: number } | null> {
+  try {
+    const out = (await run(gitAt(dir, options), ['rev-list', '--left-right', '--count', `${branchRef(base)}...HEAD`])).trim();
+    const [behind, ahead] = out.split(/\s+/).map(Number);
+    return { ahead: ahead ?? 0, behind: behind ?? 0 };
+  } catch {
+    return null;
+  }
+}

@@ -1,1 +1,2 @@
 export { launchSession } from './launch-session';
+export { observeGitStatus } from './observe-git-status';

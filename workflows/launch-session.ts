@@ -43,7 +43,10 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       await host.validateWorkspace(plan);
     }
 
-    // 3. The agent gets its own execution identity [R1.3].
+    // 3. Co-residency is recorded before the process starts; it never changes the outcome [R5].
+    await records.observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: 'launch' });
+
+    // 4. The agent gets its own execution identity [R1.3].
     phase('starting_agent');
     agent = await host.startAgent({
       executionId: uuid4(),

@@ -3,11 +3,12 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { Registry, collectDefaultMetrics, Histogram } from 'prom-client';
 import { handleError } from './api-error';
 import { registerAuth } from './auth';
+import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
 import { catalogRoutes } from './routes/catalog';
+import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
@@ -25,14 +26,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const requestSeconds = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'],
-    registers: [registry],
-  });
+  const { registry, requestSeconds } = createGatewayMetrics(opts.pool);
   app.addHook('onResponse', async (request, reply) => {
     requestSeconds.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
@@ -53,6 +47,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(catalogRoutes(opts));
   await app.register(taskRoutes(opts));
   await app.register(sessionRoutes(opts));
+  await app.register(gitStatusRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -36,3 +36,30 @@ export function expectSafeError(body: any, code: string, secrets: string[] = [])
   expect(text).not.toMatch(/\/tmp\/|\/work\/|\/home\/|refs\/heads|tws\//);
   for (const secret of secrets) expect(text).not.toContain(secret);
 }
+
+/** A launch that must be refused: no session row, no execution, no row or file changed. */
+export async function expectLaunchRefused(
+  h: Harness,
+  taskId: string,
+  code: string,
+  opts: { body?: Record<string, unknown>; watch?: string[]; secrets?: string[] } = {},
+): Promise<any> {
+  const { rowCounts, fingerprint, listDir } = await import('./world');
+  const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot), files: (opts.watch ?? []).map(fingerprint) };
+  const res = await launch(h, taskId, opts.body);
+  expect(res.status, JSON.stringify(res.body)).toBe(409);
+  expectSafeError(res.body, code, [...(opts.watch ?? []), ...(opts.secrets ?? [])]);
+  const after = await rowCounts(h.pool);
+  expect(after.sessions).toBe(before.rows.sessions);
+  expect(after.executions).toBe(before.rows.executions);
+  expect(after.environment_repos).toBe(before.rows.environment_repos);
+  expect(listDir(h.config.workspaceRoot)).toEqual(before.root);
+  expect((opts.watch ?? []).map(fingerprint)).toEqual(before.files);
+  return res.body;
+}
+
+export async function pidOf(h: Harness, sessionId: string): Promise<number> {
+  const res = await h.api('GET', `/v1/sessions/${sessionId}`);
+  expect(res.status).toBe(200);
+  return res.body.execution.pid;
+}

@@ -1,0 +1,43 @@
+/**
+ * Records co-residency before an agent process starts [R5]. Reads the task's sibling sessions
+ * in a working state (a shared lock with a short lock timeout, so a sibling mid-transition is
+ * read as committed or not at all), counts and logs. It never throws: an observation must not
+ * refuse, defer or fail a launch.
+ */
+import { inTransaction } from '../db/pool';
+import { incrementCounter } from '../db/metric-counters';
+import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL, skipReasonOf, type CoresidencyObservation, type CoresidencySite } from '../domain/coresidency';
+import type { ActivityDeps } from './deps';
+
+export function coresidencyActivities({ pool, config, logger }: ActivityDeps) {
+  return {
+    async observeCoresidency(input: { sessionId: string; taskId: string; site: CoresidencySite }): Promise<CoresidencyObservation> {
+      let observation: CoresidencyObservation;
+      try {
+        const siblings = await inTransaction(pool, async (client) => {
+          await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(config.observationLockTimeoutMs))}`);
+          const res = await client.query<{ id: string }>(
+            `SELECT id FROM sessions WHERE task_id = $1 AND id <> $2 AND state IN ('starting', 'running') ORDER BY id FOR SHARE`,
+            [input.taskId, input.sessionId],
+          );
+          return res.rows.map((r) => r.id);
+        });
+        observation = siblings.length > 0 ? { outcome: 'coresident', siblingSessionIds: siblings } : { outcome: 'alone' };
+      } catch (err) {
+        observation = { outcome: 'skipped', reason: skipReasonOf((err as { code?: string }).code) };
+      }
+      try {
+        if (observation.outcome === 'coresident') {
+          await incrementCounter(pool, CORESIDENCY_ADMITTED_TOTAL, { site: input.site });
+          logger.warn({ event: 'session_coresidency', site: input.site, sessionId: input.sessionId, taskId: input.taskId, siblingSessionIds: observation.siblingSessionIds }, 'agent session starts beside other working sessions of the task');
+        } else if (observation.outcome === 'skipped') {
+          await incrementCounter(pool, CORESIDENCY_SKIPPED_TOTAL, { reason: observation.reason });
+          logger.warn({ event: 'session_coresidency_skipped', site: input.site, sessionId: input.sessionId, reason: observation.reason }, 'co-residency observation skipped');
+        }
+      } catch (err) {
+        logger.error({ err, sessionId: input.sessionId }, 'co-residency observation could not be recorded');
+      }
+      return observation;
+    },
+  };
+}

@@ -1,0 +1,46 @@
+/** Git status of the canonical workspace: read on its host, recorded with the time it was taken [R1.5]. */
+import { observationsOf, recordObservation, statusTarget } from '../db/git-status';
+import type { GitStatusObservation, GitStatusTarget } from '../domain/git-status';
+import { aheadBehind, currentBranch, fileStatus, gitAt, resolveCommit } from '../git/git';
+import type { ActivityDeps } from './deps';
+import { withHeartbeat } from './heartbeat';
+import { isRealDirectory } from './workspace-fs';
+
+export function gitStatusHostActivities({ config }: ActivityDeps) {
+  const gitOptions = { binary: config.gitBinary };
+  return {
+    async readGitStatus(target: GitStatusTarget): Promise<GitStatusObservation[]> {
+      return withHeartbeat('git-status', async () => {
+        const observations: GitStatusObservation[] = [];
+        for (const slot of target.slots) {
+          const observedAt = new Date().toISOString();
+          if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
+          const [branch, head, files, counts] = await Promise.all([
+            currentBranch(slot.path, gitOptions),
+            resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),
+            fileStatus(slot.path, gitOptions),
+            aheadBehind(slot.path, slot.baseBranch, gitOptions),
+          ]);
+          observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, branch, head, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0, files });
+        }
+        return observations;
+      });
+    },
+  };
+}
+
+export function gitStatusRecordActivities({ pool }: ActivityDeps) {
+  return {
+    async loadStatusTarget(environmentId: string): Promise<GitStatusTarget | null> {
+      return statusTarget(pool, environmentId);
+    },
+    async recordGitStatus(environmentId: string, observations: GitStatusObservation[]): Promise<number> {
+      let recorded = 0;
+      for (const obs of observations) if (await recordObservation(pool, environmentId, obs)) recorded++;
+      return recorded;
+    },
+    async storedGitStatus(environmentId: string): Promise<GitStatusObservation[]> {
+      return observationsOf(pool, environmentId);
+    },
+  };
+}

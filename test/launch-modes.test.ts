@@ -1,0 +1,170 @@
+/** The workspace modes of the admission table [R1]: parent and group environments, abandoned and failed materializations. */
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchWorkflowId } from '../domain/workflow-ids';
+import { taskDirName } from '../domain/task-layout';
+import { createHarness, type Harness } from './support/harness';
+import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
+import { gitWrapper, killGroup, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
+
+let h: Harness;
+const pids: number[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  pids.forEach(killGroup);
+  await h?.close();
+});
+
+async function repoFor(harness: Harness = h) {
+  const name = `modes-${++n}`;
+  const repo = makeRepo(harness.scratch, name);
+  return { repo, repoId: await registerRepo(harness, repo, name), name };
+}
+
+const envCount = async (harness: Harness = h) => Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
+
+describe('inherit_parent', () => {
+  it('attaches the child to the parent environment and never creates one of its own', async () => {
+    const { repo, repoId, name } = await repoFor();
+    const parent = await createTask(h, [repoId]);
+    const first = await launch(h, parent);
+    pids.push(await pidOf(h, first.body.sessionId));
+    const child = await createTask(h, [repoId], { parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const envs = await envCount();
+    const res = await launch(h, child);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+    const pid = await pidOf(h, res.body.sessionId);
+    pids.push(pid);
+    expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(parent), name));
+    expect(await envCount()).toBe(envs);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n).toBe(0);
+    expect(worktreePaths(repo)).toHaveLength(2);
+    const grandchild = await createTask(h, [repoId], { parentTaskId: child, workspace: { mode: 'inherit_parent' } });
+    const deep = await launch(h, grandchild);
+    expect(deep.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+    pids.push(await pidOf(h, deep.body.sessionId));
+  });
+
+  it('refuses when the parent has no environment, or is archived, or belongs to another executor', async () => {
+    const { repo, repoId } = await repoFor();
+    const parent = await createTask(h, [repoId]);
+    const child = await createTask(h, [repoId], { parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const envs = await envCount();
+    await expectLaunchRefused(h, child, 'workspace_reuse_unsafe', { watch: [repo] });
+    expect(await envCount()).toBe(envs);
+
+    const first = await launch(h, parent);
+    pids.push(await pidOf(h, first.body.sessionId));
+    await expectLaunchRefused(h, child, 'workspace_reuse_unsafe', { body: { executorType: 'local' }, watch: [repo] });
+    await h.pool.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [parent]);
+    await expectLaunchRefused(h, child, 'workspace_reuse_unsafe', { watch: [repo] });
+  });
+});
+
+describe('shared_group', () => {
+  it('elects one materializer for the group; other members attach to the group environment', async () => {
+    const { repo, repoId, name } = await repoFor();
+    const groupId = randomUUID();
+    const a = await createTask(h, [repoId], { workspace: { mode: 'shared_group', groupId } });
+    const b = await createTask(h, [repoId], { workspace: { mode: 'shared_group', groupId } });
+    const first = await launch(h, b);
+    expect(first.body.role).toBe('materialized');
+    pids.push(await pidOf(h, first.body.sessionId));
+    const second = await launch(h, a);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+    const pid = await pidOf(h, second.body.sessionId);
+    pids.push(pid);
+    expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(b), name));
+    expect((await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0].environment_id).toBe(first.body.taskEnvironmentId);
+    expect(worktreePaths(repo)).toHaveLength(2);
+  });
+
+  it('two concurrent first launches of two members: exactly one materializes, the other is refused workspace_preparing', async () => {
+    const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 2 }) });
+    try {
+      const { repo, repoId } = await repoFor(slow);
+      const groupId = randomUUID();
+      const a = await createTask(slow, [repoId], { workspace: { mode: 'shared_group', groupId } });
+      const b = await createTask(slow, [repoId], { workspace: { mode: 'shared_group', groupId } });
+      const results = await Promise.all([launch(slow, a), launch(slow, b)]);
+      expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
+      const loser = results.find((r) => r.status === 409)!;
+      expect(loser.body.error.code).toBe('workspace_preparing');
+      const winner = results.find((r) => r.status === 201)!;
+      pids.push(await pidOf(slow, winner.body.sessionId));
+      expect(Number((await slow.pool.query('SELECT count(*) FROM task_environments')).rows[0].count)).toBe(1);
+      expect(Number((await slow.pool.query('SELECT count(*) FROM sessions')).rows[0].count)).toBe(1);
+      expect(worktreePaths(repo)).toHaveLength(2);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
+describe('abandoned and failed materializations', () => {
+  it('a materializer whose launch was terminated is gone: the environment becomes failed and the launch is refused; then it is re-elected', async () => {
+    const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 3 }) });
+    try {
+      const { repo, repoId } = await repoFor(slow);
+      const taskId = await createTask(slow, [repoId]);
+      const pending = launch(slow, taskId);
+      let materializer: string | undefined;
+      for (let i = 0; i < 100 && !materializer; i++) {
+        materializer = (await slow.pool.query("SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'", [taskId])).rows[0]?.materializer_session_id;
+        if (!materializer) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(materializer).toBeTruthy();
+      await slow.temporal.workflow.getHandle(launchWorkflowId(materializer!)).terminate('operator stopped it');
+      expect((await pending).status).toBe(500);
+
+      await expectLaunchRefused(slow, taskId, 'workspace_reuse_unsafe');
+      expect((await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows[0]).toEqual({ status: 'failed', materialized: false });
+      expect((await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state).toBe('failed');
+
+      // Never materialized, so a later launch is elected; it adopts whatever the terminated one left.
+      const again = await launch(slow, taskId);
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect(again.body.role).toBe('materialized');
+      pids.push(await pidOf(slow, again.body.sessionId));
+      expect(worktreePaths(repo)).toHaveLength(2);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('a failed environment that was materialized is refused, not re-elected', async () => {
+    const { repo, repoId } = await repoFor();
+    const taskId = await createTask(h, [repoId]);
+    const first = await launch(h, taskId);
+    pids.push(await pidOf(h, first.body.sessionId));
+    await h.pool.query("UPDATE task_environments SET status = 'failed' WHERE task_id = $1", [taskId]);
+    await expectLaunchRefused(h, taskId, 'workspace_reuse_unsafe', { watch: [repo] });
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE task_id = $1', [taskId])).rows[0].status).toBe('failed');
+  });
+});
+
+describe('task state refusals', () => {
+  it('an archived task refuses every launch with task_archived', async () => {
+    const { repo, repoId } = await repoFor();
+    const taskId = await createTask(h, [repoId]);
+    await h.pool.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [taskId]);
+    const body = await expectLaunchRefused(h, taskId, 'task_archived', { watch: [repo] });
+    expect(body.error).toMatchObject({ recoverable: false, action: 'unarchive' });
+    expect(listDir(h.config.workspaceRoot)).not.toContain(taskDirName(taskId));
+  });
+
+  it('a task with an active cleanup job refuses every launch with task_cleanup_in_progress', async () => {
+    const { repo, repoId } = await repoFor();
+    const taskId = await createTask(h, [repoId]);
+    await h.pool.query("INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, 'archive', 'pending', 'x')", [randomUUID(), taskId]);
+    const body = await expectLaunchRefused(h, taskId, 'task_cleanup_in_progress', { watch: [repo] });
+    expect(body.error).toMatchObject({ recoverable: true, retryAfterMs: 5000, action: 'retry' });
+  });
+});
