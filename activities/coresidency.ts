@@ -27,6 +27,15 @@ export function coresidencyActivities({ pool, config, logger }: ActivityDeps) {
         observation = { outcome: 'skipped', reason: skipReasonOf((err as { code?: string }).code) };
       }
       try {
+        if (observation.outcome !== 'alone') {
+          await pool.query('INSERT INTO coresidency_observations (session_id, site, outcome, sibling_session_ids, reason) VALUES ($1, $2, $3, $4, $5)', [
+            input.sessionId,
+            input.site,
+            observation.outcome,
+            observation.outcome === 'coresident' ? observation.siblingSessionIds : [],
+            observation.outcome === 'skipped' ? observation.reason : null,
+          ]);
+        }
         if (observation.outcome === 'coresident') {
           await incrementCounter(pool, CORESIDENCY_ADMITTED_TOTAL, { site: input.site });
           logger.warn({ event: 'session_coresidency', site: input.site, sessionId: input.sessionId, taskId: input.taskId, siblingSessionIds: observation.siblingSessionIds }, 'agent session starts beside other working sessions of the task');

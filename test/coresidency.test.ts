@@ -1,0 +1,105 @@
+/** Co-residency is recorded before the agent starts, as counters and a warning, never changing the outcome [R5]. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHarness, type Harness } from './support/harness';
+import { createTask, launch, pidOf, registerRepo } from './support/scenario';
+import { gitWrapper, killGroup, makeRepo } from './support/world';
+
+let h: Harness;
+const pids: number[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  // A slow `git worktree list` (attach validation) keeps concurrent attaches in `starting` long enough to see each other.
+  h = await createHarness({ observationLockTimeoutMs: 300 });
+});
+afterAll(async () => {
+  pids.forEach(killGroup);
+  await h?.close();
+});
+
+async function metric(harness: Harness, name: string, labels: string): Promise<number> {
+  const res = await fetch(`${harness.baseUrl}/metrics`);
+  const text = await res.text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+async function task(harness: Harness): Promise<string> {
+  const name = `co-${++n}`;
+  return createTask(harness, [await registerRepo(harness, makeRepo(harness.scratch, name), name)]);
+}
+
+describe('co-residency observation [R5]', () => {
+  it('a launch beside a running session of the task is counted with site="launch"; a lone launch is not', async () => {
+    const taskId = await task(h);
+    const before = await metric(h, 'session_coresidency_admitted_total', 'site="launch"');
+    const first = await launch(h, taskId);
+    pids.push(await pidOf(h, first.body.sessionId));
+    expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(before);
+    const second = await launch(h, taskId);
+    expect(second.status).toBe(201);
+    pids.push(await pidOf(h, second.body.sessionId));
+    expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(before + 1);
+    // The labels are a closed set: no identifier ever appears in the metrics.
+    const text = await (await fetch(`${h.baseUrl}/metrics`)).text();
+    expect(text).not.toContain(taskId);
+    expect(text).not.toContain(first.body.sessionId);
+  });
+
+  it('a sibling read that fails records a skipped observation, and the launch still succeeds', async () => {
+    const taskId = await task(h);
+    const first = await launch(h, taskId);
+    pids.push(await pidOf(h, first.body.sessionId));
+    const before = await metric(h, 'session_coresidency_observation_skipped_total', 'reason="sibling_read_timeout"');
+    const admittedBefore = await metric(h, 'session_coresidency_admitted_total', 'site="launch"');
+    // Another transaction holds the sibling's row mid-transition: the observation cannot read it in time.
+    const blocker = await h.pool.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT id FROM sessions WHERE id = $1 FOR UPDATE', [first.body.sessionId]);
+      const second = await launch(h, taskId);
+      expect(second.status, JSON.stringify(second.body)).toBe(201);
+      expect(second.body.state).toBe('running');
+      pids.push(await pidOf(h, second.body.sessionId));
+    } finally {
+      await blocker.query('ROLLBACK');
+      blocker.release();
+    }
+    expect(await metric(h, 'session_coresidency_observation_skipped_total', 'reason="sibling_read_timeout"')).toBe(before + 1);
+    expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(admittedBefore);
+  });
+
+  it('two concurrent launches both see each other', async () => {
+    const slow = await createHarness();
+    try {
+      const taskId = await task(slow);
+      // The first session materializes and its agent exits at once: the workspace is ready, no session works in it.
+      const first = await launch(slow, taskId, { command: ['true'] });
+      expect(first.status).toBe(201);
+      await slow.pool.query("UPDATE sessions SET state = 'exited' WHERE id = $1", [first.body.sessionId]);
+      // Both launches are admitted together once the worker is back, and each waits in `starting`
+      // for its (slow) validation: each observes the other.
+      await slow.stopWorker();
+      const pending = [launch(slow, taskId), launch(slow, taskId)];
+      await new Promise((r) => setTimeout(r, 300));
+      await slow.startWorker({ gitBinary: gitWrapper(slow.scratch, { sleepOnWorktreeList: 1 }) });
+      const results = await Promise.all(pending);
+      const ids = [];
+      for (const r of results) {
+        expect(r.status, JSON.stringify(r.body)).toBe(201);
+        pids.push(await pidOf(slow, r.body.sessionId));
+        ids.push(r.body.sessionId);
+      }
+      const seen = (await slow.pool.query('SELECT session_id, outcome, sibling_session_ids FROM coresidency_observations ORDER BY session_id')).rows;
+      expect(seen).toEqual(
+        [
+          { session_id: ids[0], outcome: 'coresident', sibling_session_ids: [ids[1]] },
+          { session_id: ids[1], outcome: 'coresident', sibling_session_ids: [ids[0]] },
+        ].sort((a, b) => a.session_id.localeCompare(b.session_id)),
+      );
+      expect(await metric(slow, 'session_coresidency_admitted_total', 'site="launch"')).toBe(2);
+    } finally {
+      await slow.close();
+    }
+  });
+});
