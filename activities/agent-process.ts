@@ -5,7 +5,9 @@
 import { spawn } from 'node:child_process';
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
+import { cleanupBarrierStands } from '../db/barrier';
 import { findExecution, insertExecution, setExecutionStatus, type ExecutionStatus } from '../db/executions';
+import { inTransaction } from '../db/pool';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { isSameProcess, processStartTime } from './process-identity';
@@ -16,6 +18,8 @@ export interface StartAgentInput {
   sessionId: string;
   taskId: string;
   environmentId: string;
+  /** The environment's owner: its cleanup barrier also stops this start. */
+  environmentTaskId: string;
   cwd: string;
   command: string[];
 }
@@ -29,6 +33,25 @@ export interface StartedAgent {
 /** Variables an agent must never inherit from the service that starts it. */
 const SECRET_ENV = ['TWS_USER_TOKEN', 'TWS_OPERATOR_TOKEN', 'DATABASE_URL', 'TEMPORAL_API_KEY'];
 
+async function spawnDetached(input: StartAgentInput, logPath: string): Promise<number> {
+  const log = await open(logPath, 'a');
+  const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: input.sessionId, TWS_TASK_ID: input.taskId, TWS_WORKSPACE: input.cwd };
+  for (const name of SECRET_ENV) delete env[name];
+  try {
+    const child = spawn(input.command[0]!, input.command.slice(1), { cwd: input.cwd, detached: true, stdio: ['ignore', log.fd, log.fd], env });
+    const pid = await new Promise<number>((resolve, reject) => {
+      child.once('spawn', () => resolve(child.pid!));
+      child.once('error', reject);
+    });
+    child.unref();
+    return pid;
+  } catch {
+    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
+  } finally {
+    await log.close();
+  }
+}
+
 export function agentProcessActivities({ pool, config }: ActivityDeps) {
   return {
     async startAgent(input: StartAgentInput): Promise<StartedAgent> {
@@ -40,34 +63,27 @@ export function agentProcessActivities({ pool, config }: ActivityDeps) {
       const logDir = path.join(config.logDir, input.sessionId);
       await mkdir(logDir, { recursive: true });
       const logPath = path.join(logDir, `${input.executionId}.log`);
-      const log = await open(logPath, 'a');
-      const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: input.sessionId, TWS_TASK_ID: input.taskId, TWS_WORKSPACE: input.cwd };
-      for (const name of SECRET_ENV) delete env[name];
-      let pid: number;
-      try {
-        const child = spawn(input.command[0]!, input.command.slice(1), { cwd: input.cwd, detached: true, stdio: ['ignore', log.fd, log.fd], env });
-        pid = await new Promise<number>((resolve, reject) => {
-          child.once('spawn', () => resolve(child.pid!));
-          child.once('error', reject);
+      // The spawn and its record happen under a share lock of the task rows: a cleanup either
+      // prepares after this (and its snapshot holds the process) or before (and nothing starts).
+      const started = await inTransaction(pool, async (client) => {
+        if (await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId])) return null;
+        const pid = await spawnDetached(input, logPath);
+        const startTime = await processStartTime(pid);
+        const status: ExecutionStatus = startTime ? 'running' : 'exited';
+        await insertExecution(client, {
+          id: input.executionId,
+          session_id: input.sessionId,
+          host_id: config.hostId,
+          pid,
+          process_start_time: startTime ?? 'exited-before-identified',
+          cwd: input.cwd,
+          log_path: logPath,
+          status,
         });
-        child.unref();
-      } catch {
-        throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
-      } finally {
-        await log.close();
-      }
-      const startTime = await processStartTime(pid);
-      const status: ExecutionStatus = startTime ? 'running' : 'exited';
-      await insertExecution(pool, {
-        id: input.executionId,
-        session_id: input.sessionId,
-        host_id: config.hostId,
-        pid,
-        process_start_time: startTime ?? 'exited-before-identified',
-        cwd: input.cwd,
-        log_path: logPath,
-        status,
+        return { pid, status };
       });
+      if (!started) throw typedFailure('task_cleanup_in_progress');
+      const { pid, status } = started;
       return { executionId: input.executionId, pid, status };
     },
 

@@ -1,4 +1,6 @@
 import { agentProcessActivities } from './agent-process';
+import { cleanupHostActivities } from './cleanup-host';
+import { cleanupRecordActivities } from './cleanup-records';
 import { coresidencyActivities } from './coresidency';
 import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
 import type { ActivityDeps } from './deps';
@@ -8,7 +10,7 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps) };
+  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps) };
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
@@ -18,6 +20,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...workspaceValidateActivities(deps),
     ...agentProcessActivities(deps),
     ...gitStatusHostActivities(deps),
+    ...cleanupHostActivities(deps),
   };
 }
 

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { admitLaunch as admitInTransaction } from '../db/admission';
+import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
 import { deleteUnstartedSession, moveSessionState, sessionState } from '../db/sessions';
@@ -60,7 +61,12 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
           error: null,
         };
       });
-      const published = await inTransaction(pool, (client) => publishReady(client, plan.environmentId, plan.sessionId, plan.workspacePath, rows));
+      const published = await inTransaction(pool, async (client) => {
+        // A cleanup that reserved its barrier meanwhile never misses a worktree: this launch undoes its own.
+        if (await cleanupBarrierStands(client, [plan.taskId, plan.environmentTaskId])) return 'barrier' as const;
+        return publishReady(client, plan.environmentId, plan.sessionId, plan.workspacePath, plan.taskFolder, rows);
+      });
+      if (published === 'barrier') throw typedFailure('task_cleanup_in_progress');
       if (!published) throw typedFailure('workspace_reuse_unsafe');
     },
 

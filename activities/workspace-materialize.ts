@@ -25,6 +25,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
       // A task branch is named after the task, so one found registered at the slot path was
       // created by an earlier attempt of this launch.
       let createdBranch = existing !== null && slot.createBranch;
+      const createdWorktree = existing === null;
       if (existing) {
         if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
       } else {
@@ -43,7 +44,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
       const id = await worktreeId(slot.worktreePath, gitOptions);
       const head = await resolveCommit(gitAt(slot.worktreePath, gitOptions), 'HEAD');
       if (!id || !head) throw new Error('the new worktree is not readable');
-      return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch };
+      return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch, createdWorktree };
     });
   }
 
@@ -58,7 +59,11 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId)!;
       await withRepositoryLock(pool, slot.repositoryId, async () => {
         const git = gitAt(source.sourcePath, gitOptions);
-        if (await findRegistered(await listWorktrees(git), slot.worktreePath)) await removeWorktree(git, slot.worktreePath, true);
+        // Only a worktree this launch created, and never with --force: git keeps a dirty one.
+        if (slot.createdWorktree && (await findRegistered(await listWorktrees(git), slot.worktreePath))) {
+          await removeWorktree(git, slot.worktreePath, false).catch((err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree git would not remove cleanly'));
+        }
+        if (!slot.createdWorktree) return;
         if (slot.createdBranch && (await branchCommit(git, slot.branch)) === slot.headCommit) {
           await deleteBranchIfAt(git, slot.branch, slot.headCommit);
         }

@@ -50,6 +50,7 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
   if (!task) return { kind: 'refused', code: 'not_found' };
   if (task.cleanup_active) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   if (task.archived_at) return { kind: 'refused', code: 'task_archived' };
+  await client.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [task.id]);
 
   const target = await admissionTarget(client, task);
   const decision = decideAdmission(task.workspace_mode, await situationOf(client, target));
@@ -95,7 +96,7 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
         executorType: req.executorType,
         hostId: req.hostId,
         workspacePath: materializedWorkspacePath(slots, req.executorType, workspaceRoot, target.ownerTaskId),
-        taskFolder: taskFolder(workspaceRoot, target.ownerTaskId),
+        taskFolder: env?.task_folder ?? taskFolder(workspaceRoot, target.ownerTaskId),
         slots,
       },
     };
@@ -126,7 +127,7 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
       executorType: env.executor_type,
       hostId: env.host_id,
       workspacePath: env.workspace_path!,
-      taskFolder: taskFolder(workspaceRoot, env.task_id),
+      taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id),
       slots: attachSlots(
         target.slots,
         rows.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug, worktreeId: r.worktree_id, worktreePath: r.worktree_path, worktreeBranch: r.worktree_branch })),

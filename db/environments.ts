@@ -12,9 +12,10 @@ export interface EnvironmentRow {
   materializer_session_id: string | null;
   materialized: boolean;
   ownership_generation: number;
+  task_folder: string | null;
 }
 
-const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation';
+const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder';
 
 export async function environmentOfTask(db: Db, taskId: string, forUpdate = false): Promise<EnvironmentRow | null> {
   const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [taskId]);
@@ -37,7 +38,7 @@ export async function insertCreatingEnvironment(
   );
 }
 
-/** Re-elects a failed environment that never materialized: compare-and-set on its state. */
+/** Re-elects a failed environment that never materialized, or one cleanup released: compare-and-set on its state. */
 export async function reelectMaterializer(
   db: Db,
   env: { id: string; executorType: ExecutorType; hostId: string; materializerSessionId: string },
@@ -45,8 +46,8 @@ export async function reelectMaterializer(
   const res = await db.query(
     `UPDATE task_environments
         SET status = 'creating', materializer_session_id = $2, executor_type = $3, host_id = $4,
-            workspace_path = NULL, failure_reason = NULL, ownership_generation = ownership_generation + 1, updated_at = now()
-      WHERE id = $1 AND status = 'failed' AND NOT materialized`,
+            workspace_path = NULL, materialized = false, failure_reason = NULL, ownership_generation = ownership_generation + 1, updated_at = now()
+      WHERE id = $1 AND ((status = 'failed' AND NOT materialized) OR status = 'released')`,
     [env.id, env.materializerSessionId, env.executorType, env.hostId],
   );
   return res.rowCount === 1;
@@ -131,11 +132,11 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
  * Publishes the complete inventory and `ready` in one step, guarded by "still creating and still
  * this materializer". Must run inside a transaction. Returns false when the guard failed.
  */
-export async function publishReady(db: Db, environmentId: string, materializerSessionId: string, workspacePath: string, rows: IncomingInventoryRow[]): Promise<boolean> {
+export async function publishReady(db: Db, environmentId: string, materializerSessionId: string, workspacePath: string, taskFolder: string, rows: IncomingInventoryRow[]): Promise<boolean> {
   const res = await db.query(
-    `UPDATE task_environments SET status = 'ready', materialized = true, workspace_path = $3, updated_at = now()
+    `UPDATE task_environments SET status = 'ready', materialized = true, workspace_path = $3, task_folder = $4, updated_at = now()
       WHERE id = $1 AND status = 'creating' AND materializer_session_id = $2`,
-    [environmentId, materializerSessionId, workspacePath],
+    [environmentId, materializerSessionId, workspacePath, taskFolder],
   );
   if (res.rowCount !== 1) return false;
   for (const row of rows) await upsertInventoryRow(db, environmentId, row);

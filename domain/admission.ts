@@ -11,7 +11,7 @@ export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
 export const EXECUTOR_TYPES = ['worktree', 'local'] as const;
 export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
 
-export type EnvironmentStatus = 'creating' | 'ready' | 'stopped' | 'failed';
+export type EnvironmentStatus = 'creating' | 'ready' | 'stopped' | 'failed' | 'released';
 
 /** What admission found, reduced to the facts the table depends on. */
 export type EnvironmentSituation =
@@ -22,6 +22,7 @@ export type EnvironmentSituation =
   | 'ready_incomplete'
   | 'failed_never_materialized'
   | 'failed_after_materialization'
+  | 'released' // cleanup removed its worktrees (archive, reset); the branch and any dirty worktree were kept
   | 'unavailable'; // inherit_parent: missing, parent archived
 
 export type AdmissionDecision =
@@ -40,6 +41,7 @@ export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation,
     ready_incomplete: refuse('workspace_reuse_unsafe'),
     failed_never_materialized: { kind: 'materialize' },
     failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    released: { kind: 'materialize' },
     unavailable: refuse('workspace_reuse_unsafe'),
   },
   // A child never creates an environment of its own.
@@ -51,6 +53,7 @@ export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation,
     ready_incomplete: refuse('workspace_reuse_unsafe'),
     failed_never_materialized: refuse('workspace_reuse_unsafe'),
     failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    released: refuse('workspace_reuse_unsafe'),
     unavailable: refuse('workspace_reuse_unsafe'),
   },
   shared_group: {
@@ -61,6 +64,7 @@ export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation,
     ready_incomplete: refuse('workspace_reuse_unsafe'),
     failed_never_materialized: { kind: 'materialize' },
     failed_after_materialization: refuse('workspace_reuse_unsafe'),
+    released: { kind: 'materialize' },
     unavailable: refuse('workspace_reuse_unsafe'),
   },
 };
@@ -91,5 +95,7 @@ export function classifyEnvironment(facts: EnvironmentFacts | null): Environment
       return facts.activeRowsPerSlot.every((n) => n === 1) ? 'ready_complete' : 'ready_incomplete';
     case 'failed':
       return facts.materialized ? 'failed_after_materialization' : 'failed_never_materialized';
+    case 'released':
+      return 'released';
   }
 }

@@ -2,6 +2,8 @@
  * Runtime configuration, read from an environment record. Pure: the caller passes
  * process.env (or a test's own record), so tests and fault injection hand in their own.
  */
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
+
 export interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
   command: string[];
@@ -28,6 +30,21 @@ export interface Config {
   agentStopGraceMs: number;
   /** How long the co-residency observation waits for a sibling session row mid-transition. */
   observationLockTimeoutMs: number;
+  /** Cleanup attempts: waits between them and how many per round [R6.4]. */
+  cleanupPolicy: RetryPolicy;
+  quickChatExpiryEveryMs: number;
+  quickChatIdleMs: number;
+  orphanSweepEveryMs: number;
+  orphanGraceMs: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+function parseWaits(raw: string | undefined): number[] {
+  if (!raw) return DEFAULT_RETRY_POLICY.waitsMs;
+  const waits = raw.split(',').map((w) => Number(w.trim()));
+  if (waits.length === 0 || waits.some((w) => !Number.isFinite(w) || w < 0)) throw new Error('TWS_CLEANUP_RETRY_WAITS_MS must be a comma-separated list of milliseconds');
+  return waits;
 }
 
 export const BUILTIN_SHELL_PROFILE = 'shell';
@@ -67,5 +84,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     operatorToken: env.TWS_OPERATOR_TOKEN || null,
     agentStopGraceMs: Number(env.TWS_AGENT_STOP_GRACE_MS || 5000),
     observationLockTimeoutMs: Number(env.TWS_OBSERVATION_LOCK_TIMEOUT_MS || 2000),
+    cleanupPolicy: { waitsMs: parseWaits(env.TWS_CLEANUP_RETRY_WAITS_MS), maxAttempts: Number(env.TWS_CLEANUP_MAX_ATTEMPTS || DEFAULT_RETRY_POLICY.maxAttempts) },
+    quickChatExpiryEveryMs: Number(env.TWS_QUICK_CHAT_EXPIRY_EVERY_MS || 24 * HOUR_MS),
+    quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
+    orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
+    orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
   };
 }

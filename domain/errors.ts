@@ -11,7 +11,8 @@ export type RefusalCode =
   | 'task_cleanup_in_progress'
   | 'task_archived'
   | 'task_delete_dirty_worktree'
-  | 'session_running';
+  | 'session_running'
+  | 'cleanup_job_not_retryable';
 
 export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
 export type ErrorCode = RefusalCode | InputErrorCode | 'internal';
@@ -25,7 +26,8 @@ export type ErrorAction =
   | 'stop_session'
   | 'fix_request'
   | 'authenticate'
-  | 'report';
+  | 'report'
+  | 'wait';
 
 export interface ErrorRule {
   status: number;
@@ -48,6 +50,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   task_archived: { status: 409, recoverable: false, retryAfterMs: 0, action: 'unarchive', message: 'The task is archived.' },
   task_delete_dirty_worktree: { status: 409, recoverable: true, retryAfterMs: 0, action: 'discard_or_commit', message: 'The task has uncommitted changes.' },
   session_running: { status: 409, recoverable: true, retryAfterMs: 0, action: 'stop_session', message: 'A session of the task is running.' },
+  // An operator retry is only for a job that is waiting for one (needs_operator).
+  cleanup_job_not_retryable: { status: 409, recoverable: false, retryAfterMs: 0, action: 'wait', message: 'The cleanup job is not waiting for an operator.' },
   invalid_request: { status: 400, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request is invalid.' },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },

@@ -51,6 +51,8 @@ export interface MaterializedSlot {
   branch: string;
   headCommit: string;
   createdBranch: boolean;
+  /** False when an existing registration at the slot path was adopted: an undo never removes it. */
+  createdWorktree: boolean;
 }
 
 export interface LaunchResult {

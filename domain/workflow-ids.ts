@@ -7,3 +7,7 @@ export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: 
 /** Activities that touch files run on the queue of the host that holds the workspace. */
 export const hostTaskQueue = (sharedQueue: string, hostId: string): string => `${sharedQueue}-host-${hostId}`;
 export const gitStatusWorkflowId = (environmentId: string): string => `git-status/${environmentId}`;
+export const cascadeWorkflowId = (trigger: string, rootTaskId: string, operationId: string): string => `cascade/${trigger}/${rootTaskId}/${operationId}`;
+export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${runId}`;
+export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
+export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';

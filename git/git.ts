@@ -169,3 +169,30 @@ export async function aheadBehind(dir: string, base: string, options: GitOptions
     return null;
   }
 }
+
+/**
+ * Whether `ancestor` is contained in `descendant`. Counted, not read from an exit code:
+ * simple-git reports a non-zero exit without stderr (as `merge-base --is-ancestor` gives) as success.
+ */
+export async function isAncestor(git: SimpleGit, ancestor: string, descendant: string): Promise<boolean> {
+  try {
+    const out = (await run(git, ['rev-list', '--count', `${descendant}..${ancestor}`, '--'])).trim();
+    return /^\d+$/.test(out) && Number(out) === 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Saves a worktree's uncommitted work (tracked changes, staged or not, and untracked files that
+ * are not ignored) as a commit on `ref`, without touching its files. Returns the commit, or null
+ * when there was nothing to save.
+ */
+export async function saveUncommittedWork(dir: string, ref: string, message: string, options: GitOptions): Promise<string | null> {
+  const git = gitAt(dir, options);
+  await run(git, ['add', '--all']); // the index of a worktree about to be removed, so untracked files are included
+  const commit = (await run(git, ['stash', 'create', message])).trim();
+  if (!commit) return null;
+  await run(git, ['update-ref', '-m', message, ref, commit]);
+  return commit;
+}

@@ -1,2 +1,5 @@
 export { launchSession } from './launch-session';
 export { observeGitStatus } from './observe-git-status';
+export { cleanupTask } from './cleanup-task';
+export { cascadeCleanup } from './cascade-cleanup';
+export { expireQuickChats } from './quick-chat-expiry';

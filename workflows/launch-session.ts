@@ -53,6 +53,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       sessionId: plan.sessionId,
       taskId: plan.taskId,
       environmentId: plan.environmentId,
+      environmentTaskId: plan.environmentTaskId,
       cwd: plan.workspacePath,
       command: req.command,
     });

@@ -8,6 +8,7 @@ import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
 import { catalogRoutes } from './routes/catalog';
+import { cleanupRoutes } from './routes/cleanup';
 import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
 import { sessionRoutes } from './routes/sessions';
@@ -48,6 +49,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(taskRoutes(opts));
   await app.register(sessionRoutes(opts));
   await app.register(gitStatusRoutes(opts));
+  await app.register(cleanupRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

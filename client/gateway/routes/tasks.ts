@@ -2,9 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
-import { environmentOfTask } from '../../../db/environments';
-import { sessionsOfTask } from '../../../db/sessions';
-import { findTask, insertTask, taskRepositories, type NewTask } from '../../../db/tasks';
+import { findTask, insertTask, type NewTask } from '../../../db/tasks';
+import { taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
 import { taskBranchName } from '../../../domain/task-layout';
@@ -15,25 +14,6 @@ import { CreateTaskBody, IdParams, Task, errorResponses } from '../schemas';
 
 export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const gitOptions = { binary: ctx.config.gitBinary };
-
-  async function taskView(id: string) {
-    const task = await findTask(ctx.pool, id);
-    if (!task) throw notFound('Task');
-    const [repos, env, sessions] = await Promise.all([taskRepositories(ctx.pool, id), environmentOfTask(ctx.pool, id), sessionsOfTask(ctx.pool, id)]);
-    return {
-      id: task.id,
-      title: task.title,
-      state: task.archived_at ? ('archived' as const) : ('active' as const),
-      parentTaskId: task.parent_task_id,
-      boardId: task.board_id,
-      workspaceMode: task.workspace_mode,
-      groupId: task.group_id,
-      quickChat: task.quick_chat,
-      repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
-      environment: env ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id } : null,
-      sessions: sessions.map((s) => ({ id: s.id, state: s.state, executorType: s.executor_type, role: s.role, createdAt: s.created_at.toISOString() })),
-    };
-  }
 
   return async (app) => {
     app.post('/v1/tasks', { config: { role: 'user' }, schema: { tags: ['tasks'], body: CreateTaskBody, response: { 201: Task, ...errorResponses } } }, async (request, reply) => {
@@ -75,11 +55,11 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           repositories,
         }),
       );
-      return reply.code(201).send(await taskView(id));
+      return reply.code(201).send(await taskView(ctx.pool, id));
     });
 
     app.get('/v1/tasks/:id', { config: { role: 'user' }, schema: { tags: ['tasks'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
-      return taskView(request.params.id);
+      return taskView(ctx.pool, request.params.id);
     });
   };
 }

@@ -1,0 +1,157 @@
+/**
+ * The host side of cleanup: stop the task's agents, then remove each worktree only after an
+ * audit (real directory, registered on the recorded branch, marker naming the task). Something
+ * already gone counts as done; failures are classified and thrown, never swallowed [R6.4, R6.6].
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { readdir, rmdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { setExecutionStatus } from '../db/executions';
+import { withRepositoryLock } from '../db/locks';
+import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
+import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
+import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../git/git';
+import type { ActivityDeps } from './deps';
+import { withHeartbeat } from './heartbeat';
+import { isSameProcess } from './process-identity';
+import { isRealDirectory, pathExists, readMarker, sameRealPath } from './workspace-fs';
+
+const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
+
+export const savedWorkRef = (taskId: string, repositoryId: string): string => `refs/task-workspaces/saved/${taskId}/${repositoryId}`;
+
+export interface RemovalRequest {
+  worktree: SnapshotWorktree;
+  ownerTaskId: string;
+  taskFolder: string | null;
+  /** What to do with uncommitted work: keep the worktree (archive, no consent) or save it on a hidden ref, then remove. */
+  dirty: 'keep' | 'save';
+}
+
+export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
+  const gitOptions = { binary: config.gitBinary };
+
+  async function registrationAt(sourcePath: string, worktreePath: string) {
+    for (const entry of await listWorktrees(gitAt(sourcePath, gitOptions))) if (await sameRealPath(entry.path, worktreePath)) return entry;
+    return null;
+  }
+
+  return {
+    async stopProcesses(processes: SnapshotProcess[]): Promise<number> {
+      let stopped = 0;
+      for (const p of processes) {
+        if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
+        try {
+          process.kill(-p.pid, 'SIGTERM');
+        } catch {
+          // exited meanwhile
+        }
+        const deadline = Date.now() + config.agentStopGraceMs;
+        while (Date.now() < deadline && (await isSameProcess(p.pid, p.processStartTime))) await new Promise((r) => setTimeout(r, 50));
+        if (await isSameProcess(p.pid, p.processStartTime)) {
+          try {
+            process.kill(-p.pid, 'SIGKILL');
+          } catch {
+            // exited meanwhile
+          }
+          await new Promise((r) => setTimeout(r, 100));
+          if (await isSameProcess(p.pid, p.processStartTime)) throw failure('process_stop_failed', 'an agent process did not stop');
+        }
+        await setExecutionStatus(pool, p.executionId, 'stopped');
+        stopped++;
+      }
+      return stopped;
+    },
+
+    /** Repositories whose worktree has uncommitted work (tracked or untracked). */
+    async findDirtyWorktrees(worktrees: SnapshotWorktree[]): Promise<string[]> {
+      const dirty: string[] = [];
+      for (const w of worktrees) {
+        if (!w.worktreePath || !(await isRealDirectory(w.worktreePath))) continue;
+        if ((await fileStatus(w.worktreePath, gitOptions).catch(() => [])).length > 0) dirty.push(w.repositoryId);
+      }
+      return dirty;
+    },
+
+    async removeWorktreeAudited(req: RemovalRequest): Promise<{ outcome: WorktreeOutcome; savedRef?: string }> {
+      const w = req.worktree;
+      if (!w.worktreePath || !w.worktreeId) return { outcome: 'inventory_only' };
+      const worktreePath = w.worktreePath;
+      return withHeartbeat('remove-worktree', () =>
+        withRepositoryLock(pool, w.repositoryId, async () => {
+          const git = gitAt(w.sourcePath, gitOptions);
+          if (!(await pathExists(worktreePath))) {
+            // The folder is gone: drop a stale registration and count it done.
+            await pruneWorktrees(git).catch(() => {
+              throw failure('git_prune_failed', 'git worktree prune failed');
+            });
+            if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'a removed worktree is still registered');
+            return { outcome: 'already_gone' };
+          }
+          // The audit: any doubt keeps the folder and fails the attempt.
+          const entry = await registrationAt(w.sourcePath, worktreePath);
+          if (!(await isRealDirectory(worktreePath)) || !entry || entry.branch !== w.branch || !entry.head || entry.head !== (await branchCommit(git, w.branch!))) {
+            throw failure('worktree_audit_failed', 'the worktree is not what the inventory recorded');
+          }
+          const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
+          if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_failed', 'the ownership marker does not name the task');
+
+          let savedRef: string | undefined;
+          if ((await fileStatus(worktreePath, gitOptions)).length > 0) {
+            if (req.dirty === 'keep') return { outcome: 'kept_dirty' };
+            const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
+            try {
+              if (await saveUncommittedWork(worktreePath, ref, `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`, gitOptions)) savedRef = ref;
+            } catch (err) {
+              logger.warn({ err, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
+              throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
+            }
+          }
+          try {
+            await removeWorktree(git, worktreePath, savedRef !== undefined);
+            await pruneWorktrees(git);
+          } catch (err) {
+            logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
+            throw failure('git_worktree_remove_failed', 'git worktree remove failed');
+          }
+          if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'the worktree is still registered after removal');
+          return savedRef ? { outcome: 'saved_and_removed', savedRef } : { outcome: 'removed' };
+        }),
+      );
+    },
+
+    /** Delete removes the task's own branch only when its commits are contained in the base branch. */
+    async removeMergedBranch(w: SnapshotWorktree): Promise<'deleted_merged' | 'kept_unmerged' | 'kept'> {
+      if (!w.branch || !w.taskOwnsBranch) return 'kept';
+      return withRepositoryLock(pool, w.repositoryId, async () => {
+        const git = gitAt(w.sourcePath, gitOptions);
+        const commit = await branchCommit(git, w.branch!);
+        if (!commit) return 'deleted_merged'; // already gone
+        // A worktree still on the branch (kept because dirty) keeps it.
+        if ((await listWorktrees(git)).some((e) => e.branch === w.branch)) return 'kept_unmerged';
+        if (!(await isAncestor(git, commit, `refs/heads/${w.baseBranch}`))) return 'kept_unmerged';
+        try {
+          await deleteBranchIfAt(git, w.branch!, commit);
+        } catch {
+          throw failure('branch_cleanup_failed', 'the merged task branch could not be deleted');
+        }
+        return 'deleted_merged';
+      });
+    },
+
+    /** The marker and the task folder go last, and only when nothing else is left in it. */
+    async removeTaskFolder(input: { taskFolder: string; ownerTaskId: string }): Promise<boolean> {
+      if (!(await pathExists(input.taskFolder))) return true;
+      const entries = await readdir(input.taskFolder);
+      // A kept (dirty) worktree keeps its folder and the marker that vouches for it.
+      if (entries.some((e) => e !== OWNERSHIP_MARKER_FILE)) return false;
+      const marker = await readMarker(input.taskFolder);
+      if (marker && marker.taskId !== input.ownerTaskId) return false;
+      await unlink(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE)).catch(() => {});
+      await rmdir(input.taskFolder);
+      return true;
+    },
+  };
+}
+
+export type CleanupHostActivities = ReturnType<typeof cleanupHostActivities>;

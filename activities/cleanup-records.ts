@@ -1,0 +1,113 @@
+/** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
+import { findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
+import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
+import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
+import { environmentOfTask } from '../db/environments';
+import { inTransaction, isUniqueViolation } from '../db/pool';
+import { removesTask, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import type { ActivityDeps } from './deps';
+import { typedFailure } from './failures';
+
+export interface CascadeMember {
+  taskId: string;
+  operationId: string;
+  workflowId: string;
+}
+
+export function cleanupRecordActivities({ pool }: ActivityDeps) {
+  return {
+    /** What a delete would remove, read before any change (the dirty-worktree refusal happens first). */
+    async previewWorktrees(taskId: string): Promise<{ hostId: string | null; worktrees: SnapshotWorktree[] }> {
+      const env = await environmentOfTask(pool, taskId);
+      return env ? { hostId: env.host_id, worktrees: await snapshotWorktrees(pool, env) } : { hostId: null, worktrees: [] };
+    },
+
+    async prepareCleanup(req: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string }): Promise<CleanupSnapshot> {
+      const outcome = await inTransaction(pool, (client) => prepareCleanup(client, req));
+      if (outcome.kind === 'refused') throw typedFailure(outcome.code);
+      return outcome.snapshot;
+    },
+
+    async loadSnapshot(operationId: string): Promise<CleanupSnapshot> {
+      const job = await findJob(pool, operationId);
+      if (!job || Array.isArray(job.snapshot)) throw typedFailure('not_found');
+      return job.snapshot;
+    },
+
+    async idleQuickChats(idleMs: number): Promise<string[]> {
+      const res = await pool.query<{ id: string }>(
+        `SELECT t.id FROM tasks t WHERE t.quick_chat AND t.archived_at IS NULL AND t.last_activity_at < now() - make_interval(secs => $1::double precision / 1000)
+            AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.task_id = t.id AND s.state IN ('starting', 'running'))
+          ORDER BY t.last_activity_at LIMIT 500`,
+        [idleMs],
+      );
+      return res.rows.map((r) => r.id);
+    },
+
+    /** The tree under a task, deepest first (children before parents). */
+    async taskTree(rootTaskId: string): Promise<string[]> {
+      const res = await pool.query<{ id: string; depth: number }>(
+        `WITH RECURSIVE tree(id, depth) AS (
+           SELECT id, 0 FROM tasks WHERE id = $1
+           UNION ALL SELECT t.id, tree.depth + 1 FROM tasks t JOIN tree ON t.parent_task_id = tree.id WHERE tree.depth < 64)
+         SELECT id, depth FROM tree ORDER BY depth DESC, id`,
+        [rootTaskId],
+      );
+      if (res.rows.length === 0) throw typedFailure('not_found');
+      return res.rows.map((r) => r.id);
+    },
+
+    /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
+    async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[] }): Promise<void> {
+      await inTransaction(pool, async (client) => {
+        const ids = input.members.map((m) => m.taskId);
+        const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
+        if (locked.rowCount !== ids.length) throw typedFailure('not_found');
+        for (const m of input.members) {
+          try {
+            await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId });
+          } catch (err) {
+            if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
+            throw err;
+          }
+        }
+        for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
+        for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
+        await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
+      });
+    },
+
+    /** The next attempt's time is taken here, not in the workflow: workflow code reads no clock. */
+    async recordCleanupState(operationId: string, change: { state: CleanupJobState; attempts: number; nextAttemptInMs: number | null; lastError: CleanupErrorClass | null; report: CleanupReport }): Promise<void> {
+      const nextAttemptAt = change.nextAttemptInMs === null ? null : new Date(Date.now() + change.nextAttemptInMs).toISOString();
+      await recordJobState(pool, operationId, { ...change, nextAttemptAt });
+    },
+
+    async markTaskSessionsStopped(taskId: string): Promise<void> {
+      await pool.query(`UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`, [taskId]);
+    },
+
+    /**
+     * Marks the rows after the files are handled, in one transaction: removed worktrees are
+     * `deleted`, kept ones stay known; an environment that stays (archive, reset) is `released`
+     * so the next launch materializes it again.
+     */
+    async finishCleanup(input: { operationId: string; state: 'succeeded' | 'cancelled'; snapshot: CleanupSnapshot; report: CleanupReport; attempts: number }): Promise<void> {
+      await inTransaction(pool, async (client) => {
+        const gone = input.report.worktrees.filter((w) => w.outcome !== 'kept_dirty').map((w) => w.repositoryId);
+        const envId = input.snapshot.environmentId;
+        if (envId) {
+          await client.query(
+            `UPDATE environment_repos SET status = 'deleted', updated_at = now()
+              WHERE environment_id = $1 AND repository_id = ANY($2::uuid[]) AND status IN ('active', 'retained')`,
+            [envId, gone],
+          );
+          await client.query(`UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $1 AND status <> 'creating'`, [envId]);
+        }
+        await recordJobState(client, input.operationId, { state: input.state, attempts: input.attempts, nextAttemptAt: null, lastError: null, report: input.report });
+      });
+    },
+  };
+}
+
+export type CleanupRecordActivities = ReturnType<typeof cleanupRecordActivities>;

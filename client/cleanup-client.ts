@@ -1,0 +1,56 @@
+/** Starting cleanups and talking to running ones, for the gateway and the operator CLI. */
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
+import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import type { Config } from '../domain/config';
+import { isErrorCode, type ErrorCode } from '../domain/errors';
+import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
+import { cascadeWorkflowId, cleanupWorkflowId } from '../domain/workflow-ids';
+import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
+
+export type CleanupStart = { ok: true; operationId: string; workflowId: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+
+/**
+ * Starts the cleanup workflow and returns once its preparation committed (barrier, snapshot,
+ * task mutation), so the caller's 202 means the task is already archived or deleted [R6.3].
+ */
+export async function startCleanup(client: Client, config: Config, req: { taskId: string; trigger: CleanupTrigger; discardChanges?: boolean; cascade?: boolean }): Promise<CleanupStart> {
+  const operationId = randomUUID();
+  const searchAttributes = new TypedSearchAttributes([
+    { key: TaskIdAttr, value: req.taskId },
+    { key: TriggerAttr, value: req.trigger },
+  ]);
+  const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
+  let workflowId: string;
+  let handle;
+  if (req.cascade) {
+    workflowId = cascadeWorkflowId(req.trigger, req.taskId, operationId);
+    handle = await client.workflow.start('cascadeCleanup', {
+      ...common,
+      workflowId,
+      args: [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }],
+    });
+  } else {
+    workflowId = cleanupWorkflowId(req.trigger, req.taskId, operationId);
+    const input: CleanupInput = { operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false };
+    handle = await client.workflow.start('cleanupTask', { ...common, workflowId, args: [input] });
+  }
+  try {
+    await handle.executeUpdate(awaitPreparedUpdate);
+    return { ok: true, operationId, workflowId };
+  } catch (err) {
+    const cause = err instanceof WorkflowUpdateFailedError ? err.cause : null;
+    if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { ok: false, code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
+    throw err;
+  }
+}
+
+/** Unarchive: cancels a pending cleanup and waits for one in flight; returns its final state. */
+export async function cancelCleanup(client: Client, workflowId: string): Promise<string> {
+  return (await client.workflow.getHandle(workflowId).executeUpdate(cancelUpdate)).state;
+}
+
+export async function retryCleanup(client: Client, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(workflowId).signal(operatorRetrySignal);
+}

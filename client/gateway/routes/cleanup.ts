@@ -1,0 +1,141 @@
+/** Archive, unarchive, delete, environment reset, board delete, and the cleanup jobs an operator watches and retries [R6]. */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { activeJobOfTask, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
+import { findTask } from '../../../db/tasks';
+import type { CleanupTrigger } from '../../../domain/cleanup';
+import { cancelCleanup, retryCleanup, startCleanup } from '../../cleanup-client';
+import { ApiError, notFound } from '../api-error';
+import type { GatewayContext } from '../context';
+import { taskView } from '../task-view';
+import { IdParams, Task, Uuid, errorResponses } from '../schemas';
+
+const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String() });
+const Job = Type.Object({
+  operationId: Uuid,
+  taskId: Uuid,
+  trigger: Type.String(),
+  state: Type.String(),
+  attempts: Type.Integer(),
+  nextAttemptAt: Type.Union([Type.String(), Type.Null()]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  workflowId: Type.String(),
+  createdAt: Type.String(),
+  finishedAt: Type.Union([Type.String(), Type.Null()]),
+  report: Type.Any(),
+});
+const OperationParams = Type.Object({ operationId: Uuid });
+/** Query flags are spelled out: `true` or `false`. */
+const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
+
+export function jobView(job: CleanupJobRow) {
+  return {
+    operationId: job.operation_id,
+    taskId: job.task_id,
+    trigger: job.trigger,
+    state: job.state,
+    attempts: job.attempts,
+    nextAttemptAt: job.next_attempt_at?.toISOString() ?? null,
+    lastError: job.last_error,
+    workflowId: job.workflow_id,
+    createdAt: job.created_at.toISOString(),
+    finishedAt: job.finished_at?.toISOString() ?? null,
+    // Paths are the owner's own view (as in the workspace route); refs and outcomes per repository.
+    report: job.report,
+  };
+}
+
+export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
+  async function start(taskId: string, trigger: CleanupTrigger, opts: { cascade?: boolean; discardChanges?: boolean } = {}) {
+    if (!(await findTask(ctx.pool, taskId))) throw notFound('Task');
+    const started = await startCleanup(ctx.temporal, ctx.config, { taskId, trigger, ...opts });
+    if (!started.ok) {
+      const extra = Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {};
+      throw new ApiError(started.code, undefined, extra);
+    }
+    return { operationId: started.operationId, workflowId: started.workflowId };
+  }
+
+  return async (app) => {
+    app.post(
+      '/v1/tasks/:id/archive',
+      { config: { role: 'user' }, schema: { tags: ['cleanup'], params: IdParams, body: Type.Optional(Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false })), response: { 202: Accepted, ...errorResponses } } },
+      async (request, reply) => reply.code(202).send(await start(request.params.id, 'archive', { cascade: request.body?.cascade ?? false })),
+    );
+
+    app.post('/v1/tasks/:id/unarchive', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
+      const task = await findTask(ctx.pool, request.params.id);
+      if (!task) throw notFound('Task');
+      // A pending archive cleanup is cancelled; one in flight is waited for.
+      const job = await activeJobOfTask(ctx.pool, task.id);
+      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, job.workflow_id);
+      else if (job) throw new ApiError('task_cleanup_in_progress');
+      await ctx.pool.query(
+        `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
+           AND NOT EXISTS (SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled'))`,
+        [task.id],
+      );
+      return taskView(ctx.pool, task.id);
+    });
+
+    app.delete(
+      '/v1/tasks/:id',
+      {
+        config: { role: 'operator' },
+        schema: { tags: ['cleanup'], params: IdParams, querystring: Type.Object({ cascade: Type.Optional(QueryFlag), discardChanges: Type.Optional(QueryFlag) }, { additionalProperties: false }), response: { 202: Accepted, ...errorResponses } },
+      },
+      async (request, reply) => reply.code(202).send(await start(request.params.id, 'delete', { cascade: request.query.cascade === 'true', discardChanges: request.query.discardChanges === 'true' })),
+    );
+
+    app.post(
+      '/v1/tasks/:id/environment/reset',
+      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, response: { 202: Accepted, ...errorResponses } } },
+      async (request, reply) => reply.code(202).send(await start(request.params.id, 'environment_reset')),
+    );
+
+    app.delete(
+      '/v1/boards/:id',
+      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, response: { 202: Type.Object({ operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })) }), ...errorResponses } } },
+      async (request, reply) => {
+        const board = await ctx.pool.query('SELECT id FROM boards WHERE id = $1', [request.params.id]);
+        if (board.rowCount === 0) throw notFound('Board');
+        const tasks = (await ctx.pool.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY created_at', [request.params.id])).rows;
+        const operations: { taskId: string; operationId: string }[] = [];
+        for (const t of tasks) {
+          const started = await startCleanup(ctx.temporal, ctx.config, { taskId: t.id, trigger: 'board_delete' });
+          if (started.ok) operations.push({ taskId: t.id, operationId: started.operationId });
+          else if (started.code === 'task_cleanup_in_progress') {
+            // Already being cleaned up: its own job goes on; the board no longer lists it.
+            await ctx.pool.query('UPDATE tasks SET board_id = NULL WHERE id = $1', [t.id]);
+          } else throw new ApiError(started.code);
+        }
+        await ctx.pool.query('DELETE FROM boards WHERE id = $1', [request.params.id]);
+        return reply.code(202).send({ operations });
+      },
+    );
+
+    app.get(
+      '/v1/cleanup-jobs',
+      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: Type.Object({ state: Type.Optional(Type.String({ maxLength: 40 })), taskId: Type.Optional(Uuid) }), response: { 200: Type.Array(Job), ...errorResponses } } },
+      async (request) => (await listJobs(ctx.pool, request.query)).map(jobView),
+    );
+
+    app.get('/v1/cleanup-jobs/:operationId', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } } }, async (request) => {
+      const job = await findJob(ctx.pool, request.params.operationId);
+      if (!job) throw notFound('Cleanup job');
+      return jobView(job);
+    });
+
+    app.post(
+      '/v1/cleanup-jobs/:operationId/retry',
+      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 202: Type.Object({ operationId: Uuid, state: Type.String() }), ...errorResponses } } },
+      async (request, reply) => {
+        const job = await findJob(ctx.pool, request.params.operationId);
+        if (!job) throw notFound('Cleanup job');
+        if (job.state !== 'needs_operator') throw new ApiError('cleanup_job_not_retryable');
+        await retryCleanup(ctx.temporal, job.workflow_id);
+        return reply.code(202).send({ operationId: job.operation_id, state: job.state });
+      },
+    );
+  };
+}

@@ -1,0 +1,25 @@
+import type pg from 'pg';
+import { environmentOfTask } from '../../db/environments';
+import { sessionsOfTask } from '../../db/sessions';
+import { findTask, taskRepositories } from '../../db/tasks';
+import { notFound } from './api-error';
+
+/** The task resource of spec/api.md. */
+export async function taskView(pool: pg.Pool, id: string) {
+  const task = await findTask(pool, id);
+  if (!task) throw notFound('Task');
+  const [repos, env, sessions] = await Promise.all([taskRepositories(pool, id), environmentOfTask(pool, id), sessionsOfTask(pool, id)]);
+  return {
+    id: task.id,
+    title: task.title,
+    state: task.archived_at ? ('archived' as const) : ('active' as const),
+    parentTaskId: task.parent_task_id,
+    boardId: task.board_id,
+    workspaceMode: task.workspace_mode,
+    groupId: task.group_id,
+    quickChat: task.quick_chat,
+    repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
+    environment: env ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id } : null,
+    sessions: sessions.map((s) => ({ id: s.id, state: s.state, executorType: s.executor_type, role: s.role, createdAt: s.created_at.toISOString() })),
+  };
+}

@@ -1,0 +1,62 @@
+/** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
+import type { CleanupErrorClass, CleanupJobState, CleanupReport, CleanupSnapshot, CleanupTrigger } from '../domain/cleanup';
+import type { Db } from './pool';
+
+export interface CleanupJobRow {
+  operation_id: string;
+  task_id: string;
+  trigger: CleanupTrigger;
+  state: CleanupJobState;
+  snapshot: CleanupSnapshot | [];
+  report: CleanupReport | Record<string, never>;
+  attempts: number;
+  next_attempt_at: Date | null;
+  last_error: CleanupErrorClass | null;
+  workflow_id: string;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, created_at, finished_at';
+
+/** Reserves the job: from this row on, the task admits no launch (the partial unique index makes it one per task). */
+export async function reserveJob(db: Db, job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string }): Promise<void> {
+  await db.query(`INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, $3, 'prepared', $4)`, [job.operationId, job.taskId, job.trigger, job.workflowId]);
+}
+
+export async function saveSnapshot(db: Db, operationId: string, snapshot: CleanupSnapshot): Promise<void> {
+  await db.query('UPDATE cleanup_jobs SET snapshot = $2, updated_at = now() WHERE operation_id = $1', [operationId, JSON.stringify(snapshot)]);
+}
+
+export async function findJob(db: Db, operationId: string): Promise<CleanupJobRow | null> {
+  const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE operation_id = $1`, [operationId]);
+  return res.rows[0] ?? null;
+}
+
+export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJobRow | null> {
+  const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled')`, [taskId]);
+  return res.rows[0] ?? null;
+}
+
+export async function listJobs(db: Db, filter: { state?: string; taskId?: string }, limit = 500): Promise<CleanupJobRow[]> {
+  const res = await db.query<CleanupJobRow>(
+    `SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE ($1::text IS NULL OR state = $1) AND ($2::uuid IS NULL OR task_id = $2)
+      ORDER BY created_at DESC LIMIT $3`,
+    [filter.state ?? null, filter.taskId ?? null, limit],
+  );
+  return res.rows;
+}
+
+/** The workflow writes every state change here, so the row and the workflow tell one story. */
+export async function recordJobState(
+  db: Db,
+  operationId: string,
+  change: { state: CleanupJobState; attempts: number; nextAttemptAt: string | null; lastError: CleanupErrorClass | null; report: CleanupReport },
+): Promise<void> {
+  await db.query(
+    `UPDATE cleanup_jobs SET state = $2, attempts = $3, next_attempt_at = $4, last_error = $5, report = $6, updated_at = now(),
+            finished_at = CASE WHEN $2 IN ('succeeded', 'cancelled') THEN now() ELSE NULL END
+      WHERE operation_id = $1 AND state NOT IN ('succeeded', 'cancelled')`,
+    [operationId, change.state, change.attempts, change.nextAttemptAt, change.lastError, JSON.stringify(change.report)],
+  );
+}

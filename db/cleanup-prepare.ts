@@ -1,0 +1,61 @@
+/**
+ * The cleanup preparation transaction [R6.2]: lock the task row, reserve the job (the barrier),
+ * THEN snapshot the inventory into the job, THEN mutate the task. Files are touched only after.
+ */
+import type pg from 'pg';
+import { removesTask, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import type { RefusalCode } from '../domain/errors';
+import { reserveJob, saveSnapshot } from './cleanup-jobs';
+import { takeSnapshot } from './cleanup-snapshot';
+import { isUniqueViolation } from './pool';
+
+export type PrepareOutcome = { kind: 'prepared'; snapshot: CleanupSnapshot } | { kind: 'refused'; code: RefusalCode | 'not_found' };
+
+export interface PrepareRequest {
+  operationId: string;
+  taskId: string;
+  trigger: CleanupTrigger;
+  workflowId: string;
+}
+
+/** Runs inside a transaction. Reset and archive refuse what would lose a running agent's place. */
+export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest): Promise<PrepareOutcome> {
+  const task = (await client.query<{ id: string; archived_at: Date | null }>('SELECT id, archived_at FROM tasks WHERE id = $1 FOR UPDATE', [req.taskId])).rows[0];
+  if (!task) return { kind: 'refused', code: 'not_found' };
+  if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
+  if (req.trigger === 'environment_reset') {
+    const running = await client.query(
+      `SELECT 1 FROM sessions s JOIN task_environments e ON e.id = s.environment_id
+        WHERE e.task_id = $1 AND s.state IN ('starting', 'running') LIMIT 1`,
+      [req.taskId],
+    );
+    if (running.rowCount) return { kind: 'refused', code: 'session_running' };
+  }
+
+  try {
+    await client.query('SAVEPOINT reserve');
+    await reserveJob(client, req);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    await client.query('ROLLBACK TO SAVEPOINT reserve');
+    return { kind: 'refused', code: 'task_cleanup_in_progress' };
+  }
+
+  const snapshot = await takeSnapshot(client, req.taskId, removesTask(req.trigger));
+  await saveSnapshot(client, req.operationId, snapshot);
+  await mutateTask(client, req.taskId, req.trigger);
+  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [req.operationId]);
+  return { kind: 'prepared', snapshot };
+}
+
+/** The task's own change: archived or deleted (a reset changes only the environment, at the end). */
+export async function mutateTask(client: pg.PoolClient, taskId: string, trigger: CleanupTrigger): Promise<void> {
+  if (removesTask(trigger)) {
+    // Task, sessions, executions and (unless handed over) the environment and its inventory go;
+    // the job keeps the snapshot.
+    await client.query('DELETE FROM tasks WHERE id = $1', [taskId]);
+    return;
+  }
+  // Sessions are marked stopped when their processes are (the cleanup's first step), not here.
+  if (trigger === 'archive' || trigger === 'quick_chat_expiry') await client.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [taskId]);
+}

@@ -1,0 +1,27 @@
+/** Run by the Temporal Schedule `quick-chat-expiry`: archive quick chats idle longer than the limit, through the cleanup path. */
+import { ParentClosePolicy, startChild, uuid4 } from '@temporalio/workflow';
+import type { RetryPolicy } from '../domain/cleanup';
+import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
+import { cleanupWorkflowId } from '../domain/workflow-ids';
+import { recordSteps } from './activity-proxies';
+import { cleanupTask } from './cleanup-task';
+
+const records = recordSteps();
+
+export async function expireQuickChats(input: { idleMs: number; policy: RetryPolicy }): Promise<string[]> {
+  const idle = await records.idleQuickChats(input.idleMs);
+  for (const taskId of idle) {
+    const operationId = uuid4();
+    // Each expiry is its own durable cleanup; one refused (already archived meanwhile) does not stop the others.
+    await startChild(cleanupTask, {
+      workflowId: cleanupWorkflowId('quick_chat_expiry', taskId, operationId),
+      args: [{ operationId, taskId, trigger: 'quick_chat_expiry', discardChanges: false, policy: input.policy, alreadyPrepared: false }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: [
+        { key: TaskIdAttr, value: taskId },
+        { key: TriggerAttr, value: 'quick_chat_expiry' },
+      ],
+    });
+  }
+  return idle;
+}
