@@ -4,12 +4,12 @@
  * already gone counts as done; failures are classified and thrown, never swallowed [R6.4, R6.6].
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { readdir, rmdir, unlink } from 'node:fs/promises';
+import { readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setExecutionStatus } from '../db/executions';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
-import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -137,6 +137,17 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
         }
         return 'deleted_merged';
       });
+    },
+
+    /** A handed-over environment's marker names its new owner, so the new owner's sessions pass the attach audit. */
+    async rewriteMarker(input: { taskFolder: string; fromTaskId: string; toTaskId: string; environmentId: string }): Promise<void> {
+      const marker = await readMarker(input.taskFolder);
+      if (marker?.taskId === input.toTaskId) return;
+      if (!marker || marker.taskId !== input.fromTaskId || marker.environmentId !== input.environmentId) {
+        throw failure('worktree_audit_failed', 'the ownership marker does not name the task');
+      }
+      const next: OwnershipMarker = { kind: 'task-workspaces/ownership', taskId: input.toTaskId, environmentId: input.environmentId };
+      await writeFile(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE), JSON.stringify(next, null, 2) + '\n');
     },
 
     /** The marker and the task folder go last, and only when nothing else is left in it. */

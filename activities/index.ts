@@ -3,6 +3,7 @@ import { cleanupHostActivities } from './cleanup-host';
 import { cleanupRecordActivities } from './cleanup-records';
 import { coresidencyActivities } from './coresidency';
 import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
+import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
 import { launchRecordActivities } from './launch-records';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -10,7 +11,7 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps) };
+  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps) };
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
@@ -21,6 +22,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...agentProcessActivities(deps),
     ...gitStatusHostActivities(deps),
     ...cleanupHostActivities(deps),
+    ...orphanSweepHostActivities(deps),
   };
 }
 

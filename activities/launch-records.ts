@@ -83,6 +83,15 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       await deleteUnstartedSession(pool, sessionId);
     },
 
+    async runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
+      const res = await pool.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [sessionId]);
+      return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id }));
+    },
+
+    async markSessionStopped(sessionId: string): Promise<void> {
+      await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');
+    },
+
     async markSessionRunning(sessionId: string): Promise<void> {
       await moveSessionState(pool, sessionId, ['starting'], 'running');
     },

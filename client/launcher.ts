@@ -95,6 +95,7 @@ async function main(): Promise<void> {
       databaseUrl,
       temporalAddress,
       namespace: config.temporalNamespace,
+      config,
       isTemporalDead: () => temporalServer !== null && temporalServer.exitCode !== null,
     });
   } catch (err) {

@@ -1,4 +1,6 @@
 /** One-shot set-up for a cluster deployment (docker-compose `setup` service): search attributes and migrations. */
+import os from 'node:os';
+import { loadConfig } from '../domain/config';
 import { prepareServices } from './prepare-services';
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -6,7 +8,12 @@ if (!databaseUrl) {
   console.error('DATABASE_URL is required');
   process.exit(1);
 }
-prepareServices({ databaseUrl, temporalAddress: process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233', namespace: process.env.TEMPORAL_NAMESPACE || 'default', isTemporalDead: () => false })
+prepareServices({
+  databaseUrl,
+  temporalAddress: process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
+  namespace: process.env.TEMPORAL_NAMESPACE || 'default',
+  config: loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }),
+})
   .then(() => console.log('services prepared'))
   .catch((err) => {
     console.error(err);

@@ -1,6 +1,8 @@
 /** What must hold before workers and gateways start: Temporal answers, search attributes exist, migrations ran. */
 import { Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
+import type { Config } from '../domain/config';
+import { ensureSchedules } from './schedules';
 import { connectClient, ensureSearchAttributes } from './temporal';
 
 export async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000): Promise<void> {
@@ -19,11 +21,12 @@ export async function waitForTemporal(address: string, isDead: () => boolean = (
   }
 }
 
-export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; isTemporalDead?: () => boolean }): Promise<void> {
+export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; config: Config; isTemporalDead?: () => boolean }): Promise<void> {
   await waitForTemporal(opts.temporalAddress, opts.isTemporalDead);
   const client = await connectClient(opts.temporalAddress, opts.namespace);
   try {
     await ensureSearchAttributes(client, opts.namespace);
+    await ensureSchedules(client, opts.config);
   } finally {
     await client.connection.close();
   }

@@ -51,6 +51,9 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
 /** The task's own change: archived or deleted (a reset changes only the environment, at the end). */
 export async function mutateTask(client: pg.PoolClient, taskId: string, trigger: CleanupTrigger): Promise<void> {
   if (removesTask(trigger)) {
+    // Children that inherited this task's workspace stand on their own from now on (one of them
+    // may just have been handed the environment).
+    await client.query(`UPDATE tasks SET workspace_mode = 'new_workspace', parent_task_id = NULL WHERE parent_task_id = $1 AND workspace_mode = 'inherit_parent'`, [taskId]);
     // Task, sessions, executions and (unless handed over) the environment and its inventory go;
     // the job keeps the snapshot.
     await client.query('DELETE FROM tasks WHERE id = $1', [taskId]);

@@ -77,9 +77,16 @@ export async function takeSnapshot(db: Db, taskId: string, handOverBorrowed: boo
           [env.id, taskId, borrowers[0]],
         );
         if (moved.rowCount !== 1) throw new Error('environment ownership changed during cleanup preparation');
-        snapshot.borrowed.push({ environmentId: env.id, action: 'handed_over', toTaskId: borrowers[0]! });
+        // The new owner's slots are the environment's: same repositories, same branches.
+        await db.query(
+          `UPDATE task_repositories tr SET branch_slug = er.branch_slug, checkout_branch = COALESCE(er.worktree_branch, tr.checkout_branch)
+             FROM environment_repos er
+            WHERE er.environment_id = $1 AND er.status = 'active' AND tr.task_id = $2 AND tr.repository_id = er.repository_id`,
+          [env.id, borrowers[0]],
+        );
+        snapshot.borrowed.push({ environmentId: env.id, action: 'handed_over', toTaskId: borrowers[0]!, hostId: env.host_id, taskFolder: env.task_folder });
       } else {
-        snapshot.borrowed.push({ environmentId: env.id, action: 'kept', toTaskId: null });
+        snapshot.borrowed.push({ environmentId: env.id, action: 'kept', toTaskId: null, hostId: env.host_id, taskFolder: env.task_folder });
       }
       snapshot.processes = await snapshotProcesses(db, taskId, null);
       return snapshot;

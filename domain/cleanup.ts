@@ -42,7 +42,7 @@ export interface CleanupSnapshot {
   worktrees: SnapshotWorktree[];
   processes: SnapshotProcess[];
   /** Environments left alone (archive) or handed over (delete) because another task's session uses them. */
-  borrowed: { environmentId: string; action: 'kept' | 'handed_over'; toTaskId: string | null }[];
+  borrowed: { environmentId: string; action: 'kept' | 'handed_over'; toTaskId: string | null; hostId: string; taskFolder: string | null }[];
 }
 
 export type WorktreeOutcome =

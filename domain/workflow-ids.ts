@@ -11,3 +11,4 @@ export const cascadeWorkflowId = (trigger: string, rootTaskId: string, operation
 export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${runId}`;
 export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
 export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';
+export const stopWorkflowId = (sessionId: string, operationId: string): string => `stop/${sessionId}/${operationId}`;

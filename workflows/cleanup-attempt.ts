@@ -12,6 +12,11 @@ export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnaps
   for (const hostId of hosts) stopped += await hostSteps(hostId).stopProcesses(snapshot.processes.filter((p) => p.hostId === hostId));
   report.processesStopped += stopped;
   if (!removesTask(input.trigger)) await records.markTaskSessionsStopped(input.taskId);
+  for (const b of snapshot.borrowed) {
+    if (b.action === 'handed_over' && b.toTaskId && b.taskFolder) {
+      await hostSteps(b.hostId).rewriteMarker({ taskFolder: b.taskFolder, fromTaskId: snapshot.taskId, toTaskId: b.toTaskId, environmentId: b.environmentId });
+    }
+  }
   if (!snapshot.hostId) return;
   const host = hostSteps(snapshot.hostId);
 

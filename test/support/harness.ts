@@ -2,6 +2,7 @@
  * The system for one test file: its own database (migrated), its own task queue and host id,
  * an in-process worker on the shared Temporal dev server, and a gateway listening on a real port.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -39,17 +40,19 @@ export interface Harness {
   baseUrl: string;
   api<T = any>(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: T }>;
   startWorker(overrides?: Partial<Config>): Promise<WorkerHandle>;
+  /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
+  spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function createHarness(overrides: Partial<Config> = {}): Promise<Harness> {
+export async function createHarness(overrides: Partial<Config> = {}, opts: { temporalAddress?: string; inProcessWorker?: boolean } = {}): Promise<Harness> {
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
   const dbName = `tws_${randomUUID().replace(/-/g, '')}`;
   const databaseUrl = await ensureDatabase(inject('postgresServerUrl'), dbName);
   await migrate(databaseUrl);
   const pool = createPool(databaseUrl, 30);
-  const temporalAddress = inject('temporalAddress');
+  const temporalAddress = opts.temporalAddress ?? inject('temporalAddress');
   const base = loadConfig(
     {
       DATABASE_URL: databaseUrl,
@@ -60,6 +63,8 @@ export async function createHarness(overrides: Partial<Config> = {}): Promise<Ha
       TWS_USER_TOKEN: USER_TOKEN,
       TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
       TWS_AGENT_STOP_GRACE_MS: '2000',
+      TWS_CLEANUP_RETRY_WAITS_MS: '200,400',
+      TWS_CLEANUP_MAX_ATTEMPTS: '3',
     },
     { cwd: scratch, hostname: 'test' },
   );
@@ -73,7 +78,7 @@ export async function createHarness(overrides: Partial<Config> = {}): Promise<Ha
     worker = await startWorker({ config: { ...config, ...extra }, pool, logger, connection: nativeConnection, workflowBundle: { codePath: inject('workflowBundlePath') } });
     return worker;
   };
-  await runWorker();
+  if (opts.inProcessWorker !== false) await runWorker();
 
   const app: FastifyInstance = await buildGateway({ config, pool, temporal, logger, tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN } });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -102,6 +107,24 @@ export async function createHarness(overrides: Partial<Config> = {}): Promise<Ha
       return { status: res.status, body: parsed };
     },
     startWorker: runWorker,
+    spawnWorker(extraEnv = {}) {
+      const env: Record<string, string> = {
+        ...(process.env as Record<string, string>),
+        DATABASE_URL: databaseUrl,
+        TEMPORAL_ADDRESS: temporalAddress,
+        TWS_TASK_QUEUE: config.taskQueue,
+        TWS_HOST_ID: config.hostId,
+        TWS_DATA_DIR: config.dataDir,
+        TWS_WORKSPACE_ROOT: config.workspaceRoot,
+        TWS_LOG_DIR: config.logDir,
+        TWS_GIT_BINARY: config.gitBinary,
+        TWS_AGENT_STOP_GRACE_MS: String(config.agentStopGraceMs),
+        TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
+        TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
+        ...extraEnv,
+      };
+      return spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    },
     async stopWorker() {
       if (worker) await worker.shutdown();
       worker = null;

@@ -1,11 +1,16 @@
 /** POST /v1/tasks/:id/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
+import { SessionIdAttr } from '../../../domain/search-attributes';
+import { stopWorkflowId } from '../../../domain/workflow-ids';
+import type { stopSession } from '../../../workflows';
 import { runLaunch } from '../../launch-client';
 import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -21,6 +26,32 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     if (!configured) throw badRequest('Unknown agent profile.');
     if (command) throw badRequest('command is only accepted by the shell profile.');
     return configured.command;
+  }
+
+  async function sessionView(id: string) {
+    const session = await findSession(ctx.pool, id);
+    if (!session) throw notFound('Session');
+    const exec = await latestExecution(ctx.pool, session.id);
+    return {
+      id: session.id,
+      taskId: session.task_id,
+      state: session.state,
+      taskEnvironmentId: session.environment_id,
+      executorType: session.executor_type,
+      agentProfile: session.agent_profile,
+      role: session.role,
+      name: session.name,
+      execution: exec ? { id: exec.id, pid: exec.pid, startedAt: exec.started_at.toISOString(), hostId: exec.host_id, status: exec.status } : null,
+    };
+  }
+
+  async function stop(sessionId: string): Promise<void> {
+    await ctx.temporal.workflow.execute<typeof stopSession>('stopSession', {
+      workflowId: stopWorkflowId(sessionId, randomUUID()),
+      taskQueue: ctx.config.taskQueue,
+      args: [sessionId],
+      typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
+    });
   }
 
   return async (app) => {
@@ -49,20 +80,24 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     );
 
     app.get('/v1/sessions/:id', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
+      return sessionView(request.params.id);
+    });
+
+    app.post('/v1/sessions/:id/stop', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
       const session = await findSession(ctx.pool, request.params.id);
       if (!session) throw notFound('Session');
-      const exec = await latestExecution(ctx.pool, session.id);
-      return {
-        id: session.id,
-        taskId: session.task_id,
-        state: session.state,
-        taskEnvironmentId: session.environment_id,
-        executorType: session.executor_type,
-        agentProfile: session.agent_profile,
-        role: session.role,
-        name: session.name,
-        execution: exec ? { id: exec.id, pid: exec.pid, startedAt: exec.started_at.toISOString(), hostId: exec.host_id, status: exec.status } : null,
-      };
+      await stop(session.id);
+      return sessionView(session.id);
+    });
+
+    // Deleting a session stops its agent and forgets the session; it never removes files,
+    // worktrees or branches, even for the last session of a task [R6].
+    app.delete('/v1/sessions/:id', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 204: Type.Null(), ...errorResponses } } }, async (request, reply) => {
+      const session = await findSession(ctx.pool, request.params.id);
+      if (!session) throw notFound('Session');
+      await stop(session.id);
+      await ctx.pool.query('DELETE FROM sessions WHERE id = $1', [session.id]);
+      return reply.code(204).send(null);
     });
 
     app.get(

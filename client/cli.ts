@@ -1,0 +1,58 @@
+/**
+ * Operator CLI: `node --import tsx client/cli.ts <command>`.
+ *   jobs [state]          list cleanup jobs (optionally only one state, e.g. needs_operator)
+ *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
+ * Reads DATABASE_URL and TEMPORAL_ADDRESS like the services (make start prints them into .data/).
+ */
+import os from 'node:os';
+import { findJob, listJobs } from '../db/cleanup-jobs';
+import { createPool } from '../db/pool';
+import { loadConfig } from '../domain/config';
+import { retryCleanup } from './cleanup-client';
+import { connectClient } from './temporal';
+
+async function main(argv: string[]): Promise<number> {
+  const config = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
+  if (!config.databaseUrl) {
+    console.error('DATABASE_URL is required');
+    return 2;
+  }
+  const pool = createPool(config.databaseUrl, 2);
+  try {
+    const [command, arg] = argv;
+    if (command === 'jobs') {
+      for (const job of await listJobs(pool, { state: arg })) {
+        console.log([job.operation_id, job.task_id, job.trigger, job.state, `attempts=${job.attempts}`, `next=${job.next_attempt_at?.toISOString() ?? '-'}`, `error=${job.last_error ?? '-'}`, job.workflow_id].join('  '));
+      }
+      return 0;
+    }
+    if (command === 'retry' && arg) {
+      const job = await findJob(pool, arg);
+      if (!job) {
+        console.error('no such cleanup job');
+        return 1;
+      }
+      if (job.state !== 'needs_operator') {
+        console.error(`the job is ${job.state}, not waiting for an operator`);
+        return 1;
+      }
+      const client = await connectClient(config.temporalAddress, config.temporalNamespace);
+      await retryCleanup(client, job.workflow_id);
+      await client.connection.close();
+      console.log(`retry requested for ${job.operation_id}`);
+      return 0;
+    }
+    console.error('usage: cli.ts jobs [state] | retry <operationId>');
+    return 2;
+  } finally {
+    await pool.end();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);

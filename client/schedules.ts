@@ -1,0 +1,36 @@
+/** The Temporal Schedules: quick-chat expiry (default every 24 h) and the orphan sweep (default every 3 h). Idempotent. */
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { Config } from '../domain/config';
+import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID } from '../domain/workflow-ids';
+
+export async function ensureSchedules(client: Client, config: Config, idSuffix = ''): Promise<{ quickChatExpiry: string; orphanSweep: string }> {
+  const ids = { quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix, orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}` };
+  const schedules = [
+    {
+      scheduleId: ids.quickChatExpiry,
+      every: config.quickChatExpiryEveryMs,
+      action: { type: 'startWorkflow' as const, workflowType: 'expireQuickChats', taskQueue: config.taskQueue, args: [{ idleMs: config.quickChatIdleMs, policy: config.cleanupPolicy }] },
+    },
+    {
+      // One sweep per host: each host sweeps its own workspace root.
+      scheduleId: ids.orphanSweep,
+      every: config.orphanSweepEveryMs,
+      action: { type: 'startWorkflow' as const, workflowType: 'orphanSweep', taskQueue: config.taskQueue, args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun: false }] },
+    },
+  ];
+  for (const s of schedules) {
+    try {
+      await client.schedule.create({
+        scheduleId: s.scheduleId,
+        spec: { intervals: [{ every: s.every }] },
+        action: s.action,
+        policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+      // Configuration may have changed since it was created: bring it up to date.
+      await client.schedule.getHandle(s.scheduleId).update((previous) => ({ ...previous, spec: { intervals: [{ every: s.every }] }, action: s.action }));
+    }
+  }
+  return ids;
+}

@@ -1,0 +1,237 @@
+/** Every cleanup trigger through the API, borrowed environments, and the launch-versus-archive race [R6]. */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSchedules } from '../client/schedules';
+import { taskBranchName, taskDirName } from '../domain/task-layout';
+import { archive, deleteTask, waitForJob } from './support/cleanup';
+import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
+import { branches, commitOf, git, killGroup, listDir, makeRepo, processAlive, worktreePaths } from './support/world';
+
+let h: Harness;
+let n = 0;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
+  await h?.close();
+});
+
+async function repo() {
+  const name = `trig-${++n}`;
+  const dir = makeRepo(h.scratch, name);
+  return { dir, id: await registerRepo(h, dir, name), name };
+}
+
+async function launched(taskId: string, body: Record<string, unknown> = {}) {
+  const res = await launch(h, taskId, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { ...res.body, pid: await pidOf(h, res.body.sessionId) };
+}
+
+const wt = (taskId: string, name: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), name);
+
+describe('triggers', () => {
+  it('archive finds the worktree after the last session was deleted and the worker restarted [R6.1]', async () => {
+    const r = await repo();
+    const taskId = await createTask(h, [r.id]);
+    const s = await launched(taskId);
+    const del = await h.api('DELETE', `/v1/sessions/${s.sessionId}`);
+    expect(del.status).toBe(204);
+    // Deleting the last session removed nothing.
+    expect(existsSync(wt(taskId, r.name))).toBe(true);
+    expect(branches(r.dir)).toContain(taskBranchName(taskId));
+    expect(processAlive(s.pid)).toBe(false);
+    await h.stopWorker();
+    await h.startWorker();
+    const job = await waitForJob(h, (await archive(h, taskId)).operationId);
+    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'removed' }]);
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+  });
+
+  it('board delete cleans up every task on the board', async () => {
+    const r = await repo();
+    const board = (await h.api('POST', '/v1/boards', { name: 'b' })).body.id;
+    const tasks = [await createTask(h, [r.id], { boardId: board }), await createTask(h, [r.id], { boardId: board })];
+    for (const t of tasks) await launched(t);
+    expect((await h.api('DELETE', `/v1/boards/${board}`, undefined, USER_TOKEN)).status).toBe(403);
+    const res = await h.api('DELETE', `/v1/boards/${board}`, undefined, OPERATOR_TOKEN);
+    expect(res.status).toBe(202);
+    expect(res.body.operations.map((o: any) => o.taskId).sort()).toEqual([...tasks].sort());
+    for (const o of res.body.operations) expect((await waitForJob(h, o.operationId)).trigger).toBe('board_delete');
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+    for (const t of tasks) expect((await h.api('GET', `/v1/tasks/${t}`)).status).toBe(404);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM boards WHERE id = $1', [board])).rows[0].n).toBe(0);
+  });
+
+  it('cascade archive reserves every barrier, then cleans the tree deepest-first', async () => {
+    const r = await repo();
+    const root = await createTask(h, [r.id]);
+    const child = await createTask(h, [r.id], { parentTaskId: root });
+    const grandchild = await createTask(h, [r.id], { parentTaskId: child });
+    for (const t of [root, child, grandchild]) await launched(t);
+    const accepted = await archive(h, root, { cascade: true });
+    expect(accepted.workflowId).toBe(`cascade/archive/${root}/${accepted.operationId}`);
+    for (const t of [root, child, grandchild]) expect((await h.api('GET', `/v1/tasks/${t}`)).body.state).toBe('archived');
+    const jobs = (await h.api('GET', `/v1/cleanup-jobs?taskId=${root}`)).body;
+    expect(jobs).toHaveLength(1);
+    await waitForJob(h, accepted.operationId);
+    const all = await h.pool.query('SELECT task_id, state, finished_at FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child, grandchild]]);
+    expect(all.rows.every((j) => j.state === 'succeeded')).toBe(true);
+    const finished = Object.fromEntries(all.rows.map((j) => [j.task_id, j.finished_at.getTime()]));
+    expect(finished[grandchild]).toBeLessThanOrEqual(finished[child]);
+    expect(finished[child]).toBeLessThanOrEqual(finished[root]);
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+  });
+
+  it('environment reset is refused while a session runs; then removes the environment, keeps the branch, and the next launch materializes afresh', async () => {
+    const r = await repo();
+    const taskId = await createTask(h, [r.id]);
+    const s = await launched(taskId);
+    git(wt(taskId, r.name), 'commit', '-q', '--allow-empty', '-m', 'kept');
+    const head = commitOf(wt(taskId, r.name), 'HEAD');
+    const refused = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
+    expect(refused.status).toBe(409);
+    expectSafeError(refused.body, 'session_running');
+    expect((await h.api('POST', `/v1/sessions/${s.sessionId}/stop`)).body.state).toBe('stopped');
+    expect(processAlive(s.pid)).toBe(false);
+    const accepted = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
+    expect(accepted.status).toBe(202);
+    await waitForJob(h, accepted.body.operationId);
+    expect(existsSync(wt(taskId, r.name))).toBe(false);
+    expect(commitOf(r.dir, taskBranchName(taskId))).toBe(head);
+    const again = await launched(taskId);
+    expect(again.role).toBe('materialized');
+    expect(commitOf(wt(taskId, r.name), 'HEAD')).toBe(head);
+  });
+
+  it('archive leaves alone an environment a session of another task uses; delete hands it to that task [R6.5]', async () => {
+    const r = await repo();
+    const parent = await createTask(h, [r.id]);
+    await launched(parent);
+    const child = await createTask(h, [r.id], { parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const borrower = await launched(child);
+    const env = borrower.taskEnvironmentId;
+
+    const archived = await waitForJob(h, (await archive(h, parent)).operationId);
+    expect(archived.report.borrowed).toMatchObject([{ environmentId: env, action: 'kept', toTaskId: null }]);
+    expect(existsSync(wt(parent, r.name))).toBe(true);
+    expect(processAlive(borrower.pid)).toBe(true);
+    expect((await h.api('POST', `/v1/tasks/${parent}/unarchive`)).status).toBe(200);
+
+    const deleted = await deleteTask(h, parent);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const job = await waitForJob(h, deleted.body.operationId);
+    expect(job.report.borrowed).toMatchObject([{ environmentId: env, action: 'handed_over', toTaskId: child }]);
+    expect((await h.pool.query('SELECT task_id FROM task_environments WHERE id = $1', [env])).rows[0].task_id).toBe(child);
+    expect(Number((await h.pool.query("SELECT count(*) FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [env])).rows[0].count)).toBe(1);
+    expect(existsSync(wt(parent, r.name))).toBe(true);
+    expect(processAlive(borrower.pid)).toBe(true);
+    // The new owner's next session attaches to the same workspace.
+    const next = await launched(child);
+    expect(next).toMatchObject({ role: 'attached', taskEnvironmentId: env });
+  });
+
+  it('quick-chat expiry archives quick chats idle longer than the limit, through the cleanup path', async () => {
+    const r = await repo();
+    const idle = await createTask(h, [r.id], { quickChat: true });
+    const busy = await createTask(h, [r.id], { quickChat: true });
+    await launched(idle);
+    await h.api('POST', `/v1/sessions/${(await h.api('GET', `/v1/tasks/${idle}`)).body.sessions[0].id}/stop`);
+    await h.pool.query("UPDATE tasks SET last_activity_at = now() - interval '8 days' WHERE id = $1", [idle]);
+    const suffix = `-${randomUUID()}`;
+    const ids = await ensureSchedules(h.temporal, { ...h.config, quickChatIdleMs: 7 * 24 * 3600_000 }, suffix);
+    try {
+      await h.temporal.schedule.getHandle(ids.quickChatExpiry).trigger();
+      let job: any;
+      for (let i = 0; i < 100 && !job; i++) {
+        job = (await h.api('GET', `/v1/cleanup-jobs?taskId=${idle}`)).body[0];
+        if (!job) await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(job.trigger).toBe('quick_chat_expiry');
+      await waitForJob(h, job.operationId);
+      expect((await h.api('GET', `/v1/tasks/${idle}`)).body.state).toBe('archived');
+      expect((await h.api('GET', `/v1/tasks/${busy}`)).body.state).toBe('active');
+      expect(existsSync(wt(idle, r.name))).toBe(false);
+    } finally {
+      for (const id of Object.values(ids)) await h.temporal.schedule.getHandle(id).delete();
+    }
+  });
+
+  it('the launch-versus-archive race, repeated: no worktree ever escapes the snapshot', async () => {
+    const r = await repo();
+    for (let i = 0; i < 8; i++) {
+      const taskId = await createTask(h, [r.id]);
+      const [launchRes, archiveRes] = await Promise.all([launch(h, taskId), h.api('POST', `/v1/tasks/${taskId}/archive`, {})]);
+      expect(archiveRes.status).toBe(202);
+      expect([201, 409]).toContain(launchRes.status);
+      if (launchRes.status === 409) expect(['task_archived', 'task_cleanup_in_progress']).toContain(launchRes.body.error.code);
+      await waitForJob(h, archiveRes.body.operationId);
+      // Whatever won, nothing of this task remains registered or on disk.
+      expect(worktreePaths(r.dir).filter((p) => p.includes(taskId))).toEqual([]);
+      expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(taskId)))).toBe(false);
+    }
+  });
+});
+
+describe('orphan sweep [R6.7]', () => {
+  it('removes only unreferenced folders older than the grace period; keeps live, young and doubtful ones', async () => {
+    const r = await repo();
+    const live = await createTask(h, [r.id]);
+    await launched(live);
+    const root = h.config.workspaceRoot;
+    const old = (name: string) => {
+      mkdirSync(path.join(root, name, 'sub'), { recursive: true });
+      writeFileSync(path.join(root, name, 'sub', 'f.txt'), 'x');
+      const t = new Date(Date.now() - 48 * 3600_000);
+      utimesSync(path.join(root, name), t, t);
+    };
+    old('orphan-old');
+    mkdirSync(path.join(root, 'orphan-young'));
+    // An unknown worktree with uncommitted work: doubt keeps it.
+    const strayTask = randomUUID();
+    git(r.dir, 'worktree', 'add', '-q', '-b', `stray-${strayTask}`, path.join(root, 'stray', 'wt'));
+    writeFileSync(path.join(root, 'stray', 'wt', 'dirty.txt'), 'uncommitted');
+    const t = new Date(Date.now() - 48 * 3600_000);
+    utimesSync(path.join(root, 'stray'), t, t);
+    utimesSync(path.join(root, taskDirName(live)), t, t);
+
+    const forbidden = await h.api('POST', '/v1/orphan-sweep', { dryRun: true }, USER_TOKEN);
+    expect(forbidden.status).toBe(403);
+    const dry = await h.api('POST', '/v1/orphan-sweep', { dryRun: true }, OPERATOR_TOKEN);
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect(dry.body.removed).toEqual(['orphan-old']);
+    expect(dry.body.dryRun).toBe(true);
+    expect(existsSync(path.join(root, 'orphan-old'))).toBe(true);
+
+    const res = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+    expect(res.body.removed).toEqual(['orphan-old']);
+    const kept = Object.fromEntries(res.body.kept.map((k: any) => [k.name, k.reason]));
+    expect(kept[taskDirName(live)]).toBe('live');
+    expect(kept['orphan-young']).toBe('young');
+    expect(kept['stray']).toBe('doubt');
+    expect(listDir(root)).not.toContain('orphan-old');
+    expect(existsSync(path.join(root, 'stray', 'wt', 'dirty.txt'))).toBe(true);
+    expect(existsSync(wt(live, r.name))).toBe(true);
+  });
+
+  it('an inventory read failure keeps everything', async () => {
+    const root = h.config.workspaceRoot;
+    mkdirSync(path.join(root, 'orphan-unreadable'));
+    const t = new Date(Date.now() - 48 * 3600_000);
+    utimesSync(path.join(root, 'orphan-unreadable'), t, t);
+    // The inventory cannot be read (the table is renamed away for the duration of the sweep).
+    await h.pool.query('ALTER TABLE environment_repos RENAME TO environment_repos_away');
+    try {
+      const res = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+      expect(res.status).toBe(500);
+    } finally {
+      await h.pool.query('ALTER TABLE environment_repos_away RENAME TO environment_repos');
+    }
+    expect(existsSync(path.join(root, 'orphan-unreadable'))).toBe(true);
+  });
+});
