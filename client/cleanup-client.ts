@@ -1,5 +1,5 @@
 /** Starting cleanups and talking to running ones, for the gateway and the operator CLI. */
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
@@ -22,22 +22,20 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
     { key: TriggerAttr, value: req.trigger },
   ]);
   const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
-  let workflowId: string;
-  let handle;
-  if (req.cascade) {
-    workflowId = cascadeWorkflowId(req.trigger, req.taskId, operationId);
-    handle = await client.workflow.start('cascadeCleanup', {
-      ...common,
-      workflowId,
-      args: [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }],
-    });
-  } else {
-    workflowId = cleanupWorkflowId(req.trigger, req.taskId, operationId);
-    const input: CleanupInput = { operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false };
-    handle = await client.workflow.start('cleanupTask', { ...common, workflowId, args: [input] });
-  }
+  const workflowId = req.cascade ? cascadeWorkflowId(req.trigger, req.taskId, operationId) : cleanupWorkflowId(req.trigger, req.taskId, operationId);
+  const args = req.cascade
+    ? [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }]
+    : [{ operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false } satisfies CleanupInput];
+  // Update-with-start: the start and the wait for preparation are one request, so even a
+  // refusal that ends the workflow at once reaches the caller as the update's typed failure.
+  const startWorkflowOperation = new WithStartWorkflowOperation(req.cascade ? 'cascadeCleanup' : 'cleanupTask', {
+    ...common,
+    workflowId,
+    args,
+    workflowIdConflictPolicy: 'FAIL',
+  });
   try {
-    await handle.executeUpdate(awaitPreparedUpdate);
+    await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
     return { ok: true, operationId, workflowId };
   } catch (err) {
     const cause = err instanceof WorkflowUpdateFailedError ? err.cause : null;

@@ -10,6 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
+import { waitForJob } from './support/cleanup';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { killGroup, makeRepo } from './support/world';
@@ -39,17 +40,25 @@ describe('workflow replay', () => {
 
     const ids = [first.body.sessionId, second.body.sessionId];
     const failedSession = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [other])).rows[0].id;
-    const named: Record<string, string> = { 'launch-materialized': ids[0], 'launch-attached': ids[1], 'launch-materialization-failed': failedSession };
-    for (const [name, sessionId] of Object.entries(named)) {
-      const history = await h.temporal.workflow.getHandle(launchWorkflowId(sessionId)).fetchHistory();
-      await Worker.runReplayHistory(replayOptions(), history, launchWorkflowId(sessionId));
+    const archived = await h.api('POST', `/v1/tasks/${taskId}/archive`, {});
+    expect(archived.status).toBe(202);
+    await waitForJob(h, archived.body.operationId);
+    const named: Record<string, string> = {
+      'launch-materialized': launchWorkflowId(ids[0]),
+      'launch-attached': launchWorkflowId(ids[1]),
+      'launch-materialization-failed': launchWorkflowId(failedSession),
+      'cleanup-archive': archived.body.workflowId,
+    };
+    for (const [name, workflowId] of Object.entries(named)) {
+      const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
+      await Worker.runReplayHistory(replayOptions(), history, workflowId);
       if (process.env.TWS_RECORD_HISTORIES === '1') writeFileSync(path.join(historiesDir, `${name}.json`), historyToJSON(history));
     }
   });
 
   it('replays every recorded history under test/histories', async () => {
     const files = readdirSync(historiesDir).filter((f) => f.endsWith('.json'));
-    expect(files.length).toBeGreaterThanOrEqual(3);
+    expect(files.length).toBeGreaterThanOrEqual(4);
     for (const file of files) {
       const history = JSON.parse(readFileSync(path.join(historiesDir, file), 'utf8'));
       await Worker.runReplayHistory(replayOptions(), history, file);

@@ -3,11 +3,11 @@
  * a bounded schedule of durable timers → `needs_operator`, where it waits for an operator retry.
  * The job row and this workflow tell the same story (the progress query, the Phase attribute).
  */
-import { ApplicationFailure, allHandlersFinished, condition, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
 import { emptyReport, removesTask, waitAfterAttempt, type CleanupErrorClass, type CleanupInput, type CleanupJobState, type CleanupProgress, type CleanupSnapshot } from '../domain/cleanup';
-import { PhaseAttr } from '../domain/search-attributes';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
+import { setPhase } from './phase';
 import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, progressQuery } from './cleanup-messages';
 import { asTypedFailure } from './typed-failure';
 
@@ -34,7 +34,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
 
   const phase = (p: string) => {
     progress.phase = p;
-    upsertSearchAttributes([{ key: PhaseAttr, value: p }]);
+    setPhase(p);
   };
   setHandler(progressQuery, () => progress);
   setHandler(awaitPreparedUpdate, async () => {

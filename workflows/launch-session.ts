@@ -3,18 +3,16 @@
  * start the agent on the workspace's host → mark running. On failure it undoes exactly what
  * this launch made and fails with the typed code.
  */
-import { upsertSearchAttributes, uuid4 } from '@temporalio/workflow';
+import { uuid4 } from '@temporalio/workflow';
 import type { StartedAgent } from '../activities/agent-process';
 import type { LaunchPlan, LaunchRequest, LaunchResult, MaterializedSlot } from '../domain/launch';
-import { PhaseAttr } from '../domain/search-attributes';
 import { hostSteps, recordSteps } from './activity-proxies';
+import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-function phase(value: string): void {
-  upsertSearchAttributes([{ key: PhaseAttr, value }]);
-}
+const phase = setPhase;
 
 export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
   // 1. Admission: one transaction elects, attaches or refuses [R1].

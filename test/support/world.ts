@@ -72,7 +72,7 @@ export function killGroup(pid: number): void {
 }
 
 /** A git wrapper that sleeps before `worktree add`, or fails the first N calls of a subcommand: faults through configuration. */
-export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; failSubcommand?: string; failTimes?: number }): string {
+export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; failSubcommand?: string; failTimes?: number }): string {
   const file = path.join(dir, `git-wrapper-${Math.random().toString(36).slice(2)}`);
   const counter = `${file}.count`;
   writeFileSync(
@@ -80,6 +80,7 @@ export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sle
     `#!/usr/bin/env bash
 if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
 if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ]; then sleep ${opts.sleepOnWorktreeList ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ]; then sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi
 if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?? ''}" ]; then
   n=$(cat "${counter}" 2>/dev/null || echo 0)
   if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
@@ -97,4 +98,9 @@ export async function rowCounts(pool: pg.Pool): Promise<Record<string, number>> 
   const counts: Record<string, number> = {};
   for (const t of tables) counts[t] = Number((await pool.query(`SELECT count(*) AS n FROM ${t}`)).rows[0].n);
   return counts;
+}
+
+/** Ends an injected fault: the wrapper's failure counter is set past its limit. */
+export function clearGitFault(wrapper: string): void {
+  writeFileSync(`${wrapper}.count`, '1000000');
 }

@@ -1,0 +1,164 @@
+/** Cleanup under injected faults: bounded retries, needs_operator, operator retry, killed worker, restarted Temporal [R6.4, R6.8]. */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveTemporalCli } from '../client/temporal-cli';
+import { waitForPhase } from './support/phases';
+import { archive, waitForJob } from './support/cleanup';
+import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
+import { clearGitFault, gitWrapper, killGroup, makeRepo, worktreePaths } from './support/world';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+});
+
+async function harness(...args: Parameters<typeof createHarness>): Promise<Harness> {
+  const h = await createHarness(...args);
+  cleanups.push(async () => {
+    for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
+    await h.close();
+  });
+  return h;
+}
+
+async function taskWithWorktree(h: Harness, name: string) {
+  const repo = makeRepo(h.scratch, name);
+  const taskId = await createTask(h, [await registerRepo(h, repo, name)]);
+  const res = await launch(h, taskId);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { repo, taskId };
+}
+
+describe('bounded retries through a failing git [R6.4]', () => {
+  it('retries on the schedule and succeeds once the fault clears by itself', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 2 });
+    const h = await harness({ gitBinary: wrapper });
+    const t = await taskWithWorktree(h, 'flaky');
+    const accepted = await archive(h, t.taskId);
+    const job = await waitForJob(h, accepted.operationId);
+    expect(job).toMatchObject({ state: 'succeeded', attempts: 3, lastError: null });
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    const history = await h.temporal.workflow.getHandle(accepted.workflowId).fetchHistory();
+    const timers = history.events!.filter((e) => e.timerStartedEventAttributes).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 + Math.round((e.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6));
+    expect(timers).toEqual([200, 400]);
+  });
+
+  it('reaches needs_operator after the last attempt; only an operator retry gives it a fresh round, which succeeds once the fault is gone', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const h = await harness({ gitBinary: wrapper });
+    const t = await taskWithWorktree(h, 'broken');
+    const accepted = await archive(h, t.taskId);
+    const stuck = await waitForJob(h, accepted.operationId, ['needs_operator']);
+    expect(stuck).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'git_worktree_remove_failed', nextAttemptAt: null });
+    const progress = await h.temporal.workflow.getHandle(accepted.workflowId).query('progress');
+    expect(progress).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'git_worktree_remove_failed' });
+    expect(existsSync(path.join(h.config.workspaceRoot, `task-${t.taskId}`, 'broken'))).toBe(true);
+    expect((await h.api('GET', '/v1/cleanup-jobs?state=needs_operator')).body.map((j: any) => j.operationId)).toEqual([accepted.operationId]);
+    // The launch barrier holds while the job waits.
+    const barred = await launch(h, t.taskId);
+    expect(barred.status).toBe(409);
+
+    const forbidden = await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, USER_TOKEN);
+    expect(forbidden.status).toBe(403);
+    expectSafeError(forbidden.body, 'forbidden', [USER_TOKEN, OPERATOR_TOKEN]);
+
+    // A retry while the fault persists runs a fresh round of 3 attempts and stops again.
+    expect((await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    await waitForJob(h, accepted.operationId, ['running', 'retry_wait']);
+    const again = await waitForJob(h, accepted.operationId, ['needs_operator']);
+    expect(again.attempts).toBe(6);
+
+    clearGitFault(wrapper);
+    // The operator CLI does the same as the route.
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'client/cli.ts', 'retry', accepted.operationId], {
+      env: { ...process.env, DATABASE_URL: h.databaseUrl, TEMPORAL_ADDRESS: h.config.temporalAddress },
+      encoding: 'utf8',
+    });
+    expect(out).toContain('retry requested');
+    const done = await waitForJob(h, accepted.operationId);
+    expect(done).toMatchObject({ state: 'succeeded', attempts: 7 });
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    const notRetryable = await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN);
+    expect(notRetryable.status).toBe(409);
+    expectSafeError(notRetryable.body, 'cleanup_job_not_retryable');
+  });
+});
+
+describe('restarts in the middle of a cleanup [R6.4]', () => {
+  it('a worker killed with SIGKILL mid-removal: a new worker finishes the cleanup, exactly once', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { sleepOnWorktreeRemove: 4 });
+    const h = await harness({ gitBinary: wrapper }, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(async () => void worker.kill('SIGKILL'));
+    const t = await taskWithWorktree(h, 'killed');
+    const accepted = await archive(h, t.taskId);
+    await waitForPhase(h, accepted.workflowId, 'removing_worktrees');
+    await new Promise((r) => setTimeout(r, 500));
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    worker = h.spawnWorker();
+    const job = await waitForJob(h, accepted.operationId, ['succeeded'], 120_000);
+    expect(job.state).toBe('succeeded');
+    expect(job.report.worktrees).toHaveLength(1);
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    expect(Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count)).toBe(1);
+    const description = await h.temporal.workflow.getHandle(accepted.workflowId).describe();
+    expect(description.status.name).toBe('COMPLETED');
+  });
+
+  it('a Temporal dev server restarted (same SQLite file) in the middle of a cleanup: it finishes', async () => {
+    const base = await harness();
+    const port = await freePort();
+    const db = path.join(base.scratch, 'temporal.sqlite');
+    const startServer = () =>
+      spawn(resolveTemporalCli(process.cwd()), ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', db, '--log-level', 'error',
+        ...['TaskId', 'SessionId', 'ExecutorType', 'Trigger', 'Phase'].flatMap((k) => ['--search-attribute', `${k}=Keyword`])], { stdio: 'ignore' });
+    let server = startServer();
+    cleanups.push(async () => void server.kill('SIGKILL'));
+    await waitForPort(port);
+    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1 });
+    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [6000], maxAttempts: 3 } }, { temporalAddress: `127.0.0.1:${port}` });
+    const t = await taskWithWorktree(h, 'restarted');
+    const accepted = await archive(h, t.taskId);
+    await waitForJob(h, accepted.operationId, ['retry_wait']);
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+    server = startServer();
+    await waitForPort(port);
+    const job = await waitForJob(h, accepted.operationId, ['succeeded'], 90_000);
+    expect(job).toMatchObject({ state: 'succeeded', attempts: 2 });
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the Temporal dev server did not come up');
+}
