@@ -8,7 +8,7 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@npx tsc -p . && npx vitest run
+	@npx tsc -p . && bash scripts/check-test-exit-code.sh && npx vitest run
 
 
 typecheck: setup

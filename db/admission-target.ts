@@ -7,6 +7,7 @@ import type pg from 'pg';
 import type { WorkspaceMode } from '../domain/admission';
 import type { RepositorySlot } from '../domain/launch-plan';
 import { environmentById, environmentOfTask, type EnvironmentRow } from './environments';
+import type { Db } from './pool';
 import { taskRepositories } from './tasks';
 
 export interface AdmissionTarget {
@@ -20,7 +21,7 @@ export interface AdmissionTarget {
   slots: RepositorySlot[];
 }
 
-export async function repositorySlots(client: pg.PoolClient, taskId: string): Promise<RepositorySlot[]> {
+export async function repositorySlots(client: Db, taskId: string): Promise<RepositorySlot[]> {
   return (await taskRepositories(client, taskId)).map((r) => ({
     repositoryId: r.repository_id,
     repositoryName: r.repository_name,

@@ -4,7 +4,7 @@
  * the unique constraints and compare-and-set updates are what make the election correct.
  */
 import type pg from 'pg';
-import { classifyEnvironment, decideAdmission, type EnvironmentFacts, type EnvironmentSituation, type WorkspaceMode } from '../domain/admission';
+import { classifyEnvironment, decideAdmission, isHostExecutor, type EnvironmentFacts, type EnvironmentSituation, type ExecutorType, type WorkspaceMode } from '../domain/admission';
 import type { RefusalCode } from '../domain/errors';
 import type { LaunchPlan, LaunchRequest } from '../domain/launch';
 import { attachSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
@@ -50,6 +50,9 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
   if (!task) return { kind: 'refused', code: 'not_found' };
   if (task.cleanup_active) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   if (task.archived_at) return { kind: 'refused', code: 'task_archived' };
+  // An executor this host cannot run is refused before any write [R3].
+  if (!isHostExecutor(req.executorType)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  const executorType: ExecutorType = req.executorType;
   await client.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [task.id]);
 
   const target = await admissionTarget(client, task);
@@ -59,20 +62,20 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
     return { kind: 'refused', code: decision.code };
   }
 
-  const session = { id: req.sessionId, taskId: req.taskId, executorType: req.executorType, agentProfile: req.agentProfile, command: req.command, name: req.name };
+  const session = { id: req.sessionId, taskId: req.taskId, executorType, agentProfile: req.agentProfile, command: req.command, name: req.name };
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (req.executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
-      if (!(await reelectMaterializer(client, { id: env.id, executorType: req.executorType, hostId: req.hostId, materializerSessionId: req.sessionId }))) {
+      if (!(await reelectMaterializer(client, { id: env.id, executorType, hostId: req.hostId, materializerSessionId: req.sessionId }))) {
         return { kind: 'refused', code: 'workspace_preparing' };
       }
     } else {
       try {
-        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType: req.executorType, hostId: req.hostId, materializerSessionId: req.sessionId });
+        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType, hostId: req.hostId, materializerSessionId: req.sessionId });
         if (target.groupId) {
           const elected = await client.query('UPDATE workspace_groups SET environment_id = $2 WHERE id = $1 AND environment_id IS NULL', [target.groupId, environmentId]);
           if (elected.rowCount !== 1) return { kind: 'refused', code: 'workspace_preparing' };
@@ -84,7 +87,7 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
       }
     }
     await insertSession(client, { ...session, environmentId, role: 'materialized' });
-    const slots = materializeSlots(target.slots, req.executorType, workspaceRoot, target.ownerTaskId);
+    const slots = materializeSlots(target.slots, executorType, workspaceRoot, target.ownerTaskId);
     return {
       kind: 'admitted',
       plan: {
@@ -93,9 +96,9 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
         taskId: req.taskId,
         environmentId,
         environmentTaskId: target.ownerTaskId,
-        executorType: req.executorType,
+        executorType,
         hostId: req.hostId,
-        workspacePath: materializedWorkspacePath(slots, req.executorType, workspaceRoot, target.ownerTaskId),
+        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId),
         taskFolder: env?.task_folder ?? taskFolder(workspaceRoot, target.ownerTaskId),
         slots,
       },
@@ -104,10 +107,31 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
 
   // Attach to the canonical environment.
   const env = target.env!;
-  if (env.executor_type !== req.executorType) {
-    // A borrowed environment of another executor is refused, never detached [R3]; on the task's
-    // own environment a different executor is a transition, never an attach [R3.1].
-    return { kind: 'refused', code: task.workspace_mode === 'new_workspace' ? 'workspace_reuse_unsupported' : 'workspace_reuse_unsafe' };
+  if (env.executor_type !== executorType) {
+    // A borrowed environment of another executor is refused, never detached [R3].
+    if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
+    // On the task's own environment a different executor is a transition, never an attach:
+    // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
+    if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    await insertSession(client, { ...session, environmentId: env.id, role: 'transitioned' });
+    const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id);
+    const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id);
+    return {
+      kind: 'admitted',
+      plan: {
+        role: 'transitioned',
+        sessionId: req.sessionId,
+        taskId: req.taskId,
+        environmentId: env.id,
+        environmentTaskId: env.task_id,
+        executorType,
+        hostId: env.host_id,
+        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, env.task_id),
+        taskFolder: folder,
+        slots,
+        transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
+      },
+    };
   }
   if (env.task_id !== req.taskId) {
     // A borrowing task may only ask for repositories the environment holds.

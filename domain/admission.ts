@@ -8,8 +8,18 @@ import type { RefusalCode } from './errors';
 export const WORKSPACE_MODES = ['new_workspace', 'inherit_parent', 'shared_group'] as const;
 export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
 
+/** Executors this host runs: their workspaces can be inspected with git on the host. */
 export const EXECUTOR_TYPES = ['worktree', 'local'] as const;
 export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
+
+/**
+ * Remote executor kinds the contract knows. None is configured on a host of this build, so a
+ * launch asking for one is refused `workspace_reuse_unsupported` before any side effect.
+ */
+export const REMOTE_EXECUTOR_KINDS = ['ssh', 'container', 'sandbox'] as const;
+export type RequestedExecutor = ExecutorType | (typeof REMOTE_EXECUTOR_KINDS)[number];
+
+export const isHostExecutor = (kind: string): kind is ExecutorType => (EXECUTOR_TYPES as readonly string[]).includes(kind);
 
 export type EnvironmentStatus = 'creating' | 'ready' | 'stopped' | 'failed' | 'released';
 

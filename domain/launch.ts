@@ -1,11 +1,11 @@
 /** The shapes a launch passes between gateway, workflow and activities. */
-import type { ExecutorType } from './admission';
+import type { ExecutorType, RequestedExecutor } from './admission';
 import type { SessionRoleName } from './session';
 
 export interface LaunchRequest {
   sessionId: string;
   taskId: string;
-  executorType: ExecutorType;
+  executorType: RequestedExecutor;
   agentProfile: string;
   /** The argv the agent runs, resolved from the profile by the gateway. */
   command: string[];
@@ -41,6 +41,8 @@ export interface LaunchPlan {
   workspacePath: string;
   taskFolder: string;
   slots: SlotPlan[];
+  /** Set for an executor transition: the environment is rebound only if it is still what admission saw [R3]. */
+  transition?: { fromExecutorType: ExecutorType; ownershipGeneration: number };
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */

@@ -90,7 +90,7 @@ describe('tasks', () => {
 
 describe('launches', () => {
   it('refuses an unknown executor type, an unknown profile and a shell profile without a command', async () => {
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'ssh', agentProfile: 'shell', command: ['true'] }, 400, 'invalid_request');
+    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'teleport', agentProfile: 'shell', command: ['true'] }, 400, 'invalid_request');
     await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'nobody', command: ['true'] }, 400, 'invalid_request');
     await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell' }, 400, 'invalid_request');
   });

@@ -109,8 +109,9 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect(job.report.worktrees).toHaveLength(1);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect(Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count)).toBe(1);
-    const description = await h.temporal.workflow.getHandle(accepted.workflowId).describe();
-    expect(description.status.name).toBe('COMPLETED');
+    const result = await h.temporal.workflow.getHandle(accepted.workflowId).result();
+    expect(result).toMatchObject({ state: 'succeeded' });
+    expect((await h.temporal.workflow.getHandle(accepted.workflowId).describe()).status.name).toBe('COMPLETED');
   });
 
   it('a Temporal dev server restarted (same SQLite file) in the middle of a cleanup: it finishes', async () => {

@@ -2,6 +2,7 @@
 import os from 'node:os';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
+import { reconcileExecutions } from '../activities/process-reconcile';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { prepareWorkspaceRoot } from './workspace-root';
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
   const config = await prepareWorkspaceRoot(loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }));
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   const pool = createPool(config.databaseUrl);
+  const agents = await reconcileExecutions(pool, config.hostId);
+  logger.info(agents, 'agent processes re-identified after start');
   const worker = await startWorker({ config, pool, logger });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

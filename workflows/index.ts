@@ -5,3 +5,4 @@ export { cascadeCleanup } from './cascade-cleanup';
 export { expireQuickChats } from './quick-chat-expiry';
 export { stopSession } from './stop-session';
 export { orphanSweep } from './orphan-sweep';
+export { resumeSession } from './resume-session';

@@ -35,6 +35,12 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       if (plan.executorType === 'local') await host.validateWorkspace(plan);
       made = await host.materializeWorkspace(plan);
       await records.publishInventory(plan, made);
+    } else if (plan.role === 'transitioned') {
+      // 2c. Executor transition: the target workspace is validated (local) or created (worktree)
+      // afresh; nothing of the old executor's is used [R3.1-R3.3].
+      phase('transitioning');
+      if (plan.executorType === 'local') await host.validateWorkspace(plan);
+      else made = await host.materializeWorkspace(plan);
     } else {
       // 2b. Attach is read-only validation of the canonical workspace [R1.2].
       phase('validating');
@@ -55,6 +61,8 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       cwd: plan.workspacePath,
       command: req.command,
     });
+    // The environment changes executor only now that the target launch succeeded [R3].
+    if (plan.role === 'transitioned') await records.rebindEnvironment(plan, made);
     await records.markSessionRunning(plan.sessionId);
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
@@ -65,7 +73,9 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       await host.discardMaterialization(plan, made);
       await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal');
     } else {
-      await records.discardRefusedSession(plan.sessionId);
+      // Attach and transition leave the canonical environment as it was [R3.4].
+      if (made.length > 0) await host.discardMaterialization(plan, made);
+      await records.settleRefusedSession(plan.sessionId);
     }
     phase('failed');
     throw asTypedFailure(err);

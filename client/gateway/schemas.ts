@@ -79,7 +79,7 @@ export const Task = Type.Object({
 
 export const LaunchBody = Type.Object(
   {
-    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local')]),
+    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh'), Type.Literal('container'), Type.Literal('sandbox')]),
     agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
     name: Type.Optional(Type.String({ maxLength: 200 })),

@@ -2,15 +2,17 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { TypedSearchAttributes } from '@temporalio/common';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
-import { stopWorkflowId } from '../../../domain/workflow-ids';
-import type { stopSession } from '../../../workflows';
+import { isErrorCode } from '../../../domain/errors';
+import { resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import type { resumeSession, stopSession } from '../../../workflows';
 import { runLaunch } from '../../launch-client';
 import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -83,6 +85,26 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       return sessionView(request.params.id);
     });
 
+    app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
+      const counted = await ctx.pool.query<{ resume_count: number }>('UPDATE sessions SET resume_count = resume_count + 1 WHERE id = $1 RETURNING resume_count', [request.params.id]);
+      if (counted.rowCount === 0) throw notFound('Session');
+      try {
+        await ctx.temporal.workflow.execute<typeof resumeSession>('resumeSession', {
+          workflowId: resumeWorkflowId(request.params.id, counted.rows[0]!.resume_count),
+          taskQueue: ctx.config.taskQueue,
+          args: [{ sessionId: request.params.id, hostId: ctx.config.hostId }],
+          typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
+        });
+      } catch (err) {
+        if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && isErrorCode(err.cause.type)) {
+          const details = (err.cause.details?.[0] ?? {}) as { problem?: unknown };
+          throw new ApiError(err.cause.type, undefined, typeof details.problem === 'string' ? { reason: details.problem } : {});
+        }
+        throw err;
+      }
+      return sessionView(request.params.id);
+    });
+
     app.post('/v1/sessions/:id/stop', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
       const session = await findSession(ctx.pool, request.params.id);
       if (!session) throw notFound('Session');
@@ -108,7 +130,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         if (!session) throw notFound('Session');
         const env = session.environment_id ? await environmentById(ctx.pool, session.environment_id) : null;
         // The environment's path wins over anything recorded on the session [R2.2].
-        if (env?.workspace_path && env.materialized) {
+        if (env?.workspace_path && env.materialized && (env.status === 'ready' || env.status === 'stopped')) {
           const rows = await inventoryOf(ctx.pool, env.id);
           return {
             taskEnvironmentId: env.id,
