@@ -1,0 +1,136 @@
+/** Identity continuity across resume and restart [R2]: detached agents survive, pid AND start time identify them. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { taskDirName } from '../domain/task-layout';
+import { waitForJob } from './support/cleanup';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { createTask, launch, pidOf, registerRepo } from './support/scenario';
+import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function harness(...args: Parameters<typeof createHarness>) {
+  const h = await createHarness(...args);
+  cleanups.push(async () => {
+    for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
+    await h.close();
+  });
+  return h;
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('restart', () => {
+  it('agents survive a SIGKILLed worker; a new worker keeps their identity, workspace info and resume work', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = makeRepo(h.scratch, 'restart');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'restart')]);
+    const a = await launch(h, taskId);
+    const b = await launch(h, taskId);
+    expect([a.status, b.status]).toEqual([201, 201]);
+    const [pa, pb] = [await pidOf(h, a.body.sessionId), await pidOf(h, b.body.sessionId)];
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'restart');
+
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    expect(processAlive(pa) && processAlive(pb)).toBe(true);
+    worker = h.spawnWorker();
+
+    for (const [s, pid] of [[a, pa], [b, pb]] as const) {
+      const session = await h.api('GET', `/v1/sessions/${s.body.sessionId}`);
+      expect(session.body).toMatchObject({ state: 'running', execution: { pid, status: 'running' } });
+      const ws = await h.api('GET', `/v1/sessions/${s.body.sessionId}/workspace`);
+      expect(ws.body).toMatchObject({ workspacePath: worktree, source: 'environment' });
+    }
+    // Resume restarts the agent in exactly the environment's workspace, never the source checkout.
+    const resumed = await h.api('POST', `/v1/sessions/${a.body.sessionId}/resume`);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body.state).toBe('running');
+    const newPid = resumed.body.execution.pid;
+    expect(newPid).not.toBe(pa);
+    expect(processAlive(pa)).toBe(false);
+    expect(processCwd(newPid)).toBe(worktree);
+    expect(processAlive(pb)).toBe(true);
+    const history = await h.temporal.workflow.getHandle(`resume/${a.body.sessionId}/1`).fetchHistory();
+    expect(history.events!.length).toBeGreaterThan(0);
+    // site="resume": b was running beside it.
+    const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/session_coresidency_admitted_total\{site="resume"\} 1/);
+  });
+
+  it('a recorded pid that now belongs to another process is not the agent: marked vanished, never signalled', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = makeRepo(h.scratch, 'reuse');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'reuse')]);
+    const s = await launch(h, taskId);
+    const agentPid = await pidOf(h, s.body.sessionId);
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    // The agent dies and its pid is taken by an unrelated process (simulated: the record now names that pid).
+    killGroup(agentPid);
+    const stranger = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' });
+    cleanups.push(() => killGroup(stranger.pid!));
+    await h.pool.query('UPDATE executions SET pid = $2 WHERE session_id = $1', [s.body.sessionId, stranger.pid]);
+    worker = h.spawnWorker();
+    await waitUntil(async () => (await h.api('GET', `/v1/sessions/${s.body.sessionId}`)).body.execution.status === 'vanished', 'the execution to be marked vanished');
+    expect((await h.api('GET', `/v1/sessions/${s.body.sessionId}`)).body.state).toBe('exited');
+    expect((await h.api('POST', `/v1/sessions/${s.body.sessionId}/stop`)).status).toBe(200);
+    const archived = await h.api('POST', `/v1/tasks/${taskId}/archive`, {});
+    await waitForJob(h, archived.body.operationId);
+    expect(processAlive(stranger.pid!)).toBe(true);
+  });
+});
+
+describe('sessions never own files', () => {
+  it('deleting every session removes nothing; a later session attaches to the retained workspace', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'keep');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'keep')]);
+    const a = await launch(h, taskId);
+    const b = await launch(h, taskId);
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'keep');
+    const before = { branches: branches(repo), worktrees: worktreePaths(repo) };
+    for (const s of [a, b]) expect((await h.api('DELETE', `/v1/sessions/${s.body.sessionId}`)).status).toBe(204);
+    expect((await h.api('GET', `/v1/tasks/${taskId}`)).body.sessions).toEqual([]);
+    expect(existsSync(worktree)).toBe(true);
+    expect(branches(repo)).toEqual(before.branches);
+    expect(worktreePaths(repo)).toEqual(before.worktrees);
+    const c = await launch(h, taskId);
+    expect(c.status).toBe(201);
+    expect(c.body).toMatchObject({ role: 'attached', taskEnvironmentId: a.body.taskEnvironmentId });
+    expect(processCwd(await pidOf(h, c.body.sessionId))).toBe(worktree);
+  });
+
+  it('workspace info falls back to the source checkout only while no materialized workspace exists [R2.3]', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'fallback');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'fallback')]);
+    const a = await launch(h, taskId);
+    await h.api('POST', `/v1/sessions/${a.body.sessionId}/stop`);
+    const reset = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
+    expect(reset.status).toBe(202);
+    await waitForJob(h, reset.body.operationId);
+    const legacy = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
+    expect(legacy.body).toMatchObject({ workspacePath: repo, source: 'legacy_fallback' });
+    const b = await launch(h, taskId);
+    expect(b.body.role).toBe('materialized');
+    const now = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
+    expect(now.body).toMatchObject({ workspacePath: path.join(h.config.workspaceRoot, taskDirName(taskId), 'fallback'), source: 'environment' });
+  });
+});
