@@ -12,5 +12,6 @@ export default defineConfig({
     testTimeout: 120_000,
     teardownTimeout: 60_000,
     include: ['test/**/*.test.ts'],
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });
