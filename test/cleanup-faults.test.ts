@@ -90,6 +90,27 @@ describe('bounded retries through a failing git [R6.4]', () => {
   });
 });
 
+describe('unarchive [R6]', () => {
+  it('cancels a pending archive cleanup; the task is active and its workspace usable again', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [60_000], maxAttempts: 8 } });
+    const t = await taskWithWorktree(h, 'pending');
+    const accepted = await archive(h, t.taskId);
+    await waitForJob(h, accepted.operationId, ['retry_wait']);
+    const unarchived = await h.api('POST', `/v1/tasks/${t.taskId}/unarchive`);
+    expect(unarchived.status, JSON.stringify(unarchived.body)).toBe(200);
+    expect(unarchived.body.state).toBe('active');
+    const job = await waitForJob(h, accepted.operationId, ['cancelled']);
+    expect(job).toMatchObject({ state: 'cancelled', attempts: 1 });
+    expect((await h.temporal.workflow.getHandle(accepted.workflowId).result())).toMatchObject({ state: 'cancelled' });
+    clearGitFault(wrapper);
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(worktreePaths(t.repo)).toHaveLength(2);
+  });
+});
+
 describe('restarts in the middle of a cleanup [R6.4]', () => {
   it('a worker killed with SIGKILL mid-removal: a new worker finishes the cleanup, exactly once', async () => {
     const dir = (await harness()).scratch;
