@@ -64,3 +64,16 @@ export interface LaunchResult {
   state: 'running' | 'exited';
   executionId: string;
 }
+
+/** What starting the agent of a plan needs: its own execution id, the plan's workspace as working directory. */
+export function agentStartOf(plan: LaunchPlan, command: string[], executionId: string) {
+  return {
+    executionId,
+    sessionId: plan.sessionId,
+    taskId: plan.taskId,
+    environmentId: plan.environmentId,
+    environmentTaskId: plan.environmentTaskId,
+    cwd: plan.workspacePath,
+    command,
+  };
+}

@@ -6,19 +6,15 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, commitOf, git, killGroup, makeRepo, processAlive, worktreePaths } from './support/world';
+import { branches, commitOf, git, makeRepo, processAlive, worktreePaths } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 let n = 0;
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 async function runningTask() {
   const name = `clean-${++n}`;
@@ -28,7 +24,6 @@ async function runningTask() {
   const first = await launch(h, taskId);
   expect(first.status, JSON.stringify(first.body)).toBe(201);
   const pid = await pidOf(h, first.body.sessionId);
-  pids.push(pid);
   const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), name);
   return { repo, repoId, taskId, worktree, pid, sessionId: first.body.sessionId, envId: first.body.taskEnvironmentId };
 }
@@ -73,7 +68,7 @@ describe('archive [R6.3, R6.6]', () => {
     expect(unarchived.body.state).toBe('active');
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
-    pids.push(await pidOf(h, again.body.sessionId));
+    await pidOf(h, again.body.sessionId);
     expect(readFileSync(path.join(t.worktree, 'wip.txt'), 'utf8')).toBe('work in progress\n');
     expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
   });
@@ -88,7 +83,7 @@ describe('archive [R6.3, R6.6]', () => {
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(again.body.taskEnvironmentId).toBe(t.envId);
-    pids.push(await pidOf(h, again.body.sessionId));
+    await pidOf(h, again.body.sessionId);
     expect(commitOf(t.worktree, 'HEAD')).toBe(head);
     expect(git(t.worktree, 'symbolic-ref', '--short', 'HEAD')).toBe(taskBranchName(t.taskId));
   });

@@ -9,7 +9,7 @@ import { waitForPhase } from './support/phases';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { clearGitFault, gitWrapper, killGroup, makeRepo, worktreePaths } from './support/world';
+import { clearGitFault, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -18,10 +18,7 @@ afterAll(async () => {
 
 async function harness(...args: Parameters<typeof createHarness>): Promise<Harness> {
   const h = await createHarness(...args);
-  cleanups.push(async () => {
-    for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
-    await h.close();
-  });
+  cleanups.push(() => h.close());
   return h;
 }
 

@@ -13,7 +13,7 @@ import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { startWorker, type WorkerHandle } from '../worker/worker';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
-import { gitWrapper, killGroup, makeRepo } from './support/world';
+import { gitWrapper, makeRepo } from './support/world';
 
 let h: Harness;
 let env: TestWorkflowEnvironment;
@@ -32,7 +32,6 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
   await worker?.shutdown();
   await env?.teardown();
   await h?.close();

@@ -8,7 +8,7 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, commitOf, git, killGroup, listDir, makeRepo, processAlive, worktreePaths } from './support/world';
+import { branches, commitOf, git, listDir, makeRepo, processAlive, worktreePaths } from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -16,10 +16,7 @@ let n = 0;
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 async function repo() {
   const name = `trig-${++n}`;

@@ -2,20 +2,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, launch, pidOf, registerRepo } from './support/scenario';
-import { gitWrapper, killGroup, makeRepo } from './support/world';
+import { gitWrapper, makeRepo } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 let n = 0;
 
 beforeAll(async () => {
   // A slow `git worktree list` (attach validation) keeps concurrent attaches in `starting` long enough to see each other.
   h = await createHarness({ observationLockTimeoutMs: 300 });
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 async function metric(harness: Harness, name: string, labels: string): Promise<number> {
   const res = await fetch(`${harness.baseUrl}/metrics`);
@@ -34,11 +30,11 @@ describe('co-residency observation [R5]', () => {
     const taskId = await task(h);
     const before = await metric(h, 'session_coresidency_admitted_total', 'site="launch"');
     const first = await launch(h, taskId);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(before);
     const second = await launch(h, taskId);
     expect(second.status).toBe(201);
-    pids.push(await pidOf(h, second.body.sessionId));
+    await pidOf(h, second.body.sessionId);
     expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(before + 1);
     // The labels are a closed set: no identifier ever appears in the metrics.
     const text = await (await fetch(`${h.baseUrl}/metrics`)).text();
@@ -49,7 +45,7 @@ describe('co-residency observation [R5]', () => {
   it('a sibling read that fails records a skipped observation, and the launch still succeeds', async () => {
     const taskId = await task(h);
     const first = await launch(h, taskId);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     const before = await metric(h, 'session_coresidency_observation_skipped_total', 'reason="sibling_read_timeout"');
     const admittedBefore = await metric(h, 'session_coresidency_admitted_total', 'site="launch"');
     // Another transaction holds the sibling's row mid-transition: the observation cannot read it in time.
@@ -60,7 +56,7 @@ describe('co-residency observation [R5]', () => {
       const second = await launch(h, taskId);
       expect(second.status, JSON.stringify(second.body)).toBe(201);
       expect(second.body.state).toBe('running');
-      pids.push(await pidOf(h, second.body.sessionId));
+      await pidOf(h, second.body.sessionId);
     } finally {
       await blocker.query('ROLLBACK');
       blocker.release();
@@ -87,7 +83,7 @@ describe('co-residency observation [R5]', () => {
       const ids = [];
       for (const r of results) {
         expect(r.status, JSON.stringify(r.body)).toBe(201);
-        pids.push(await pidOf(slow, r.body.sessionId));
+        await pidOf(slow, r.body.sessionId);
         ids.push(r.body.sessionId);
       }
       const seen = (await slow.pool.query('SELECT session_id, outcome, sibling_session_ids FROM coresidency_observations ORDER BY session_id')).rows;

@@ -13,10 +13,7 @@ let n = 0;
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 async function taskOn(harness: Harness, executorType: 'worktree' | 'local') {
   const name = `tx-${++n}`;

@@ -6,18 +6,14 @@ import { observationsOf, recordObservation } from '../db/git-status';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, launch, pidOf, registerRepo } from './support/scenario';
-import { commitOf, git, killGroup, makeRepo } from './support/world';
+import { commitOf, git, makeRepo } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 describe('git status [R1.5]', () => {
   it('reads the canonical workspace, not the source checkout, and says when it was observed', async () => {
@@ -25,7 +21,7 @@ describe('git status [R1.5]', () => {
     const repoId = await registerRepo(h, repo, 'status-1');
     const taskId = await createTask(h, [repoId]);
     const first = await launch(h, taskId);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'status-1');
     writeFileSync(path.join(worktree, 'README.md'), 'changed in the worktree\n');
     writeFileSync(path.join(worktree, 'new.txt'), 'new\n');
@@ -54,7 +50,7 @@ describe('git status [R1.5]', () => {
     const repoId = await registerRepo(h, repo, 'status-2');
     const taskId = await createTask(h, [repoId]);
     const first = await launch(h, taskId);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     const envId = first.body.taskEnvironmentId;
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'status-2');
     const obs = (observedAt: string, workspacePath: string, file: string) => ({ repositoryId: repoId, workspacePath, observedAt, branch: 'b', head: null, ahead: 0, behind: 0, files: [{ path: file, status: '??' }] });

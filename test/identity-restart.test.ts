@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
-import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN } from './support/harness';
 import { createTask, launch, pidOf, registerRepo } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -16,10 +16,7 @@ afterAll(async () => {
 
 async function harness(...args: Parameters<typeof createHarness>) {
   const h = await createHarness(...args);
-  cleanups.push(async () => {
-    for (const r of (await h.pool.query('SELECT pid FROM executions')).rows) killGroup(r.pid);
-    await h.close();
-  });
+  cleanups.push(() => h.close());
   return h;
 }
 

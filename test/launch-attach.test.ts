@@ -7,19 +7,15 @@ import { upsertInventoryRow } from '../db/environments';
 import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, fingerprint, git, killGroup, makeRepo, processCwd, worktreePaths } from './support/world';
+import { branches, fingerprint, git, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 let n = 0;
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 /** A task whose first session materialized its worktree. */
 async function materializedTask(files: Record<string, string> = { 'README.md': 'hello\n', 'src/app.txt': 'v1\n' }) {
@@ -29,7 +25,7 @@ async function materializedTask(files: Record<string, string> = { 'README.md': '
   const taskId = await createTask(h, [repoId]);
   const first = await launch(h, taskId);
   expect(first.status, JSON.stringify(first.body)).toBe(201);
-  pids.push(await pidOf(h, first.body.sessionId));
+  await pidOf(h, first.body.sessionId);
   const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), name);
   return { repo, repoId, taskId, first: first.body, worktree, folder: path.dirname(worktree) };
 }
@@ -56,7 +52,6 @@ describe('attach [R1.2]', () => {
     expect(second.status, JSON.stringify(second.body)).toBe(201);
     expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.taskEnvironmentId });
     const pid = await pidOf(h, second.body.sessionId);
-    pids.push(pid);
     expect(processCwd(pid)).toBe(worktree);
 
     expect(fingerprint(worktree)).toBe(before.worktree);
@@ -141,7 +136,6 @@ describe('the local executor runs in the source checkout', () => {
     expect(first.status, JSON.stringify(first.body)).toBe(201);
     expect(first.body.role).toBe('materialized');
     const p1 = await pidOf(h, first.body.sessionId);
-    pids.push(p1);
     expect(processCwd(p1)).toBe(repo);
     expect(worktreePaths(repo)).toEqual([repo]);
     const rows = (await h.pool.query('SELECT worktree_id, worktree_path, worktree_branch, status FROM environment_repos WHERE repository_id = $1', [repoId])).rows;
@@ -152,7 +146,7 @@ describe('the local executor runs in the source checkout', () => {
     const second = await launch(h, taskId, { executorType: 'local' });
     expect(second.status, JSON.stringify(second.body)).toBe(201);
     expect(second.body.role).toBe('attached');
-    pids.push(await pidOf(h, second.body.sessionId));
+    await pidOf(h, second.body.sessionId);
 
     // The checkout is replaced by a plain folder: no git top level there, so the launch is refused.
     const aside = path.join(h.scratch, `aside-${randomUUID()}`);

@@ -9,18 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName, taskFolder } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
-import { branches, killGroup, listDir, makeRepo, worktreePaths } from './support/world';
+import { branches, listDir, makeRepo, worktreePaths } from './support/world';
 
 let h: Harness;
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  const rows = (await h.pool.query('SELECT pid FROM executions')).rows;
-  rows.forEach((r) => killGroup(r.pid));
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 describe('concurrency and load', () => {
   it('20 simultaneous first launches on one new task: one materialization, every other attaches or is told workspace_preparing, nothing orphaned', async () => {

@@ -4,26 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { branches, commitOf, git, gitWrapper, killGroup, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
+import { branches, commitOf, git, gitWrapper, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
-
-async function sessionPid(sessionId: string): Promise<number> {
-  const res = await h.api('GET', `/v1/sessions/${sessionId}`);
-  expect(res.status).toBe(200);
-  pids.push(res.body.execution.pid);
-  return res.body.execution.pid;
-}
+afterAll(async () => h?.close());
 
 describe('first launch of a new task materializes the workspace [R1]', () => {
   it('creates exactly one worktree on a new task branch at the base commit, publishes the inventory and starts the agent there', async () => {
@@ -60,7 +49,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(existsSync(path.join(repo, '.git/worktrees', rows[0].worktree_id))).toBe(true);
 
     // The agent process is alive, in the worktree, and recorded with its identity.
-    const pid = await sessionPid(res.body.sessionId);
+    const pid = await pidOf(h, res.body.sessionId);
     expect(processAlive(pid)).toBe(true);
     expect(processCwd(pid)).toBe(expectedPath);
     const exec = (await h.pool.query('SELECT * FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
@@ -110,7 +99,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
       expect(row).toHaveLength(1);
       expect(row[0]).toMatchObject({ worktree_path: wt, position: i, status: 'active' });
     }
-    const pid = await sessionPid(res.body.sessionId);
+    const pid = await pidOf(h, res.body.sessionId);
     expect(processCwd(pid)).toBe(folder);
     const ws = await h.api('GET', `/v1/sessions/${res.body.sessionId}/workspace`);
     expect(ws.body.workspacePath).toBe(folder);
@@ -136,8 +125,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
       const sessions = (await slow.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows;
       expect(sessions.map((s) => s.id)).toEqual([winner.body.sessionId]);
       expect(worktreePaths(repo)).toHaveLength(2);
-      const pid = (await slow.api('GET', `/v1/sessions/${winner.body.sessionId}`)).body.execution.pid;
-      pids.push(pid);
+      expect((await slow.api('GET', `/v1/sessions/${winner.body.sessionId}`)).body.execution.status).toBe('running');
     } finally {
       await slow.close();
     }
@@ -171,7 +159,6 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     const again = await launch(h, taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(again.body.role).toBe('materialized');
-    pids.push((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.execution.pid);
     expect(worktreePaths(bad)).toHaveLength(2);
   });
 
@@ -184,7 +171,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(second.status, JSON.stringify(second.body)).toBe(201);
     expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
     expect(second.body.executionId).not.toBe(first.body.executionId);
-    const [p1, p2] = [await sessionPid(first.body.sessionId), await sessionPid(second.body.sessionId)];
+    const [p1, p2] = [await pidOf(h, first.body.sessionId), await pidOf(h, second.body.sessionId)];
     expect(p1).not.toBe(p2);
     expect(processCwd(p2)).toBe(processCwd(p1));
     expect(worktreePaths(repo)).toHaveLength(2);

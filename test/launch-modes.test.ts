@@ -6,19 +6,15 @@ import { launchWorkflowId } from '../domain/workflow-ids';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
-import { gitWrapper, killGroup, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
+import { gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
-const pids: number[] = [];
 let n = 0;
 
 beforeAll(async () => {
   h = await createHarness();
 });
-afterAll(async () => {
-  pids.forEach(killGroup);
-  await h?.close();
-});
+afterAll(async () => h?.close());
 
 async function repoFor(harness: Harness = h) {
   const name = `modes-${++n}`;
@@ -33,14 +29,13 @@ describe('inherit_parent', () => {
     const { repo, repoId, name } = await repoFor();
     const parent = await createTask(h, [repoId]);
     const first = await launch(h, parent);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     const child = await createTask(h, [repoId], { parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
     const envs = await envCount();
     const res = await launch(h, child);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
     const pid = await pidOf(h, res.body.sessionId);
-    pids.push(pid);
     expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(parent), name));
     expect(await envCount()).toBe(envs);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n).toBe(0);
@@ -48,7 +43,7 @@ describe('inherit_parent', () => {
     const grandchild = await createTask(h, [repoId], { parentTaskId: child, workspace: { mode: 'inherit_parent' } });
     const deep = await launch(h, grandchild);
     expect(deep.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
-    pids.push(await pidOf(h, deep.body.sessionId));
+    await pidOf(h, deep.body.sessionId);
   });
 
   it('refuses when the parent has no environment, or is archived, or belongs to another executor', async () => {
@@ -60,7 +55,7 @@ describe('inherit_parent', () => {
     expect(await envCount()).toBe(envs);
 
     const first = await launch(h, parent);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     await expectLaunchRefused(h, child, 'workspace_reuse_unsafe', { body: { executorType: 'local' }, watch: [repo] });
     await h.pool.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [parent]);
     await expectLaunchRefused(h, child, 'workspace_reuse_unsafe', { watch: [repo] });
@@ -75,12 +70,11 @@ describe('shared_group', () => {
     const b = await createTask(h, [repoId], { workspace: { mode: 'shared_group', groupId } });
     const first = await launch(h, b);
     expect(first.body.role).toBe('materialized');
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     const second = await launch(h, a);
     expect(second.status, JSON.stringify(second.body)).toBe(201);
     expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
     const pid = await pidOf(h, second.body.sessionId);
-    pids.push(pid);
     expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(b), name));
     expect((await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0].environment_id).toBe(first.body.taskEnvironmentId);
     expect(worktreePaths(repo)).toHaveLength(2);
@@ -98,7 +92,7 @@ describe('shared_group', () => {
       const loser = results.find((r) => r.status === 409)!;
       expect(loser.body.error.code).toBe('workspace_preparing');
       const winner = results.find((r) => r.status === 201)!;
-      pids.push(await pidOf(slow, winner.body.sessionId));
+      await pidOf(slow, winner.body.sessionId);
       expect(Number((await slow.pool.query('SELECT count(*) FROM task_environments')).rows[0].count)).toBe(1);
       expect(Number((await slow.pool.query('SELECT count(*) FROM sessions')).rows[0].count)).toBe(1);
       expect(worktreePaths(repo)).toHaveLength(2);
@@ -132,7 +126,7 @@ describe('abandoned and failed materializations', () => {
       const again = await launch(slow, taskId);
       expect(again.status, JSON.stringify(again.body)).toBe(201);
       expect(again.body.role).toBe('materialized');
-      pids.push(await pidOf(slow, again.body.sessionId));
+      await pidOf(slow, again.body.sessionId);
       expect(worktreePaths(repo)).toHaveLength(2);
     } finally {
       await slow.close();
@@ -143,7 +137,7 @@ describe('abandoned and failed materializations', () => {
     const { repo, repoId } = await repoFor();
     const taskId = await createTask(h, [repoId]);
     const first = await launch(h, taskId);
-    pids.push(await pidOf(h, first.body.sessionId));
+    await pidOf(h, first.body.sessionId);
     await h.pool.query("UPDATE task_environments SET status = 'failed' WHERE task_id = $1", [taskId]);
     await expectLaunchRefused(h, taskId, 'workspace_reuse_unsafe', { watch: [repo] });
     expect((await h.pool.query('SELECT status FROM task_environments WHERE task_id = $1', [taskId])).rows[0].status).toBe('failed');

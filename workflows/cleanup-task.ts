@@ -30,7 +30,6 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   let retryRequested = false;
   let cancelRequested = false;
   let settled = false;
-  let attemptInFlight = false;
 
   const phase = (p: string) => {
     progress.phase = p;
@@ -46,8 +45,8 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     if (progress.state === 'needs_operator') retryRequested = true;
   });
   setHandler(cancelUpdate, async () => {
-    if (!settled && !attemptInFlight && progress.state !== 'succeeded') cancelRequested = true;
-    else if (attemptInFlight) cancelRequested = true;
+    // A pending cleanup stops at once; one in flight finishes its attempt first.
+    if (!settled) cancelRequested = true;
     await condition(() => settled);
     return { state: progress.state };
   });
@@ -80,26 +79,27 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   progress.state = 'pending';
   progress.report.borrowed = snapshot.borrowed;
 
+  const finish = async (state: 'succeeded' | 'cancelled'): Promise<CleanupProgress> => {
+    await records.finishCleanup({ operationId: input.operationId, state, snapshot, report: progress.report, attempts: progress.attempts });
+    progress.state = state;
+    phase(state);
+    settled = true;
+    await condition(allHandlersFinished);
+    return progress;
+  };
+
   let roundAttempts = 0;
   for (;;) {
     if (cancelRequested) break;
     progress.attempts++;
     roundAttempts++;
-    attemptInFlight = true;
     await record('running');
     try {
       await cleanupAttempt(input, snapshot, progress.report, phase);
-      attemptInFlight = false;
       progress.lastError = null;
       progress.nextAttemptAt = null;
-      await records.finishCleanup({ operationId: input.operationId, state: 'succeeded', snapshot, report: progress.report, attempts: progress.attempts });
-      progress.state = 'succeeded';
-      phase('succeeded');
-      settled = true;
-      await condition(allHandlersFinished);
-      return progress;
+      return await finish('succeeded');
     } catch (err) {
-      attemptInFlight = false;
       progress.lastError = classify(err);
     }
     if (cancelRequested) break;
@@ -120,10 +120,5 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   }
 
   // Cancelled (unarchive): what was already removed stays accounted for; the environment is released.
-  await records.finishCleanup({ operationId: input.operationId, state: 'cancelled', snapshot, report: progress.report, attempts: progress.attempts });
-  progress.state = 'cancelled';
-  phase('cancelled');
-  settled = true;
-  await condition(allHandlersFinished);
-  return progress;
+  return finish('cancelled');
 }

@@ -5,7 +5,7 @@
  */
 import { uuid4 } from '@temporalio/workflow';
 import type { StartedAgent } from '../activities/agent-process';
-import type { LaunchPlan, LaunchRequest, LaunchResult, MaterializedSlot } from '../domain/launch';
+import { agentStartOf, type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -52,15 +52,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
 
     // 4. The agent gets its own execution identity [R1.3].
     phase('starting_agent');
-    agent = await host.startAgent({
-      executionId: uuid4(),
-      sessionId: plan.sessionId,
-      taskId: plan.taskId,
-      environmentId: plan.environmentId,
-      environmentTaskId: plan.environmentTaskId,
-      cwd: plan.workspacePath,
-      command: req.command,
-    });
+    agent = await host.startAgent(agentStartOf(plan, req.command, uuid4()));
     // The environment changes executor only now that the target launch succeeded [R3].
     if (plan.role === 'transitioned') await records.rebindEnvironment(plan, made);
     await records.markSessionRunning(plan.sessionId);

@@ -3,7 +3,7 @@
  * exactly that path [R2.1]; co-residency is observed with site `resume`.
  */
 import { uuid4 } from '@temporalio/workflow';
-import type { LaunchResult } from '../domain/launch';
+import { agentStartOf, type LaunchResult } from '../domain/launch';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -20,15 +20,7 @@ export async function resumeSession(input: { sessionId: string; hostId: string }
     if (!legacyFallback) await host.validateWorkspace(plan);
     await records.observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: 'resume' });
     setPhase('starting_agent');
-    const agent = await host.startAgent({
-      executionId: uuid4(),
-      sessionId: plan.sessionId,
-      taskId: plan.taskId,
-      environmentId: plan.environmentId,
-      environmentTaskId: plan.environmentTaskId,
-      cwd: plan.workspacePath,
-      command,
-    });
+    const agent = await host.startAgent(agentStartOf(plan, command, uuid4()));
     await records.markSessionRunning(plan.sessionId, ['starting', 'running', 'stopped', 'exited', 'failed']);
     setPhase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };

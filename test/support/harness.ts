@@ -130,6 +130,14 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
       worker = null;
     },
     async close() {
+      // Agents are detached by design: the harness ends every one this system started.
+      for (const row of (await pool.query<{ pid: number }>('SELECT pid FROM executions')).rows) {
+        try {
+          process.kill(-row.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
       await app.close();
       if (worker) await worker.shutdown();
       await nativeConnection.close();
