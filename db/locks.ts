@@ -3,10 +3,24 @@ import type pg from 'pg';
 /**
  * Serializes git administrative operations on one repository across every process that shares
  * the database: git's own config.lock / index.lock races make parallel `git worktree add` in
- * one repository fail often. A session-level advisory lock is held on one connection for the
- * duration; waiting does not hold a connection (try, release, back off).
+ * one repository fail often. Inside one process, callers queue in order (no polling, no
+ * connection held while waiting); across processes, a session-level advisory lock is held on
+ * one connection for the duration, and a process that finds it taken retries with a short back-off.
  */
-export async function withRepositoryLock<T>(
+const localQueues = new Map<string, Promise<unknown>>();
+
+export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string, fn: () => Promise<T>, onWait: () => void = () => {}): Promise<T> {
+  const previous = localQueues.get(repositoryId) ?? Promise.resolve();
+  const mine = previous.catch(() => {}).then(() => withAdvisoryLock(pool, repositoryId, fn, onWait));
+  localQueues.set(repositoryId, mine);
+  try {
+    return await mine;
+  } finally {
+    if (localQueues.get(repositoryId) === mine) localQueues.delete(repositoryId);
+  }
+}
+
+async function withAdvisoryLock<T>(
   pool: pg.Pool,
   repositoryId: string,
   fn: () => Promise<T>,

@@ -77,3 +77,4 @@ describe('the per-repository lock', () => {
     expect(branches(repo)).toHaveLength(21);
   });
 });
+
