@@ -3,7 +3,7 @@
  * DATABASE_URL is set; the Temporal dev server (Web UI, SQLite under .data/) unless
  * TEMPORAL_ADDRESS is set; migrations; the worker and the API gateway. Ctrl-C stops what it started.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -104,8 +104,17 @@ async function main(): Promise<void> {
     return;
   }
 
+  const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
+  const bundled = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'worker/bundle.ts'), workflowBundle], { cwd: root, stdio: 'inherit' });
+  if (bundled.status !== 0) {
+    console.error('start-up failed: the workflow code did not bundle');
+    await stopAll(1);
+    return;
+  }
+
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    TWS_WORKFLOW_BUNDLE: workflowBundle,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     TWS_USER_TOKEN: config.userToken ?? secrets.userToken,

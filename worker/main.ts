@@ -1,4 +1,5 @@
 /** Entry point of the worker process. */
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
@@ -16,7 +17,9 @@ async function main(): Promise<void> {
   const pool = createPool(config.databaseUrl);
   const agents = await reconcileExecutions(pool, config.hostId);
   logger.info(agents, 'agent processes re-identified after start');
-  const worker = await startWorker({ config, pool, logger });
+  // A bundle made ahead (the launcher makes one) keeps webpack out of this process.
+  const prebuilt = process.env.TWS_WORKFLOW_BUNDLE;
+  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuilt && existsSync(prebuilt) ? { codePath: prebuilt } : undefined });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logger.info({ signal }, 'worker stopping');

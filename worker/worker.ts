@@ -49,6 +49,8 @@ export async function startWorker(opts: {
     activities: createRecordActivities(deps),
     maxConcurrentLocalActivityExecutions: 50,
     maxConcurrentWorkflowTaskExecutions: 50,
+    // Launches and cleanups are short: a small sticky cache keeps memory flat under bursts.
+    maxCachedWorkflows: 200,
   });
   const host = await Worker.create({
     connection,
