@@ -1,8 +1,10 @@
 import { agentProcessActivities } from './agent-process';
 import { cleanupHostActivities } from './cleanup-host';
+import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities } from './cleanup-records';
 import { coresidencyActivities } from './coresidency';
 import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
+import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
 import { launchRecordActivities } from './launch-records';
@@ -20,8 +22,10 @@ export function createHostActivities(deps: ActivityDeps) {
     ...workspaceMaterializeActivities(deps),
     ...workspaceValidateActivities(deps),
     ...agentProcessActivities(deps),
+    ...launchAgentActivities(deps),
     ...gitStatusHostActivities(deps),
     ...cleanupHostActivities(deps),
+    ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
   };
 }

@@ -11,14 +11,31 @@ export interface GitOptions {
   binary: string;
 }
 
+/**
+ * simple-git waits a fixed 50 ms after any git command that printed nothing (in its completion
+ * plugin, which no option changes): `worktree remove`, `prune`, `update-ref` and a clean
+ * `status` all paid it, under the repository lock. git's own trace on stderr counts as output,
+ * so every command runs with GIT_TRACE=2. stderr is never read on success, and a non-zero exit
+ * is now always an error (which every caller here expects).
+ */
+const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TMPDIR', 'TZ', 'XDG_CONFIG_HOME'];
+
+function gitEnvironment(): Record<string, string> {
+  // Only what git needs to find itself and its configuration: no editor, pager or ssh command.
+  const env: Record<string, string> = { GIT_TRACE: '2' };
+  for (const key of PASSED_ENVIRONMENT) if (process.env[key] !== undefined) env[key] = process.env[key]!;
+  return env;
+}
+
 export function gitAt(dir: string, options: GitOptions): SimpleGit {
   return simpleGit({
     baseDir: dir,
     binary: options.binary,
     maxConcurrentProcesses: 4,
     trimmed: false,
+    allowEnvironment: ['GIT_TRACE'],
     unsafe: { allowUnsafeCustomBinary: true },
-  });
+  }).env(gitEnvironment());
 }
 
 async function run(git: SimpleGit, args: string[]): Promise<string> {

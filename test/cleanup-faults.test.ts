@@ -117,7 +117,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     cleanups.push(async () => void worker.kill('SIGKILL'));
     const t = await taskWithWorktree(h, 'killed');
     const accepted = await archive(h, t.taskId);
-    await waitForPhase(h, accepted.workflowId, 'removing_worktrees');
+    await waitForPhase(h, accepted.workflowId, 'cleaning');
     await new Promise((r) => setTimeout(r, 500));
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));

@@ -71,9 +71,9 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     const handle = h.temporal.workflow.getHandle(launchWorkflowId(res.body.sessionId));
     const history = await handle.fetchHistory();
     const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
-    expect(scheduled).toEqual(['materializeWorkspace', 'startAgent']);
+    expect(scheduled).toEqual(['materializeWorkspace', 'launchAgent']);
     const markers = history.events!.filter((e) => e.markerRecordedEventAttributes).length;
-    expect(markers).toBeGreaterThanOrEqual(3); // admitLaunch, publishInventory, markSessionRunning (local activities)
+    expect(markers).toBeGreaterThanOrEqual(2); // admitLaunch, publishInventory (local activities)
     const description = await handle.describe();
     expect(description.status.name).toBe('COMPLETED');
     expect(description.typedSearchAttributes.getAll().filter((p) => p.key.name !== 'BuildIds').map((p) => [p.key.name, p.value]).sort()).toEqual(

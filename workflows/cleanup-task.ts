@@ -95,7 +95,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     roundAttempts++;
     await record('running');
     try {
-      await cleanupAttempt(input, snapshot, progress.report, phase);
+      progress.report = await cleanupAttempt(input, snapshot, progress.report, phase);
       progress.lastError = null;
       progress.nextAttemptAt = null;
       return await finish('succeeded');

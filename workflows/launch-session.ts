@@ -4,8 +4,7 @@
  * this launch made and fails with the typed code.
  */
 import { uuid4 } from '@temporalio/workflow';
-import type { StartedAgent } from '../activities/agent-process';
-import { agentStartOf, type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
+import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -16,7 +15,6 @@ const phase = setPhase;
 
 export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
   // 1. Admission: one transaction elects, attaches or refuses [R1].
-  phase('admitting');
   let plan: LaunchPlan;
   try {
     plan = await records.admitLaunch(req);
@@ -27,8 +25,11 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
 
   const host = hostSteps(plan.hostId);
   let made: MaterializedSlot[] = [];
-  let agent: StartedAgent | null = null;
+  // Named before it starts, so compensation can stop exactly this process whatever failed.
+  const executionId = uuid4();
+  let agentRequested = false;
   try {
+    let validate = false;
     if (plan.role === 'materialized') {
       // 2a. Materialize on the host, then publish the complete inventory and `ready` at once.
       phase('materializing');
@@ -39,28 +40,33 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       // 2c. Executor transition: the target workspace is validated (local) or created (worktree)
       // afresh; nothing of the old executor's is used [R3.1-R3.3].
       phase('transitioning');
-      if (plan.executorType === 'local') await host.validateWorkspace(plan);
+      if (plan.executorType === 'local') validate = true;
       else made = await host.materializeWorkspace(plan);
     } else {
       // 2b. Attach is read-only validation of the canonical workspace [R1.2].
-      phase('validating');
-      await host.validateWorkspace(plan);
+      validate = true;
     }
 
-    // 3. Co-residency is recorded before the process starts; it never changes the outcome [R5].
-    await records.observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: 'launch' });
-
-    // 4. The agent gets its own execution identity [R1.3].
-    phase('starting_agent');
-    agent = await host.startAgent(agentStartOf(plan, req.command, uuid4()));
-    // The environment changes executor only now that the target launch succeeded [R3].
-    if (plan.role === 'transitioned') await records.rebindEnvironment(plan, made);
-    await records.markSessionRunning(plan.sessionId);
+    // 3. On the host in one step: validation (attach, local target), co-residency recorded before
+    // the process starts [R5], the agent with its own execution identity [R1.3], session running.
+    agentRequested = true;
+    const agent = await host.launchAgent({
+      plan,
+      command: req.command,
+      executionId,
+      site: 'launch',
+      validate,
+      markRunningFrom: plan.role === 'transitioned' ? null : ['starting'],
+    });
+    if (plan.role === 'transitioned') {
+      // The environment changes executor only now that the target launch succeeded [R3].
+      await records.rebindEnvironment(plan, made);
+      await records.markSessionRunning(plan.sessionId);
+    }
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
   } catch (err) {
-    phase('compensating');
-    if (agent) await host.stopAgent(agent.executionId);
+    if (agentRequested) await host.stopAgent(executionId);
     if (plan.role === 'materialized') {
       await host.discardMaterialization(plan, made);
       await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal');
