@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test setup typecheck
+.PHONY: start test bench setup typecheck
 
 setup:
 	@bash scripts/setup.sh
@@ -10,6 +10,10 @@ start: setup
 test: setup
 	@npx tsc -p . && bash scripts/check-test-exit-code.sh && npx vitest run
 
+
+# The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
+bench: setup
+	@node --import tsx bench/run.ts
 
 typecheck: setup
 	@npx tsc -p .

@@ -1,0 +1,37 @@
+/**
+ * Sample sizes of `make bench`. The defaults are the issue's minimums; BENCH_QUICK=1 shrinks
+ * everything for a smoke run while the benchmark itself is being changed.
+ */
+import path from 'node:path';
+
+export interface BenchConfig {
+  quick: boolean;
+  /** Files in each generated repository: checkout cost is what materialization pays for. */
+  repoFiles: number;
+  attach: { samples: number; block: number; tasks: number; warmup: number; directSamples: number };
+  materialize: { samples: number; block: number; warmup: number; directSamples: number };
+  manyTasks: { tasks: number };
+  cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
+  growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number };
+  resultsDir: string;
+}
+
+const int = (raw: string | undefined, fallback: number): number => {
+  const n = Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+};
+
+export function loadBenchConfig(env: Record<string, string | undefined>, benchDir: string): BenchConfig {
+  const quick = env.BENCH_QUICK === '1';
+  const q = (full: number, small: number) => (quick ? small : full);
+  return {
+    quick,
+    repoFiles: int(env.BENCH_REPO_FILES, 600),
+    attach: { samples: int(env.BENCH_ATTACH_SAMPLES, q(200, 20)), block: 10, tasks: q(20, 4), warmup: q(10, 3), directSamples: q(30, 6) },
+    materialize: { samples: int(env.BENCH_MATERIALIZE_SAMPLES, q(30, 5)), block: 5, warmup: 2, directSamples: q(10, 3) },
+    manyTasks: { tasks: int(env.BENCH_MANY_TASKS, q(50, 10)) },
+    cleanup: { tasks: int(env.BENCH_CLEANUP_TASKS, q(200, 16)), repositories: 4, materializeConcurrency: 8 },
+    growth: { samples: int(env.BENCH_GROWTH_SAMPLES, q(100, 20)), readyTasks: q(10, 4), smallTasks: 100, largeTasks: int(env.BENCH_GROWTH_TASKS, q(10_000, 1_000)) },
+    resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
+  };
+}

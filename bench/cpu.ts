@@ -1,0 +1,80 @@
+/**
+ * CPU time per process from /proc/<pid>/stat (utime + stime, plus the reaped children's
+ * cutime + cstime: git and agent processes count towards whoever started them). Taken around
+ * measured blocks, it says where a launch's CPU goes on a machine where CPU is the limit.
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+const TICKS_PER_SECOND = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+function statFields(pid: number): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Milliseconds of CPU of a process and its reaped children. */
+function cpuMs(pid: number): number {
+  const f = statFields(pid);
+  if (!f) return 0;
+  // After the command: state is field 3, so utime (14) … cstime (17) are indexes 11 … 14.
+  const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+function childrenOf(parent: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const f = statFields(Number(entry));
+    if (f && Number(f[1]) === parent) out.push(Number(entry));
+  }
+  return out;
+}
+
+/** Named groups of processes; a group given as { tree: pid } also counts the pid's live children (PostgreSQL's backends). */
+export type CpuGroups = Record<string, number | { tree: number }>;
+
+export class CpuMeter {
+  constructor(private readonly groups: CpuGroups) {}
+
+  snapshot(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, g] of Object.entries(this.groups)) {
+      out[name] = typeof g === 'number' ? cpuMs(g) : [g.tree, ...childrenOf(g.tree)].reduce((s, pid) => s + cpuMs(pid), 0);
+    }
+    return out;
+  }
+}
+
+/** Accumulates CPU per group over many measured stretches, to divide by the work done in them. */
+export class CpuAccount {
+  readonly totalMs: Record<string, number> = {};
+  constructor(private readonly meter: CpuMeter | null) {}
+
+  async around<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.meter) return fn();
+    const before = this.meter.snapshot();
+    try {
+      return await fn();
+    } finally {
+      const after = this.meter.snapshot();
+      for (const name of Object.keys(after)) this.totalMs[name] = (this.totalMs[name] ?? 0) + Math.max(0, after[name]! - (before[name] ?? 0));
+    }
+  }
+
+  /** Milliseconds of CPU per unit of work (one launch, one worktree), by group. */
+  per(units: number): Record<string, number> {
+    return Object.fromEntries(Object.entries(this.totalMs).map(([name, ms]) => [name, Math.round((ms / Math.max(1, units)) * 10) / 10]));
+  }
+}

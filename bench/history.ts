@@ -1,0 +1,99 @@
+/**
+ * Where a launch (or a cleanup) spends its time, read from its workflow history: how many workflow tasks and
+ * activity tasks (each a round trip through the Temporal server), how long each waited in its
+ * queue and how long it ran, and the local activities (markers) recorded on the way.
+ */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { round } from './stats';
+
+export interface HistoryProfile {
+  workflowId: string;
+  /** The HTTP request as the client timed it (null when the workflow outlives the request). */
+  httpMs: number | null;
+  /** First to last history event. */
+  workflowMs: number;
+  events: number;
+  workflowTasks: number;
+  remoteActivities: string[];
+  localActivityMarkers: number;
+  searchAttributeUpserts: number;
+  /** Sums over the launch: waiting in a task queue vs running, for workflow and activity tasks. */
+  workflowTaskQueuedMs: number;
+  workflowTaskRunningMs: number;
+  activityQueuedMs: number;
+  activityRunningMs: number;
+  timeline: string[];
+}
+
+type Ts = temporal.api.history.v1.IHistoryEvent['eventTime'];
+
+function tsMs(ts: Ts): number {
+  if (!ts) return NaN;
+  const seconds = ts.seconds as unknown;
+  const s = typeof seconds === 'number' ? seconds : Number((seconds as { toString(): string }).toString());
+  return s * 1000 + (ts.nanos ?? 0) / 1e6;
+}
+
+const EventType = temporal.api.enums.v1.EventType;
+
+export async function profileWorkflow(client: Client, workflowId: string, httpMs: number | null): Promise<HistoryProfile> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const t0 = tsMs(events[0]?.eventTime);
+  const scheduledAt = new Map<string, number>();
+  const startedAt = new Map<string, number>();
+  const profile: HistoryProfile = {
+    workflowId,
+    httpMs: httpMs === null ? null : round(httpMs),
+    workflowMs: round(tsMs(events[events.length - 1]?.eventTime) - t0),
+    events: events.length,
+    workflowTasks: 0,
+    remoteActivities: [],
+    localActivityMarkers: 0,
+    searchAttributeUpserts: 0,
+    workflowTaskQueuedMs: 0,
+    workflowTaskRunningMs: 0,
+    activityQueuedMs: 0,
+    activityRunningMs: 0,
+    timeline: [],
+  };
+  for (const e of events) {
+    const t = tsMs(e.eventTime);
+    const id = String(e.eventId);
+    const type = e.eventType ?? 0;
+    profile.timeline.push(`+${(t - t0).toFixed(1)} ms ${String(EventType[type]).replace('EVENT_TYPE_', '')}`);
+    switch (type) {
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+        profile.workflowTasks++;
+        scheduledAt.set(id, t);
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+        profile.workflowTaskQueuedMs += t - (scheduledAt.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? t);
+        startedAt.set(id, t);
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+        profile.workflowTaskRunningMs += t - (startedAt.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? t);
+        break;
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        profile.remoteActivities.push(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
+        scheduledAt.set(id, t);
+        break;
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+        profile.activityQueuedMs += t - (scheduledAt.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? t);
+        startedAt.set(id, t);
+        break;
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+        profile.activityRunningMs += t - (startedAt.get(String(e.activityTaskCompletedEventAttributes?.startedEventId)) ?? t);
+        break;
+      case EventType.EVENT_TYPE_MARKER_RECORDED:
+        profile.localActivityMarkers++;
+        break;
+      case EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+        profile.searchAttributeUpserts++;
+        break;
+    }
+  }
+  for (const key of ['workflowTaskQueuedMs', 'workflowTaskRunningMs', 'activityQueuedMs', 'activityRunningMs'] as const) profile[key] = round(profile[key]);
+  return profile;
+}

@@ -1,0 +1,85 @@
+/**
+ * Resident memory of the service processes, from /proc/<pid>/status: VmRSS sampled every
+ * 200 ms, and VmHWM (the kernel's peak), reset at the start of a measured window by writing
+ * 5 to /proc/<pid>/clear_refs so start-up (bundling the workflows) does not count.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+
+export interface MemoryWindowResult {
+  /** Highest sampled VmRSS inside the window, in MB. */
+  peakRssMb: number | null;
+  /** VmHWM read at the end of the window, in MB; reset at its start when the kernel allowed it. */
+  hwmMb: number | null;
+  hwmReset: boolean;
+  samples: number;
+}
+
+function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+const mb = (kb: number | null): number | null => (kb === null ? null : Math.round((kb / 1024) * 10) / 10);
+
+export class MemorySampler {
+  private timer: NodeJS.Timeout | null = null;
+  private window: { peakKb: Record<string, number>; samples: number; reset: Record<string, boolean> } | null = null;
+  /** The whole run's sampled peak, for the record. */
+  readonly runPeakKb: Record<string, number> = {};
+
+  constructor(private readonly pids: Record<string, number>, private readonly everyMs = 200) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.sample(), this.everyMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private sample(): void {
+    for (const [name, pid] of Object.entries(this.pids)) {
+      const kb = statusKb(pid, 'VmRSS');
+      if (kb === null) continue;
+      this.runPeakKb[name] = Math.max(this.runPeakKb[name] ?? 0, kb);
+      if (this.window) this.window.peakKb[name] = Math.max(this.window.peakKb[name] ?? 0, kb);
+    }
+    if (this.window) this.window.samples++;
+  }
+
+  openWindow(): void {
+    const reset: Record<string, boolean> = {};
+    for (const [name, pid] of Object.entries(this.pids)) {
+      try {
+        writeFileSync(`/proc/${pid}/clear_refs`, '5');
+        reset[name] = true;
+      } catch {
+        reset[name] = false;
+      }
+    }
+    this.window = { peakKb: {}, samples: 0, reset };
+    this.sample();
+  }
+
+  closeWindow(): Record<string, MemoryWindowResult> {
+    this.sample();
+    const w = this.window;
+    this.window = null;
+    const out: Record<string, MemoryWindowResult> = {};
+    for (const [name, pid] of Object.entries(this.pids)) {
+      out[name] = { peakRssMb: mb(w?.peakKb[name] ?? null), hwmMb: mb(statusKb(pid, 'VmHWM')), hwmReset: w?.reset[name] ?? false, samples: w?.samples ?? 0 };
+    }
+    return out;
+  }
+
+  current(name: string): number | null {
+    const pid = this.pids[name];
+    return pid === undefined ? null : mb(statusKb(pid, 'VmRSS'));
+  }
+}

@@ -1,0 +1,47 @@
+/** The shape of bench/results/latest.json. */
+import type { GitLayerCost } from './git-layer';
+import type { MemoryWindowResult } from './memory';
+import type { AttachResult } from './scenarios/attach';
+import type { CleanupResult } from './scenarios/cleanup';
+import type { GrowthResult } from './scenarios/growth';
+import type { ManyTasksResult } from './scenarios/many-tasks';
+import type { MaterializeResult } from './scenarios/materialize';
+import type { TargetResult } from './targets';
+
+/** A scenario either produced its figures or failed with a message (the run goes on). */
+export type Outcome<T> = { ok: true; value: T; seconds: number } | { ok: false; error: string; seconds: number };
+
+export interface MemoryResult {
+  window: string;
+  worker: MemoryWindowResult;
+  gateway: MemoryWindowResult;
+  /** VmRSS once the services were ready, before any launch, in MB. */
+  afterStartMb: Record<string, number | null>;
+  /** Sampled VmRSS peak over the whole run, start-up included, in MB. */
+  runPeakMb: Record<string, number>;
+}
+
+export interface BenchResults {
+  meta: {
+    startedAt: string;
+    finishedAt: string;
+    durationSeconds: number;
+    quick: boolean;
+    /** 1, 5 and 15 minute load averages of the machine when the run started and ended. */
+    loadAverage: { atStart: number[]; atEnd: number[] };
+    machine: { cpus: number; cpuModel: string; memoryGb: number; kernel: string };
+    versions: { node: string; git: string; postgres: string; temporalCli: string };
+    database: string;
+    order: string[];
+    notes: string[];
+  };
+  growth: Outcome<GrowthResult>;
+  attach: Outcome<AttachResult>;
+  materialize: Outcome<MaterializeResult>;
+  manyTasks: Outcome<ManyTasksResult>;
+  cleanup: Outcome<CleanupResult>;
+  memory: MemoryResult | null;
+  /** Profiling evidence: the product's git layer against plain git, per command. */
+  gitLayer: Outcome<GitLayerCost[]>;
+  targets: TargetResult[];
+}

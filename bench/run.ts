@@ -1,0 +1,174 @@
+/**
+ * `make bench`: starts a private copy of the system (as `make start` runs it), measures the
+ * launch, cleanup, growth and memory figures of issue 6 against their targets and floors, and
+ * writes bench/results/latest.{json,md,svg}. It is a benchmark, not a test: it reports misses.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { connectClient } from '../client/temporal';
+import { createPool } from '../db/pool';
+import { Api } from './api';
+import { loadBenchConfig } from './config';
+import type { BenchContext } from './context';
+import { evaluateTargets } from './evaluate';
+import { measureGitLayer } from './git-layer';
+import { CpuMeter } from './cpu';
+import { createFloor } from './floor';
+import { MemorySampler } from './memory';
+import type { BenchResults, MemoryResult, Outcome } from './model';
+import { renderTable } from './report/markdown';
+import { writeResults } from './report/write';
+import { runAttach } from './scenarios/attach';
+import { runCleanup } from './scenarios/cleanup';
+import { runGrowth } from './scenarios/growth';
+import { runManyTasks } from './scenarios/many-tasks';
+import { runMaterialize } from './scenarios/materialize';
+import { startServices, type Services } from './services';
+import { killAgents, makeRepo } from './world';
+
+const runStart = performance.now();
+const log = (message: string) => console.error(`[bench ${((performance.now() - runStart) / 1000).toFixed(1).padStart(6)} s] ${message}`);
+
+/** BENCH_ONLY=attach,cleanup runs only those scenarios (a diagnostic aid; the others are reported as skipped). */
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+
+async function scenario<T>(name: string, fn: () => Promise<T>): Promise<Outcome<T>> {
+  if (only && ![...only].some((key) => name.includes(key))) return { ok: false, error: 'skipped (BENCH_ONLY)', seconds: 0 };
+  const start = performance.now();
+  log(`${name}: start`);
+  try {
+    const value = await fn();
+    const seconds = (performance.now() - start) / 1000;
+    log(`${name}: done in ${seconds.toFixed(1)} s`);
+    return { ok: true, value, seconds };
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    log(`${name}: FAILED: ${err instanceof Error ? err.stack : error}`);
+    return { ok: false, error, seconds: (performance.now() - start) / 1000 };
+  }
+}
+
+async function main(): Promise<void> {
+  const root = path.resolve(__dirname, '..');
+  const config = loadBenchConfig(process.env, __dirname);
+  const startedAt = new Date().toISOString();
+  const loadAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100);
+  log(`starting services${config.quick ? ' (QUICK run: reduced samples)' : ''}`);
+  const services: Services = await startServices(root, log);
+  const pool = createPool(services.databaseUrl, 6);
+  const temporal = await connectClient(services.temporalAddress, 'default');
+  let tornDown = false;
+  const teardown = async () => {
+    if (tornDown) return;
+    tornDown = true;
+    log('tearing down');
+    await killAgents(pool).catch(() => 0);
+    await pool.end().catch(() => {});
+    await temporal.connection.close().catch(() => {});
+    await services.stop();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void teardown().finally(() => process.exit(130));
+    });
+  }
+
+  try {
+    const reposDir = path.join(services.scratch, 'repos');
+    const floorDataDir = path.join(services.scratch, 'floor');
+    await mkdir(reposDir, { recursive: true });
+    const api = new Api(services.apiBase, services.tokens.user);
+    const sampler = new MemorySampler({ worker: services.worker.pid, gateway: services.gateway.pid });
+    sampler.start();
+    const afterStartMb = { worker: sampler.current('worker'), gateway: sampler.current('gateway') };
+    const ctx: BenchContext = {
+      config,
+      services,
+      api,
+      pool,
+      floor: createFloor({ pool, productWorkspaceRoot: services.workspaceRoot, floorDataDir }),
+      temporal,
+      reposDir,
+      floorRoot: path.join(floorDataDir, 'workspaces'),
+      cpu: new CpuMeter({
+        worker: services.worker.pid,
+        gateway: services.gateway.pid,
+        temporal: services.temporalPid,
+        ...(services.postgresPid ? { postgres: { tree: services.postgresPid } } : {}),
+        bench: process.pid,
+      }),
+      catalogRepos: [await makeRepo(api, reposDir, 'catalog-1', 20), await makeRepo(api, reposDir, 'catalog-2', 20), await makeRepo(api, reposDir, 'catalog-3', 20)],
+      log,
+    };
+
+    // Growth first, so its two database sizes are measured back to back; 1–4 then run on the grown database.
+    const growth = await scenario('5 growth', () => runGrowth(ctx));
+    const attach = await scenario('1 attach', () => runAttach(ctx));
+    const materialize = await scenario('2 materialize', () => runMaterialize(ctx));
+    sampler.openWindow();
+    const manyTasks = await scenario('3 many tasks', () => runManyTasks(ctx));
+    const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
+    const window = sampler.closeWindow();
+    const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
+    sampler.stop();
+    const cleanupRan = cleanup.ok && cleanup.value.status === 'measured';
+    const memory: MemoryResult = {
+      window: cleanupRan ? 'scenarios 3 and 4' : 'scenario 3 (4 not available)',
+      worker: window.worker!,
+      gateway: window.gateway!,
+      afterStartMb,
+      runPeakMb: Object.fromEntries(Object.entries(sampler.runPeakKb).map(([k, kb]) => [k, Math.round(kb / 102.4) / 10])),
+    };
+
+    const tasksInDb = growth.ok ? growth.value.large.tasksInDatabase : null;
+    const partial: Omit<BenchResults, 'targets'> = {
+      meta: {
+        startedAt,
+        finishedAt: new Date().toISOString(),
+        durationSeconds: Math.round((performance.now() - runStart) / 1000),
+        quick: config.quick,
+        loadAverage: { atStart: loadAtStart, atEnd: os.loadavg().map((x) => Math.round(x * 100) / 100) },
+        machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release() },
+        versions: { node: process.version, git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(), postgres: services.versions.postgres, temporalCli: services.versions.temporalCli },
+        database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
+        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '3 many tasks', '4 cleanup', 'diagnostics (git layer)'],
+        notes: [
+          ...(process.env.BENCH_GIT_TRACE === '1' ? ['DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.'] : []),
+          ...(process.env.BENCH_WORKER_PROF === '1' ? ['DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.'] : []),
+          ...(only ? [`PARTIAL RUN: only ${[...only].join(', ')} (BENCH_ONLY).`] : []),
+          `Scenarios 1–4 run on the grown database (${tasksInDb?.toLocaleString('en') ?? '?'} tasks and more): growth runs first so its two sizes are measured back to back.`,
+          `Repositories have ${config.repoFiles} source files (a checkout is real work); agents are \`sleep 600\` in their own process group, killed after each scenario.`,
+          'The floor runs the product’s own statements (db/admission.ts admitLaunch, db/environments.ts publishReady, db/executions.ts, db/sessions.ts) in one transaction in this process, the same git commands as plain `git` processes, and the agent spawn of activities/agent-process.ts.',
+          'Product and floor samples alternate in blocks (attach: 10, materialize: 5 of each kind), so drift and noise hit both.',
+          'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
+          'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
+          'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
+          'The machine is shared: the load average at start and end is in the header; other work on it slows product and floor alike, and the interleaving keeps the ratios.',
+        ],
+      },
+      growth,
+      attach,
+      materialize,
+      manyTasks,
+      cleanup,
+      memory,
+      gitLayer,
+    };
+    const results: BenchResults = { ...partial, targets: evaluateTargets(partial) };
+    const files = await writeResults(config.resultsDir, results);
+    log(`wrote ${files.map((f) => path.relative(root, f)).join(', ')}`);
+    process.stdout.write('\n' + renderTable(results) + '\n\n');
+  } finally {
+    await teardown();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

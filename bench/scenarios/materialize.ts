@@ -1,0 +1,129 @@
+/**
+ * Scenario 2: the first launch of a new task, which materializes its workspace, with one and
+ * with three repositories; product against the floor (worktree add per repository + the same
+ * statements + spawn), the four kinds interleaved block by block.
+ */
+import { launchWorkflowId } from '../../domain/workflow-ids';
+import { errorCode } from '../api';
+import type { BenchContext } from '../context';
+import { timeLaunchSteps, type StepTimings } from '../direct-steps';
+import { profileWorkflow, type HistoryProfile } from '../history';
+import { CpuAccount } from '../cpu';
+import type { FloorPhases } from '../floor';
+import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LatencySummary } from '../stats';
+import { createTasks, killAgents, makeRepo, type Repo } from '../world';
+
+export interface MaterializeVariant {
+  repositories: number;
+  product: LatencySummary;
+  floor: LatencySummary;
+  /** Median milliseconds of the floor's parts (sql, git, fs, spawn). */
+  floorParts: Record<string, number>;
+  ratioP50: number;
+  /** Milliseconds of CPU per launch, by process group. */
+  cpuPerLaunchMs: { product: Record<string, number>; floor: Record<string, number> };
+  failures: number;
+  failureCodes: Record<string, number>;
+  samplesMs: { product: number[]; floor: number[] };
+}
+
+export interface MaterializeResult {
+  oneRepository: MaterializeVariant;
+  threeRepositories: MaterializeVariant;
+  profile: HistoryProfile | null;
+  /** One-repository launches' activities called directly in the benchmark process (no Temporal). */
+  directSteps: StepTimings;
+}
+
+interface Variant {
+  repos: Repo[];
+  productTasks: string[];
+  floorTasks: string[];
+  product: { ms: number; sessionId: string }[];
+  floorMs: number[];
+  floorParts: FloorPhases[];
+  productCpu: CpuAccount;
+  floorCpu: CpuAccount;
+  failureCodes: Record<string, number>;
+}
+
+export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResult> {
+  const { api, floor, config } = ctx;
+  const { samples, block, warmup } = config.materialize;
+  const one = [await makeRepo(api, ctx.reposDir, 'mat-one', config.repoFiles)];
+  const three = [
+    await makeRepo(api, ctx.reposDir, 'mat-three-a', config.repoFiles),
+    await makeRepo(api, ctx.reposDir, 'mat-three-b', config.repoFiles),
+    await makeRepo(api, ctx.reposDir, 'mat-three-c', config.repoFiles),
+  ];
+  const baseCommits = new Map([...one, ...three].map((r) => [r.path, r.head]));
+  const variant = async (repos: Repo[]): Promise<Variant> => ({
+    repos,
+    productTasks: await createTasks(api, samples + warmup, repos, `materialize ${repos.length}`),
+    floorTasks: await createTasks(api, samples + warmup, repos, `floor materialize ${repos.length}`),
+    product: [],
+    floorMs: [],
+    floorParts: [],
+    productCpu: new CpuAccount(ctx.cpu),
+    floorCpu: new CpuAccount(ctx.cpu),
+    failureCodes: {},
+  });
+  const v1 = await variant(one);
+  const v3 = await variant(three);
+
+  for (const v of [v1, v3]) {
+    for (let i = 0; i < warmup; i++) {
+      await api.launchOk(v.productTasks.pop()!, 'materialized');
+      await floor.materialize(v.floorTasks.pop()!, baseCommits);
+    }
+  }
+
+  const runProduct = async (v: Variant) => {
+    const res = await api.launch(v.productTasks.pop()!);
+    if (res.status === 201 && res.body.role === 'materialized') v.product.push({ ms: res.ms, sessionId: res.body.sessionId });
+    else v.failureCodes[errorCode(res)] = (v.failureCodes[errorCode(res)] ?? 0) + 1;
+  };
+  const runFloor = async (v: Variant) => {
+    const start = performance.now();
+    v.floorParts.push(await floor.materialize(v.floorTasks.pop()!, baseCommits));
+    v.floorMs.push(elapsedMs(start));
+  };
+  const kinds: [CpuAccount, () => Promise<void>][] = [[v1.productCpu, () => runProduct(v1)], [v1.floorCpu, () => runFloor(v1)], [v3.productCpu, () => runProduct(v3)], [v3.floorCpu, () => runFloor(v3)]];
+  for (let b = 0; b * block < samples; b++) {
+    const n = Math.min(block, samples - b * block);
+    for (const [cpu, kind] of b % 2 === 0 ? kinds : [...kinds].reverse()) {
+      await cpu.around(async () => {
+        for (let i = 0; i < n; i++) await kind();
+      });
+    }
+    ctx.log(`materialize: ${v1.product.length + v3.product.length}/${2 * samples} product, ${v1.floorMs.length + v3.floorMs.length}/${2 * samples} floor`);
+  }
+  // Evidence for the profile, after the measurement: the same steps called directly.
+  const directTasks = await createTasks(api, config.materialize.directSamples, one, 'direct materialize');
+  const directSteps = await timeLaunchSteps(ctx, directTasks, 'materialized');
+  await killAgents(ctx.pool);
+
+  const summary = (v: Variant): MaterializeVariant => {
+    const product = summarize(v.product.map((p) => p.ms));
+    const floorSummary = summarize(v.floorMs);
+    return {
+      repositories: v.repos.length,
+      product,
+      floor: floorSummary,
+      floorParts: medianParts(v.floorParts),
+      ratioP50: ratio(product.p50, floorSummary.p50),
+      cpuPerLaunchMs: { product: v.productCpu.per(samples), floor: v.floorCpu.per(v.floorMs.length) },
+      failures: Object.values(v.failureCodes).reduce((s, n) => s + n, 0),
+      failureCodes: v.failureCodes,
+      samplesMs: { product: v.product.map((p) => round(p.ms, 1)), floor: v.floorMs.map((x) => round(x, 1)) },
+    };
+  };
+  const oneRepository = summary(v1);
+  const nearest = v1.product[indexNearest(v1.product.map((p) => p.ms), oneRepository.product.p50)];
+  return {
+    oneRepository,
+    threeRepositories: summary(v3),
+    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms) : null,
+    directSteps,
+  };
+}
