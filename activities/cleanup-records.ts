@@ -83,10 +83,6 @@ export function cleanupRecordActivities({ pool }: ActivityDeps) {
       await recordJobState(pool, operationId, { ...change, nextAttemptAt });
     },
 
-    async markTaskSessionsStopped(taskId: string): Promise<void> {
-      await pool.query(`UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`, [taskId]);
-    },
-
     /**
      * Marks the rows after the files are handled, in one transaction: removed worktrees are
      * `deleted`, kept ones stay known; an environment that stays (archive, reset) is `released`
@@ -94,6 +90,8 @@ export function cleanupRecordActivities({ pool }: ActivityDeps) {
      */
     async finishCleanup(input: { operationId: string; state: 'succeeded' | 'cancelled'; snapshot: CleanupSnapshot; report: CleanupReport; attempts: number }): Promise<void> {
       await inTransaction(pool, async (client) => {
+        // The task's agents were stopped by the attempts; its sessions say so (a deleted task has none left).
+        await client.query(`UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`, [input.snapshot.taskId]);
         const gone = input.report.worktrees.filter((w) => w.outcome !== 'kept_dirty').map((w) => w.repositoryId);
         const envId = input.snapshot.environmentId;
         if (envId) {

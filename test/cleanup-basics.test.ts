@@ -89,6 +89,21 @@ describe('archive [R6.3, R6.6]', () => {
   });
 });
 
+describe('tasks without a workspace', () => {
+  it('archive and delete of a task that never launched answer 202 and finish at once', async () => {
+    const name = `clean-${++n}`;
+    const repoId = await registerRepo(h, makeRepo(h.scratch, name), name);
+    for (const trigger of ['archive', 'delete'] as const) {
+      const taskId = await createTask(h, [repoId]);
+      const res = trigger === 'archive' ? await h.api('POST', `/v1/tasks/${taskId}/archive`, {}) : await deleteTask(h, taskId);
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      const job = await waitForJob(h, res.body.operationId);
+      expect(job).toMatchObject({ trigger, state: 'succeeded', attempts: 1 });
+      expect(job.report.worktrees).toEqual([]);
+    }
+  });
+});
+
 describe('delete [R6.6]', () => {
   it('refuses a dirty worktree with 409 before any change; with consent saves the work on a hidden ref and removes everything', async () => {
     const t = await runningTask();

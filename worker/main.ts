@@ -14,7 +14,8 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const config = await prepareWorkspaceRoot(loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }));
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
-  const pool = createPool(config.databaseUrl);
+  // Enough for every activity slot to hold a transaction or a repository lock at once.
+  const pool = createPool(config.databaseUrl, 60);
   const agents = await reconcileExecutions(pool, config.hostId);
   logger.info(agents, 'agent processes re-identified after start');
   // A bundle made ahead (the launcher makes one) keeps webpack out of this process.

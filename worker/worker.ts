@@ -47,17 +47,19 @@ export async function startWorker(opts: {
     taskQueue: config.taskQueue,
     workflowBundle,
     activities: createRecordActivities(deps),
-    maxConcurrentLocalActivityExecutions: 50,
-    maxConcurrentWorkflowTaskExecutions: 50,
+    // Sized for 2 cores: more slots only queue work inside the process and hold its memory.
+    maxConcurrentLocalActivityExecutions: 32,
+    maxConcurrentWorkflowTaskExecutions: 16,
     // Launches and cleanups are short: a small sticky cache keeps memory flat under bursts.
-    maxCachedWorkflows: 200,
+    maxCachedWorkflows: 100,
   });
   const host = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: hostTaskQueue(config.taskQueue, config.hostId),
     activities: createHostActivities(deps),
-    maxConcurrentActivityTaskExecutions: 50,
+    // Git work is serialized per repository anyway; waiting slots would only hold memory.
+    maxConcurrentActivityTaskExecutions: 20,
   });
 
   const done = Promise.all([shared.run(), host.run()]).then(async () => {

@@ -1,8 +1,6 @@
 /** One attempt of a cleanup: each involved host does its part in one activity, the workspace's host last. */
-import { removesTask, type CleanupInput, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup';
-import { hostSteps, recordSteps } from './activity-proxies';
-
-const records = recordSteps();
+import type { CleanupInput, CleanupReport, CleanupSnapshot } from '../domain/cleanup';
+import { hostSteps } from './activity-proxies';
 
 export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnapshot, report: CleanupReport, phase: (p: string) => void): Promise<CleanupReport> {
   phase('cleaning');
@@ -12,6 +10,5 @@ export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnaps
   for (const hostId of [...others, ...(snapshot.hostId ? [snapshot.hostId] : [])]) {
     current = await hostSteps(hostId).cleanupOnHost({ hostId, trigger: input.trigger, discardChanges: input.discardChanges, snapshot, report: current });
   }
-  if (!removesTask(input.trigger)) await records.markTaskSessionsStopped(input.taskId);
   return current;
 }
