@@ -85,6 +85,29 @@ describe('triggers', () => {
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
   });
 
+  it('cascade delete refuses a dirty worktree anywhere in the tree before any change; with consent deletes the whole tree', async () => {
+    const r = await repo();
+    const root = await createTask(h, [r.id]);
+    const child = await createTask(h, [r.id], { parentTaskId: root });
+    for (const t of [root, child]) await launched(t);
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(path.join(wt(child, r.name), 'wip.txt'), 'child work');
+    const refused = await deleteTask(h, root, 'cascade=true');
+    expect(refused.status).toBe(409);
+    expectSafeError(refused.body, 'task_delete_dirty_worktree');
+    expect(refused.body.error.dirtyRepositories).toEqual([r.id]);
+    for (const t of [root, child]) expect((await h.api('GET', `/v1/tasks/${t}`)).status).toBe(200);
+    const accepted = await deleteTask(h, root, 'cascade=true&discardChanges=true');
+    expect(accepted.status).toBe(202);
+    expect(accepted.body.workflowId).toBe(`cascade/delete/${root}/${accepted.body.operationId}`);
+    await waitForJob(h, accepted.body.operationId);
+    const jobs = (await h.pool.query('SELECT state, report FROM cleanup_jobs WHERE task_id = $1', [child])).rows;
+    expect(jobs.map((j) => j.state)).toEqual(['succeeded']);
+    expect(jobs[0].report.worktrees[0].outcome).toBe('saved_and_removed');
+    for (const t of [root, child]) expect((await h.api('GET', `/v1/tasks/${t}`)).status).toBe(404);
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+  });
+
   it('environment reset is refused while a session runs; then removes the environment, keeps the branch, and the next launch materializes afresh', async () => {
     const r = await repo();
     const taskId = await createTask(h, [r.id]);
