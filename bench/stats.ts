@@ -58,3 +58,17 @@ export function medianParts(calls: Record<string, number>[]): Record<string, num
   const names = [...new Set(calls.flatMap((c) => Object.keys(c)))];
   return Object.fromEntries(names.map((n) => [n, round(median(calls.map((c) => c[n] ?? 0)))]));
 }
+
+/** A product-versus-floor comparison of one kind of launch, as the attach and materialize scenarios report it. */
+export interface LaunchComparison {
+  product: LatencySummary;
+  floor: LatencySummary;
+  /** Median milliseconds of the floor's parts (sql, git, fs, spawn). */
+  floorParts: Record<string, number>;
+  ratioP50: number;
+  /** Milliseconds of CPU per launch, by process group. */
+  cpuPerLaunchMs: { product: Record<string, number>; floor: Record<string, number> };
+  failures: number;
+  failureCodes: Record<string, number>;
+  samplesMs: { product: number[]; floor: number[] };
+}

@@ -10,24 +10,14 @@ import { timeLaunchSteps, type StepTimings } from '../direct-steps';
 import { profileWorkflow, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
-import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LatencySummary } from '../stats';
+import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
 
-export interface AttachResult {
+export interface AttachResult extends LaunchComparison {
   tasks: number;
-  product: LatencySummary;
-  floor: LatencySummary;
-  /** Median milliseconds of the floor's parts (sql, git, spawn). */
-  floorParts: Record<string, number>;
-  ratioP50: number;
-  /** Milliseconds of CPU per launch, by process group. */
-  cpuPerLaunchMs: { product: Record<string, number>; floor: Record<string, number> };
-  failures: number;
-  failureCodes: Record<string, number>;
   profile: HistoryProfile | null;
   /** The launch's activities called directly in the benchmark process (no Temporal). */
   directSteps: StepTimings;
-  samplesMs: { product: number[]; floor: number[] };
 }
 
 export async function runAttach(ctx: BenchContext): Promise<AttachResult> {

@@ -10,21 +10,11 @@ import { timeLaunchSteps, type StepTimings } from '../direct-steps';
 import { profileWorkflow, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
-import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LatencySummary } from '../stats';
+import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo, type Repo } from '../world';
 
-export interface MaterializeVariant {
+export interface MaterializeVariant extends LaunchComparison {
   repositories: number;
-  product: LatencySummary;
-  floor: LatencySummary;
-  /** Median milliseconds of the floor's parts (sql, git, fs, spawn). */
-  floorParts: Record<string, number>;
-  ratioP50: number;
-  /** Milliseconds of CPU per launch, by process group. */
-  cpuPerLaunchMs: { product: Record<string, number>; floor: Record<string, number> };
-  failures: number;
-  failureCodes: Record<string, number>;
-  samplesMs: { product: number[]; floor: number[] };
 }
 
 export interface MaterializeResult {
