@@ -131,3 +131,35 @@ describe('sessions never own files', () => {
     expect(now.body).toMatchObject({ workspacePath: path.join(h.config.workspaceRoot, taskDirName(taskId), 'fallback'), source: 'environment' });
   });
 });
+
+describe('stopping a session that is still starting', () => {
+  it('waits for its launch, so no agent is left running behind a deleted session', async () => {
+    const { gitWrapper } = await import('./support/world');
+    const base = await harness();
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) });
+    const repo = makeRepo(h.scratch, 'starting');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'starting')]);
+    const marker = String(70000 + Math.floor(Math.random() * 9999));
+    const pending = launch(h, taskId, { command: ['sleep', marker] });
+    let sessionId: string | undefined;
+    await waitUntil(async () => {
+      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
+      return sessionId !== undefined;
+    }, 'the session to be starting');
+    const deleted = await h.api('DELETE', `/v1/sessions/${sessionId}`);
+    expect(deleted.status).toBe(204);
+    const launched = await pending;
+    expect(launched.status).toBe(201);
+    expect((await h.pool.query('SELECT pid FROM executions')).rows).toEqual([]);
+    // The agent the launch started was stopped before its session was forgotten.
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const running = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim() === `sleep ${marker}`;
+      } catch {
+        return false;
+      }
+    });
+    expect(running).toEqual([]);
+  });
+});

@@ -11,7 +11,7 @@ import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { isErrorCode } from '../../../domain/errors';
-import { resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import { launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { resumeSession, stopSession } from '../../../workflows';
 import { runLaunch } from '../../launch-client';
 import { ApiError, badRequest, notFound } from '../api-error';
@@ -48,6 +48,11 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   }
 
   async function stop(sessionId: string): Promise<void> {
+    // A session still starting has a launch in flight that may yet spawn its agent: wait for
+    // that launch to end first, so the stop (and a delete after it) cannot leave an agent behind.
+    if ((await findSession(ctx.pool, sessionId))?.state === 'starting') {
+      await ctx.temporal.workflow.getHandle(launchWorkflowId(sessionId)).result().catch(() => {});
+    }
     await ctx.temporal.workflow.execute<typeof stopSession>('stopSession', {
       workflowId: stopWorkflowId(sessionId, randomUUID()),
       taskQueue: ctx.config.taskQueue,
