@@ -2,22 +2,33 @@
  * Operator CLI: `node --import tsx client/cli.ts <command>`.
  *   jobs [state]          list cleanup jobs (optionally only one state, e.g. needs_operator)
  *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
- * Reads DATABASE_URL and TEMPORAL_ADDRESS like the services (make start prints them into .data/).
+ * Reads DATABASE_URL and TEMPORAL_ADDRESS like the services; without DATABASE_URL it uses the
+ * embedded PostgreSQL that `make start` runs (its password is in <dataDir>/secrets.json).
  */
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { findJob, listJobs } from '../db/cleanup-jobs';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { retryCleanup } from './cleanup-client';
 import { connectClient } from './temporal';
 
+function embeddedDatabaseUrl(dataDir: string): string | null {
+  const file = path.join(dataDir, 'secrets.json');
+  if (!existsSync(file)) return null;
+  const { postgresPassword } = JSON.parse(readFileSync(file, 'utf8')) as { postgresPassword: string };
+  return `postgres://postgres:${encodeURIComponent(postgresPassword)}@127.0.0.1:${Number(process.env.TWS_PG_PORT || 54329)}/task_workspaces`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
-  if (!config.databaseUrl) {
-    console.error('DATABASE_URL is required');
+  const databaseUrl = config.databaseUrl ?? embeddedDatabaseUrl(config.dataDir);
+  if (!databaseUrl) {
+    console.error('DATABASE_URL is required (or run it where `make start` keeps its .data/)');
     return 2;
   }
-  const pool = createPool(config.databaseUrl, 2);
+  const pool = createPool(databaseUrl, 2);
   try {
     const [command, arg] = argv;
     if (command === 'jobs') {
