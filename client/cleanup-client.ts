@@ -1,13 +1,14 @@
 /** Starting cleanups and talking to running ones, for the gateway and the operator CLI. */
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
 import type { Config } from '../domain/config';
-import { isErrorCode, type ErrorCode } from '../domain/errors';
+import type { ErrorCode } from '../domain/errors';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cascadeWorkflowId, cleanupWorkflowId } from '../domain/workflow-ids';
 import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
+import { typedRefusalOf } from './typed-outcome';
 
 export type CleanupStart = { ok: true; operationId: string; workflowId: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
@@ -38,8 +39,8 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
     await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
     return { ok: true, operationId, workflowId };
   } catch (err) {
-    const cause = err instanceof WorkflowUpdateFailedError ? err.cause : null;
-    if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { ok: false, code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
     throw err;
   }
 }

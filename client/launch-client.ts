@@ -1,11 +1,12 @@
 /** Starting a launch workflow and reading its typed outcome, for the gateway and the CLI. */
-import { WorkflowFailedError, type Client } from '@temporalio/client';
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
-import { isErrorCode, type ErrorCode } from '../domain/errors';
+import type { Client } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { launchSession } from '../workflows';
+import { typedRefusalOf } from './typed-outcome';
 
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
@@ -23,10 +24,8 @@ export async function runLaunch(client: Client, taskQueue: string, req: LaunchRe
     });
     return { ok: true, result };
   } catch (err) {
-    if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && isErrorCode(err.cause.type)) {
-      const details = (err.cause.details?.[0] ?? {}) as Record<string, unknown>;
-      return { ok: false, code: err.cause.type, details };
-    }
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
     throw err;
   }
 }

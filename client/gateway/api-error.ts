@@ -41,3 +41,9 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
   request.log.error({ errorId, err }, 'internal error');
   return sendError(reply, 'internal', undefined, {}, errorId);
 }
+
+/** A workflow's typed refusal as the API error; a failed check's name (never a path) travels as `reason`. */
+export function refusalError(refusal: { code: ErrorCode; details: Record<string, unknown> }, message?: string): ApiError {
+  const extra = typeof refusal.details.problem === 'string' ? { reason: refusal.details.problem } : {};
+  return new ApiError(refusal.code, message, extra);
+}

@@ -2,19 +2,18 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
-import { isErrorCode } from '../../../domain/errors';
 import { launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { resumeSession, stopSession } from '../../../workflows';
 import { runLaunch } from '../../launch-client';
-import { ApiError, badRequest, notFound } from '../api-error';
+import { typedRefusalOf } from '../../typed-outcome';
+import { badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, LaunchBody, LaunchResponse, Session, Workspace, errorResponses } from '../schemas';
 
@@ -78,10 +77,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           name: name ?? null,
           hostId: ctx.config.hostId,
         });
-        if (!outcome.ok) {
-          const extra = typeof outcome.details.problem === 'string' ? { reason: outcome.details.problem } : {};
-          throw new ApiError(outcome.code, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined, extra);
-        }
+        if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
         return reply.code(201).send(outcome.result);
       },
     );
@@ -101,11 +97,8 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
         });
       } catch (err) {
-        if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && isErrorCode(err.cause.type)) {
-          const details = (err.cause.details?.[0] ?? {}) as { problem?: unknown };
-          throw new ApiError(err.cause.type, undefined, typeof details.problem === 'string' ? { reason: details.problem } : {});
-        }
-        throw err;
+        const refusal = typedRefusalOf(err);
+        throw refusal ? refusalError(refusal) : err;
       }
       return sessionView(request.params.id);
     });

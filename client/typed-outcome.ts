@@ -1,0 +1,16 @@
+/** Reading the typed refusal out of a failed workflow or update: by ApplicationFailure `type`, never by message. */
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { isErrorCode, type ErrorCode } from '../domain/errors';
+
+export interface TypedRefusal {
+  code: ErrorCode;
+  details: Record<string, unknown>;
+}
+
+/** The refusal a workflow or an update failed with, or null when the error is anything else (rethrow it). */
+export function typedRefusalOf(err: unknown): TypedRefusal | null {
+  const cause = err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError ? err.cause : null;
+  if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
+  return null;
+}
