@@ -8,7 +8,8 @@ export async function withHeartbeat<T>(detail: string, fn: () => Promise<T>, eve
   } catch {
     ctx = null; // called outside an activity (a direct call from a tool or a test)
   }
-  if (!ctx) return fn();
+  // A local activity cannot heartbeat: its workflow task is kept alive by the worker instead.
+  if (!ctx || ctx.info.isLocal) return fn();
   const active = ctx;
   active.heartbeat(detail);
   const timer = setInterval(() => active.heartbeat(detail), everyMs);

@@ -7,10 +7,13 @@
  */
 import { moveSessionState, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
+import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan } from '../domain/launch';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
 import { coresidencyActivities } from './coresidency';
 import type { ActivityDeps } from './deps';
+import { launchRecordActivities } from './launch-records';
+import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
 export interface LaunchAgentInput {
@@ -26,15 +29,44 @@ export interface LaunchAgentInput {
 export function launchAgentActivities(deps: ActivityDeps) {
   const { validateWorkspace } = workspaceValidateActivities(deps);
   const { observeCoresidency } = coresidencyActivities(deps);
-  const { startAgent } = agentProcessActivities(deps);
+  const { startAgent, stopAgent } = agentProcessActivities(deps);
+  const { materializeWorkspace, discardMaterialization } = workspaceMaterializeActivities(deps);
+  const { publishInventory } = launchRecordActivities(deps);
+
+  async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
+    const { plan } = input;
+    if (input.validate) await validateWorkspace(plan);
+    await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
+    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId));
+    if (input.markRunningFrom) await moveSessionState(deps.pool, plan.sessionId, input.markRunningFrom, 'running');
+    return agent;
+  }
+
   return {
-    async launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
+    launchAgent,
+
+    /**
+     * A first launch's host side in one step: (a local target validated first) materialize,
+     * publish the complete inventory and `ready` at once, then launchAgent. Each part is the
+     * function the separate steps run. A failure after materializing stops this launch's agent
+     * and removes exactly what it made before it fails, never retried: a retry would find its
+     * own environment published. A re-run after a crash adopts the worktrees, finds the
+     * inventory published by this session and the agent named by its execution id.
+     */
+    async materializeAndLaunch(input: LaunchAgentInput): Promise<StartedAgent> {
       const { plan } = input;
       if (input.validate) await validateWorkspace(plan);
-      await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
-      const agent = await startAgent(agentStartOf(plan, input.command, input.executionId));
-      if (input.markRunningFrom) await moveSessionState(deps.pool, plan.sessionId, input.markRunningFrom, 'running');
-      return agent;
+      const made = await materializeWorkspace(plan); // undoes its own failure
+      try {
+        await publishInventory(plan, made);
+        return await launchAgent({ ...input, validate: false });
+      } catch (err) {
+        await stopAgent(input.executionId);
+        await discardMaterialization(plan, made);
+        if (err instanceof ApplicationFailure && err.nonRetryable) throw err;
+        deps.logger.warn({ err, sessionId: plan.sessionId }, 'first launch failed after materializing; removed what it made');
+        throw ApplicationFailure.create({ type: 'internal', message: 'The launch failed unexpectedly.', nonRetryable: true });
+      }
     },
   };
 }

@@ -4,10 +4,11 @@
  */
 import { mkdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isMaterializer } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
-import { addWorktree, branchCommit, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, resolveCommit, worktreeId } from '../git/git';
+import { addWorktree, branchCommit, branchCommits, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -19,9 +20,10 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
   async function materializeSlot(slot: SlotPlan): Promise<MaterializedSlot> {
     return withRepositoryLock(pool, slot.repositoryId, async () => {
       const git = gitAt(slot.sourcePath, gitOptions);
-      // Idempotent after a crash: a worktree this launch already registered is adopted.
-      const registered = await listWorktrees(git);
-      const existing = await findRegistered(registered, slot.worktreePath);
+      // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
+      // occupied slot path can be one (a fresh launch skips listing the worktrees).
+      const occupied = await pathExists(slot.worktreePath);
+      const existing = occupied ? await findRegistered(await listWorktrees(git), slot.worktreePath) : null;
       // A task branch is named after the task, so one found registered at the slot path was
       // created by an earlier attempt of this launch.
       let createdBranch = existing !== null && slot.createBranch;
@@ -29,21 +31,22 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
       if (existing) {
         if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
       } else {
-        if (await pathExists(slot.worktreePath)) throw new Error('the slot path is occupied');
-        if (slot.createBranch && (await branchCommit(git, slot.branch)) === null) {
-          const base = await branchCommit(git, slot.baseBranch);
+        if (occupied) throw new Error('the slot path is occupied');
+        const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
+        if (slot.createBranch && !commits.has(slot.branch)) {
+          const base = commits.get(slot.baseBranch);
           if (!base) throw new Error('the base branch does not exist');
           await addWorktree(git, slot.worktreePath, slot.branch, base);
           createdBranch = true;
         } else {
           // An existing branch is checked out as it is: never moved, never reset.
-          if ((await branchCommit(git, slot.branch)) === null) throw new Error('the requested branch does not exist');
+          if (!commits.has(slot.branch)) throw new Error('the requested branch does not exist');
           await addWorktree(git, slot.worktreePath, slot.branch, null);
         }
       }
-      const id = await worktreeId(slot.worktreePath, gitOptions);
-      const head = await resolveCommit(gitAt(slot.worktreePath, gitOptions), 'HEAD');
-      if (!id || !head) throw new Error('the new worktree is not readable');
+      const identity = await worktreeIdentity(slot.worktreePath, gitOptions);
+      if (!identity) throw new Error('the new worktree is not readable');
+      const { id, head } = identity;
       return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch, createdWorktree };
     });
   }
@@ -53,11 +56,19 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
     return null;
   }
 
+  /**
+   * A first launch undoes its work only while it is still the environment's materializer. One
+   * that was declared gone (its workflow terminated while this step ran on) and re-elected
+   * leaves its worktrees to the new materializer, which adopts them under the same lock.
+   */
+  const mayUndo = async (plan: LaunchPlan): Promise<boolean> => plan.role !== 'materialized' || isMaterializer(pool, plan.environmentId, plan.sessionId);
+
   /** Removes exactly what a launch made: its worktrees, the branches it created (unless they moved), its marker, its empty folder. */
   async function discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
     for (const slot of [...made].reverse()) {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId)!;
       await withRepositoryLock(pool, slot.repositoryId, async () => {
+        if (!(await mayUndo(plan))) return;
         const git = gitAt(source.sourcePath, gitOptions);
         // Only a worktree this launch created, and never with --force: git keeps a dirty one.
         if (slot.createdWorktree && (await findRegistered(await listWorktrees(git), slot.worktreePath))) {
@@ -69,6 +80,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
         }
       });
     }
+    if (!(await mayUndo(plan))) return;
     const marker = await readMarker(plan.taskFolder);
     if (marker && marker.environmentId === plan.environmentId) await unlink(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE)).catch(() => {});
     await rmdir(plan.taskFolder).catch(() => {}); // only when empty: never a recursive delete
@@ -91,7 +103,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
         } catch (err) {
           logger.warn({ err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'materialization failed; removing what this launch made');
           await discard(plan, made);
-          if (!folderExisted) await rmdir(plan.taskFolder).catch(() => {});
+          if (!folderExisted && (await mayUndo(plan))) await rmdir(plan.taskFolder).catch(() => {});
           throw typedFailure('workspace_materialization_failed');
         }
       });

@@ -4,18 +4,23 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
-import { launchWorkflowId } from '../domain/workflow-ids';
+import { hostTaskQueue, launchWorkflowId } from '../domain/workflow-ids';
 import type { launchSession } from '../workflows';
 import { typedRefusalOf } from './typed-outcome';
 
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
-export async function runLaunch(client: Client, taskQueue: string, req: LaunchRequest): Promise<LaunchOutcome> {
+/**
+ * The launch runs on the queue of the host that asks for it (`req.hostId`, where a new workspace
+ * is made), so its host steps are local activities of that host's worker; a workspace on another
+ * host is still reached through that host's queue.
+ */
+export async function runLaunch(client: Client, sharedQueue: string, req: LaunchRequest): Promise<LaunchOutcome> {
   try {
     const result = await client.workflow.execute<typeof launchSession>('launchSession', {
       workflowId: launchWorkflowId(req.sessionId),
-      taskQueue,
-      args: [req],
+      taskQueue: hostTaskQueue(sharedQueue, req.hostId),
+      args: [{ ...req, sharedQueue }],
       typedSearchAttributes: new TypedSearchAttributes([
         { key: TaskIdAttr, value: req.taskId },
         { key: SessionIdAttr, value: req.sessionId },

@@ -138,9 +138,19 @@ export async function publishReady(db: Db, environmentId: string, materializerSe
       WHERE id = $1 AND status = 'creating' AND materializer_session_id = $2`,
     [environmentId, materializerSessionId, workspacePath, taskFolder],
   );
-  if (res.rowCount !== 1) return false;
+  if (res.rowCount !== 1) {
+    // Already published by this very materializer (a step re-run after a crash): done.
+    const mine = await db.query(`SELECT 1 FROM task_environments WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2 AND workspace_path = $3`, [environmentId, materializerSessionId, workspacePath]);
+    return mine.rowCount === 1;
+  }
   for (const row of rows) await upsertInventoryRow(db, environmentId, row);
   return true;
+}
+
+/** Whether this session is still the environment's elected materializer (a re-election names another). */
+export async function isMaterializer(db: Db, environmentId: string, sessionId: string): Promise<boolean> {
+  const res = await db.query('SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2', [environmentId, sessionId]);
+  return res.rowCount === 1;
 }
 
 /** For each requested slot, how many active inventory rows it has (1 each = complete [R1.1]). */

@@ -12,6 +12,17 @@ export interface LaunchRequest {
   name: string | null;
   /** The host a new environment is materialized on. */
   hostId: string;
+  /**
+   * Set when the workflow was started on `hostId`'s queue (`<sharedQueue>-host-<hostId>`): that
+   * host's steps then run as its local activities. Part of the input, so replay decides the same.
+   */
+  sharedQueue?: string;
+}
+
+/** Where a launch or resume workflow runs: on the queue of `hostId`, derived from `sharedQueue`. */
+export interface StartedOn {
+  sharedQueue: string;
+  hostId: string;
 }
 
 export interface SlotPlan {

@@ -54,6 +54,19 @@ export async function branchCommit(git: SimpleGit, branch: string): Promise<stri
   return resolveCommit(git, branchRef(branch));
 }
 
+/** The commits of several branches in one git process; a branch that does not exist is absent. */
+export async function branchCommits(git: SimpleGit, branches: string[]): Promise<Map<string, string>> {
+  const refs = [...new Set(branches)].map(branchRef);
+  const out = await run(git, ['for-each-ref', '--format=%(objectname) %(refname)', ...refs]);
+  const commits = new Map<string, string>();
+  for (const line of out.split('\n')) {
+    const [commit, ref] = line.split(' ');
+    // A pattern also matches refs below it (refs/heads/a matches refs/heads/a/b): keep exact names.
+    if (commit && ref && refs.includes(ref)) commits.set(ref.slice('refs/heads/'.length), commit);
+  }
+  return commits;
+}
+
 /** Absolute top level of the checkout containing dir, symlinks resolved; null when not in a work tree. */
 export async function showToplevel(dir: string, options: GitOptions): Promise<string | null> {
   try {
@@ -151,6 +164,17 @@ export async function worktreeId(worktreeDir: string, options: GitOptions): Prom
     const gitDir = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir'])).trim();
     const match = /\/worktrees\/([^/]+)$/.exec(gitDir);
     return match ? match[1]! : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A worktree's administrative id and its HEAD commit, read by one git process; null when unreadable. */
+export async function worktreeIdentity(worktreeDir: string, options: GitOptions): Promise<{ id: string; head: string } | null> {
+  try {
+    const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD'])).trim().split('\n');
+    const match = /\/worktrees\/([^/]+)$/.exec(gitDir ?? '');
+    return match && head && /^[0-9a-f]{40,64}$/.test(head) ? { id: match[1]!, head } : null;
   } catch {
     return null;
   }

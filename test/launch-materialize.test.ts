@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchWorkflowId } from '../domain/workflow-ids';
+import { hostTaskQueue, launchWorkflowId } from '../domain/workflow-ids';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
@@ -71,9 +71,14 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     const handle = h.temporal.workflow.getHandle(launchWorkflowId(res.body.sessionId));
     const history = await handle.fetchHistory();
     const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
-    expect(scheduled).toEqual(['materializeWorkspace', 'launchAgent']);
-    const markers = history.events!.filter((e) => e.markerRecordedEventAttributes).length;
-    expect(markers).toBeGreaterThanOrEqual(2); // admitLaunch, publishInventory (local activities)
+    // On this host's queue every step is a local activity of one workflow task: no queue trips.
+    expect(history.events![0]!.workflowExecutionStartedEventAttributes!.taskQueue!.name).toBe(hostTaskQueue(h.config.taskQueue, h.config.hostId));
+    expect(scheduled).toEqual([]);
+    const localActivities = history.events!.filter((e) => e.markerRecordedEventAttributes).map((e) => {
+      const data = e.markerRecordedEventAttributes!.details!.data!.payloads![0]!.data!;
+      return JSON.parse(Buffer.from(data).toString()).activity_type;
+    });
+    expect(localActivities).toEqual(['admitLaunch', 'materializeAndLaunch']);
     const description = await handle.describe();
     expect(description.status.name).toBe('COMPLETED');
     expect(description.typedSearchAttributes.getAll().filter((p) => p.key.name !== 'BuildIds').map((p) => [p.key.name, p.value]).sort()).toEqual(

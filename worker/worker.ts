@@ -1,6 +1,7 @@
 /**
- * The worker: workflows and database activities on the shared queue, file and process
- * activities on this host's queue (`<queue>-host-<hostId>`).
+ * The worker: workflows and database activities on the shared queue; on this host's queue
+ * (`<queue>-host-<hostId>`) the launch and resume workflows with all their steps, and the file and
+ * process activities other workflows send here.
  */
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type pg from 'pg';
@@ -53,13 +54,19 @@ export async function startWorker(opts: {
     // Launches and cleanups are short: a small sticky cache keeps memory flat under bursts.
     maxCachedWorkflows: 100,
   });
+  // Launches and resumes run on this host's queue, their steps as local activities here; other
+  // workflows reach this host's steps as ordinary activities on the same queue.
   const host = await Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: hostTaskQueue(config.taskQueue, config.hostId),
-    activities: createHostActivities(deps),
+    workflowBundle,
+    activities: { ...createRecordActivities(deps), ...createHostActivities(deps) },
     // Git work is serialized per repository anyway; waiting slots would only hold memory.
     maxConcurrentActivityTaskExecutions: 20,
+    maxConcurrentLocalActivityExecutions: 32,
+    maxConcurrentWorkflowTaskExecutions: 16,
+    maxCachedWorkflows: 100,
   });
 
   const done = Promise.all([shared.run(), host.run()]).then(async () => {

@@ -1,24 +1,41 @@
 /** Activity proxies by timeout class. Workflows import activity TYPES only. */
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { HostActivities, RecordActivities } from '../activities';
+import type { StartedOn } from '../domain/launch';
 import { hostTaskQueue } from '../domain/workflow-ids';
+
+const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6 };
+const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 };
 
 /** Short database transactions: local activities on the worker that runs the workflow. */
 export function recordSteps() {
-  return proxyLocalActivities<RecordActivities>({
-    startToCloseTimeout: '30 seconds',
-    retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6 },
-  });
+  return proxyLocalActivities<RecordActivities>({ startToCloseTimeout: '30 seconds', retry: RECORD_RETRY });
 }
 
-/** Git and filesystem work on the host that holds the workspace: minute-scale, with heartbeats. */
-export function hostSteps(hostId: string) {
+/**
+ * Git, filesystem and process work on the host that holds the workspace: minute-scale.
+ *
+ * A workflow started on the queue of a host (launch and resume are, by the gateway of that host:
+ * `startedOn`, from the workflow's input so that replay decides the same) runs that host's steps
+ * as local activities in the same workflow task: no trip through a task queue, which was most of
+ * an attach's time. A crashed worker then re-runs the step through the workflow task's own
+ * timeout; every host step is idempotent. Any other host's steps, and every step of a workflow
+ * on the shared queue, go to that host's queue, with heartbeats.
+ */
+export function hostSteps(hostId: string, startedOn?: StartedOn) {
+  if (startedOn?.hostId === hostId) {
+    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: HOST_RETRY });
+  }
   return proxyActivities<HostActivities>({
-    taskQueue: hostTaskQueue(workflowInfo().taskQueue, hostId),
+    taskQueue: hostTaskQueue(startedOn?.sharedQueue ?? workflowInfo().taskQueue, hostId),
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: '30 seconds',
     // Reaching the host's queue can wait for a host that restarts; it is not the work itself.
     scheduleToStartTimeout: '5 minutes',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 },
+    retry: HOST_RETRY,
   });
 }
+
+/** The host queue a launch or resume input says its workflow was started on, if any. */
+export const startedOnOf = (input: { hostId: string; sharedQueue?: string }): StartedOn | undefined =>
+  input.sharedQueue ? { sharedQueue: input.sharedQueue, hostId: input.hostId } : undefined;

@@ -5,7 +5,7 @@
  */
 import { uuid4 } from '@temporalio/workflow';
 import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
 
@@ -23,19 +23,32 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
     throw asTypedFailure(err);
   }
 
-  const host = hostSteps(plan.hostId);
+  const startedOn = startedOnOf(req);
+  const host = hostSteps(plan.hostId, startedOn);
   let made: MaterializedSlot[] = [];
   // Named before it starts, so compensation can stop exactly this process whatever failed.
   const executionId = uuid4();
   let agentRequested = false;
+  const running = (agent: { status: string; executionId: string }): LaunchResult => {
+    phase('running');
+    return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
+  };
   try {
     let validate = false;
     if (plan.role === 'materialized') {
-      // 2a. Materialize on the host, then publish the complete inventory and `ready` at once.
+      // 2a. On the host in one step: materialize, publish the complete inventory and `ready` at
+      // once, then what step 3 does. It undoes what it made itself if it fails.
       phase('materializing');
-      if (plan.executorType === 'local') await host.validateWorkspace(plan);
-      made = await host.materializeWorkspace(plan);
-      await records.publishInventory(plan, made);
+      agentRequested = true;
+      const agent = await host.materializeAndLaunch({
+        plan,
+        command: req.command,
+        executionId,
+        site: 'launch',
+        validate: plan.executorType === 'local',
+        markRunningFrom: ['starting'],
+      });
+      return running(agent);
     } else if (plan.role === 'transitioned') {
       // 2c. Executor transition: the target workspace is validated (local) or created (worktree)
       // afresh; nothing of the old executor's is used [R3.1-R3.3].
@@ -63,8 +76,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       await records.rebindEnvironment(plan, made);
       await records.markSessionRunning(plan.sessionId);
     }
-    phase('running');
-    return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
+    return running(agent);
   } catch (err) {
     if (agentRequested) await host.stopAgent(executionId);
     if (plan.role === 'materialized') {

@@ -4,18 +4,19 @@
  */
 import { uuid4 } from '@temporalio/workflow';
 import type { LaunchResult } from '../domain/launch';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-export async function resumeSession(input: { sessionId: string; hostId: string }): Promise<LaunchResult> {
+export async function resumeSession(input: { sessionId: string; hostId: string; sharedQueue?: string }): Promise<LaunchResult> {
+  const startedOn = startedOnOf(input);
   try {
     const { plan, command, legacyFallback, runningExecutions } = await records.planResume(input);
-    const host = hostSteps(plan.hostId);
+    const host = hostSteps(plan.hostId, startedOn);
     // The previous process goes first: one agent per session.
-    for (const exec of runningExecutions) await hostSteps(exec.hostId).stopAgent(exec.executionId);
+    for (const exec of runningExecutions) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     const agent = await host.launchAgent({
       plan,
       command,

@@ -9,7 +9,7 @@ import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
-import { launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import { hostTaskQueue, launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { resumeSession, stopSession } from '../../../workflows';
 import { runLaunch } from '../../launch-client';
 import { typedRefusalOf } from '../../typed-outcome';
@@ -92,8 +92,9 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       try {
         await ctx.temporal.workflow.execute<typeof resumeSession>('resumeSession', {
           workflowId: resumeWorkflowId(request.params.id, counted.rows[0]!.resume_count),
-          taskQueue: ctx.config.taskQueue,
-          args: [{ sessionId: request.params.id, hostId: ctx.config.hostId }],
+          // On this host's queue, like a launch: its host steps run as local activities there.
+          taskQueue: hostTaskQueue(ctx.config.taskQueue, ctx.config.hostId),
+          args: [{ sessionId: request.params.id, hostId: ctx.config.hostId, sharedQueue: ctx.config.taskQueue }],
           typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
         });
       } catch (err) {
