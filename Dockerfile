@@ -5,5 +5,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
-ENV NODE_ENV=production
-CMD ["node", "--import", "tsx", "client/gateway/main.ts"]
+# The services run compiled (.build/), without a TypeScript loader in the process.
+RUN node scripts/build.mjs && node .build/worker/bundle.js /app/workflow-bundle.js
+ENV NODE_ENV=production TWS_WORKFLOW_BUNDLE=/app/workflow-bundle.js
+CMD ["node", "--enable-source-maps", ".build/client/gateway/main.js"]

@@ -88,17 +88,18 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
             if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'a removed worktree is still registered');
             return { outcome: 'already_gone' };
           }
-          // The audit: any doubt keeps the folder and fails the attempt.
+          // The audit: any doubt keeps the folder and fails the attempt. (A worktree on a branch
+          // has that branch's commit as HEAD, so the listing's HEAD is the branch's commit.)
           const entry = await registrationAt(w.sourcePath, worktreePath);
-          if (!(await isRealDirectory(worktreePath)) || !entry || entry.branch !== w.branch || !entry.head || entry.head !== (await branchCommit(git, w.branch!))) {
+          if (!(await isRealDirectory(worktreePath)) || !entry || entry.branch !== w.branch || !entry.head) {
             throw failure('worktree_audit_failed', 'the worktree is not what the inventory recorded');
           }
           const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
           if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_failed', 'the ownership marker does not name the task');
 
+          // A consented delete saves uncommitted work on a hidden ref first, then removes with force.
           let savedRef: string | undefined;
-          if ((await fileStatus(worktreePath, gitOptions)).length > 0) {
-            if (req.dirty === 'keep') return { outcome: 'kept_dirty' };
+          if (req.dirty === 'save' && (await fileStatus(worktreePath, gitOptions)).length > 0) {
             const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
             try {
               if (await saveUncommittedWork(worktreePath, ref, `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`, gitOptions)) savedRef = ref;
@@ -108,9 +109,11 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
             }
           }
           try {
+            // Without --force git itself refuses a worktree with modified or untracked files, so a
+            // clean one is removed in one git process and its status is read only on refusal.
             await removeWorktree(git, worktreePath, savedRef !== undefined);
-            await pruneWorktrees(git);
           } catch (err) {
+            if (req.dirty === 'keep' && (await fileStatus(worktreePath, gitOptions).catch(() => [])).length > 0) return { outcome: 'kept_dirty' };
             logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
             throw failure('git_worktree_remove_failed', 'git worktree remove failed');
           }

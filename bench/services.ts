@@ -16,6 +16,7 @@ import { prepareServices } from '../client/prepare-services';
 import { resolveTemporalCli } from '../client/temporal-cli';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { buildServices, serviceArgs } from '../client/service-build';
 import { gitTraceWrapper } from './git-trace';
 import { freePort, isRunning, sleep, startLogged, stopProcess, type ServiceProcess } from './processes';
 
@@ -134,7 +135,9 @@ export async function startServices(root: string, log: (msg: string) => void): P
     const temporalProcess = temporal;
     await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => !isRunning(temporalProcess) });
 
-    const node = (entry: string) => ['--import', 'tsx', path.join(root, entry)];
+    // As `make start` does: the services run compiled (client/service-build.ts).
+    buildServices(root);
+    const node = (entry: string) => serviceArgs(root, entry);
     // As `make start` does: the workflow bundle is made ahead, so webpack never runs in the worker.
     env.TWS_WORKFLOW_BUNDLE = path.join(scratch, 'workflow-bundle.js');
     execFileSync(process.execPath, [...node('worker/bundle.ts'), env.TWS_WORKFLOW_BUNDLE], { cwd: root, stdio: 'inherit' });

@@ -14,6 +14,7 @@ import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { prepareServices } from './prepare-services';
+import { buildServices, serviceArgs } from './service-build';
 
 const root = path.resolve(__dirname, '..');
 
@@ -35,7 +36,7 @@ async function loadSecrets(file: string): Promise<Secrets> {
 }
 
 function startNodeService(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], { cwd: root, env, stdio: 'inherit' });
+  return spawn(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' });
 }
 
 async function stopChild(child: ChildProcess | null, graceMs = 10_000): Promise<void> {
@@ -105,7 +106,14 @@ async function main(): Promise<void> {
   }
 
   const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
-  const bundled = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'worker/bundle.ts'), workflowBundle], { cwd: root, stdio: 'inherit' });
+  try {
+    buildServices(root);
+  } catch (err) {
+    console.error('start-up failed:', err instanceof Error ? err.message : err);
+    await stopAll(1);
+    return;
+  }
+  const bundled = spawnSync(process.execPath, [...serviceArgs(root, 'worker/bundle.ts'), workflowBundle], { cwd: root, stdio: 'inherit' });
   if (bundled.status !== 0) {
     console.error('start-up failed: the workflow code did not bundle');
     await stopAll(1);

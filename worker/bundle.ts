@@ -1,7 +1,7 @@
 /**
  * Bundles the workflow code into a file, in a short-lived process, so the long-running worker
  * loads it ready-made: webpack never runs in the worker, whose memory stays lower.
- * Usage: node --import tsx worker/bundle.ts <output file>
+ * Usage: node .build/worker/bundle.js <output file> (after scripts/build.mjs)
  */
 import { writeFile } from 'node:fs/promises';
 import { bundleWorkflows } from './worker';

@@ -9,6 +9,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
+import { buildServices } from '../../client/service-build';
 import { resolveTemporalCli } from '../../client/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 
@@ -22,6 +23,7 @@ declare module 'vitest' {
 
 export default async function setup(project: TestProject) {
   const root = process.cwd();
+  buildServices(root); // the worker that tests run as a child process is the compiled one
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-test-run-'));
   await chmod(scratch, 0o755); // embedded PostgreSQL runs as the postgres user when tests run as root
   const [env, postgres, bundle] = await Promise.all([

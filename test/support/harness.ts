@@ -17,6 +17,7 @@ import { buildGateway } from '../../client/gateway/app';
 import { ensureDatabase } from '../../client/postgres-service';
 import { migrate } from '../../db/migrate';
 import { createPool } from '../../db/pool';
+import { serviceArgs } from '../../client/service-build';
 import { loadConfig, type Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
@@ -123,7 +124,8 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
         TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
         ...extraEnv,
       };
-      return spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../../worker/main.ts')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      // The compiled worker that `make start` runs (global-setup builds it once per run).
+      return spawn(process.execPath, serviceArgs(path.join(__dirname, '../..'), 'worker/main.ts'), { env, stdio: ['ignore', 'ignore', 'inherit'] });
     },
     async stopWorker() {
       if (worker) await worker.shutdown();
