@@ -1,5 +1,6 @@
 /** The shape of bench/results/latest.json. */
 import type { GitLayerCost } from './git-layer';
+import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AttachResult } from './scenarios/attach';
 import type { CleanupResult } from './scenarios/cleanup';
@@ -43,5 +44,7 @@ export interface BenchResults {
   memory: MemoryResult | null;
   /** Profiling evidence: the product's git layer against plain git, per command. */
   gitLayer: Outcome<GitLayerCost[]>;
+  /** Profiling evidence: an empty workflow's round trip on this machine, the least any launch pays. */
+  temporalFloor: Outcome<TemporalFloor>;
   targets: TargetResult[];
 }

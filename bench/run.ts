@@ -14,6 +14,7 @@ import { loadBenchConfig } from './config';
 import type { BenchContext } from './context';
 import { evaluateTargets } from './evaluate';
 import { measureGitLayer } from './git-layer';
+import { measureTemporalFloor } from './temporal-floor';
 import { CpuMeter } from './cpu';
 import { createFloor } from './floor';
 import { MemorySampler } from './memory';
@@ -112,6 +113,7 @@ async function main(): Promise<void> {
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
     const window = sampler.closeWindow();
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
+    const temporalFloor = await scenario('diagnostics: temporal floor', () => measureTemporalFloor(temporal, services.temporalAddress, 'default'));
     sampler.stop();
     const cleanupRan = cleanup.ok && cleanup.value.status === 'measured';
     const memory: MemoryResult = {
@@ -155,6 +157,7 @@ async function main(): Promise<void> {
       cleanup,
       memory,
       gitLayer,
+      temporalFloor,
     };
     const results: BenchResults = { ...partial, targets: evaluateTargets(partial) };
     const files = await writeResults(config.resultsDir, results);

@@ -64,9 +64,10 @@ export async function startWorker(opts: {
     activities: { ...createRecordActivities(deps), ...createHostActivities(deps) },
     // Git work is serialized per repository anyway; waiting slots would only hold memory.
     maxConcurrentActivityTaskExecutions: 20,
-    maxConcurrentLocalActivityExecutions: 32,
+    maxConcurrentLocalActivityExecutions: 20,
     maxConcurrentWorkflowTaskExecutions: 16,
-    maxCachedWorkflows: 100,
+    // Launches and resumes last seconds.
+    maxCachedWorkflows: 50,
   });
 
   const done = Promise.all([shared.run(), host.run()]).then(async () => {
