@@ -8,4 +8,4 @@ COPY . .
 # The services run compiled (.build/), without a TypeScript loader in the process.
 RUN node scripts/build.mjs && node .build/worker/bundle.js /app/workflow-bundle.js
 ENV NODE_ENV=production TWS_WORKFLOW_BUNDLE=/app/workflow-bundle.js
-CMD ["node", "--enable-source-maps", ".build/client/gateway/main.js"]
+CMD ["node", ".build/client/gateway/main.js"]

@@ -5,6 +5,7 @@
  */
 import { uuid4 } from '@temporalio/workflow';
 import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
+import type { LaunchAgentInput } from '../activities/launch-agent';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -29,6 +30,8 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
   // Named before it starts, so compensation can stop exactly this process whatever failed.
   const executionId = uuid4();
   let agentRequested = false;
+  // A transition marks the session running only after the rebind.
+  const agentInput = (validate: boolean): LaunchAgentInput => ({ plan, command: req.command, executionId, site: 'launch', validate, markRunningFrom: plan.role === 'transitioned' ? null : ['starting'] });
   const running = (agent: { status: string; executionId: string }): LaunchResult => {
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
@@ -40,14 +43,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       // once, then what step 3 does. It undoes what it made itself if it fails.
       phase('materializing');
       agentRequested = true;
-      const agent = await host.materializeAndLaunch({
-        plan,
-        command: req.command,
-        executionId,
-        site: 'launch',
-        validate: plan.executorType === 'local',
-        markRunningFrom: ['starting'],
-      });
+      const agent = await host.materializeAndLaunch(agentInput(plan.executorType === 'local'));
       return running(agent);
     } else if (plan.role === 'transitioned') {
       // 2c. Executor transition: the target workspace is validated (local) or created (worktree)
@@ -63,14 +59,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
     // 3. On the host in one step: validation (attach, local target), co-residency recorded before
     // the process starts [R5], the agent with its own execution identity [R1.3], session running.
     agentRequested = true;
-    const agent = await host.launchAgent({
-      plan,
-      command: req.command,
-      executionId,
-      site: 'launch',
-      validate,
-      markRunningFrom: plan.role === 'transitioned' ? null : ['starting'],
-    });
+    const agent = await host.launchAgent(agentInput(validate));
     if (plan.role === 'transitioned') {
       // The environment changes executor only now that the target launch succeeded [R3].
       await records.rebindEnvironment(plan, made);

@@ -156,17 +156,6 @@ export function renderMarkdown(r: BenchResults): string {
       '',
     );
   }
-  if (r.temporalFloor.ok) {
-    const t = r.temporalFloor.value;
-    const attachFloor = r.attach.ok ? r.attach.value.floor.p50 : null;
-    out.push(
-      '## Temporal with no work',
-      '',
-      `A client starts a workflow and waits for its result, as the gateway does, against a worker in the benchmark process (p50 of ${t.samples}): an empty workflow ${ms(t.emptyWorkflowMs)}; one running two empty local activities (the shape of an attach) ${ms(t.twoLocalActivitiesMs)}.` +
-        (attachFloor ? ` Added to the attach floor (${ms(attachFloor)}), that alone is ${ms(attachFloor + t.twoLocalActivitiesMs)}, ${(1 + t.twoLocalActivitiesMs / attachFloor).toFixed(2)}× the floor, before any of the product's own work is orchestrated.` : ''),
-      '',
-    );
-  }
   if (r.growth.ok) {
     const g = r.growth.value;
     out.push('## Attach path plans at the large database', '', `Rows: ${Object.entries(g.tableSizes).map(([k, v]) => `${k} ${v.toLocaleString('en')}`).join(', ')}.`, '');
