@@ -1,11 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchAgentActivities } from '../activities/launch-agent';
+import { launchRecordActivities } from '../activities/launch-records';
 import { hostTaskQueue, launchWorkflowId } from '../domain/workflow-ids';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, commitOf, git, gitWrapper, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import { branches, commitOf, git, gitWrapper, killGroup, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
 
@@ -181,4 +185,27 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(processCwd(p2)).toBe(processCwd(p1));
     expect(worktreePaths(repo)).toHaveLength(2);
   });
+
+  it('a first launch\'s host step run again after a crash adopts its worktree, finds its inventory published and its agent started: one of each', async () => {
+    const repo = makeRepo(h.scratch, 'rerun');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'rerun')]);
+    const deps = { pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) };
+    const sessionId = randomUUID();
+    const plan = await launchRecordActivities(deps).admitLaunch({ sessionId, taskId, executorType: 'worktree', agentProfile: 'shell', command: ['sleep', '60'], name: null, hostId: h.config.hostId });
+    expect(plan.role).toBe('materialized');
+    const input = { plan, command: ['sleep', '60'], executionId: randomUUID(), site: 'launch' as const, validate: false, markRunningFrom: ['starting' as const] };
+    const { materializeAndLaunch } = launchAgentActivities(deps);
+
+    const first = await materializeAndLaunch(input);
+    const again = await materializeAndLaunch(input); // what a worker that died before recording the result re-runs
+    expect(again).toEqual(first);
+    expect(worktreePaths(repo)).toEqual([repo, plan.workspacePath]);
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [plan.environmentId])).rows).toEqual([{ status: 'ready' }]);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [plan.environmentId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT id FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ id: input.executionId }]);
+    expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [sessionId])).rows[0].state).toBe('running');
+    expect(processAlive(first.pid)).toBe(true);
+    killGroup(first.pid);
+  });
 });
+
