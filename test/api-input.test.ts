@@ -85,6 +85,20 @@ describe('tasks', () => {
     const raw = await fetch(`${h.baseUrl}/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' }, body: '{"title": ' });
     expect(raw.status).toBe(400);
     expectSafeError(await raw.json(), 'invalid_request');
+    // No body at all is an empty object: refused by a route with required fields.
+    const empty = await fetch(`${h.baseUrl}/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' } });
+    expect(empty.status).toBe(400);
+    expectSafeError(await empty.json(), 'invalid_request');
+  });
+
+  it('takes a POST without a body, with or without a JSON content type, as an empty object (archive)', async () => {
+    for (const headers of [{ 'content-type': 'application/json' }, {}] as Record<string, string>[]) {
+      const taskId = await createTask(h, [repoId]);
+      const res = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/archive`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, ...headers } });
+      expect(res.status, await res.clone().text()).toBe(202);
+      const job = (await h.pool.query('SELECT task_id, trigger FROM cleanup_jobs WHERE operation_id = $1', [((await res.json()) as { operationId: string }).operationId])).rows;
+      expect(job).toEqual([{ task_id: taskId, trigger: 'archive' }]);
+    }
   });
 });
 

@@ -41,6 +41,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       security: [{ bearer: [] }],
     },
   });
+  // A POST without a body (with or without a JSON content type) is an empty object, not a broken
+  // body: `archive` (all fields optional) and the body-less routes answer it; a route with required
+  // fields answers its validation error. Anything else is Fastify's parser, prototype-poisoning
+  // checks included.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+  });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply));
   registerAuth(app, opts.tokens);
