@@ -39,7 +39,20 @@ async function situationOf(client: pg.PoolClient, target: AdmissionTarget): Prom
   return classifyEnvironment(facts);
 }
 
+/**
+ * Admission in the caller's transaction. Run again for the same session (the step re-run after
+ * a worker died before its workflow task completed), it answers the plan it admitted the first
+ * time: the session row holds it.
+ */
 export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
+  const prior = await client.query<{ admitted_plan: LaunchPlan | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [req.sessionId]);
+  if (prior.rows[0]?.admitted_plan) return { kind: 'admitted', plan: prior.rows[0].admitted_plan };
+  const outcome = await admitAnew(client, req, ids, workspaceRoot);
+  if (outcome.kind === 'admitted') await client.query('UPDATE sessions SET admitted_plan = $2 WHERE id = $1', [req.sessionId, JSON.stringify(outcome.plan)]);
+  return outcome;
+}
+
+async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
   const taskRes = await client.query<LockedTask>(
     `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
             EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active

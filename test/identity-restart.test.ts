@@ -132,6 +132,43 @@ describe('sessions never own files', () => {
   });
 });
 
+describe('a worker that dies during a first launch', () => {
+  it('is replaced: the new worker runs the launch again from its recorded admission, and the same request answers 201 with one worktree and one agent', async () => {
+    const { gitWrapper } = await import('./support/world');
+    const base = await harness();
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = makeRepo(h.scratch, 'crash');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'crash')]);
+    const pending = launch(h, taskId);
+    let sessionId: string | undefined;
+    await waitUntil(async () => {
+      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
+      return sessionId !== undefined;
+    }, 'the admission');
+    // Admitted, and its host step is inside `git worktree add` (the wrapper sleeps 2 s first):
+    // the workflow task that ran both has not completed, so the history records neither.
+    await new Promise((r) => setTimeout(r, 500));
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    worker = h.spawnWorker();
+
+    const res = await pending;
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ sessionId, role: 'materialized', state: 'running' });
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'crash');
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+    expect(branches(repo).filter((b) => b !== 'main')).toHaveLength(1);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
+    // The first worker's workflow task timed out, and the second one's ran the launch.
+    const history = await h.temporal.workflow.getHandle(`launch/${sessionId}`).fetchHistory();
+    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+  });
+});
+
 describe('stopping a session that is still starting', () => {
   it('waits for its launch, so no agent is left running behind a deleted session', async () => {
     const { gitWrapper } = await import('./support/world');
