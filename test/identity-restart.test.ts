@@ -169,6 +169,51 @@ describe('a worker that dies during a first launch', () => {
   });
 });
 
+describe('a worker that dies during a resume', () => {
+  it('is replaced: the re-run keeps the agent the first run started instead of stopping it as a previous one', async () => {
+    const { gitWrapper } = await import('./support/world');
+    const base = await harness();
+    // The resume's validation (`git worktree list`) takes 2 s: time to take the lock below.
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeList: 2 }) }, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = makeRepo(h.scratch, 'resume-crash');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'resume-crash')]);
+    const s = await launch(h, taskId);
+    const first = s.body.executionId;
+    const pending = h.api('POST', `/v1/sessions/${s.body.sessionId}/resume`);
+    // Once the gateway counted the resume, hold the session row: the resume then stops right
+    // after its agent started, since marking the session running waits for this lock (starting
+    // the agent does not).
+    await waitUntil(async () => (await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].resume_count === 1, 'the resume');
+    const blocker = await h.pool.connect();
+    cleanups.push(() => blocker.release());
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [s.body.sessionId]);
+    let started: { id: string; pid: number } | undefined;
+    await waitUntil(async () => {
+      started = (await h.pool.query("SELECT id, pid FROM executions WHERE session_id = $1 AND id <> $2 AND status = 'running'", [s.body.sessionId, first])).rows[0];
+      return started !== undefined;
+    }, "the resume's agent");
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    await blocker.query('ROLLBACK');
+    worker = h.spawnWorker();
+
+    const res = await pending;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ state: 'running', execution: { id: started!.id, pid: started!.pid, status: 'running' } });
+    expect(processAlive(started!.pid)).toBe(true);
+    expect((await h.pool.query('SELECT id, status FROM executions WHERE session_id = $1 ORDER BY started_at', [s.body.sessionId])).rows).toEqual([
+      { id: first, status: 'stopped' },
+      { id: started!.id, status: 'running' },
+    ]);
+    const history = await h.temporal.workflow.getHandle(`resume/${s.body.sessionId}/1`).fetchHistory();
+    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    killGroup(started!.pid);
+  });
+});
+
 describe('stopping a session that is still starting', () => {
   it('waits for its launch, so no agent is left running behind a deleted session', async () => {
     const { gitWrapper } = await import('./support/world');

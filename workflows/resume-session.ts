@@ -15,12 +15,14 @@ export async function resumeSession(input: { sessionId: string; hostId: string; 
   try {
     const { plan, command, legacyFallback, runningExecutions } = await records.planResume(input);
     const host = hostSteps(plan.hostId, startedOn);
-    // The previous process goes first: one agent per session.
-    for (const exec of runningExecutions) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
+    const executionId = uuid4();
+    // The previous process goes first: one agent per session. Not this resume's own: a re-run
+    // after a worker died finds the agent it started already running, and keeps it.
+    for (const exec of runningExecutions.filter((e) => e.executionId !== executionId)) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     const agent = await host.launchAgent({
       plan,
       command,
-      executionId: uuid4(),
+      executionId,
       site: 'resume',
       validate: !legacyFallback,
       markRunningFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
