@@ -12,7 +12,8 @@ import { agentStartOf, type LaunchPlan } from '../domain/launch';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
 import { coresidencyActivities } from './coresidency';
 import type { ActivityDeps } from './deps';
-import { launchRecordActivities } from './launch-records';
+import { typedFailure } from './failures';
+import { launchRecordActivities, launchWorkflowRunning } from './launch-records';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -58,6 +59,9 @@ export function launchAgentActivities(deps: ActivityDeps) {
       if (input.validate) await validateWorkspace(plan);
       const made = await materializeWorkspace(plan); // undoes its own failure
       try {
+        // A launch an operator terminated while its workspace was being made stops here, at the
+        // boundary where its separate steps used to stop, and undoes what it made.
+        if ((await launchWorkflowRunning(plan.sessionId)) === false) throw typedFailure('internal');
         await publishInventory(plan, made);
         return await launchAgent({ ...input, validate: false });
       } catch (err) {

@@ -32,6 +32,15 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
   });
 }
 
+/** Whether a session's launch workflow still runs, asked through the activity's client; null when Temporal cannot say. */
+export async function launchWorkflowRunning(sessionId: string): Promise<boolean | null> {
+  try {
+    return (await Context.current().client.workflow.getHandle(launchWorkflowId(sessionId)).describe()).status.name === 'RUNNING';
+  } catch (err) {
+    return err instanceof WorkflowNotFoundError ? false : null;
+  }
+}
+
 export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
   /**
    * A materializer whose launch workflow is no longer running (terminated, timed out) is gone
@@ -42,13 +51,8 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     const env = await canonicalEnvironmentOf(pool, taskId);
     const materializer = env?.status === 'creating' ? env.materializer_session_id : null;
     if (!materializer || (await sessionState(pool, materializer)) !== 'starting') return;
-    let running: boolean;
-    try {
-      running = (await Context.current().client.workflow.getHandle(launchWorkflowId(materializer)).describe()).status.name === 'RUNNING';
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) return;
-      running = false;
-    }
+    const running = await launchWorkflowRunning(materializer);
+    if (running === null) return;
     if (!running && (await moveSessionState(pool, materializer, ['starting'], 'failed'))) {
       logger.warn({ sessionId: materializer, environmentId: env!.id }, 'materializer launch is no longer running; its session is failed');
     }
@@ -84,14 +88,22 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       const from = plan.transition!;
       const outcome = await inTransaction(pool, async (client) => {
         if (await cleanupBarrierStands(client, [plan.taskId, plan.environmentTaskId])) return 'barrier' as const;
+        // The transition's session becomes the materializer of the environment's new workspace,
+        // which also tells a re-run of this step (after a worker died) that it is done already.
         const moved = await client.query(
           `UPDATE task_environments
               SET executor_type = $2, workspace_path = $3, task_folder = $4, status = 'ready', materialized = true,
-                  ownership_generation = ownership_generation + 1, updated_at = now()
+                  ownership_generation = ownership_generation + 1, materializer_session_id = $7, updated_at = now()
             WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
-          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration],
+          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration, plan.sessionId],
         );
-        if (moved.rowCount !== 1) return 'changed' as const;
+        if (moved.rowCount !== 1) {
+          const mine = await client.query(
+            'SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2 AND executor_type = $3 AND ownership_generation = $4',
+            [plan.environmentId, plan.sessionId, plan.executorType, from.ownershipGeneration + 1],
+          );
+          return mine.rowCount === 1 ? ('rebound' as const) : ('changed' as const);
+        }
         await client.query(`UPDATE environment_repos SET status = 'retained', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [plan.environmentId]);
         for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
         return 'rebound' as const;

@@ -169,6 +169,55 @@ describe('a worker that dies during a first launch', () => {
   });
 });
 
+describe('a worker that dies during an executor transition', () => {
+  it('is replaced: the re-run finds the environment rebound by its own launch and answers 201', async () => {
+    const { gitWrapper } = await import('./support/world');
+    const base = await harness();
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = makeRepo(h.scratch, 'transition-crash');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'transition-crash')]);
+    const first = await launch(h, taskId, { executorType: 'local' });
+    expect(first.status).toBe(201);
+    const envId = first.body.taskEnvironmentId;
+    const generation = (await h.pool.query('SELECT ownership_generation FROM task_environments WHERE id = $1', [envId])).rows[0].ownership_generation;
+
+    const pending = launch(h, taskId, { executorType: 'worktree' });
+    let sessionId: string | undefined;
+    await waitUntil(async () => {
+      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND id <> $2", [taskId, first.body.sessionId])).rows[0]?.id;
+      return sessionId !== undefined;
+    }, 'the transition to be admitted');
+    // Its worktree takes 2 s to create; holding the session row then stops it right after the
+    // rebind, before the session is marked running.
+    const blocker = await h.pool.connect();
+    cleanups.push(() => blocker.release());
+    await blocker.query('BEGIN');
+    await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+    await waitUntil(async () => (await h.pool.query('SELECT executor_type FROM task_environments WHERE id = $1', [envId])).rows[0].executor_type === 'worktree', 'the rebind');
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    await blocker.query('ROLLBACK');
+    worker = h.spawnWorker();
+
+    const res = await pending;
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ sessionId, role: 'transitioned', state: 'running', taskEnvironmentId: envId });
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'transition-crash');
+    expect((await h.pool.query('SELECT executor_type, workspace_path, ownership_generation FROM task_environments WHERE id = $1', [envId])).rows[0]).toEqual({
+      executor_type: 'worktree',
+      workspace_path: worktree,
+      ownership_generation: generation + 1,
+    });
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+    const history = await h.temporal.workflow.getHandle(`launch/${sessionId}`).fetchHistory();
+    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+  });
+});
+
 describe('a worker that dies during a resume', () => {
   it('is replaced: the re-run keeps the agent the first run started instead of stopping it as a previous one', async () => {
     const { gitWrapper } = await import('./support/world');

@@ -1,5 +1,6 @@
 /** The workspace modes of the admission table [R1]: parent and group environments, abandoned and failed materializations. */
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
@@ -103,32 +104,73 @@ describe('shared_group', () => {
 });
 
 describe('abandoned and failed materializations', () => {
-  it('a materializer whose launch was terminated is gone: the environment becomes failed and the launch is refused; then it is re-elected', async () => {
+  /** Admits a first launch on a slow `git worktree add` (3 s) and terminates its workflow meanwhile. */
+  async function terminateMaterializer(slow: Harness) {
+    const { repo, repoId } = await repoFor(slow);
+    const taskId = await createTask(slow, [repoId]);
+    const pending = launch(slow, taskId);
+    let materializer: string | undefined;
+    for (let i = 0; i < 100 && !materializer; i++) {
+      materializer = (await slow.pool.query("SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'", [taskId])).rows[0]?.materializer_session_id;
+      if (!materializer) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(materializer).toBeTruthy();
+    await slow.temporal.workflow.getHandle(launchWorkflowId(materializer!)).terminate('operator stopped it');
+    expect((await pending).status).toBe(500);
+    return { repo, taskId, materializer: materializer! };
+  }
+
+  it('a launch terminated while its workspace is made stops at its next step and undoes it; the next launch is elected', async () => {
     const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 3 }) });
     try {
-      const { repo, repoId } = await repoFor(slow);
-      const taskId = await createTask(slow, [repoId]);
-      const pending = launch(slow, taskId);
-      let materializer: string | undefined;
-      for (let i = 0; i < 100 && !materializer; i++) {
-        materializer = (await slow.pool.query("SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'", [taskId])).rows[0]?.materializer_session_id;
-        if (!materializer) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(materializer).toBeTruthy();
-      await slow.temporal.workflow.getHandle(launchWorkflowId(materializer!)).terminate('operator stopped it');
-      expect((await pending).status).toBe(500);
-
-      await expectLaunchRefused(slow, taskId, 'workspace_reuse_unsafe');
+      const { repo, taskId, materializer } = await terminateMaterializer(slow);
+      // Its host step runs on through `git worktree add`, then finds its workflow terminated and
+      // undoes what it made instead of publishing it or starting an agent; the workflow code still
+      // in the worker records the environment failed, never materialized.
+      const folder = path.join(slow.config.workspaceRoot, taskDirName(taskId));
+      const sessionState = async () => (await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state;
+      for (let i = 0; i < 200 && (existsSync(folder) || (await sessionState()) !== 'failed'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(folder)).toBe(false);
+      expect(await sessionState()).toBe('failed');
       expect((await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows[0]).toEqual({ status: 'failed', materialized: false });
-      expect((await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state).toBe('failed');
+      expect(worktreePaths(repo)).toEqual([repo]);
+      expect((await slow.pool.query('SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows[0].n).toBe(0);
 
-      // Never materialized, so a later launch is elected; it adopts whatever the terminated one left.
       const again = await launch(slow, taskId);
       expect(again.status, JSON.stringify(again.body)).toBe(201);
       expect(again.body.role).toBe('materialized');
       await pidOf(slow, again.body.sessionId);
       expect(worktreePaths(repo)).toHaveLength(2);
     } finally {
+      await slow.close();
+    }
+  });
+
+  it('a materializer whose launch was terminated and whose worker died is gone: the environment becomes failed and the launch is refused; then it is re-elected', async () => {
+    const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 3 }) }, { inProcessWorker: false });
+    let worker = slow.spawnWorker();
+    try {
+      const { repo, taskId, materializer } = await terminateMaterializer(slow);
+      // Nothing of the launch runs on: the environment stays `creating` under a gone materializer.
+      worker.kill('SIGKILL');
+      await new Promise((r) => worker.once('exit', r));
+      worker = slow.spawnWorker();
+
+      await expectLaunchRefused(slow, taskId, 'workspace_reuse_unsafe');
+      expect((await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows[0]).toEqual({ status: 'failed', materialized: false });
+      expect((await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state).toBe('failed');
+
+      // Never materialized, so a later launch is elected and makes the workspace (once the dead
+      // worker's orphaned git, which dies on its first write to the closed pipe, is past).
+      await new Promise((r) => setTimeout(r, 3_500));
+      const again = await launch(slow, taskId);
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect(again.body.role).toBe('materialized');
+      const slot = path.join(slow.config.workspaceRoot, taskDirName(taskId), path.basename(repo));
+      expect(processCwd(await pidOf(slow, again.body.sessionId))).toBe(slot);
+      expect(worktreePaths(repo)).toEqual([repo, slot]);
+    } finally {
+      worker.kill('SIGKILL');
       await slow.close();
     }
   });
