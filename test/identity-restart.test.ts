@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
-import { createHarness, OPERATOR_TOKEN } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, launch, pidOf, registerRepo } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -132,13 +132,48 @@ describe('sessions never own files', () => {
   });
 });
 
+/**
+ * A harness whose worker is a child process on a slowed git (for SIGKILL tests): `kill()` ends
+ * the worker mid-step, `replace()` starts the next one.
+ */
+async function crashHarness(slow: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number }) {
+  const { gitWrapper } = await import('./support/world');
+  const base = await harness();
+  const h = await harness({ gitBinary: gitWrapper(base.scratch, slow) }, { inProcessWorker: false });
+  let worker: ChildProcess = h.spawnWorker();
+  cleanups.push(() => void worker.kill('SIGKILL'));
+  return {
+    h,
+    async kill() {
+      worker.kill('SIGKILL');
+      await new Promise((r) => worker.once('exit', r));
+    },
+    replace() {
+      worker = h.spawnWorker();
+    },
+  };
+}
+
+/** Holds a session row (FOR NO KEY UPDATE): marking the session's state waits, inserting its execution does not. */
+async function holdSessionRow(h: Harness, sessionId: string): Promise<() => Promise<void>> {
+  const blocker = await h.pool.connect();
+  cleanups.push(() => blocker.release());
+  await blocker.query('BEGIN');
+  await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+  return async () => {
+    await blocker.query('ROLLBACK');
+  };
+}
+
+/** The dead worker's workflow task timed out, and the next worker's ran the workflow again. */
+async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
+  const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
+  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+}
+
 describe('a worker that dies during a first launch', () => {
   it('is replaced: the new worker runs the launch again from its recorded admission, and the same request answers 201 with one worktree and one agent', async () => {
-    const { gitWrapper } = await import('./support/world');
-    const base = await harness();
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
-    let worker: ChildProcess = h.spawnWorker();
-    cleanups.push(() => void worker.kill('SIGKILL'));
+    const { h, kill, replace } = await crashHarness({ sleepOnWorktreeAdd: 2 });
     const repo = makeRepo(h.scratch, 'crash');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'crash')]);
     const pending = launch(h, taskId);
@@ -150,9 +185,8 @@ describe('a worker that dies during a first launch', () => {
     // Admitted, and its host step is inside `git worktree add` (the wrapper sleeps 2 s first):
     // the workflow task that ran both has not completed, so the history records neither.
     await new Promise((r) => setTimeout(r, 500));
-    worker.kill('SIGKILL');
-    await new Promise((r) => worker.once('exit', r));
-    worker = h.spawnWorker();
+    await kill();
+    replace();
 
     const res = await pending;
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -163,19 +197,13 @@ describe('a worker that dies during a first launch', () => {
     expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
     expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
     expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
-    // The first worker's workflow task timed out, and the second one's ran the launch.
-    const history = await h.temporal.workflow.getHandle(`launch/${sessionId}`).fetchHistory();
-    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    await expectReRunAfterTimeout(h, `launch/${sessionId}`);
   });
 });
 
 describe('a worker that dies during an executor transition', () => {
   it('is replaced: the re-run finds the environment rebound by its own launch and answers 201', async () => {
-    const { gitWrapper } = await import('./support/world');
-    const base = await harness();
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
-    let worker: ChildProcess = h.spawnWorker();
-    cleanups.push(() => void worker.kill('SIGKILL'));
+    const { h, kill, replace } = await crashHarness({ sleepOnWorktreeAdd: 2 });
     const repo = makeRepo(h.scratch, 'transition-crash');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'transition-crash')]);
     const first = await launch(h, taskId, { executorType: 'local' });
@@ -191,15 +219,11 @@ describe('a worker that dies during an executor transition', () => {
     }, 'the transition to be admitted');
     // Its worktree takes 2 s to create; holding the session row then stops it right after the
     // rebind, before the session is marked running.
-    const blocker = await h.pool.connect();
-    cleanups.push(() => blocker.release());
-    await blocker.query('BEGIN');
-    await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [sessionId]);
+    const release = await holdSessionRow(h, sessionId!);
     await waitUntil(async () => (await h.pool.query('SELECT executor_type FROM task_environments WHERE id = $1', [envId])).rows[0].executor_type === 'worktree', 'the rebind');
-    worker.kill('SIGKILL');
-    await new Promise((r) => worker.once('exit', r));
-    await blocker.query('ROLLBACK');
-    worker = h.spawnWorker();
+    await kill();
+    await release();
+    replace();
 
     const res = await pending;
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -213,19 +237,14 @@ describe('a worker that dies during an executor transition', () => {
     expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
     expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
-    const history = await h.temporal.workflow.getHandle(`launch/${sessionId}`).fetchHistory();
-    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    await expectReRunAfterTimeout(h, `launch/${sessionId}`);
   });
 });
 
 describe('a worker that dies during a resume', () => {
   it('is replaced: the re-run keeps the agent the first run started instead of stopping it as a previous one', async () => {
-    const { gitWrapper } = await import('./support/world');
-    const base = await harness();
     // The resume's validation (`git worktree list`) takes 2 s: time to take the lock below.
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeList: 2 }) }, { inProcessWorker: false });
-    let worker: ChildProcess = h.spawnWorker();
-    cleanups.push(() => void worker.kill('SIGKILL'));
+    const { h, kill, replace } = await crashHarness({ sleepOnWorktreeList: 2 });
     const repo = makeRepo(h.scratch, 'resume-crash');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'resume-crash')]);
     const s = await launch(h, taskId);
@@ -235,19 +254,15 @@ describe('a worker that dies during a resume', () => {
     // after its agent started, since marking the session running waits for this lock (starting
     // the agent does not).
     await waitUntil(async () => (await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].resume_count === 1, 'the resume');
-    const blocker = await h.pool.connect();
-    cleanups.push(() => blocker.release());
-    await blocker.query('BEGIN');
-    await blocker.query('SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE', [s.body.sessionId]);
+    const release = await holdSessionRow(h, s.body.sessionId);
     let started: { id: string; pid: number } | undefined;
     await waitUntil(async () => {
       started = (await h.pool.query("SELECT id, pid FROM executions WHERE session_id = $1 AND id <> $2 AND status = 'running'", [s.body.sessionId, first])).rows[0];
       return started !== undefined;
     }, "the resume's agent");
-    worker.kill('SIGKILL');
-    await new Promise((r) => worker.once('exit', r));
-    await blocker.query('ROLLBACK');
-    worker = h.spawnWorker();
+    await kill();
+    await release();
+    replace();
 
     const res = await pending;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -257,8 +272,7 @@ describe('a worker that dies during a resume', () => {
       { id: first, status: 'stopped' },
       { id: started!.id, status: 'running' },
     ]);
-    const history = await h.temporal.workflow.getHandle(`resume/${s.body.sessionId}/1`).fetchHistory();
-    expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+    await expectReRunAfterTimeout(h, `resume/${s.body.sessionId}/1`);
     killGroup(started!.pid);
   });
 });
