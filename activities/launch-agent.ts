@@ -69,7 +69,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
         await discardMaterialization(plan, made);
         if (err instanceof ApplicationFailure && err.nonRetryable) throw err;
         deps.logger.warn({ err, sessionId: plan.sessionId }, 'first launch failed after materializing; removed what it made');
-        throw ApplicationFailure.create({ type: 'internal', message: 'The launch failed unexpectedly.', nonRetryable: true });
+        throw typedFailure('internal');
       }
     },
   };

@@ -16,7 +16,7 @@ import { prepareServices } from '../client/prepare-services';
 import { resolveTemporalCli } from '../client/temporal-cli';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { buildServices, serviceArgs } from '../client/service-build';
+import { buildServices, bundleWorkflowsTo, serviceArgs } from '../client/service-build';
 import { gitTraceWrapper } from './git-trace';
 import { freePort, isRunning, sleep, startLogged, stopProcess, type ServiceProcess } from './processes';
 
@@ -140,7 +140,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
     const node = (entry: string) => serviceArgs(root, entry);
     // As `make start` does: the workflow bundle is made ahead, so webpack never runs in the worker.
     env.TWS_WORKFLOW_BUNDLE = path.join(scratch, 'workflow-bundle.js');
-    execFileSync(process.execPath, [...node('worker/bundle.ts'), env.TWS_WORKFLOW_BUNDLE], { cwd: root, stdio: 'inherit' });
+    bundleWorkflowsTo(root, env.TWS_WORKFLOW_BUNDLE);
     // BENCH_WORKER_PROF=1 (diagnostic): a V8 CPU profile of the worker, written when it stops.
     const profile = process.env.BENCH_WORKER_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'worker-profile')}`] : [];
     worker = startLogged('worker', process.execPath, [...profile, ...node('worker/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'worker.log') });

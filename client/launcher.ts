@@ -3,7 +3,7 @@
  * DATABASE_URL is set; the Temporal dev server (Web UI, SQLite under .data/) unless
  * TEMPORAL_ADDRESS is set; migrations; the worker and the API gateway. Ctrl-C stops what it started.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -14,7 +14,7 @@ import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { prepareServices } from './prepare-services';
-import { buildServices, serviceArgs } from './service-build';
+import { buildServices, bundleWorkflowsTo, serviceArgs } from './service-build';
 
 const root = path.resolve(__dirname, '..');
 
@@ -108,14 +108,9 @@ async function main(): Promise<void> {
   const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
   try {
     buildServices(root);
+    bundleWorkflowsTo(root, workflowBundle);
   } catch (err) {
     console.error('start-up failed:', err instanceof Error ? err.message : err);
-    await stopAll(1);
-    return;
-  }
-  const bundled = spawnSync(process.execPath, [...serviceArgs(root, 'worker/bundle.ts'), workflowBundle], { cwd: root, stdio: 'inherit' });
-  if (bundled.status !== 0) {
-    console.error('start-up failed: the workflow code did not bundle');
     await stopAll(1);
     return;
   }

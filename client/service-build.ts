@@ -24,4 +24,10 @@ export function serviceArgs(root: string, entry: string): string[] {
   return [...heap, path.join(root, '.build', entry.replace(/\.ts$/, '.js'))];
 }
 
-export const WORKER_HEAP_FLAG = '--max-semi-space-size=4';
+const WORKER_HEAP_FLAG = '--max-semi-space-size=4';
+
+/** Bundles the workflow code into `file` with the compiled bundler, in a short-lived process; throws when it fails. */
+export function bundleWorkflowsTo(root: string, file: string): void {
+  const bundled = spawnSync(process.execPath, [...serviceArgs(root, 'worker/bundle.ts'), file], { cwd: root, stdio: 'inherit' });
+  if (bundled.status !== 0) throw new Error('the workflow code did not bundle');
+}

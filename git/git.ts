@@ -158,18 +158,7 @@ export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected:
   await run(git, ['update-ref', '-d', branchRef(branch), expected]);
 }
 
-/** The worktree's administrative id (the name of its folder under <common>/worktrees). */
-export async function worktreeId(worktreeDir: string, options: GitOptions): Promise<string | null> {
-  try {
-    const gitDir = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir'])).trim();
-    const match = /\/worktrees\/([^/]+)$/.exec(gitDir);
-    return match ? match[1]! : null;
-  } catch {
-    return null;
-  }
-}
-
-/** A worktree's administrative id and its HEAD commit, read by one git process; null when unreadable. */
+/** A worktree's administrative id (its folder under <common>/worktrees) and its HEAD commit, read by one git process; null when unreadable. */
 export async function worktreeIdentity(worktreeDir: string, options: GitOptions): Promise<{ id: string; head: string } | null> {
   try {
     const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD'])).trim().split('\n');
