@@ -4,6 +4,7 @@
  * their sessions exited. Agents that are still there are left alone (they are detached).
  */
 import type pg from 'pg';
+import { inTransaction } from '../db/pool';
 import { isSameProcess } from './process-identity';
 
 export async function reconcileExecutions(pool: pg.Pool, hostId: string): Promise<{ alive: number; vanished: number }> {
@@ -15,12 +16,15 @@ export async function reconcileExecutions(pool: pg.Pool, hostId: string): Promis
   for (const exec of res.rows) {
     if (await isSameProcess(exec.pid, exec.process_start_time)) continue;
     vanished++;
-    await pool.query(`UPDATE executions SET status = 'vanished', ended_at = now() WHERE id = $1 AND status = 'running'`, [exec.id]);
-    await pool.query(
-      `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state = 'running'
-         AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
-      [exec.session_id],
-    );
+    // One transaction: a reader never sees the execution vanished while its session still runs.
+    await inTransaction(pool, async (client) => {
+      await client.query(`UPDATE executions SET status = 'vanished', ended_at = now() WHERE id = $1 AND status = 'running'`, [exec.id]);
+      await client.query(
+        `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state = 'running'
+           AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
+        [exec.session_id],
+      );
+    });
   }
   return { alive: res.rows.length - vanished, vanished };
 }
