@@ -13,13 +13,16 @@ export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; co
 /**
  * The launch runs on the queue of the host that asks for it (`req.hostId`, where a new workspace
  * is made), so its host steps are local activities of that host's worker; a workspace on another
- * host is still reached through that host's queue.
+ * host is still reached through that host's queue. `eager`: the caller's process runs a worker on
+ * that queue on the client's own connection, and the launch starts there at once.
  */
-export async function runLaunch(client: Client, sharedQueue: string, req: LaunchRequest): Promise<LaunchOutcome> {
+export async function runLaunch(client: Client, opts: { sharedQueue: string; eager: boolean }, req: LaunchRequest): Promise<LaunchOutcome> {
+  const { sharedQueue } = opts;
   try {
     const result = await client.workflow.execute<typeof launchSession>('launchSession', {
       workflowId: launchWorkflowId(req.sessionId),
       taskQueue: hostTaskQueue(sharedQueue, req.hostId),
+      requestEagerStart: opts.eager,
       args: [{ ...req, sharedQueue }],
       typedSearchAttributes: new TypedSearchAttributes([
         { key: TaskIdAttr, value: req.taskId },

@@ -20,7 +20,8 @@ export function buildServices(root: string): void {
  * maps stack traces to the TypeScript when debugging): mapping costs CPU on every stack.
  */
 export function serviceArgs(root: string, entry: string): string[] {
-  const heap = entry === 'worker/main.ts' ? [WORKER_HEAP_FLAG] : [];
+  // The gateway runs launches on a workflow thread of its own too.
+  const heap = entry === 'worker/main.ts' || entry === 'client/gateway/main.ts' ? [WORKER_HEAP_FLAG] : [];
   return [...heap, path.join(root, '.build', entry.replace(/\.ts$/, '.js'))];
 }
 

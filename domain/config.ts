@@ -23,6 +23,12 @@ export interface Config {
   repositoryRoots: string[];
   agentProfiles: Record<string, AgentProfile>;
   apiHost: string;
+  /**
+   * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
+   * eager workflow start (TWS_GATEWAY_RUNS_LAUNCHES, default on). Only where the gateway is on the
+   * machine that holds the workspaces and sees its agent processes (as under `make start`).
+   */
+  gatewayRunsLaunches: boolean;
   apiPort: number;
   userToken: string | null;
   operatorToken: string | null;
@@ -45,6 +51,12 @@ function parseWaits(raw: string | undefined): number[] {
   const waits = raw.split(',').map((w) => Number(w.trim()));
   if (waits.length === 0 || waits.some((w) => !Number.isFinite(w) || w < 0)) throw new Error('TWS_CLEANUP_RETRY_WAITS_MS must be a comma-separated list of milliseconds');
   return waits;
+}
+
+function parseSwitch(name: string, raw: string | undefined, byDefault: boolean): boolean {
+  if (raw === undefined || raw === '') return byDefault;
+  if (raw !== '0' && raw !== '1') throw new Error(`${name} must be 0 or 1`);
+  return raw === '1';
 }
 
 export const BUILTIN_SHELL_PROFILE = 'shell';
@@ -79,6 +91,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
     agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
+    gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),
     userToken: env.TWS_USER_TOKEN || null,
     operatorToken: env.TWS_OPERATOR_TOKEN || null,

@@ -29,13 +29,52 @@ const quietBundlerLogger = {
   error: (message: string) => console.error(message),
 };
 
-export async function startWorker(opts: {
+type Bundle = WorkflowBundleWithSourceMap | { codePath: string };
+
+interface WorkerDeps {
   config: Config;
   pool: pg.Pool;
   logger: Logger;
-  connection?: NativeConnection;
-  workflowBundle?: WorkflowBundleWithSourceMap | { codePath: string };
-}): Promise<WorkerHandle> {
+}
+
+/**
+ * This host's queue (`<queue>-host-<hostId>`): launches and resumes, every step a local activity.
+ * `launchesOnly` is the gateway's worker: it takes the launches its gateway starts eagerly and
+ * polls no activity tasks, so cleanups and other workflows' host steps stay in the worker process.
+ */
+function hostQueueWorker(connection: NativeConnection, deps: WorkerDeps, workflowBundle: Bundle, launchesOnly: boolean): Promise<Worker> {
+  return Worker.create({
+    connection,
+    namespace: deps.config.temporalNamespace,
+    taskQueue: hostTaskQueue(deps.config.taskQueue, deps.config.hostId),
+    workflowBundle,
+    activities: { ...createRecordActivities(deps), ...createHostActivities(deps) },
+    enableNonLocalActivities: !launchesOnly,
+    // Git work is serialized per repository anyway; waiting slots would only hold memory.
+    maxConcurrentActivityTaskExecutions: 20,
+    maxConcurrentLocalActivityExecutions: 20,
+    // Also what leaves eager starts a free slot: with 8 here, the SDK's pollers held them all and
+    // no launch started eagerly (measured; 16 does).
+    maxConcurrentWorkflowTaskExecutions: 16,
+    // Launches and resumes last seconds.
+    maxCachedWorkflows: 50,
+  });
+}
+
+function handleOf(workers: Worker[], connection: NativeConnection, ownsConnection: boolean): WorkerHandle {
+  const done = Promise.all(workers.map((w) => w.run())).then(async () => {
+    if (ownsConnection) await connection.close();
+  });
+  return {
+    done,
+    async shutdown() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await done;
+    },
+  };
+}
+
+export async function startWorker(opts: WorkerDeps & { connection?: NativeConnection; workflowBundle?: Bundle }): Promise<WorkerHandle> {
   const { config, pool, logger } = opts;
   const ownsConnection = !opts.connection;
   const connection = opts.connection ?? (await NativeConnection.connect({ address: config.temporalAddress }));
@@ -56,30 +95,20 @@ export async function startWorker(opts: {
   });
   // Launches and resumes run on this host's queue, their steps as local activities here; other
   // workflows reach this host's steps as ordinary activities on the same queue.
-  const host = await Worker.create({
-    connection,
-    namespace: config.temporalNamespace,
-    taskQueue: hostTaskQueue(config.taskQueue, config.hostId),
-    workflowBundle,
-    activities: { ...createRecordActivities(deps), ...createHostActivities(deps) },
-    // Git work is serialized per repository anyway; waiting slots would only hold memory.
-    maxConcurrentActivityTaskExecutions: 20,
-    maxConcurrentLocalActivityExecutions: 20,
-    maxConcurrentWorkflowTaskExecutions: 16,
-    // Launches and resumes last seconds.
-    maxCachedWorkflows: 50,
-  });
-
-  const done = Promise.all([shared.run(), host.run()]).then(async () => {
-    if (ownsConnection) await connection.close();
-  });
+  const host = await hostQueueWorker(connection, deps, workflowBundle, false);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
-  return {
-    done,
-    async shutdown() {
-      if (shared.getState() === 'RUNNING') shared.shutdown();
-      if (host.getState() === 'RUNNING') host.shutdown();
-      await done;
-    },
-  };
+  return handleOf([shared, host], connection, ownsConnection);
+}
+
+/**
+ * The gateway's own worker on its host's queue, on the connection its Temporal client uses: a
+ * launch or resume the gateway starts with eager start comes back in the start call's answer and
+ * runs here at once, without waiting for a worker to poll it (see the README, *Where a launch
+ * runs*). Only on the machine that holds the workspaces: its agents are this host's processes.
+ */
+export async function startLaunchWorker(opts: WorkerDeps & { connection: NativeConnection; workflowBundle?: Bundle }): Promise<WorkerHandle> {
+  const { config, pool, logger } = opts;
+  const launches = await hostQueueWorker(opts.connection, { config, pool, logger }, opts.workflowBundle ?? (await bundleWorkflows()), true);
+  logger.info({ hostId: config.hostId }, 'gateway runs launches');
+  return handleOf([launches], opts.connection, false);
 }

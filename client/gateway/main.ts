@@ -1,18 +1,37 @@
-/** Entry point of the API gateway process. */
+/**
+ * Entry point of the API gateway process. Where it runs launches (TWS_GATEWAY_RUNS_LAUNCHES, the
+ * default), its Temporal client shares one connection with a worker on this host's queue, so a
+ * launch or resume it starts comes back in the start call's answer (eager workflow start).
+ */
+import { existsSync } from 'node:fs';
 import os from 'node:os';
+import { Client } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createPool } from '../../db/pool';
 import { loadConfig } from '../../domain/config';
-import { connectClient } from '../temporal';
+import { startLaunchWorker, type WorkerHandle } from '../../worker/worker';
+import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
 
 async function main(): Promise<void> {
   const logger = pino({ name: 'gateway' });
-  const config = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const loaded = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
+  // Running launches, it makes worktrees and logs here, as the worker does.
+  const config = loaded.gatewayRunsLaunches ? await prepareWorkspaceRoot(loaded) : loaded;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   if (!config.userToken || !config.operatorToken) throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
-  const pool = createPool(config.databaseUrl);
-  const temporal = await connectClient(config.temporalAddress, config.temporalNamespace);
+  // Launch steps hold a transaction or a repository lock each: room for every local-activity slot.
+  const pool = createPool(config.databaseUrl, config.gatewayRunsLaunches ? 40 : 20);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  let launches: WorkerHandle | null = null;
+  if (config.gatewayRunsLaunches) {
+    // The launcher's ready-made bundle keeps webpack out of this process, as in the worker.
+    const prebuilt = process.env.TWS_WORKFLOW_BUNDLE;
+    launches = await startLaunchWorker({ config, pool, logger, connection, workflowBundle: prebuilt && existsSync(prebuilt) ? { codePath: prebuilt } : undefined });
+  }
   const app = await buildGateway({
     config,
     pool,
@@ -25,8 +44,10 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       void app.close().then(async () => {
+        // Launches in flight finish first: their HTTP requests are answered by then.
+        await launches?.shutdown();
         await pool.end();
-        await temporal.connection.close();
+        await connection.close();
         process.exit(0);
       });
     });

@@ -5,9 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
@@ -43,6 +44,8 @@ export interface Harness {
   startWorker(overrides?: Partial<Config>): Promise<WorkerHandle>;
   /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
   spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
+  /** The compiled gateway as its own process (it runs the launches it starts unless told not to), ready. */
+  spawnGateway(extraEnv?: Record<string, string>): Promise<{ child: ChildProcess; api: Harness['api'] }>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
@@ -72,7 +75,9 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
   const config = await prepareWorkspaceRoot({ ...base, ...overrides });
   const logger = pino({ level: process.env.TWS_TEST_LOG ?? 'silent' });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
-  const temporal = new Client({ connection: await Connection.connect({ address: temporalAddress }), namespace: config.temporalNamespace });
+  // As in the gateway process: the client shares its connection with the in-process worker, so
+  // launches start there eagerly; with no worker in this process they go to the queue as usual.
+  const temporal = new Client({ connection: nativeConnection, namespace: config.temporalNamespace });
 
   let worker: WorkerHandle | null = null;
   const runWorker = async (extra: Partial<Config> = {}) => {
@@ -86,6 +91,30 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
   const address = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
+  const root = path.join(__dirname, '../..');
+  // Service processes this harness started: close() ends those still running.
+  const children: ChildProcess[] = [];
+  const track = (child: ChildProcess) => {
+    children.push(child);
+    return child;
+  };
+  /** The environment a service process of this harness reads: the same database, queue, host and folders. */
+  const serviceEnv = (extra: Record<string, string>): Record<string, string> => ({
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TWS_TASK_QUEUE: config.taskQueue,
+    TWS_HOST_ID: config.hostId,
+    TWS_DATA_DIR: config.dataDir,
+    TWS_WORKSPACE_ROOT: config.workspaceRoot,
+    TWS_LOG_DIR: config.logDir,
+    TWS_GIT_BINARY: config.gitBinary,
+    TWS_AGENT_STOP_GRACE_MS: String(config.agentStopGraceMs),
+    TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
+    TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
+    ...extra,
+  });
+
   return {
     config,
     pool,
@@ -93,39 +122,25 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
     temporal,
     scratch,
     baseUrl,
-    async api(method, url, body, token = USER_TOKEN) {
-      const headers: Record<string, string> = {};
-      if (token) headers.authorization = `Bearer ${token}`;
-      if (body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(baseUrl + url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      let parsed: any = text;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {
-        // not JSON (metrics)
-      }
-      return { status: res.status, body: parsed };
-    },
+    api: (method, url, body, token = USER_TOKEN) => request(baseUrl, method, url, body, token),
     startWorker: runWorker,
     spawnWorker(extraEnv = {}) {
-      const env: Record<string, string> = {
-        ...(process.env as Record<string, string>),
-        DATABASE_URL: databaseUrl,
-        TEMPORAL_ADDRESS: temporalAddress,
-        TWS_TASK_QUEUE: config.taskQueue,
-        TWS_HOST_ID: config.hostId,
-        TWS_DATA_DIR: config.dataDir,
-        TWS_WORKSPACE_ROOT: config.workspaceRoot,
-        TWS_LOG_DIR: config.logDir,
-        TWS_GIT_BINARY: config.gitBinary,
-        TWS_AGENT_STOP_GRACE_MS: String(config.agentStopGraceMs),
-        TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
-        TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
-        ...extraEnv,
-      };
       // The compiled worker that `make start` runs (global-setup builds it once per run).
-      return spawn(process.execPath, serviceArgs(path.join(__dirname, '../..'), 'worker/main.ts'), { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      return track(spawn(process.execPath, serviceArgs(root, 'worker/main.ts'), { env: serviceEnv(extraEnv), stdio: ['ignore', 'ignore', 'inherit'] }));
+    },
+    async spawnGateway(extraEnv = {}) {
+      const port = await freePort();
+      const env = serviceEnv({ TWS_API_PORT: String(port), TWS_USER_TOKEN: USER_TOKEN, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN, TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'), ...extraEnv });
+      const child = track(spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), { env, stdio: ['ignore', 'ignore', 'inherit'] }));
+      const url = `http://127.0.0.1:${port}`;
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode})`);
+        if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
+        if (Date.now() > deadline) throw new Error('the gateway did not become ready');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return { child, api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) => request(url, method, route, body, token) };
     },
     async stopWorker() {
       if (worker) await worker.shutdown();
@@ -140,12 +155,39 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
           // already gone
         }
       }
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await app.close();
       if (worker) await worker.shutdown();
       await nativeConnection.close();
-      await temporal.connection.close();
       await pool.end();
       await rm(scratch, { recursive: true, force: true });
     },
   };
+}
+
+async function request(baseUrl: string, method: string, url: string, body: unknown, token: string | null): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(baseUrl + url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON (metrics)
+  }
+  return { status: res.status, body: parsed };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
 }

@@ -68,7 +68,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const { executorType, agentProfile, command, name } = request.body;
         const argv = resolveCommand(agentProfile, command);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-        const outcome = await runLaunch(ctx.temporal, ctx.config.taskQueue, {
+        const outcome = await runLaunch(ctx.temporal, { sharedQueue: ctx.config.taskQueue, eager: ctx.config.gatewayRunsLaunches }, {
           sessionId: randomUUID(),
           taskId: request.params.id,
           executorType,
@@ -94,6 +94,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           workflowId: resumeWorkflowId(request.params.id, counted.rows[0]!.resume_count),
           // On this host's queue, like a launch: its host steps run as local activities there.
           taskQueue: hostTaskQueue(ctx.config.taskQueue, ctx.config.hostId),
+          requestEagerStart: ctx.config.gatewayRunsLaunches,
           args: [{ sessionId: request.params.id, hostId: ctx.config.hostId, sharedQueue: ctx.config.taskQueue }],
           typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
         });

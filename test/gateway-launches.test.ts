@@ -1,0 +1,106 @@
+/**
+ * The gateway process runs the launches and resumes it starts (eager workflow start on a worker
+ * that shares its Temporal connection), and the worker process is its fallback: with the switch
+ * off, and when the gateway dies in the middle of a launch.
+ */
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { taskDirName } from '../domain/task-layout';
+import { createHarness, type Harness } from './support/harness';
+import { SLEEPER, createTask, pidOf, registerRepo } from './support/scenario';
+import { branches, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function harness(...args: Parameters<typeof createHarness>) {
+  const h = await createHarness(...args);
+  cleanups.push(() => h.close());
+  return h;
+}
+
+/**
+ * Whether the server handed the first workflow task back with the start (eager start), and the
+ * pid of the process that ran each workflow task (a worker's identity is `<pid>@<host>`).
+ */
+async function whoRan(h: Harness, workflowId: string): Promise<{ eager: boolean; pids: number[] }> {
+  const events = (await h.temporal.workflow.getHandle(workflowId).fetchHistory()).events!;
+  return {
+    eager: events[0]!.workflowExecutionStartedEventAttributes!.eagerExecutionAccepted === true,
+    pids: events.filter((e) => e.workflowTaskStartedEventAttributes).map((e) => Number.parseInt(e.workflowTaskStartedEventAttributes!.identity!, 10)),
+  };
+}
+
+const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+
+describe('the gateway runs its launches', () => {
+  it('with no worker process anywhere: a first launch, an attach and a resume each run in the gateway, in one workflow task', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const gateway = await h.spawnGateway();
+    const repo = makeRepo(h.scratch, 'eager');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'eager')]);
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'eager');
+
+    const first = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect(first.body).toMatchObject({ role: 'materialized', state: 'running' });
+    const second = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toMatchObject({ role: 'attached', state: 'running', taskEnvironmentId: first.body.taskEnvironmentId });
+    const resumed = await gateway.api('POST', `/v1/sessions/${second.body.sessionId}/resume`);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+
+    for (const workflowId of [`launch/${first.body.sessionId}`, `launch/${second.body.sessionId}`, `resume/${second.body.sessionId}/1`]) {
+      expect(await whoRan(h, workflowId), workflowId).toEqual({ eager: true, pids: [gateway.child.pid] });
+    }
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+    expect(resumed.body.execution.id).not.toBe(second.body.executionId);
+    for (const s of [first.body, second.body]) expect(processCwd(await pidOf(h, s.sessionId))).toBe(worktree);
+  });
+
+  it('switched off (TWS_GATEWAY_RUNS_LAUNCHES=0), it only starts them: the worker process runs them', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = h.spawnWorker();
+    const gateway = await h.spawnGateway({ TWS_GATEWAY_RUNS_LAUNCHES: '0' });
+    const repo = makeRepo(h.scratch, 'plain');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'plain')]);
+    const res = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await whoRan(h, `launch/${res.body.sessionId}`)).toEqual({ eager: false, pids: [worker.pid] });
+    expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(path.join(h.config.workspaceRoot, taskDirName(taskId), 'plain'));
+  });
+});
+
+describe('a gateway that dies during a first launch', () => {
+  it('leaves it to the worker process: after the workflow task times out the worker runs it again, with one worktree, one branch and one agent', async () => {
+    const base = await harness();
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
+    const worker = h.spawnWorker();
+    const gateway = await h.spawnGateway();
+    const repo = makeRepo(h.scratch, 'gateway-crash');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'gateway-crash')]);
+    const pending = gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody).catch((err: Error) => err);
+    let sessionId: string | undefined;
+    for (let i = 0; i < 200 && !sessionId; i++) {
+      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
+      if (!sessionId) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(sessionId).toBeDefined();
+    // Admitted, and the gateway's host step is inside `git worktree add` (2 s): kill it there.
+    await new Promise((r) => setTimeout(r, 500));
+    gateway.child.kill('SIGKILL');
+    expect(await pending).toBeInstanceOf(Error);
+
+    const result = await h.temporal.workflow.getHandle(`launch/${sessionId}`).result();
+    expect(result).toMatchObject({ sessionId, role: 'materialized', state: 'running' });
+    expect(await whoRan(h, `launch/${sessionId}`)).toEqual({ eager: true, pids: [gateway.child.pid, worker.pid] });
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'gateway-crash');
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+    expect(branches(repo).filter((b) => b !== 'main')).toHaveLength(1);
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect((await h.api('GET', `/v1/sessions/${sessionId}`)).body.state).toBe('running');
+    expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
+  });
+});
