@@ -18,6 +18,10 @@ export interface HistoryProfile {
   remoteActivities: string[];
   localActivityMarkers: number;
   searchAttributeUpserts: number;
+  /** Which process ran each workflow task (its worker identity is `<pid>@<host>`). */
+  workflowTasksRanIn: string[];
+  /** The server handed the first workflow task back with the start (eager workflow start). */
+  eagerStart: boolean;
   /** Sums over the launch: waiting in a task queue vs running, for workflow and activity tasks. */
   workflowTaskQueuedMs: number;
   workflowTaskRunningMs: number;
@@ -37,7 +41,15 @@ function tsMs(ts: Ts): number {
 
 const EventType = temporal.api.enums.v1.EventType;
 
-export async function profileWorkflow(client: Client, workflowId: string, httpMs: number | null): Promise<HistoryProfile> {
+/** The benchmark's service processes by pid, to name the worker identities in a history. */
+export function serviceRoles(services: { worker: { child: { pid?: number } }; gateway: { child: { pid?: number } } }): Map<number, string> {
+  return new Map([
+    [services.worker.child.pid ?? -1, 'worker'],
+    [services.gateway.child.pid ?? -1, 'gateway'],
+  ]);
+}
+
+export async function profileWorkflow(client: Client, workflowId: string, httpMs: number | null, roles: Map<number, string>): Promise<HistoryProfile> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
   const t0 = tsMs(events[0]?.eventTime);
@@ -52,6 +64,8 @@ export async function profileWorkflow(client: Client, workflowId: string, httpMs
     remoteActivities: [],
     localActivityMarkers: 0,
     searchAttributeUpserts: 0,
+    workflowTasksRanIn: [],
+    eagerStart: events[0]?.workflowExecutionStartedEventAttributes?.eagerExecutionAccepted === true,
     workflowTaskQueuedMs: 0,
     workflowTaskRunningMs: 0,
     activityQueuedMs: 0,
@@ -70,6 +84,7 @@ export async function profileWorkflow(client: Client, workflowId: string, httpMs
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
         profile.workflowTaskQueuedMs += t - (scheduledAt.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? t);
+        profile.workflowTasksRanIn.push(roles.get(Number.parseInt(e.workflowTaskStartedEventAttributes?.identity ?? '', 10)) ?? 'another process');
         startedAt.set(id, t);
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:

@@ -7,7 +7,7 @@ import { launchWorkflowId } from '../../domain/workflow-ids';
 import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
-import { profileWorkflow, type HistoryProfile } from '../history';
+import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
@@ -75,7 +75,7 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
     cpuPerLaunchMs: { product: productCpu.per(samples), floor: floorCpu.per(floorMs.length) },
     failures: Object.values(failureCodes).reduce((s, n) => s + n, 0),
     failureCodes,
-    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms) : null,
+    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
     directSteps,
     samplesMs: { product: product.map((p) => round(p.ms, 1)), floor: floorMs.map((x) => round(x, 1)) },
   };

@@ -12,7 +12,7 @@ import { errorCode, type ApiResponse } from '../api';
 import type { BenchContext } from '../context';
 import { CpuAccount } from '../cpu';
 import { TransactionAccount } from '../db-activity';
-import { profileWorkflow, type HistoryProfile } from '../history';
+import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { mapLimit, sleep } from '../processes';
 import { elapsedMs, ratio, round } from '../stats';
 import { createTasks, gitAsync, makeRepo, registeredWorktrees, type Repo } from '../world';
@@ -160,6 +160,6 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
     throughputRatio: ratio(productRate, floorRate),
     cpuPerWorktreeMs: { product: productCpu.per(n), floor: floorCpu.per(n) },
     productTransactionsPerWorktree: round(productTransactions.total / n, 1),
-    profile: profiledWorkflow ? await profileWorkflow(ctx.temporal, profiledWorkflow, null) : null,
+    profile: profiledWorkflow ? await profileWorkflow(ctx.temporal, profiledWorkflow, null, serviceRoles(ctx.services)) : null,
   };
 }

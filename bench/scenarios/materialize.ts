@@ -7,7 +7,7 @@ import { launchWorkflowId } from '../../domain/workflow-ids';
 import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
-import { profileWorkflow, type HistoryProfile } from '../history';
+import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
@@ -113,7 +113,7 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
   return {
     oneRepository,
     threeRepositories: summary(v3),
-    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms) : null,
+    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
     directSteps,
   };
 }
