@@ -151,9 +151,16 @@ export function renderMarkdown(r: BenchResults): string {
     out.push(
       '## Temporal with no work',
       '',
-      `A client starts a workflow and waits for its result, as the gateway does, against a worker in the benchmark process (p50 of ${t.samples}): an empty workflow ${ms(t.emptyWorkflowMs)}; one running two empty local activities (the shape of an attach) ${ms(t.twoLocalActivitiesMs)}.` +
-        (attachFloor ? ` Added to the attach floor (${ms(attachFloor)}), that alone is ${ms(attachFloor + t.twoLocalActivitiesMs)}, ${(1 + t.twoLocalActivitiesMs / attachFloor).toFixed(2)}× the floor, before any of the product's own work is orchestrated.` : ''),
+      `A client starts a workflow and waits for its result, as the gateway does, against a worker in the benchmark process (p50 of ${t.samples}).`,
       '',
+      "| Workflow | Polled by the worker | Started eagerly (the client shares the worker's connection, as the gateway's does) |",
+      '| --- | --- | --- |',
+      `| Empty | ${ms(t.emptyWorkflowMs)} | ${ms(t.eagerEmptyWorkflowMs)} |`,
+      `| Two empty local activities (the shape of an attach) | ${ms(t.twoLocalActivitiesMs)} | ${ms(t.eagerTwoLocalActivitiesMs)} |`,
+      '',
+      ...(attachFloor
+        ? [`Added to the attach floor (${ms(attachFloor)}), the eager two-step workflow alone is ${ms(attachFloor + t.eagerTwoLocalActivitiesMs)}, ${(1 + t.eagerTwoLocalActivitiesMs / attachFloor).toFixed(2)}× the floor, before any of the product's own work is orchestrated.`, '']
+        : []),
     );
   }
   if (r.growth.ok) {
