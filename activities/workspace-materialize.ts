@@ -8,7 +8,7 @@ import { isMaterializer } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
-import { addWorktree, branchCommit, branchCommits, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
+import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -32,15 +32,17 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
         if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
       } else {
         if (occupied) throw new Error('the slot path is occupied');
-        const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
-        if (slot.createBranch && !commits.has(slot.branch)) {
-          const base = commits.get(slot.baseBranch);
-          if (!base) throw new Error('the base branch does not exist');
-          await addWorktree(git, slot.worktreePath, slot.branch, base);
+        // The common case in one git process: create the task branch at the base and check it out.
+        // git refuses, before it makes anything, when the branch exists (a create-only ref update)
+        // or the base does not; only then are both read, to check out an existing branch as it is.
+        const refusal = slot.createBranch ? await addWorktree(git, slot.worktreePath, slot.branch, branchRef(slot.baseBranch)).then(() => null, (err: unknown) => err) : null;
+        if (slot.createBranch && refusal === null) {
           createdBranch = true;
         } else {
+          if (refusal && (await pathExists(slot.worktreePath))) throw refusal; // git failed after it began: the undo decides
+          const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
+          if (!commits.has(slot.branch)) throw slot.createBranch && commits.has(slot.baseBranch) ? refusal : new Error(slot.createBranch ? 'the base branch does not exist' : 'the requested branch does not exist');
           // An existing branch is checked out as it is: never moved, never reset.
-          if (!commits.has(slot.branch)) throw new Error('the requested branch does not exist');
           await addWorktree(git, slot.worktreePath, slot.branch, null);
         }
       }
