@@ -4,22 +4,13 @@
  * off, and when the gateway dies in the middle of a launch.
  */
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
-import { createHarness, type Harness } from './support/harness';
+import { harnessesPerTest, type Harness } from './support/harness';
 import { SLEEPER, createTask, pidOf, registerRepo } from './support/scenario';
 import { branches, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
-
-async function harness(...args: Parameters<typeof createHarness>) {
-  const h = await createHarness(...args);
-  cleanups.push(() => h.close());
-  return h;
-}
+const { harness } = harnessesPerTest();
 
 /**
  * Whether the server handed the first workflow task back with the start (eager start), and the

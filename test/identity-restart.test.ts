@@ -2,23 +2,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
-import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, launch, pidOf, registerRepo } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-});
-
-async function harness(...args: Parameters<typeof createHarness>) {
-  const h = await createHarness(...args);
-  cleanups.push(() => h.close());
-  return h;
-}
+const { harness, cleanups } = harnessesPerTest();
 
 async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;

@@ -13,7 +13,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import pino from 'pino';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import { buildGateway } from '../../client/gateway/app';
 import { ensureDatabase } from '../../client/postgres-service';
 import { migrate } from '../../db/migrate';
@@ -48,6 +48,25 @@ export interface Harness {
   spawnGateway(extraEnv?: Record<string, string>): Promise<{ child: ChildProcess; api: Harness['api'] }>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * For a file whose tests each make their own harness: `harness()` makes one that is closed after
+ * the file's tests, and `cleanups` takes anything else to end then (last registered, first run).
+ */
+export function harnessesPerTest() {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+  return {
+    cleanups,
+    async harness(...args: Parameters<typeof createHarness>): Promise<Harness> {
+      const h = await createHarness(...args);
+      cleanups.push(() => h.close());
+      return h;
+    },
+  };
 }
 
 export async function createHarness(overrides: Partial<Config> = {}, opts: { temporalAddress?: string; inProcessWorker?: boolean } = {}): Promise<Harness> {
