@@ -41,7 +41,11 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
         } else {
           if (refusal && (await pathExists(slot.worktreePath))) throw refusal; // git failed after it began: the undo decides
           const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
-          if (!commits.has(slot.branch)) throw slot.createBranch && commits.has(slot.baseBranch) ? refusal : new Error(slot.createBranch ? 'the base branch does not exist' : 'the requested branch does not exist');
+          if (!commits.has(slot.branch)) {
+            if (!slot.createBranch) throw new Error('the requested branch does not exist');
+            if (!commits.has(slot.baseBranch)) throw new Error('the base branch does not exist');
+            throw refusal; // both refs are fine: git failed for another reason
+          }
           // An existing branch is checked out as it is: never moved, never reset.
           await addWorktree(git, slot.worktreePath, slot.branch, null);
         }

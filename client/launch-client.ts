@@ -1,6 +1,7 @@
 /** Starting a launch workflow and reading its typed outcome, for the gateway and the CLI. */
 import type { Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
@@ -11,19 +12,21 @@ import { typedRefusalOf } from './typed-outcome';
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
- * The launch runs on the queue of the host that asks for it (`req.hostId`, where a new workspace
- * is made), so its host steps are local activities of that host's worker; a workspace on another
- * host is still reached through that host's queue. `eager`: the caller's process runs a worker on
- * that queue on the client's own connection, and the launch starts there at once.
+ * Where a launch or resume starts: on the queue of this gateway's host (where a new workspace is
+ * made), so its host steps are local activities of that host's worker; a workspace on another
+ * host is still reached through that host's queue. Eagerly where this process runs a worker on
+ * that queue on its client's connection (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once.
  */
-export async function runLaunch(client: Client, opts: { sharedQueue: string; eager: boolean }, req: LaunchRequest): Promise<LaunchOutcome> {
-  const { sharedQueue } = opts;
+export function onThisHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>) {
+  return { taskQueue: hostTaskQueue(config.taskQueue, config.hostId), requestEagerStart: config.gatewayRunsLaunches };
+}
+
+export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome> {
   try {
     const result = await client.workflow.execute<typeof launchSession>('launchSession', {
       workflowId: launchWorkflowId(req.sessionId),
-      taskQueue: hostTaskQueue(sharedQueue, req.hostId),
-      requestEagerStart: opts.eager,
-      args: [{ ...req, sharedQueue }],
+      ...onThisHost(config),
+      args: [{ ...req, hostId: config.hostId, sharedQueue: config.taskQueue }],
       typedSearchAttributes: new TypedSearchAttributes([
         { key: TaskIdAttr, value: req.taskId },
         { key: SessionIdAttr, value: req.sessionId },

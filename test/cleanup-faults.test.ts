@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveTemporalCli } from '../client/temporal-cli';
 import { waitForPhase } from './support/phases';
 import { archive, waitForJob } from './support/cleanup';
-import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
 import { clearGitFault, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -156,16 +156,6 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForPort(port: number): Promise<void> {
   for (let i = 0; i < 200; i++) {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { harnessesPerTest, type Harness } from './support/harness';
-import { SLEEPER, createTask, pidOf, registerRepo } from './support/scenario';
+import { SLEEPER, admittedSession, createTask, pidOf, registerRepo } from './support/scenario';
 import { branches, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -73,12 +73,7 @@ describe('a gateway that dies during a first launch', () => {
     const repo = makeRepo(h.scratch, 'gateway-crash');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'gateway-crash')]);
     const pending = gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody).catch((err: Error) => err);
-    let sessionId: string | undefined;
-    for (let i = 0; i < 200 && !sessionId; i++) {
-      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
-      if (!sessionId) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(sessionId).toBeDefined();
+    const sessionId = await admittedSession(h, taskId);
     // Admitted, and the gateway's host step is inside `git worktree add` (2 s): kill it there.
     await new Promise((r) => setTimeout(r, 500));
     gateway.child.kill('SIGKILL');

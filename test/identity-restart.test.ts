@@ -6,19 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, launch, pidOf, registerRepo } from './support/scenario';
+import { admittedSession, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
-
-async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('restart', () => {
   it('agents survive a SIGKILLed worker; a new worker keeps their identity, workspace info and resume work', async () => {
@@ -168,11 +159,7 @@ describe('a worker that dies during a first launch', () => {
     const repo = makeRepo(h.scratch, 'crash');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'crash')]);
     const pending = launch(h, taskId);
-    let sessionId: string | undefined;
-    await waitUntil(async () => {
-      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
-      return sessionId !== undefined;
-    }, 'the admission');
+    const sessionId = await admittedSession(h, taskId);
     // Admitted, and its host step is inside `git worktree add` (the wrapper sleeps 2 s first):
     // the workflow task that ran both has not completed, so the history records neither.
     await new Promise((r) => setTimeout(r, 500));
@@ -277,11 +264,7 @@ describe('stopping a session that is still starting', () => {
     const taskId = await createTask(h, [await registerRepo(h, repo, 'starting')]);
     const marker = String(70000 + Math.floor(Math.random() * 9999));
     const pending = launch(h, taskId, { command: ['sleep', marker] });
-    let sessionId: string | undefined;
-    await waitUntil(async () => {
-      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
-      return sessionId !== undefined;
-    }, 'the session to be starting');
+    const sessionId = await admittedSession(h, taskId);
     const deleted = await h.api('DELETE', `/v1/sessions/${sessionId}`);
     expect(deleted.status).toBe(204);
     const launched = await pending;

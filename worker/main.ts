@@ -1,5 +1,4 @@
 /** Entry point of the worker process. */
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino from 'pino';
@@ -7,7 +6,7 @@ import { reconcileExecutions } from '../activities/process-reconcile';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { prepareWorkspaceRoot } from './workspace-root';
-import { startWorker } from './worker';
+import { prebuiltWorkflowBundle, startWorker } from './worker';
 
 async function main(): Promise<void> {
   const logger = pino({ name: 'worker' });
@@ -18,9 +17,7 @@ async function main(): Promise<void> {
   const pool = createPool(config.databaseUrl, 60);
   const agents = await reconcileExecutions(pool, config.hostId);
   logger.info(agents, 'agent processes re-identified after start');
-  // A bundle made ahead (the launcher makes one) keeps webpack out of this process.
-  const prebuilt = process.env.TWS_WORKFLOW_BUNDLE;
-  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuilt && existsSync(prebuilt) ? { codePath: prebuilt } : undefined });
+  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle() });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logger.info({ signal }, 'worker stopping');

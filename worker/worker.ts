@@ -3,6 +3,7 @@
  * (`<queue>-host-<hostId>`) the launch and resume workflows with all their steps, and the file and
  * process activities other workflows send here.
  */
+import { existsSync } from 'node:fs';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -30,6 +31,12 @@ const quietBundlerLogger = {
 };
 
 type Bundle = WorkflowBundleWithSourceMap | { codePath: string };
+
+/** The bundle the launcher made ahead (TWS_WORKFLOW_BUNDLE), which keeps webpack out of a long-running process; undefined bundles here. */
+export function prebuiltWorkflowBundle(): Bundle | undefined {
+  const file = process.env.TWS_WORKFLOW_BUNDLE;
+  return file && existsSync(file) ? { codePath: file } : undefined;
+}
 
 interface WorkerDeps {
   config: Config;

@@ -3,14 +3,13 @@
  * default), its Temporal client shares one connection with a worker on this host's queue, so a
  * launch or resume it starts comes back in the start call's answer (eager workflow start).
  */
-import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { createPool } from '../../db/pool';
 import { loadConfig } from '../../domain/config';
-import { startLaunchWorker, type WorkerHandle } from '../../worker/worker';
+import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
 
@@ -28,9 +27,7 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   let launches: WorkerHandle | null = null;
   if (config.gatewayRunsLaunches) {
-    // The launcher's ready-made bundle keeps webpack out of this process, as in the worker.
-    const prebuilt = process.env.TWS_WORKFLOW_BUNDLE;
-    launches = await startLaunchWorker({ config, pool, logger, connection, workflowBundle: prebuilt && existsSync(prebuilt) ? { codePath: prebuilt } : undefined });
+    launches = await startLaunchWorker({ config, pool, logger, connection, workflowBundle: prebuiltWorkflowBundle() });
   }
   const app = await buildGateway({
     config,

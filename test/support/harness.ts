@@ -199,7 +199,8 @@ async function request(baseUrl: string, method: string, url: string, body: unkno
   return { status: res.status, body: parsed };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port nothing listens on at the moment. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

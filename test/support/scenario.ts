@@ -63,3 +63,23 @@ export async function pidOf(h: Harness, sessionId: string): Promise<number> {
   expect(res.status).toBe(200);
   return res.body.execution.pid;
 }
+
+/** Polls `check` every 100 ms until it holds; fails naming `what` after the timeout. */
+export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** The session a launch of this task admitted and has not yet started (`starting`). */
+export async function admittedSession(h: Harness, taskId: string): Promise<string> {
+  let sessionId: string | undefined;
+  await waitUntil(async () => {
+    sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
+    return sessionId !== undefined;
+  }, 'the admission');
+  return sessionId!;
+}

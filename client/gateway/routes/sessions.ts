@@ -9,9 +9,9 @@ import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
-import { hostTaskQueue, launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import { launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { resumeSession, stopSession } from '../../../workflows';
-import { runLaunch } from '../../launch-client';
+import { onThisHost, runLaunch } from '../../launch-client';
 import { typedRefusalOf } from '../../typed-outcome';
 import { badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -68,14 +68,13 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const { executorType, agentProfile, command, name } = request.body;
         const argv = resolveCommand(agentProfile, command);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-        const outcome = await runLaunch(ctx.temporal, { sharedQueue: ctx.config.taskQueue, eager: ctx.config.gatewayRunsLaunches }, {
+        const outcome = await runLaunch(ctx.temporal, ctx.config, {
           sessionId: randomUUID(),
           taskId: request.params.id,
           executorType,
           agentProfile,
           command: argv,
           name: name ?? null,
-          hostId: ctx.config.hostId,
         });
         if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
         return reply.code(201).send(outcome.result);
@@ -92,9 +91,8 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       try {
         await ctx.temporal.workflow.execute<typeof resumeSession>('resumeSession', {
           workflowId: resumeWorkflowId(request.params.id, counted.rows[0]!.resume_count),
-          // On this host's queue, like a launch: its host steps run as local activities there.
-          taskQueue: hostTaskQueue(ctx.config.taskQueue, ctx.config.hostId),
-          requestEagerStart: ctx.config.gatewayRunsLaunches,
+          // Where a launch starts: its host steps run as local activities there.
+          ...onThisHost(ctx.config),
           args: [{ sessionId: request.params.id, hostId: ctx.config.hostId, sharedQueue: ctx.config.taskQueue }],
           typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
         });
