@@ -15,7 +15,9 @@ export type RefusalCode =
   | 'cleanup_job_not_retryable';
 
 export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
-export type ErrorCode = RefusalCode | InputErrorCode | 'internal';
+/** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
+export type OutageCode = 'service_unavailable' | 'engine_unavailable';
+export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
 export type ErrorAction =
   | 'retry'
@@ -56,6 +58,11 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },
   forbidden: { status: 403, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'This token may not do that.' },
+  // The database does not answer: the gateway changed nothing it could not finish; retry.
+  service_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The service database is unavailable; retry shortly.' },
+  // Temporal does not answer. For a launch or resume the outcome may be pending: retrying with
+  // the same Idempotency-Key returns the one session it made, never a second.
+  engine_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.' },
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
 

@@ -125,4 +125,5 @@ export const errorResponses = {
   404: ErrorResponse,
   409: ErrorResponse,
   500: ErrorResponse,
+  503: ErrorResponse,
 };

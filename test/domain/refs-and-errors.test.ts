@@ -29,6 +29,8 @@ describe('error table [R7]', () => {
       task_archived: [409, false, 0, 'unarchive'],
       task_delete_dirty_worktree: [409, true, 0, 'discard_or_commit'],
       session_running: [409, true, 0, 'stop_session'],
+      service_unavailable: [503, true, 2000, 'retry'],
+      engine_unavailable: [503, true, 2000, 'retry'],
     });
   });
   it('builds the contract body, extras never overriding the contract fields', () => {
