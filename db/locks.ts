@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { withClient } from './pool';
 
 /**
  * Serializes git administrative operations on one repository across every process that shares
@@ -28,23 +29,20 @@ async function withAdvisoryLock<T>(
 ): Promise<T> {
   const key = `repository-git-admin:${repositoryId}`;
   for (let attempt = 0; ; attempt++) {
-    const client = await pool.connect();
-    let locked = false;
-    try {
+    // A lock connection that breaks while git works is released broken (withClient): the server
+    // dropped the session lock with it, and the pool must not hand that connection out again.
+    const outcome = await withClient(pool, async (client) => {
       const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key]);
-      locked = res.rows[0]!.locked;
-      if (locked) {
-        try {
-          return await fn();
-        } finally {
-          await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => {
-            // A broken connection releases its session locks with it.
-          });
-        }
+      if (!res.rows[0]!.locked) return { locked: false as const };
+      try {
+        return { locked: true as const, value: await fn() };
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => {
+          // A broken connection releases its session locks with it.
+        });
       }
-    } finally {
-      client.release();
-    }
+    });
+    if (outcome.locked) return outcome.value;
     onWait();
     await new Promise((resolve) => setTimeout(resolve, Math.min(10 + attempt * 5, 100) + Math.random() * 10));
   }

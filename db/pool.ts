@@ -1,28 +1,69 @@
 import pg from 'pg';
+import { outageOf } from '../domain/outage';
 
 export type Pool = pg.Pool;
 export type Db = pg.Pool | pg.PoolClient;
 
+/**
+ * The one pool of a process. While the database is gone the process keeps running: queries fail
+ * (the gateway answers 503, activities go into Temporal's retries) and the pool connects afresh
+ * once the server answers again.
+ */
 export function createPool(databaseUrl: string, max = 20): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 30_000 });
-  // An idle client that loses its server must not crash the process; the next query reconnects.
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    idleTimeoutMillis: 30_000,
+    // A refused connection fails at once; a server that does not answer (or a pool with no free
+    // client) fails after this instead of holding a request. Launch transactions take milliseconds.
+    connectionTimeoutMillis: 5_000,
+    // A server that vanished without closing the socket is noticed by the kernel, not never.
+    keepAlive: true,
+  });
+  // An idle client that loses its server must not crash the process; the pool drops it.
   pool.on('error', () => {});
+  // pg-pool listens for 'error' on a client only while it is idle: a client checked out (a
+  // transaction, a repository lock held across git work) whose server dies between two queries
+  // would emit an unhandled 'error' and end the process. Its queries fail anyway; whoever holds
+  // it releases it with the error (`withClient`), and the pool never reuses a broken client.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * A client checked out for several statements. One whose connection broke is released with the
+ * error, so the pool destroys it instead of handing it to the next caller.
+ */
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken ??= err;
+  };
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    return await fn(client);
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (!broken && outageOf(err) === 'database') broken = err as Error;
     throw err;
   } finally {
-    client.release();
+    client.removeListener('error', onError);
+    client.release(broken);
   }
+}
+
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
 }
 
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23505';

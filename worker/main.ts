@@ -1,10 +1,12 @@
 /** Entry point of the worker process. */
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { reconcileExecutions } from '../activities/process-reconcile';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
+import { outageOf } from '../domain/outage';
 import { prepareWorkspaceRoot } from './workspace-root';
 import { prebuiltWorkflowBundle, startWorker } from './worker';
 
@@ -15,8 +17,12 @@ async function main(): Promise<void> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   // Enough for every activity slot to hold a transaction or a repository lock at once.
   const pool = createPool(config.databaseUrl, 60);
-  const agents = await reconcileExecutions(pool, config.hostId);
-  logger.info(agents, 'agent processes re-identified after start');
+  // Not a condition of polling: with the database gone the worker still starts (its activities
+  // fail into Temporal's retries) and re-identifies its agents once the database answers.
+  const stopped = new AbortController();
+  const reconciled = untilAnswered(() => reconcileExecutions(pool, config.hostId), logger, stopped.signal).then((agents) => {
+    if (agents) logger.info(agents, 'agent processes re-identified after start');
+  });
   const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle() });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
@@ -25,7 +31,24 @@ async function main(): Promise<void> {
     });
   }
   await worker.done;
+  stopped.abort();
+  await reconciled;
   await pool.end();
+}
+
+/** Runs `step` until it succeeds, waiting 1 s, 2 s, … up to 30 s between tries; gives up only when the worker stops. */
+async function untilAnswered<T>(step: () => Promise<T>, logger: Logger, stopped: AbortSignal): Promise<T | undefined> {
+  for (let attempt = 0; !stopped.aborted; attempt++) {
+    try {
+      return await step();
+    } catch (err) {
+      const waitMs = Math.min(1000 * 2 ** attempt, 30_000);
+      if (outageOf(err) === 'database') logger.warn({ waitMs }, 'database unavailable; reconciling agents later');
+      else logger.error({ err, waitMs }, 'reconciling agents failed; retrying');
+      await sleep(waitMs, undefined, { signal: stopped }).catch(() => {});
+    }
+  }
+  return undefined;
 }
 
 main().catch((err) => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_TABLE, errorBody, isErrorCode, type ErrorCode } from '../../domain/errors';
+import { outageOf } from '../../domain/outage';
 
 /** An error the gateway answers with the contract's body. Messages are written for callers: no paths, branches or secrets. */
 export class ApiError extends Error {
@@ -22,12 +23,22 @@ export function sendError(reply: FastifyReply, code: ErrorCode, message?: string
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));
 }
 
-/** One error handler for every route: validation → 400, typed → its status, anything else → 500 with an id in the log. */
+/**
+ * One error handler for every route: validation → 400, typed → its status, the database or the
+ * engine not answering → 503 (never a 500: the same request may be retried), anything else → 500
+ * with an id in the log.
+ */
 export function handleError(err: FastifyError | ApiError | Error, request: FastifyRequest, reply: FastifyReply) {
   const errorId = randomUUID();
   if (err instanceof ApiError) {
     if (err.code === 'internal') request.log.error({ errorId, err }, 'internal error');
     return sendError(reply, err.code, err.message, err.extra, errorId);
+  }
+  const outage = outageOf(err);
+  if (outage) {
+    // The driver's text stays in the log (it may hold a host or a port), the caller reads the table's.
+    request.log.warn({ errorId, err, outage }, 'dependency unavailable');
+    return sendError(reply, outage === 'database' ? 'service_unavailable' : 'engine_unavailable', undefined, {}, errorId);
   }
   const fe = err as FastifyError;
   if (fe.validation) return sendError(reply, 'invalid_request', `Invalid request: ${fe.message}`, {}, errorId);

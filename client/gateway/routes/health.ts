@@ -7,21 +7,44 @@ import type { GatewayContext } from '../context';
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
+/** Whether a dependency answered within the probe's bound (the pool's own connect timeout is longer). */
+async function answers(probe: Promise<unknown>, withinMs = 3000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), withinMs);
+  });
+  try {
+    return await Promise.race([probe.then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What an operator reads first: which part does not answer. */
+function notReadyReason(database: boolean, temporal: boolean): string {
+  if (!database && !temporal) return 'database_and_temporal_unreachable';
+  return database ? 'temporal_unreachable' : 'database_unreachable';
+}
+
 export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPublic: boolean): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get('/healthz', { schema: { tags: ['health'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
 
     app.get(
       '/readyz',
-      { schema: { tags: ['health'], response: { 200: Type.Object({ status: Type.Literal('ready') }), 503: Type.Object({ status: Type.String(), database: Type.Boolean(), temporal: Type.Boolean() }) } } },
+      {
+        schema: {
+          tags: ['health'],
+          response: {
+            200: Type.Object({ status: Type.Literal('ready') }),
+            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String() }),
+          },
+        },
+      },
       async (_request, reply) => {
-        const timeout = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), 3000))]);
-        const [database, temporal] = await Promise.all([
-          timeout(ctx.pool.query('SELECT 1')).then(() => true, () => false),
-          timeout(ctx.temporal.workflowService.getSystemInfo({})).then(() => true, () => false),
-        ]);
+        const [database, temporal] = await Promise.all([answers(ctx.pool.query('SELECT 1')), answers(ctx.temporal.workflowService.getSystemInfo({}))]);
         if (database && temporal) return { status: 'ready' as const };
-        return reply.code(503).send({ status: 'not_ready', database, temporal });
+        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal) });
       },
     );
 
