@@ -1,20 +1,23 @@
 /**
  * `make start`: brings up the whole system on one machine. Embedded PostgreSQL unless
  * DATABASE_URL is set; the Temporal dev server (Web UI, SQLite under .data/) unless
- * TEMPORAL_ADDRESS is set; migrations; the worker and the API gateway. Ctrl-C stops what it started.
+ * TEMPORAL_ADDRESS is set; migrations; the worker and the API gateway. Once up, a part that dies
+ * is started again (client/supervisor.ts) and nothing else is touched. Ctrl-C stops what it
+ * started: the services, then Temporal, then PostgreSQL.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from './postgres-service';
+import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
+import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, serviceArgs } from './service-build';
+import { describeExit, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 const root = path.resolve(__dirname, '..');
 
@@ -35,113 +38,150 @@ async function loadSecrets(file: string): Promise<Secrets> {
   return secrets;
 }
 
-function startNodeService(entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' });
+/** Stop order: what depends on the others goes first. */
+type Layer = 'services' | 'temporal' | 'postgres';
+const STOP_ORDER: Layer[] = ['services', 'temporal', 'postgres'];
+
+/** How long the API gets to answer /readyz after the services started. */
+const READY_TIMEOUT_MS = 90_000;
+
+/** The address the launcher itself calls the API on. */
+function localApiUrl(host: string, port: number): string {
+  if (host === '0.0.0.0') return `http://127.0.0.1:${port}`;
+  if (host === '::') return `http://[::1]:${port}`;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-async function stopChild(child: ChildProcess | null, graceMs = 10_000): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-  await exited;
-  clearTimeout(timer);
+async function waitUntilReady(url: string, failed: () => string | null): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const failure = failed();
+    if (failure) throw new Error(failure);
+    if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => null))?.ok) return;
+    if (Date.now() > deadline) throw new Error(`the API did not answer ${url}/readyz within ${READY_TIMEOUT_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.env, { cwd: root, hostname: os.hostname() });
+  // TEMPORAL_ADDRESS means "use that server"; TWS_TEMPORAL_PORT is where the dev server listens.
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${Number(process.env.TWS_TEMPORAL_PORT || 7233)}`;
+  const config = loadConfig({ ...process.env, TEMPORAL_ADDRESS: temporalAddress }, { cwd: root, hostname: os.hostname() });
   // Readable by the postgres user that embedded PostgreSQL runs as when started by root; the
   // secrets file inside is 0600.
   await mkdir(config.dataDir, { recursive: true });
   await chmod(config.dataDir, 0o755);
   const secretsFile = path.join(config.dataDir, 'secrets.json');
   const secrets = await loadSecrets(secretsFile);
-
-  let postgres: PostgresService | null = null;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    postgres = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres'), port: Number(process.env.TWS_PG_PORT || 54329), password: secrets.postgresPassword });
-    databaseUrl = await ensureDatabase(postgres.serverUrl, 'task_workspaces');
-  }
-
-  let temporalServer: ChildProcess | null = null;
-  const temporalAddress = process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233';
+  const pidsFile = path.join(config.dataDir, 'pids.json');
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
-  if (!process.env.TEMPORAL_ADDRESS) {
-    const [ip, port] = temporalAddress.split(':');
-    temporalServer = spawn(
-      resolveTemporalCli(root),
-      ['server', 'start-dev', '--ip', ip!, '--port', port!, '--ui-port', String(uiPort), '--db-filename', path.join(config.dataDir, 'temporal.sqlite'),
-        '--namespace', config.temporalNamespace, '--log-level', 'warn', ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])],
-      { cwd: root, stdio: ['ignore', 'ignore', 'inherit'], detached: false },
-    );
-  }
 
-  const children: ChildProcess[] = [];
+  const parts: { layer: Layer; part: Promise<SupervisedPart> }[] = [];
+  const running = new Map<string, SupervisedPart>();
+  let up = false;
+  let startupDeath: string | null = null;
   let stopping = false;
+
+  // Written whole and renamed, one write at a time, so a reader never sees half a file.
+  let pidsWritten: Promise<void> = Promise.resolve();
+  const writePids = () => {
+    const pids = { launcher: process.pid, ...Object.fromEntries([...running].map(([name, part]) => [name, part.pid])) };
+    pidsWritten = pidsWritten.then(async () => {
+      await writeFile(`${pidsFile}.tmp`, JSON.stringify(pids, null, 2) + '\n');
+      await rename(`${pidsFile}.tmp`, pidsFile);
+    }).catch((err) => console.error(`launcher: could not write ${pidsFile}: ${err instanceof Error ? err.message : err}`));
+  };
+
+  /** Starts a part under supervision; a death before the system is up is a start-up failure. */
+  const run = async (name: string, layer: Layer, start: Parameters<typeof supervise>[1]): Promise<SupervisedPart> => {
+    if (stopping) throw new Error('stopping');
+    const part = supervise(name, start, {
+      backoff: DEFAULT_RESTART_BACKOFF,
+      log: (line) => console.error(`launcher: ${line}`),
+      onDeath: (exit) => {
+        if (!up) startupDeath ??= `${name} exited during start-up (${describeExit(exit)})`;
+      },
+      onRestart: writePids,
+    });
+    parts.push({ layer, part });
+    running.set(name, await part);
+    writePids();
+    return part;
+  };
+
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
     console.log('\nstopping…');
-    await Promise.all(children.map((child) => stopChild(child)));
-    await stopChild(temporalServer);
-    if (postgres) await postgres.stop();
+    for (const layer of STOP_ORDER) {
+      await Promise.all(parts.filter((p) => p.layer === layer).map((p) => p.part.then((part) => part.stop(), () => {})));
+    }
+    await pidsWritten;
+    await rm(pidsFile, { force: true });
     process.exit(code);
   };
   process.on('SIGINT', () => void stopAll(0));
   process.on('SIGTERM', () => void stopAll(0));
 
+  let databaseUrl = config.databaseUrl;
+  const temporalServer = !process.env.TEMPORAL_ADDRESS;
+  const apiUrl = localApiUrl(config.apiHost, config.apiPort);
   try {
-    await prepareServices({
-      databaseUrl,
-      temporalAddress,
-      namespace: config.temporalNamespace,
-      config,
-      isTemporalDead: () => temporalServer !== null && temporalServer.exitCode !== null,
-    });
-  } catch (err) {
-    console.error('start-up failed:', err instanceof Error ? err.message : err);
-    await stopAll(1);
-    return;
-  }
+    if (!databaseUrl) {
+      const pgOptions = { dataDir: path.join(config.dataDir, 'postgres'), port: Number(process.env.TWS_PG_PORT || 54329), password: secrets.postgresPassword };
+      let serverUrl = '';
+      await run('postgres', 'postgres', async () => {
+        const server = await startEmbeddedPostgres(pgOptions);
+        serverUrl = server.serverUrl;
+        return server;
+      });
+      databaseUrl = await ensureDatabase(serverUrl, 'task_workspaces');
+    }
 
-  const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
-  try {
+    if (temporalServer) {
+      const cli = resolveTemporalCli(root);
+      const [ip, port] = temporalAddress.split(':');
+      const args = ['server', 'start-dev', '--ip', ip!, '--port', port!, '--ui-port', String(uiPort), '--db-filename', path.join(config.dataDir, 'temporal.sqlite'),
+        '--namespace', config.temporalNamespace, '--log-level', 'warn', ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])];
+      await run('temporal', 'temporal', () => spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+    }
+
+    await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => startupDeath !== null });
+
+    const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
     buildServices(root);
     bundleWorkflowsTo(root, workflowBundle);
+
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      TWS_WORKFLOW_BUNDLE: workflowBundle,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TWS_USER_TOKEN: config.userToken ?? secrets.userToken,
+      TWS_OPERATOR_TOKEN: config.operatorToken ?? secrets.operatorToken,
+      TWS_DATA_DIR: config.dataDir,
+    };
+    for (const [name, entry] of [['worker', 'worker/main.ts'], ['gateway', 'client/gateway/main.ts']] as const) {
+      await run(name, 'services', () => spawnPart(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' }));
+    }
+    await waitUntilReady(apiUrl, () => startupDeath);
+    if (startupDeath) throw new Error(startupDeath);
+    up = true;
   } catch (err) {
-    console.error('start-up failed:', err instanceof Error ? err.message : err);
+    if (stopping) return; // a signal ended the start-up
+    console.error(`start-up failed: ${startupDeath ?? (err instanceof Error ? err.message : String(err))}`);
     await stopAll(1);
     return;
-  }
-
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    TWS_WORKFLOW_BUNDLE: workflowBundle,
-    DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporalAddress,
-    TWS_USER_TOKEN: config.userToken ?? secrets.userToken,
-    TWS_OPERATOR_TOKEN: config.operatorToken ?? secrets.operatorToken,
-    TWS_DATA_DIR: config.dataDir,
-  };
-  for (const entry of ['worker/main.ts', 'client/gateway/main.ts']) {
-    const child = startNodeService(entry, env);
-    child.once('exit', (code) => {
-      if (!stopping) {
-        console.error(`${entry} exited (${code}); stopping everything`);
-        void stopAll(1);
-      }
-    });
-    children.push(child);
   }
 
   console.log(`
 task-workspaces is running
-  API:          http://${config.apiHost}:${config.apiPort}  (OpenAPI at /openapi.json)
+  API:          ${apiUrl}  (OpenAPI at /openapi.json)
   Temporal UI:  ${temporalServer ? `http://127.0.0.1:${uiPort}` : `(your Temporal at ${temporalAddress})`}
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
-Ctrl-C stops everything.`);
+  Pids:         launcher ${process.pid}, ${[...running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
+A part that dies is started again. Ctrl-C stops everything.`);
 }
 
 main().catch((err) => {

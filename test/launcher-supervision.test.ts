@@ -1,0 +1,169 @@
+/**
+ * `make start` as an operator runs it: the real launcher with embedded PostgreSQL and the Temporal
+ * dev server on ports of its own. Each part is killed with SIGKILL and must come back on its own
+ * while the rest keeps running; Ctrl-C then leaves no process of this instance behind.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './support/harness';
+
+const root = path.resolve(__dirname, '..');
+type PartName = 'postgres' | 'temporal' | 'worker' | 'gateway';
+type Pids = Record<PartName | 'launcher', number>;
+
+let dataDir = '';
+let apiUrl = '';
+let launcher: ChildProcess | null = null;
+let output = '';
+/** Every pid this instance ran, for the final check and the cleanup. */
+const seenPids = new Set<number>();
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** State and command line of a process, for a failure message. */
+async function describeProcess(pid: number): Promise<string> {
+  const [stat, cmdline] = await Promise.all(['stat', 'cmdline'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')));
+  return `${pid} ${stat!.split(') ')[1]?.slice(0, 12) ?? ''} ${cmdline!.replaceAll('\0', ' ')}`;
+}
+
+/** The launcher's own lines and errors, without the dev server's and the services' structured logs. */
+const launcherLog = (): string =>
+  output
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('time=') && !line.startsWith('{"level"'))
+    .slice(-40)
+    .join('\n');
+
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | null | undefined | false>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => null);
+    if (value) return value;
+    if (launcher?.exitCode !== null) throw new Error(`the launcher exited (${launcher?.exitCode}) while waiting for ${what}\n${launcherLog()}`);
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${launcherLog()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function readPids(): Promise<Pids> {
+  const pids = JSON.parse(await readFile(path.join(dataDir, 'pids.json'), 'utf8')) as Pids;
+  for (const pid of Object.values(pids)) seenPids.add(pid);
+  return pids;
+}
+
+const ready = async (): Promise<boolean> => (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).status === 200;
+
+/** Pids of the processes that belong to this instance: its data dir in their command line or environment. */
+async function processesOfInstance(): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const [cmdline, environ] = await Promise.all(['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')));
+    if (cmdline!.includes(dataDir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dataDir}`)) found.push(pid);
+  }
+  return found;
+}
+
+/** SIGKILLs one part and waits until the launcher runs a new one and the API is ready again. */
+async function killAndAwaitRestart(part: PartName): Promise<{ before: number; after: number }> {
+  const before = (await readPids())[part];
+  expect(alive(before)).toBe(true);
+  process.kill(before, 'SIGKILL');
+  const after = await waitFor(`a new ${part}`, 60_000, async () => {
+    const pid = (await readPids())[part];
+    return pid !== before && alive(pid) && pid;
+  });
+  await waitFor(`/readyz after ${part} came back`, 60_000, ready);
+  expect(alive(before)).toBe(false);
+  expect(output).toMatch(new RegExp(`${part} \\(pid ${before}\\) died \\(signal SIGKILL\\); restarting in [0-9.]+ s`));
+  return { before, after };
+}
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'tws-launcher-'));
+  await chmod(dataDir, 0o755); // embedded PostgreSQL runs as the postgres user when root starts it
+  const [api, pg, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  apiUrl = `http://127.0.0.1:${api}`;
+  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TWS_') && key !== 'DATABASE_URL' && key !== 'TEMPORAL_ADDRESS'));
+  Object.assign(env, { TWS_DATA_DIR: dataDir, TWS_API_PORT: String(api), TWS_PG_PORT: String(pg), TWS_TEMPORAL_PORT: String(temporal), TWS_TEMPORAL_UI_PORT: String(ui) });
+  launcher = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  seenPids.add(launcher.pid!);
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  launcher.stdout!.on('data', collect);
+  launcher.stderr!.on('data', collect);
+  await waitFor('the launcher to report running', 150_000, async () => output.includes('task-workspaces is running') && (await ready()));
+}, 180_000);
+
+afterAll(async () => {
+  if (launcher && launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL');
+  const leftovers = dataDir ? await processesOfInstance() : [];
+  for (const pid of new Set([...seenPids, ...leftovers])) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}, 60_000);
+
+describe('the launcher supervises its parts [issue 10.4]', () => {
+  it('runs every part and says which pids they have', async () => {
+    const pids = await readPids();
+    expect(pids.launcher).toBe(launcher!.pid);
+    for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const) expect(alive(pids[part])).toBe(true);
+  });
+
+  it('starts a killed worker again and leaves the rest running', async () => {
+    const others = await readPids();
+    const { after } = await killAndAwaitRestart('worker');
+    expect(alive(after)).toBe(true);
+    const now = await readPids();
+    expect([now.postgres, now.temporal, now.gateway]).toEqual([others.postgres, others.temporal, others.gateway]);
+  }, 90_000);
+
+  it('starts a killed gateway again, and the new one answers /readyz', async () => {
+    const { after } = await killAndAwaitRestart('gateway');
+    expect((await readPids()).gateway).toBe(after);
+    expect(await ready()).toBe(true);
+  }, 90_000);
+
+  it('starts a killed Temporal dev server again on its data, and the API is ready again', async () => {
+    await killAndAwaitRestart('temporal');
+  }, 90_000);
+
+  it('starts a killed PostgreSQL again on its data dir and port, and the API is ready again', async () => {
+    const { after } = await killAndAwaitRestart('postgres');
+    const secrets = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { userToken: string };
+    // A request that reads the database through the gateway's pool: an unknown task is a typed 404, not a 5xx.
+    const task = await fetch(`${apiUrl}/v1/tasks/${randomUUID()}`, { headers: { authorization: `Bearer ${secrets.userToken}` } });
+    expect(task.status).toBe(404);
+    expect(alive(after)).toBe(true);
+  }, 90_000);
+
+  it('Ctrl-C stops everything it ran and leaves no process behind', async () => {
+    const pids = await readPids();
+    const instance = await processesOfInstance();
+    expect(instance).toEqual(expect.arrayContaining([pids.postgres, pids.temporal, pids.worker, pids.gateway]));
+    const exited = new Promise<number | null>((resolve) => launcher!.once('exit', (code) => resolve(code)));
+    launcher!.kill('SIGINT');
+    expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))])).toBe(0);
+    const left = [...new Set([...seenPids, ...instance])].filter(alive);
+    expect(await Promise.all(left.map(describeProcess)), launcherLog()).toEqual([]);
+    expect(await processesOfInstance()).toEqual([]);
+  }, 90_000);
+});
