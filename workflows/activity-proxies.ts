@@ -4,7 +4,15 @@ import type { HostActivities, RecordActivities } from '../activities';
 import type { StartedOn } from '../domain/launch';
 import { hostTaskQueue } from '../domain/workflow-ids';
 
-const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 6 };
+/**
+ * Record steps outlast a database outage: no attempt limit, tries at most 10 s apart (so the
+ * step goes on within 10 s of the database answering again). With 6 attempts a step gave up
+ * within half a minute of PostgreSQL going away, and the workflow failed where it stood: a
+ * cleanup answered 202 kept its job row `pending` for ever. Typed outcomes are non-retryable and
+ * end at once; what retries here is an outage, or a bug, whose attempt count and last failure
+ * the Temporal UI shows on the pending step.
+ */
+const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' };
 const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 };
 
 /** Short database transactions: local activities on the worker that runs the workflow. */

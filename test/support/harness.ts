@@ -45,7 +45,7 @@ export interface Harness {
   /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
   spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
   /** The compiled gateway as its own process (it runs the launches it starts unless told not to), ready. */
-  spawnGateway(extraEnv?: Record<string, string>): Promise<{ child: ChildProcess; api: Harness['api'] }>;
+  spawnGateway(extraEnv?: Record<string, string>): Promise<{ child: ChildProcess; api: Harness['api']; url: string }>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
@@ -69,10 +69,14 @@ export function harnessesPerTest() {
   };
 }
 
-export async function createHarness(overrides: Partial<Config> = {}, opts: { temporalAddress?: string; inProcessWorker?: boolean } = {}): Promise<Harness> {
+/** `postgresServerUrl`: a PostgreSQL of the test file's own (one it may stop), instead of the run's shared one. */
+export async function createHarness(
+  overrides: Partial<Config> = {},
+  opts: { temporalAddress?: string; inProcessWorker?: boolean; postgresServerUrl?: string } = {},
+): Promise<Harness> {
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
   const dbName = `tws_${randomUUID().replace(/-/g, '')}`;
-  const databaseUrl = await ensureDatabase(inject('postgresServerUrl'), dbName);
+  const databaseUrl = await ensureDatabase(opts.postgresServerUrl ?? inject('postgresServerUrl'), dbName);
   await migrate(databaseUrl);
   const pool = createPool(databaseUrl, 30);
   const temporalAddress = opts.temporalAddress ?? inject('temporalAddress');
@@ -159,7 +163,7 @@ export async function createHarness(overrides: Partial<Config> = {}, opts: { tem
         if (Date.now() > deadline) throw new Error('the gateway did not become ready');
         await new Promise((r) => setTimeout(r, 100));
       }
-      return { child, api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) => request(url, method, route, body, token) };
+      return { child, url, api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) => request(url, method, route, body, token) };
     },
     async stopWorker() {
       if (worker) await worker.shutdown();
