@@ -127,6 +127,9 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
     // A write and an operator route too: nothing is a 500.
     expect((await gateway.api('POST', '/v1/boards', { name: 'during the outage' })).body.error.code).toBe('service_unavailable');
     expect((await gateway.api('GET', '/v1/cleanup-jobs', undefined, OPERATOR_TOKEN)).status).toBe(503);
+    // A worker that starts while the database is gone runs too: it re-identifies its agents later.
+    const lateWorker = h.spawnWorker({ TWS_GIT_BINARY: git.binary });
+    children.push(lateWorker);
     const notReady = await gateway.api('GET', '/readyz', undefined, null);
     expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable' } });
     // Long enough for the cleanup's record steps to meet the outage for longer than the old six
@@ -135,8 +138,7 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
       expect((await gateway.api('GET', `/v1/tasks/${taskId}`)).status).toBe(503);
       await new Promise((r) => setTimeout(r, 500));
     }
-    expect(gateway.child.exitCode ?? gateway.child.signalCode).toBeNull();
-    expect(worker.exitCode ?? worker.signalCode).toBeNull();
+    for (const child of [gateway.child, worker, lateWorker]) expect(child.exitCode ?? child.signalCode).toBeNull();
 
     // PostgreSQL back on the same data dir and port: the same processes serve again by themselves.
     postgres = await startPostgres();
@@ -156,9 +158,9 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
     expect(worktreePaths(repo)).toEqual([repo]);
     expect((await gateway.api('GET', `/v1/tasks/${taskId}`)).body.state).toBe('archived');
 
-    expect(gateway.child.exitCode ?? gateway.child.signalCode).toBeNull();
-    expect(worker.exitCode ?? worker.signalCode).toBeNull();
-    expect(processAlive(gateway.child.pid!)).toBe(true);
-    expect(processAlive(worker.pid!)).toBe(true);
+    for (const child of [gateway.child, worker, lateWorker]) {
+      expect(child.exitCode ?? child.signalCode).toBeNull();
+      expect(processAlive(child.pid!)).toBe(true);
+    }
   });
 });
