@@ -1,5 +1,5 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
-import { findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
+import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
@@ -57,15 +57,20 @@ export function cleanupRecordActivities({ pool }: ActivityDeps) {
       return res.rows.map((r) => r.id);
     },
 
+    /** The members a cascade already prepared under its operation id, deepest first (none: not prepared yet). */
+    async cascadeMembers(cascadeOperationId: string): Promise<CascadeMember[]> {
+      return cascadeMembers(pool, cascadeOperationId);
+    },
+
     /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
-    async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[] }): Promise<void> {
+    async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[]; cascadeOperationId: string }): Promise<void> {
       await inTransaction(pool, async (client) => {
         const ids = input.members.map((m) => m.taskId);
         const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
         if (locked.rowCount !== ids.length) throw typedFailure('not_found');
-        for (const m of input.members) {
+        for (const [position, m] of input.members.entries()) {
           try {
-            await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId });
+            await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
           } catch (err) {
             if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
             throw err;

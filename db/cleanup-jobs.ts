@@ -20,8 +20,23 @@ export interface CleanupJobRow {
 const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, created_at, finished_at';
 
 /** Reserves the job: from this row on, the task admits no launch (the partial unique index makes it one per task). */
-export async function reserveJob(db: Db, job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string }): Promise<void> {
-  await db.query(`INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, $3, 'prepared', $4)`, [job.operationId, job.taskId, job.trigger, job.workflowId]);
+export async function reserveJob(
+  db: Db,
+  job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string; cascade?: { operationId: string; position: number } },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id, cascade_operation_id, cascade_position) VALUES ($1, $2, $3, 'prepared', $4, $5, $6)`,
+    [job.operationId, job.taskId, job.trigger, job.workflowId, job.cascade?.operationId ?? null, job.cascade?.position ?? null],
+  );
+}
+
+/** The members a cascade prepared, deepest first (empty while it has not prepared). */
+export async function cascadeMembers(db: Db, cascadeOperationId: string): Promise<{ taskId: string; operationId: string; workflowId: string }[]> {
+  const res = await db.query<{ task_id: string; operation_id: string; workflow_id: string }>(
+    'SELECT task_id, operation_id, workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1 ORDER BY cascade_position',
+    [cascadeOperationId],
+  );
+  return res.rows.map((r) => ({ taskId: r.task_id, operationId: r.operation_id, workflowId: r.workflow_id }));
 }
 
 export async function saveSnapshot(db: Db, operationId: string, snapshot: CleanupSnapshot): Promise<void> {

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import { removesTask, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
 import type { RefusalCode } from '../domain/errors';
-import { reserveJob, saveSnapshot } from './cleanup-jobs';
+import { findJob, reserveJob, saveSnapshot } from './cleanup-jobs';
 import { takeSnapshot } from './cleanup-snapshot';
 import { isUniqueViolation } from './pool';
 
@@ -18,8 +18,15 @@ export interface PrepareRequest {
   workflowId: string;
 }
 
-/** Runs inside a transaction. Reset and archive refuse what would lose a running agent's place. */
+/**
+ * Runs inside a transaction. Reset and archive refuse what would lose a running agent's place.
+ * Idempotent by operation id: a re-run after the first run committed (the engine or the worker
+ * died before the workflow recorded it) finds its own job and continues with that snapshot,
+ * rather than refusing the archived or deleted task it made itself.
+ */
 export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest): Promise<PrepareOutcome> {
+  const own = await preparedJob(client, req);
+  if (own) return own;
   const task = (await client.query<{ id: string; archived_at: Date | null }>('SELECT id, archived_at FROM tasks WHERE id = $1 FOR UPDATE', [req.taskId])).rows[0];
   if (!task) return { kind: 'refused', code: 'not_found' };
   if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
@@ -38,7 +45,8 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     await client.query('ROLLBACK TO SAVEPOINT reserve');
-    return { kind: 'refused', code: 'task_cleanup_in_progress' };
+    // A concurrent run of the same preparation committed first: that job is this one.
+    return (await preparedJob(client, req)) ?? { kind: 'refused', code: 'task_cleanup_in_progress' };
   }
 
   const snapshot = await takeSnapshot(client, req.taskId, removesTask(req.trigger));
@@ -46,6 +54,15 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   await mutateTask(client, req.taskId, req.trigger);
   await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [req.operationId]);
   return { kind: 'prepared', snapshot };
+}
+
+/** The job this operation already prepared, if it did (one transaction made it whole: it has its snapshot). */
+async function preparedJob(client: pg.PoolClient, req: PrepareRequest): Promise<PrepareOutcome | null> {
+  const job = await findJob(client, req.operationId);
+  if (!job) return null;
+  // An operation id names one job: another task or trigger under it is not this preparation.
+  if (job.task_id !== req.taskId || job.trigger !== req.trigger || Array.isArray(job.snapshot)) return { kind: 'refused', code: 'task_cleanup_in_progress' };
+  return { kind: 'prepared', snapshot: job.snapshot };
 }
 
 /** The task's own change: archived or deleted (a reset changes only the environment, at the end). */
