@@ -7,10 +7,12 @@ import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
 import { findExecution, insertExecution, setExecutionStatus, type ExecutionStatus } from '../db/executions';
-import { inTransaction } from '../db/pool';
+import { inTransaction, type Db } from '../db/pool';
+import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
-import { isSameProcess, processStartTime } from './process-identity';
+import { dropSpawnIntent, recordSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
+import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
 
 export interface StartAgentInput {
@@ -35,7 +37,8 @@ const SECRET_ENV = ['TWS_USER_TOKEN', 'TWS_OPERATOR_TOKEN', 'DATABASE_URL', 'TEM
 
 async function spawnDetached(input: StartAgentInput, logPath: string): Promise<number> {
   const log = await open(logPath, 'a');
-  const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: input.sessionId, TWS_TASK_ID: input.taskId, TWS_WORKSPACE: input.cwd };
+  // The execution id marks the process, so a re-run can find an agent whose record was never written.
+  const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: input.sessionId, TWS_TASK_ID: input.taskId, TWS_WORKSPACE: input.cwd, [EXECUTION_MARK]: input.executionId };
   for (const name of SECRET_ENV) delete env[name];
   try {
     const child = spawn(input.command[0]!, input.command.slice(1), { cwd: input.cwd, detached: true, stdio: ['ignore', log.fd, log.fd], env });
@@ -52,7 +55,8 @@ async function spawnDetached(input: StartAgentInput, logPath: string): Promise<n
   }
 }
 
-export function agentProcessActivities({ pool, config }: ActivityDeps) {
+export function agentProcessActivities(deps: ActivityDeps) {
+  const { pool, config } = deps;
   return {
     async startAgent(input: StartAgentInput): Promise<StartedAgent> {
       const recorded = await findExecution(pool, input.executionId);
@@ -63,14 +67,8 @@ export function agentProcessActivities({ pool, config }: ActivityDeps) {
       const logDir = path.join(config.logDir, input.sessionId);
       await mkdir(logDir, { recursive: true });
       const logPath = path.join(logDir, `${input.executionId}.log`);
-      // The spawn and its record happen under a share lock of the task rows: a cleanup either
-      // prepares after this (and its snapshot holds the process) or before (and nothing starts).
-      const started = await inTransaction(pool, async (client) => {
-        if (await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId])) return null;
-        const pid = await spawnDetached(input, logPath);
-        const startTime = await processStartTime(pid);
-        const status: ExecutionStatus = startTime ? 'running' : 'exited';
-        await insertExecution(client, {
+      const record = (client: Db, pid: number, startTime: string | null) =>
+        insertExecution(client, {
           id: input.executionId,
           session_id: input.sessionId,
           host_id: config.hostId,
@@ -78,35 +76,72 @@ export function agentProcessActivities({ pool, config }: ActivityDeps) {
           process_start_time: startTime ?? 'exited-before-identified',
           cwd: input.cwd,
           log_path: logPath,
-          status,
+          status: startTime ? 'running' : 'exited',
         });
-        return { pid, status };
+
+      // At most one agent per execution id, across processes and re-runs: the intent is committed
+      // before the spawn. Found already, a process died between an earlier spawn and its record:
+      // the agent it started (marked with this execution id) is adopted, not started twice.
+      if (!(await recordSpawnIntent(pool, { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId }))) {
+        const marked = await findMarkedGroup(input.executionId);
+        if (marked?.leader) {
+          const leader = marked.leader;
+          const barred = await inTransaction(pool, async (client) => {
+            const stands = await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId]);
+            // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
+            await record(client, leader.pid, leader.startTime);
+            await dropSpawnIntent(client, input.executionId);
+            return stands;
+          });
+          deps.logger.warn({ sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid }, 'adopted an agent whose start was never recorded');
+          if (barred) throw typedFailure('task_cleanup_in_progress');
+          return { executionId: input.executionId, pid: leader.pid, status: 'running' };
+        }
+        // Members of a group whose leader ended: leftovers of that start, never this one's agent.
+        if (marked) await stopMarkedGroup(input.executionId, config.agentStopGraceMs);
+      }
+
+      // The spawn and its record happen under a share lock of the task rows: a cleanup either
+      // prepares after this (and its snapshot holds the process) or before (and nothing starts).
+      const started = await inTransaction(pool, async (client) => {
+        if (await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId])) {
+          await dropSpawnIntent(client, input.executionId);
+          return null;
+        }
+        const pid = await spawnDetached(input, logPath);
+        const startTime = await processStartTime(pid);
+        await record(client, pid, startTime);
+        await dropSpawnIntent(client, input.executionId);
+        return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
+      }).catch(async (err) => {
+        // Refused before anything ran (the command cannot start): no intent is left to adopt.
+        if (err instanceof ApplicationFailure && err.type === 'invalid_request') await dropSpawnIntent(pool, input.executionId);
+        throw err;
       });
       if (!started) throw typedFailure('task_cleanup_in_progress');
       const { pid, status } = started;
       return { executionId: input.executionId, pid, status };
     },
 
-    /** SIGTERM to the process group, SIGKILL after the grace period; only if it is still the same process. */
+    /**
+     * SIGTERM to the process group, SIGKILL after the grace period; only if it is still the same
+     * process. An execution whose start was never recorded is stopped by its mark.
+     */
     async stopAgent(executionId: string): Promise<ExecutionStatus> {
       const exec = await findExecution(pool, executionId);
-      if (!exec) return 'stopped';
+      if (!exec) {
+        if (await spawnIntentExists(pool, executionId)) {
+          if (!(await stopMarkedGroup(executionId, config.agentStopGraceMs))) throw typedFailure('internal');
+          await dropSpawnIntent(pool, executionId);
+        }
+        return 'stopped';
+      }
       if (exec.status !== 'running') return exec.status;
       if (!(await isSameProcess(exec.pid, exec.process_start_time))) {
         await setExecutionStatus(pool, executionId, 'vanished');
         return 'vanished';
       }
-      const signalGroup = (signal: NodeJS.Signals) => {
-        try {
-          process.kill(-exec.pid, signal);
-        } catch {
-          // already gone
-        }
-      };
-      signalGroup('SIGTERM');
-      const deadline = Date.now() + config.agentStopGraceMs;
-      while (Date.now() < deadline && (await isSameProcess(exec.pid, exec.process_start_time))) await new Promise((r) => setTimeout(r, 50));
-      if (await isSameProcess(exec.pid, exec.process_start_time)) signalGroup('SIGKILL');
+      await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs);
       await setExecutionStatus(pool, executionId, 'stopped');
       return 'stopped';
     },

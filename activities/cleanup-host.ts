@@ -6,14 +6,15 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { setExecutionStatus } from '../db/executions';
+import { findExecution, setExecutionStatus } from '../db/executions';
+import { dropSpawnIntent } from '../db/spawn-intents';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { isSameProcess } from './process-identity';
+import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory, pathExists, readMarker, sameRealPath } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
@@ -41,24 +42,33 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       let stopped = 0;
       for (const p of processes) {
         if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
-        try {
-          process.kill(-p.pid, 'SIGTERM');
-        } catch {
-          // exited meanwhile
-        }
-        const deadline = Date.now() + config.agentStopGraceMs;
-        while (Date.now() < deadline && (await isSameProcess(p.pid, p.processStartTime))) await new Promise((r) => setTimeout(r, 50));
-        if (await isSameProcess(p.pid, p.processStartTime)) {
-          try {
-            process.kill(-p.pid, 'SIGKILL');
-          } catch {
-            // exited meanwhile
-          }
-          await new Promise((r) => setTimeout(r, 100));
-          if (await isSameProcess(p.pid, p.processStartTime)) throw failure('process_stop_failed', 'an agent process did not stop');
-        }
+        if (!(await stopProcessGroup(p.pid, p.processStartTime, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
         await setExecutionStatus(pool, p.executionId, 'stopped');
         stopped++;
+      }
+      return stopped;
+    },
+
+    /**
+     * Agents whose start was intended but not recorded when the snapshot was taken: whatever
+     * runs under their execution id's mark is stopped; an intent the start has since recorded
+     * is an execution, stopped like the others.
+     */
+    async stopUnrecordedStarts(intents: { executionId: string }[]): Promise<number> {
+      let stopped = 0;
+      for (const intent of intents) {
+        const exec = await findExecution(pool, intent.executionId);
+        if (exec) {
+          if (exec.status === 'running' && (await isSameProcess(exec.pid, exec.process_start_time))) {
+            if (!(await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
+            stopped++;
+          }
+          if (exec.status === 'running') await setExecutionStatus(pool, exec.id, 'stopped');
+          continue;
+        }
+        if (await findMarkedGroup(intent.executionId)) stopped++;
+        if (!(await stopMarkedGroup(intent.executionId, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
+        await dropSpawnIntent(pool, intent.executionId);
       }
       return stopped;
     },

@@ -26,6 +26,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       const report: CleanupReport = { ...input.report, worktrees: [...input.report.worktrees], branches: [] };
       // 1. The task's agents first.
       report.processesStopped += await steps.stopProcesses(snapshot.processes.filter((p) => p.hostId === hostId));
+      report.processesStopped += await steps.stopUnrecordedStarts((snapshot.spawnIntents ?? []).filter((i) => i.hostId === hostId));
       for (const b of snapshot.borrowed) {
         if (b.action === 'handed_over' && b.toTaskId && b.taskFolder && b.hostId === hostId) {
           await steps.rewriteMarker({ taskFolder: b.taskFolder, fromTaskId: snapshot.taskId, toTaskId: b.toTaskId, environmentId: b.environmentId });

@@ -1,20 +1,106 @@
 /**
  * A process is identified by pid AND its start time (clock ticks since boot, field 22 of
- * /proc/<pid>/stat), never by pid alone: a reused pid has another start time.
+ * /proc/<pid>/stat), never by pid alone: a reused pid has another start time. An agent also
+ * carries its execution id in its environment, so one whose spawn was never recorded (the
+ * process that spawned it died first) can still be found: by that mark, never by a guess.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
-export async function processStartTime(pid: number): Promise<string | null> {
+/** The variable that marks an agent process with its execution id. */
+export const EXECUTION_MARK = 'TWS_EXECUTION_ID';
+
+interface ProcStat {
+  state: string;
+  pgid: number;
+  startTime: string;
+}
+
+async function procStat(pid: number): Promise<ProcStat | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] === 'Z' || fields[0] === 'X') return null; // exited, not yet reaped
-    return fields[19] ?? null;
+    return { state: fields[0]!, pgid: Number(fields[2]), startTime: fields[19]! };
   } catch {
     return null;
   }
 }
 
+export async function processStartTime(pid: number): Promise<string | null> {
+  const stat = await procStat(pid);
+  if (!stat || stat.state === 'Z' || stat.state === 'X') return null; // exited, not yet reaped
+  return stat.startTime ?? null;
+}
+
 export async function isSameProcess(pid: number, startTime: string): Promise<boolean> {
   return (await processStartTime(pid)) === startTime;
+}
+
+export interface MarkedGroup {
+  /** The process group the marked processes belong to (the agent was its leader). */
+  pgid: number;
+  /** The leader itself when it still runs: pid = pgid, with its start time. */
+  leader: { pid: number; startTime: string } | null;
+}
+
+/**
+ * The live process group marked with this execution id, or null. Reads /proc: only the rare
+ * paths (a re-run after a death, a stop of an unrecorded spawn, the reconcile) pay for it.
+ */
+export async function findMarkedGroup(executionId: string): Promise<MarkedGroup | null> {
+  const mark = Buffer.from(`${EXECUTION_MARK}=${executionId}\0`);
+  let found: MarkedGroup | null = null;
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    let environ: Buffer;
+    try {
+      environ = await readFile(`/proc/${pid}/environ`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    const at = environ.indexOf(mark);
+    if (at < 0 || (at > 0 && environ[at - 1] !== 0)) continue;
+    const stat = await procStat(pid);
+    if (!stat || stat.state === 'Z' || stat.state === 'X') continue;
+    if (stat.pgid === pid) return { pgid: pid, leader: { pid, startTime: stat.startTime } };
+    found ??= { pgid: stat.pgid, leader: null };
+  }
+  return found;
+}
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Stops an agent's process group: SIGTERM, then SIGKILL after the grace period, signalled only
+ * while pid and start time still name the same process. True when it is gone afterwards.
+ */
+export async function stopProcessGroup(pid: number, startTime: string, graceMs: number): Promise<boolean> {
+  if (!(await isSameProcess(pid, startTime))) return true;
+  signalGroup(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline && (await isSameProcess(pid, startTime))) await new Promise((r) => setTimeout(r, 50));
+  if (await isSameProcess(pid, startTime)) {
+    signalGroup(pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return !(await isSameProcess(pid, startTime));
+}
+
+/** Stops whatever still runs under this execution id's mark (an unrecorded spawn). True when nothing marked is left. */
+export async function stopMarkedGroup(executionId: string, graceMs: number): Promise<boolean> {
+  const group = await findMarkedGroup(executionId);
+  if (!group) return true;
+  if (group.leader) await stopProcessGroup(group.leader.pid, group.leader.startTime, graceMs);
+  // Members left behind by a leader that is gone: the mark proves they are this agent's.
+  const rest = await findMarkedGroup(executionId);
+  if (rest) signalGroup(rest.pgid, 'SIGKILL');
+  for (let i = 0; i < 20 && (await findMarkedGroup(executionId)); i++) await new Promise((r) => setTimeout(r, 50));
+  return (await findMarkedGroup(executionId)) === null;
 }

@@ -6,6 +6,7 @@ import type { CleanupSnapshot, SnapshotProcess, SnapshotWorktree } from '../doma
 import { taskBranchName } from '../domain/task-layout';
 import { environmentOfTask, type EnvironmentRow } from './environments';
 import type { Db } from './pool';
+import { spawnIntentsOf } from './spawn-intents';
 
 export async function borrowingTasks(db: Db, environmentId: string, ownerTaskId: string): Promise<string[]> {
   const res = await db.query<{ task_id: string }>(
@@ -89,6 +90,7 @@ export async function takeSnapshot(db: Db, taskId: string, handOverBorrowed: boo
         snapshot.borrowed.push({ environmentId: env.id, action: 'kept', toTaskId: null, hostId: env.host_id, taskFolder: env.task_folder });
       }
       snapshot.processes = await snapshotProcesses(db, taskId, null);
+      snapshot.spawnIntents = await spawnIntentsOf(db, taskId, null);
       return snapshot;
     }
     snapshot.environmentId = env.id;
@@ -97,5 +99,6 @@ export async function takeSnapshot(db: Db, taskId: string, handOverBorrowed: boo
     snapshot.worktrees = await snapshotWorktrees(db, env);
   }
   snapshot.processes = await snapshotProcesses(db, taskId, snapshot.environmentId);
+  snapshot.spawnIntents = await spawnIntentsOf(db, taskId, snapshot.environmentId);
   return snapshot;
 }
