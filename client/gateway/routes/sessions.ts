@@ -1,19 +1,20 @@
 /** POST /v1/tasks/:id/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
+import { claimIdempotencyKey } from '../../../db/idempotency';
 import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
-import { launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
-import type { resumeSession, stopSession } from '../../../workflows';
-import { onThisHost, runLaunch } from '../../launch-client';
-import { typedRefusalOf } from '../../typed-outcome';
-import { badRequest, notFound, refusalError } from '../api-error';
+import { outageOf } from '../../../domain/outage';
+import { launchWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import type { stopSession } from '../../../workflows';
+import { runLaunch, runResume } from '../../launch-client';
+import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, LaunchBody, LaunchResponse, Session, Workspace, errorResponses } from '../schemas';
 
@@ -46,6 +47,33 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     };
   }
 
+  /** The Idempotency-Key header: absent, or 1 to 200 visible ASCII characters. */
+  function idempotencyKeyOf(headers: Record<string, string | string[] | undefined>): string | null {
+    const raw = headers['idempotency-key'];
+    if (raw === undefined) return null;
+    if (typeof raw !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(raw)) throw badRequest('Idempotency-Key must be 1 to 200 visible ASCII characters.');
+    return raw;
+  }
+
+  /**
+   * The session (and run number) this request works on: a new one, or, for an Idempotency-Key
+   * seen before with the same request, the one that request got. The same key with another
+   * request is refused.
+   */
+  async function sessionFor(key: string | null, scope: string, request: unknown, fresh: { sessionId: string; runNumber: () => Promise<number | null> }) {
+    if (!key) return { sessionId: fresh.sessionId, runNumber: await fresh.runNumber() };
+    const fingerprint = createHash('sha256').update(JSON.stringify(request)).digest('hex');
+    const claim = await claimIdempotencyKey(ctx.pool, { scope, key, fingerprint, ...fresh });
+    if (claim.kind === 'mismatch') throw badRequest('This Idempotency-Key was used for a different request.');
+    return { sessionId: claim.sessionId, runNumber: claim.runNumber };
+  }
+
+  /** The engine did not answer: the outcome may be pending, and the same key (or the session id) finds it. */
+  function engineOutage(err: unknown, sessionId: string): never {
+    if (outageOf(err) === 'engine') throw new ApiError('engine_unavailable', undefined, { sessionId, outcome: 'pending' });
+    throw err;
+  }
+
   async function stop(sessionId: string): Promise<void> {
     // A session still starting has a launch in flight that may yet spawn its agent: wait for
     // that launch to end first, so the stop (and a delete after it) cannot leave an agent behind.
@@ -67,15 +95,24 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { executorType, agentProfile, command, name } = request.body;
         const argv = resolveCommand(agentProfile, command);
+        const key = idempotencyKeyOf(request.headers);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        const { sessionId } = await sessionFor(key, `launch:${request.params.id}`, request.body, { sessionId: randomUUID(), runNumber: async () => null });
         const outcome = await runLaunch(ctx.temporal, ctx.config, {
-          sessionId: randomUUID(),
+          sessionId,
           taskId: request.params.id,
           executorType,
           agentProfile,
           command: argv,
           name: name ?? null,
-        });
+        }).catch((err) => engineOutage(err, sessionId));
+        if (outcome === null) {
+          // The run that made this session is past the engine's retention: the session row answers.
+          const session = await findSession(ctx.pool, sessionId);
+          const exec = session ? await latestExecution(ctx.pool, sessionId) : null;
+          if (!session?.environment_id || !exec) throw notFound('Session');
+          return reply.code(201).send({ sessionId, taskEnvironmentId: session.environment_id, role: session.role ?? 'attached', state: session.state, executionId: exec.id });
+        }
         if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
         return reply.code(201).send(outcome.result);
       },
@@ -86,21 +123,20 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     });
 
     app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
-      const counted = await ctx.pool.query<{ resume_count: number }>('UPDATE sessions SET resume_count = resume_count + 1 WHERE id = $1 RETURNING resume_count', [request.params.id]);
-      if (counted.rowCount === 0) throw notFound('Session');
-      try {
-        await ctx.temporal.workflow.execute<typeof resumeSession>('resumeSession', {
-          workflowId: resumeWorkflowId(request.params.id, counted.rows[0]!.resume_count),
-          // Where a launch starts: its host steps run as local activities there.
-          ...onThisHost(ctx.config),
-          args: [{ sessionId: request.params.id, hostId: ctx.config.hostId, sharedQueue: ctx.config.taskQueue }],
-          typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: request.params.id }]),
-        });
-      } catch (err) {
-        const refusal = typedRefusalOf(err);
-        throw refusal ? refusalError(refusal) : err;
-      }
-      return sessionView(request.params.id);
+      const key = idempotencyKeyOf(request.headers);
+      const sessionId = request.params.id;
+      if (!(await findSession(ctx.pool, sessionId))) throw notFound('Session');
+      const { runNumber } = await sessionFor(key, `resume:${sessionId}`, {}, {
+        sessionId,
+        runNumber: async () => {
+          const counted = await ctx.pool.query<{ resume_count: number }>('UPDATE sessions SET resume_count = resume_count + 1 WHERE id = $1 RETURNING resume_count', [sessionId]);
+          if (counted.rowCount === 0) throw notFound('Session');
+          return counted.rows[0]!.resume_count;
+        },
+      });
+      const outcome = await runResume(ctx.temporal, ctx.config, sessionId, runNumber!).catch((err) => engineOutage(err, sessionId));
+      if (!outcome.ok) throw refusalError(outcome);
+      return sessionView(sessionId);
     });
 
     app.post('/v1/sessions/:id/stop', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
