@@ -1,0 +1,251 @@
+/**
+ * Every step idempotent by its own id (issue 10): a process that dies after a step's effect and
+ * before the engine recorded it leaves a re-run that continues, never a refusal of its own work
+ * or a second agent. The death is real (SIGKILL); the moment is held by the test's database.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { archive, waitForJob } from './support/cleanup';
+import { harnessesPerTest, USER_TOKEN, type Harness } from './support/harness';
+import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
+import { makeRepo, worktreePaths } from './support/world';
+
+const { harness, cleanups } = harnessesPerTest();
+
+/**
+ * Holds every transaction that writes `table` (the trigger loops while the hold stands): at the
+ * INSERT itself (`statement`: the writer dies with its transaction open, which rolls back) or at
+ * COMMIT (`commit`: the writer dies while its commit is under way, which then completes).
+ */
+async function holdWrites(h: Harness, table: string, at: 'statement' | 'commit') {
+  await h.pool.query('CREATE TABLE IF NOT EXISTS test_hold (id int PRIMARY KEY)');
+  await h.pool.query('INSERT INTO test_hold VALUES (1) ON CONFLICT DO NOTHING');
+  await h.pool.query(`CREATE OR REPLACE FUNCTION test_hold_fn() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN WHILE EXISTS (SELECT 1 FROM test_hold) LOOP PERFORM pg_sleep(0.05); END LOOP; RETURN NEW; END $$`);
+  await h.pool.query(
+    at === 'commit'
+      ? `CREATE CONSTRAINT TRIGGER test_hold AFTER INSERT ON ${table} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_hold_fn()`
+      : `CREATE TRIGGER test_hold BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION test_hold_fn()`,
+  );
+  return {
+    async held() {
+      await waitUntil(async () => (await h.pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'")).rowCount! > 0, `a write to ${table} held`);
+    },
+    async release() {
+      await h.pool.query('DELETE FROM test_hold');
+      await h.pool.query(`DROP TRIGGER IF EXISTS test_hold ON ${table}`);
+    },
+  };
+}
+
+/** A worker as its own process that the test can kill and replace. */
+function killableWorker(h: Harness) {
+  let worker: ChildProcess = h.spawnWorker();
+  cleanups.push(() => void worker.kill('SIGKILL'));
+  return {
+    async kill() {
+      worker.kill('SIGKILL');
+      await new Promise((r) => worker.once('exit', r));
+    },
+    replace() {
+      worker = h.spawnWorker();
+    },
+  };
+}
+
+/** Live agent processes of a session: group leaders whose environment names it (every agent is one). */
+function agentsOf(sessionId: string): number[] {
+  const mark = `TWS_SESSION_ID=${sessionId}\0`;
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return fields[0] !== 'Z' && Number(fields[2]) === pid && readFileSync(`/proc/${pid}/environ`).includes(mark);
+      } catch {
+        return false;
+      }
+    });
+}
+
+function killAgentsOf(sessionId: string): void {
+  for (const pid of agentsOf(sessionId)) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+async function post(baseUrl: string, route: string, body: unknown, key?: string) {
+  const headers: Record<string, string> = { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' };
+  if (key) headers['idempotency-key'] = key;
+  const res = await fetch(baseUrl + route, { method: 'POST', headers, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
+  const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
+  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+}
+
+async function taskWithWorktree(h: Harness, name: string, extra: Record<string, unknown> = {}) {
+  const repo = makeRepo(h.scratch, name);
+  const taskId = await createTask(h, [await registerRepo(h, repo, name)], extra);
+  const res = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { repo, taskId, sessionId: res.body.sessionId as string };
+}
+
+describe('a cleanup whose preparation committed while its worker died', () => {
+  it('is continued by the re-run under the same operation id: 202, one job, succeeded, the worktree gone', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = killableWorker(h);
+    const t = await taskWithWorktree(h, 'prep-rerun');
+    const hold = await holdWrites(h, 'cleanup_jobs', 'commit');
+    const pending = h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    await hold.held();
+    await worker.kill();
+    // The commit completes after its worker is gone: barrier, snapshot and archived task are
+    // written, and the engine never heard of it.
+    await hold.release();
+    await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state = 'pending'", [t.taskId])).rowCount === 1, 'the committed preparation');
+    worker.replace();
+
+    const accepted = await pending;
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const job = await waitForJob(h, accepted.body.operationId, ['succeeded'], 90_000);
+    expect(job).toMatchObject({ state: 'succeeded', lastError: null });
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    expect(agentsOf(t.sessionId)).toEqual([]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n).toBe(1);
+    expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).describe()).status.name).toBe('COMPLETED');
+    await expectReRunAfterTimeout(h, accepted.body.workflowId);
+  });
+
+  it('a cascade re-run continues with the members it prepared, although its tree is archived by then', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = killableWorker(h);
+    const parent = await taskWithWorktree(h, 'cascade-parent');
+    const child = await taskWithWorktree(h, 'cascade-child', { parentTaskId: parent.taskId });
+    const hold = await holdWrites(h, 'cleanup_jobs', 'commit');
+    const pending = h.api('POST', `/v1/tasks/${parent.taskId}/archive`, { cascade: true });
+    await hold.held();
+    await worker.kill();
+    await hold.release();
+    await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state = 'pending'")).rowCount === 2, 'the committed preparation');
+    worker.replace();
+
+    const accepted = await pending;
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const jobs = (await h.pool.query('SELECT operation_id FROM cleanup_jobs')).rows;
+    expect(jobs).toHaveLength(2);
+    for (const j of jobs) await waitForJob(h, j.operation_id, ['succeeded'], 90_000);
+    expect(worktreePaths(parent.repo)).toEqual([parent.repo]);
+    expect(worktreePaths(child.repo)).toEqual([child.repo]);
+    expect((await h.api('GET', `/v1/tasks/${child.taskId}`)).body.state).toBe('archived');
+    await expectReRunAfterTimeout(h, accepted.body.workflowId);
+  });
+});
+
+describe('an agent spawned by a process that died before recording it', () => {
+  it('is adopted by the re-run, never started twice; a client retrying with the same Idempotency-Key gets that one session', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    killableWorker(h);
+    const gateway = await h.spawnGateway(); // runs the launches it starts (eager)
+    const repo = makeRepo(h.scratch, 'spawn-once');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'spawn-once')]);
+    const hold = await holdWrites(h, 'executions', 'statement');
+    const key = randomUUID();
+    const body = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+    const lost = post(gateway.url, `/v1/tasks/${taskId}/sessions`, body, key).catch((err: Error) => err);
+    await hold.held();
+    const sessionId = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows[0].id as string;
+    cleanups.push(() => killAgentsOf(sessionId));
+    // The agent runs; its record is inside a transaction that dies with the gateway.
+    const spawned = agentsOf(sessionId);
+    expect(spawned).toHaveLength(1);
+    gateway.child.kill('SIGKILL');
+    await new Promise((r) => gateway.child.once('exit', r));
+    expect(await lost).toBeInstanceOf(Error); // the client saw the connection drop, not an answer
+    await hold.release();
+
+    // The client retries, with the same key, through another gateway; the worker re-runs the launch.
+    const retried = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+    expect(retried.body).toMatchObject({ sessionId, role: 'materialized', state: 'running' });
+    expect(agentsOf(sessionId)).toEqual(spawned);
+    const execs = (await h.pool.query('SELECT id, pid, status FROM executions WHERE session_id = $1', [sessionId])).rows;
+    expect(execs).toEqual([{ id: retried.body.executionId, pid: spawned[0], status: 'running' }]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents')).rows[0].n).toBe(0);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    await expectReRunAfterTimeout(h, `launch/${sessionId}`);
+
+    // And the task's cleanup stops exactly that agent before its worktree goes.
+    const accepted = await archive(h, taskId);
+    await waitForJob(h, accepted.operationId, ['succeeded'], 60_000);
+    expect(agentsOf(sessionId)).toEqual([]);
+    expect(worktreePaths(repo)).toEqual([repo]);
+  });
+
+  it('a cleanup that finds only the intent stops the unrecorded agent by its mark', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = killableWorker(h);
+    const repo = makeRepo(h.scratch, 'intent-only');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'intent-only')]);
+    const hold = await holdWrites(h, 'executions', 'statement');
+    const lost = h.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER });
+    await hold.held();
+    const sessionId = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows[0].id as string;
+    cleanups.push(() => killAgentsOf(sessionId));
+    expect(agentsOf(sessionId)).toHaveLength(1);
+    await worker.kill();
+    await hold.release();
+    // No worker runs: the launch cannot re-run yet. Its launch is terminated by an operator, and the
+    // task archived: the snapshot holds the intent, and the cleanup stops what the mark names.
+    await h.temporal.workflow.getHandle(`launch/${sessionId}`).terminate('operator');
+    await lost;
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents')).rows[0].n).toBe(1);
+    worker.replace();
+    const accepted = await archive(h, taskId);
+    const job = await waitForJob(h, accepted.operationId, ['succeeded'], 60_000);
+    expect(job.report.processesStopped).toBe(1);
+    expect(agentsOf(sessionId)).toEqual([]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents')).rows[0].n).toBe(0);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('the same key returns the same session, never a second; another request under it is a 400 that changes nothing', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'idem');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'idem')]);
+    const body = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+    const key = randomUUID();
+    const first = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const again = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
+    expect(again).toEqual(first);
+    const other = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, { ...body, command: ['sleep', '700'] }, key);
+    expect(other.status).toBe(400);
+    expect(other.body.error.code).toBe('invalid_request');
+    const bad = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, 'x'.repeat(201));
+    expect(bad.status).toBe(400);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM executions')).rows[0].n).toBe(1);
+
+    // A resume under one key restarts the agent once.
+    const resumeKey = randomUUID();
+    const resumed = await post(h.baseUrl, `/v1/sessions/${first.body.sessionId}/resume`, {}, resumeKey);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const resumedAgain = await post(h.baseUrl, `/v1/sessions/${first.body.sessionId}/resume`, {}, resumeKey);
+    expect(resumedAgain.body.execution).toEqual(resumed.body.execution);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM executions')).rows[0].n).toBe(2);
+    expect((await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [first.body.sessionId])).rows[0].resume_count).toBe(1);
+  });
+});
