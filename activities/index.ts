@@ -8,12 +8,13 @@ import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
 import { launchRecordActivities } from './launch-records';
+import { reconcileActivities } from './reconcile';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps) };
+  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords };
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
@@ -27,6 +28,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...cleanupHostActivities(deps),
     ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
+    reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
   };
 }
 

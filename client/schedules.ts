@@ -1,10 +1,10 @@
 /** The Temporal Schedules: quick-chat expiry (default every 24 h) and the orphan sweep (default every 3 h). Idempotent. */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { Config } from '../domain/config';
-import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID } from '../domain/workflow-ids';
+import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID, RECONCILE_SCHEDULE_ID } from '../domain/workflow-ids';
 
-export async function ensureSchedules(client: Client, config: Config, idSuffix = ''): Promise<{ quickChatExpiry: string; orphanSweep: string }> {
-  const ids = { quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix, orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}` };
+export async function ensureSchedules(client: Client, config: Config, idSuffix = ''): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string }> {
+  const ids = { quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix, orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}`, reconcile: `${RECONCILE_SCHEDULE_ID}-${config.hostId}${idSuffix}` };
   const schedules = [
     {
       scheduleId: ids.quickChatExpiry,
@@ -16,6 +16,12 @@ export async function ensureSchedules(client: Client, config: Config, idSuffix =
       scheduleId: ids.orphanSweep,
       every: config.orphanSweepEveryMs,
       action: { type: 'startWorkflow' as const, workflowType: 'orphanSweep', taskQueue: config.taskQueue, args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun: false }] },
+    },
+    {
+      // One check per host: each host re-identifies its own agents and unrecorded starts.
+      scheduleId: ids.reconcile,
+      every: config.reconcileEveryMs,
+      action: { type: 'startWorkflow' as const, workflowType: 'reconcileRecords', taskQueue: config.taskQueue, args: [{ hostId: config.hostId }] },
     },
   ];
   for (const s of schedules) {

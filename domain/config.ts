@@ -41,6 +41,8 @@ export interface Config {
   quickChatExpiryEveryMs: number;
   quickChatIdleMs: number;
   orphanSweepEveryMs: number;
+  /** How often the consistency check runs (stranded jobs and sessions, unrecorded agent starts). */
+  reconcileEveryMs: number;
   orphanGraceMs: number;
 }
 
@@ -101,6 +103,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     quickChatExpiryEveryMs: Number(env.TWS_QUICK_CHAT_EXPIRY_EVERY_MS || 24 * HOUR_MS),
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
+    reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
   };
 }

@@ -12,3 +12,5 @@ export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${
 export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
 export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';
 export const stopWorkflowId = (sessionId: string, operationId: string): string => `stop/${sessionId}/${operationId}`;
+/** One consistency-check schedule per host: each host re-identifies its own processes. */
+export const RECONCILE_SCHEDULE_ID = 'reconcile';

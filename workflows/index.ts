@@ -6,3 +6,4 @@ export { expireQuickChats } from './quick-chat-expiry';
 export { stopSession } from './stop-session';
 export { orphanSweep } from './orphan-sweep';
 export { resumeSession } from './resume-session';
+export { reconcileRecords } from './reconcile-records';

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { readCounters } from '../../db/metric-counters';
 import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL } from '../../domain/coresidency';
+import { RECONCILE_REPAIRED_TOTAL } from '../../domain/reconcile';
 
 export interface GatewayMetrics {
   registry: Registry;
@@ -34,5 +35,6 @@ export function createGatewayMetrics(pool: pg.Pool): GatewayMetrics {
   });
   storedCounter(registry, pool, CORESIDENCY_ADMITTED_TOTAL, 'Agent sessions started while another session of the task was starting or running, by site', ['site']);
   storedCounter(registry, pool, CORESIDENCY_SKIPPED_TOTAL, 'Co-residency observations skipped because the sibling sessions could not be read, by reason', ['reason']);
+  storedCounter(registry, pool, RECONCILE_REPAIRED_TOTAL, 'Rows the consistency check found stranded (their workflow closed, their process gone, their start unrecorded) and repaired, by kind', ['kind']);
   return { registry, requestSeconds };
 }

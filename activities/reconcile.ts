@@ -1,0 +1,108 @@
+/**
+ * The periodic consistency check's steps (issue 10). Records: an active cleanup job whose
+ * workflow closed is continued by a new run from its snapshot; a session left `starting` by a
+ * closed launch is settled. Host: agents recorded running that are gone, and spawn intents whose
+ * start died unrecorded. Every repair is counted; a row the engine cannot speak for is left.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { incrementCounter } from '../db/metric-counters';
+import { inTransaction } from '../db/pool';
+import { moveSessionState } from '../db/sessions';
+import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
+import { findExecution } from '../db/executions';
+import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind, type WorkflowLiveness } from '../domain/reconcile';
+import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
+import { launchWorkflowId } from '../domain/workflow-ids';
+import type { ActivityDeps } from './deps';
+import { reconcileExecutions } from './process-reconcile';
+import { stopMarkedGroup } from './process-identity';
+
+async function livenessOf(workflowId: string): Promise<WorkflowLiveness> {
+  try {
+    return (await Context.current().client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING' ? 'running' : 'closed';
+  } catch (err) {
+    return err instanceof WorkflowNotFoundError ? 'not_found' : 'unknown';
+  }
+}
+
+export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
+  const count = async (report: ReconcileReport, kind: RepairKind, n = 1) => {
+    if (n === 0) return;
+    report.repaired[kind] = (report.repaired[kind] ?? 0) + n;
+    await incrementCounter(pool, RECONCILE_REPAIRED_TOTAL, { kind }, n);
+  };
+
+  return {
+    async repairStrandedRecords(): Promise<ReconcileReport> {
+      const report: ReconcileReport = { repaired: {}, undecided: 0 };
+      const ageSecs = RECONCILE_MIN_AGE_MS / 1000;
+
+      // 1. Active cleanup jobs (prepared ones have their snapshot) whose workflow is closed.
+      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string }>(
+        `SELECT operation_id, task_id, trigger, workflow_id FROM cleanup_jobs
+          WHERE state IN ('pending', 'running', 'retry_wait', 'needs_operator') AND updated_at < now() - make_interval(secs => $1)
+          ORDER BY updated_at LIMIT 100`,
+        [ageSecs],
+      );
+      for (const job of jobs.rows) {
+        const liveness = await livenessOf(job.workflow_id);
+        if (liveness === 'unknown') report.undecided++;
+        if (!isStranded(liveness)) continue;
+        // Consent to discard is not kept on the job: a continued delete keeps dirty work (nothing is lost).
+        const input: CleanupInput = { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, discardChanges: false, policy: config.cleanupPolicy, alreadyPrepared: true };
+        try {
+          await Context.current().client.workflow.start('cleanupTask', {
+            workflowId: job.workflow_id,
+            taskQueue: config.taskQueue,
+            args: [input],
+            typedSearchAttributes: new TypedSearchAttributes([
+              { key: TaskIdAttr, value: job.task_id },
+              { key: TriggerAttr, value: job.trigger },
+            ]),
+          });
+        } catch (err) {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) continue; // another check got there first
+          throw err;
+        }
+        logger.warn({ operationId: job.operation_id, taskId: job.task_id }, 'cleanup job outlived its workflow; continued by a new run');
+        await count(report, 'cleanup_job_resumed');
+      }
+
+      // 2. Sessions still `starting` whose launch closed: the agent it recorded decides.
+      const starting = await pool.query<{ id: string }>(
+        `SELECT id FROM sessions WHERE state = 'starting' AND resume_count = 0 AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT 100`,
+        [ageSecs],
+      );
+      for (const s of starting.rows) {
+        const liveness = await livenessOf(launchWorkflowId(s.id));
+        if (liveness === 'unknown') report.undecided++;
+        if (!isStranded(liveness)) continue;
+        const settled = await inTransaction(pool, async (client) => {
+          const running = await client.query(`SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running'`, [s.id]);
+          return moveSessionState(client, s.id, ['starting'], running.rowCount ? 'running' : 'failed');
+        });
+        if (settled) await count(report, 'session_settled');
+      }
+      return report;
+    },
+
+    async reconcileHostProcesses(): Promise<ReconcileReport> {
+      const report: ReconcileReport = { repaired: {}, undecided: 0 };
+      await count(report, 'execution_vanished', (await reconcileExecutions(pool, config.hostId)).vanished);
+      for (const intent of await staleSpawnIntents(pool, config.hostId, RECONCILE_MIN_AGE_MS)) {
+        // Recorded meanwhile (an adoption): only the intent is left over.
+        if (await findExecution(pool, intent.executionId)) {
+          await dropSpawnIntent(pool, intent.executionId);
+          continue;
+        }
+        if (!(await stopMarkedGroup(intent.executionId, config.agentStopGraceMs))) continue; // tried again next time
+        await dropSpawnIntent(pool, intent.executionId);
+        await count(report, 'spawn_intent_stopped');
+      }
+      return report;
+    },
+  };
+}
