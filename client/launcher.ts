@@ -185,6 +185,6 @@ A part that dies is started again. Ctrl-C stops everything.`);
 }
 
 main().catch((err) => {
-  console.error(err);
+  console.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

