@@ -120,8 +120,9 @@ async function main(): Promise<void> {
     await rm(pidsFile, { force: true });
     process.exit(code);
   };
-  process.on('SIGINT', () => void stopAll(0));
-  process.on('SIGTERM', () => void stopAll(0));
+  // The parts run in sessions of their own (detached), so a closed terminal (SIGHUP) reaches the
+  // launcher alone: it stops them rather than leave them behind.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stopAll(0));
 
   let databaseUrl = config.databaseUrl;
   const temporalServer = !process.env.TEMPORAL_ADDRESS;
