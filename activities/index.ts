@@ -7,6 +7,7 @@ import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status
 import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
+import { outlastingOutages } from './failures';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -14,7 +15,7 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return { ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords };
+  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords });
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */

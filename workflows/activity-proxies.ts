@@ -9,8 +9,8 @@ import { hostTaskQueue } from '../domain/workflow-ids';
  * step goes on within 10 s of the database answering again). With 6 attempts a step gave up
  * within half a minute of PostgreSQL going away, and the workflow failed where it stood: a
  * cleanup answered 202 kept its job row `pending` for ever. Typed outcomes are non-retryable and
- * end at once; what retries here is an outage, or a bug, whose attempt count and last failure
- * the Temporal UI shows on the pending step.
+ * end at once; any other fault (a bug, a missing table) fails for good after a few tries
+ * (activities/failures.ts `outlastingOutages`), so only an outage is waited out.
  */
 const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' };
 const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 };
