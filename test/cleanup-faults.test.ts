@@ -1,11 +1,10 @@
 /** Cleanup under injected faults: bounded retries, needs_operator, operator retry, killed worker, restarted Temporal [R6.4, R6.8]. */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveTemporalCli } from '../client/temporal-cli';
 import { waitForPhase } from './support/phases';
+import { startTemporalDevServer, waitForPort } from './support/processes';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
@@ -136,9 +135,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     const base = await harness();
     const port = await freePort();
     const db = path.join(base.scratch, 'temporal.sqlite');
-    const startServer = () =>
-      spawn(resolveTemporalCli(process.cwd()), ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', db, '--log-level', 'error',
-        ...['TaskId', 'SessionId', 'ExecutorType', 'Trigger', 'Phase'].flatMap((k) => ['--search-attribute', `${k}=Keyword`])], { stdio: 'ignore' });
+    const startServer = () => startTemporalDevServer(port, db);
     let server = startServer();
     cleanups.push(async () => void server.kill('SIGKILL'));
     await waitForPort(port);
@@ -156,18 +153,3 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
   });
 });
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1', () => {
-        s.end();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the Temporal dev server did not come up');
-}

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { killableWorker } from './support/processes';
 import { admittedSession, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -122,18 +123,7 @@ async function crashHarness(slow: { sleepOnWorktreeAdd?: number; sleepOnWorktree
   const { gitWrapper } = await import('./support/world');
   const base = await harness();
   const h = await harness({ gitBinary: gitWrapper(base.scratch, slow) }, { inProcessWorker: false });
-  let worker: ChildProcess = h.spawnWorker();
-  cleanups.push(() => void worker.kill('SIGKILL'));
-  return {
-    h,
-    async kill() {
-      worker.kill('SIGKILL');
-      await new Promise((r) => worker.once('exit', r));
-    },
-    replace() {
-      worker = h.spawnWorker();
-    },
-  };
+  return { h, ...killableWorker(h, cleanups) };
 }
 
 /** Holds a session row (FOR NO KEY UPDATE): marking the session's state waits, inserting its execution does not. */

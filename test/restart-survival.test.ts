@@ -3,14 +3,14 @@
  * before the engine recorded it leaves a re-run that continues, never a refusal of its own work
  * or a second agent. The death is real (SIGKILL); the moment is held by the test's database.
  */
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
-import { makeRepo, worktreePaths } from './support/world';
+import { killableWorker, startTemporalDevServer, waitForPort } from './support/processes';
+import { gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 
@@ -36,21 +36,6 @@ async function holdWrites(h: Harness, table: string, at: 'statement' | 'commit')
     async release() {
       await h.pool.query('DELETE FROM test_hold');
       await h.pool.query(`DROP TRIGGER IF EXISTS test_hold ON ${table}`);
-    },
-  };
-}
-
-/** A worker as its own process that the test can kill and replace. */
-function killableWorker(h: Harness) {
-  let worker: ChildProcess = h.spawnWorker();
-  cleanups.push(() => void worker.kill('SIGKILL'));
-  return {
-    async kill() {
-      worker.kill('SIGKILL');
-      await new Promise((r) => worker.once('exit', r));
-    },
-    replace() {
-      worker = h.spawnWorker();
     },
   };
 }
@@ -105,7 +90,7 @@ async function taskWithWorktree(h: Harness, name: string, extra: Record<string, 
 describe('a cleanup whose preparation committed while its worker died', () => {
   it('is continued by the re-run under the same operation id: 202, one job, succeeded, the worktree gone', async () => {
     const h = await harness({}, { inProcessWorker: false });
-    const worker = killableWorker(h);
+    const worker = killableWorker(h, cleanups);
     const t = await taskWithWorktree(h, 'prep-rerun');
     const hold = await holdWrites(h, 'cleanup_jobs', 'commit');
     const pending = h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
@@ -130,7 +115,7 @@ describe('a cleanup whose preparation committed while its worker died', () => {
 
   it('a cascade re-run continues with the members it prepared, although its tree is archived by then', async () => {
     const h = await harness({}, { inProcessWorker: false });
-    const worker = killableWorker(h);
+    const worker = killableWorker(h, cleanups);
     const parent = await taskWithWorktree(h, 'cascade-parent');
     const child = await taskWithWorktree(h, 'cascade-child', { parentTaskId: parent.taskId });
     const hold = await holdWrites(h, 'cleanup_jobs', 'commit');
@@ -156,7 +141,7 @@ describe('a cleanup whose preparation committed while its worker died', () => {
 describe('an agent spawned by a process that died before recording it', () => {
   it('is adopted by the re-run, never started twice; a client retrying with the same Idempotency-Key gets that one session', async () => {
     const h = await harness({}, { inProcessWorker: false });
-    killableWorker(h);
+    killableWorker(h, cleanups);
     const gateway = await h.spawnGateway(); // runs the launches it starts (eager)
     const repo = makeRepo(h.scratch, 'spawn-once');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'spawn-once')]);
@@ -195,7 +180,7 @@ describe('an agent spawned by a process that died before recording it', () => {
 
   it('a cleanup that finds only the intent stops the unrecorded agent by its mark', async () => {
     const h = await harness({}, { inProcessWorker: false });
-    const worker = killableWorker(h);
+    const worker = killableWorker(h, cleanups);
     const repo = makeRepo(h.scratch, 'intent-only');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'intent-only')]);
     const hold = await holdWrites(h, 'executions', 'statement');
@@ -247,5 +232,41 @@ describe('Idempotency-Key', () => {
     expect(resumedAgain.body.execution).toEqual(resumed.body.execution);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM executions')).rows[0].n).toBe(2);
     expect((await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [first.body.sessionId])).rows[0].resume_count).toBe(1);
+  });
+});
+
+describe('the engine killed during a first launch', () => {
+  it('answers 503 engine_unavailable with the session and outcome pending, never a 500; the same Idempotency-Key then gets that one session', async () => {
+    const { freePort } = await import('./support/harness');
+    const base = await harness();
+    const port = await freePort();
+    const db = `${base.scratch}/temporal.sqlite`;
+    let server = startTemporalDevServer(port, db);
+    cleanups.push(() => void server.kill('SIGKILL'));
+    await waitForPort(port);
+    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) }, { temporalAddress: `127.0.0.1:${port}` });
+    const repo = makeRepo(h.scratch, 'engine-killed');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'engine-killed')]);
+    const key = randomUUID();
+    const body = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+    const pending = post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
+    const { admittedSession } = await import('./support/scenario');
+    const sessionId = await admittedSession(h, taskId);
+    cleanups.push(() => killAgentsOf(sessionId));
+    server.kill('SIGKILL');
+    await new Promise((r) => server.once('exit', r));
+
+    const cut = await pending;
+    expect(cut.status, JSON.stringify(cut.body)).toBe(503);
+    expect(cut.body.error).toMatchObject({ code: 'engine_unavailable', recoverable: true, sessionId, outcome: 'pending' });
+
+    server = startTemporalDevServer(port, db);
+    await waitForPort(port);
+    const retried = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+    expect(retried.body).toMatchObject({ sessionId, state: 'running' });
+    await waitUntil(async () => agentsOf(sessionId).length === 1, 'the agent');
+    expect((await h.pool.query('SELECT pid FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ pid: agentsOf(sessionId)[0] }]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
   });
 });
