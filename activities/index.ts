@@ -7,7 +7,7 @@ import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status
 import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
-import { outlastingOutages } from './failures';
+import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -15,12 +15,12 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords });
+  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords }, RECORD_FAULT_ATTEMPTS);
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
 export function createHostActivities(deps: ActivityDeps) {
-  return {
+  return outlastingOutages({
     ...workspaceMaterializeActivities(deps),
     ...workspaceValidateActivities(deps),
     ...agentProcessActivities(deps),
@@ -30,7 +30,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
     reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
-  };
+  }, HOST_FAULT_ATTEMPTS);
 }
 
 export type RecordActivities = ReturnType<typeof createRecordActivities>;

@@ -9,6 +9,7 @@ import { moveSessionState, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
 import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan } from '../domain/launch';
+import { outageOf } from '../domain/outage';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
 import { coresidencyActivities } from './coresidency';
 import type { ActivityDeps } from './deps';
@@ -65,6 +66,9 @@ export function launchAgentActivities(deps: ActivityDeps) {
         await publishInventory(plan, made);
         return await launchAgent({ ...input, validate: false });
       } catch (err) {
+        // The database went away mid-way: nothing is undone (the undo needs it too); the step is
+        // tried again once it answers, and the re-run adopts what this try made.
+        if (outageOf(err) === 'database') throw err;
         await stopAgent(input.executionId);
         await discardMaterialization(plan, made);
         if (err instanceof ApplicationFailure && err.nonRetryable) throw err;

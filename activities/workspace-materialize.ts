@@ -4,6 +4,7 @@
  */
 import { mkdir, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { outageOf } from '../domain/outage';
 import { isMaterializer } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
@@ -107,6 +108,9 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
           for (const slot of plan.slots) made.push(await materializeSlot(slot));
           return made;
         } catch (err) {
+          // The database went away (the repository lock with it): the step is tried again once
+          // it answers, and that try adopts what this one made. Nothing to undo.
+          if (outageOf(err) === 'database') throw err;
           logger.warn({ err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'materialization failed; removing what this launch made');
           await discard(plan, made);
           if (!folderExisted && (await mayUndo(plan))) await rmdir(plan.taskFolder).catch(() => {});

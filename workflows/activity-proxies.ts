@@ -14,6 +14,13 @@ import { hostTaskQueue } from '../domain/workflow-ids';
  */
 const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' };
 const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 };
+/**
+ * A launch's or resume's own host steps (local activities, the caller waiting on the answer)
+ * outlast a database outage too: four tries gave up within seconds of PostgreSQL going away and
+ * the launch answered 500. Every host step is idempotent, so the re-run after the outage picks up
+ * where the last try stopped; faults that are not an outage still stop after four tries.
+ */
+const LOCAL_HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' };
 
 /** Short database transactions: local activities on the worker that runs the workflow. */
 export function recordSteps() {
@@ -32,7 +39,7 @@ export function recordSteps() {
  */
 export function hostSteps(hostId: string, startedOn?: StartedOn) {
   if (startedOn?.hostId === hostId) {
-    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: HOST_RETRY });
+    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: LOCAL_HOST_RETRY });
   }
   return proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(startedOn?.sharedQueue ?? workflowInfo().taskQueue, hostId),
