@@ -1,0 +1,239 @@
+/**
+ * The fault matrix (issue 10): each of worker, gateway, Temporal and PostgreSQL is killed with
+ * SIGKILL in the middle of a first launch, an attach, a resume and an archive, and brought back.
+ * The client retries as a client would (the same Idempotency-Key). Then an audit of the world:
+ * every job final or waiting for an operator, at most one live agent per session and a session
+ * for every live agent, a worktree for every active inventory row and a row for every worktree,
+ * no agent in a removed folder, no dirty file lost.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres, type PostgresService } from '../client/postgres-service';
+import { createHarness, freePort, USER_TOKEN, type Harness } from './support/harness';
+import { startTemporalDevServer, waitForPort } from './support/processes';
+import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
+import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
+
+type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
+type Operation = 'first launch' | 'attach' | 'resume' | 'archive';
+
+let scratch: string;
+let pgPort: number;
+let postgres: PostgresService | null = null;
+let temporalPort: number;
+let temporal: ChildProcess | null = null;
+const ends: (() => Promise<void> | void)[] = [];
+
+async function startPostgres(): Promise<PostgresService> {
+  // After a SIGKILL the old backends may hold shared memory a moment longer.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await startEmbeddedPostgres({ dataDir: path.join(scratch, 'pg'), port: pgPort, password: 'faults' });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function startTemporal(): Promise<void> {
+  temporal = startTemporalDevServer(temporalPort, path.join(scratch, 'temporal.sqlite'));
+  await waitForPort(temporalPort);
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-faults-'));
+  await chmod(scratch, 0o755); // embedded PostgreSQL runs as the postgres user when tests run as root
+  [pgPort, temporalPort] = [await freePort(), await freePort()];
+  [postgres] = await Promise.all([startPostgres(), startTemporal()]);
+}, 180_000);
+
+afterAll(async () => {
+  for (const end of ends.reverse()) await Promise.resolve(end()).catch(() => {});
+  temporal?.kill('SIGKILL');
+  await postgres?.stop().catch(() => {});
+  await rm(scratch, { recursive: true, force: true });
+}, 180_000);
+
+/** One system of its own: a database, a queue, a worker and a gateway process; git takes a second over each worktree step. */
+async function system() {
+  const h = await createHarness({}, { temporalAddress: `127.0.0.1:${temporalPort}`, postgresServerUrl: postgres!.serverUrl, inProcessWorker: false });
+  const slowGit = gitWrapper(h.scratch, { sleepOnWorktreeAdd: 1, sleepOnWorktreeList: 1, sleepOnWorktreeRemove: 1 });
+  const env = { TWS_GIT_BINARY: slowGit };
+  let worker = h.spawnWorker(env);
+  let gateway = await h.spawnGateway(env);
+  ends.push(async () => {
+    worker.kill('SIGKILL');
+    gateway.child.kill('SIGKILL');
+    await h.close();
+  });
+  const killed = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
+  return {
+    h,
+    gatewayUrl: () => gateway.url,
+    async kill(part: Part): Promise<() => Promise<void>> {
+      if (part === 'worker') {
+        worker.kill('SIGKILL');
+        await killed(worker);
+        return async () => void (worker = h.spawnWorker(env));
+      }
+      if (part === 'gateway') {
+        gateway.child.kill('SIGKILL');
+        await killed(gateway.child);
+        return async () => void (gateway = await h.spawnGateway(env));
+      }
+      if (part === 'temporal') {
+        temporal!.kill('SIGKILL');
+        await killed(temporal!);
+        return startTemporal;
+      }
+      process.kill(Number(readFileSync(path.join(scratch, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGKILL');
+      await waitUntil(async () => !existsSync(path.join(scratch, 'pg', 'postmaster.pid')) || !(await h.pool.query('SELECT 1').then(() => true, () => false)), 'PostgreSQL gone');
+      return async () => void (postgres = await startPostgres());
+    },
+  };
+}
+
+async function send(baseUrl: string, method: string, route: string, body: unknown, key?: string): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' };
+  if (key) headers['idempotency-key'] = key;
+  const res = await fetch(baseUrl + route, { method, headers, body: JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A client that retries while the service is away (connection refused or cut, a typed 503), as the 503's body says to. */
+async function untilAnswered(request: () => Promise<{ status: number; body: any }>): Promise<{ status: number; body: any }> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const res = await request().catch((err: Error) => err);
+    if (!(res instanceof Error) && res.status !== 503) return res;
+    if (Date.now() > deadline) throw new Error(`still unavailable: ${res instanceof Error ? res.message : JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Live agents whose environment names this task: group leaders (every agent is one), with their session and folder. */
+function agentsOfTask(taskId: string): { pid: number; sessionId: string; cwd: string }[] {
+  const found: { pid: number; sessionId: string; cwd: string }[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' || Number(fields[2]) !== Number(name)) continue;
+      const env = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
+      if (!env.includes(`TWS_TASK_ID=${taskId}`)) continue;
+      const sessionId = env.find((v) => v.startsWith('TWS_SESSION_ID='))!.slice('TWS_SESSION_ID='.length);
+      found.push({ pid: Number(name), sessionId, cwd: readlinkSync(`/proc/${name}/cwd`) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/** The audit of issue 10, on the world after recovery. */
+async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null }) {
+  // Every job reaches a final or operator-visible state.
+  await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state NOT IN ('succeeded', 'cancelled', 'needs_operator')")).rowCount === 0, 'every job final or waiting for an operator', 90_000);
+  // Sessions still starting have a launch that is settling: wait for each to settle.
+  await waitUntil(async () => (await h.pool.query("SELECT 1 FROM sessions WHERE task_id = $1 AND state = 'starting'", [t.taskId])).rowCount === 0, 'no session left starting', 90_000);
+
+  const agents = agentsOfTask(t.taskId);
+  const sessions = (await h.pool.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [t.taskId])).rows.map((r) => r.id);
+  const running = (await h.pool.query<{ session_id: string; pid: number }>("SELECT session_id, pid FROM executions WHERE status = 'running'")).rows;
+  for (const s of sessions) expect(agents.filter((a) => a.sessionId === s).length, `agents of session ${s}`).toBeLessThanOrEqual(1);
+  for (const a of agents) {
+    // Every live agent has its session and its record, and works in a folder that exists.
+    expect(sessions, 'a live agent without a session').toContain(a.sessionId);
+    expect(running, 'a live agent without a running execution').toContainEqual({ session_id: a.sessionId, pid: a.pid });
+    expect(a.cwd.endsWith(' (deleted)') || !existsSync(a.cwd), `agent ${a.pid} in a removed folder`).toBe(false);
+  }
+
+  // Every worktree has an inventory row; every active inventory row a worktree.
+  const registered = worktreePaths(t.repo).filter((p) => p !== t.repo);
+  const rows = (await h.pool.query<{ worktree_path: string | null; status: string }>('SELECT worktree_path, status FROM environment_repos')).rows;
+  for (const p of registered) expect(rows.filter((r) => r.worktree_path === p && (r.status === 'active' || r.status === 'retained')), `inventory of ${p}`).toHaveLength(1);
+  for (const r of rows.filter((x) => x.status === 'active' && x.worktree_path)) expect(registered, 'an active row without its worktree').toContain(r.worktree_path);
+
+  // No dirty file lost: still in its worktree (archive keeps dirty work).
+  if (t.dirty) expect(readFileSync(t.dirty, 'utf8')).toBe('unsaved work\n');
+}
+
+const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive'];
+const PARTS: Part[] = ['worker', 'gateway', 'temporal', 'postgres'];
+
+describe.each(PARTS)('%s killed with SIGKILL', (part) => {
+  it.each(OPERATIONS)('in the middle of %s: recovered, the audit holds', async (operation) => {
+    const sys = await system();
+    const { h } = sys;
+    const repo = makeRepo(h.scratch, 'faulted');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'faulted')]);
+    const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+    let dirty: string | null = null;
+    let first: { sessionId: string } | null = null;
+    if (operation !== 'first launch') {
+      const res = await send(h.baseUrl, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      first = res.body;
+      const worktree = registeredWorktree(repo);
+      dirty = path.join(worktree, 'unsaved.txt');
+      writeFileSync(dirty, 'unsaved work\n');
+    }
+
+    // The operation through the gateway process, and the moment it is under way.
+    const key = randomUUID();
+    const act = (url: string) => {
+      if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, key);
+      if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
+      return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, key);
+    };
+    const underWay = async () => {
+      if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND resume_count = 1', [first!.sessionId])).rowCount === 1;
+      if (operation === 'archive') return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
+      return (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n === (operation === 'attach' ? 2 : 1);
+    };
+    const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
+    await waitUntil(underWay, `${operation} under way`);
+    await new Promise((r) => setTimeout(r, 300));
+    const restore = await sys.kill(part);
+    // Down for a moment (a request in flight then waits, fails or gets its typed 503), then back.
+    await new Promise((r) => setTimeout(r, 1500));
+    await restore();
+    const during = await pending;
+    // Never a plain 500: an answer, a typed 503, or a cut connection.
+    if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
+
+    // The client retries as told (the same key); an archive is followed through its job.
+    const settled = operation === 'archive' && !(during instanceof Error) && during.status === 202 ? during : await untilAnswered(() => act(h.baseUrl));
+    if (operation === 'archive') {
+      // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
+      if (settled.status === 409) expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
+      else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+    } else {
+      expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
+    }
+    await audit(h, { taskId, repo, dirty });
+    if (operation === 'archive') {
+      const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
+      expect(job).toEqual([{ state: 'succeeded' }]);
+      expect(agentsOfTask(taskId)).toEqual([]);
+    } else {
+      expect(agentsOfTask(taskId)).toHaveLength(operation === 'attach' ? 2 : 1);
+    }
+  }, 240_000);
+});
+
+function registeredWorktree(repo: string): string {
+  const [worktree] = worktreePaths(repo).filter((p) => p !== repo);
+  expect(worktree).toBeDefined();
+  expect(git(worktree!, 'status', '--porcelain')).toBe('');
+  return worktree!;
+}
