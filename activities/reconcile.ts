@@ -6,15 +6,14 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
 import { incrementCounter } from '../db/metric-counters';
 import { inTransaction } from '../db/pool';
 import { moveSessionState } from '../db/sessions';
 import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
-import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import type { CleanupTrigger } from '../domain/cleanup';
+import { continuationStart } from '../domain/cleanup-continuation';
 import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind, type WorkflowLiveness } from '../domain/reconcile';
-import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { reconcileExecutions } from './process-reconcile';
@@ -51,18 +50,8 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         const liveness = await livenessOf(job.workflow_id);
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
-        // Consent to discard is not kept on the job: a continued delete keeps dirty work (nothing is lost).
-        const input: CleanupInput = { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, discardChanges: false, policy: config.cleanupPolicy, alreadyPrepared: true };
         try {
-          await Context.current().client.workflow.start('cleanupTask', {
-            workflowId: job.workflow_id,
-            taskQueue: config.taskQueue,
-            args: [input],
-            typedSearchAttributes: new TypedSearchAttributes([
-              { key: TaskIdAttr, value: job.task_id },
-              { key: TriggerAttr, value: job.trigger },
-            ]),
-          });
+          await Context.current().client.workflow.start('cleanupTask', continuationStart({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id }, config.taskQueue, config.cleanupPolicy));
         } catch (err) {
           if (err instanceof WorkflowExecutionAlreadyStartedError) continue; // another check got there first
           throw err;

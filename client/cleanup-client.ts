@@ -1,8 +1,9 @@
 /** Starting cleanups and talking to running ones, for the gateway and the operator CLI. */
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
@@ -52,4 +53,22 @@ export async function cancelCleanup(client: Client, workflowId: string): Promise
 
 export async function retryCleanup(client: Client, workflowId: string): Promise<void> {
   await client.workflow.getHandle(workflowId).signal(operatorRetrySignal);
+}
+
+/**
+ * A job still active whose workflow closed (lost, terminated) gets a new run from its snapshot,
+ * so an operator's retry or an unarchive reaches a running workflow. False when its workflow runs.
+ */
+export async function continueIfClosed(client: Client, config: Config, job: ContinuedJob): Promise<boolean> {
+  try {
+    if ((await client.workflow.getHandle(job.workflowId).describe()).status.name === 'RUNNING') return false;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  try {
+    await client.workflow.start('cleanupTask', continuationStart(job, config.taskQueue, config.cleanupPolicy));
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err; // started by another caller meanwhile
+  }
+  return true;
 }

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { archive, waitForJob } from './support/cleanup';
-import { harnessesPerTest } from './support/harness';
+import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { clearGitFault, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -37,5 +37,34 @@ describe('consistency check', () => {
     // Nothing is left to repair: a second check changes nothing.
     await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes'");
     expect(await check()).toMatchObject({ records: { repaired: {} } });
+  });
+
+  it('an operator retry or an unarchive of a job whose workflow was lost gives it a new run: retried to succeeded, or cancelled and the task active', async () => {
+    const base = await harness();
+    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [600_000], maxAttempts: 8 } });
+    const stranded = async (name: string) => {
+      const repo = makeRepo(h.scratch, name);
+      const taskId = await createTask(h, [await registerRepo(h, repo, name)]);
+      expect((await launch(h, taskId)).status).toBe(201);
+      const accepted = await archive(h, taskId);
+      await waitForJob(h, accepted.operationId, ['retry_wait']);
+      await h.temporal.workflow.getHandle(accepted.workflowId).terminate('lost');
+      return { repo, taskId, ...accepted };
+    };
+    const retried = await stranded('retried');
+    const kept = await stranded('unarchived');
+    clearGitFault(wrapper);
+
+    const retry = await h.api('POST', `/v1/cleanup-jobs/${retried.operationId}/retry`, undefined, OPERATOR_TOKEN);
+    expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    expect((await waitForJob(h, retried.operationId, ['succeeded'])).state).toBe('succeeded');
+    expect(worktreePaths(retried.repo)).toEqual([retried.repo]);
+
+    const unarchived = await h.api('POST', `/v1/tasks/${kept.taskId}/unarchive`);
+    expect(unarchived.status, JSON.stringify(unarchived.body)).toBe(200);
+    expect(unarchived.body.state).toBe('active');
+    expect((await waitForJob(h, kept.operationId, ['cancelled'])).state).toBe('cancelled');
+    expect((await launch(h, kept.taskId)).status).toBe(201);
   });
 });

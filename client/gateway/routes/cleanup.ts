@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { findTask } from '../../../db/tasks';
 import type { CleanupTrigger } from '../../../domain/cleanup';
-import { cancelCleanup, retryCleanup, startCleanup } from '../../cleanup-client';
+import { cancelCleanup, continueIfClosed, retryCleanup, startCleanup } from '../../cleanup-client';
 import { ApiError, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
@@ -68,8 +68,11 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (!task) throw notFound('Task');
       // A pending archive cleanup is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, job.workflow_id);
-      else if (job) throw new ApiError('task_cleanup_in_progress');
+      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) {
+        // A job whose workflow was lost gets its run back first: only a run can cancel it cleanly.
+        await continueIfClosed(ctx.temporal, ctx.config, asContinued(job));
+        await cancelCleanup(ctx.temporal, job.workflow_id);
+      } else if (job) throw new ApiError('task_cleanup_in_progress');
       await ctx.pool.query(
         `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
            AND NOT EXISTS (SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled'))`,
@@ -132,6 +135,9 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const job = await findJob(ctx.pool, request.params.operationId);
         if (!job) throw notFound('Cleanup job');
+        const active = job.state !== 'succeeded' && job.state !== 'cancelled' && job.state !== 'prepared';
+        // A job whose workflow closed while it is active is retried by a new run from its snapshot.
+        if (active && (await continueIfClosed(ctx.temporal, ctx.config, asContinued(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
         if (job.state !== 'needs_operator') throw new ApiError('cleanup_job_not_retryable');
         await retryCleanup(ctx.temporal, job.workflow_id);
         return reply.code(202).send({ operationId: job.operation_id, state: job.state });
@@ -139,3 +145,5 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     );
   };
 }
+
+const asContinued = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id });
