@@ -1,6 +1,6 @@
 /**
  * The fault matrix (issue 10): each of worker, gateway, Temporal and PostgreSQL is killed with
- * SIGKILL in the middle of a first launch, an attach, a resume and an archive, and brought back.
+ * SIGKILL in the middle of a first launch, an attach, a resume, an archive and a delete, and brought back.
  * The client retries as a client would (the same Idempotency-Key). Then an audit of the world:
  * every job final or waiting for an operator, at most one live agent per session and a session
  * for every live agent, a worktree for every active inventory row and a row for every worktree,
@@ -14,13 +14,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type PostgresService } from '../client/postgres-service';
-import { createHarness, freePort, USER_TOKEN, type Harness } from './support/harness';
+import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { startTemporalDevServer, waitForPort } from './support/processes';
 import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
 import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
-type Operation = 'first launch' | 'attach' | 'resume' | 'archive';
+type Operation = 'first launch' | 'attach' | 'resume' | 'archive' | 'delete';
 
 let scratch: string;
 let pgPort: number;
@@ -100,10 +100,11 @@ async function system() {
   };
 }
 
-async function send(baseUrl: string, method: string, route: string, body: unknown, key?: string): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' };
+async function send(baseUrl: string, method: string, route: string, body: unknown, key?: string, token = USER_TOKEN): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
   if (key) headers['idempotency-key'] = key;
-  const res = await fetch(baseUrl + route, { method, headers, body: JSON.stringify(body) });
+  const res = await fetch(baseUrl + route, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
@@ -140,7 +141,7 @@ function agentsOfTask(taskId: string): { pid: number; sessionId: string; cwd: st
 }
 
 /** The audit of issue 10, on the world after recovery. */
-async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null }) {
+async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null; deleted: boolean }) {
   // Every job reaches a final or operator-visible state.
   await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state NOT IN ('succeeded', 'cancelled', 'needs_operator')")).rowCount === 0, 'every job final or waiting for an operator', 90_000);
   // Sessions still starting have a launch that is settling: wait for each to settle.
@@ -163,11 +164,17 @@ async function audit(h: Harness, t: { taskId: string; repo: string; dirty: strin
   for (const p of registered) expect(rows.filter((r) => r.worktree_path === p && (r.status === 'active' || r.status === 'retained')), `inventory of ${p}`).toHaveLength(1);
   for (const r of rows.filter((x) => x.status === 'active' && x.worktree_path)) expect(registered, 'an active row without its worktree').toContain(r.worktree_path);
 
-  // No dirty file lost: still in its worktree (archive keeps dirty work).
-  if (t.dirty) expect(readFileSync(t.dirty, 'utf8')).toBe('unsaved work\n');
+  // No dirty file lost: still in its worktree (archive keeps dirty work), or saved on the task's
+  // hidden ref before a consented delete removed the worktree.
+  if (t.dirty && !t.deleted) expect(readFileSync(t.dirty, 'utf8')).toBe('unsaved work\n');
+  if (t.dirty && t.deleted) {
+    const [saved] = git(t.repo, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${t.taskId}/`).split('\n').filter(Boolean);
+    expect(saved, 'the saved work of the deleted task').toBeDefined();
+    expect(git(t.repo, 'show', `${saved}:unsaved.txt`)).toBe('unsaved work');
+  }
 }
 
-const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive'];
+const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive', 'delete'];
 const PARTS: Part[] = ['worker', 'gateway', 'temporal', 'postgres'];
 
 describe.each(PARTS)('%s killed with SIGKILL', (part) => {
@@ -193,11 +200,12 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
     const act = (url: string) => {
       if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, key);
       if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
+      if (operation === 'delete') return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, undefined, OPERATOR_TOKEN);
       return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, key);
     };
     const underWay = async () => {
       if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND resume_count = 1', [first!.sessionId])).rowCount === 1;
-      if (operation === 'archive') return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
+      if (operation === 'archive' || operation === 'delete') return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
       return (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n === (operation === 'attach' ? 2 : 1);
     };
     const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
@@ -211,17 +219,23 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
     // Never a plain 500: an answer, a typed 503, or a cut connection.
     if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
 
-    // The client retries as told (the same key); an archive is followed through its job.
-    const settled = operation === 'archive' && !(during instanceof Error) && during.status === 202 ? during : await untilAnswered(() => act(h.baseUrl));
+    // The client retries as told (the same key); a cleanup is followed through its job.
+    const cleanup = operation === 'archive' || operation === 'delete';
+    const settled = cleanup && !(during instanceof Error) && during.status === 202 ? during : await untilAnswered(() => act(h.baseUrl));
     if (operation === 'archive') {
       // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
       if (settled.status === 409) expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
       else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+    } else if (operation === 'delete') {
+      // Its first answer was lost: the task is gone already (404), or its cleanup is under way (409).
+      if (settled.status === 404) expect(settled.body.error.code).toBe('not_found');
+      else if (settled.status === 409) expect(settled.body.error.code).toBe('task_cleanup_in_progress');
+      else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
     } else {
       expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
     }
-    await audit(h, { taskId, repo, dirty });
-    if (operation === 'archive') {
+    await audit(h, { taskId, repo, dirty, deleted: operation === 'delete' });
+    if (cleanup) {
       const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
       expect(job).toEqual([{ state: 'succeeded' }]);
       expect(agentsOfTask(taskId)).toEqual([]);
