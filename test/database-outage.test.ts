@@ -11,9 +11,10 @@ import path from 'node:path';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../client/gateway/app';
-import { startEmbeddedPostgres, type PostgresService } from '../client/postgres-service';
+import type { PostgresService } from '../client/postgres-service';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { startPostgresAt } from './support/processes';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { makeRepo, processAlive, worktreePaths } from './support/world';
 
@@ -24,18 +25,7 @@ let postgres: PostgresService | null = null;
 let h: Harness;
 const children: ChildProcess[] = [];
 
-/** Starts PostgreSQL on this file's data dir and port; after a SIGKILL the old backends may hold shared memory a moment longer. */
-async function startPostgres(): Promise<PostgresService> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      return await startEmbeddedPostgres({ dataDir: path.join(pgDir, 'data'), port: pgPort, password: 'outage' });
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
+const startPostgres = () => startPostgresAt(path.join(pgDir, 'data'), pgPort);
 
 const postmasterPid = (): number => Number(readFileSync(path.join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
 

@@ -13,9 +13,9 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres, type PostgresService } from '../client/postgres-service';
+import type { PostgresService } from '../client/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
-import { startTemporalDevServer, waitForPort } from './support/processes';
+import { startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
 import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
 import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -29,18 +29,7 @@ let temporalPort: number;
 let temporal: ChildProcess | null = null;
 const ends: (() => Promise<void> | void)[] = [];
 
-async function startPostgres(): Promise<PostgresService> {
-  // After a SIGKILL the old backends may hold shared memory a moment longer.
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      return await startEmbeddedPostgres({ dataDir: path.join(scratch, 'pg'), port: pgPort, password: 'faults' });
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
+const startPostgres = () => startPostgresAt(path.join(scratch, 'pg'), pgPort);
 
 async function startTemporal(): Promise<void> {
   temporal = startTemporalDevServer(temporalPort, path.join(scratch, 'temporal.sqlite'));

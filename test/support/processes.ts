@@ -1,6 +1,7 @@
 /** Service processes a crash test kills and replaces: a worker of a harness, a Temporal dev server of its own. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
 import { resolveTemporalCli } from '../../client/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import type { Harness } from './harness';
@@ -42,4 +43,17 @@ export async function waitForPort(port: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`nothing listens on port ${port}`);
+}
+
+/** An embedded PostgreSQL of the test file's own on this data dir and port; after a SIGKILL the old backends may hold shared memory a moment longer. */
+export async function startPostgresAt(dataDir: string, port: number): Promise<PostgresService> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await startEmbeddedPostgres({ dataDir, port, password: 'test' });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
