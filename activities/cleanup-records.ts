@@ -28,6 +28,13 @@ export function cleanupRecordActivities({ pool }: ActivityDeps) {
       return outcome.snapshot;
     },
 
+    /** A prepared job's snapshot and the attempts it has made so far. */
+    async loadPreparedJob(operationId: string): Promise<{ snapshot: CleanupSnapshot; attempts: number }> {
+      const job = await findJob(pool, operationId);
+      if (!job || Array.isArray(job.snapshot)) throw typedFailure('not_found');
+      return { snapshot: job.snapshot, attempts: job.attempts };
+    },
+
     async loadSnapshot(operationId: string): Promise<CleanupSnapshot> {
       const job = await findJob(pool, operationId);
       if (!job || Array.isArray(job.snapshot)) throw typedFailure('not_found');

@@ -46,9 +46,14 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
   }
 }
 
-/** Unarchive: cancels a pending cleanup and waits for one in flight; returns its final state. */
-export async function cancelCleanup(client: Client, workflowId: string): Promise<string> {
-  return (await client.workflow.getHandle(workflowId).executeUpdate(cancelUpdate)).state;
+/**
+ * Unarchive: cancels a pending cleanup and waits for one in flight; returns its final state. A job
+ * whose run was lost (closed while the job is active) gets a new run with the cancel as its first
+ * message, so it ends before any attempt.
+ */
+export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob): Promise<string> {
+  const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', { ...continuationStart(job, config.taskQueue, config.cleanupPolicy), workflowIdConflictPolicy: 'USE_EXISTING' });
+  return (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation })).state;
 }
 
 export async function retryCleanup(client: Client, workflowId: string): Promise<void> {

@@ -64,7 +64,9 @@ describe('consistency check', () => {
     const unarchived = await h.api('POST', `/v1/tasks/${kept.taskId}/unarchive`);
     expect(unarchived.status, JSON.stringify(unarchived.body)).toBe(200);
     expect(unarchived.body.state).toBe('active');
-    expect((await waitForJob(h, kept.operationId, ['cancelled'])).state).toBe('cancelled');
+    // Cancelled before any attempt of the new run: the worktree is still there for the active task.
+    expect(await waitForJob(h, kept.operationId, ['cancelled'])).toMatchObject({ state: 'cancelled', attempts: 1 });
+    expect(worktreePaths(kept.repo)).toHaveLength(2);
     expect((await launch(h, kept.taskId)).status).toBe(201);
   });
 });

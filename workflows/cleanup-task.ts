@@ -3,7 +3,7 @@
  * a bounded schedule of durable timers → `needs_operator`, where it waits for an operator retry.
  * The job row and this workflow tell the same story (the progress query, the Phase attribute).
  */
-import { ApplicationFailure, allHandlersFinished, condition, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler } from '@temporalio/workflow';
 import { emptyReport, removesTask, waitAfterAttempt, type CleanupErrorClass, type CleanupInput, type CleanupJobState, type CleanupProgress, type CleanupSnapshot } from '../domain/cleanup';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
@@ -59,7 +59,12 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   // Preparation. A delete without consent is refused before any change if a worktree is dirty.
   let snapshot: CleanupSnapshot;
   try {
-    if (input.alreadyPrepared) {
+    if (input.alreadyPrepared && patched('prepared-job-attempts')) {
+      // A cascade's member, or a new run of a job whose run was lost: it counts on from the job.
+      const job = await records.loadPreparedJob(input.operationId);
+      snapshot = job.snapshot;
+      progress.attempts = job.attempts;
+    } else if (input.alreadyPrepared) {
       snapshot = await records.loadSnapshot(input.operationId);
     } else {
       if (removesTask(input.trigger) && input.trigger === 'delete' && !input.discardChanges) {

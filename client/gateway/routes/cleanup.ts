@@ -68,11 +68,8 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (!task) throw notFound('Task');
       // A pending archive cleanup is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) {
-        // A job whose workflow was lost gets its run back first: only a run can cancel it cleanly.
-        await continueIfClosed(ctx.temporal, ctx.config, asContinued(job));
-        await cancelCleanup(ctx.temporal, job.workflow_id);
-      } else if (job) throw new ApiError('task_cleanup_in_progress');
+      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, asContinued(job));
+      else if (job) throw new ApiError('task_cleanup_in_progress');
       await ctx.pool.query(
         `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
            AND NOT EXISTS (SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled'))`,
