@@ -84,6 +84,8 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
 /** Creates the database if it does not exist; returns its URL. */
 export async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  // A server that dies under it fails the query in hand; the event must not end the process.
+  admin.on('error', () => {});
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
