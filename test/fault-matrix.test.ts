@@ -163,6 +163,7 @@ async function audit(h: Harness, t: { taskId: string; repo: string; dirty: strin
   }
 }
 
+const DOWN_MS: Record<Part, number> = { worker: 1500, gateway: 1500, temporal: 3000, postgres: 10_000 };
 const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive', 'delete'];
 const PARTS: Part[] = ['worker', 'gateway', 'temporal', 'postgres'];
 
@@ -201,8 +202,9 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
     await waitUntil(underWay, `${operation} under way`);
     await new Promise((r) => setTimeout(r, 300));
     const restore = await sys.kill(part);
-    // Down for a moment (a request in flight then waits, fails or gets its typed 503), then back.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
+    // the database longer than a step's retries for anything but an outage (about 7 s).
+    await new Promise((r) => setTimeout(r, DOWN_MS[part]));
     await restore();
     const during = await pending;
     // Never a plain 500: an answer, a typed 503, or a cut connection.
