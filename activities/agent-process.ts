@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
-import { findExecution, insertExecution, setExecutionStatus, type ExecutionStatus } from '../db/executions';
+import { findExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionStatus } from '../db/executions';
 import { inTransaction, type Db } from '../db/pool';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
@@ -14,6 +14,9 @@ import { typedFailure } from './failures';
 import { dropSpawnIntent, recordSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
 import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
+import { agentEnvironment } from '../domain/agent-env';
+import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
+import { collectExit } from './process-reconcile';
 
 export interface StartAgentInput {
   executionId: string;
@@ -32,21 +35,31 @@ export interface StartedAgent {
   status: ExecutionStatus;
 }
 
-/** Variables an agent must never inherit from the service that starts it. */
-const SECRET_ENV = ['TWS_USER_TOKEN', 'TWS_OPERATOR_TOKEN', 'DATABASE_URL', 'TEMPORAL_API_KEY'];
-
-async function spawnDetached(input: StartAgentInput, logPath: string): Promise<number> {
+/**
+ * Starts the agent under its supervising parent (activities/agent-shim.ts), detached in its own
+ * process group with the workspace as working directory and its output in the log. The shim is
+ * the recorded process (pid + start time) and carries the execution id's mark; the agent's
+ * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
+ * this process still runs: the agent's outcome is then in its status file.
+ */
+async function spawnDetached(input: StartAgentInput, logPath: string, onExit: () => void): Promise<number> {
+  const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd });
+  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const log = await open(logPath, 'a');
-  // The execution id marks the process, so a re-run can find an agent whose record was never written.
-  const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: input.sessionId, TWS_TASK_ID: input.taskId, TWS_WORKSPACE: input.cwd, [EXECUTION_MARK]: input.executionId };
-  for (const name of SECRET_ENV) delete env[name];
   try {
-    const child = spawn(input.command[0]!, input.command.slice(1), { cwd: input.cwd, detached: true, stdio: ['ignore', log.fd, log.fd], env });
-    const pid = await new Promise<number>((resolve, reject) => {
-      child.once('spawn', () => resolve(child.pid!));
-      child.once('error', reject);
+    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), ...input.command], {
+      cwd: input.cwd,
+      detached: true,
+      stdio: ['ignore', log.fd, log.fd],
+      env: { ...env, [EXECUTION_MARK]: input.executionId },
     });
-    child.unref();
+    const pid = await new Promise<number>((resolve, reject) => {
+      shim.once('spawn', () => resolve(shim.pid!));
+      shim.once('error', reject);
+    });
+    // Noticed at once while this process lives; unref: it never keeps this process up.
+    shim.once('exit', onExit);
+    shim.unref();
     return pid;
   } catch {
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
@@ -108,7 +121,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
-        const pid = await spawnDetached(input, logPath);
+        const pid = await spawnDetached(input, logPath, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await dropSpawnIntent(client, input.executionId);
@@ -142,7 +155,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
         return 'vanished';
       }
       await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs);
-      await setExecutionStatus(pool, executionId, 'stopped');
+      await markStopped(pool, executionId, await readExitStatus(exec.log_path));
       return 'stopped';
     },
   };

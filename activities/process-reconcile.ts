@@ -1,30 +1,58 @@
 /**
- * After a restart, re-identify every agent this host recorded as running by pid AND process
- * start time (a reused pid has another start time): the ones that vanished are marked so, and
- * their sessions exited. Agents that are still there are left alone (they are detached).
+ * Collecting how agents ended. While the process that started an agent runs, its shim's exit is
+ * collected at once; otherwise a worker that starts, and the periodic check of each host, find
+ * every agent recorded running whose process (pid AND start time: a reused pid has another) is
+ * gone, and read the outcome its shim wrote. No outcome written means `vanished`, never a guess.
+ * Agents still running are left alone (they are detached).
  */
 import type pg from 'pg';
-import { inTransaction } from '../db/pool';
+import type { Logger } from 'pino';
+import { endExecution, findExecution } from '../db/executions';
+import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
 
-export async function reconcileExecutions(pool: pg.Pool, hostId: string): Promise<{ alive: number; vanished: number }> {
-  const res = await pool.query<{ id: string; session_id: string; pid: number; process_start_time: string }>(
-    `SELECT id, session_id, pid, process_start_time FROM executions WHERE host_id = $1 AND status = 'running'`,
+async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_path: string }): Promise<'exited' | 'vanished' | null> {
+  const outcome = await readExitStatus(exec.log_path);
+  const status = outcome ? 'exited' : 'vanished';
+  const ended = await endExecution(pool, exec.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
+  if (!ended) return null;
+  logger.info({ sessionId: ended.sessionId, executionId: exec.id, status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null }, 'agent ended');
+  return status;
+}
+
+/**
+ * The shim of this execution ended while this process watched it. Its row may still be inside the
+ * start's transaction for a moment: looked for a few times; the periodic check takes any it misses.
+ */
+export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Logger }, executionId: string): Promise<void> {
+  try {
+    for (let tries = 0; tries < 25; tries++) {
+      const exec = await findExecution(pool, executionId);
+      if (exec) {
+        if (exec.status === 'running') await collect(pool, logger, exec);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } catch (err) {
+    logger.warn({ err, executionId }, 'agent exit not collected now; the periodic check will');
+  }
+}
+
+export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?: Logger): Promise<{ alive: number; exited: number; vanished: number }> {
+  const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string }>(
+    `SELECT id, pid, process_start_time, log_path FROM executions WHERE host_id = $1 AND status = 'running'`,
     [hostId],
   );
-  let vanished = 0;
+  const counts = { alive: 0, exited: 0, vanished: 0 };
+  const quiet = logger ?? ({ info() {}, warn() {} } as unknown as Logger);
   for (const exec of res.rows) {
-    if (await isSameProcess(exec.pid, exec.process_start_time)) continue;
-    vanished++;
-    // One transaction: a reader never sees the execution vanished while its session still runs.
-    await inTransaction(pool, async (client) => {
-      await client.query(`UPDATE executions SET status = 'vanished', ended_at = now() WHERE id = $1 AND status = 'running'`, [exec.id]);
-      await client.query(
-        `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state = 'running'
-           AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
-        [exec.session_id],
-      );
-    });
+    if (await isSameProcess(exec.pid, exec.process_start_time)) {
+      counts.alive++;
+      continue;
+    }
+    const status = await collect(pool, quiet, exec);
+    if (status) counts[status]++;
   }
-  return { alive: res.rows.length - vanished, vanished };
+  return counts;
 }

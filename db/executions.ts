@@ -1,4 +1,4 @@
-import type { Db } from './pool';
+import { inTransaction, type Db, type Pool } from './pool';
 
 export type ExecutionStatus = 'running' | 'exited' | 'stopped' | 'vanished';
 
@@ -12,9 +12,12 @@ export interface ExecutionRow {
   log_path: string;
   status: ExecutionStatus;
   started_at: Date;
+  ended_at: Date | null;
+  exit_code: number | null;
+  signal: string | null;
 }
 
-const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at';
+const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal';
 
 export async function findExecution(db: Db, id: string): Promise<ExecutionRow | null> {
   const res = await db.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE id = $1`, [id]);
@@ -27,7 +30,7 @@ export async function latestExecution(db: Db, sessionId: string): Promise<Execut
 }
 
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
-export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at'>): Promise<void> {
+export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal'>): Promise<void> {
   await db.query(
     `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
@@ -37,4 +40,35 @@ export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_a
 
 export async function setExecutionStatus(db: Db, id: string, status: ExecutionStatus): Promise<void> {
   await db.query(`UPDATE executions SET status = $2, ended_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END WHERE id = $1`, [id, status]);
+}
+
+/**
+ * A running execution ended: `exited` with the outcome its shim recorded, or `vanished` when no
+ * outcome exists (the pid is gone or is another process now). Its session follows in the same
+ * transaction (`exited`, once no other execution of it runs): a reader never sees one without the
+ * other. False when it was no longer running (stopped meanwhile, or collected already).
+ */
+export async function endExecution(pool: Pool, id: string, end: { status: 'exited' | 'vanished'; exitCode: number | null; signal: string | null; endedAt: string | null }): Promise<{ sessionId: string } | null> {
+  return inTransaction(pool, async (client) => {
+    const ended = await client.query<{ session_id: string }>(
+      `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = COALESCE($5::timestamptz, now()) WHERE id = $1 AND status = 'running' RETURNING session_id`,
+      [id, end.status, end.exitCode, end.signal, end.endedAt],
+    );
+    const sessionId = ended.rows[0]?.session_id;
+    if (!sessionId) return null;
+    await client.query(
+      `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state = 'running'
+         AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
+      [sessionId],
+    );
+    return { sessionId };
+  });
+}
+
+/** Stopped by the service: with the outcome its shim recorded, when it had time to. */
+export async function markStopped(db: Db, id: string, outcome: { exitCode: number | null; signal: string | null } | null): Promise<void> {
+  await db.query(
+    `UPDATE executions SET status = 'stopped', exit_code = COALESCE($2, exit_code), signal = COALESCE($3, signal), ended_at = COALESCE(ended_at, now()) WHERE id = $1`,
+    [id, outcome?.exitCode ?? null, outcome?.signal ?? null],
+  );
 }

@@ -43,6 +43,8 @@ export interface Config {
   orphanSweepEveryMs: number;
   /** How often the consistency check runs (stranded jobs and sessions, unrecorded agent starts). */
   reconcileEveryMs: number;
+  /** How often a worker collects the outcome of its host's agents that ended while nobody watched (at most 10 s). */
+  exitCheckEveryMs: number;
   orphanGraceMs: number;
 }
 
@@ -104,6 +106,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
+    exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
   };
 }

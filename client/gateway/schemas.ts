@@ -105,7 +105,18 @@ export const Session = Type.Object({
   role: Type.Union([Type.String(), Type.Null()]),
   name: Type.Union([Type.String(), Type.Null()]),
   execution: Type.Union([
-    Type.Object({ id: Uuid, pid: Type.Integer(), startedAt: Type.String(), hostId: Type.String(), status: Type.String() }),
+    Type.Object({
+      id: Uuid,
+      pid: Type.Integer(),
+      hostId: Type.String(),
+      startedAt: Type.String(),
+      endedAt: Type.Union([Type.String(), Type.Null()]),
+      exitCode: Type.Union([Type.Integer(), Type.Null()]),
+      signal: Type.Union([Type.String(), Type.Null()]),
+      /** running, exited, stopped or vanished; `status` is the same (kept for existing clients). */
+      state: Type.String(),
+      status: Type.String(),
+    }),
     Type.Null(),
   ]),
 });

@@ -43,7 +43,19 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       agentProfile: session.agent_profile,
       role: session.role,
       name: session.name,
-      execution: exec ? { id: exec.id, pid: exec.pid, startedAt: exec.started_at.toISOString(), hostId: exec.host_id, status: exec.status } : null,
+      execution: exec
+        ? {
+            id: exec.id,
+            pid: exec.pid,
+            hostId: exec.host_id,
+            startedAt: exec.started_at.toISOString(),
+            endedAt: exec.ended_at?.toISOString() ?? null,
+            exitCode: exec.exit_code,
+            signal: exec.signal,
+            state: exec.status,
+            status: exec.status,
+          }
+        : null,
     };
   }
 

@@ -1,0 +1,73 @@
+/**
+ * The agent's supervising parent (issue 11), as container shims keep a container's exit code for
+ * a daemon that restarts: a small node process, detached in its own process group, that runs the
+ * agent as its child and, when the agent ends, writes how (exit code or signal) to a status file
+ * beside the log, durably (write, fsync, rename). It outlives the worker, so an exit while no
+ * worker runs is still known afterwards, not guessed. It ignores the group's SIGTERM/SIGINT/SIGHUP
+ * (the agent, in the same group, gets them) so that it lives to record the outcome.
+ */
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Run by `node -e` with argv [statusFile, command, ...args]; plain JavaScript, no imports of ours. */
+export const SHIM_SOURCE = `
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const [statusFile, command, ...args] = process.argv.slice(1);
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => {});
+const { TWS_EXECUTION_ID, ...env } = process.env;
+let written = false;
+function record(outcome) {
+  if (written) return;
+  written = true;
+  const tmp = statusFile + '.tmp';
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  fs.writeSync(fd, JSON.stringify({ ...outcome, endedAt: new Date().toISOString() }));
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+  fs.renameSync(tmp, statusFile);
+  process.exit(0);
+}
+const child = spawn(command, args, { stdio: 'inherit', env });
+child.on('error', (err) => record({ exitCode: 127, signal: null, error: String(err.code || 'spawn_failed') }));
+child.on('exit', (exitCode, signal) => record({ exitCode, signal }));
+`;
+
+/** Node flags of the shim: it holds one child and a few bytes, so a small heap will do. */
+export const SHIM_NODE_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1'];
+
+export interface ExitStatus {
+  exitCode: number | null;
+  signal: string | null;
+  endedAt: string;
+}
+
+/** The status file of an execution: beside its log. */
+export const exitStatusPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.exit';
+
+/** The recorded outcome, or null when the shim wrote none (it was killed, or the agent still runs). */
+export async function readExitStatus(logPath: string): Promise<ExitStatus | null> {
+  try {
+    const parsed = JSON.parse(await readFile(exitStatusPath(logPath), 'utf8')) as Partial<ExitStatus>;
+    return { exitCode: typeof parsed.exitCode === 'number' ? parsed.exitCode : null, signal: typeof parsed.signal === 'string' ? parsed.signal : null, endedAt: String(parsed.endedAt) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the command can be started as the system would (execvp): a path with a slash is taken
+ * relative to the working directory, a bare name is searched on PATH. Checked before the spawn,
+ * so a command that cannot start is refused (400) before anything runs, as it was without a shim.
+ */
+export async function commandStartable(command: string, cwd: string, pathVar: string | undefined): Promise<boolean> {
+  const executable = async (file: string) =>
+    access(file, constants.X_OK).then(
+      () => true,
+      () => false,
+    );
+  if (command.includes('/')) return executable(path.resolve(cwd, command));
+  for (const dir of (pathVar ?? '').split(':').filter(Boolean)) if (await executable(path.join(dir, command))) return true;
+  return false;
+}
