@@ -3,7 +3,7 @@
  * directory and output in a per-session log file, so they outlive a worker restart.
  */
 import { spawn } from 'node:child_process';
-import { mkdir, open } from 'node:fs/promises';
+import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
 import { findExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionStatus } from '../db/executions';
@@ -27,6 +27,10 @@ export interface StartAgentInput {
   environmentTaskId: string;
   cwd: string;
   command: string[];
+  /** The profile's and the request's variables (validated names); absent in older inputs. */
+  env?: Record<string, string>;
+  /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
+  prompt?: string | null;
 }
 
 export interface StartedAgent {
@@ -42,12 +46,17 @@ export interface StartedAgent {
  * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
  * this process still runs: the agent's outcome is then in its status file.
  */
-async function spawnDetached(input: StartAgentInput, logPath: string, onExit: () => void): Promise<number> {
-  const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd });
+async function spawnDetached(input: StartAgentInput, logPath: string, maxLogBytes: number, onExit: () => void): Promise<number> {
+  const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd }, input.env ?? {});
+  if (input.prompt != null) {
+    const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
+    await writeFile(promptPath, input.prompt, { mode: 0o600 });
+    env.TWS_PROMPT_FILE = promptPath;
+  }
   if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const log = await open(logPath, 'a');
   try {
-    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), ...input.command], {
+    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(maxLogBytes), ...input.command], {
       cwd: input.cwd,
       detached: true,
       stdio: ['ignore', log.fd, log.fd],
@@ -77,7 +86,8 @@ export function agentProcessActivities(deps: ActivityDeps) {
       // The working directory is checked right before use: a stale path is never a launch directory.
       if (!(await isRealDirectory(input.cwd))) throw typedFailure('workspace_reuse_unsafe');
 
-      const logDir = path.join(config.logDir, input.sessionId);
+      // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
+      const logDir = path.join(config.logDir, input.taskId, input.sessionId);
       await mkdir(logDir, { recursive: true });
       const logPath = path.join(logDir, `${input.executionId}.log`);
       const record = (client: Db, pid: number, startTime: string | null) =>
@@ -121,7 +131,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
-        const pid = await spawnDetached(input, logPath, () => void collectExit(deps, input.executionId));
+        const pid = await spawnDetached(input, logPath, config.agentLogMaxBytes, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await dropSpawnIntent(client, input.executionId);

@@ -10,14 +10,34 @@ import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** Run by `node -e` with argv [statusFile, command, ...args]; plain JavaScript, no imports of ours. */
+/**
+ * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, command, ...args]; plain
+ * JavaScript, no imports of ours. The agent's output goes through it into the log, which it keeps
+ * within maxLogBytes on disk: past half of it, the log becomes `<log>.1` (the one before is
+ * dropped) and a new log begins, so the newest output is always kept.
+ */
 export const SHIM_SOURCE = `
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const [statusFile, command, ...args] = process.argv.slice(1);
+const [statusFile, logFile, maxBytesArg, command, ...args] = process.argv.slice(1);
+const half = Math.max(4096, Math.floor(Number(maxBytesArg) / 2));
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => {});
 const { TWS_EXECUTION_ID, ...env } = process.env;
+let log = fs.openSync(logFile, 'a');
+let size = fs.fstatSync(log).size;
+function write(chunk) {
+  if (size + chunk.length > half && size > 0) {
+    fs.closeSync(log);
+    fs.renameSync(logFile, logFile + '.1');
+    log = fs.openSync(logFile, 'a');
+    size = 0;
+  }
+  fs.writeSync(log, chunk);
+  size += chunk.length;
+}
 let written = false;
+let exitStatus = null;
+let open = 2;
 function record(outcome) {
   if (written) return;
   written = true;
@@ -29,9 +49,19 @@ function record(outcome) {
   fs.renameSync(tmp, statusFile);
   process.exit(0);
 }
-const child = spawn(command, args, { stdio: 'inherit', env });
+const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+const drained = () => { if (--open === 0 && exitStatus) record(exitStatus); };
+for (const stream of [child.stdout, child.stderr]) {
+  stream.on('data', write);
+  stream.on('end', drained);
+}
 child.on('error', (err) => record({ exitCode: 127, signal: null, error: String(err.code || 'spawn_failed') }));
-child.on('exit', (exitCode, signal) => record({ exitCode, signal }));
+child.on('exit', (exitCode, signal) => {
+  exitStatus = { exitCode, signal };
+  if (open === 0) record(exitStatus);
+  // Output of the agent's own children may hold the pipes open: the outcome is not held back for long.
+  setTimeout(() => record(exitStatus), 1000).unref();
+});
 `;
 
 /** Node flags of the shim: it holds one child and a few bytes, so a small heap will do. */

@@ -4,7 +4,7 @@
  * already gone counts as done; failures are classified and thrown, never swallowed [R6.4, R6.6].
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { readdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findExecution, setExecutionStatus } from '../db/executions';
 import { dropSpawnIntent } from '../db/spawn-intents';
@@ -71,6 +71,12 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
         await dropSpawnIntent(pool, intent.executionId);
       }
       return stopped;
+    },
+
+    /** A deleted task's agent logs (its log folder, and older per-session ones); never a session delete's doing. */
+    async removeTaskLogs(input: { taskId: string; sessionIds: string[] }): Promise<void> {
+      // An id names exactly one folder under the log root.
+      for (const id of [input.taskId, ...input.sessionIds]) if (/^[0-9a-f-]{36}$/.test(id)) await rm(path.join(config.logDir, id), { recursive: true, force: true });
     },
 
     /** Repositories whose worktree has uncommitted work (tracked or untracked). */

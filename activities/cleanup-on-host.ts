@@ -52,6 +52,8 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
 
       // 4. The task folder and its marker, when nothing else is left in it.
       if (snapshot.taskFolder) await steps.removeTaskFolder({ taskFolder: snapshot.taskFolder, ownerTaskId: snapshot.taskId });
+      // 5. A deleted task's agent logs go with it.
+      if (removesTask(input.trigger)) await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
       return report;
     },
   };

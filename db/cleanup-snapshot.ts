@@ -67,7 +67,8 @@ export async function snapshotProcesses(db: Db, taskId: string, environmentId: s
  */
 export async function takeSnapshot(db: Db, taskId: string, handOverBorrowed: boolean): Promise<CleanupSnapshot> {
   const env = await environmentOfTask(db, taskId, true);
-  const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [] };
+  const sessionIds = (await db.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows.map((r) => r.id);
+  const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [], sessionIds };
   if (env) {
     const borrowers = await borrowingTasks(db, env.id, taskId);
     if (borrowers.length > 0) {

@@ -43,6 +43,8 @@ export interface CleanupSnapshot {
   processes: SnapshotProcess[];
   /** Agent starts not yet recorded when the snapshot was taken (their spawn may have died midway): stopped by their mark. Absent in older snapshots. */
   spawnIntents?: { executionId: string; hostId: string }[];
+  /** The task's sessions, whose agent logs a delete removes (archive keeps them). Absent in older snapshots. */
+  sessionIds?: string[];
   /** Environments left alone (archive) or handed over (delete) because another task's session uses them. */
   borrowed: { environmentId: string; action: 'kept' | 'handed_over'; toTaskId: string | null; hostId: string; taskFolder: string | null }[];
 }

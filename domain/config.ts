@@ -4,9 +4,13 @@
  */
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
+import { agentVariableProblem } from './agent-env';
+
 export interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
   command: string[];
+  /** Variables the profile's agents get (a request's own `env` wins). */
+  env: Record<string, string>;
 }
 
 export interface Config {
@@ -22,6 +26,8 @@ export interface Config {
   /** Absolute folders a registered repository must live under; empty = anywhere. */
   repositoryRoots: string[];
   agentProfiles: Record<string, AgentProfile>;
+  /** The built-in `shell` profile (runs the request's argv); TWS_SHELL_PROFILE=0 turns it off. */
+  shellProfile: boolean;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -45,6 +51,8 @@ export interface Config {
   reconcileEveryMs: number;
   /** How often a worker collects the outcome of its host's agents that ended while nobody watched (at most 10 s). */
   exitCheckEveryMs: number;
+  /** An agent's log on disk at most (the newest kept). */
+  agentLogMaxBytes: number;
   orphanGraceMs: number;
 }
 
@@ -75,7 +83,11 @@ function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
     if (!Array.isArray(command) || command.length === 0 || !command.every((part) => typeof part === 'string')) {
       throw new Error(`TWS_AGENT_PROFILES.${name}.command must be a non-empty array of strings`);
     }
-    profiles[name] = { command: command as string[] };
+    const env = (value as { env?: unknown }).env ?? {};
+    if (typeof env !== 'object' || env === null || Object.entries(env).some(([k, v]) => agentVariableProblem(k) !== null || typeof v !== 'string')) {
+      throw new Error(`TWS_AGENT_PROFILES.${name}.env must map upper-case names (not TWS_*) to strings`);
+    }
+    profiles[name] = { command: command as string[], env: env as Record<string, string> };
   }
   return profiles;
 }
@@ -94,6 +106,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     gitBinary: env.TWS_GIT_BINARY || 'git',
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
     agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
+    shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),
@@ -106,6 +119,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
+    agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
   };

@@ -16,7 +16,7 @@ export type RefusalCode =
 
 export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
-export type OutageCode = 'service_unavailable' | 'engine_unavailable';
+export type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
 export type ErrorAction =
@@ -63,6 +63,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   // Temporal does not answer. For a launch or resume the outcome may be pending: retrying with
   // the same Idempotency-Key returns the one session it made, never a second.
   engine_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.' },
+  // What is asked for lives on a host this process cannot reach (an agent's log on another host).
+  host_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The host that holds this is not reachable from here.' },
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
 

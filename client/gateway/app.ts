@@ -11,6 +11,7 @@ import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
 import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
+import { logRoutes } from './routes/logs';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
@@ -59,6 +60,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(catalogRoutes(opts));
   await app.register(taskRoutes(opts));
   await app.register(sessionRoutes(opts));
+  await app.register(logRoutes(opts));
   await app.register(gitStatusRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
