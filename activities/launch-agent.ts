@@ -21,6 +21,9 @@ import { workspaceValidateActivities } from './workspace-validate';
 export interface LaunchAgentInput {
   plan: LaunchPlan;
   command: string[];
+  /** Absent in inputs recorded before variables existed. */
+  env?: Record<string, string>;
+  prompt?: string | null;
   executionId: string;
   site: CoresidencySite;
   validate: boolean;
@@ -39,7 +42,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
     const { plan } = input;
     if (input.validate) await validateWorkspace(plan);
     await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
-    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId));
+    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null));
     if (input.markRunningFrom) await moveSessionState(deps.pool, plan.sessionId, input.markRunningFrom, 'running');
     return agent;
   }

@@ -75,7 +75,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     return { kind: 'refused', code: decision.code };
   }
 
-  const session = { id: req.sessionId, taskId: req.taskId, executorType, agentProfile: req.agentProfile, command: req.command, name: req.name };
+  const session = { id: req.sessionId, taskId: req.taskId, executorType, agentProfile: req.agentProfile, command: req.command, env: req.env ?? {}, name: req.name };
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.

@@ -15,6 +15,7 @@ import { findSession } from './sessions';
 export interface ResumePlan {
   plan: LaunchPlan;
   command: string[];
+  env: Record<string, string>;
   /** The session runs on its source checkout because no materialized workspace exists (legacy). */
   legacyFallback: boolean;
   runningExecutions: { executionId: string; hostId: string }[];
@@ -29,7 +30,7 @@ export async function planResume(db: Db, sessionId: string, workspaceRoot: strin
   const env = session.environment_id ? await environmentById(db, session.environment_id) : null;
   if (await cleanupBarrierStands(db, [session.task_id, ...(env ? [env.task_id] : [])])) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   const running = (await db.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [sessionId])).rows;
-  const base = { command: session.command ?? [], runningExecutions: running.map((r) => ({ executionId: r.id, hostId: r.host_id })) };
+  const base = { command: session.command ?? [], env: session.agent_env ?? {}, runningExecutions: running.map((r) => ({ executionId: r.id, hostId: r.host_id })) };
 
   if (env && env.materialized && env.workspace_path) {
     if (env.status !== 'ready' && env.status !== 'stopped') return { kind: 'refused', code: 'workspace_reuse_unsafe' };

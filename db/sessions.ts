@@ -12,22 +12,23 @@ export interface SessionRow {
   executor_type: ExecutorType;
   agent_profile: string;
   command: string[] | null;
+  agent_env: Record<string, string>;
   name: string | null;
   role: SessionRole | null;
   resume_count: number;
   created_at: Date;
 }
 
-const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, name, role, resume_count, created_at';
+const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, created_at';
 
 export async function insertSession(
   db: Db,
-  s: { id: string; taskId: string; environmentId: string; executorType: ExecutorType; agentProfile: string; command: string[] | null; name: string | null; role: SessionRole },
+  s: { id: string; taskId: string; environmentId: string; executorType: ExecutorType; agentProfile: string; command: string[] | null; env?: Record<string, string>; name: string | null; role: SessionRole },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, name, role)
-     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8)`,
-    [s.id, s.taskId, s.environmentId, s.executorType, s.agentProfile, s.command === null ? null : JSON.stringify(s.command), s.name, s.role],
+    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role)
+     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9)`,
+    [s.id, s.taskId, s.environmentId, s.executorType, s.agentProfile, s.command === null ? null : JSON.stringify(s.command), JSON.stringify(s.env ?? {}), s.name, s.role],
   );
 }
 

@@ -2,6 +2,13 @@
  * An agent's environment is an allow-list, never the service's environment minus a few names:
  * whatever the service is given (tokens, database URLs, keys) stays out of the agent's reach.
  */
+/** A variable a profile or a request may give an agent: upper-case, and not of the service's own TWS_ namespace. */
+export function agentVariableProblem(name: string): string | null {
+  if (!/^[A-Z_][A-Z0-9_]*$/.test(name)) return 'names are upper-case letters, digits and underscores, not starting with a digit';
+  if (name.startsWith('TWS_')) return 'TWS_ names are reserved';
+  return null;
+}
+
 const INHERITED = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'TERM', 'TZ'];
 
 export interface AgentIdentity {

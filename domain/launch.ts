@@ -9,6 +9,10 @@ export interface LaunchRequest {
   agentProfile: string;
   /** The argv the agent runs, resolved from the profile by the gateway. */
   command: string[];
+  /** Variables for the agent: the profile's, then the request's (validated by the gateway). */
+  env?: Record<string, string>;
+  /** Written to a file in the execution's run folder, its path in TWS_PROMPT_FILE. */
+  prompt?: string | null;
   name: string | null;
   /** The host a new environment is materialized on. */
   hostId: string;
@@ -77,7 +81,7 @@ export interface LaunchResult {
 }
 
 /** What starting the agent of a plan needs: its own execution id, the plan's workspace as working directory. */
-export function agentStartOf(plan: LaunchPlan, command: string[], executionId: string) {
+export function agentStartOf(plan: LaunchPlan, command: string[], executionId: string, env: Record<string, string> = {}, prompt: string | null = null) {
   return {
     executionId,
     sessionId: plan.sessionId,
@@ -86,5 +90,7 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     environmentTaskId: plan.environmentTaskId,
     cwd: plan.workspacePath,
     command,
+    env,
+    prompt,
   };
 }

@@ -31,7 +31,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
   const executionId = uuid4();
   let agentRequested = false;
   // A transition marks the session running only after the rebind.
-  const agentInput = (validate: boolean): LaunchAgentInput => ({ plan, command: req.command, executionId, site: 'launch', validate, markRunningFrom: plan.role === 'transitioned' ? null : ['starting'] });
+  const agentInput = (validate: boolean): LaunchAgentInput => ({ plan, command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, executionId, site: 'launch', validate, markRunningFrom: plan.role === 'transitioned' ? null : ['starting'] });
   const running = (agent: { status: string; executionId: string }): LaunchResult => {
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };

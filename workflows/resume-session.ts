@@ -13,7 +13,7 @@ const records = recordSteps();
 export async function resumeSession(input: { sessionId: string; hostId: string; sharedQueue?: string }): Promise<LaunchResult> {
   const startedOn = startedOnOf(input);
   try {
-    const { plan, command, legacyFallback, runningExecutions } = await records.planResume(input);
+    const { plan, command, env, legacyFallback, runningExecutions } = await records.planResume(input);
     const host = hostSteps(plan.hostId, startedOn);
     const executionId = uuid4();
     // The previous process goes first: one agent per session. Not this resume's own: a re-run
@@ -22,6 +22,7 @@ export async function resumeSession(input: { sessionId: string; hostId: string; 
     const agent = await host.launchAgent({
       plan,
       command,
+      env: env ?? {},
       executionId,
       site: 'resume',
       validate: !legacyFallback,

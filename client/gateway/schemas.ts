@@ -82,6 +82,12 @@ export const LaunchBody = Type.Object(
     executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh'), Type.Literal('container'), Type.Literal('sandbox')]),
     agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
+    /** Appended to the profile's command (or the shell profile's `command`). */
+    args: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { maxItems: 1000 })),
+    /** Variables for the agent: names `^[A-Z_][A-Z0-9_]*$`, `TWS_*` reserved. */
+    env: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })),
+    /** Written to a file in the execution's run folder; its path is TWS_PROMPT_FILE. */
+    prompt: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     name: Type.Optional(Type.String({ maxLength: 200 })),
   },
   { additionalProperties: false },

@@ -8,6 +8,7 @@ import { latestExecution } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
+import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
@@ -19,15 +20,20 @@ import type { GatewayContext } from '../context';
 import { IdParams, LaunchBody, LaunchResponse, Session, Workspace, errorResponses } from '../schemas';
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
-  function resolveCommand(profile: string, command: string[] | undefined): string[] {
-    if (profile === BUILTIN_SHELL_PROFILE) {
-      if (!command) throw badRequest('The shell profile needs command (an argv array).');
-      return command;
+  /** The argv and the variables of the agent a launch starts: the profile's, with the request's args and env. */
+  function resolveAgent(profile: string, body: { command?: string[]; args?: string[]; env?: Record<string, string> }): { command: string[]; env: Record<string, string> } {
+    for (const name of Object.keys(body.env ?? {})) {
+      const problem = agentVariableProblem(name);
+      if (problem) throw badRequest(`Invalid env: ${problem}.`);
     }
-    const configured = ctx.config.agentProfiles[profile];
+    if (profile === BUILTIN_SHELL_PROFILE && ctx.config.shellProfile) {
+      if (!body.command) throw badRequest('The shell profile needs command (an argv array).');
+      return { command: [...body.command, ...(body.args ?? [])], env: { ...(body.env ?? {}) } };
+    }
+    const configured = Object.prototype.hasOwnProperty.call(ctx.config.agentProfiles, profile) ? ctx.config.agentProfiles[profile] : undefined;
     if (!configured) throw badRequest('Unknown agent profile.');
-    if (command) throw badRequest('command is only accepted by the shell profile.');
-    return configured.command;
+    if (body.command) throw badRequest('command is only accepted by the shell profile.');
+    return { command: [...configured.command, ...(body.args ?? [])], env: { ...configured.env, ...(body.env ?? {}) } };
   }
 
   async function sessionView(id: string) {
@@ -105,8 +111,8 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       '/v1/tasks/:id/sessions',
       { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: LaunchBody, response: { 201: LaunchResponse, ...errorResponses } } },
       async (request, reply) => {
-        const { executorType, agentProfile, command, name } = request.body;
-        const argv = resolveCommand(agentProfile, command);
+        const { executorType, agentProfile, name, prompt } = request.body;
+        const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         const { sessionId } = await sessionFor(key, `launch:${request.params.id}`, request.body, { sessionId: randomUUID(), runNumber: async () => null });
@@ -115,7 +121,9 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           taskId: request.params.id,
           executorType,
           agentProfile,
-          command: argv,
+          command: agent.command,
+          env: agent.env,
+          prompt: prompt ?? null,
           name: name ?? null,
         }).catch((err) => engineOutage(err, sessionId));
         if (outcome === null) {
