@@ -94,3 +94,91 @@ describe('the agent environment [issue 11]', () => {
     }
   });
 });
+
+describe('agent logs through the API [issue 11]', () => {
+  async function text(h: Harness, route: string): Promise<{ status: number; type: string | null; body: string }> {
+    const res = await fetch(h.baseUrl + route, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
+    return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
+  }
+
+  it('tail returns the last lines of what the agent printed; follow streams until the agent ends; nothing names a path', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'logs');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'logs')]);
+    const res = await launch(h, taskId, { command: ['sh', '-c', 'for i in 1 2 3 4 5; do echo line $i; done; sleep 1; echo late; sleep 1; echo last; exit 0'] });
+    expect(res.status).toBe(201);
+    const route = `/v1/sessions/${res.body.sessionId}/logs`;
+    // Follow from the start: it ends by itself once the agent has ended, with everything it printed.
+    const followed = await text(h, `${route}?follow=1`);
+    expect(followed.status).toBe(200);
+    expect(followed.type).toMatch(/^text\/plain/);
+    expect(followed.body).toBe('line 1\nline 2\nline 3\nline 4\nline 5\nlate\nlast\n');
+    expect((await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body.execution.state).toBe('exited');
+    expect((await text(h, `${route}?tail=2`)).body).toBe('late\nlast\n');
+    expect((await text(h, `${route}?tail=0`)).body).toBe('');
+    expect((await text(h, `${route}?executionId=${res.body.executionId}`)).body).toBe(followed.body);
+    expect(followed.body).not.toContain(h.scratch);
+    // Bad input is a 400 that names nothing; another session's execution is not this one's.
+    expect((await text(h, `${route}?tail=-1`)).status).toBe(400);
+    expect((await text(h, `${route}?executionId=${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}`)).status).toBe(404);
+  });
+
+  it('is kept on disk within TWS_AGENT_LOG_MAX_BYTES, the newest output kept; a session delete keeps it, a task delete removes it', async () => {
+    const h = await harness({ agentLogMaxBytes: 64 * 1024 });
+    const repo = makeRepo(h.scratch, 'bounded');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'bounded')]);
+    // About 600 KB of numbered lines.
+    const res = await launch(h, taskId, { command: ['sh', '-c', 'i=0; while [ $i -lt 60000 ]; do echo "line $i"; i=$((i+1)); done; exit 0'] });
+    expect(res.status).toBe(201);
+    await ended(h, res.body.sessionId);
+    const exec = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    const { statSync, existsSync } = await import('node:fs');
+    const onDisk = statSync(exec.log_path).size + (existsSync(`${exec.log_path}.1`) ? statSync(`${exec.log_path}.1`).size : 0);
+    expect(onDisk).toBeLessThanOrEqual(64 * 1024);
+    expect((await text(h, `/v1/sessions/${res.body.sessionId}/logs?tail=1`)).body).toBe('line 59999\n');
+
+    expect((await h.api('DELETE', `/v1/sessions/${res.body.sessionId}`)).status).toBe(204);
+    expect(existsSync(exec.log_path)).toBe(true);
+    const other = await launch(h, taskId, { command: ['sh', '-c', 'echo hello; exit 0'] });
+    expect(other.status).toBe(201);
+    const otherLog = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [other.body.executionId])).rows[0].log_path;
+    await ended(h, other.body.sessionId);
+    const deleted = await h.api('DELETE', `/v1/tasks/${taskId}`, undefined, OPERATOR_TOKEN);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const { waitForJob } = await import('./support/cleanup');
+    await waitForJob(h, deleted.body.operationId);
+    expect(existsSync(otherLog)).toBe(false);
+    expect(existsSync(exec.log_path)).toBe(false);
+  });
+});
+
+describe('per-session arguments [issue 11]', () => {
+  it('args are appended, env is given, the prompt is a file named by TWS_PROMPT_FILE; a resume keeps the env', async () => {
+    const h = await harness({ agentProfiles: { printer: { command: ['sh', '-c', 'echo "$0 $1 $GREETING $PROFILE_VAR"; cat "$TWS_PROMPT_FILE"; echo; sleep 600'], env: { PROFILE_VAR: 'from-profile' } } } });
+    const repo = makeRepo(h.scratch, 'args');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'args')]);
+    const res = await launch(h, taskId, { agentProfile: 'printer', command: undefined, args: ['first', 'second'], env: { GREETING: 'hello' }, prompt: 'fix the bug' });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const exec = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    await waitUntil(async () => readFileSync(exec.log_path, 'utf8').includes('fix the bug'), 'the agent output');
+    expect(readFileSync(exec.log_path, 'utf8')).toBe('first second hello from-profile\nfix the bug\n');
+    const resumed = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const again = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [resumed.body.execution.id])).rows[0];
+    await waitUntil(async () => readFileSync(again.log_path, 'utf8').includes('hello'), 'the resumed agent output');
+    expect(readFileSync(again.log_path, 'utf8').split('\n')[0]).toBe('first second hello from-profile');
+  });
+
+  it('bad args or env are a 400 with nothing created; TWS_SHELL_PROFILE=0 turns the shell profile off', async () => {
+    const h = await harness({ shellProfile: false });
+    const repo = makeRepo(h.scratch, 'bad-args');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'bad-args')]);
+    for (const body of [{ env: { TWS_OPERATOR_TOKEN: 'x' } }, { env: { 'lower-case': 'x' } }, { args: [1] }, { env: { A: 1 } }, {}]) {
+      const res = await launch(h, taskId, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe('invalid_request');
+    }
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions')).rows[0].n).toBe(0);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments')).rows[0].n).toBe(0);
+  });
+});
