@@ -164,7 +164,12 @@ export function agentProcessActivities(deps: ActivityDeps) {
         await setExecutionStatus(pool, executionId, 'vanished');
         return 'vanished';
       }
-      await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs);
+      // Marked before the signal: the exit it causes is the service's doing, not the agent's own.
+      await setExecutionStatus(pool, executionId, 'stopped');
+      if (!(await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs))) {
+        await setExecutionStatus(pool, executionId, 'running'); // still there: it is not stopped
+        throw typedFailure('internal');
+      }
       await markStopped(pool, executionId, await readExitStatus(exec.log_path));
       return 'stopped';
     },

@@ -42,8 +42,9 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       let stopped = 0;
       for (const p of processes) {
         if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
-        if (!(await stopProcessGroup(p.pid, p.processStartTime, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
+        // Marked before the signal: the exit it causes is the service's doing, not the agent's own.
         await setExecutionStatus(pool, p.executionId, 'stopped');
+        if (!(await stopProcessGroup(p.pid, p.processStartTime, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
         stopped++;
       }
       return stopped;
@@ -59,11 +60,11 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       for (const intent of intents) {
         const exec = await findExecution(pool, intent.executionId);
         if (exec) {
+          if (exec.status === 'running') await setExecutionStatus(pool, exec.id, 'stopped');
           if (exec.status === 'running' && (await isSameProcess(exec.pid, exec.process_start_time))) {
             if (!(await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
             stopped++;
           }
-          if (exec.status === 'running') await setExecutionStatus(pool, exec.id, 'stopped');
           continue;
         }
         if (await findMarkedGroup(intent.executionId)) stopped++;
