@@ -3,7 +3,6 @@
  * that started the agent, or collected from the supervising shim's status file by a worker that
  * comes back — and the agent's environment holds nothing of the service's.
  */
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
@@ -74,8 +73,7 @@ describe('agent exits [issue 11]', () => {
 describe('the agent environment [issue 11]', () => {
   it('holds none of the service variables: only the allow-list and its own identity, in the agent and its shim alike', async () => {
     const h = await harness({}, { inProcessWorker: false });
-    let worker: ChildProcess = h.spawnWorker();
-    cleanups.push(() => void worker.kill('SIGKILL'));
+    killableWorker(h, cleanups); // the worker process, with the service's environment, starts the agent
     const repo = makeRepo(h.scratch, 'env');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'env')]);
     const res = await launch(h, taskId, { command: ['sh', '-c', 'env; sleep 600'] });
