@@ -73,7 +73,7 @@ describe('Temporal unreachable [issue 10]', () => {
 
       const ready = await app.inject({ method: 'GET', url: '/readyz' });
       expect(ready.statusCode).toBe(503);
-      expect(ready.json()).toEqual({ status: 'not_ready', database: true, temporal: false, reason: 'temporal_unreachable' });
+      expect(ready.json()).toEqual({ status: 'not_ready', database: true, temporal: false, reason: 'temporal_unreachable', agentIsolation: 'none' });
     } finally {
       await app.close();
       await connection.close();
@@ -121,7 +121,7 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
     const lateWorker = h.spawnWorker({ TWS_GIT_BINARY: git.binary });
     children.push(lateWorker);
     const notReady = await gateway.api('GET', '/readyz', undefined, null);
-    expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable' } });
+    expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable', agentIsolation: 'none' } });
     // Long enough for the cleanup's record steps to meet the outage for longer than the old six
     // tries lasted (about 6 s; the slow git ends 4 s after the kill).
     while (Date.now() - outageStart < 15_000) {

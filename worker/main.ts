@@ -17,6 +17,8 @@ async function main(): Promise<void> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   // Enough for every activity slot to hold a transaction or a repository lock at once.
   const pool = createPool(config.databaseUrl, 60);
+  // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
+  logger.warn({ agentIsolation: 'none' }, 'agents run as this service\'s OS user with an allow-listed environment and no sandbox: they can read what this user can read');
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
   const stopped = new AbortController();

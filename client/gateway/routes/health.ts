@@ -36,15 +36,18 @@ export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPub
         schema: {
           tags: ['health'],
           response: {
-            200: Type.Object({ status: Type.Literal('ready') }),
-            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String() }),
+            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Literal('none') }),
+            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Literal('none') }),
           },
         },
       },
       async (_request, reply) => {
         const [database, temporal] = await Promise.all([answers(ctx.pool.query('SELECT 1')), answers(ctx.temporal.workflowService.getSystemInfo({}))]);
-        if (database && temporal) return { status: 'ready' as const };
-        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal) });
+        // Agents run as the service's OS user, with an allow-listed environment but no sandbox yet:
+        // said here so that an operator sees the trust boundary (README, "Agents").
+        const agentIsolation = 'none' as const;
+        if (database && temporal) return { status: 'ready' as const, agentIsolation };
+        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal), agentIsolation });
       },
     );
 
