@@ -15,6 +15,8 @@ import { dropSpawnIntent, recordSpawnIntent, spawnIntentExists } from '../db/spa
 import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
+import { bubblewrapArgs } from '../domain/sandbox';
+import { agentSandbox } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
 
@@ -31,6 +33,8 @@ export interface StartAgentInput {
   env?: Record<string, string>;
   /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
   prompt?: string | null;
+  /** Git folders the agent may write (a worktree's commits go there); absent in older inputs. */
+  gitDirs?: string[];
 }
 
 export interface StartedAgent {
@@ -46,17 +50,30 @@ export interface StartedAgent {
  * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
  * this process still runs: the agent's outcome is then in its status file.
  */
-async function spawnDetached(input: StartAgentInput, logPath: string, maxLogBytes: number, onExit: () => void): Promise<number> {
+async function spawnDetached(input: StartAgentInput, logPath: string, config: ActivityDeps['config'], onExit: () => void): Promise<number> {
   const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd }, input.env ?? {});
+  const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
   if (input.prompt != null) {
-    const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
     await writeFile(promptPath, input.prompt, { mode: 0o600 });
     env.TWS_PROMPT_FILE = promptPath;
   }
   if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
+  // In bubblewrap where this host runs it: the agent's own home in its run folder, everything of
+  // the service's hidden, only its workspace (and its repositories' git folders) writable.
+  const sandbox = await agentSandbox(config.agentSandbox);
+  let command = input.command;
+  if (sandbox) {
+    const home = path.join(path.dirname(logPath), 'home');
+    await mkdir(home, { recursive: true });
+    env.HOME = home;
+    const gitDirs: string[] = [];
+    for (const dir of input.gitDirs ?? []) if (await isRealDirectory(dir)) gitDirs.push(dir);
+    const layout = { workspace: input.cwd, writable: gitDirs, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
+    command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
+  }
   const log = await open(logPath, 'a');
   try {
-    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(maxLogBytes), ...input.command], {
+    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), sandbox ? '1' : '0', ...command], {
       cwd: input.cwd,
       detached: true,
       stdio: ['ignore', log.fd, log.fd],
@@ -131,7 +148,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
-        const pid = await spawnDetached(input, logPath, config.agentLogMaxBytes, () => void collectExit(deps, input.executionId));
+        const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await dropSpawnIntent(client, input.executionId);

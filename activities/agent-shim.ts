@@ -11,7 +11,7 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
- * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, command, ...args]; plain
+ * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, sandboxed, command, ...args]; plain
  * JavaScript, no imports of ours. The agent's output goes through it into the log, which it keeps
  * within maxLogBytes on disk: past half of it, the log becomes `<log>.1` (the one before is
  * dropped) and a new log begins, so the newest output is always kept.
@@ -19,7 +19,7 @@ import path from 'node:path';
 export const SHIM_SOURCE = `
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const [statusFile, logFile, maxBytesArg, command, ...args] = process.argv.slice(1);
+const [statusFile, logFile, maxBytesArg, sandboxed, command, ...args] = process.argv.slice(1);
 const half = Math.max(4096, Math.floor(Number(maxBytesArg) / 2));
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => {});
 const { TWS_EXECUTION_ID, ...env } = process.env;
@@ -56,8 +56,10 @@ for (const stream of [child.stdout, child.stderr]) {
   stream.on('end', drained);
 }
 child.on('error', (err) => record({ exitCode: 127, signal: null, error: String(err.code || 'spawn_failed') }));
+// Bubblewrap ends with 128 + N for a child ended by signal N: read back as that signal.
+const signalNames = Object.fromEntries(Object.entries(require('node:os').constants.signals).map(([name, n]) => [n, name]));
 child.on('exit', (exitCode, signal) => {
-  exitStatus = { exitCode, signal };
+  exitStatus = sandboxed === '1' && exitCode > 128 && signalNames[exitCode - 128] ? { exitCode: null, signal: signalNames[exitCode - 128] } : { exitCode, signal };
   if (open === 0) record(exitStatus);
   // Output of the agent's own children may hold the pipes open: the outcome is not held back for long.
   setTimeout(() => record(exitStatus), 1000).unref();

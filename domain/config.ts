@@ -5,6 +5,13 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
+import type { AgentSandboxMode } from './sandbox';
+
+function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
+  const mode = raw || 'auto';
+  if (mode !== 'auto' && mode !== 'bwrap' && mode !== 'none') throw new Error('TWS_AGENT_SANDBOX must be auto, bwrap or none');
+  return mode;
+}
 
 export interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
@@ -28,6 +35,8 @@ export interface Config {
   agentProfiles: Record<string, AgentProfile>;
   /** The built-in `shell` profile (runs the request's argv); TWS_SHELL_PROFILE=0 turns it off. */
   shellProfile: boolean;
+  /** Where agents run: in bubblewrap when it works here (`auto`), always (`bwrap`), or never (`none`). */
+  agentSandbox: AgentSandboxMode;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -107,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
     agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
     shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
+    agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),

@@ -92,5 +92,7 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     command,
     env,
     prompt,
+    // The repositories' git folders: a worktree's commits are written there.
+    gitDirs: plan.slots.map((slot) => `${slot.sourcePath}/.git`),
   };
 }

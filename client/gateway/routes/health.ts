@@ -36,16 +36,16 @@ export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPub
         schema: {
           tags: ['health'],
           response: {
-            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Literal('none') }),
-            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Literal('none') }),
+            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]) }),
+            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]) }),
           },
         },
       },
       async (_request, reply) => {
         const [database, temporal] = await Promise.all([answers(ctx.pool.query('SELECT 1')), answers(ctx.temporal.workflowService.getSystemInfo({}))]);
-        // Agents run as the service's OS user, with an allow-listed environment but no sandbox yet:
-        // said here so that an operator sees the trust boundary (README, "Agents").
-        const agentIsolation = 'none' as const;
+        // What agents run in here (bubblewrap, or nothing but the allow-listed environment): said
+        // so that an operator sees the trust boundary (README, "Agents").
+        const agentIsolation = ctx.agentIsolation ?? 'none';
         if (database && temporal) return { status: 'ready' as const, agentIsolation };
         return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal), agentIsolation });
       },
