@@ -1,0 +1,73 @@
+/**
+ * The user role cannot become the operator through an agent (issue 11, part 3). As a holder of
+ * the user token, a `shell` session tries what worked before: the gateway's environment under
+ * /proc, the service's secrets file, another task's workspace. Every step fails in bubblewrap;
+ * the agent's own work (files, commits in its worktree) still succeeds.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { agentIsolation } from '../activities/agent-sandbox';
+import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
+import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { git, makeRepo } from './support/world';
+
+const { harness } = harnessesPerTest();
+
+describe('agent isolation [issue 11]', () => {
+  it('an agent reads no token from /proc, no secrets file, no other workspace; it still works and commits in its own', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    // The project's setup installs bubblewrap; without it this host could not keep the promise.
+    expect(await agentIsolation(h.config.agentSandbox)).toBe('bwrap');
+    const gateway = await h.spawnGateway(); // its environment holds the operator token; it runs the launch
+    const secrets = path.join(h.config.dataDir, 'secrets.json');
+    writeFileSync(secrets, JSON.stringify({ operatorToken: OPERATOR_TOKEN }), { mode: 0o600 });
+
+    const repo = makeRepo(h.scratch, 'isolated');
+    const other = makeRepo(h.scratch, 'other');
+    const otherTask = await createTask(h, [await registerRepo(h, other, 'other')]);
+    const otherLaunch = await launch(h, otherTask);
+    expect(otherLaunch.status).toBe(201);
+    const otherFolder = path.join(h.config.workspaceRoot, `task-${otherTask}`);
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'isolated')]);
+    const script = [
+      'echo "environ: $(cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c TWS_OPERATOR_TOKEN)"',
+      `echo "secrets: $(cat '${secrets}' 2>&1)"`,
+      `echo "other: $(ls '${otherFolder}' 2>&1)"`,
+      `echo "processes: $(ls /proc | grep -c '^[0-9]')"`,
+      'echo work > agent.txt && git add agent.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent work" && echo "committed"',
+      'echo done; sleep 600',
+    ].join('; ');
+    const res = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: ['sh', '-c', script] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0].log_path;
+    let out = '';
+    await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes('done'), 'the agent to try');
+
+    expect(out).toContain('environ: 0'); // no process of the service is visible
+    expect(out).not.toContain(OPERATOR_TOKEN);
+    expect(out).not.toContain(USER_TOKEN);
+    expect(out).toMatch(/secrets: .*No such file/);
+    expect(out).toMatch(/other: .*No such file/);
+    expect(Number(/processes: (\d+)/.exec(out)![1])).toBeLessThan(10); // its own few, not the host's
+    // Its own work goes on: the commit is on its task branch, seen from outside.
+    expect(out).toContain('committed');
+    const worktree = path.join(h.config.workspaceRoot, `task-${taskId}`, 'isolated');
+    expect(git(worktree, 'log', '-1', '--format=%s')).toBe('agent work');
+    // The operator route stays closed to what the agent holds: the user token.
+    expect((await gateway.api('POST', '/v1/orphan-sweep', { dryRun: true }, USER_TOKEN)).status).toBe(403);
+    // /readyz says what agents run in.
+    expect((await gateway.api('GET', '/readyz', undefined, null)).body).toMatchObject({ status: 'ready', agentIsolation: 'bwrap' });
+  });
+
+  it('a signal that ends a sandboxed agent is recorded as that signal', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'signal');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'signal')]);
+    const res = await launch(h, taskId, { command: ['sh', '-c', 'kill -KILL $$'] });
+    expect(res.status).toBe(201);
+    let session: any;
+    await waitUntil(async () => (session = (await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body).execution.state !== 'running', 'the end');
+    expect(session.execution).toMatchObject({ state: 'exited', exitCode: null, signal: 'SIGKILL' });
+  });
+});
