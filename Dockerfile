@@ -1,6 +1,8 @@
 # One image for the worker, the gateway and the one-shot set-up; the command picks the role.
 FROM node:20-bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
+# bubblewrap: the agent sandbox. In a container it needs user namespaces (or privileges) to run;
+# where it cannot, agents run without it and /readyz says agentIsolation "none".
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
