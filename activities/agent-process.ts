@@ -52,12 +52,12 @@ export interface StartedAgent {
  */
 async function spawnDetached(input: StartAgentInput, logPath: string, config: ActivityDeps['config'], onExit: () => void): Promise<number> {
   const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd }, input.env ?? {});
+  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
   if (input.prompt != null) {
     await writeFile(promptPath, input.prompt, { mode: 0o600 });
     env.TWS_PROMPT_FILE = promptPath;
   }
-  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   // In bubblewrap where this host runs it: the agent's own home in its run folder, everything of
   // the service's hidden, only its workspace (and its repositories' git folders) writable.
   const sandbox = await agentSandbox(config.agentSandbox);
