@@ -13,6 +13,7 @@ export interface BenchConfig {
   manyTasks: { tasks: number };
   cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
   growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number };
+  exitDetection: { samples: number };
   resultsDir: string;
 }
 
@@ -32,6 +33,7 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
     manyTasks: { tasks: int(env.BENCH_MANY_TASKS, q(50, 10)) },
     cleanup: { tasks: int(env.BENCH_CLEANUP_TASKS, q(200, 16)), repositories: 4, materializeConcurrency: 8 },
     growth: { samples: int(env.BENCH_GROWTH_SAMPLES, q(100, 20)), readyTasks: q(10, 4), smallTasks: 100, largeTasks: int(env.BENCH_GROWTH_TASKS, q(10_000, 1_000)) },
+    exitDetection: { samples: int(env.BENCH_EXIT_SAMPLES, q(20, 6)) },
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
   };
 }

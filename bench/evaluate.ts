@@ -15,6 +15,11 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
     out.push(judge(TARGETS.cleanupThroughput, r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.throughputRatio : null, failed(r.cleanup)));
   }
   out.push(judge(TARGETS.growthRatio, r.growth.ok ? r.growth.value.ratioP50 : null, failed(r.growth)));
+  if (r.exitDetection) {
+    const e = r.exitDetection;
+    out.push(judge(TARGETS.exitWatched, e.ok ? e.value.watched.p50 : null, failed(e)));
+    out.push(judge(TARGETS.exitUnwatched, e.ok ? e.value.unwatched.p50 : null, failed(e)));
+  }
   const worker = r.memory?.worker;
   const workerPeak = worker ? Math.max(worker.peakRssMb ?? 0, worker.hwmReset ? (worker.hwmMb ?? 0) : 0) : null;
   out.push(judge(TARGETS.workerRss, workerPeak, r.memory ? undefined : { status: 'error', note: 'memory not sampled' }));

@@ -4,6 +4,7 @@ import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AttachResult } from './scenarios/attach';
 import type { CleanupResult } from './scenarios/cleanup';
+import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
 import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
@@ -41,6 +42,8 @@ export interface BenchResults {
   materialize: Outcome<MaterializeResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
+  /** Scenario 6 (absent in results written before it existed). */
+  exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;
   /** Profiling evidence: the product's git layer against plain git, per command. */
   gitLayer: Outcome<GitLayerCost[]>;

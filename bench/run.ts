@@ -23,6 +23,7 @@ import { renderTable } from './report/markdown';
 import { writeResults } from './report/write';
 import { runAttach } from './scenarios/attach';
 import { runCleanup } from './scenarios/cleanup';
+import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
@@ -115,6 +116,8 @@ async function main(): Promise<void> {
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () => measureTemporalFloor(temporal, services.temporalAddress, 'default'));
     sampler.stop();
+    // Last: it SIGKILLs the gateway (the process that started its agents).
+    const exitDetection = await scenario('6 exit detection', () => runExitDetection(ctx, config.exitDetection.samples));
     const cleanupRan = cleanup.ok && cleanup.value.status === 'measured';
     const memory: MemoryResult = {
       window: cleanupRan ? 'scenarios 3 and 4' : 'scenario 3 (4 not available)',
@@ -135,7 +138,7 @@ async function main(): Promise<void> {
         machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release() },
         versions: { node: process.version, git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(), postgres: services.versions.postgres, temporalCli: services.versions.temporalCli },
         database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
-        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '3 many tasks', '4 cleanup', 'diagnostics (git layer)'],
+        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '3 many tasks', '4 cleanup', 'diagnostics (git layer)', '6 exit detection (kills the gateway)'],
         notes: [
           ...(process.env.BENCH_GIT_TRACE === '1' ? ['DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.'] : []),
           ...(process.env.BENCH_WORKER_PROF === '1' ? ['DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.'] : []),
@@ -155,6 +158,7 @@ async function main(): Promise<void> {
       materialize,
       manyTasks,
       cleanup,
+      exitDetection,
       memory,
       gitLayer,
       temporalFloor,

@@ -6,7 +6,7 @@ export interface Target {
   label: string;
   comparator: '<=' | '>=' | '==';
   value: number;
-  unit: 'x' | 'MB' | 'failures';
+  unit: 'x' | 'MB' | 'failures' | 'ms';
 }
 
 export interface TargetResult extends Target {
@@ -22,6 +22,8 @@ export const TARGETS = {
   manyTasksFailures: { id: 'many_tasks_failures', label: 'Simultaneous first launches on one repository: failures', comparator: '==', value: 0, unit: 'failures' },
   cleanupThroughput: { id: 'cleanup_throughput_ratio', label: 'Cleanup throughput, product / floor', comparator: '>=', value: 0.5, unit: 'x' },
   growthRatio: { id: 'growth_attach_p50_ratio', label: 'Attach p50 at 10,000 tasks / at 100 tasks', comparator: '<=', value: 1.1, unit: 'x' },
+  exitWatched: { id: 'exit_noticed_watched_p50_ms', label: 'Agent exit recorded, its starting process alive, p50', comparator: '<=', value: 1000, unit: 'ms' },
+  exitUnwatched: { id: 'exit_noticed_unwatched_p50_ms', label: 'Agent exit recorded, its starting process killed, p50', comparator: '<=', value: 10_000, unit: 'ms' },
   workerRss: { id: 'worker_peak_rss_mb', label: 'Worker peak RSS during scenarios 3 and 4', comparator: '<=', value: 300, unit: 'MB' },
 } satisfies Record<string, Target>;
 
@@ -34,6 +36,6 @@ export function judge(target: Target, measured: number | null | undefined, unava
 
 export function describeTarget(t: Target): string {
   const sym = t.comparator === '<=' ? '≤' : t.comparator === '>=' ? '≥' : '=';
-  const unit = t.unit === 'x' ? '×' : t.unit === 'MB' ? ' MB' : ' failures';
+  const unit = t.unit === 'x' ? '×' : t.unit === 'MB' ? ' MB' : t.unit === 'ms' ? ' ms' : ' failures';
   return `${sym} ${t.value}${unit}`;
 }

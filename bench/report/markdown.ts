@@ -48,6 +48,11 @@ export function renderTable(r: BenchResults): string {
     rows.push([`Worker peak RSS (${r.memory.window})`, `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle('worker')}`, '—', '—', ...t('worker_peak_rss_mb')]);
     rows.push([`Gateway peak RSS (${r.memory.window})`, `${mb(g.peakRssMb)} sampled, ${mb(g.hwmMb)} VmHWM${g.hwmReset ? '' : ' (since start)'}${idle('gateway')}`, '—', '—', '—', '—']);
   }
+  if (r.exitDetection?.ok) {
+    const e = r.exitDetection.value;
+    rows.push([`Agent exit recorded, starting process alive (n=${e.watched.n}; p95)`, `${ms(e.watched.p50)} (${ms(e.watched.p95)})`, '—', '—', ...t('exit_noticed_watched_p50_ms')]);
+    rows.push([`Agent exit recorded, starting process SIGKILLed (n=${e.unwatched.n}; p95; checked every ${ms(e.checkEveryMs)})`, `${ms(e.unwatched.p50)} (${ms(e.unwatched.p95)})`, '—', '—', ...t('exit_noticed_unwatched_p50_ms')]);
+  } else if (r.exitDetection) rows.push(['Agent exit recorded', failed(r.exitDetection), '', '', ...t('exit_noticed_watched_p50_ms')]);
   const header = ['Measure', 'Product', 'Floor', 'Ratio', 'Target', 'Result'];
   const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
