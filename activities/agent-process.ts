@@ -50,7 +50,7 @@ export interface StartedAgent {
  * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
  * this process still runs: the agent's outcome is then in its status file.
  */
-async function spawnDetached(input: StartAgentInput, logPath: string, config: ActivityDeps['config'], onExit: () => void): Promise<number> {
+export async function spawnDetached(input: StartAgentInput, logPath: string, config: ActivityDeps['config'], onExit: () => void): Promise<number> {
   const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd }, input.env ?? {});
   if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const promptPath = logPath.replace(/\.log$/, '') + '.prompt';

@@ -13,12 +13,13 @@
  *   removals in one repository race on its admin files), repositories in parallel.
  * Each call reports how long its parts took, for the profile.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, realpath, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
+import { spawnDetached } from '../activities/agent-process';
 import { processStartTime } from '../activities/process-identity';
 import { isRealDirectory, readMarker } from '../activities/workspace-fs';
 import { admitLaunch } from '../db/admission';
@@ -26,13 +27,12 @@ import { publishReady, type IncomingInventoryRow } from '../db/environments';
 import { insertExecution } from '../db/executions';
 import { moveSessionState } from '../db/sessions';
 import { loadConfig, type Config } from '../domain/config';
-import type { LaunchPlan, LaunchRequest } from '../domain/launch';
+import { agentStartOf, type LaunchPlan, type LaunchRequest } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 import { parseWorktreeList } from '../git/git';
 import { AGENT_COMMAND } from './api';
 
 /** activities/agent-process.ts: variables an agent never inherits. */
-const SECRET_ENV = ['TWS_USER_TOKEN', 'TWS_OPERATOR_TOKEN', 'DATABASE_URL', 'TEMPORAL_API_KEY'];
 
 const execFileAsync = promisify(execFile);
 const git = async (cwd: string, args: string[]): Promise<string> => (await execFileAsync('git', args, { cwd, maxBuffer: 16 * 1024 * 1024 })).stdout;
@@ -98,25 +98,12 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
     }
   }
 
-  /** The agent start of activities/agent-process.ts (its spawn is not exported): log file, detached spawn without the service's secrets, /proc/<pid>/stat. */
+  /** The agent start of activities/agent-process.ts, the same function: log folder, the shim (and the sandbox where it runs), /proc/<pid>/stat. */
   async function spawnAgent(plan: LaunchPlan, executionId: string): Promise<{ pid: number; startTime: string | null; logPath: string }> {
-    const logDir = path.join(config.logDir, plan.sessionId);
+    const logDir = path.join(config.logDir, plan.taskId, plan.sessionId);
     await mkdir(logDir, { recursive: true });
     const logPath = path.join(logDir, `${executionId}.log`);
-    const log = await open(logPath, 'a');
-    const env: NodeJS.ProcessEnv = { ...process.env, TWS_SESSION_ID: plan.sessionId, TWS_TASK_ID: plan.taskId, TWS_WORKSPACE: plan.workspacePath };
-    for (const name of SECRET_ENV) delete env[name];
-    let pid: number;
-    try {
-      const child = spawn(AGENT_COMMAND[0]!, AGENT_COMMAND.slice(1), { cwd: plan.workspacePath, detached: true, stdio: ['ignore', log.fd, log.fd], env });
-      pid = await new Promise<number>((resolve, reject) => {
-        child.once('spawn', () => resolve(child.pid!));
-        child.once('error', reject);
-      });
-      child.unref();
-    } finally {
-      await log.close();
-    }
+    const pid = await spawnDetached(agentStartOf(plan, AGENT_COMMAND, executionId), logPath, config, () => {});
     return { pid, startTime: await processStartTime(pid), logPath };
   }
 
