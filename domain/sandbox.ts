@@ -21,7 +21,9 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
   const args = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   // Shortest first: a folder inside another hidden one is mounted over it, not under.
   for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
-  for (const dir of [...new Set([layout.workspace, ...layout.writable, layout.home])]) args.push('--bind', dir, dir);
+  args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
+  // A git folder that went away between the launch and the sandbox's start is left out, not fatal.
+  for (const dir of [...new Set(layout.writable)].filter((d) => d !== layout.workspace)) args.push('--bind-try', dir, dir);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
   args.push('--chdir', layout.workspace);
   return args;
