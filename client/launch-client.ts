@@ -66,7 +66,13 @@ export async function runLaunch(client: Client, config: Config, req: Omit<Launch
 }
 
 /** resume/<sessionId>/<n>: the run number is the request's own (an Idempotency-Key replays it), so a retry joins the same run. */
-export async function runResume(client: Client, config: Config, sessionId: string, runNumber: number): Promise<{ ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+export async function runResume(
+  client: Client,
+  config: Config,
+  sessionId: string,
+  runNumber: number,
+  extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
+): Promise<{ ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
   const workflowId = resumeWorkflowId(sessionId, runNumber);
   try {
     await startOrJoin(client, workflowId, () =>
@@ -75,7 +81,7 @@ export async function runResume(client: Client, config: Config, sessionId: strin
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         // Where a launch starts: its host steps run as local activities there.
         ...onThisHost(config),
-        args: [{ sessionId, hostId: config.hostId, sharedQueue: config.taskQueue }],
+        args: [{ sessionId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }],
         typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
       }),
     );

@@ -152,7 +152,7 @@ describe('agent logs through the API [issue 11]', () => {
 
 describe('per-session arguments [issue 11]', () => {
   it('args are appended, env is given, the prompt is a file named by TWS_PROMPT_FILE; a resume keeps the env', async () => {
-    const h = await harness({ agentProfiles: { printer: { command: ['sh', '-c', 'echo "$0 $1 $GREETING $PROFILE_VAR"; cat "$TWS_PROMPT_FILE"; echo; sleep 600'], env: { PROFILE_VAR: 'from-profile' } } } });
+    const h = await harness({ agentProfiles: { printer: { command: ['sh', '-c', 'echo "$0 $* $GREETING $PROFILE_VAR"; cat "$TWS_PROMPT_FILE" 2>/dev/null; echo; sleep 600'], env: { PROFILE_VAR: 'from-profile' } } } });
     const repo = makeRepo(h.scratch, 'args');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'args')]);
     const res = await launch(h, taskId, { agentProfile: 'printer', command: undefined, args: ['first', 'second'], env: { GREETING: 'hello' }, prompt: 'fix the bug' });
@@ -165,6 +165,13 @@ describe('per-session arguments [issue 11]', () => {
     const again = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [resumed.body.execution.id])).rows[0];
     await waitUntil(async () => readFileSync(again.log_path, 'utf8').includes('hello'), 'the resumed agent output');
     expect(readFileSync(again.log_path, 'utf8').split('\n')[0]).toBe('first second hello from-profile');
+    // A resume may add to its own run: args after the command, env over the session's, a prompt.
+    expect((await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { env: { TWS_X: '1' } })).status).toBe(400);
+    const more = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { args: ['third'], env: { GREETING: 'again' }, prompt: 'next step' });
+    expect(more.status, JSON.stringify(more.body)).toBe(200);
+    const third = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [more.body.execution.id])).rows[0];
+    await waitUntil(async () => readFileSync(third.log_path, 'utf8').includes('next step'), 'the second resume output');
+    expect(readFileSync(third.log_path, 'utf8')).toBe('first second third again from-profile\nnext step\n');
   });
 
   it('bad args or env are a 400 with nothing created; TWS_SHELL_PROFILE=0 turns the shell profile off', async () => {

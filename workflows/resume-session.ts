@@ -10,10 +10,18 @@ import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-export async function resumeSession(input: { sessionId: string; hostId: string; sharedQueue?: string }): Promise<LaunchResult> {
+export async function resumeSession(input: {
+  sessionId: string;
+  hostId: string;
+  sharedQueue?: string;
+  /** This run's own additions: args after the session's command, env over the session's, a prompt. */
+  args?: string[];
+  env?: Record<string, string>;
+  prompt?: string | null;
+}): Promise<LaunchResult> {
   const startedOn = startedOnOf(input);
   try {
-    const { plan, command, env, legacyFallback, runningExecutions } = await records.planResume(input);
+    const { plan, command, env, legacyFallback, runningExecutions } = await records.planResume({ sessionId: input.sessionId, hostId: input.hostId });
     const host = hostSteps(plan.hostId, startedOn);
     const executionId = uuid4();
     // The previous process goes first: one agent per session. Not this resume's own: a re-run
@@ -21,8 +29,9 @@ export async function resumeSession(input: { sessionId: string; hostId: string; 
     for (const exec of runningExecutions.filter((e) => e.executionId !== executionId)) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     const agent = await host.launchAgent({
       plan,
-      command,
-      env: env ?? {},
+      command: [...command, ...(input.args ?? [])],
+      env: { ...(env ?? {}), ...(input.env ?? {}) },
+      prompt: input.prompt ?? null,
       executionId,
       site: 'resume',
       validate: !legacyFallback,

@@ -93,6 +93,15 @@ export const LaunchBody = Type.Object(
   { additionalProperties: false },
 );
 export type LaunchBody = Static<typeof LaunchBody>;
+/** A resume may give its run more: args appended to the session's command, env over the session's, a prompt. */
+export const ResumeBody = Type.Object(
+  {
+    args: LaunchBody.properties.args,
+    env: LaunchBody.properties.env,
+    prompt: LaunchBody.properties.prompt,
+  },
+  { additionalProperties: false },
+);
 export const LaunchResponse = Type.Object({
   sessionId: Uuid,
   taskEnvironmentId: Uuid,

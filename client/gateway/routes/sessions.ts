@@ -17,15 +17,19 @@ import type { stopSession } from '../../../workflows';
 import { runLaunch, runResume } from '../../launch-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
-import { IdParams, LaunchBody, LaunchResponse, Session, Workspace, errorResponses } from '../schemas';
+import { IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
-  /** The argv and the variables of the agent a launch starts: the profile's, with the request's args and env. */
-  function resolveAgent(profile: string, body: { command?: string[]; args?: string[]; env?: Record<string, string> }): { command: string[]; env: Record<string, string> } {
-    for (const name of Object.keys(body.env ?? {})) {
+  function validateEnv(env: Record<string, string> | undefined): void {
+    for (const name of Object.keys(env ?? {})) {
       const problem = agentVariableProblem(name);
       if (problem) throw badRequest(`Invalid env: ${problem}.`);
     }
+  }
+
+  /** The argv and the variables of the agent a launch starts: the profile's, with the request's args and env. */
+  function resolveAgent(profile: string, body: { command?: string[]; args?: string[]; env?: Record<string, string> }): { command: string[]; env: Record<string, string> } {
+    validateEnv(body.env);
     if (profile === BUILTIN_SHELL_PROFILE && ctx.config.shellProfile) {
       if (!body.command) throw badRequest('The shell profile needs command (an argv array).');
       return { command: [...body.command, ...(body.args ?? [])], env: { ...(body.env ?? {}) } };
@@ -142,11 +146,13 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       return sessionView(request.params.id);
     });
 
-    app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
+    app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: ResumeBody, response: { 200: Session, ...errorResponses } } }, async (request) => {
       const key = idempotencyKeyOf(request.headers);
       const sessionId = request.params.id;
+      const body = request.body ?? {};
+      validateEnv(body.env);
       if (!(await findSession(ctx.pool, sessionId))) throw notFound('Session');
-      const { runNumber } = await sessionFor(key, `resume:${sessionId}`, {}, {
+      const { runNumber } = await sessionFor(key, `resume:${sessionId}`, body, {
         sessionId,
         runNumber: async () => {
           const counted = await ctx.pool.query<{ resume_count: number }>('UPDATE sessions SET resume_count = resume_count + 1 WHERE id = $1 RETURNING resume_count', [sessionId]);
@@ -154,7 +160,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           return counted.rows[0]!.resume_count;
         },
       });
-      const outcome = await runResume(ctx.temporal, ctx.config, sessionId, runNumber!).catch((err) => engineOutage(err, sessionId));
+      const outcome = await runResume(ctx.temporal, ctx.config, sessionId, runNumber!, { args: body.args, env: body.env, prompt: body.prompt ?? null }).catch((err) => engineOutage(err, sessionId));
       if (!outcome.ok) throw refusalError(outcome);
       return sessionView(sessionId);
     });
