@@ -7,19 +7,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { killableWorker } from './support/processes';
-import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 
-async function ended(h: Harness, sessionId: string): Promise<any> {
-  let body: any;
-  await waitUntil(async () => {
-    body = (await h.api('GET', `/v1/sessions/${sessionId}`)).body;
-    return body.execution?.state !== 'running';
-  }, `the end of session ${sessionId}'s agent`, 30_000);
-  return body;
-}
+const ended = agentEnded;
 
 describe('agent exits [issue 11]', () => {
   it('exit 0, exit 3 and a signal are each recorded with their fields, and the session says exited', async () => {
@@ -60,11 +53,8 @@ describe('agent exits [issue 11]', () => {
 
   it('environment reset succeeds once the only session has exited', async () => {
     const h = await harness();
-    const repo = makeRepo(h.scratch, 'reset-after-exit');
-    const taskId = await createTask(h, [await registerRepo(h, repo, 'reset-after-exit')]);
-    const res = await launch(h, taskId, { command: ['sh', '-c', 'exit 0'] });
-    expect(res.status).toBe(201);
-    await ended(h, res.body.sessionId);
+    const { taskId, session } = await taskWithSession(h, 'reset-after-exit', { command: ['sh', '-c', 'exit 0'] });
+    await ended(h, session.sessionId);
     const reset = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
     expect(reset.status, JSON.stringify(reset.body)).toBe(202);
   });

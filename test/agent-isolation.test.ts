@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIsolation } from '../activities/agent-sandbox';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
-import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -62,12 +62,8 @@ describe('agent isolation [issue 11]', () => {
 
   it('a signal that ends a sandboxed agent is recorded as that signal', async () => {
     const h = await harness();
-    const repo = makeRepo(h.scratch, 'signal');
-    const taskId = await createTask(h, [await registerRepo(h, repo, 'signal')]);
-    const res = await launch(h, taskId, { command: ['sh', '-c', 'kill -KILL $$'] });
-    expect(res.status).toBe(201);
-    let session: any;
-    await waitUntil(async () => (session = (await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body).execution.state !== 'running', 'the end');
+    const { session: launched } = await taskWithSession(h, 'signal', { command: ['sh', '-c', 'kill -KILL $$'] });
+    const session = await agentEnded(h, launched.sessionId);
     expect(session.execution).toMatchObject({ state: 'exited', exitCode: null, signal: 'SIGKILL' });
   });
 });

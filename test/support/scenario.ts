@@ -1,6 +1,7 @@
 /** Steps through the public HTTP surface that many tests share. */
 import { expect } from 'vitest';
 import type { Harness } from './harness';
+import { makeRepo } from './world';
 
 export async function registerRepo(h: Harness, repoPath: string, name: string): Promise<string> {
   const res = await h.api('POST', '/v1/repositories', { name, path: repoPath });
@@ -82,4 +83,23 @@ export async function admittedSession(h: Harness, taskId: string): Promise<strin
     return sessionId !== undefined;
   }, 'the admission');
   return sessionId!;
+}
+
+/** A repository, a task on it, and one session launched with `body`; 201 expected. */
+export async function taskWithSession(h: Harness, name: string, body: Record<string, unknown> = {}) {
+  const repo = makeRepo(h.scratch, name);
+  const taskId = await createTask(h, [await registerRepo(h, repo, name)]);
+  const res = await launch(h, taskId, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return { repo, taskId, session: res.body as { sessionId: string; executionId: string; taskEnvironmentId: string } };
+}
+
+/** The session once its agent no longer runs (exited, stopped or vanished). */
+export async function agentEnded(h: Harness, sessionId: string): Promise<any> {
+  let body: any;
+  await waitUntil(async () => {
+    body = (await h.api('GET', `/v1/sessions/${sessionId}`)).body;
+    return body.execution?.state !== 'running';
+  }, `the end of session ${sessionId}'s agent`, 30_000);
+  return body;
 }
