@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { admitLaunch as admitInTransaction } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
-import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
+import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
 import { planResume, type ResumePlan } from '../db/resume';
 import { deleteUnstartedSession, moveSessionState, sessionState, type SessionState } from '../db/sessions';
@@ -118,10 +118,16 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       await moveSessionState(pool, sessionId, ['starting', 'running'], 'failed');
     },
 
-    /** After a failed materialization (everything it made already removed): the environment is failed, never materialized. */
+    /**
+     * After a failed first launch (everything it made already removed by its host step): the
+     * environment is failed and never materialized (re-electable), whether the failure came before
+     * or after the publication; its session reads `failed` (the workflow history keeps the cause).
+     */
     async recordMaterializationFailed(plan: LaunchPlan, reason: string): Promise<void> {
       await inTransaction(pool, async (client) => {
-        await markCreatingEnvironmentFailed(client, plan.environmentId, plan.sessionId, reason);
+        if (!(await markCreatingEnvironmentFailed(client, plan.environmentId, plan.sessionId, reason))) {
+          await unpublishFailedMaterialization(client, plan.environmentId, plan.sessionId, reason);
+        }
         await moveSessionState(client, plan.sessionId, ['starting'], 'failed');
       });
     },

@@ -63,6 +63,24 @@ export async function markCreatingEnvironmentFailed(db: Db, envId: string, mater
   return res.rowCount === 1;
 }
 
+/**
+ * A first launch that failed after publishing its environment (its agent could not start), once
+ * its host step removed what it made: the environment goes back to re-electable (`failed`, never
+ * materialized) and its inventory rows are `deleted`, so no row names a removed path [R1.4]. Only
+ * while it is still this session's materialization and no other session works in it.
+ */
+export async function unpublishFailedMaterialization(db: Db, envId: string, materializerSessionId: string, reason: string): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE task_environments SET status = 'failed', materialized = false, workspace_path = NULL, failure_reason = $3, updated_at = now()
+      WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2
+        AND NOT EXISTS (SELECT 1 FROM sessions WHERE environment_id = $1 AND id <> $2 AND state IN ('starting', 'running'))`,
+    [envId, materializerSessionId, reason],
+  );
+  if (res.rowCount !== 1) return false;
+  await db.query(`UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [envId]);
+  return true;
+}
+
 export interface InventoryRow {
   id: string;
   repository_id: string;

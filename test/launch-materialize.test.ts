@@ -209,3 +209,23 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
   });
 });
 
+describe('a first launch whose agent cannot start [R1.4]', () => {
+  it('answers 400 agent_command_not_startable and leaves nothing: no worktree, no branch, no active inventory row, the environment re-electable', async () => {
+    const repo = makeRepo(h.scratch, 'no-agent');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'no-agent')]);
+    const res = await launch(h, taskId, { command: ['/nonexistent/agent'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', reason: 'agent_command_not_startable' });
+    expectSafeError(res.body, 'invalid_request');
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(branches(repo)).toEqual(['main']);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id WHERE e.task_id = $1 AND r.status = 'active'", [taskId])).rows[0].n).toBe(0);
+    expect((await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows).toEqual([{ status: 'failed', materialized: false }]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows[0].n).toBe(0);
+    // Re-electable: the next launch materializes afresh and runs.
+    const again = await launch(h, taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.role).toBe('materialized');
+    expect(worktreePaths(repo)).toHaveLength(2);
+  });
+});

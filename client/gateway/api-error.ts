@@ -55,6 +55,7 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
 
 /** A workflow's typed refusal as the API error; a failed check's name (never a path) travels as `reason`. */
 export function refusalError(refusal: { code: ErrorCode; details: Record<string, unknown> }, message?: string): ApiError {
-  const extra = typeof refusal.details.problem === 'string' ? { reason: refusal.details.problem } : {};
+  const reason = refusal.details.problem ?? refusal.details.reason;
+  const extra = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? { reason } : {};
   return new ApiError(refusal.code, message, extra);
 }
