@@ -4,7 +4,7 @@
  * already gone counts as done; failures are classified and thrown, never swallowed [R6.4, R6.6].
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { readdir, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findExecution, setExecutionStatus } from '../db/executions';
 import { dropSpawnIntent } from '../db/spawn-intents';
@@ -15,7 +15,7 @@ import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWork
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
-import { isRealDirectory, pathExists, readMarker, sameRealPath } from './workspace-fs';
+import { isRealDirectory, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -85,7 +85,12 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       const dirty: string[] = [];
       for (const w of worktrees) {
         if (!w.worktreePath || !(await isRealDirectory(w.worktreePath))) continue;
-        if ((await fileStatus(w.worktreePath, gitOptions).catch(() => [])).length > 0) dirty.push(w.repositoryId);
+        // A status that cannot be read is dirty: the delete is refused, nothing is removed.
+        const status = await fileStatus(w.worktreePath, gitOptions).catch((err: unknown) => {
+          logger.warn({ err, repositoryId: w.repositoryId }, 'git status unreadable; the worktree counts as dirty');
+          return null;
+        });
+        if (status === null || status.length > 0) dirty.push(w.repositoryId);
       }
       return dirty;
     },
@@ -130,7 +135,14 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
             // clean one is removed in one git process and its status is read only on refusal.
             await removeWorktree(git, worktreePath, savedRef !== undefined);
           } catch (err) {
-            if (req.dirty === 'keep' && (await fileStatus(worktreePath, gitOptions).catch(() => [])).length > 0) return { outcome: 'kept_dirty' };
+            if (req.dirty === 'keep') {
+              // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
+              const status = await fileStatus(worktreePath, gitOptions).catch((statusErr: unknown) => {
+                logger.warn({ err: statusErr, repositoryId: w.repositoryId }, 'git status unreadable; the worktree is kept as dirty');
+                return null;
+              });
+              if (status === null || status.length > 0) return { outcome: 'kept_dirty' };
+            }
             logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
             throw failure('git_worktree_remove_failed', 'git worktree remove failed');
           }
@@ -178,9 +190,9 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       if (entries.some((e) => e !== OWNERSHIP_MARKER_FILE)) return false;
       const marker = await readMarker(input.taskFolder);
       if (marker && marker.taskId !== input.ownerTaskId) return false;
-      await unlink(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE)).catch(() => {});
-      await rmdir(input.taskFolder);
-      return true;
+      // A marker that cannot be removed fails the attempt (retried), never passes as done.
+      await unlinkIfPresent(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE));
+      return rmdirIfEmpty(input.taskFolder);
     },
   };
 }

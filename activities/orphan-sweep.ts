@@ -1,12 +1,12 @@
 /** The orphan sweep on one host: fail closed, remove only unreferenced folders older than the grace period [R6.7]. */
-import { lstat, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { livePaths } from '../db/live-paths';
 import { sweepVerdict, type SweepResult } from '../domain/orphans';
 import { commonDir, fileStatus, gitAt, pruneWorktrees, removeWorktree } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { pathExists } from './workspace-fs';
+import { lstatIfPresent, pathExists } from './workspace-fs';
 
 export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
   return {
@@ -19,20 +19,35 @@ export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
 export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
 
-  /** Worktrees inside a folder (a `.git` file, not a repository's `.git` folder), one level down or the folder itself. */
-  async function worktreesIn(folder: string): Promise<string[]> {
+  /**
+   * The worktrees inside a folder (a `.git` file in the folder itself or one level down), or null
+   * on any doubt: a repository (a `.git` folder) anywhere, a `.git` deeper down, or anything that
+   * cannot be read. Only what is proven a worktree here is removed through git; the rest keeps it.
+   */
+  async function worktreesIn(folder: string): Promise<string[] | null> {
     const found: string[] = [];
-    const candidates = [folder, ...(await readdir(folder, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => path.join(folder, e.name))];
-    for (const dir of candidates) {
-      const dotGit = await lstat(path.join(dir, '.git')).catch(() => null);
-      if (dotGit?.isFile()) found.push(dir);
+    const walk = async (dir: string, depth: number): Promise<boolean> => {
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.name === '.git') {
+          if (!entry.isFile() || depth > 1) return false;
+          found.push(dir);
+        } else if (entry.isDirectory() && !(await walk(full, depth + 1))) return false;
+      }
+      return true;
+    };
+    try {
+      return (await walk(folder, 0)) ? found : null;
+    } catch (err) {
+      logger.warn({ err }, 'orphan sweep could not read a folder; it is kept');
+      return null;
     }
-    return found;
   }
 
   /** The worktrees an orphan folder holds, or null on any doubt (a worktree with uncommitted work, or unreadable). */
   async function assessOrphan(folder: string): Promise<string[] | null> {
     const worktrees = await worktreesIn(folder);
+    if (worktrees === null) return null;
     for (const wt of worktrees) {
       const status = await fileStatus(wt, gitOptions).catch(() => null);
       if (status === null || status.length > 0) return null;
@@ -66,8 +81,13 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
         const now = Date.now();
         for (const entry of await readdir(config.workspaceRoot, { withFileTypes: true })) {
           const folder = path.join(config.workspaceRoot, entry.name);
-          const st = await lstat(folder).catch(() => null);
-          if (!st) continue;
+          // Gone since it was listed: nothing to judge. Unreadable: kept, and said so.
+          const st = await lstatIfPresent(folder).catch(() => 'unreadable' as const);
+          if (st === null) continue;
+          if (st === 'unreadable') {
+            result.kept.push({ name: entry.name, reason: 'doubt' });
+            continue;
+          }
           const verdict = sweepVerdict({ name: entry.name, folder, livePaths: input.livePaths, ageMs: now - st.mtimeMs, graceMs: input.graceMs });
           if (verdict.action === 'keep') {
             result.kept.push({ name: entry.name, reason: verdict.reason });

@@ -1,5 +1,6 @@
 /** Small filesystem facts the workspace activities share. */
-import { lstat, readFile, realpath } from 'node:fs/promises';
+import { lstat, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 
@@ -17,6 +18,39 @@ export async function pathExists(p: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+const codeOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+/** lstat, or null when nothing is there; any other failure (permission, I/O) is thrown, never read as absence. */
+export async function lstatIfPresent(p: string): Promise<Stats | null> {
+  try {
+    return await lstat(p);
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
+/** Removes a file; one already gone is fine, any other failure is thrown. */
+export async function unlinkIfPresent(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (err) {
+    if (codeOf(err) !== 'ENOENT') throw err;
+  }
+}
+
+/** Removes a folder only when it is empty (never recursively): true when it is gone, false when something is left in it; other failures are thrown. */
+export async function rmdirIfEmpty(dir: string): Promise<boolean> {
+  try {
+    await rmdir(dir);
+    return true;
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT') return true;
+    if (codeOf(err) === 'ENOTEMPTY' || codeOf(err) === 'EEXIST') return false;
+    throw err;
   }
 }
 

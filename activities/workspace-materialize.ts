@@ -2,7 +2,7 @@
  * Materialization and its exact undo, on the host that holds the workspace. Git admin
  * operations on one repository are serialized across processes (db/locks.ts).
  */
-import { mkdir, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { outageOf } from '../domain/outage';
 import { isMaterializer } from '../db/environments';
@@ -13,7 +13,7 @@ import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, 
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
-import { pathExists, readMarker, sameRealPath } from './workspace-fs';
+import { pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 export function workspaceMaterializeActivities({ pool, config, logger }: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
@@ -89,8 +89,14 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
     }
     if (!(await mayUndo(plan))) return;
     const marker = await readMarker(plan.taskFolder);
-    if (marker && marker.environmentId === plan.environmentId) await unlink(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE)).catch(() => {});
-    await rmdir(plan.taskFolder).catch(() => {}); // only when empty: never a recursive delete
+    // An undo that cannot remove its marker or folder leaves them (the orphan sweep judges them
+    // later) and says so; it never hides the launch's own failure behind its own.
+    try {
+      if (marker && marker.environmentId === plan.environmentId) await unlinkIfPresent(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE));
+      await rmdirIfEmpty(plan.taskFolder); // only when empty: never a recursive delete
+    } catch (err) {
+      logger.warn({ err, environmentId: plan.environmentId }, 'undo left the task folder in place');
+    }
   }
 
   return {
@@ -113,7 +119,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
           if (outageOf(err) === 'database') throw err;
           logger.warn({ err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'materialization failed; removing what this launch made');
           await discard(plan, made);
-          if (!folderExisted && (await mayUndo(plan))) await rmdir(plan.taskFolder).catch(() => {});
+          if (!folderExisted && (await mayUndo(plan))) await rmdirIfEmpty(plan.taskFolder).catch((undoErr: unknown) => logger.warn({ err: undoErr, environmentId: plan.environmentId }, 'undo left the task folder in place'));
           throw typedFailure('workspace_materialization_failed');
         }
       });
