@@ -3,8 +3,6 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
-import { Context } from '@temporalio/activity';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { admitLaunch as admitInTransaction } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
@@ -14,6 +12,7 @@ import { deleteUnstartedSession, moveSessionState, sessionState, type SessionSta
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
+import { workflowLiveness } from './workflow-liveness';
 import { typedFailure } from './failures';
 
 function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingInventoryRow[] {
@@ -34,11 +33,8 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
 
 /** Whether a session's launch workflow still runs, asked through the activity's client; null when Temporal cannot say. */
 export async function launchWorkflowRunning(sessionId: string): Promise<boolean | null> {
-  try {
-    return (await Context.current().client.workflow.getHandle(launchWorkflowId(sessionId)).describe()).status.name === 'RUNNING';
-  } catch (err) {
-    return err instanceof WorkflowNotFoundError ? false : null;
-  }
+  const liveness = await workflowLiveness(launchWorkflowId(sessionId));
+  return liveness === 'unknown' ? null : liveness === 'running';
 }
 
 export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {

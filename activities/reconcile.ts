@@ -5,7 +5,7 @@
  * start died unrecorded. Every repair is counted; a row the engine cannot speak for is left.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { incrementCounter } from '../db/metric-counters';
 import { inTransaction } from '../db/pool';
 import { moveSessionState } from '../db/sessions';
@@ -13,19 +13,12 @@ import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
 import { continuationStart } from '../domain/cleanup-continuation';
-import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind, type WorkflowLiveness } from '../domain/reconcile';
+import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind } from '../domain/reconcile';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { reconcileExecutions } from './process-reconcile';
+import { workflowLiveness } from './workflow-liveness';
 import { stopMarkedGroup } from './process-identity';
-
-async function livenessOf(workflowId: string): Promise<WorkflowLiveness> {
-  try {
-    return (await Context.current().client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING' ? 'running' : 'closed';
-  } catch (err) {
-    return err instanceof WorkflowNotFoundError ? 'not_found' : 'unknown';
-  }
-}
 
 export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
   const count = async (report: ReconcileReport, kind: RepairKind, n = 1) => {
@@ -47,7 +40,7 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         [ageSecs],
       );
       for (const job of jobs.rows) {
-        const liveness = await livenessOf(job.workflow_id);
+        const liveness = await workflowLiveness(job.workflow_id);
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         try {
@@ -66,7 +59,7 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         [ageSecs],
       );
       for (const s of starting.rows) {
-        const liveness = await livenessOf(launchWorkflowId(s.id));
+        const liveness = await workflowLiveness(launchWorkflowId(s.id));
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         const settled = await inTransaction(pool, async (client) => {

@@ -12,6 +12,8 @@ const localQueues = new Map<string, Promise<unknown>>();
 
 export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string, fn: () => Promise<T>, onWait: () => void = () => {}): Promise<T> {
   const previous = localQueues.get(repositoryId) ?? Promise.resolve();
+  // The turn comes once the previous holder is done, however it ended: its failure is its own
+  // caller's (awaited there), not this one's.
   const mine = previous.catch(() => {}).then(() => withAdvisoryLock(pool, repositoryId, fn, onWait));
   localQueues.set(repositoryId, mine);
   try {

@@ -8,15 +8,15 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresService } from '../client/postgres-service';
-import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
-import { startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
-import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
+import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { liveAgents, startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
+import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
 import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
@@ -89,15 +89,6 @@ async function system() {
   };
 }
 
-async function send(baseUrl: string, method: string, route: string, body: unknown, key?: string, token = USER_TOKEN): Promise<{ status: number; body: any }> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (key) headers['idempotency-key'] = key;
-  const res = await fetch(baseUrl + route, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
 /** A client that retries while the service is away (connection refused or cut, a typed 503), as the 503's body says to. */
 async function untilAnswered(request: () => Promise<{ status: number; body: any }>): Promise<{ status: number; body: any }> {
   const deadline = Date.now() + 120_000;
@@ -109,26 +100,6 @@ async function untilAnswered(request: () => Promise<{ status: number; body: any 
   }
 }
 
-/** Live agents whose environment names this task: group leaders (every agent is one), with their session and folder. */
-function agentsOfTask(taskId: string): { pid: number; sessionId: string; cwd: string }[] {
-  const found: { pid: number; sessionId: string; cwd: string }[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z' || Number(fields[2]) !== Number(name)) continue;
-      const env = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
-      if (!env.includes(`TWS_TASK_ID=${taskId}`)) continue;
-      const sessionId = env.find((v) => v.startsWith('TWS_SESSION_ID='))!.slice('TWS_SESSION_ID='.length);
-      found.push({ pid: Number(name), sessionId, cwd: readlinkSync(`/proc/${name}/cwd`) });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
 /** The audit of issue 10, on the world after recovery. */
 async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null; deleted: boolean }) {
   // Every job reaches a final or operator-visible state.
@@ -136,7 +107,7 @@ async function audit(h: Harness, t: { taskId: string; repo: string; dirty: strin
   // Sessions still starting have a launch that is settling: wait for each to settle.
   await waitUntil(async () => (await h.pool.query("SELECT 1 FROM sessions WHERE task_id = $1 AND state = 'starting'", [t.taskId])).rowCount === 0, 'no session left starting', 90_000);
 
-  const agents = agentsOfTask(t.taskId);
+  const agents = liveAgents({ taskId: t.taskId });
   const sessions = (await h.pool.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [t.taskId])).rows.map((r) => r.id);
   const running = (await h.pool.query<{ session_id: string; pid: number }>("SELECT session_id, pid FROM executions WHERE status = 'running'")).rows;
   for (const s of sessions) expect(agents.filter((a) => a.sessionId === s).length, `agents of session ${s}`).toBeLessThanOrEqual(1);
@@ -188,10 +159,10 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
     // The operation through the gateway process, and the moment it is under way.
     const key = randomUUID();
     const act = (url: string) => {
-      if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, key);
+      if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, { key });
       if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
-      if (operation === 'delete') return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, undefined, OPERATOR_TOKEN);
-      return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, key);
+      if (operation === 'delete') return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, { token: OPERATOR_TOKEN });
+      return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
     };
     const underWay = async () => {
       if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND resume_count = 1', [first!.sessionId])).rowCount === 1;
@@ -229,9 +200,9 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
     if (cleanup) {
       const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
       expect(job).toEqual([{ state: 'succeeded' }]);
-      expect(agentsOfTask(taskId)).toEqual([]);
+      expect(liveAgents({ taskId })).toEqual([]);
     } else {
-      expect(agentsOfTask(taskId)).toHaveLength(operation === 'attach' ? 2 : 1);
+      expect(liveAgents({ taskId })).toHaveLength(operation === 'attach' ? 2 : 1);
     }
   }, 240_000);
 });

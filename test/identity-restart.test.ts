@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { killableWorker } from './support/processes';
+import { expectReRunAfterTimeout, killableWorker } from './support/processes';
 import { admittedSession, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -135,12 +135,6 @@ async function holdSessionRow(h: Harness, sessionId: string): Promise<() => Prom
   return async () => {
     await blocker.query('ROLLBACK');
   };
-}
-
-/** The dead worker's workflow task timed out, and the next worker's ran the workflow again. */
-async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
-  const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
-  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
 }
 
 describe('a worker that dies during a first launch', () => {

@@ -4,12 +4,11 @@
  * or a second agent. The death is real (SIGKILL); the moment is held by the test's database.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { archive, waitForJob } from './support/cleanup';
-import { harnessesPerTest, USER_TOKEN, type Harness } from './support/harness';
-import { createTask, registerRepo, SLEEPER, waitUntil } from './support/scenario';
-import { killableWorker, startTemporalDevServer, waitForPort } from './support/processes';
+import { harnessesPerTest, type Harness } from './support/harness';
+import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
+import { expectReRunAfterTimeout, killableWorker, killLiveAgents, liveAgents, startTemporalDevServer, waitForPort } from './support/processes';
 import { gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -40,44 +39,9 @@ async function holdWrites(h: Harness, table: string, at: 'statement' | 'commit')
   };
 }
 
-/** Live agent processes of a session: group leaders whose environment names it (every agent is one). */
-function agentsOf(sessionId: string): number[] {
-  const mark = `TWS_SESSION_ID=${sessionId}\0`;
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        return fields[0] !== 'Z' && Number(fields[2]) === pid && readFileSync(`/proc/${pid}/environ`).includes(mark);
-      } catch {
-        return false;
-      }
-    });
-}
-
-function killAgentsOf(sessionId: string): void {
-  for (const pid of agentsOf(sessionId)) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-}
-
-async function post(baseUrl: string, route: string, body: unknown, key?: string) {
-  const headers: Record<string, string> = { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' };
-  if (key) headers['idempotency-key'] = key;
-  const res = await fetch(baseUrl + route, { method: 'POST', headers, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as any };
-}
-
-async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
-  const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
-  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
-}
+const agentsOf = (sessionId: string): number[] => liveAgents({ sessionId }).map((a) => a.pid);
+const killAgentsOf = (sessionId: string) => killLiveAgents({ sessionId });
+const post = (baseUrl: string, route: string, body: unknown, key?: string) => send(baseUrl, 'POST', route, body, { key });
 
 async function taskWithWorktree(h: Harness, name: string, extra: Record<string, unknown> = {}) {
   const repo = makeRepo(h.scratch, name);

@@ -1,6 +1,8 @@
 /** Service processes a crash test kills and replaces: a worker of a harness, a Temporal dev server of its own. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
+import { expect } from 'vitest';
 import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
 import { resolveTemporalCli } from '../../client/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
@@ -56,4 +58,51 @@ export async function startPostgresAt(dataDir: string, port: number): Promise<Po
       await new Promise((r) => setTimeout(r, 500));
     }
   }
+}
+
+export interface LiveAgent {
+  pid: number;
+  sessionId: string;
+  cwd: string;
+}
+
+/**
+ * Live agents as the host sees them, whatever the records say: process-group leaders (every
+ * agent's shim is one) whose environment names the session or the task.
+ */
+export function liveAgents(of: { sessionId?: string; taskId?: string }): LiveAgent[] {
+  const found: LiveAgent[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z' || Number(fields[2]) !== Number(name)) continue;
+      const env = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
+      if (of.sessionId && !env.includes(`TWS_SESSION_ID=${of.sessionId}`)) continue;
+      if (of.taskId && !env.includes(`TWS_TASK_ID=${of.taskId}`)) continue;
+      const sessionId = env.find((v) => v.startsWith('TWS_SESSION_ID='))?.slice('TWS_SESSION_ID='.length);
+      if (!sessionId) continue;
+      found.push({ pid: Number(name), sessionId, cwd: readlinkSync(`/proc/${name}/cwd`) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+export function killLiveAgents(of: { sessionId?: string; taskId?: string }): void {
+  for (const agent of liveAgents(of)) {
+    try {
+      process.kill(-agent.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** The dead process's workflow task timed out, and the next worker ran the workflow again. */
+export async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
+  const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
+  expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
 }

@@ -1,6 +1,7 @@
 /** Steps through the public HTTP surface that many tests share. */
 import { expect } from 'vitest';
 import type { Harness } from './harness';
+import { USER_TOKEN } from './harness';
 import { makeRepo } from './world';
 
 export async function registerRepo(h: Harness, repoPath: string, name: string): Promise<string> {
@@ -102,4 +103,14 @@ export async function agentEnded(h: Harness, sessionId: string): Promise<any> {
     return body.execution?.state !== 'running';
   }, `the end of session ${sessionId}'s agent`, 30_000);
   return body;
+}
+
+/** A request with the headers a retrying client sends (an Idempotency-Key), to any gateway of the harness. */
+export async function send(baseUrl: string, method: string, route: string, body?: unknown, opts: { key?: string; token?: string } = {}): Promise<{ status: number; body: any }> {
+  const headers: Record<string, string> = { authorization: `Bearer ${opts.token ?? USER_TOKEN}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (opts.key) headers['idempotency-key'] = opts.key;
+  const res = await fetch(baseUrl + route, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
 }
