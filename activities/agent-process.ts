@@ -94,6 +94,18 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
   }
 }
 
+/**
+ * Stops a recorded agent: its execution is marked stopped before the signal (the exit that follows
+ * is the service's doing, not the agent's own), then its group is stopped. False when it would not
+ * stop: the execution reads running again. One stop for a session stop, a resume and a cleanup.
+ */
+export async function stopRecordedAgent(pool: Db, agent: { executionId: string; pid: number; processStartTime: string }, graceMs: number): Promise<boolean> {
+  await setExecutionStatus(pool, agent.executionId, 'stopped');
+  if (await stopProcessGroup(agent.pid, agent.processStartTime, graceMs)) return true;
+  await setExecutionStatus(pool, agent.executionId, 'running');
+  return false;
+}
+
 export function agentProcessActivities(deps: ActivityDeps) {
   const { pool, config } = deps;
   return {
@@ -181,12 +193,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
         await setExecutionStatus(pool, executionId, 'vanished');
         return 'vanished';
       }
-      // Marked before the signal: the exit it causes is the service's doing, not the agent's own.
-      await setExecutionStatus(pool, executionId, 'stopped');
-      if (!(await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs))) {
-        await setExecutionStatus(pool, executionId, 'running'); // still there: it is not stopped
-        throw typedFailure('internal');
-      }
+      if (!(await stopRecordedAgent(pool, { executionId, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs))) throw typedFailure('internal');
       await markStopped(pool, executionId, await readExitStatus(exec.log_path));
       return 'stopped';
     },

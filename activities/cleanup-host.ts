@@ -6,7 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { findExecution, setExecutionStatus } from '../db/executions';
+import { findExecution } from '../db/executions';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
@@ -14,7 +14,8 @@ import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layo
 import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
-import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
+import { stopRecordedAgent } from './agent-process';
+import { findMarkedGroup, isSameProcess, stopMarkedGroup } from './process-identity';
 import { isRealDirectory, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
@@ -37,17 +38,20 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
     return null;
   }
 
+  /** The task's recorded agents that still run are stopped, each through the one stop; one that will not stop fails the attempt. */
+  async function stopAll(processes: SnapshotProcess[]): Promise<number> {
+    let stopped = 0;
+    for (const p of processes) {
+      if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
+      if (!(await stopRecordedAgent(pool, p, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
+      stopped++;
+    }
+    return stopped;
+  }
+
   return {
     async stopProcesses(processes: SnapshotProcess[]): Promise<number> {
-      let stopped = 0;
-      for (const p of processes) {
-        if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
-        // Marked before the signal: the exit it causes is the service's doing, not the agent's own.
-        await setExecutionStatus(pool, p.executionId, 'stopped');
-        if (!(await stopProcessGroup(p.pid, p.processStartTime, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
-        stopped++;
-      }
-      return stopped;
+      return stopAll(processes);
     },
 
     /**
@@ -60,11 +64,8 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       for (const intent of intents) {
         const exec = await findExecution(pool, intent.executionId);
         if (exec) {
-          if (exec.status === 'running') await setExecutionStatus(pool, exec.id, 'stopped');
-          if (exec.status === 'running' && (await isSameProcess(exec.pid, exec.process_start_time))) {
-            if (!(await stopProcessGroup(exec.pid, exec.process_start_time, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
-            stopped++;
-          }
+          // Recorded since the snapshot: stopped like the others.
+          if (exec.status === 'running') stopped += await stopAll([{ executionId: exec.id, hostId: exec.host_id, pid: exec.pid, processStartTime: exec.process_start_time }]);
           continue;
         }
         if (await findMarkedGroup(intent.executionId)) stopped++;
