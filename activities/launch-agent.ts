@@ -5,7 +5,7 @@
  * the same function the smaller activities run; retried, it is idempotent (the execution id
  * names the process).
  */
-import { moveSessionState, type SessionState } from '../db/sessions';
+import { markSessionStarted, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
 import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan } from '../domain/launch';
@@ -43,7 +43,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
     if (input.validate) await validateWorkspace(plan);
     await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
     const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null));
-    if (input.markRunningFrom) await moveSessionState(deps.pool, plan.sessionId, input.markRunningFrom, 'running');
+    if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom);
     return agent;
   }
 

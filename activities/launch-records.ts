@@ -8,7 +8,7 @@ import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
 import { planResume, type ResumePlan } from '../db/resume';
-import { deleteUnstartedSession, moveSessionState, sessionState, type SessionState } from '../db/sessions';
+import { deleteUnstartedSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
@@ -145,7 +145,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     },
 
     async markSessionRunning(sessionId: string, from: SessionState[] = ['starting']): Promise<void> {
-      await moveSessionState(pool, sessionId, from, 'running');
+      await markSessionStarted(pool, sessionId, from);
     },
   };
 }

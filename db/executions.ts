@@ -57,7 +57,9 @@ export async function endExecution(pool: Pool, id: string, end: { status: 'exite
     const sessionId = ended.rows[0]?.session_id;
     if (!sessionId) return null;
     await client.query(
-      `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state = 'running'
+      // From `starting` too: an agent can end before its launch marked the session running, and
+      // that launch's later move from `starting` then finds nothing to move.
+      `UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1 AND state IN ('starting', 'running')
          AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
       [sessionId],
     );

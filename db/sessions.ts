@@ -53,6 +53,20 @@ export async function moveSessionState(db: Db, id: string, from: SessionState[],
   return res.rowCount === 1;
 }
 
+/**
+ * A launch or resume whose agent started: the session is `running` while that agent runs, and
+ * `exited` when it already ended before this write (its exit may be collected first).
+ */
+export async function markSessionStarted(db: Db, id: string, from: SessionState[]): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE sessions SET state = CASE WHEN EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running') THEN 'running' ELSE 'exited' END,
+            updated_at = now()
+      WHERE id = $1 AND state = ANY($2::text[])`,
+    [id, from],
+  );
+  return res.rowCount === 1;
+}
+
 /** A refused launch leaves no session row [R1.4]. Only a session that never started is removed. */
 export async function deleteUnstartedSession(db: Db, id: string): Promise<void> {
   await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND s.state = 'starting' AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id)`, [id]);
