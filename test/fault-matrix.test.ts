@@ -12,10 +12,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresService } from '../client/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { liveAgents, startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
+import { killLiveAgents, liveAgents, startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
 import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -43,8 +43,15 @@ beforeAll(async () => {
   [postgres] = await Promise.all([startPostgres(), startTemporal()]);
 }, 180_000);
 
+/** Each case's system ends with it: twenty idle workers, gateways and agents left to the end slowed the last cases past their waits. */
+async function endSystems(): Promise<void> {
+  for (const end of ends.splice(0).reverse()) await Promise.resolve(end()).catch(() => {});
+}
+
+afterEach(endSystems, 60_000);
+
 afterAll(async () => {
-  for (const end of ends.reverse()) await Promise.resolve(end()).catch(() => {});
+  await endSystems();
   temporal?.kill('SIGKILL');
   await postgres?.stop().catch(() => {});
   await rm(scratch, { recursive: true, force: true });
@@ -60,6 +67,7 @@ async function system() {
   ends.push(async () => {
     worker.kill('SIGKILL');
     gateway.child.kill('SIGKILL');
+    for (const { id } of (await h.pool.query<{ id: string }>('SELECT id FROM tasks')).rows) killLiveAgents({ taskId: id });
     await h.close();
   });
   const killed = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
@@ -170,7 +178,10 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
       return (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n === (operation === 'attach' ? 2 : 1);
     };
     const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
-    await waitUntil(underWay, `${operation} under way`);
+    const early: { answer?: Awaited<typeof pending> } = {};
+    void pending.then((answer) => (early.answer = answer));
+    await waitUntil(async () => (await underWay()) || early.answer !== undefined, `${operation} under way`);
+    if (!(await underWay())) throw new Error(`${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`);
     await new Promise((r) => setTimeout(r, 300));
     const restore = await sys.kill(part);
     // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
