@@ -7,14 +7,17 @@
  */
 import { markSessionStarted, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan } from '../domain/launch';
 import { outageOf } from '../domain/outage';
+import { isStranded } from '../domain/reconcile';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
 import { coresidencyActivities } from './coresidency';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
-import { launchRecordActivities, launchWorkflowRunning } from './launch-records';
+import { launchRecordActivities } from './launch-records';
+import { workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -29,6 +32,8 @@ export interface LaunchAgentInput {
   validate: boolean;
   /** Session states from which it becomes `running` once the agent started; null leaves that to the workflow. */
   markRunningFrom: SessionState[] | null;
+  /** A resume's run, counted when its agent started. */
+  resumeRun?: string | null;
 }
 
 export function launchAgentActivities(deps: ActivityDeps) {
@@ -43,7 +48,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
     if (input.validate) await validateWorkspace(plan);
     await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
     const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null));
-    if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom);
+    if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
     return agent;
   }
 
@@ -65,7 +70,8 @@ export function launchAgentActivities(deps: ActivityDeps) {
       try {
         // A launch an operator terminated while its workspace was being made stops here, at the
         // boundary where its separate steps used to stop, and undoes what it made.
-        if ((await launchWorkflowRunning(plan.sessionId)) === false) throw typedFailure('internal');
+        const runOf = Context.current().info.workflowExecution?.workflowId;
+        if (runOf && isStranded(await workflowLiveness(runOf))) throw typedFailure('internal');
         await publishInventory(plan, made);
         return await launchAgent({ ...input, validate: false });
       } catch (err) {

@@ -3,14 +3,14 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
-import { admitLaunch as admitInTransaction } from '../db/admission';
+import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
-import { planResume, type ResumePlan } from '../db/resume';
-import { deleteUnstartedSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
+import { deleteUnstartedSession, findSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
-import { launchWorkflowId } from '../domain/workflow-ids';
+import { sessionRunWorkflowId } from '../domain/workflow-ids';
+import type { Db } from '../db/pool';
 import type { ActivityDeps } from './deps';
 import { workflowLiveness } from './workflow-liveness';
 import { typedFailure } from './failures';
@@ -31,10 +31,18 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
   });
 }
 
-/** Whether a session's launch workflow still runs, asked through the activity's client; null when Temporal cannot say. */
-export async function launchWorkflowRunning(sessionId: string): Promise<boolean | null> {
-  const liveness = await workflowLiveness(launchWorkflowId(sessionId));
+/** Whether the run that last admitted a session (its launch or a resume) still runs, asked through the activity's client; null when Temporal cannot say. */
+export async function sessionRunRunning(db: Db, sessionId: string): Promise<boolean | null> {
+  const run = (await db.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run ?? null;
+  const liveness = await workflowLiveness(sessionRunWorkflowId(sessionId, run));
   return liveness === 'unknown' ? null : liveness === 'running';
+}
+
+/** What a resume restarts: the session's own argv and variables, and the agents it stops first. */
+export interface ResumedAgent {
+  command: string[];
+  env: Record<string, string>;
+  runningExecutions: { executionId: string; hostId: string }[];
 }
 
 export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
@@ -47,7 +55,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     const env = await canonicalEnvironmentOf(pool, taskId);
     const materializer = env?.status === 'creating' ? env.materializer_session_id : null;
     if (!materializer || (await sessionState(pool, materializer)) !== 'starting') return;
-    const running = await launchWorkflowRunning(materializer);
+    const running = await sessionRunRunning(pool, materializer);
     if (running === null) return;
     if (!running && (await moveSessionState(pool, materializer, ['starting'], 'failed'))) {
       logger.warn({ sessionId: materializer, environmentId: env!.id }, 'materializer launch is no longer running; its session is failed');
@@ -128,11 +136,18 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       });
     },
 
-    async planResume(input: { sessionId: string; hostId: string }): Promise<ResumePlan> {
-      const outcome = await planResume(pool, input.sessionId, config.workspaceRoot, input.hostId);
+    /** A resume's admission: the launch's table for the existing session, in one transaction [R1, R2]. */
+    async admitResume(req: { sessionId: string; runId: string; hostId: string }): Promise<{ plan: LaunchPlan; session: ResumedAgent }> {
+      const session = await findSession(pool, req.sessionId);
+      if (!session) throw typedFailure('not_found');
+      await settleAbandonedMaterializer(session.task_id);
+      const outcome = await inTransaction(pool, (client) => admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
-      await pool.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [outcome.resume.plan.taskId]);
-      return outcome.resume;
+      const running = await pool.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [req.sessionId]);
+      return {
+        plan: outcome.plan,
+        session: { command: session.command ?? [], env: session.agent_env ?? {}, runningExecutions: running.rows.map((r) => ({ executionId: r.id, hostId: r.host_id })) },
+      };
     },
 
     async runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
@@ -144,8 +159,8 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');
     },
 
-    async markSessionRunning(sessionId: string, from: SessionState[] = ['starting']): Promise<void> {
-      await markSessionStarted(pool, sessionId, from);
+    async markSessionRunning(sessionId: string, from: SessionState[] = ['starting'], resumeRun: string | null = null): Promise<void> {
+      await markSessionStarted(pool, sessionId, from, resumeRun);
     },
   };
 }

@@ -14,7 +14,7 @@ import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
 import { continuationStart } from '../domain/cleanup-continuation';
 import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind } from '../domain/reconcile';
-import { launchWorkflowId } from '../domain/workflow-ids';
+import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { reconcileExecutions } from './process-reconcile';
 import { workflowLiveness } from './workflow-liveness';
@@ -53,13 +53,13 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         await count(report, 'cleanup_job_resumed');
       }
 
-      // 2. Sessions still `starting` whose launch closed: the agent it recorded decides.
-      const starting = await pool.query<{ id: string }>(
-        `SELECT id FROM sessions WHERE state = 'starting' AND resume_count = 0 AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT 100`,
+      // 2. Sessions still `starting` whose launch (or admitted resume) closed: the agent it recorded decides.
+      const starting = await pool.query<{ id: string; admitted_run: string | null }>(
+        `SELECT id, admitted_run FROM sessions WHERE state = 'starting' AND updated_at < now() - make_interval(secs => $1) ORDER BY updated_at LIMIT 100`,
         [ageSecs],
       );
       for (const s of starting.rows) {
-        const liveness = await workflowLiveness(launchWorkflowId(s.id));
+        const liveness = await workflowLiveness(sessionRunWorkflowId(s.id, s.admitted_run));
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         const settled = await inTransaction(pool, async (client) => {

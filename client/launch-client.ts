@@ -65,27 +65,32 @@ export async function runLaunch(client: Client, config: Config, req: Omit<Launch
   }
 }
 
-/** resume/<sessionId>/<n>: the run number is the request's own (an Idempotency-Key replays it), so a retry joins the same run. */
+/** resume/<sessionId>/<run>: the run is the request's own (an Idempotency-Key derives it), so a retry joins the same run. */
 export async function runResume(
   client: Client,
   config: Config,
-  sessionId: string,
-  runNumber: number,
+  session: { id: string; taskId: string; executorType: string },
+  runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
-): Promise<{ ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
-  const workflowId = resumeWorkflowId(sessionId, runNumber);
+): Promise<LaunchOutcome | null> {
+  const workflowId = resumeWorkflowId(session.id, runId);
   try {
-    await startOrJoin(client, workflowId, () =>
+    const result = await startOrJoin(client, workflowId, () =>
       client.workflow.execute<typeof resumeSession>('resumeSession', {
         workflowId,
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         // Where a launch starts: its host steps run as local activities there.
         ...onThisHost(config),
-        args: [{ sessionId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }],
-        typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
+        args: [{ sessionId: session.id, runId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }],
+        // Found in the Temporal UI the way launches are: by task, session and executor.
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: TaskIdAttr, value: session.taskId },
+          { key: SessionIdAttr, value: session.id },
+          { key: ExecutorTypeAttr, value: session.executorType },
+        ]),
       }),
     );
-    return { ok: true };
+    return result === null ? null : { ok: true, result };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };

@@ -47,12 +47,54 @@ async function situationOf(client: pg.PoolClient, target: AdmissionTarget): Prom
 export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
   const prior = await client.query<{ admitted_plan: LaunchPlan | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [req.sessionId]);
   if (prior.rows[0]?.admitted_plan) return { kind: 'admitted', plan: prior.rows[0].admitted_plan };
-  const outcome = await admitAnew(client, req, ids, workspaceRoot);
+  const session = { id: req.sessionId, taskId: req.taskId, agentProfile: req.agentProfile, command: req.command, env: req.env ?? {}, name: req.name };
+  const outcome = await admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role) => insertSession(client, { ...session, executorType, environmentId, role }));
   if (outcome.kind === 'admitted') await client.query('UPDATE sessions SET admitted_plan = $2 WHERE id = $1', [req.sessionId, JSON.stringify(outcome.plan)]);
   return outcome;
 }
 
-async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
+/**
+ * A resume is a launch of an existing session: the same table, the same checks, the same
+ * transitions, with the session's own executor [R2]. A refusal changes nothing; the run is
+ * counted (`resume_count`) once its agent started (db/sessions.ts `markSessionStarted`). Run again for the same run (a worker died
+ * before its workflow task completed), it answers the plan it admitted the first time.
+ */
+export async function admitResume(client: pg.PoolClient, req: { sessionId: string; runId: string; hostId: string }, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
+  const row = (
+    await client.query<{ task_id: string; executor_type: string; agent_profile: string; command: string[] | null; agent_env: Record<string, string>; name: string | null; admitted_run: string | null; admitted_plan: LaunchPlan | null }>(
+      'SELECT task_id, executor_type, agent_profile, command, agent_env, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
+      [req.sessionId],
+    )
+  ).rows[0];
+  if (!row) return { kind: 'refused', code: 'not_found' };
+  if (row.admitted_run === req.runId && row.admitted_plan) return { kind: 'admitted', plan: row.admitted_plan };
+  const launch: LaunchRequest = {
+    sessionId: req.sessionId,
+    taskId: row.task_id,
+    executorType: row.executor_type as LaunchRequest['executorType'],
+    agentProfile: row.agent_profile,
+    command: row.command ?? [],
+    env: row.agent_env,
+    name: row.name,
+    hostId: req.hostId,
+  };
+  const outcome = await admitAnew(client, launch, ids, workspaceRoot, async (environmentId, _executorType, role) => {
+    // The materializer of a new workspace counts as alive while it prepares it (`starting`).
+    await client.query(
+      `UPDATE sessions SET environment_id = $2, role = $3, state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now() WHERE id = $1`,
+      [req.sessionId, environmentId, role],
+    );
+  });
+  if (outcome.kind === 'admitted') {
+    await client.query('UPDATE sessions SET admitted_plan = $2, admitted_run = $3 WHERE id = $1', [req.sessionId, JSON.stringify(outcome.plan), req.runId]);
+  }
+  return outcome;
+}
+
+/** Binds the admitted session to its environment: a new row for a launch, the existing one for a resume. */
+type BindSession = (environmentId: string, executorType: ExecutorType, role: 'materialized' | 'attached' | 'transitioned') => Promise<void>;
+
+async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string, bindSession: BindSession): Promise<AdmissionOutcome> {
   const taskRes = await client.query<LockedTask>(
     `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
             EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
@@ -74,8 +116,6 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     if (decision.markEnvironmentFailed && target.env) await markCreatingEnvironmentFailed(client, target.env.id, null, 'materializer_gone');
     return { kind: 'refused', code: decision.code };
   }
-
-  const session = { id: req.sessionId, taskId: req.taskId, executorType, agentProfile: req.agentProfile, command: req.command, env: req.env ?? {}, name: req.name };
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
@@ -99,7 +139,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         throw err;
       }
     }
-    await insertSession(client, { ...session, environmentId, role: 'materialized' });
+    await bindSession(environmentId, executorType, 'materialized');
     const slots = materializeSlots(target.slots, executorType, workspaceRoot, target.ownerTaskId);
     return {
       kind: 'admitted',
@@ -126,7 +166,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
     if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
-    await insertSession(client, { ...session, environmentId: env.id, role: 'transitioned' });
+    await bindSession(env.id, executorType, 'transitioned');
     const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id);
     const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id);
     return {
@@ -152,7 +192,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     if (!own.every((mine) => target.slots.some((s) => s.repositoryId === mine.repositoryId))) return { kind: 'refused', code: 'workspace_reuse_unsafe' };
   }
   const rows = await inventoryOf(client, env.id);
-  await insertSession(client, { ...session, environmentId: env.id, role: 'attached' });
+  await bindSession(env.id, executorType, 'attached');
   return {
     kind: 'admitted',
     plan: {

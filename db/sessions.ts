@@ -16,10 +16,12 @@ export interface SessionRow {
   name: string | null;
   role: SessionRole | null;
   resume_count: number;
+  /** The resume run that last admitted it (null: its launch). */
+  admitted_run: string | null;
   created_at: Date;
 }
 
-const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, created_at';
+const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, admitted_run, created_at';
 
 export async function insertSession(
   db: Db,
@@ -55,14 +57,17 @@ export async function moveSessionState(db: Db, id: string, from: SessionState[],
 
 /**
  * A launch or resume whose agent started: the session is `running` while that agent runs, and
- * `exited` when it already ended before this write (its exit may be collected first).
+ * `exited` when it already ended before this write (its exit may be collected first). A resume's
+ * run is counted here, once (`counted_run`), so a refused or failed resume never counts.
  */
-export async function markSessionStarted(db: Db, id: string, from: SessionState[]): Promise<boolean> {
+export async function markSessionStarted(db: Db, id: string, from: SessionState[], resumeRun: string | null = null): Promise<boolean> {
   const res = await db.query(
     `UPDATE sessions SET state = CASE WHEN EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running') THEN 'running' ELSE 'exited' END,
+            resume_count = resume_count + CASE WHEN $3::text IS NOT NULL AND counted_run IS DISTINCT FROM $3::text THEN 1 ELSE 0 END,
+            counted_run = COALESCE($3::text, counted_run),
             updated_at = now()
       WHERE id = $1 AND state = ANY($2::text[])`,
-    [id, from],
+    [id, from, resumeRun],
   );
   return res.rowCount === 1;
 }

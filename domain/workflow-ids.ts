@@ -1,6 +1,9 @@
 /** Every workflow id and task queue name is built here, so the Temporal UI reads the same everywhere. */
 export const launchWorkflowId = (sessionId: string): string => `launch/${sessionId}`;
-export const resumeWorkflowId = (sessionId: string, n: number): string => `resume/${sessionId}/${n}`;
+/** A resume's run: `run` is the request's own (derived from its Idempotency-Key, else fresh), so a retry joins the same run. */
+export const resumeWorkflowId = (sessionId: string, run: string): string => `resume/${sessionId}/${run}`;
+/** The run that last admitted a session: its resume when one was admitted, else its launch. */
+export const sessionRunWorkflowId = (sessionId: string, admittedRun: string | null): string => (admittedRun ? resumeWorkflowId(sessionId, admittedRun) : launchWorkflowId(sessionId));
 export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: string): string =>
   `cleanup/${trigger}/${taskId}/${operationId}`;
 

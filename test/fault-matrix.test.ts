@@ -173,7 +173,7 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
       return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
     };
     const underWay = async () => {
-      if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND resume_count = 1', [first!.sessionId])).rowCount === 1;
+      if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND admitted_run IS NOT NULL', [first!.sessionId])).rowCount === 1;
       if (operation === 'archive' || operation === 'delete') return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
       return (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n === (operation === 'attach' ? 2 : 1);
     };

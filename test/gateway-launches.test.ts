@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { harnessesPerTest, type Harness } from './support/harness';
-import { SLEEPER, admittedSession, createTask, pidOf, registerRepo } from './support/scenario';
+import { SLEEPER, admittedSession, createTask, lastResumeRun, pidOf, registerRepo } from './support/scenario';
 import { branches, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -43,7 +43,7 @@ describe('the gateway runs its launches', () => {
     const resumed = await gateway.api('POST', `/v1/sessions/${second.body.sessionId}/resume`);
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
 
-    for (const workflowId of [`launch/${first.body.sessionId}`, `launch/${second.body.sessionId}`, `resume/${second.body.sessionId}/1`]) {
+    for (const workflowId of [`launch/${first.body.sessionId}`, `launch/${second.body.sessionId}`, await lastResumeRun(h, second.body.sessionId)]) {
       expect(await whoRan(h, workflowId), workflowId).toEqual({ eager: true, pids: [gateway.child.pid] });
     }
     expect(worktreePaths(repo)).toEqual([repo, worktree]);

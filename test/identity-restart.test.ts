@@ -7,7 +7,7 @@ import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { expectReRunAfterTimeout, killableWorker } from './support/processes';
-import { admittedSession, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { admittedSession, createTask, lastResumeRun, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -45,7 +45,7 @@ describe('restart', () => {
     expect(processAlive(pa)).toBe(false);
     expect(processCwd(newPid)).toBe(worktree);
     expect(processAlive(pb)).toBe(true);
-    const history = await h.temporal.workflow.getHandle(`resume/${a.body.sessionId}/1`).fetchHistory();
+    const history = await h.temporal.workflow.getHandle(await lastResumeRun(h, a.body.sessionId)).fetchHistory();
     expect(history.events!.length).toBeGreaterThan(0);
     // site="resume": b was running beside it.
     const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
@@ -97,7 +97,7 @@ describe('sessions never own files', () => {
     expect(processCwd(await pidOf(h, c.body.sessionId))).toBe(worktree);
   });
 
-  it('workspace info falls back to the source checkout only while no materialized workspace exists [R2.3]', async () => {
+  it('workspace info of a released environment says so, never the source checkout; the next launch materializes it again [R2.2]', async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'fallback');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'fallback')]);
@@ -106,8 +106,8 @@ describe('sessions never own files', () => {
     const reset = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
     expect(reset.status).toBe(202);
     await waitForJob(h, reset.body.operationId);
-    const legacy = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
-    expect(legacy.body).toMatchObject({ workspacePath: repo, source: 'legacy_fallback' });
+    const released = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
+    expect(released.body).toEqual({ taskEnvironmentId: a.body.taskEnvironmentId, executorType: 'worktree', workspacePath: null, repositories: [], source: 'released' });
     const b = await launch(h, taskId);
     expect(b.body.role).toBe('materialized');
     const now = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
@@ -212,10 +212,10 @@ describe('a worker that dies during a resume', () => {
     const s = await launch(h, taskId);
     const first = s.body.executionId;
     const pending = h.api('POST', `/v1/sessions/${s.body.sessionId}/resume`);
-    // Once the gateway counted the resume, hold the session row: the resume then stops right
+    // Once the resume was admitted (and counted), hold the session row: the resume then stops right
     // after its agent started, since marking the session running waits for this lock (starting
     // the agent does not).
-    await waitUntil(async () => (await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].resume_count === 1, 'the resume');
+    await waitUntil(async () => (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].admitted_run !== null, 'the resume admitted');
     const release = await holdSessionRow(h, s.body.sessionId);
     let started: { id: string; pid: number } | undefined;
     await waitUntil(async () => {
@@ -234,7 +234,7 @@ describe('a worker that dies during a resume', () => {
       { id: first, status: 'stopped' },
       { id: started!.id, status: 'running' },
     ]);
-    await expectReRunAfterTimeout(h, `resume/${s.body.sessionId}/1`);
+    await expectReRunAfterTimeout(h, await lastResumeRun(h, s.body.sessionId));
     killGroup(started!.pid);
   });
 });

@@ -1,11 +1,14 @@
 /**
  * launch/<sessionId>: admit → validate (attach) or materialize → publish inventory + ready →
  * start the agent on the workspace's host → mark running. On failure it undoes exactly what
- * this launch made and fails with the typed code.
+ * this launch made and fails with the typed code. A resume carries out its admitted plan with
+ * the same steps (`carryOut`).
  */
 import { uuid4 } from '@temporalio/workflow';
-import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot } from '../domain/launch';
+import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot, type StartedOn } from '../domain/launch';
 import type { LaunchAgentInput } from '../activities/launch-agent';
+import type { SessionState } from '../db/sessions';
+import type { CoresidencySite } from '../domain/coresidency';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -13,6 +16,22 @@ import { asTypedFailure } from './typed-failure';
 const records = recordSteps();
 
 const phase = setPhase;
+
+/** What differs between a launch and a resume once admitted: the agent's argv and variables, the site, the states it may start from. */
+export interface AgentRun {
+  command: string[];
+  env: Record<string, string>;
+  prompt: string | null;
+  site: CoresidencySite;
+  /** Session states from which the agent's start marks it running (a transition waits for its rebind). */
+  startFrom: SessionState[];
+  /**
+   * A resume: its run (counted once its agent started) and the executions to stop before the
+   * agent starts (one agent per session). The workspace is validated before they stop, so a
+   * refused resume leaves the previous agent running.
+   */
+  resume?: { runId: string; stopFirst: { executionId: string; hostId: string }[] };
+}
 
 export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
   // 1. Admission: one transaction elects, attaches or refuses [R1].
@@ -23,20 +42,43 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
     phase('refused');
     throw asTypedFailure(err);
   }
+  return carryOut(plan, startedOnOf(req), { command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, site: 'launch', startFrom: ['starting'] });
+}
 
-  const startedOn = startedOnOf(req);
+/** The admitted plan, carried out on its host; a failure undoes what this run made and fails typed. */
+export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun): Promise<LaunchResult> {
   const host = hostSteps(plan.hostId, startedOn);
   let made: MaterializedSlot[] = [];
   // Named before it starts, so compensation can stop exactly this process whatever failed.
   const executionId = uuid4();
   let agentRequested = false;
   // A transition marks the session running only after the rebind.
-  const agentInput = (validate: boolean): LaunchAgentInput => ({ plan, command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, executionId, site: 'launch', validate, markRunningFrom: plan.role === 'transitioned' ? null : ['starting'] });
+  const agentInput = (validate: boolean): LaunchAgentInput => ({
+    plan,
+    command: run.command,
+    env: run.env,
+    prompt: run.prompt,
+    executionId,
+    site: run.site,
+    validate,
+    markRunningFrom: plan.role === 'transitioned' ? null : run.startFrom,
+    resumeRun: run.resume?.runId ?? null,
+  });
   const running = (agent: { status: string; executionId: string }): LaunchResult => {
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
   };
   try {
+    // A resume's previous process goes first: one agent per session. Not this run's own: a re-run
+    // after a worker died finds the agent it started already running, and keeps it. An attach is
+    // validated before that, so a refusal leaves the previous agent as it was.
+    const previous = (run.resume?.stopFirst ?? []).filter((e) => e.executionId !== executionId);
+    let validated = false;
+    if (previous.length > 0 && plan.role === 'attached') {
+      await host.validateWorkspace(plan);
+      validated = true;
+    }
+    for (const exec of previous) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     let validate = false;
     if (plan.role === 'materialized') {
       // 2a. On the host in one step: materialize, publish the complete inventory and `ready` at
@@ -53,7 +95,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
       else made = await host.materializeWorkspace(plan);
     } else {
       // 2b. Attach is read-only validation of the canonical workspace [R1.2].
-      validate = true;
+      validate = !validated;
     }
 
     // 3. On the host in one step: validation (attach, local target), co-residency recorded before
@@ -63,7 +105,7 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
     if (plan.role === 'transitioned') {
       // The environment changes executor only now that the target launch succeeded [R3].
       await records.rebindEnvironment(plan, made);
-      await records.markSessionRunning(plan.sessionId);
+      await records.markSessionRunning(plan.sessionId, run.startFrom, run.resume?.runId ?? null);
     }
     return running(agent);
   } catch (err) {

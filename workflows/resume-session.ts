@@ -1,31 +1,63 @@
 /**
- * resume/<sessionId>/<n>: re-validate the canonical workspace and restart the session's agent in
- * exactly that path [R2.1]; co-residency is observed with site `resume`.
+ * resume/<sessionId>/<run>: a launch of an existing session. The same admission table, the same
+ * read-only validation and the same transitions as a launch [R1, R2.1]; only the session id and
+ * its run differ. Its previous agent stops before the new one starts; co-residency is observed
+ * with site `resume`.
  */
-import { uuid4 } from '@temporalio/workflow';
-import type { LaunchResult } from '../domain/launch';
+import { patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
+import type { LaunchPlan, LaunchResult } from '../domain/launch';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
+import { carryOut } from './launch-session';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-export async function resumeSession(input: {
+export interface ResumeInput {
   sessionId: string;
   hostId: string;
   sharedQueue?: string;
+  /** The run's own id (the last segment of its workflow id). Absent in runs started before resumes were admitted. */
+  runId?: string;
   /** This run's own additions: args after the session's command, env over the session's, a prompt. */
   args?: string[];
   env?: Record<string, string>;
   prompt?: string | null;
-}): Promise<LaunchResult> {
+}
+
+export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
+  // A run recorded before resumes were admitted replays the steps it took then.
+  if (input.runId === undefined && !patched('resume-admitted-as-launch')) return resumeRecordedBeforeAdmission(input);
+  const runId = input.runId ?? workflowInfo().workflowId.split('/').pop()!;
+  let admitted: Awaited<ReturnType<typeof records.admitResume>>;
+  try {
+    admitted = await records.admitResume({ sessionId: input.sessionId, runId, hostId: input.hostId });
+  } catch (err) {
+    setPhase('refused');
+    throw asTypedFailure(err);
+  }
+  const { plan, session } = admitted;
+  return carryOut(plan, startedOnOf(input), {
+    command: [...session.command, ...(input.args ?? [])],
+    env: { ...session.env, ...(input.env ?? {}) },
+    prompt: input.prompt ?? null,
+    site: 'resume',
+    startFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
+    resume: { runId, stopFirst: session.runningExecutions },
+  });
+}
+
+/** The steps of a resume planned without admission, kept only so that its recorded runs replay. */
+interface RecordedPlanResume {
+  planResume(input: { sessionId: string; hostId: string }): Promise<{ plan: LaunchPlan; command: string[]; env: Record<string, string>; legacyFallback: boolean; runningExecutions: { executionId: string; hostId: string }[] }>;
+}
+
+async function resumeRecordedBeforeAdmission(input: ResumeInput): Promise<LaunchResult> {
   const startedOn = startedOnOf(input);
   try {
-    const { plan, command, env, legacyFallback, runningExecutions } = await records.planResume({ sessionId: input.sessionId, hostId: input.hostId });
+    const { plan, command, env, runningExecutions } = await proxyLocalActivities<RecordedPlanResume>({ startToCloseTimeout: '30 seconds' }).planResume({ sessionId: input.sessionId, hostId: input.hostId });
     const host = hostSteps(plan.hostId, startedOn);
     const executionId = uuid4();
-    // The previous process goes first: one agent per session. Not this resume's own: a re-run
-    // after a worker died finds the agent it started already running, and keeps it.
     for (const exec of runningExecutions.filter((e) => e.executionId !== executionId)) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     const agent = await host.launchAgent({
       plan,
@@ -34,7 +66,8 @@ export async function resumeSession(input: {
       prompt: input.prompt ?? null,
       executionId,
       site: 'resume',
-      validate: !legacyFallback,
+      // Never the unvalidated source-checkout fallback of that time: validated, or refused.
+      validate: true,
       markRunningFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
     });
     setPhase('running');

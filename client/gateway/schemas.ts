@@ -139,9 +139,10 @@ export const Session = Type.Object({
 export const Workspace = Type.Object({
   taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
   executorType: Type.String(),
-  workspacePath: Type.String(),
+  /** Null while the environment has no workspace (released, preparing, failed). */
+  workspacePath: Type.Union([Type.String(), Type.Null()]),
   repositories: Type.Array(Type.Object({ repositoryId: Uuid, worktreePath: Type.String(), branch: Type.Union([Type.String(), Type.Null()]) })),
-  source: Type.Union([Type.Literal('environment'), Type.Literal('legacy_fallback')]),
+  source: Type.Union([Type.Literal('environment'), Type.Literal('released'), Type.Literal('preparing'), Type.Literal('failed'), Type.Literal('legacy_fallback')]),
 });
 
 export const errorResponses = {

@@ -114,3 +114,10 @@ export async function send(baseUrl: string, method: string, route: string, body?
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
+
+/** The workflow id of the resume that last admitted this session. */
+export async function lastResumeRun(h: Harness, sessionId: string): Promise<string> {
+  const run = (await h.pool.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run;
+  expect(run, 'an admitted resume').toBeTruthy();
+  return `resume/${sessionId}/${run}`;
+}

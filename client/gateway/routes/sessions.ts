@@ -12,12 +12,15 @@ import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
-import { launchWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import { sessionRunWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { stopSession } from '../../../workflows';
 import { runLaunch, runResume } from '../../launch-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
+
+/** A resume's run id from its Idempotency-Key: the same key, the same run, with nothing stored. */
+const runIdOfKey = (sessionId: string, key: string): string => createHash('sha256').update(`resume:${sessionId}:${key}`).digest('hex').slice(0, 32);
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   function validateEnv(env: Record<string, string> | undefined): void {
@@ -78,16 +81,15 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   }
 
   /**
-   * The session (and run number) this request works on: a new one, or, for an Idempotency-Key
-   * seen before with the same request, the one that request got. The same key with another
-   * request is refused.
+   * The session this request works on: a new one, or, for an Idempotency-Key seen before with
+   * the same request, the one that request got. The same key with another request is refused.
    */
-  async function sessionFor(key: string | null, scope: string, request: unknown, fresh: { sessionId: string; runNumber: () => Promise<number | null> }) {
-    if (!key) return { sessionId: fresh.sessionId, runNumber: await fresh.runNumber() };
+  async function sessionFor(key: string | null, scope: string, request: unknown, freshSessionId: string): Promise<string> {
+    if (!key) return freshSessionId;
     const fingerprint = createHash('sha256').update(JSON.stringify(request)).digest('hex');
-    const claim = await claimIdempotencyKey(ctx.pool, { scope, key, fingerprint, ...fresh });
+    const claim = await claimIdempotencyKey(ctx.pool, { scope, key, fingerprint, sessionId: freshSessionId });
     if (claim.kind === 'mismatch') throw badRequest('This Idempotency-Key was used for a different request.');
-    return { sessionId: claim.sessionId, runNumber: claim.runNumber };
+    return claim.sessionId;
   }
 
   /** The engine did not answer: the outcome may be pending, and the same key (or the session id) finds it. */
@@ -99,8 +101,9 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   async function stop(sessionId: string): Promise<void> {
     // A session still starting has a launch in flight that may yet spawn its agent: wait for
     // that launch to end first, so the stop (and a delete after it) cannot leave an agent behind.
-    if ((await findSession(ctx.pool, sessionId))?.state === 'starting') {
-      await ctx.temporal.workflow.getHandle(launchWorkflowId(sessionId)).result().catch(() => {});
+    const session = await findSession(ctx.pool, sessionId);
+    if (session?.state === 'starting') {
+      await ctx.temporal.workflow.getHandle(sessionRunWorkflowId(sessionId, session.admitted_run)).result().catch(() => {});
     }
     await ctx.temporal.workflow.execute<typeof stopSession>('stopSession', {
       workflowId: stopWorkflowId(sessionId, randomUUID()),
@@ -119,7 +122,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-        const { sessionId } = await sessionFor(key, `launch:${request.params.id}`, request.body, { sessionId: randomUUID(), runNumber: async () => null });
+        const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
         const outcome = await runLaunch(ctx.temporal, ctx.config, {
           sessionId,
           taskId: request.params.id,
@@ -148,21 +151,21 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: ResumeBody, response: { 200: Session, ...errorResponses } } }, async (request) => {
       const key = idempotencyKeyOf(request.headers);
-      const sessionId = request.params.id;
       const body = request.body ?? {};
       validateEnv(body.env);
-      if (!(await findSession(ctx.pool, sessionId))) throw notFound('Session');
-      const { runNumber } = await sessionFor(key, `resume:${sessionId}`, body, {
-        sessionId,
-        runNumber: async () => {
-          const counted = await ctx.pool.query<{ resume_count: number }>('UPDATE sessions SET resume_count = resume_count + 1 WHERE id = $1 RETURNING resume_count', [sessionId]);
-          if (counted.rowCount === 0) throw notFound('Session');
-          return counted.rows[0]!.resume_count;
-        },
-      });
-      const outcome = await runResume(ctx.temporal, ctx.config, sessionId, runNumber!, { args: body.args, env: body.env, prompt: body.prompt ?? null }).catch((err) => engineOutage(err, sessionId));
-      if (!outcome.ok) throw refusalError(outcome);
-      return sessionView(sessionId);
+      const session = await findSession(ctx.pool, request.params.id);
+      if (!session) throw notFound('Session');
+      // The run is this request's: the same key names the same run (and joins it); nothing is
+      // counted here, only the run's admission counts it.
+      const runId = key ? runIdOfKey(session.id, key) : randomUUID();
+      if (key) await sessionFor(key, `resume:${session.id}`, body, session.id);
+      const outcome = await runResume(ctx.temporal, ctx.config, { id: session.id, taskId: session.task_id, executorType: session.executor_type }, runId, {
+        args: body.args,
+        env: body.env,
+        prompt: body.prompt ?? null,
+      }).catch((err) => engineOutage(err, session.id));
+      if (outcome && !outcome.ok) throw refusalError(outcome);
+      return sessionView(session.id);
     });
 
     app.post('/v1/sessions/:id/stop', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, response: { 200: Session, ...errorResponses } } }, async (request) => {
@@ -200,11 +203,18 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             source: 'environment' as const,
           };
         }
-        // Only with no materialized workspace may the source checkout stand in [R2.3].
+        if (env) {
+          // An environment with no workspace now says where it stands; its session's source
+          // checkout never stands in for it [R2.2]: released (archive then unarchive, a reset: the
+          // next launch or resume materializes afresh), being prepared, or failed.
+          const source = env.status === 'released' ? ('released' as const) : env.status === 'creating' ? ('preparing' as const) : ('failed' as const);
+          return { taskEnvironmentId: env.id, executorType: env.executor_type, workspacePath: null, repositories: [], source };
+        }
+        // Only a session that never had an environment may see its source checkout [R2.3].
         const repos = await taskRepositories(ctx.pool, session.task_id);
         if (repos.length === 0) throw notFound('Workspace');
         return {
-          taskEnvironmentId: env?.id ?? null,
+          taskEnvironmentId: null,
           executorType: session.executor_type,
           workspacePath: repos[0]!.repository_path,
           repositories: repos.map((r) => ({ repositoryId: r.repository_id, worktreePath: r.repository_path, branch: null })),
