@@ -80,8 +80,12 @@ export async function admitResume(client: pg.PoolClient, req: { sessionId: strin
   };
   const outcome = await admitAnew(client, launch, ids, workspaceRoot, async (environmentId, _executorType, role) => {
     // The materializer of a new workspace counts as alive while it prepares it (`starting`).
+    // An attach to the environment it already had keeps the session's role (how it came there).
     await client.query(
-      `UPDATE sessions SET environment_id = $2, role = $3, state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now() WHERE id = $1`,
+      `UPDATE sessions SET environment_id = $2,
+              role = CASE WHEN $3 = 'attached' AND environment_id IS NOT DISTINCT FROM $2::uuid THEN role ELSE $3 END,
+              state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now()
+        WHERE id = $1`,
       [req.sessionId, environmentId, role],
     );
   });

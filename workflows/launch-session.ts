@@ -52,6 +52,8 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
   // Named before it starts, so compensation can stop exactly this process whatever failed.
   const executionId = uuid4();
   let agentRequested = false;
+  // False while nothing of the session's was touched: a resume refused by its validation leaves it as it was.
+  let touched = false;
   // A transition marks the session running only after the rebind.
   const agentInput = (validate: boolean): LaunchAgentInput => ({
     plan,
@@ -78,6 +80,7 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
       await host.validateWorkspace(plan);
       validated = true;
     }
+    touched = true;
     for (const exec of previous) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     let validate = false;
     if (plan.role === 'materialized') {
@@ -113,7 +116,7 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
     if (plan.role === 'materialized') {
       await host.discardMaterialization(plan, made);
       await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal');
-    } else {
+    } else if (touched || !run.resume) {
       // Attach and transition leave the canonical environment as it was [R3.4].
       if (made.length > 0) await host.discardMaterialization(plan, made);
       await records.settleRefusedSession(plan.sessionId);

@@ -47,7 +47,7 @@ export async function expectLaunchRefused(
   opts: { body?: Record<string, unknown>; watch?: string[]; secrets?: string[] } = {},
 ): Promise<any> {
   const { rowCounts, fingerprint, listDir } = await import('./world');
-  const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot), files: (opts.watch ?? []).map(fingerprint) };
+  const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot), files: (opts.watch ?? []).map((d) => fingerprint(d)) };
   const res = await launch(h, taskId, opts.body);
   expect(res.status, JSON.stringify(res.body)).toBe(409);
   expectSafeError(res.body, code, [...(opts.watch ?? []), ...(opts.secrets ?? [])]);
@@ -56,7 +56,7 @@ export async function expectLaunchRefused(
   expect(after.executions).toBe(before.rows.executions);
   expect(after.environment_repos).toBe(before.rows.environment_repos);
   expect(listDir(h.config.workspaceRoot)).toEqual(before.root);
-  expect((opts.watch ?? []).map(fingerprint)).toEqual(before.files);
+  expect((opts.watch ?? []).map((d) => fingerprint(d))).toEqual(before.files);
   return res.body;
 }
 

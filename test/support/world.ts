@@ -33,10 +33,11 @@ export const commitOf = (repo: string, ref: string): string => git(repo, 'rev-pa
 export const worktreePaths = (repo: string): string[] =>
   git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9));
 
-/** Everything about a folder that attach must not change: every file's bytes, links and modes (recursive, .git included). */
-export function fingerprint(dir: string): string {
+/** Everything about a folder that attach must not change: every file's bytes, links and modes (recursive, .git included unless skipped). */
+export function fingerprint(dir: string, skip: string[] = []): string {
   const hash = createHash('sha256');
   const walk = (p: string) => {
+    if (skip.includes(path.relative(dir, p))) return;
     const st = lstatSync(p);
     hash.update(`${path.relative(dir, p)}|${st.mode}|`);
     if (st.isSymbolicLink()) hash.update(readlinkSync(p));
