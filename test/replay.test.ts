@@ -4,7 +4,10 @@
  * protobufjs ("type must be a Type"), fails here before it ships.
  *
  * Fixtures are `<workflowType>-<case>.json`. Those ending `-at-<commit>` were recorded by the code
- * of that commit and are kept as they are: they prove older histories still replay.
+ * of that commit and are kept as they are: they prove older histories still replay. The others
+ * are recorded from real scenarios (test/support/recorded-scenarios.ts) by
+ *   TWS_RECORD_HISTORIES=1 npx vitest run test/replay.test.ts
+ * which rewrites them; without it this file only replays.
  */
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
@@ -12,11 +15,19 @@ import { launchWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest } from './support/harness';
 import { exportedWorkflowTypes, readFixtures } from './support/history-fixtures';
+import { recordHappyPaths, recordInterruptedPaths, recordOperatorPaths } from './support/recorded-scenarios';
 import { launch, taskWithSession } from './support/scenario';
 import { killGroup } from './support/world';
 
+const recording = process.env.TWS_RECORD_HISTORIES === '1';
 const { harness } = harnessesPerTest();
 const replayOptions = () => ({ workflowBundle: { codePath: inject('workflowBundlePath') } });
+
+describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', () => {
+  it('records launch, git status, stop, resume, delete, archive, cascade, quick-chat expiry and orphan sweep', () => recordHappyPaths(harness), 300_000);
+  it('records a cleanup that waits for an operator: retried, and cancelled by an unarchive', () => recordOperatorPaths(harness), 300_000);
+  it('records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes', () => recordInterruptedPaths(harness), 300_000);
+});
 
 describe('workflow replay', () => {
   it('replays every recorded history under test/histories against today\'s bundle', async () => {
