@@ -1,7 +1,8 @@
 /**
  * Determinism guard: every history under test/histories replays against today's workflow bundle,
- * and so does a history recorded right now. A nondeterministic change, or two copies of
- * protobufjs ("type must be a Type"), fails here before it ships.
+ * every workflow type the worker registers has at least one, and a history recorded right now
+ * replays too. A nondeterministic change, or two copies of protobufjs ("type must be a Type"),
+ * fails here before it ships.
  *
  * Fixtures are `<workflowType>-<case>.json`. Those ending `-at-<commit>` were recorded by the code
  * of that commit and are kept as they are: they prove older histories still replay. The others
@@ -30,6 +31,12 @@ describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', ()
 });
 
 describe('workflow replay', () => {
+  it('has a recorded history for every workflow type exported by workflows/index.ts', async () => {
+    const recorded = new Set(readFixtures().map((f) => f.workflowType));
+    const missing = (await exportedWorkflowTypes()).filter((type) => !recorded.has(type));
+    expect(missing, `workflow types with no history under test/histories: ${missing.join(', ')}`).toEqual([]);
+  });
+
   it('replays every recorded history under test/histories against today\'s bundle', async () => {
     const fixtures = readFixtures();
     const exported = new Set(await exportedWorkflowTypes());
