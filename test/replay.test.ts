@@ -1,67 +1,71 @@
 /**
- * Determinism guard: recorded launch histories under test/histories replay against today's
- * workflow code, and so does a history recorded right now. A nondeterministic change, or two
- * copies of protobufjs ("type must be a Type"), fails here before it ships.
+ * Determinism guard: every history under test/histories replays against today's workflow bundle,
+ * every workflow type the worker registers has at least one, and a history recorded right now
+ * replays too. A nondeterministic change, or two copies of protobufjs ("type must be a Type"),
+ * fails here before it ships.
+ *
+ * Fixtures are `<workflowType>-<case>.json`. Those ending `-at-<commit>` were recorded by the code
+ * of that commit and are kept as they are: they prove older histories still replay. The others
+ * are recorded from real scenarios (test/support/recorded-scenarios.ts) by
+ *   TWS_RECORD_HISTORIES=1 npx vitest run test/replay.test.ts
+ * which rewrites them; without it this file only replays.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';
-import { createHarness, type Harness } from './support/harness';
-import { createTask, launch, registerRepo } from './support/scenario';
-import { killGroup, makeRepo } from './support/world';
+import { harnessesPerTest } from './support/harness';
+import { exportedWorkflowTypes, readFixtures } from './support/history-fixtures';
+import { recordHappyPaths, recordInterruptedPaths, recordOperatorPaths } from './support/recorded-scenarios';
+import { launch, taskWithSession } from './support/scenario';
+import { killGroup } from './support/world';
 
-const historiesDir = path.join(__dirname, 'histories');
-let h: Harness;
-
-beforeAll(async () => {
-  h = await createHarness();
-});
-afterAll(async () => h?.close());
-
+const recording = process.env.TWS_RECORD_HISTORIES === '1';
+const { harness } = harnessesPerTest();
 const replayOptions = () => ({ workflowBundle: { codePath: inject('workflowBundlePath') } });
 
-describe('workflow replay', () => {
-  it('replays a launch recorded now (materialize, attach and refusal paths)', async () => {
-    const repo = makeRepo(h.scratch, 'replay');
-    const taskId = await createTask(h, [await registerRepo(h, repo, 'replay')]);
-    const first = await launch(h, taskId);
-    const second = await launch(h, taskId);
-    const other = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'replay-gone'), 'replay-gone')]);
-    const { rmSync } = await import('node:fs');
-    rmSync(path.join(h.scratch, 'replay-gone'), { recursive: true });
-    const failed = await launch(h, other);
-    expect([first.status, second.status, failed.status]).toEqual([201, 201, 409]);
-    for (const r of [first, second]) killGroup((await h.api('GET', `/v1/sessions/${r.body.sessionId}`)).body.execution.pid);
+describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', () => {
+  it('records launch, git status, stop, resume, delete, archive, cascade, quick-chat expiry and orphan sweep', () => recordHappyPaths(harness), 300_000);
+  it('records a cleanup that waits for an operator: retried, and cancelled by an unarchive', () => recordOperatorPaths(harness), 300_000);
+  it('records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes', () => recordInterruptedPaths(harness), 300_000);
+});
 
-    const ids = [first.body.sessionId, second.body.sessionId];
-    const failedSession = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [other])).rows[0].id;
-    const archived = await h.api('POST', `/v1/tasks/${taskId}/archive`, {});
-    expect(archived.status).toBe(202);
-    await waitForJob(h, archived.body.operationId);
-    const named: Record<string, string> = {
-      'launch-materialized': launchWorkflowId(ids[0]),
-      'launch-attached': launchWorkflowId(ids[1]),
-      'launch-materialization-failed': launchWorkflowId(failedSession),
-      'cleanup-archive': archived.body.workflowId,
-    };
-    for (const [name, workflowId] of Object.entries(named)) {
-      const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
-      await Worker.runReplayHistory(replayOptions(), history, workflowId);
-      if (process.env.TWS_RECORD_HISTORIES === '1') writeFileSync(path.join(historiesDir, `${name}.json`), historyToJSON(history));
-    }
+describe('workflow replay', () => {
+  it('has a recorded history for every workflow type exported by workflows/index.ts', async () => {
+    const recorded = new Set(readFixtures().map((f) => f.workflowType));
+    const missing = (await exportedWorkflowTypes()).filter((type) => !recorded.has(type));
+    expect(missing, `workflow types with no history under test/histories: ${missing.join(', ')}`).toEqual([]);
   });
 
-  it('replays every recorded history under test/histories', async () => {
-    const files = readdirSync(historiesDir).filter((f) => f.endsWith('.json'));
-    expect(files.length).toBeGreaterThanOrEqual(4);
-    for (const file of files) {
-      const history = JSON.parse(readFileSync(path.join(historiesDir, file), 'utf8'));
-      await Worker.runReplayHistory(replayOptions(), history, file);
+  it('replays every recorded history under test/histories against today\'s bundle', async () => {
+    const fixtures = readFixtures();
+    const exported = new Set(await exportedWorkflowTypes());
+    // A history of a workflow type the worker no longer registers would fail to replay in
+    // production too: say so by name rather than as a replay error.
+    expect(fixtures.filter((f) => !exported.has(f.workflowType)).map((f) => `${f.file}: ${f.workflowType}`), 'histories of workflow types no longer exported').toEqual([]);
+    expect(fixtures.filter((f) => !f.file.startsWith(`${f.workflowType}-`)).map((f) => `${f.file}: ${f.workflowType}`), 'fixture names must begin with their workflow type').toEqual([]);
+
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories(replayOptions(), fixtures.map((f) => ({ workflowId: f.file, history: f.history })))) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.name}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(fixtures.length);
+  });
+
+  it('replays a launch and an archive recorded now', async () => {
+    const h = await harness();
+    const t = await taskWithSession(h, 'now');
+    const attached = await launch(h, t.taskId);
+    expect(attached.status).toBe(201);
+    for (const id of [t.session.sessionId, attached.body.sessionId]) killGroup((await h.api('GET', `/v1/sessions/${id}`)).body.execution.pid);
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    expect(archived.status).toBe(202);
+    await waitForJob(h, archived.body.operationId);
+    for (const workflowId of [launchWorkflowId(t.session.sessionId), launchWorkflowId(attached.body.sessionId), archived.body.workflowId]) {
+      await Worker.runReplayHistory(replayOptions(), await h.temporal.workflow.getHandle(workflowId).fetchHistory(), workflowId);
     }
   });
 });

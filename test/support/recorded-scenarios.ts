@@ -1,0 +1,187 @@
+/**
+ * The scenarios whose histories test/histories keeps: each drives the real service (gateway,
+ * worker, git, PostgreSQL) down one path of a workflow and records the history of the run it made
+ * as `<workflowType>-<case>.json`. Run only under TWS_RECORD_HISTORIES=1 (test/replay.test.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { ensureSchedules } from '../../client/schedules';
+import { taskDirName } from '../../domain/task-layout';
+import { launchWorkflowId, resumeWorkflowId } from '../../domain/workflow-ids';
+import { archive, deleteTask, waitForJob } from './cleanup';
+import type { Harness } from './harness';
+import { OPERATOR_TOKEN } from './harness';
+import { closedWorkflowIds, recordHistory } from './history-fixtures';
+import { createTask, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
+import { clearGitFault, gitWrapper, makeRepo } from './world';
+
+type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
+
+const worktreeOf = (h: Harness, taskId: string, repoName: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), repoName);
+/** The task's cleanup job, once its workflow has prepared it. */
+async function jobOf(h: Harness, taskId: string): Promise<{ operation_id: string; workflow_id: string }> {
+  let job: { operation_id: string; workflow_id: string } | undefined;
+  await waitUntil(async () => {
+    job = (await h.pool.query('SELECT operation_id, workflow_id FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0];
+    return job !== undefined;
+  }, `the cleanup job of task ${taskId}`);
+  return job!;
+}
+
+/** Launch (materialize, attach, transition, refusals), git status, stop, resume, and the cleanups that need no fault. */
+export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
+  const h = await harness();
+  const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
+
+  // launchSession: the first launch materializes, the second attaches.
+  const main = await taskWithSession(h, 'work');
+  await record('launchSession-materialized', launchWorkflowId(main.session.sessionId));
+  const attached = await launch(h, main.taskId);
+  expect(attached.status, JSON.stringify(attached.body)).toBe(201);
+  await record('launchSession-attached', launchWorkflowId(attached.body.sessionId));
+
+  // observeGitStatus: a dirty canonical worktree is read on its host and recorded.
+  writeFileSync(path.join(worktreeOf(h, main.taskId, 'work'), 'wip.txt'), 'work in progress\n');
+  const status = await h.api('GET', `/v1/tasks/${main.taskId}/git-status`);
+  expect(status.status, JSON.stringify(status.body)).toBe(200);
+  await record('observeGitStatus-dirty-worktree', `git-status/${main.session.taskEnvironmentId}`);
+
+  // stopSession: the attached session's agent is stopped.
+  expect((await h.api('POST', `/v1/sessions/${attached.body.sessionId}/stop`)).status).toBe(200);
+  const [stopId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'stopSession' AND SessionId = '${attached.body.sessionId}'`);
+  await record('stopSession-running-agent', stopId!);
+
+  // resumeSession: one whose agent still runs (stopped first), one whose agent was stopped.
+  expect((await h.api('POST', `/v1/sessions/${main.session.sessionId}/resume`)).status).toBe(200);
+  await record('resumeSession-stops-previous-agent', resumeWorkflowId(main.session.sessionId, 1));
+  expect((await h.api('POST', `/v1/sessions/${attached.body.sessionId}/resume`)).status).toBe(200);
+  await record('resumeSession-after-stop', resumeWorkflowId(attached.body.sessionId, 1));
+
+  // cleanupTask: a delete refused at preparation (dirty, no consent), then one that saves the work.
+  const refused = await deleteTask(h, main.taskId);
+  expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+  const [refusedId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cleanupTask' AND TaskId = '${main.taskId}'`);
+  await record('cleanupTask-delete-refused-dirty-worktree', refusedId!);
+  const deleted = await deleteTask(h, main.taskId, 'discardChanges=true');
+  expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+  const saved = await waitForJob(h, deleted.body.operationId);
+  expect(saved.report.worktrees[0].outcome).toBe('saved_and_removed');
+  await record('cleanupTask-delete-saved-work', deleted.body.workflowId);
+
+  // launchSession: worktree → local transition; then an archive (agents stopped, retained
+  // worktree removed); then a launch on the archived task, refused at admission.
+  const moved = await taskWithSession(h, 'transition');
+  const transitioned = await launch(h, moved.taskId, { executorType: 'local' });
+  expect(transitioned.body.role, JSON.stringify(transitioned.body)).toBe('transitioned');
+  await record('launchSession-transitioned', launchWorkflowId(transitioned.body.sessionId));
+  const archived = await archive(h, moved.taskId);
+  await waitForJob(h, archived.operationId);
+  await record('cleanupTask-archive', archived.workflowId);
+  expect((await launch(h, moved.taskId)).status).toBe(409);
+  const [refusedLaunch] = await closedWorkflowIds(h.temporal, `WorkflowType = 'launchSession' AND TaskId = '${moved.taskId}' AND ExecutionStatus = 'Failed'`);
+  await record('launchSession-refused-task-archived', refusedLaunch!);
+
+  // launchSession: the repository went away before the first launch; the materialization is undone.
+  const gone = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'gone'), 'gone')]);
+  rmSync(path.join(h.scratch, 'gone'), { recursive: true });
+  expect((await launch(h, gone)).status).toBe(409);
+  const [failedLaunch] = await closedWorkflowIds(h.temporal, `WorkflowType = 'launchSession' AND TaskId = '${gone}'`);
+  await record('launchSession-materialization-failed', failedLaunch!);
+
+  // cascadeCleanup: archive of a parent with a child (each its own worktree), and the child's member run.
+  const parent = await taskWithSession(h, 'parent');
+  const child = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'child'), 'child')], { parentTaskId: parent.taskId });
+  expect((await launch(h, child)).status).toBe(201);
+  const cascade = await archive(h, parent.taskId, { cascade: true });
+  await waitForJob(h, cascade.operationId);
+  await record('cascadeCleanup-archive-parent-and-child', cascade.workflowId);
+  await record('cleanupTask-cascade-member', (await jobOf(h, child)).workflow_id);
+
+  // cascadeCleanup: a cascade delete refused before any change, a worktree in the tree being dirty.
+  const dirtyRoot = await taskWithSession(h, 'dirty-root');
+  writeFileSync(path.join(worktreeOf(h, dirtyRoot.taskId, 'dirty-root'), 'wip.txt'), 'uncommitted\n');
+  expect((await deleteTask(h, dirtyRoot.taskId, 'cascade=true')).status).toBe(409);
+  const [refusedCascade] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cascadeCleanup' AND TaskId = '${dirtyRoot.taskId}'`);
+  await record('cascadeCleanup-delete-refused-dirty-worktree', refusedCascade!);
+
+  // expireQuickChats: its schedule fires; the idle quick chat is archived by its own cleanup.
+  const quick = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'quick'), 'quick')], { quickChat: true });
+  const quickSession = await launch(h, quick);
+  expect(quickSession.status).toBe(201);
+  expect((await h.api('POST', `/v1/sessions/${quickSession.body.sessionId}/stop`)).status).toBe(200);
+  await h.pool.query("UPDATE tasks SET last_activity_at = now() - interval '8 days' WHERE id = $1", [quick]);
+  const schedules = await ensureSchedules(h.temporal, { ...h.config, quickChatIdleMs: 7 * 24 * 3600_000 }, `-${randomUUID()}`);
+  try {
+    await h.temporal.schedule.getHandle(schedules.quickChatExpiry).trigger();
+    const [expiryId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'expireQuickChats' AND TaskQueue = '${h.config.taskQueue}'`);
+    await record('expireQuickChats-archives-idle-chat', expiryId!);
+  } finally {
+    for (const id of Object.values(schedules)) await h.temporal.schedule.getHandle(id).delete();
+  }
+  const expiry = await jobOf(h, quick);
+  await waitForJob(h, expiry.operation_id);
+  await record('cleanupTask-quick-chat-expiry', expiry.workflow_id);
+
+  // orphanSweep: an old folder nothing references is removed; live task folders are kept.
+  const orphan = path.join(h.config.workspaceRoot, 'orphan-old');
+  mkdirSync(orphan);
+  const longAgo = new Date(Date.now() - 48 * 3600_000);
+  utimesSync(orphan, longAgo, longAgo);
+  const swept = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+  expect(swept.body.removed, JSON.stringify(swept.body)).toEqual(['orphan-old']);
+  const [sweepId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'orphanSweep' AND TaskQueue = '${h.config.taskQueue}'`);
+  await record('orphanSweep-removes-old-orphan', sweepId!);
+}
+
+/** A git that cannot remove worktrees (cleanup policy: 200 ms, 400 ms, then needs_operator after 3 attempts). */
+export async function recordOperatorPaths(harness: MakeHarness): Promise<void> {
+  const wrapper = gitWrapper((await harness()).scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
+  const h = await harness({ gitBinary: wrapper });
+  const retried = await taskWithSession(h, 'retried');
+  const unarchived = await taskWithSession(h, 'unarchived');
+  const retriedJob = await archive(h, retried.taskId);
+  const unarchivedJob = await archive(h, unarchived.taskId);
+  await waitForJob(h, retriedJob.operationId, ['needs_operator']);
+  await waitForJob(h, unarchivedJob.operationId, ['needs_operator']);
+
+  // Unarchive while the job waits for an operator: it ends cancelled.
+  expect((await h.api('POST', `/v1/tasks/${unarchived.taskId}/unarchive`)).status).toBe(200);
+  await waitForJob(h, unarchivedJob.operationId, ['cancelled']);
+  await recordHistory(h.temporal, 'cleanupTask-needs-operator-then-unarchived', unarchivedJob.workflowId);
+
+  // retry_wait, retry_wait, needs_operator; the fault cleared, the operator's retry succeeds.
+  clearGitFault(wrapper);
+  expect((await h.api('POST', `/v1/cleanup-jobs/${retriedJob.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+  await waitForJob(h, retriedJob.operationId);
+  await recordHistory(h.temporal, 'cleanupTask-needs-operator-then-retried', retriedJob.workflowId);
+}
+
+/** A git that cannot remove worktrees and a long retry wait: a cancel during the durable timer, and a job whose run was lost. */
+export async function recordInterruptedPaths(harness: MakeHarness): Promise<void> {
+  const wrapper = gitWrapper((await harness()).scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
+  const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [600_000], maxAttempts: 8 } });
+  const waiting = await taskWithSession(h, 'waiting');
+  const stranded = await taskWithSession(h, 'stranded');
+  const waitingJob = await archive(h, waiting.taskId);
+  const strandedJob = await archive(h, stranded.taskId);
+  await waitForJob(h, waitingJob.operationId, ['retry_wait']);
+  await waitForJob(h, strandedJob.operationId, ['retry_wait']);
+
+  // Unarchive during the retry wait: the timer is cut short and the job ends cancelled.
+  expect((await h.api('POST', `/v1/tasks/${waiting.taskId}/unarchive`)).status).toBe(200);
+  await waitForJob(h, waitingJob.operationId, ['cancelled']);
+  await recordHistory(h.temporal, 'cleanupTask-cancelled-in-retry-wait', waitingJob.workflowId);
+
+  // The run is lost while its job is active; the consistency check gives the job a new run, which succeeds.
+  await h.temporal.workflow.getHandle(strandedJob.workflowId).terminate('lost');
+  clearGitFault(wrapper);
+  await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [strandedJob.operationId]);
+  const reconcileId = `reconcile/${randomUUID()}`;
+  const checked = await h.temporal.workflow.execute('reconcileRecords', { workflowId: reconcileId, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+  expect(checked).toMatchObject({ records: { repaired: { cleanup_job_resumed: 1 } } });
+  await recordHistory(h.temporal, 'reconcileRecords-resumes-stranded-job', reconcileId);
+  await waitForJob(h, strandedJob.operationId);
+  await recordHistory(h.temporal, 'cleanupTask-continued-after-lost-run', strandedJob.workflowId);
+}
