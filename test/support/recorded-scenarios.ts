@@ -9,12 +9,12 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { ensureSchedules } from '../../client/schedules';
 import { taskDirName } from '../../domain/task-layout';
-import { launchWorkflowId, resumeWorkflowId } from '../../domain/workflow-ids';
+import { launchWorkflowId } from '../../domain/workflow-ids';
 import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
 import { closedWorkflowIds, recordHistory } from './history-fixtures';
-import { createTask, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
+import { createTask, lastResumeRun, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
 import { clearGitFault, gitWrapper, makeRepo } from './world';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
@@ -55,9 +55,9 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
 
   // resumeSession: one whose agent still runs (stopped first), one whose agent was stopped.
   expect((await h.api('POST', `/v1/sessions/${main.session.sessionId}/resume`)).status).toBe(200);
-  await record('resumeSession-stops-previous-agent', resumeWorkflowId(main.session.sessionId, 1));
+  await record('resumeSession-stops-previous-agent', await lastResumeRun(h, main.session.sessionId));
   expect((await h.api('POST', `/v1/sessions/${attached.body.sessionId}/resume`)).status).toBe(200);
-  await record('resumeSession-after-stop', resumeWorkflowId(attached.body.sessionId, 1));
+  await record('resumeSession-after-stop', await lastResumeRun(h, attached.body.sessionId));
 
   // cleanupTask: a delete refused at preparation (dirty, no consent), then one that saves the work.
   const refused = await deleteTask(h, main.taskId);
