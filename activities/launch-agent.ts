@@ -7,7 +7,6 @@
  */
 import { markSessionStarted, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan } from '../domain/launch';
 import { outageOf } from '../domain/outage';
@@ -17,7 +16,7 @@ import { coresidencyActivities } from './coresidency';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { launchRecordActivities } from './launch-records';
-import { workflowLiveness } from './workflow-liveness';
+import { servedWorkflowId, workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -70,7 +69,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
       try {
         // A launch an operator terminated while its workspace was being made stops here, at the
         // boundary where its separate steps used to stop, and undoes what it made.
-        const runOf = Context.current().info.workflowExecution?.workflowId;
+        const runOf = servedWorkflowId();
         if (runOf && isStranded(await workflowLiveness(runOf))) throw typedFailure('internal');
         await publishInventory(plan, made);
         return await launchAgent({ ...input, validate: false });

@@ -7,7 +7,7 @@ import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransact
 import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
-import { deleteUnstartedSession, findSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
+import { deleteFailedSession, findSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { Db } from '../db/pool';
@@ -116,23 +116,30 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       if (outcome === 'changed') throw typedFailure('workspace_reuse_unsafe', { problem: 'environment_changed' });
     },
 
-    /** A refused launch leaves no session row; one whose agent already ran is kept as failed, with its execution. */
-    async settleRefusedSession(sessionId: string): Promise<void> {
-      await deleteUnstartedSession(pool, sessionId);
+    /**
+     * A refused or failed launch leaves no session row [R1.4] (its agent already stopped; one
+     * that could not be stopped keeps its row). A resume's session existed before: it reads
+     * `failed`. Absent in runs recorded before it, `firstLaunch` is then true.
+     */
+    async settleRefusedSession(sessionId: string, opts: { firstLaunch: boolean } = { firstLaunch: true }): Promise<void> {
+      if (opts.firstLaunch) await deleteFailedSession(pool, sessionId);
       await moveSessionState(pool, sessionId, ['starting', 'running'], 'failed');
     },
 
     /**
-     * After a failed first launch (everything it made already removed by its host step): the
-     * environment is failed and never materialized (re-electable), whether the failure came before
-     * or after the publication; its session reads `failed` (the workflow history keeps the cause).
+     * After a failed materialization (everything it made already removed by its host step, its
+     * agent stopped): the environment is failed and never materialized (re-electable), whether the
+     * failure came before or after the publication. A first launch leaves no session row [R1.4]
+     * (the workflow history keeps the cause); a resume's session, which existed before, reads
+     * `failed`. Absent in runs recorded before it, `firstLaunch` is then true.
      */
-    async recordMaterializationFailed(plan: LaunchPlan, reason: string): Promise<void> {
+    async recordMaterializationFailed(plan: LaunchPlan, reason: string, opts: { firstLaunch: boolean } = { firstLaunch: true }): Promise<void> {
       await inTransaction(pool, async (client) => {
         if (!(await markCreatingEnvironmentFailed(client, plan.environmentId, plan.sessionId, reason))) {
           await unpublishFailedMaterialization(client, plan.environmentId, plan.sessionId, reason);
         }
-        await moveSessionState(client, plan.sessionId, ['starting'], 'failed');
+        if (opts.firstLaunch) await deleteFailedSession(client, plan.sessionId);
+        else await moveSessionState(client, plan.sessionId, ['starting'], 'failed');
       });
     },
 

@@ -10,3 +10,12 @@ export async function workflowLiveness(workflowId: string): Promise<WorkflowLive
     return err instanceof WorkflowNotFoundError ? 'not_found' : 'unknown';
   }
 }
+
+/** The workflow the running activity serves; null outside an activity (a step called directly). */
+export function servedWorkflowId(): string | null {
+  try {
+    return Context.current().info.workflowExecution?.workflowId ?? null;
+  } catch {
+    return null;
+  }
+}

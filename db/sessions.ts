@@ -72,7 +72,11 @@ export async function markSessionStarted(db: Db, id: string, from: SessionState[
   return res.rowCount === 1;
 }
 
-/** A refused launch leaves no session row [R1.4]. Only a session that never started is removed. */
-export async function deleteUnstartedSession(db: Db, id: string): Promise<void> {
-  await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND s.state = 'starting' AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id)`, [id]);
+/**
+ * A first launch that failed after its agent may have started leaves no session row either
+ * [R1.4]: removed with its executions, unless an agent of it still runs (it could not be stopped:
+ * the row is its only record, kept).
+ */
+export async function deleteFailedSession(db: Db, id: string): Promise<void> {
+  await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id AND e.status = 'running')`, [id]);
 }

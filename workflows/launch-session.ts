@@ -115,11 +115,11 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
     if (agentRequested) await host.stopAgent(executionId);
     if (plan.role === 'materialized') {
       await host.discardMaterialization(plan, made);
-      await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal');
+      await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
     } else if (touched || !run.resume) {
       // Attach and transition leave the canonical environment as it was [R3.4].
       if (made.length > 0) await host.discardMaterialization(plan, made);
-      await records.settleRefusedSession(plan.sessionId);
+      await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
     }
     phase('failed');
     throw asTypedFailure(err);
