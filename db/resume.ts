@@ -53,7 +53,7 @@ export async function planResume(db: Db, sessionId: string, workspaceRoot: strin
           executorType: env.executor_type,
           hostId: env.host_id,
           workspacePath: env.workspace_path,
-          taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id),
+          taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),
           slots,
         },
       },
