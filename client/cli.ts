@@ -2,6 +2,8 @@
  * Operator CLI: `node --import tsx client/cli.ts <command>`.
  *   jobs [state]          list cleanup jobs (optionally only one state, e.g. needs_operator)
  *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
+ *   cancel <operationId>  end a waiting job (pending, retry_wait, needs_operator): the barrier
+ *                         lifts; a delete's leftovers are recorded abandoned, never removed
  * Reads DATABASE_URL and TEMPORAL_ADDRESS like the services; without DATABASE_URL it uses the
  * embedded PostgreSQL that `make start` runs (its password is in <dataDir>/secrets.json).
  */
@@ -11,7 +13,7 @@ import path from 'node:path';
 import { findJob, listJobs } from '../db/cleanup-jobs';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
-import { retryCleanup } from './cleanup-client';
+import { cancelCleanup, retryCleanup } from './cleanup-client';
 import { connectClient } from './temporal';
 
 function embeddedDatabaseUrl(dataDir: string): string | null {
@@ -53,7 +55,30 @@ async function main(argv: string[]): Promise<number> {
       console.log(`retry requested for ${job.operation_id}`);
       return 0;
     }
-    console.error('usage: cli.ts jobs [state] | retry <operationId>');
+    if (command === 'cancel' && arg) {
+      const job = await findJob(pool, arg);
+      if (!job) {
+        console.error('no such cleanup job');
+        return 1;
+      }
+      if (job.state === 'succeeded' || job.state === 'cancelled') {
+        console.error(`the job has already ended (${job.state})`);
+        return 1;
+      }
+      const client = await connectClient(config.temporalAddress, config.temporalNamespace);
+      try {
+        const ended = await cancelCleanup(client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id }, { by: 'operator' });
+        if (!ended.ok) {
+          console.error(`refused: ${ended.code}`);
+          return 1;
+        }
+        console.log(`${job.operation_id} ${ended.state}`);
+        return ended.state === 'cancelled' ? 0 : 1;
+      } finally {
+        await client.connection.close();
+      }
+    }
+    console.error('usage: cli.ts jobs [state] | retry <operationId> | cancel <operationId>');
     return 2;
   } finally {
     await pool.end();
