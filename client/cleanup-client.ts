@@ -2,7 +2,7 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import type { CancelRequest, CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';
 import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
@@ -78,6 +78,17 @@ export async function abandonEnvironment(client: Client, config: Config, taskId:
     if (refusal) return { ok: false, ...refusal };
     throw err;
   }
+}
+
+/**
+ * The operator's cancel (route and CLI): a job that has ended is refused `cleanup_job_finished`,
+ * and so is one whose attempt in flight finished it first (nothing was cancelled).
+ */
+export async function operatorCancel(client: Client, config: Config, job: ContinuedJob & { state: CleanupJobState }): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  if (!ACTIVE_JOB_STATES.includes(job.state)) return { ok: false, code: 'cleanup_job_finished', details: {} };
+  const ended = await cancelCleanup(client, config, job, { by: 'operator' });
+  if (ended.ok && ended.state !== 'cancelled') return { ok: false, code: 'cleanup_job_finished', details: {} };
+  return ended;
 }
 
 export async function retryCleanup(client: Client, workflowId: string): Promise<void> {

@@ -10,10 +10,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findJob, listJobs } from '../db/cleanup-jobs';
+import { continuedJobOf, findJob, listJobs } from '../db/cleanup-jobs';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
-import { cancelCleanup, retryCleanup } from './cleanup-client';
+import { operatorCancel, retryCleanup } from './cleanup-client';
 import { connectClient } from './temporal';
 
 function embeddedDatabaseUrl(dataDir: string): string | null {
@@ -61,19 +61,15 @@ async function main(argv: string[]): Promise<number> {
         console.error('no such cleanup job');
         return 1;
       }
-      if (job.state === 'succeeded' || job.state === 'cancelled') {
-        console.error(`the job has already ended (${job.state})`);
-        return 1;
-      }
       const client = await connectClient(config.temporalAddress, config.temporalNamespace);
       try {
-        const ended = await cancelCleanup(client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id }, { by: 'operator' });
+        const ended = await operatorCancel(client, config, continuedJobOf(job));
         if (!ended.ok) {
           console.error(`refused: ${ended.code}`);
           return 1;
         }
         console.log(`${job.operation_id} ${ended.state}`);
-        return ended.state === 'cancelled' ? 0 : 1;
+        return 0;
       } finally {
         await client.connection.close();
       }

@@ -1,10 +1,10 @@
 /** Archive, unarchive, delete, environment reset, board delete, and the cleanup jobs an operator watches and retries [R6]. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { activeJobOfTask, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
+import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { findTask } from '../../../db/tasks';
 import type { CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, continueIfClosed, retryCleanup, startCleanup } from '../../cleanup-client';
+import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../cleanup-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
@@ -69,7 +69,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     const job = await activeJobOfTask(ctx.pool, taskId);
     if (job && job.trigger !== 'environment_reset') throw new ApiError('task_cleanup_in_progress');
     if (job) {
-      const ended = await cancelCleanup(ctx.temporal, ctx.config, asContinued(job), { by: 'operator', abandon: true });
+      const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'operator', abandon: true });
       if (!ended.ok) throw refusalError(ended);
       return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
     }
@@ -90,7 +90,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (!task) throw notFound('Task');
       // A pending archive cleanup is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, asContinued(job), { by: 'unarchive' });
+      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
       else if (job) throw new ApiError('task_cleanup_in_progress');
       await ctx.pool.query(
         `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
@@ -159,13 +159,10 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request) => {
         const job = await findJob(ctx.pool, request.params.operationId);
         if (!job) throw notFound('Cleanup job');
-        if (job.state === 'succeeded' || job.state === 'cancelled') throw new ApiError('cleanup_job_finished');
         // Through the job's workflow (a new run for one whose run was lost): one running an attempt finishes it first.
-        const ended = await cancelCleanup(ctx.temporal, ctx.config, asContinued(job), { by: 'operator' });
+        const ended = await operatorCancel(ctx.temporal, ctx.config, continuedJobOf(job));
+        request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, outcome: ended.ok ? ended.state : ended.code, by: 'operator' }, 'cleanup job cancel');
         if (!ended.ok) throw refusalError(ended);
-        request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, state: ended.state, by: 'operator' }, 'cleanup job cancel');
-        // The attempt in flight finished the job first: nothing was cancelled.
-        if (ended.state !== 'cancelled') throw new ApiError('cleanup_job_finished');
         return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
       },
     );
@@ -178,7 +175,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         if (!job) throw notFound('Cleanup job');
         const active = job.state !== 'succeeded' && job.state !== 'cancelled' && job.state !== 'prepared';
         // A job whose workflow closed while it is active is retried by a new run from its snapshot.
-        if (active && (await continueIfClosed(ctx.temporal, ctx.config, asContinued(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
+        if (active && (await continueIfClosed(ctx.temporal, ctx.config, continuedJobOf(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
         if (job.state !== 'needs_operator') throw new ApiError('cleanup_job_not_retryable');
         await retryCleanup(ctx.temporal, job.workflow_id);
         return reply.code(202).send({ operationId: job.operation_id, state: job.state });
@@ -187,4 +184,3 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   };
 }
 
-const asContinued = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id });
