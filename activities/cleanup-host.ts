@@ -111,14 +111,17 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
             if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'a removed worktree is still registered');
             return { outcome: 'already_gone' };
           }
-          // The audit: any doubt keeps the folder and fails the attempt. (A worktree on a branch
-          // has that branch's commit as HEAD, so the listing's HEAD is the branch's commit.)
+          // The audit: any doubt keeps the folder and fails the attempt, naming the reason. These
+          // reasons are facts about the folder that no retry changes (domain/cleanup.ts sends the
+          // job to an operator at once). (A worktree on a branch has that branch's commit as
+          // HEAD, so the listing's HEAD is the branch's commit.)
+          if (!(await isRealDirectory(worktreePath))) throw failure('worktree_audit_not_directory', 'the worktree path is not a real directory');
           const entry = await registrationAt(w.sourcePath, worktreePath);
-          if (!(await isRealDirectory(worktreePath)) || !entry || entry.branch !== w.branch || !entry.head) {
-            throw failure('worktree_audit_failed', 'the worktree is not what the inventory recorded');
-          }
+          // A prunable entry is a registration whose folder git no longer recognises (a copy put in its place).
+          if (!entry || entry.prunable || !entry.head) throw failure('worktree_audit_unregistered', 'the folder is not a worktree registered with git');
+          if (entry.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the worktree is on another branch than the inventory recorded');
           const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
-          if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_failed', 'the ownership marker does not name the task');
+          if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
 
           // A consented delete saves uncommitted work on a hidden ref first, then removes with force.
           let savedRef: string | undefined;
@@ -177,7 +180,7 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       const marker = await readMarker(input.taskFolder);
       if (marker?.taskId === input.toTaskId) return;
       if (!marker || marker.taskId !== input.fromTaskId || marker.environmentId !== input.environmentId) {
-        throw failure('worktree_audit_failed', 'the ownership marker does not name the task');
+        throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
       }
       const next: OwnershipMarker = { kind: 'task-workspaces/ownership', taskId: input.toTaskId, environmentId: input.environmentId };
       await writeFile(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE), JSON.stringify(next, null, 2) + '\n');

@@ -1,10 +1,11 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
+import { abandonInventory } from '../db/abandon';
 import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
-import { removesTask, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import { removesTask, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -14,7 +15,11 @@ export interface CascadeMember {
   workflowId: string;
 }
 
-export function cleanupRecordActivities({ pool }: ActivityDeps) {
+export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
+  /** The structured line an operator greps for: a job ended by someone before it finished (paths stay in the row's report). */
+  const logEnded = (operationId: string, taskId: string, report: CleanupReport) =>
+    logger.info({ operationId, taskId, action: report.ended?.action, by: report.ended?.by, abandonedWorktrees: report.abandoned?.worktrees.length ?? 0 }, 'cleanup job ended by request');
+
   return {
     /** What a delete would remove, read before any change (the dirty-worktree refusal happens first). */
     async previewWorktrees(taskId: string): Promise<{ hostId: string | null; worktrees: SnapshotWorktree[] }> {
@@ -116,6 +121,25 @@ export function cleanupRecordActivities({ pool }: ActivityDeps) {
         }
         await recordJobState(client, input.operationId, { state: input.state, attempts: input.attempts, nextAttemptAt: null, lastError: null, report: input.report });
       });
+      if (input.report.ended) logEnded(input.operationId, input.snapshot.taskId, input.report);
+    },
+
+    /**
+     * The operator abandons the environment's workspace: in ONE transaction its inventory rows
+     * become `abandoned`, the environment `released` (a generation on, so the next launch
+     * materializes at a new folder on a new branch) and the job ends with the abandoned paths in
+     * its report. No file is touched. A running agent of the environment refuses it (changing nothing).
+     */
+    async abandonEnvironment(input: { operationId: string; snapshot: CleanupSnapshot; report: CleanupReport; attempts: number; state: 'succeeded' | 'cancelled'; by: CancelledBy }): Promise<CleanupReport> {
+      const report = await inTransaction(pool, async (client) => {
+        const outcome = await abandonInventory(client, { taskId: input.snapshot.taskId, environmentId: input.snapshot.environmentId });
+        if (outcome.kind === 'refused') throw typedFailure(outcome.code);
+        const ended: CleanupReport = { ...input.report, ended: { action: 'abandon', by: input.by }, abandoned: outcome.abandoned };
+        await recordJobState(client, input.operationId, { state: input.state, attempts: input.attempts, nextAttemptAt: null, lastError: null, report: ended });
+        return ended;
+      });
+      logEnded(input.operationId, input.snapshot.taskId, report);
+      return report;
     },
   };
 }

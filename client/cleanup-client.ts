@@ -2,7 +2,7 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import type { CleanupInput, CleanupTrigger } from '../domain/cleanup';
+import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';
 import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
@@ -47,13 +47,48 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
 }
 
 /**
- * Unarchive: cancels a pending cleanup and waits for one in flight; returns its final state. A job
- * whose run was lost (closed while the job is active) gets a new run with the cancel as its first
- * message, so it ends before any attempt.
+ * Unarchive, the operator's cancel and the abandonment of a reset: cancels a waiting cleanup and
+ * waits for one in flight; returns its final state. A job whose run was lost (closed while the
+ * job is active) gets a new run with the cancel as its first message, so it ends before any
+ * attempt. A typed refusal (an abandonment while an agent runs) is returned, not thrown.
  */
-export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob): Promise<string> {
+export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob, req: CancelRequest = {}): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
   const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', { ...continuationStart(job, config.taskQueue, config.cleanupPolicy), workflowIdConflictPolicy: 'USE_EXISTING' });
-  return (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation })).state;
+  try {
+    return { ok: true, state: (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation, args: [req] })).state };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * An abandonment with no job active: a job of its own (trigger `environment_abandon`), whose
+ * preparation refuses while an agent runs; returns once it ended, with its state.
+ */
+export async function abandonEnvironment(client: Client, config: Config, taskId: string): Promise<CleanupStart & { state?: string }> {
+  const started = await startCleanup(client, config, { taskId, trigger: 'environment_abandon' });
+  if (!started.ok) return started;
+  try {
+    const progress = await client.workflow.getHandle(started.workflowId).result();
+    return { ...started, state: (progress as { state: string }).state };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * The operator's cancel (route and CLI): a job that has ended is refused `cleanup_job_finished`,
+ * and so is one whose attempt in flight finished it first (nothing was cancelled).
+ */
+export async function operatorCancel(client: Client, config: Config, job: ContinuedJob & { state: CleanupJobState }): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  if (!ACTIVE_JOB_STATES.includes(job.state)) return { ok: false, code: 'cleanup_job_finished', details: {} };
+  const ended = await cancelCleanup(client, config, job, { by: 'operator' });
+  if (ended.ok && ended.state !== 'cancelled') return { ok: false, code: 'cleanup_job_finished', details: {} };
+  return ended;
 }
 
 export async function retryCleanup(client: Client, workflowId: string): Promise<void> {

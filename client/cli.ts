@@ -2,16 +2,18 @@
  * Operator CLI: `node --import tsx client/cli.ts <command>`.
  *   jobs [state]          list cleanup jobs (optionally only one state, e.g. needs_operator)
  *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
+ *   cancel <operationId>  end a waiting job (pending, retry_wait, needs_operator): the barrier
+ *                         lifts; a delete's leftovers are recorded abandoned, never removed
  * Reads DATABASE_URL and TEMPORAL_ADDRESS like the services; without DATABASE_URL it uses the
  * embedded PostgreSQL that `make start` runs (its password is in <dataDir>/secrets.json).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findJob, listJobs } from '../db/cleanup-jobs';
+import { continuedJobOf, findJob, listJobs } from '../db/cleanup-jobs';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
-import { retryCleanup } from './cleanup-client';
+import { operatorCancel, retryCleanup } from './cleanup-client';
 import { connectClient } from './temporal';
 
 function embeddedDatabaseUrl(dataDir: string): string | null {
@@ -53,7 +55,26 @@ async function main(argv: string[]): Promise<number> {
       console.log(`retry requested for ${job.operation_id}`);
       return 0;
     }
-    console.error('usage: cli.ts jobs [state] | retry <operationId>');
+    if (command === 'cancel' && arg) {
+      const job = await findJob(pool, arg);
+      if (!job) {
+        console.error('no such cleanup job');
+        return 1;
+      }
+      const client = await connectClient(config.temporalAddress, config.temporalNamespace);
+      try {
+        const ended = await operatorCancel(client, config, continuedJobOf(job));
+        if (!ended.ok) {
+          console.error(`refused: ${ended.code}`);
+          return 1;
+        }
+        console.log(`${job.operation_id} ${ended.state}`);
+        return 0;
+      } finally {
+        await client.connection.close();
+      }
+    }
+    console.error('usage: cli.ts jobs [state] | retry <operationId> | cancel <operationId>');
     return 2;
   } finally {
     await pool.end();

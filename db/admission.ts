@@ -144,7 +144,8 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
       }
     }
     await bindSession(environmentId, executorType, 'materialized');
-    const slots = materializeSlots(target.slots, executorType, workspaceRoot, target.ownerTaskId);
+    const generation = env?.layout_generation ?? 0;
+    const slots = materializeSlots(target.slots, executorType, workspaceRoot, target.ownerTaskId, generation);
     return {
       kind: 'admitted',
       plan: {
@@ -155,8 +156,8 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         environmentTaskId: target.ownerTaskId,
         executorType,
         hostId: req.hostId,
-        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId),
-        taskFolder: env?.task_folder ?? taskFolder(workspaceRoot, target.ownerTaskId),
+        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId, generation),
+        taskFolder: env?.task_folder ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
         slots,
       },
     };
@@ -171,8 +172,8 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
     if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     await bindSession(env.id, executorType, 'transitioned');
-    const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id);
-    const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id);
+    const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
+    const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id, env.layout_generation);
     return {
       kind: 'admitted',
       plan: {
@@ -183,7 +184,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         environmentTaskId: env.task_id,
         executorType,
         hostId: env.host_id,
-        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, env.task_id),
+        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, env.task_id, env.layout_generation),
         taskFolder: folder,
         slots,
         transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
@@ -208,7 +209,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
       executorType: env.executor_type,
       hostId: env.host_id,
       workspacePath: env.workspace_path!,
-      taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id),
+      taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),
       slots: attachSlots(
         target.slots,
         rows.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug, worktreeId: r.worktree_id, worktreePath: r.worktree_path, worktreeBranch: r.worktree_branch })),

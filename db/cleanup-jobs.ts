@@ -48,6 +48,9 @@ export async function findJob(db: Db, operationId: string): Promise<CleanupJobRo
   return res.rows[0] ?? null;
 }
 
+/** What a new run of the job's workflow (and a message to it) needs to know of the row. */
+export const continuedJobOf = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, state: job.state });
+
 export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJobRow | null> {
   const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled')`, [taskId]);
   return res.rows[0] ?? null;

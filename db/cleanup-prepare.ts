@@ -3,11 +3,12 @@
  * THEN snapshot the inventory into the job, THEN mutate the task. Files are touched only after.
  */
 import type pg from 'pg';
-import { removesTask, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import { refusedWhileRunning, removesTask, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
 import type { RefusalCode } from '../domain/errors';
 import { findJob, reserveJob, saveSnapshot } from './cleanup-jobs';
 import { takeSnapshot } from './cleanup-snapshot';
 import { isUniqueViolation } from './pool';
+import { agentRunningInEnvironmentOf } from './sessions';
 
 export type PrepareOutcome = { kind: 'prepared'; snapshot: CleanupSnapshot } | { kind: 'refused'; code: RefusalCode | 'not_found' };
 
@@ -30,14 +31,7 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   const task = (await client.query<{ id: string; archived_at: Date | null }>('SELECT id, archived_at FROM tasks WHERE id = $1 FOR UPDATE', [req.taskId])).rows[0];
   if (!task) return { kind: 'refused', code: 'not_found' };
   if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
-  if (req.trigger === 'environment_reset') {
-    const running = await client.query(
-      `SELECT 1 FROM sessions s JOIN task_environments e ON e.id = s.environment_id
-        WHERE e.task_id = $1 AND s.state IN ('starting', 'running') LIMIT 1`,
-      [req.taskId],
-    );
-    if (running.rowCount) return { kind: 'refused', code: 'session_running' };
-  }
+  if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId))) return { kind: 'refused', code: 'session_running' };
 
   try {
     await client.query('SAVEPOINT reserve');

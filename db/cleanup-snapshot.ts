@@ -3,7 +3,7 @@
  * it finds worktrees after the last session was deleted and after any restart.
  */
 import type { CleanupSnapshot, SnapshotProcess, SnapshotWorktree } from '../domain/cleanup';
-import { taskBranchName } from '../domain/task-layout';
+import { isTaskBranch } from '../domain/task-layout';
 import { environmentOfTask, type EnvironmentRow } from './environments';
 import type { Db } from './pool';
 import { spawnIntentsOf } from './spawn-intents';
@@ -46,7 +46,7 @@ export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<Sn
     branch: r.worktree_branch,
     headCommit: r.head_commit,
     baseBranch: r.base_branch ?? r.default_branch,
-    taskOwnsBranch: r.worktree_branch === taskBranchName(env.task_id),
+    taskOwnsBranch: isTaskBranch(r.worktree_branch, env.task_id),
     status: r.status,
   }));
 }

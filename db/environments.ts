@@ -13,9 +13,11 @@ export interface EnvironmentRow {
   materialized: boolean;
   ownership_generation: number;
   task_folder: string | null;
+  /** 0, or how many times an operator abandoned its workspace: the next materialization's folder and branch (domain/task-layout.ts). */
+  layout_generation: number;
 }
 
-const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder';
+const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder, layout_generation';
 
 export async function environmentOfTask(db: Db, taskId: string, forUpdate = false): Promise<EnvironmentRow | null> {
   const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [taskId]);

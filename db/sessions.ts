@@ -80,3 +80,13 @@ export async function markSessionStarted(db: Db, id: string, from: SessionState[
 export async function deleteFailedSession(db: Db, id: string): Promise<void> {
   await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id AND e.status = 'running')`, [id]);
 }
+
+/** Whether an agent of the task's environment is starting or running (a reset or an abandonment would take its workspace away). */
+export async function agentRunningInEnvironmentOf(db: Db, taskId: string): Promise<boolean> {
+  const running = await db.query(
+    `SELECT 1 FROM sessions s JOIN task_environments e ON e.id = s.environment_id
+      WHERE e.task_id = $1 AND s.state IN ('starting', 'running') LIMIT 1`,
+    [taskId],
+  );
+  return (running.rowCount ?? 0) > 0;
+}

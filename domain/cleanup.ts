@@ -2,7 +2,7 @@
  * Durable task-owned cleanup [R6], as data: triggers, job states, the snapshot a job carries,
  * and the bounded retry schedule.
  */
-export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset'] as const;
+export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon'] as const;
 export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 
 export type CleanupJobState = 'prepared' | 'pending' | 'running' | 'retry_wait' | 'needs_operator' | 'succeeded' | 'cancelled';
@@ -10,6 +10,16 @@ export const ACTIVE_JOB_STATES: CleanupJobState[] = ['prepared', 'pending', 'run
 
 /** Triggers that remove the task (and so may remove its merged branch); the others keep the branch. */
 export const removesTask = (trigger: CleanupTrigger): boolean => trigger === 'delete' || trigger === 'board_delete';
+
+/**
+ * `environment_abandon` (an operator's reset with `abandon: true`) runs no attempt: it releases the
+ * environment and marks its inventory `abandoned` in one transaction, touching no file. The
+ * trigger is on the job row, so a new run of a job whose run was lost abandons too, never removes.
+ */
+export const abandonsOnly = (trigger: CleanupTrigger): boolean => trigger === 'environment_abandon';
+
+/** Triggers refused while an agent of the environment runs (they would take its workspace away). */
+export const refusedWhileRunning = (trigger: CleanupTrigger): boolean => trigger === 'environment_reset' || trigger === 'environment_abandon';
 
 /** One worktree (or inventory-only slot) the job must account for, copied from the inventory. */
 export interface SnapshotWorktree {
@@ -56,20 +66,55 @@ export type WorktreeOutcome =
   | 'saved_and_removed'
   | 'inventory_only';
 
+/** What an abandonment left on disk, known from now on so that nothing removes it (the orphan sweep included). */
+export interface AbandonedWorkspace {
+  taskFolder: string | null;
+  worktrees: { repositoryId: string; worktreePath: string; branch: string | null }[];
+}
+
+/** Who ended a job before it finished: an operator (route or CLI), an unarchive, or a message sent without one (the Temporal UI). */
+export type CancelledBy = 'operator' | 'unarchive' | 'workflow_message';
+
+export interface CancelRequest {
+  by?: CancelledBy;
+  /** An environment reset: release the environment and abandon its inventory instead of removing anything. */
+  abandon?: boolean;
+}
+
 export interface CleanupReport {
   worktrees: { repositoryId: string; worktreePath: string | null; outcome: WorktreeOutcome; savedRef?: string }[];
   branches: { repositoryId: string; branch: string; outcome: 'kept' | 'deleted_merged' | 'kept_unmerged' }[];
   processesStopped: number;
   borrowed: CleanupSnapshot['borrowed'];
+  /** Set when the job was ended before it finished: who, and whether the workspace was abandoned. Absent in older reports. */
+  ended?: { action: 'cancel' | 'abandon'; by: CancelledBy };
+  /** Paths left on disk by a cancelled delete or an abandonment (absent otherwise). */
+  abandoned?: AbandonedWorkspace;
 }
 
 export const emptyReport = (): CleanupReport => ({ worktrees: [], branches: [], processesStopped: 0, borrowed: [] });
+
+const DONE_OUTCOMES: WorktreeOutcome[] = ['removed', 'saved_and_removed', 'already_gone'];
+
+/** The worktrees of the snapshot an ended job did not remove: what a cancelled delete leaves on disk. */
+export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupReport): AbandonedWorkspace {
+  const done = (repositoryId: string) => report.worktrees.some((w) => w.repositoryId === repositoryId && DONE_OUTCOMES.includes(w.outcome));
+  return {
+    taskFolder: snapshot.taskFolder,
+    worktrees: snapshot.worktrees.filter((w) => w.worktreePath && !done(w.repositoryId)).map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
+  };
+}
 
 /** Classified reasons a cleanup attempt failed: short, stable, never raw command output. */
 export type CleanupErrorClass =
   | 'git_worktree_remove_failed'
   | 'git_prune_failed'
+  /** Legacy: the single audit refusal of older jobs (rows and histories keep it); new attempts name the reason. */
   | 'worktree_audit_failed'
+  | 'worktree_audit_not_directory'
+  | 'worktree_audit_unregistered'
+  | 'worktree_audit_other_branch'
+  | 'worktree_audit_foreign_marker'
   | 'worktree_still_registered'
   | 'process_stop_failed'
   | 'branch_cleanup_failed'
@@ -77,6 +122,34 @@ export type CleanupErrorClass =
   | 'database_failed'
   | 'host_unavailable'
   | 'internal';
+
+/**
+ * Which failures the retry schedule can fix. An audit refusal is a fact about the folder (it is
+ * not a real directory, git does not have it registered, another branch is checked out, the
+ * marker names another task or none): waiting does not change it, so the job waits for an
+ * operator at once, on that attempt, with the reason in `lastError`. Everything else is
+ * transient (git or a lock failing, a host not answering) and keeps the schedule.
+ */
+export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operator'> = {
+  git_worktree_remove_failed: 'retry',
+  git_prune_failed: 'retry',
+  worktree_audit_failed: 'operator',
+  worktree_audit_not_directory: 'operator',
+  worktree_audit_unregistered: 'operator',
+  worktree_audit_other_branch: 'operator',
+  worktree_audit_foreign_marker: 'operator',
+  worktree_still_registered: 'retry',
+  process_stop_failed: 'retry',
+  branch_cleanup_failed: 'retry',
+  save_uncommitted_failed: 'retry',
+  database_failed: 'retry',
+  host_unavailable: 'retry',
+  internal: 'retry',
+};
+
+export const CLEANUP_ERROR_CLASSES = Object.keys(CLEANUP_ERROR_RECOVERY) as CleanupErrorClass[];
+
+export const waitsForOperatorAtOnce = (error: CleanupErrorClass): boolean => CLEANUP_ERROR_RECOVERY[error] === 'operator';
 
 export interface RetryPolicy {
   /** Waits between attempts, in milliseconds; the last one repeats if attempts outnumber it. */

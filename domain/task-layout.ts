@@ -4,10 +4,28 @@
  */
 export const OWNERSHIP_MARKER_FILE = '.task-workspace.json';
 
-export const taskDirName = (taskId: string): string => `task-${taskId}`;
+/**
+ * The layout generation of an environment: 0 for its first folder and branch; each operator
+ * abandonment moves it on by one (task_environments.layout_generation). The next materialization
+ * then works in `task-<id>-r<n>` on a new task branch `tws/<id>-r<n>` created from the base: the
+ * abandoned folder and its branch stay exactly as they are, and nothing collides with them
+ * (a create-only ref update refuses an existing branch; an occupied path is refused too).
+ */
+const generationSuffix = (generation: number): string => (generation > 0 ? `-r${generation}` : '');
+
+export const taskDirName = (taskId: string, generation = 0): string => `task-${taskId}${generationSuffix(generation)}`;
 
 /** The branch a task works on when the caller did not ask for an existing one. */
 export const taskBranchName = (taskId: string): string => `tws/${taskId}`;
+
+/** The branch a slot creates in a layout generation: its slug, suffixed after an abandonment. */
+export const generationBranch = (branchSlug: string, generation: number): string => `${branchSlug}${generationSuffix(generation)}`;
+
+/** A branch the task's materializations created (of any generation): delete may remove it when merged. */
+export function isTaskBranch(branch: string | null, taskId: string): boolean {
+  const own = taskBranchName(taskId);
+  return branch !== null && (branch === own || (branch.startsWith(`${own}-r`) && /^[1-9][0-9]*$/.test(branch.slice(own.length + 2))));
+}
 
 export function joinPath(...parts: string[]): string {
   return parts
@@ -23,17 +41,17 @@ export interface SlotLayout {
   branch: string;
 }
 
-export function taskFolder(workspaceRoot: string, taskId: string): string {
-  return joinPath(workspaceRoot, taskDirName(taskId));
+export function taskFolder(workspaceRoot: string, taskId: string, generation = 0): string {
+  return joinPath(workspaceRoot, taskDirName(taskId, generation));
 }
 
-export function worktreePath(workspaceRoot: string, taskId: string, repositoryName: string): string {
-  return joinPath(taskFolder(workspaceRoot, taskId), repositoryName);
+export function worktreePath(workspaceRoot: string, taskId: string, repositoryName: string, generation = 0): string {
+  return joinPath(taskFolder(workspaceRoot, taskId, generation), repositoryName);
 }
 
 /** The agent's working directory for an environment [R2.2]. */
-export function environmentWorkspacePath(workspaceRoot: string, taskId: string, slots: Pick<SlotLayout, 'worktreePath'>[]): string {
-  return slots.length === 1 ? slots[0]!.worktreePath : taskFolder(workspaceRoot, taskId);
+export function environmentWorkspacePath(workspaceRoot: string, taskId: string, slots: Pick<SlotLayout, 'worktreePath'>[], generation = 0): string {
+  return slots.length === 1 ? slots[0]!.worktreePath : taskFolder(workspaceRoot, taskId, generation);
 }
 
 export interface OwnershipMarker {

@@ -1,6 +1,6 @@
 /** Queries, updates and signals of the cleanup workflows, defined once at module level. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { CleanupProgress } from '../domain/cleanup';
+import type { CancelRequest, CleanupProgress } from '../domain/cleanup';
 
 /** The job's progress: the same story the cleanup_jobs row tells. */
 export const progressQuery = defineQuery<CleanupProgress>('progress');
@@ -8,5 +8,10 @@ export const progressQuery = defineQuery<CleanupProgress>('progress');
 export const awaitPreparedUpdate = defineUpdate<{ operationId: string }>('awaitPrepared');
 /** An operator's fresh round for a job that exhausted its attempts. */
 export const operatorRetrySignal = defineSignal('operatorRetry');
-/** Unarchive: stop a pending cleanup, wait for one in flight; returns the job's final state. */
-export const cancelUpdate = defineUpdate<{ state: string }>('cancel');
+/**
+ * End a job that waits (pending, retry_wait, needs_operator); one in flight finishes its attempt
+ * first. Returns the job's final state. Sent by unarchive, by the operator's cancel (route, CLI)
+ * and by the operator's abandon of an environment reset (`{ abandon: true }`); the Temporal UI
+ * may send it without an argument. A job that succeeded meanwhile stays succeeded.
+ */
+export const cancelUpdate = defineUpdate<{ state: string }, [CancelRequest?]>('cancel');

@@ -1,10 +1,28 @@
 /**
  * cleanup/<trigger>/<taskId>/<operationId>: prepare (barrier → snapshot → mutate) → attempts on
  * a bounded schedule of durable timers → `needs_operator`, where it waits for an operator retry.
- * The job row and this workflow tell the same story (the progress query, the Phase attribute).
+ * A refusal no retry can fix (the audit's) waits for the operator at once. The `cancel` update
+ * ends a waiting job; with `abandon` on a reset, the inventory is abandoned between attempts.
+ * An `environment_abandon` job runs no attempt: it only abandons. The job row and this workflow
+ * tell the same story (the progress query, the Phase attribute).
  */
 import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler } from '@temporalio/workflow';
-import { emptyReport, removesTask, waitAfterAttempt, type CleanupErrorClass, type CleanupInput, type CleanupJobState, type CleanupProgress, type CleanupSnapshot } from '../domain/cleanup';
+import {
+  abandonsOnly,
+  CLEANUP_ERROR_CLASSES,
+  emptyReport,
+  leftoverWorkspace,
+  removesTask,
+  waitAfterAttempt,
+  waitsForOperatorAtOnce,
+  type CancelledBy,
+  type CancelRequest,
+  type CleanupErrorClass,
+  type CleanupInput,
+  type CleanupJobState,
+  type CleanupProgress,
+  type CleanupSnapshot,
+} from '../domain/cleanup';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
 import { setPhase } from './phase';
@@ -13,7 +31,8 @@ import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-const CLASSIFIED: CleanupErrorClass[] = ['git_worktree_remove_failed', 'git_prune_failed', 'worktree_audit_failed', 'worktree_still_registered', 'process_stop_failed', 'branch_cleanup_failed', 'save_uncommitted_failed'];
+/** The classes an activity throws by type; the others are read from the failure's kind. */
+const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'host_unavailable' && c !== 'internal');
 
 function classify(err: unknown): CleanupErrorClass {
   for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
@@ -29,7 +48,14 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   let refusal: ApplicationFailure | null = null;
   let retryRequested = false;
   let cancelRequested = false;
+  let cancelledBy: CancelledBy = 'workflow_message';
   let settled = false;
+  // An abandonment holds attempts off while it runs, and waits for one in flight to end first.
+  let holdAttempts = false;
+  let attemptInFlight = false;
+  // The abandonment recorded the job's end itself (in its one transaction).
+  let abandoned = false;
+  let snapshot: CleanupSnapshot | null = null;
 
   const phase = (p: string) => {
     progress.phase = p;
@@ -44,12 +70,43 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   setHandler(operatorRetrySignal, () => {
     if (progress.state === 'needs_operator') retryRequested = true;
   });
-  setHandler(cancelUpdate, async () => {
+  setHandler(cancelUpdate, async (req?: CancelRequest) => {
+    const by = req?.by ?? 'workflow_message';
+    if (req?.abandon && input.trigger === 'environment_reset') {
+      // Held from the first moment: a new run of a lost job abandons before any attempt.
+      holdAttempts = true;
+      await condition(() => prepared);
+      if (!settled) await abandonBetweenAttempts(by);
+    }
     // A pending cleanup stops at once; one in flight finishes its attempt first.
-    if (!settled) cancelRequested = true;
+    if (!settled && !cancelRequested) {
+      cancelRequested = true;
+      cancelledBy = by;
+    }
     await condition(() => settled);
     return { state: progress.state };
   });
+
+  /**
+   * The operator abandons a reset's workspace: no attempt runs meanwhile; in one transaction the
+   * inventory becomes `abandoned`, the environment `released` and the job `cancelled` (a running
+   * agent of the environment refuses it, changing nothing, and the job goes on as it was).
+   */
+  const abandonBetweenAttempts = async (by: CancelledBy) => {
+    holdAttempts = true;
+    try {
+      await condition(() => settled || !attemptInFlight);
+      if (settled) return;
+      progress.report = await records.abandonEnvironment({ operationId: input.operationId, snapshot: snapshot!, report: progress.report, attempts: progress.attempts, state: 'cancelled', by });
+      abandoned = true;
+      cancelRequested = true;
+      cancelledBy = by;
+    } catch (err) {
+      throw asTypedFailure(err);
+    } finally {
+      holdAttempts = false;
+    }
+  };
 
   const record = async (state: CleanupJobState, nextAttemptInMs: number | null = null) => {
     progress.state = state;
@@ -57,7 +114,6 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   };
 
   // Preparation. A delete without consent is refused before any change if a worktree is dirty.
-  let snapshot: CleanupSnapshot;
   try {
     if (input.alreadyPrepared && patched('prepared-job-attempts')) {
       // A cascade's member, or a new run of a job whose run was lost: it counts on from the job.
@@ -80,27 +136,54 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     await condition(allHandlersFinished);
     throw refusal;
   }
+  const prepSnapshot: CleanupSnapshot = snapshot!;
   prepared = true;
   progress.state = 'pending';
-  progress.report.borrowed = snapshot.borrowed;
+  progress.report.borrowed = prepSnapshot.borrowed;
 
-  const finish = async (state: 'succeeded' | 'cancelled'): Promise<CleanupProgress> => {
-    await records.finishCleanup({ operationId: input.operationId, state, snapshot, report: progress.report, attempts: progress.attempts });
+  const settle = async (state: CleanupJobState): Promise<CleanupProgress> => {
     progress.state = state;
     phase(state);
     settled = true;
     await condition(allHandlersFinished);
     return progress;
   };
+  const finish = async (state: 'succeeded' | 'cancelled'): Promise<CleanupProgress> => {
+    if (state === 'cancelled' && !abandoned) {
+      // Who ended it is on the row; a cancelled delete's leftovers (its task row is gone) are
+      // recorded abandoned: never removed, never swept.
+      progress.report = { ...progress.report, ended: { action: 'cancel', by: cancelledBy }, ...(removesTask(input.trigger) ? { abandoned: leftoverWorkspace(prepSnapshot, progress.report) } : {}) };
+    }
+    if (!abandoned) await records.finishCleanup({ operationId: input.operationId, state, snapshot: prepSnapshot, report: progress.report, attempts: progress.attempts });
+    return settle(state);
+  };
+
+  if (abandonsOnly(input.trigger)) {
+    // No attempt: the environment is released and its inventory abandoned, touching no file.
+    try {
+      progress.report = await records.abandonEnvironment({ operationId: input.operationId, snapshot: prepSnapshot, report: progress.report, attempts: 0, state: 'succeeded', by: 'operator' });
+    } catch (err) {
+      // Refused (an agent of the environment started meanwhile): the job ends, nothing changed.
+      const typed = asTypedFailure(err);
+      await record('cancelled');
+      await settle('cancelled');
+      throw typed;
+    }
+    abandoned = true;
+    return finish('succeeded');
+  }
 
   let roundAttempts = 0;
   for (;;) {
+    // An abandonment in progress: no attempt starts until it is done (or refused).
+    if (holdAttempts) await condition(() => !holdAttempts);
     if (cancelRequested) break;
     progress.attempts++;
     roundAttempts++;
+    attemptInFlight = true;
     await record('running');
     try {
-      progress.report = await cleanupAttempt(input, snapshot, progress.report, phase);
+      progress.report = await cleanupAttempt(input, prepSnapshot, progress.report, phase);
       progress.lastError = null;
       progress.nextAttemptAt = null;
       return await finish('succeeded');
@@ -108,10 +191,12 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
       progress.lastError = classify(err);
     }
     if (cancelRequested) break;
-    const waitMs = waitAfterAttempt(input.policy, roundAttempts);
+    // A refusal no retry can fix waits for the operator on this attempt (older histories retried it).
+    const waitMs = waitsForOperatorAtOnce(progress.lastError) && patched('audit-refusal-waits-for-operator') ? null : waitAfterAttempt(input.policy, roundAttempts);
     if (waitMs === null) {
       phase('needs_operator');
       await record('needs_operator');
+      attemptInFlight = false;
       await condition(() => retryRequested || cancelRequested);
       if (cancelRequested) break;
       retryRequested = false;
@@ -120,10 +205,11 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     }
     phase('retry_wait');
     await record('retry_wait', waitMs);
+    attemptInFlight = false;
     // A durable timer: it survives restarts of the worker, the gateway and the Temporal server.
     await condition(() => cancelRequested, waitMs);
   }
 
-  // Cancelled (unarchive): what was already removed stays accounted for; the environment is released.
+  // Cancelled (unarchive, operator, abandon): what was already removed stays accounted for; the environment is released.
   return finish('cancelled');
 }

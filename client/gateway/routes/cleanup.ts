@@ -1,11 +1,11 @@
 /** Archive, unarchive, delete, environment reset, board delete, and the cleanup jobs an operator watches and retries [R6]. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { activeJobOfTask, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
+import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { findTask } from '../../../db/tasks';
 import type { CleanupTrigger } from '../../../domain/cleanup';
-import { cancelCleanup, continueIfClosed, retryCleanup, startCleanup } from '../../cleanup-client';
-import { ApiError, notFound } from '../api-error';
+import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../cleanup-client';
+import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
 import { IdParams, Task, Uuid, errorResponses } from '../schemas';
@@ -25,6 +25,9 @@ const Job = Type.Object({
   report: Type.Any(),
 });
 const OperationParams = Type.Object({ operationId: Uuid });
+const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String() });
+/** No body, `{}` or `{ "abandon": false }`: the audited reset; `{ "abandon": true }`: release without touching a file. */
+const ResetBody = Type.Optional(Type.Object({ abandon: Type.Optional(Type.Boolean()) }, { additionalProperties: false }));
 /** Query flags are spelled out: `true` or `false`. */
 const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
 
@@ -56,6 +59,25 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     return { operationId: started.operationId, workflowId: started.workflowId };
   }
 
+  /**
+   * Abandon the environment's workspace: a reset job that waits (its audit refused) is ended by it
+   * (the same job row tells: cancelled, the abandoned paths in its report); with no job active,
+   * a job of its own does it. Another kind of active job is the barrier it is.
+   */
+  async function abandon(taskId: string) {
+    if (!(await findTask(ctx.pool, taskId))) throw notFound('Task');
+    const job = await activeJobOfTask(ctx.pool, taskId);
+    if (job && job.trigger !== 'environment_reset') throw new ApiError('task_cleanup_in_progress');
+    if (job) {
+      const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'operator', abandon: true });
+      if (!ended.ok) throw refusalError(ended);
+      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+    }
+    const done = await abandonEnvironment(ctx.temporal, ctx.config, taskId);
+    if (!done.ok) throw refusalError(done);
+    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded' };
+  }
+
   return async (app) => {
     app.post(
       '/v1/tasks/:id/archive',
@@ -68,7 +90,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (!task) throw notFound('Task');
       // A pending archive cleanup is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, asContinued(job));
+      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
       else if (job) throw new ApiError('task_cleanup_in_progress');
       await ctx.pool.query(
         `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
@@ -89,8 +111,13 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.post(
       '/v1/tasks/:id/environment/reset',
-      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, response: { 202: Accepted, ...errorResponses } } },
-      async (request, reply) => reply.code(202).send(await start(request.params.id, 'environment_reset')),
+      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, body: ResetBody, response: { 200: Ended, 202: Accepted, ...errorResponses } } },
+      async (request, reply) => {
+        if (!request.body?.abandon) return reply.code(202).send(await start(request.params.id, 'environment_reset'));
+        const ended = await abandon(request.params.id);
+        request.log.info({ operationId: ended.operationId, taskId: request.params.id, state: ended.state, by: 'operator' }, 'environment abandoned');
+        return reply.code(200).send(ended);
+      },
     );
 
     app.delete(
@@ -127,6 +154,20 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     });
 
     app.post(
+      '/v1/cleanup-jobs/:operationId/cancel',
+      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Ended, ...errorResponses } } },
+      async (request) => {
+        const job = await findJob(ctx.pool, request.params.operationId);
+        if (!job) throw notFound('Cleanup job');
+        // Through the job's workflow (a new run for one whose run was lost): one running an attempt finishes it first.
+        const ended = await operatorCancel(ctx.temporal, ctx.config, continuedJobOf(job));
+        request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, outcome: ended.ok ? ended.state : ended.code, by: 'operator' }, 'cleanup job cancel');
+        if (!ended.ok) throw refusalError(ended);
+        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+      },
+    );
+
+    app.post(
       '/v1/cleanup-jobs/:operationId/retry',
       { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 202: Type.Object({ operationId: Uuid, state: Type.String() }), ...errorResponses } } },
       async (request, reply) => {
@@ -134,7 +175,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         if (!job) throw notFound('Cleanup job');
         const active = job.state !== 'succeeded' && job.state !== 'cancelled' && job.state !== 'prepared';
         // A job whose workflow closed while it is active is retried by a new run from its snapshot.
-        if (active && (await continueIfClosed(ctx.temporal, ctx.config, asContinued(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
+        if (active && (await continueIfClosed(ctx.temporal, ctx.config, continuedJobOf(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
         if (job.state !== 'needs_operator') throw new ApiError('cleanup_job_not_retryable');
         await retryCleanup(ctx.temporal, job.workflow_id);
         return reply.code(202).send({ operationId: job.operation_id, state: job.state });
@@ -143,4 +184,3 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   };
 }
 
-const asContinued = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id });
