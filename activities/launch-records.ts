@@ -117,6 +117,30 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     },
 
     /**
+     * What a first launch's own host step made and published, read from the records (the step
+     * succeeded, then the launch was cancelled): only while this session is still the
+     * environment's materializer. Removed by the same careful undo (never --force, a branch only
+     * while it is at the recorded commit).
+     */
+    async publishedBy(plan: LaunchPlan): Promise<MaterializedSlot[]> {
+      const rows = await pool.query<{ repository_id: string; worktree_id: string; worktree_path: string; worktree_branch: string; head_commit: string | null }>(
+        `SELECT r.repository_id, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit
+           FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id
+          WHERE e.id = $1 AND e.materializer_session_id = $2 AND r.status = 'active' AND r.worktree_id IS NOT NULL`,
+        [plan.environmentId, plan.sessionId],
+      );
+      return rows.rows.map((r) => ({
+        repositoryId: r.repository_id,
+        worktreePath: r.worktree_path,
+        worktreeId: r.worktree_id,
+        branch: r.worktree_branch,
+        headCommit: r.head_commit ?? '',
+        createdBranch: plan.slots.find((slot) => slot.repositoryId === r.repository_id)?.createBranch ?? false,
+        createdWorktree: true,
+      }));
+    },
+
+    /**
      * A refused or failed launch leaves no session row [R1.4] (its agent already stopped; one
      * that could not be stopped keeps its row). A resume's session existed before: it reads
      * `failed`. Absent in runs recorded before it, `firstLaunch` is then true.

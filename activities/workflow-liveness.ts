@@ -19,3 +19,4 @@ export function servedWorkflowId(): string | null {
     return null;
   }
 }
+

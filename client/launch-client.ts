@@ -7,6 +7,7 @@ import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { hostTaskQueue, launchWorkflowId, resumeWorkflowId } from '../domain/workflow-ids';
 import type { launchSession, resumeSession } from '../workflows';
+import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
 
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
@@ -41,22 +42,64 @@ async function startOrJoin<T>(client: Client, workflowId: string, start: () => P
   }
 }
 
-export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome | null> {
-  const workflowId = launchWorkflowId(req.sessionId);
+/** How long an asynchronous launch waits for its admission before it answers 202 anyway (the session then tells it). */
+const ADMISSION_WAIT_MS = 30_000;
+
+/**
+ * `Prefer: respond-async`: the run is started (or joined) and the answer comes once it is
+ * admitted (`admitted()` reads that from the records), or at once with its refusal. A run
+ * slower than the bound is answered as admitted-pending: the session tells the outcome.
+ */
+async function untilAdmitted(client: Client, workflowId: string, admitted: () => Promise<boolean>): Promise<{ ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  let closed: { ok: false; code: ErrorCode; details: Record<string, unknown> } | 'completed' | null = null;
+  const result = client.workflow.getHandle(workflowId).result().then(
+    () => void (closed = 'completed'),
+    (err: unknown) => {
+      const refusal = typedRefusalOf(err);
+      if (refusal) closed = { ok: false, ...refusal };
+      else closed = 'completed'; // anything else is not a refusal of admission: the session tells it
+    },
+  );
+  void result;
+  const deadline = Date.now() + ADMISSION_WAIT_MS;
+  for (let wait = 10; Date.now() < deadline; wait = Math.min(wait * 2, 200)) {
+    if (await admitted()) return { ok: true };
+    const c = closed as typeof closed;
+    if (c !== null) return c === 'completed' || (await admitted()) ? { ok: true } : c;
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  return { ok: true };
+}
+
+export type AsyncOutcome = { ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+
+function launchStart(config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>) {
+  return {
+    workflowId: launchWorkflowId(req.sessionId),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    ...onThisHost(config),
+    args: [{ ...req, hostId: config.hostId, sharedQueue: config.taskQueue }] as [LaunchRequest],
+    typedSearchAttributes: new TypedSearchAttributes([
+      { key: TaskIdAttr, value: req.taskId },
+      { key: SessionIdAttr, value: req.sessionId },
+      { key: ExecutorTypeAttr, value: req.executorType },
+    ]),
+  };
+}
+
+/** Starts a run unless one of its id exists already (an earlier request with the same key): that one is joined. */
+async function startOnce(start: () => Promise<unknown>): Promise<void> {
   try {
-    const result = await startOrJoin(client, workflowId, () =>
-      client.workflow.execute<typeof launchSession>('launchSession', {
-        workflowId,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        ...onThisHost(config),
-        args: [{ ...req, hostId: config.hostId, sharedQueue: config.taskQueue }],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: TaskIdAttr, value: req.taskId },
-          { key: SessionIdAttr, value: req.sessionId },
-          { key: ExecutorTypeAttr, value: req.executorType },
-        ]),
-      }),
-    );
+    await start();
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome | null> {
+  const options = launchStart(config, req);
+  try {
+    const result = await startOrJoin(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
     return result === null ? null : { ok: true, result };
   } catch (err) {
     const refusal = typedRefusalOf(err);
@@ -65,7 +108,30 @@ export async function runLaunch(client: Client, config: Config, req: Omit<Launch
   }
 }
 
+/** A launch answered once admitted (`Prefer: respond-async`). */
+export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+  const options = launchStart(config, req);
+  await startOnce(() => client.workflow.start<typeof launchSession>('launchSession', options));
+  return untilAdmitted(client, options.workflowId, admitted);
+}
+
 /** resume/<sessionId>/<run>: the run is the request's own (an Idempotency-Key derives it), so a retry joins the same run. */
+function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
+  return {
+    workflowId: resumeWorkflowId(session.id, runId),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    // Where a launch starts: its host steps run as local activities there.
+    ...onThisHost(config),
+    args: [{ sessionId: session.id, runId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
+    // Found in the Temporal UI the way launches are: by task, session and executor.
+    typedSearchAttributes: new TypedSearchAttributes([
+      { key: TaskIdAttr, value: session.taskId },
+      { key: SessionIdAttr, value: session.id },
+      { key: ExecutorTypeAttr, value: session.executorType },
+    ]),
+  };
+}
+
 export async function runResume(
   client: Client,
   config: Config,
@@ -73,27 +139,81 @@ export async function runResume(
   runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
 ): Promise<LaunchOutcome | null> {
-  const workflowId = resumeWorkflowId(session.id, runId);
+  const options = resumeStart(config, session, runId, extra);
   try {
-    const result = await startOrJoin(client, workflowId, () =>
-      client.workflow.execute<typeof resumeSession>('resumeSession', {
-        workflowId,
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        // Where a launch starts: its host steps run as local activities there.
-        ...onThisHost(config),
-        args: [{ sessionId: session.id, runId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }],
-        // Found in the Temporal UI the way launches are: by task, session and executor.
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: TaskIdAttr, value: session.taskId },
-          { key: SessionIdAttr, value: session.id },
-          { key: ExecutorTypeAttr, value: session.executorType },
-        ]),
-      }),
-    );
+    const result = await startOrJoin(client, options.workflowId, () => client.workflow.execute<typeof resumeSession>('resumeSession', options));
     return result === null ? null : { ok: true, result };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };
     throw err;
   }
+}
+
+/** A resume answered once admitted (`Prefer: respond-async`). */
+export async function startResume(
+  client: Client,
+  config: Config,
+  session: { id: string; taskId: string; executorType: string },
+  runId: string,
+  extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null },
+  admitted: () => Promise<boolean>,
+): Promise<AsyncOutcome> {
+  const options = resumeStart(config, session, runId, extra);
+  await startOnce(() => client.workflow.start<typeof resumeSession>('resumeSession', options));
+  return untilAdmitted(client, options.workflowId, admitted);
+}
+
+/**
+ * Stopping or deleting a session still starting cancels its run (Temporal cancellation): the
+ * run undoes what it made (a cancellation that arrives once its agent runs lets it finish; the
+ * stop then stops that agent). Waits for the run to end, at most `boundMs`.
+ */
+export async function cancelStartingRun(client: Client, workflowId: string, boundMs = 60_000): Promise<void> {
+  const handle = client.workflow.getHandle(workflowId);
+  try {
+    await handle.cancel();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return; // ended and gone
+    throw err;
+  }
+  await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, boundMs))]);
+}
+
+export interface LaunchRunOutcome {
+  taskId: string;
+  executorType: string;
+  agentProfile: string;
+  /** starting: not admitted yet; failed / cancelled: it left no session row. */
+  state: 'starting' | 'failed' | 'cancelled';
+  error: { code: ErrorCode; reason?: string } | null;
+}
+
+/**
+ * What the launch run of a session with no row says: still running (before its admission), or
+ * failed with its typed refusal, or cancelled. Null when there is no such run, or it completed
+ * (the session was deleted since).
+ */
+export async function launchRunOutcome(client: Client, sessionId: string): Promise<LaunchRunOutcome | null> {
+  const handle = client.workflow.getHandle<typeof launchSession>(launchWorkflowId(sessionId));
+  let description;
+  try {
+    description = await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+  const status = description.status.name;
+  if (status === 'COMPLETED') return null;
+  const base = {
+    taskId: String(description.typedSearchAttributes.get(TaskIdAttr) ?? ''),
+    executorType: String(description.typedSearchAttributes.get(ExecutorTypeAttr) ?? ''),
+    agentProfile: '',
+  };
+  if (status === 'RUNNING') return { ...base, state: 'starting', error: null };
+  if (status === 'CANCELLED') return { ...base, state: 'cancelled', error: { code: 'launch_cancelled' } };
+  const refusal = await handle.result().then(() => null, (err: unknown) => typedRefusalOf(err));
+  const code: ErrorCode = refusal?.code ?? 'internal';
+  const reason = typeof refusal?.details.reason === 'string' ? refusal.details.reason : typeof refusal?.details.problem === 'string' ? refusal.details.problem : undefined;
+  return { ...base, state: code === 'launch_cancelled' ? 'cancelled' : 'failed', error: { code, ...(reason ? { reason } : {}) } };
 }

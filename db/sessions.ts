@@ -90,3 +90,13 @@ export async function agentRunningInEnvironmentOf(db: Db, taskId: string): Promi
   );
   return (running.rowCount ?? 0) > 0;
 }
+
+/** The plan a launch was admitted with; null before (or without) its admission. */
+export async function admittedPlanOf(db: Db, id: string): Promise<unknown | null> {
+  return (await db.query<{ admitted_plan: unknown | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [id])).rows[0]?.admitted_plan ?? null;
+}
+
+/** Forgets a session (its agent already stopped); files, worktrees and branches are never touched here. */
+export async function deleteSession(db: Db, id: string): Promise<void> {
+  await db.query('DELETE FROM sessions WHERE id = $1', [id]);
+}

@@ -13,7 +13,8 @@ export type RefusalCode =
   | 'task_delete_dirty_worktree'
   | 'session_running'
   | 'cleanup_job_not_retryable'
-  | 'cleanup_job_finished';
+  | 'cleanup_job_finished'
+  | 'launch_cancelled';
 
 export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
@@ -57,6 +58,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   cleanup_job_not_retryable: { status: 409, recoverable: false, retryAfterMs: 0, action: 'wait', message: 'The cleanup job is not waiting for an operator.' },
   // A cancel of a job that already ended (succeeded or cancelled): there is nothing left to end.
   cleanup_job_finished: { status: 409, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The cleanup job has already ended.' },
+  // A stop or delete of a session still starting cancelled its launch (or resume): what it made was undone.
+  launch_cancelled: { status: 409, recoverable: true, retryAfterMs: 0, action: 'retry', message: 'The launch was cancelled by a stop or delete of its session.' },
   invalid_request: { status: 400, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request is invalid.' },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },

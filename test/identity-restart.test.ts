@@ -240,7 +240,7 @@ describe('a worker that dies during a resume', () => {
 });
 
 describe('stopping a session that is still starting', () => {
-  it('waits for its launch, so no agent is left running behind a deleted session', async () => {
+  it('cancels its launch, which undoes what it made: no worktree, branch, agent or row is left behind the deleted session', async () => {
     const { gitWrapper } = await import('./support/world');
     const base = await harness();
     const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) });
@@ -252,8 +252,15 @@ describe('stopping a session that is still starting', () => {
     const deleted = await h.api('DELETE', `/v1/sessions/${sessionId}`);
     expect(deleted.status).toBe(204);
     const launched = await pending;
-    expect(launched.status).toBe(201);
+    expect(launched.status, JSON.stringify(launched.body)).toBe(409);
+    expect(launched.body.error.code).toBe('launch_cancelled');
     expect((await h.pool.query('SELECT pid FROM executions')).rows).toEqual([]);
+    expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([]);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE status = 'active'")).rows[0].n).toBe(0);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(branches(repo)).toEqual(['main']);
+    // The run ended cancelled-and-undone, and the session tells it.
+    expect((await h.api('GET', `/v1/sessions/${sessionId}`)).body).toMatchObject({ id: sessionId, taskId, state: 'cancelled', execution: null, error: { code: 'launch_cancelled' } });
     // The agent the launch started was stopped before its session was forgotten.
     const { readdirSync, readFileSync } = await import('node:fs');
     const running = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {

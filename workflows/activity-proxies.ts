@@ -22,9 +22,16 @@ const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximum
  */
 const LOCAL_HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' };
 
+/**
+ * A cancelled workflow (a launch whose session is stopped while starting) waits for the step in
+ * flight to end and sees what it did, so its undo never races the step: the SDK's encoded
+ * default is TRY_CANCEL (the workflow would go on while the step still runs).
+ */
+const WAIT_FOR_STEP = { cancellationType: 'WAIT_CANCELLATION_COMPLETED' as const };
+
 /** Short database transactions: local activities on the worker that runs the workflow. */
 export function recordSteps() {
-  return proxyLocalActivities<RecordActivities>({ startToCloseTimeout: '30 seconds', retry: RECORD_RETRY });
+  return proxyLocalActivities<RecordActivities>({ startToCloseTimeout: '30 seconds', retry: RECORD_RETRY, ...WAIT_FOR_STEP });
 }
 
 /**
@@ -39,7 +46,7 @@ export function recordSteps() {
  */
 export function hostSteps(hostId: string, startedOn?: StartedOn) {
   if (startedOn?.hostId === hostId) {
-    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: LOCAL_HOST_RETRY });
+    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: LOCAL_HOST_RETRY, ...WAIT_FOR_STEP });
   }
   return proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(startedOn?.sharedQueue ?? workflowInfo().taskQueue, hostId),
@@ -48,6 +55,7 @@ export function hostSteps(hostId: string, startedOn?: StartedOn) {
     // Reaching the host's queue can wait for a host that restarts; it is not the work itself.
     scheduleToStartTimeout: '5 minutes',
     retry: HOST_RETRY,
+    ...WAIT_FOR_STEP,
   });
 }
 

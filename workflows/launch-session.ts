@@ -4,7 +4,7 @@
  * this launch made and fails with the typed code. A resume carries out its admitted plan with
  * the same steps (`carryOut`).
  */
-import { uuid4 } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, isCancellation, uuid4 } from '@temporalio/workflow';
 import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot, type StartedOn } from '../domain/launch';
 import type { LaunchAgentInput } from '../activities/launch-agent';
 import type { SessionState } from '../db/sessions';
@@ -34,19 +34,38 @@ export interface AgentRun {
 }
 
 export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
+  const cancellation = watchCancellation();
   // 1. Admission: one transaction elects, attaches or refuses [R1].
   let plan: LaunchPlan;
   try {
-    plan = await records.admitLaunch(req);
+    plan = await CancellationScope.nonCancellable(() => records.admitLaunch(req));
   } catch (err) {
     phase('refused');
     throw asTypedFailure(err);
   }
-  return carryOut(plan, startedOnOf(req), { command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, site: 'launch', startFrom: ['starting'] });
+  return carryOut(plan, startedOnOf(req), { command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, site: 'launch', startFrom: ['starting'] }, cancellation);
+}
+
+/**
+ * A launch's cancellation (its session stopped or deleted while starting) is read, not obeyed
+ * mid-step: every step runs to its end, so what it did is known. A launch runs in one workflow
+ * task, and a cancellation that arrives during it makes the engine refuse that task's
+ * completion; the task then runs again from the start, cancelled, with nothing of the first try
+ * in its history. Run to their end, the steps (each idempotent) find what that try made and
+ * answer the same, and the launch then undoes it all.
+ */
+export function watchCancellation(): { requested: boolean } {
+  const state = { requested: false };
+  CancellationScope.current().cancelRequested.catch(() => void (state.requested = true));
+  return state;
 }
 
 /** The admitted plan, carried out on its host; a failure undoes what this run made and fails typed. */
-export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun): Promise<LaunchResult> {
+export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun, cancellation: { requested: boolean } = { requested: false }): Promise<LaunchResult> {
+  return CancellationScope.nonCancellable(() => carryOutSteps(plan, startedOn, run, cancellation));
+}
+
+async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun, cancellation: { requested: boolean }): Promise<LaunchResult> {
   const host = hostSteps(plan.hostId, startedOn);
   let made: MaterializedSlot[] = [];
   // Named before it starts, so compensation can stop exactly this process whatever failed.
@@ -67,6 +86,7 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
     resumeRun: run.resume?.runId ?? null,
   });
   const running = (agent: { status: string; executionId: string }): LaunchResult => {
+    if (cancellation.requested) throw new CancelledFailure('The launch was cancelled.');
     phase('running');
     return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
   };
@@ -82,6 +102,8 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
     }
     touched = true;
     for (const exec of previous) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
+    // Even when cancelled already, the steps run: a first try whose completion the engine refused
+    // may have done them, and only their idempotent re-run finds what it made, to undo it.
     let validate = false;
     if (plan.role === 'materialized') {
       // 2a. On the host in one step: materialize, publish the complete inventory and `ready` at
@@ -112,14 +134,19 @@ export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefine
     }
     return running(agent);
   } catch (err) {
-    if (agentRequested) await host.stopAgent(executionId);
-    if (plan.role === 'materialized') {
-      await host.discardMaterialization(plan, made);
-      await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
-    } else if (touched || !run.resume) {
-      // Attach and transition leave the canonical environment as it was [R3.4].
-      if (made.length > 0) await host.discardMaterialization(plan, made);
-      await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
+    // A cancelled launch (its session stopped or deleted while starting) undoes what it made too.
+    {
+      if (agentRequested) await host.stopAgent(executionId);
+      if (plan.role === 'materialized') {
+        // What its own host step made and published, when it had succeeded: read from the records.
+        if (made.length === 0 && agentRequested && isCancellation(err)) made = await records.publishedBy(plan);
+        await host.discardMaterialization(plan, made);
+        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
+      } else if (touched || !run.resume) {
+        // Attach and transition leave the canonical environment as it was [R3.4].
+        if (made.length > 0) await host.discardMaterialization(plan, made);
+        await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
+      }
     }
     phase('failed');
     throw asTypedFailure(err);

@@ -4,10 +4,10 @@
  * its run differ. Its previous agent stops before the new one starts; co-residency is observed
  * with site `resume`.
  */
-import { patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, patched, proxyLocalActivities, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { LaunchPlan, LaunchResult } from '../domain/launch';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
-import { carryOut } from './launch-session';
+import { carryOut, watchCancellation } from './launch-session';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
 
@@ -28,10 +28,11 @@ export interface ResumeInput {
 export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
   // A run recorded before resumes were admitted replays the steps it took then.
   if (input.runId === undefined && !patched('resume-admitted-as-launch')) return resumeRecordedBeforeAdmission(input);
+  const cancellation = watchCancellation();
   const runId = input.runId ?? workflowInfo().workflowId.split('/').pop()!;
   let admitted: Awaited<ReturnType<typeof records.admitResume>>;
   try {
-    admitted = await records.admitResume({ sessionId: input.sessionId, runId, hostId: input.hostId });
+    admitted = await CancellationScope.nonCancellable(() => records.admitResume({ sessionId: input.sessionId, runId, hostId: input.hostId }));
   } catch (err) {
     setPhase('refused');
     throw asTypedFailure(err);
@@ -44,7 +45,7 @@ export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
     site: 'resume',
     startFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
     resume: { runId, stopFirst: session.runningExecutions },
-  });
+  }, cancellation);
 }
 
 /** The steps of a resume planned without admission, kept only so that its recorded runs replay. */

@@ -1,4 +1,4 @@
-import { ApplicationFailure, TemporalFailure } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, TemporalFailure } from '@temporalio/workflow';
 import { isErrorCode } from '../domain/errors';
 
 /**
@@ -11,5 +11,6 @@ export function asTypedFailure(err: unknown): ApplicationFailure {
       return ApplicationFailure.create({ type: cur.type, message: cur.message, nonRetryable: true, details: cur.details as unknown[] | undefined });
     }
   }
+  if (isCancellation(err)) return ApplicationFailure.create({ type: 'launch_cancelled', message: 'The launch was cancelled.', nonRetryable: true });
   return ApplicationFailure.create({ type: 'internal', message: 'The launch failed unexpectedly.', nonRetryable: true });
 }

@@ -110,6 +110,14 @@ export const LaunchResponse = Type.Object({
   executionId: Uuid,
 });
 
+/** A launch or resume answered once admitted (`Prefer: respond-async`): the session then tells the outcome. */
+export const AcceptedLaunch = Type.Object({
+  sessionId: Uuid,
+  state: Type.String(),
+  taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
+  role: Type.Union([Type.String(), Type.Null()]),
+});
+
 export const Session = Type.Object({
   id: Uuid,
   taskId: Uuid,
@@ -134,6 +142,8 @@ export const Session = Type.Object({
     }),
     Type.Null(),
   ]),
+  /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
+  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) })),
 });
 
 export const Workspace = Type.Object({

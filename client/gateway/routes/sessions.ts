@@ -6,18 +6,19 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
-import { findSession } from '../../../db/sessions';
+import { admittedPlanOf, deleteSession, findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
+import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
 import { sessionRunWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
 import type { stopSession } from '../../../workflows';
-import { runLaunch, runResume } from '../../launch-client';
+import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, startLaunch, startResume } from '../../launch-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
-import { IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
+import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
 
 /** A resume's run id from its Idempotency-Key: the same key, the same run, with nothing stored. */
 const runIdOfKey = (sessionId: string, key: string): string => createHash('sha256').update(`resume:${sessionId}:${key}`).digest('hex').slice(0, 32);
@@ -43,9 +44,30 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     return { command: [...configured.command, ...(body.args ?? [])], env: { ...configured.env, ...(body.env ?? {}) } };
   }
 
+  /**
+   * A session with no row: a launch still before its admission (answered 202), or a first launch
+   * that failed, was refused or cancelled and left no row [R1.4]. Its launch run tells which.
+   */
+  async function runOutcomeView(id: string) {
+    const outcome = await launchRunOutcome(ctx.temporal, id);
+    if (!outcome) throw notFound('Session');
+    return {
+      id,
+      taskId: outcome.taskId,
+      state: outcome.state,
+      taskEnvironmentId: null,
+      executorType: outcome.executorType,
+      agentProfile: outcome.agentProfile,
+      role: null,
+      name: null,
+      execution: null,
+      ...(outcome.error ? { error: { ...outcome.error, message: ERROR_TABLE[outcome.error.code].message } } : {}),
+    };
+  }
+
   async function sessionView(id: string) {
     const session = await findSession(ctx.pool, id);
-    if (!session) throw notFound('Session');
+    if (!session) return runOutcomeView(id);
     const exec = await latestExecution(ctx.pool, session.id);
     return {
       id: session.id,
@@ -70,6 +92,18 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           }
         : null,
     };
+  }
+
+  /** `Prefer: respond-async` (RFC 7240): answer once admitted. */
+  function respondAsync(headers: Record<string, string | string[] | undefined>): boolean {
+    const prefer = headers['prefer'];
+    return (Array.isArray(prefer) ? prefer.join(',') : (prefer ?? '')).split(',').some((p) => p.trim().toLowerCase() === 'respond-async');
+  }
+
+  /** A 202's body: the session admitted (or still being admitted), where to read its outcome. */
+  async function acceptedView(sessionId: string) {
+    const view = await sessionView(sessionId);
+    return { sessionId, state: view.state, taskEnvironmentId: view.taskEnvironmentId, role: view.role };
   }
 
   /** The Idempotency-Key header: absent, or 1 to 200 visible ASCII characters. */
@@ -99,12 +133,12 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   }
 
   async function stop(sessionId: string): Promise<void> {
-    // A session still starting has a launch in flight that may yet spawn its agent: wait for
-    // that launch to end first, so the stop (and a delete after it) cannot leave an agent behind.
+    // A session still starting has a run in flight that may yet spawn its agent: it is
+    // cancelled (it undoes what it made), and waited for, so the stop (and a delete after it)
+    // cannot leave an agent behind.
     const session = await findSession(ctx.pool, sessionId);
-    if (session?.state === 'starting') {
-      await ctx.temporal.workflow.getHandle(sessionRunWorkflowId(sessionId, session.admitted_run)).result().catch(() => {});
-    }
+    if (session?.state === 'starting') await cancelStartingRun(ctx.temporal, sessionRunWorkflowId(sessionId, session.admitted_run));
+    if (!(await findSession(ctx.pool, sessionId))) return; // a first launch cancelled: nothing of it is left
     await ctx.temporal.workflow.execute<typeof stopSession>('stopSession', {
       workflowId: stopWorkflowId(sessionId, randomUUID()),
       taskQueue: ctx.config.taskQueue,
@@ -116,23 +150,21 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/tasks/:id/sessions',
-      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: LaunchBody, response: { 201: LaunchResponse, ...errorResponses } } },
+      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: LaunchBody, response: { 201: LaunchResponse, 202: AcceptedLaunch, ...errorResponses } } },
       async (request, reply) => {
         const { executorType, agentProfile, name, prompt } = request.body;
         const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
-        const outcome = await runLaunch(ctx.temporal, ctx.config, {
-          sessionId,
-          taskId: request.params.id,
-          executorType,
-          agentProfile,
-          command: agent.command,
-          env: agent.env,
-          prompt: prompt ?? null,
-          name: name ?? null,
-        }).catch((err) => engineOutage(err, sessionId));
+        const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null };
+        if (respondAsync(request.headers)) {
+          // Answered once admitted; the session tells the outcome [api: Prefer: respond-async].
+          const admitted = await startLaunch(ctx.temporal, ctx.config, launchRequest, async () => (await admittedPlanOf(ctx.pool, sessionId)) !== null).catch((err) => engineOutage(err, sessionId));
+          if (!admitted.ok) throw refusalError(admitted);
+          return reply.code(202).send(await acceptedView(sessionId));
+        }
+        const outcome = await runLaunch(ctx.temporal, ctx.config, launchRequest).catch((err) => engineOutage(err, sessionId));
         if (outcome === null) {
           // The run that made this session is past the engine's retention: the session row answers.
           const session = await findSession(ctx.pool, sessionId);
@@ -149,7 +181,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       return sessionView(request.params.id);
     });
 
-    app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: ResumeBody, response: { 200: Session, ...errorResponses } } }, async (request) => {
+    app.post('/v1/sessions/:id/resume', { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: ResumeBody, response: { 200: Session, 202: AcceptedLaunch, ...errorResponses } } }, async (request, reply) => {
       const key = idempotencyKeyOf(request.headers);
       const body = request.body ?? {};
       validateEnv(body.env);
@@ -159,11 +191,14 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       // counted here, only the run's admission counts it.
       const runId = key ? runIdOfKey(session.id, key) : randomUUID();
       if (key) await sessionFor(key, `resume:${session.id}`, body, session.id);
-      const outcome = await runResume(ctx.temporal, ctx.config, { id: session.id, taskId: session.task_id, executorType: session.executor_type }, runId, {
-        args: body.args,
-        env: body.env,
-        prompt: body.prompt ?? null,
-      }).catch((err) => engineOutage(err, session.id));
+      const target = { id: session.id, taskId: session.task_id, executorType: session.executor_type };
+      const extra = { args: body.args, env: body.env, prompt: body.prompt ?? null };
+      if (respondAsync(request.headers)) {
+        const admitted = await startResume(ctx.temporal, ctx.config, target, runId, extra, async () => (await findSession(ctx.pool, session.id))?.admitted_run === runId).catch((err) => engineOutage(err, session.id));
+        if (!admitted.ok) throw refusalError(admitted);
+        return reply.code(202).send(await acceptedView(session.id));
+      }
+      const outcome = await runResume(ctx.temporal, ctx.config, target, runId, extra).catch((err) => engineOutage(err, session.id));
       if (outcome && !outcome.ok) throw refusalError(outcome);
       return sessionView(session.id);
     });
@@ -181,7 +216,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const session = await findSession(ctx.pool, request.params.id);
       if (!session) throw notFound('Session');
       await stop(session.id);
-      await ctx.pool.query('DELETE FROM sessions WHERE id = $1', [session.id]);
+      await deleteSession(ctx.pool, session.id);
       return reply.code(204).send(null);
     });
 
