@@ -11,14 +11,19 @@ import type { ActivityDeps } from './deps';
 
 export function coresidencyActivities({ pool, config, logger }: ActivityDeps) {
   return {
-    async observeCoresidency(input: { sessionId: string; taskId: string; site: CoresidencySite }): Promise<CoresidencyObservation> {
+    /**
+     * Keyed by the environment the agent works in (absent in inputs recorded before: the task),
+     * so a child task's agent in its parent's worktree, or a group member's, is observed too.
+     */
+    async observeCoresidency(input: { sessionId: string; taskId: string; environmentId?: string; site: CoresidencySite }): Promise<CoresidencyObservation> {
       let observation: CoresidencyObservation;
       try {
         const siblings = await inTransaction(pool, async (client) => {
           await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(config.observationLockTimeoutMs))}`);
           const res = await client.query<{ id: string }>(
-            `SELECT id FROM sessions WHERE task_id = $1 AND id <> $2 AND state IN ('starting', 'running') ORDER BY id FOR SHARE`,
-            [input.taskId, input.sessionId],
+            `SELECT id FROM sessions WHERE (CASE WHEN $3::uuid IS NULL THEN task_id = $1 ELSE environment_id = $3::uuid END)
+                AND id <> $2 AND state IN ('starting', 'running') ORDER BY id FOR SHARE`,
+            [input.taskId, input.sessionId, input.environmentId ?? null],
           );
           return res.rows.map((r) => r.id);
         });

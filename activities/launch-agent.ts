@@ -45,7 +45,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
   async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
     const { plan } = input;
     if (input.validate) await validateWorkspace(plan);
-    await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: input.site });
+    await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, site: input.site });
     const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null));
     if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
     return agent;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { environmentOfTask } from '../../db/environments';
+import { canonicalEnvironmentOf } from '../../db/environments';
 import { sessionsOfTask } from '../../db/sessions';
 import { findTask, taskRepositories } from '../../db/tasks';
 import { notFound } from './api-error';
@@ -8,7 +8,8 @@ import { notFound } from './api-error';
 export async function taskView(pool: pg.Pool, id: string) {
   const task = await findTask(pool, id);
   if (!task) throw notFound('Task');
-  const [repos, env, sessions] = await Promise.all([taskRepositories(pool, id), environmentOfTask(pool, id), sessionsOfTask(pool, id)]);
+  // Its own environment, or the one it borrows (inherit_parent, shared_group), named with its owner.
+  const [repos, env, sessions] = await Promise.all([taskRepositories(pool, id), canonicalEnvironmentOf(pool, id), sessionsOfTask(pool, id)]);
   return {
     id: task.id,
     title: task.title,
@@ -19,7 +20,9 @@ export async function taskView(pool: pg.Pool, id: string) {
     groupId: task.group_id,
     quickChat: task.quick_chat,
     repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
-    environment: env ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id } : null,
+    environment: env
+      ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id, ownerTaskId: env.task_id, borrowed: env.task_id !== task.id }
+      : null,
     sessions: sessions.map((s) => ({ id: s.id, state: s.state, executorType: s.executor_type, role: s.role, createdAt: s.created_at.toISOString() })),
   };
 }
