@@ -42,6 +42,23 @@ describe('co-residency observation [R5]', () => {
     expect(text).not.toContain(first.body.sessionId);
   });
 
+  it("is keyed by the environment: a child task's agent in its parent's worktree is observed beside the parent's; the child's task view names the borrowed environment and its owner", async () => {
+    const name = `co-${++n}`;
+    const repoId = await registerRepo(h, makeRepo(h.scratch, name), name);
+    const parent = await createTask(h, [repoId]);
+    const first = await launch(h, parent);
+    await pidOf(h, first.body.sessionId);
+    const child = await createTask(h, [repoId], { parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const res = await launch(h, child);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await pidOf(h, res.body.sessionId);
+    const observed = (await h.pool.query('SELECT outcome, sibling_session_ids FROM coresidency_observations WHERE session_id = $1', [res.body.sessionId])).rows;
+    expect(observed).toEqual([{ outcome: 'coresident', sibling_session_ids: [first.body.sessionId] }]);
+    const view = await h.api('GET', `/v1/tasks/${child}`);
+    expect(view.body.environment).toMatchObject({ id: first.body.taskEnvironmentId, ownerTaskId: parent, borrowed: true, status: 'ready' });
+    expect((await h.api('GET', `/v1/tasks/${parent}`)).body.environment).toMatchObject({ id: first.body.taskEnvironmentId, ownerTaskId: parent, borrowed: false });
+  });
+
   it('a sibling read that fails records a skipped observation, and the launch still succeeds', async () => {
     const taskId = await task(h);
     const first = await launch(h, taskId);

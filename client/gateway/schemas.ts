@@ -61,7 +61,7 @@ export const CreateTaskBody = Type.Object(
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
-export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String() });
+export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean() });
 export const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
 export const Task = Type.Object({
   id: Uuid,
