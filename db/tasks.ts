@@ -68,3 +68,21 @@ export async function taskRepositories(db: Db, taskId: string): Promise<TaskRepo
   );
   return res.rows;
 }
+
+/** Unarchive: only while no cleanup job of the task is active (one cancelled or finished lifts the barrier). */
+export async function unarchiveTask(db: Db, id: string): Promise<void> {
+  await db.query(
+    `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
+       AND NOT EXISTS (SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled'))`,
+    [id],
+  );
+}
+
+export async function tasksOfBoard(db: Db, boardId: string): Promise<string[]> {
+  return (await db.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY created_at', [boardId])).rows.map((r) => r.id);
+}
+
+/** A task whose own cleanup goes on leaves the board it was on. */
+export async function detachFromBoard(db: Db, taskId: string): Promise<void> {
+  await db.query('UPDATE tasks SET board_id = NULL WHERE id = $1', [taskId]);
+}

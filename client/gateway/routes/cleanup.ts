@@ -2,7 +2,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
-import { findTask } from '../../../db/tasks';
+import { boardExists, deleteBoard } from '../../../db/catalog';
+import { detachFromBoard, findTask, tasksOfBoard, unarchiveTask } from '../../../db/tasks';
 import type { CleanupTrigger } from '../../../domain/cleanup';
 import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../cleanup-client';
 import { ApiError, notFound, refusalError } from '../api-error';
@@ -92,11 +93,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const job = await activeJobOfTask(ctx.pool, task.id);
       if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
       else if (job) throw new ApiError('task_cleanup_in_progress');
-      await ctx.pool.query(
-        `UPDATE tasks SET archived_at = NULL, last_activity_at = now() WHERE id = $1
-           AND NOT EXISTS (SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled'))`,
-        [task.id],
-      );
+      await unarchiveTask(ctx.pool, task.id);
       return taskView(ctx.pool, task.id);
     });
 
@@ -124,19 +121,17 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       '/v1/boards/:id',
       { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, response: { 202: Type.Object({ operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })) }), ...errorResponses } } },
       async (request, reply) => {
-        const board = await ctx.pool.query('SELECT id FROM boards WHERE id = $1', [request.params.id]);
-        if (board.rowCount === 0) throw notFound('Board');
-        const tasks = (await ctx.pool.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY created_at', [request.params.id])).rows;
+        if (!(await boardExists(ctx.pool, request.params.id))) throw notFound('Board');
         const operations: { taskId: string; operationId: string }[] = [];
-        for (const t of tasks) {
-          const started = await startCleanup(ctx.temporal, ctx.config, { taskId: t.id, trigger: 'board_delete' });
-          if (started.ok) operations.push({ taskId: t.id, operationId: started.operationId });
+        for (const taskId of await tasksOfBoard(ctx.pool, request.params.id)) {
+          const started = await startCleanup(ctx.temporal, ctx.config, { taskId, trigger: 'board_delete' });
+          if (started.ok) operations.push({ taskId, operationId: started.operationId });
           else if (started.code === 'task_cleanup_in_progress') {
             // Already being cleaned up: its own job goes on; the board no longer lists it.
-            await ctx.pool.query('UPDATE tasks SET board_id = NULL WHERE id = $1', [t.id]);
+            await detachFromBoard(ctx.pool, taskId);
           } else throw new ApiError(started.code);
         }
-        await ctx.pool.query('DELETE FROM boards WHERE id = $1', [request.params.id]);
+        await deleteBoard(ctx.pool, request.params.id);
         return reply.code(202).send({ operations });
       },
     );
