@@ -13,7 +13,7 @@ import path from 'node:path';
 import { continuedJobOf, findJob, listJobs } from '../db/cleanup-jobs';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
-import { operatorCancel, retryCleanup } from './cleanup-client';
+import { operatorCancel, retryCleanup } from './engine-client';
 import { connectClient } from './temporal';
 
 function embeddedDatabaseUrl(dataDir: string): string | null {

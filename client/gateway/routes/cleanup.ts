@@ -5,7 +5,7 @@ import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow 
 import { boardExists, deleteBoard } from '../../../db/catalog';
 import { detachFromBoard, findTask, tasksOfBoard, unarchiveTask } from '../../../db/tasks';
 import type { CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../cleanup-client';
+import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../engine-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';

@@ -3,8 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
-import { gitStatusWorkflowId } from '../../../domain/workflow-ids';
-import type { observeGitStatus } from '../../../workflows';
+import { observeGitStatusOf } from '../../engine-client';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
@@ -31,13 +30,7 @@ export function gitStatusRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
       const env = await canonicalEnvironmentOf(ctx.pool, request.params.id);
       if (!env) throw notFound('Workspace');
       // Concurrent readers of one environment share one observation run.
-      const observations = await ctx.temporal.workflow.execute<typeof observeGitStatus>('observeGitStatus', {
-        workflowId: gitStatusWorkflowId(env.id),
-        taskQueue: ctx.config.taskQueue,
-        args: [env.id],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      });
+      const observations = await observeGitStatusOf(ctx.temporal, ctx.config, env.id);
       return {
         taskEnvironmentId: env.id,
         repositories: observations.map((o) => ({ repositoryId: o.repositoryId, branch: o.branch, head: o.head, ahead: o.ahead, behind: o.behind, files: o.files, observedAt: o.observedAt })),

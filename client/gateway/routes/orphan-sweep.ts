@@ -1,9 +1,7 @@
 /** POST /v1/orphan-sweep (operator): run the sweep of this host's workspace root now, or only say what it would remove. */
-import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { orphanSweepWorkflowId } from '../../../domain/workflow-ids';
-import type { orphanSweep } from '../../../workflows';
+import { runOrphanSweep } from '../../engine-client';
 import type { GatewayContext } from '../context';
 import { errorResponses } from '../schemas';
 
@@ -20,11 +18,7 @@ export function orphanSweepRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         },
       },
       async (request) =>
-        ctx.temporal.workflow.execute<typeof orphanSweep>('orphanSweep', {
-          workflowId: orphanSweepWorkflowId(randomUUID()),
-          taskQueue: ctx.config.taskQueue,
-          args: [{ hostId: ctx.config.hostId, graceMs: ctx.config.orphanGraceMs, dryRun: request.body?.dryRun ?? false }],
-        }),
+        runOrphanSweep(ctx.temporal, ctx.config, request.body?.dryRun ?? false),
     );
   };
 }

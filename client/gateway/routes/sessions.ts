@@ -13,9 +13,8 @@ import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
-import { sessionRunWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
-import type { stopSession } from '../../../workflows';
-import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, startLaunch, startResume } from '../../launch-client';
+import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
+import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
@@ -139,12 +138,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     const session = await findSession(ctx.pool, sessionId);
     if (session?.state === 'starting') await cancelStartingRun(ctx.temporal, sessionRunWorkflowId(sessionId, session.admitted_run));
     if (!(await findSession(ctx.pool, sessionId))) return; // a first launch cancelled: nothing of it is left
-    await ctx.temporal.workflow.execute<typeof stopSession>('stopSession', {
-      workflowId: stopWorkflowId(sessionId, randomUUID()),
-      taskQueue: ctx.config.taskQueue,
-      args: [sessionId],
-      typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
-    });
+    await runStop(ctx.temporal, ctx.config, sessionId);
   }
 
   return async (app) => {

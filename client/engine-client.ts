@@ -1,12 +1,20 @@
-/** Starting a launch workflow and reading its typed outcome, for the gateway and the CLI. */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+/**
+ * Every workflow the gateway and the operator CLI start or talk to, in one module: launches and
+ * resumes (and their typed outcomes), stops, cleanups (start, cancel, continue, retry), git
+ * status observations and orphan sweeps. Routes and the CLI never build workflow options.
+ */
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
+import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';
+import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
-import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
-import { hostTaskQueue, launchWorkflowId, resumeWorkflowId } from '../domain/workflow-ids';
-import type { launchSession, resumeSession } from '../workflows';
+import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
+import { cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import type { launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
 
@@ -216,4 +224,136 @@ export async function launchRunOutcome(client: Client, sessionId: string): Promi
   const code: ErrorCode = refusal?.code ?? 'internal';
   const reason = typeof refusal?.details.reason === 'string' ? refusal.details.reason : typeof refusal?.details.problem === 'string' ? refusal.details.problem : undefined;
   return { ...base, state: code === 'launch_cancelled' ? 'cancelled' : 'failed', error: { code, ...(reason ? { reason } : {}) } };
+}
+
+export type CleanupStart = { ok: true; operationId: string; workflowId: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+
+/**
+ * Starts the cleanup workflow and returns once its preparation committed (barrier, snapshot,
+ * task mutation), so the caller's 202 means the task is already archived or deleted [R6.3].
+ */
+export async function startCleanup(client: Client, config: Config, req: { taskId: string; trigger: CleanupTrigger; discardChanges?: boolean; cascade?: boolean }): Promise<CleanupStart> {
+  const operationId = randomUUID();
+  const searchAttributes = new TypedSearchAttributes([
+    { key: TaskIdAttr, value: req.taskId },
+    { key: TriggerAttr, value: req.trigger },
+  ]);
+  const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
+  const workflowId = req.cascade ? cascadeWorkflowId(req.trigger, req.taskId, operationId) : cleanupWorkflowId(req.trigger, req.taskId, operationId);
+  const args = req.cascade
+    ? [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }]
+    : [{ operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false } satisfies CleanupInput];
+  // Update-with-start: the start and the wait for preparation are one request, so even a
+  // refusal that ends the workflow at once reaches the caller as the update's typed failure.
+  const startWorkflowOperation = new WithStartWorkflowOperation(req.cascade ? 'cascadeCleanup' : 'cleanupTask', {
+    ...common,
+    workflowId,
+    args,
+    workflowIdConflictPolicy: 'FAIL',
+  });
+  try {
+    await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
+    return { ok: true, operationId, workflowId };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * Unarchive, the operator's cancel and the abandonment of a reset: cancels a waiting cleanup and
+ * waits for one in flight; returns its final state. A job whose run was lost (closed while the
+ * job is active) gets a new run with the cancel as its first message, so it ends before any
+ * attempt. A typed refusal (an abandonment while an agent runs) is returned, not thrown.
+ */
+export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob, req: CancelRequest = {}): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', { ...continuationStart(job, config.taskQueue, config.cleanupPolicy), workflowIdConflictPolicy: 'USE_EXISTING' });
+  try {
+    return { ok: true, state: (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation, args: [req] })).state };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * An abandonment with no job active: a job of its own (trigger `environment_abandon`), whose
+ * preparation refuses while an agent runs; returns once it ended, with its state.
+ */
+export async function abandonEnvironment(client: Client, config: Config, taskId: string): Promise<CleanupStart & { state?: string }> {
+  const started = await startCleanup(client, config, { taskId, trigger: 'environment_abandon' });
+  if (!started.ok) return started;
+  try {
+    const progress = await client.workflow.getHandle(started.workflowId).result();
+    return { ...started, state: (progress as { state: string }).state };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * The operator's cancel (route and CLI): a job that has ended is refused `cleanup_job_finished`,
+ * and so is one whose attempt in flight finished it first (nothing was cancelled).
+ */
+export async function operatorCancel(client: Client, config: Config, job: ContinuedJob & { state: CleanupJobState }): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  if (!ACTIVE_JOB_STATES.includes(job.state)) return { ok: false, code: 'cleanup_job_finished', details: {} };
+  const ended = await cancelCleanup(client, config, job, { by: 'operator' });
+  if (ended.ok && ended.state !== 'cancelled') return { ok: false, code: 'cleanup_job_finished', details: {} };
+  return ended;
+}
+
+export async function retryCleanup(client: Client, workflowId: string): Promise<void> {
+  await client.workflow.getHandle(workflowId).signal(operatorRetrySignal);
+}
+
+/**
+ * A job still active whose workflow closed (lost, terminated) gets a new run from its snapshot,
+ * so an operator's retry or an unarchive reaches a running workflow. False when its workflow runs.
+ */
+export async function continueIfClosed(client: Client, config: Config, job: ContinuedJob): Promise<boolean> {
+  try {
+    if ((await client.workflow.getHandle(job.workflowId).describe()).status.name === 'RUNNING') return false;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  try {
+    await client.workflow.start('cleanupTask', continuationStart(job, config.taskQueue, config.cleanupPolicy));
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err; // started by another caller meanwhile
+  }
+  return true;
+}
+
+/** stop/<sessionId>/<operationId>: stops the session's agents and marks it stopped. */
+export async function runStop(client: Client, config: Config, sessionId: string): Promise<void> {
+  await client.workflow.execute<typeof stopSession>('stopSession', {
+    workflowId: stopWorkflowId(sessionId, randomUUID()),
+    taskQueue: config.taskQueue,
+    args: [sessionId],
+    typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
+  });
+}
+
+/** git-status/<environmentId>: concurrent readers of one environment share one observation run. */
+export async function observeGitStatusOf(client: Client, config: Config, environmentId: string) {
+  return client.workflow.execute<typeof observeGitStatus>('observeGitStatus', {
+    workflowId: gitStatusWorkflowId(environmentId),
+    taskQueue: config.taskQueue,
+    args: [environmentId],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+  });
+}
+
+/** orphan-sweep/<runId>: an operator's sweep of this host's workspace root. */
+export async function runOrphanSweep(client: Client, config: Config, dryRun: boolean) {
+  return client.workflow.execute<typeof orphanSweep>('orphanSweep', {
+    workflowId: orphanSweepWorkflowId(randomUUID()),
+    taskQueue: config.taskQueue,
+    args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun }],
+  });
 }
