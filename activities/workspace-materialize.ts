@@ -8,6 +8,7 @@ import { outageOf } from '../domain/outage';
 import { isMaterializer } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
+import { workspaceStepsOf } from '../domain/launch-plan';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
@@ -101,7 +102,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
 
   return {
     async materializeWorkspace(plan: LaunchPlan): Promise<MaterializedSlot[]> {
-      if (plan.executorType === 'local') return []; // the source checkout is the workspace: nothing to create
+      if (!workspaceStepsOf(plan).createWorktrees) return []; // the source checkout is the workspace: nothing to create
       return withHeartbeat('materialize', async () => {
         const made: MaterializedSlot[] = [];
         const folderExisted = await pathExists(plan.taskFolder);

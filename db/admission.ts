@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { classifyEnvironment, decideAdmission, isHostExecutor, type EnvironmentFacts, type EnvironmentSituation, type ExecutorType, type WorkspaceMode } from '../domain/admission';
 import type { RefusalCode } from '../domain/errors';
 import type { LaunchPlan, LaunchRequest } from '../domain/launch';
-import { attachSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
+import { attachSlots, decideWorkspaceSteps, executorFitsSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
 import { taskFolder } from '../domain/task-layout';
 import { admissionTarget, repositorySlots, type AdmissionTarget } from './admission-target';
 import { activeRowsPerSlot, insertCreatingEnvironment, inventoryOf, markCreatingEnvironmentFailed, reelectMaterializer } from './environments';
@@ -123,7 +123,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
@@ -150,6 +150,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
       kind: 'admitted',
       plan: {
         role: 'materialized',
+        workspace: decideWorkspaceSteps('materialized', executorType),
         sessionId: req.sessionId,
         taskId: req.taskId,
         environmentId,
@@ -170,7 +171,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
-    if (executorType === 'local' && target.slots.length !== 1) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     await bindSession(env.id, executorType, 'transitioned');
     const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
     const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id, env.layout_generation);
@@ -178,6 +179,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
       kind: 'admitted',
       plan: {
         role: 'transitioned',
+        workspace: decideWorkspaceSteps('transitioned', executorType),
         sessionId: req.sessionId,
         taskId: req.taskId,
         environmentId: env.id,
@@ -202,6 +204,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     kind: 'admitted',
     plan: {
       role: 'attached',
+      workspace: decideWorkspaceSteps('attached', env.executor_type),
       sessionId: req.sessionId,
       taskId: req.taskId,
       environmentId: env.id,

@@ -1,6 +1,7 @@
 /** Building the slots of a launch plan from the task's repositories and the recorded inventory. Pure. */
 import type { ExecutorType } from './admission';
-import type { SlotPlan } from './launch';
+import type { LaunchPlan, SlotPlan } from './launch';
+import type { SessionRoleName } from './session';
 import { environmentWorkspacePath, generationBranch, worktreePath } from './task-layout';
 
 export interface RepositorySlot {
@@ -63,3 +64,22 @@ export function attachSlots(repos: RepositorySlot[], rows: RecordedRow[]): SlotP
     };
   });
 }
+
+/** What a plan does with its workspace, decided once from its role and executor and carried by the plan. */
+export interface WorkspaceSteps {
+  /** Read-only validation of the workspace before the agent starts (attach; a `local` target, the source checkout). */
+  validate: boolean;
+  /** Worktrees to create (a first `worktree` workspace, or a transition to `worktree`). */
+  createWorktrees: boolean;
+}
+
+export function decideWorkspaceSteps(role: SessionRoleName, executor: ExecutorType): WorkspaceSteps {
+  if (role === 'attached') return { validate: true, createWorktrees: false };
+  return executor === 'local' ? { validate: true, createWorktrees: false } : { validate: false, createWorktrees: true };
+}
+
+/** The plan's own decision; plans admitted before it carried one decide the same from their role and executor. */
+export const workspaceStepsOf = (plan: Pick<LaunchPlan, 'role' | 'executorType' | 'workspace'>): WorkspaceSteps => plan.workspace ?? decideWorkspaceSteps(plan.role, plan.executorType);
+
+/** `local` runs in the source checkout itself: one checkout, one working directory. */
+export const executorFitsSlots = (executor: ExecutorType, slotCount: number): boolean => executor !== 'local' || slotCount === 1;

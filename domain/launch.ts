@@ -58,6 +58,8 @@ export interface LaunchPlan {
   slots: SlotPlan[];
   /** Set for an executor transition: the environment is rebound only if it is still what admission saw [R3]. */
   transition?: { fromExecutorType: ExecutorType; ownershipGeneration: number };
+  /** What it does with its workspace (domain/launch-plan.ts `decideWorkspaceSteps`); absent in plans admitted before. */
+  workspace?: { validate: boolean; createWorktrees: boolean };
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */

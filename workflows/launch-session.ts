@@ -9,6 +9,7 @@ import { type LaunchPlan, type LaunchRequest, type LaunchResult, type Materializ
 import type { LaunchAgentInput } from '../activities/launch-agent';
 import type { SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
+import { workspaceStepsOf } from '../domain/launch-plan';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';
@@ -110,14 +111,14 @@ async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined,
       // once, then what step 3 does. It undoes what it made itself if it fails.
       phase('materializing');
       agentRequested = true;
-      const agent = await host.materializeAndLaunch(agentInput(plan.executorType === 'local'));
+      const agent = await host.materializeAndLaunch(agentInput(workspaceStepsOf(plan).validate));
       return running(agent);
     } else if (plan.role === 'transitioned') {
       // 2c. Executor transition: the target workspace is validated (local) or created (worktree)
       // afresh; nothing of the old executor's is used [R3.1-R3.3].
       phase('transitioning');
-      if (plan.executorType === 'local') validate = true;
-      else made = await host.materializeWorkspace(plan);
+      validate = workspaceStepsOf(plan).validate;
+      if (workspaceStepsOf(plan).createWorktrees) made = await host.materializeWorkspace(plan);
     } else {
       // 2b. Attach is read-only validation of the canonical workspace [R1.2].
       validate = !validated;
