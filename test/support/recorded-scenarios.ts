@@ -14,7 +14,7 @@ import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
 import { closedWorkflowIds, recordHistory } from './history-fixtures';
-import { createTask, lastResumeRun, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
+import { admittedSession, createTask, lastResumeRun, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
 import { clearGitFault, gitWrapper, makeRepo } from './world';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
@@ -184,4 +184,25 @@ export async function recordInterruptedPaths(harness: MakeHarness): Promise<void
   await recordHistory(h.temporal, 'reconcileRecords-resumes-stranded-job', reconcileId);
   await waitForJob(h, strandedJob.operationId);
   await recordHistory(h.temporal, 'cleanupTask-continued-after-lost-run', strandedJob.workflowId);
+}
+
+/** A launch cancelled while its workspace is made (its session deleted), and a resume that materializes a released environment again. */
+export async function recordCancelledAndRematerialized(harness: MakeHarness): Promise<void> {
+  const slow = gitWrapper((await harness()).scratch, { sleepOnWorktreeAdd: 2 });
+  const h = await harness({ gitBinary: slow });
+  const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
+
+  const name = `cancel-${randomUUID().slice(0, 8)}`;
+  const taskId = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, name), name)]);
+  const pending = launch(h, taskId);
+  const sessionId = await admittedSession(h, taskId);
+  expect((await h.api('DELETE', `/v1/sessions/${sessionId}`)).status).toBe(204);
+  expect((await pending).body.error?.code).toBe('launch_cancelled');
+  await record('launchSession-cancelled-while-materializing', launchWorkflowId(sessionId));
+
+  const released = await taskWithSession(h, 'released');
+  await waitForJob(h, (await archive(h, released.taskId)).operationId);
+  expect((await h.api('POST', `/v1/tasks/${released.taskId}/unarchive`)).status).toBe(200);
+  expect((await h.api('POST', `/v1/sessions/${released.session.sessionId}/resume`)).status).toBe(200);
+  await record('resumeSession-rematerialized-after-unarchive', await lastResumeRun(h, released.session.sessionId));
 }
