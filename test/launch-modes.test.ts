@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
-import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
+import { createTask, expectLaunchRefused, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -110,11 +110,11 @@ describe('abandoned and failed materializations', () => {
     const taskId = await createTask(slow, [repoId]);
     const pending = launch(slow, taskId);
     let materializer: string | undefined;
-    for (let i = 0; i < 100 && !materializer; i++) {
+    // Within a minute: a launch the gateway could not start eagerly waits for the worker process, which may still be starting.
+    await waitUntil(async () => {
       materializer = (await slow.pool.query("SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'", [taskId])).rows[0]?.materializer_session_id;
-      if (!materializer) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(materializer).toBeTruthy();
+      return materializer !== undefined;
+    }, 'the materializer admitted', 60_000);
     await slow.temporal.workflow.getHandle(launchWorkflowId(materializer!)).terminate('operator stopped it');
     expect((await pending).status).toBe(500);
     return { repo, taskId, materializer: materializer! };
