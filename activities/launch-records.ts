@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
-import { canonicalEnvironmentOf, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
+import { canonicalEnvironmentOf, inventoryPublishedBy, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
 import { deleteFailedSession, findSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
@@ -123,17 +123,12 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
      * while it is at the recorded commit).
      */
     async publishedBy(plan: LaunchPlan): Promise<MaterializedSlot[]> {
-      const rows = await pool.query<{ repository_id: string; worktree_id: string; worktree_path: string; worktree_branch: string; head_commit: string | null }>(
-        `SELECT r.repository_id, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit
-           FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id
-          WHERE e.id = $1 AND e.materializer_session_id = $2 AND r.status = 'active' AND r.worktree_id IS NOT NULL`,
-        [plan.environmentId, plan.sessionId],
-      );
-      return rows.rows.map((r) => ({
+      const rows = await inventoryPublishedBy(pool, plan.environmentId, plan.sessionId);
+      return rows.map((r) => ({
         repositoryId: r.repository_id,
-        worktreePath: r.worktree_path,
-        worktreeId: r.worktree_id,
-        branch: r.worktree_branch,
+        worktreePath: r.worktree_path!,
+        worktreeId: r.worktree_id!,
+        branch: r.worktree_branch!,
         headCommit: r.head_commit ?? '',
         createdBranch: plan.slots.find((slot) => slot.repositoryId === r.repository_id)?.createBranch ?? false,
         createdWorktree: true,

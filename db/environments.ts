@@ -201,3 +201,14 @@ export async function canonicalEnvironmentOf(db: Db, taskId: string): Promise<En
   }
   return null;
 }
+
+/** The active rows with a worktree identity of an environment, while this session is its materializer. */
+export async function inventoryPublishedBy(db: Db, environmentId: string, materializerSessionId: string): Promise<InventoryRow[]> {
+  const res = await db.query<InventoryRow>(
+    `SELECT r.id, r.repository_id, r.branch_slug, r.executor_type, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit, r.position, r.status, r.error
+       FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id
+      WHERE e.id = $1 AND e.materializer_session_id = $2 AND r.status = 'active' AND r.worktree_id IS NOT NULL ORDER BY r.position`,
+    [environmentId, materializerSessionId],
+  );
+  return res.rows;
+}
