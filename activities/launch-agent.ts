@@ -8,7 +8,7 @@
 import { markSessionStarted, type SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
 import { ApplicationFailure } from '@temporalio/common';
-import { agentStartOf, type LaunchPlan } from '../domain/launch';
+import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
 import { outageOf } from '../domain/outage';
 import { isStranded } from '../domain/reconcile';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
@@ -40,7 +40,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
   const { observeCoresidency } = coresidencyActivities(deps);
   const { startAgent, stopAgent } = agentProcessActivities(deps);
   const { materializeWorkspace, discardMaterialization } = workspaceMaterializeActivities(deps);
-  const { publishInventory } = launchRecordActivities(deps);
+  const { publishInventory, publishedBy } = launchRecordActivities(deps);
 
   async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
     const { plan } = input;
@@ -53,6 +53,18 @@ export function launchAgentActivities(deps: ActivityDeps) {
 
   return {
     launchAgent,
+
+    /**
+     * The undo of a failed or cancelled launch on its host, in one step: its agent stopped (when
+     * it was asked to start one), then exactly what it made removed (never --force; a branch only
+     * while at its recorded commit). For a cancelled first launch whose own step had succeeded,
+     * what that step made is read from what it published. The workflow then only records.
+     */
+    async undoLaunch(input: { plan: LaunchPlan; executionId: string; agentRequested: boolean; made: MaterializedSlot[]; fromPublished: boolean }): Promise<void> {
+      if (input.agentRequested) await stopAgent(input.executionId);
+      const made = input.made.length === 0 && input.fromPublished ? await publishedBy(input.plan) : input.made;
+      if (input.plan.role === 'materialized' || made.length > 0) await discardMaterialization(input.plan, made);
+    },
 
     /**
      * A first launch's host side in one step: (a local target validated first) materialize,

@@ -69,7 +69,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
 
     // The task shows its environment and session.
     const task = await h.api('GET', `/v1/tasks/${taskId}`);
-    expect(task.body.environment).toEqual({ id: env[0].id, executorType: 'worktree', status: 'ready', hostId: h.config.hostId });
+    expect(task.body.environment).toEqual({ id: env[0].id, executorType: 'worktree', status: 'ready', hostId: h.config.hostId, ownerTaskId: taskId, borrowed: false });
     expect(task.body.sessions.map((s: any) => s.id)).toEqual([res.body.sessionId]);
 
     // The workflow history shows the steps, under a readable id with search attributes.

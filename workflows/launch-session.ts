@@ -4,7 +4,7 @@
  * this launch made and fails with the typed code. A resume carries out its admitted plan with
  * the same steps (`carryOut`).
  */
-import { CancellationScope, CancelledFailure, isCancellation, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, isCancellation, patched, uuid4 } from '@temporalio/workflow';
 import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot, type StartedOn } from '../domain/launch';
 import type { LaunchAgentInput } from '../activities/launch-agent';
 import type { SessionState } from '../db/sessions';
@@ -136,10 +136,17 @@ async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined,
     return running(agent);
   } catch (err) {
     // A cancelled launch (its session stopped or deleted while starting) undoes what it made too.
-    {
+    if (patched('undo-in-one-host-step')) {
+      // The host step undoes files and processes; the workflow only records.
+      if (agentRequested || made.length > 0 || plan.role === 'materialized') {
+        await host.undoLaunch({ plan, executionId, agentRequested, made, fromPublished: plan.role === 'materialized' && agentRequested && isCancellation(err) });
+      }
+      if (plan.role === 'materialized') await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
+      else if (touched || !run.resume) await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
+    } else {
+      // The steps of runs recorded before.
       if (agentRequested) await host.stopAgent(executionId);
       if (plan.role === 'materialized') {
-        // What its own host step made and published, when it had succeeded: read from the records.
         if (made.length === 0 && agentRequested && isCancellation(err)) made = await records.publishedBy(plan);
         await host.discardMaterialization(plan, made);
         await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
