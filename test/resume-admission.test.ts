@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, pidOf, registerRepo, send, waitUntil } from './support/scenario';
+import { createTask, expectSafeError, lastResumeRun, launch, pidOf, registerRepo, send, waitUntil } from './support/scenario';
+import { ExecutorTypeAttr, PhaseAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { branches, fingerprint, git, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -67,6 +68,9 @@ describe('a resume is admitted like a launch', () => {
     expect(processCwd(res.body.execution.pid)).toBe(t.worktree);
     expect(await sessionRow(t.sessionId)).toMatchObject({ state: 'running', resume_count: 1, role: 'materialized', environment_id: t.environmentId });
     expect(sourceFiles(t.repo)).toBe(files);
+    // The run is found in the Temporal UI like a launch: by task, session and executor, with its phase.
+    const attributes = (await h.temporal.workflow.getHandle(await lastResumeRun(h, t.sessionId)).describe()).typedSearchAttributes;
+    expect([attributes.get(TaskIdAttr), attributes.get(SessionIdAttr), attributes.get(ExecutorTypeAttr), attributes.get(PhaseAttr)]).toEqual([t.taskId, t.sessionId, 'worktree', 'running']);
   });
 
   it.each(['archive then unarchive', 'environment reset'])('released by %s: re-materializes through the election, never the source checkout', async (how) => {
