@@ -106,8 +106,13 @@ async function startOnce(start: () => Promise<unknown>): Promise<void> {
 
 export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome | null> {
   const options = launchStart(config, req);
+  return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
+}
+
+/** A run's typed outcome: its result, its refusal, or null when the engine no longer holds the run it joined. */
+async function outcomeOf(client: Client, workflowId: string, execute: () => Promise<LaunchResult>): Promise<LaunchOutcome | null> {
   try {
-    const result = await startOrJoin(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
+    const result = await startOrJoin(client, workflowId, execute);
     return result === null ? null : { ok: true, result };
   } catch (err) {
     const refusal = typedRefusalOf(err);
@@ -148,14 +153,7 @@ export async function runResume(
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
 ): Promise<LaunchOutcome | null> {
   const options = resumeStart(config, session, runId, extra);
-  try {
-    const result = await startOrJoin(client, options.workflowId, () => client.workflow.execute<typeof resumeSession>('resumeSession', options));
-    return result === null ? null : { ok: true, result };
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, ...refusal };
-    throw err;
-  }
+  return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof resumeSession>('resumeSession', options));
 }
 
 /** A resume answered once admitted (`Prefer: respond-async`). */
