@@ -31,6 +31,8 @@ describe('consistency check', () => {
     const job = await waitForJob(h, accepted.operationId, ['succeeded'], 60_000);
     expect(job.state).toBe('succeeded');
     expect(worktreePaths(repo)).toEqual([repo]);
+    // The row says succeeded a moment before its run completes: wait for the run, then read it.
+    await h.temporal.workflow.getHandle(accepted.workflowId).result();
     expect((await h.temporal.workflow.getHandle(accepted.workflowId).describe()).status.name).toBe('COMPLETED');
     const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/reconcile_repaired_total\{kind="cleanup_job_resumed"\} 1/);

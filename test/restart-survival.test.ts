@@ -73,6 +73,8 @@ describe('a cleanup whose preparation committed while its worker died', () => {
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect(agentsOf(t.sessionId)).toEqual([]);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n).toBe(1);
+    // The row says succeeded a moment before its run completes: wait for the run, then read it.
+    await h.temporal.workflow.getHandle(accepted.body.workflowId).result();
     expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).describe()).status.name).toBe('COMPLETED');
     await expectReRunAfterTimeout(h, accepted.body.workflowId);
   });
