@@ -4,7 +4,7 @@
  * every worktree, the branch decisions and the task folder. Idempotent: a retried attempt finds
  * what is already gone and counts it done [R6.4, R6.6].
  */
-import { removesTask, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import { dirtyWorkHandling, removesTask, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
 import { cleanupHostActivities } from './cleanup-host';
 import type { ActivityDeps } from './deps';
 
@@ -35,7 +35,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       if (snapshot.hostId !== hostId) return report;
 
       // 2. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
-      const dirty = removesTask(input.trigger) && input.discardChanges ? 'save' : 'keep';
+      const dirty = dirtyWorkHandling(input.trigger, input.discardChanges);
       for (const worktree of snapshot.worktrees) {
         if (report.worktrees.some((w) => w.repositoryId === worktree.repositoryId && DONE.includes(w.outcome))) continue;
         const result = await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: snapshot.taskFolder, dirty });

@@ -71,5 +71,5 @@ export async function mutateTask(client: pg.PoolClient, taskId: string, trigger:
     return;
   }
   // Sessions are marked stopped when their processes are (the cleanup's first step), not here.
-  if (trigger === 'archive' || trigger === 'quick_chat_expiry') await client.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [taskId]);
+  if (trigger === 'archive') await client.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [taskId]);
 }

@@ -8,8 +8,19 @@ export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 export type CleanupJobState = 'prepared' | 'pending' | 'running' | 'retry_wait' | 'needs_operator' | 'succeeded' | 'cancelled';
 export const ACTIVE_JOB_STATES: CleanupJobState[] = ['prepared', 'pending', 'running', 'retry_wait', 'needs_operator'];
 
-/** Triggers that remove the task (and so may remove its merged branch); the others keep the branch. */
-export const removesTask = (trigger: CleanupTrigger): boolean => trigger === 'delete' || trigger === 'board_delete';
+/**
+ * Triggers that remove the task (and so may remove its merged branch); the others keep the branch.
+ * Quick-chat expiry deletes, as the original system does: a quick chat no one returned to.
+ */
+export const removesTask = (trigger: CleanupTrigger): boolean => trigger === 'delete' || trigger === 'board_delete' || trigger === 'quick_chat_expiry';
+
+/**
+ * What a removal does with a dirty worktree: `save` (uncommitted work on the task's hidden
+ * saved-work ref, then removed) with a delete's consent, and always for quick-chat expiry, where
+ * no one can consent; `keep` (left in place and reported) otherwise.
+ */
+export const dirtyWorkHandling = (trigger: CleanupTrigger, discardChanges: boolean): 'save' | 'keep' =>
+  trigger === 'quick_chat_expiry' || (removesTask(trigger) && discardChanges) ? 'save' : 'keep';
 
 /**
  * `environment_abandon` (an operator's reset with `abandon: true`) runs no attempt: it releases the

@@ -156,12 +156,14 @@ describe('triggers', () => {
     expect(next).toMatchObject({ role: 'attached', taskEnvironmentId: env });
   });
 
-  it('quick-chat expiry archives quick chats idle longer than the limit, through the cleanup path', async () => {
+  it('quick-chat expiry deletes quick chats idle longer than the limit, through the cleanup path, saving their uncommitted work first', async () => {
     const r = await repo();
     const idle = await createTask(h, [r.id], { quickChat: true });
     const busy = await createTask(h, [r.id], { quickChat: true });
     await launched(idle);
     await h.api('POST', `/v1/sessions/${(await h.api('GET', `/v1/tasks/${idle}`)).body.sessions[0].id}/stop`);
+    // Work no one can consent to lose: saved on the task's hidden ref before the worktree goes.
+    writeFileSync(path.join(wt(idle, r.name), 'unsaved.txt'), 'a quick thought\n');
     await h.pool.query("UPDATE tasks SET last_activity_at = now() - interval '8 days' WHERE id = $1", [idle]);
     const suffix = `-${randomUUID()}`;
     const ids = await ensureSchedules(h.temporal, { ...h.config, quickChatIdleMs: 7 * 24 * 3600_000 }, suffix);
@@ -173,10 +175,13 @@ describe('triggers', () => {
         if (!job) await new Promise((res) => setTimeout(res, 100));
       }
       expect(job.trigger).toBe('quick_chat_expiry');
-      await waitForJob(h, job.operationId);
-      expect((await h.api('GET', `/v1/tasks/${idle}`)).body.state).toBe('archived');
+      const done = await waitForJob(h, job.operationId);
+      expect((await h.api('GET', `/v1/tasks/${idle}`)).status).toBe(404);
       expect((await h.api('GET', `/v1/tasks/${busy}`)).body.state).toBe('active');
       expect(existsSync(wt(idle, r.name))).toBe(false);
+      expect(done.report.worktrees[0].outcome).toBe('saved_and_removed');
+      const [saved] = git(r.dir, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${idle}/`).split('\n').filter(Boolean);
+      expect(git(r.dir, 'show', `${saved}:unsaved.txt`)).toBe('a quick thought');
     } finally {
       for (const id of Object.values(ids)) await h.temporal.schedule.getHandle(id).delete();
     }

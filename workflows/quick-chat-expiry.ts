@@ -1,4 +1,4 @@
-/** Run by the Temporal Schedule `quick-chat-expiry`: archive quick chats idle longer than the limit, through the cleanup path. */
+/** Run by the Temporal Schedule `quick-chat-expiry`: delete quick chats idle longer than the limit (their uncommitted work saved first), through the cleanup path. */
 import { ParentClosePolicy, startChild, uuid4 } from '@temporalio/workflow';
 import type { RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';

@@ -106,7 +106,7 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
   const [refusedCascade] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cascadeCleanup' AND TaskId = '${dirtyRoot.taskId}'`);
   await record('cascadeCleanup-delete-refused-dirty-worktree', refusedCascade!);
 
-  // expireQuickChats: its schedule fires; the idle quick chat is archived by its own cleanup.
+  // expireQuickChats: its schedule fires; the idle quick chat is deleted by its own cleanup.
   const quick = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'quick'), 'quick')], { quickChat: true });
   const quickSession = await launch(h, quick);
   expect(quickSession.status).toBe(201);

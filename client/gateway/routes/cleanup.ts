@@ -91,7 +91,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (!task) throw notFound('Task');
       // A pending archive cleanup is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && (job.trigger === 'archive' || job.trigger === 'quick_chat_expiry')) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
+      if (job && job.trigger === 'archive') await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
       else if (job) throw new ApiError('task_cleanup_in_progress');
       await unarchiveTask(ctx.pool, task.id);
       return taskView(ctx.pool, task.id);
