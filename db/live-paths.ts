@@ -1,6 +1,6 @@
 /**
- * Every path a live owner record references, for the orphan sweep: inventory rows that are not
- * deleted (retained and abandoned ones included), environments' workspaces and folders, every
+ * Every path a record references, for the orphan sweep: inventory rows in any state (a `deleted`
+ * row's folder still on disk is one an undo or a cleanup could not remove cleanly: doubt), environments' workspaces and folders, every
  * task's folder and its environment's current generation's (a materialization may be in flight),
  * active cleanup snapshots, worktrees a job kept, and what a job abandoned (a cancelled delete's
  * leftovers, an operator's abandonment): abandoned means never removed, by anyone.
@@ -11,7 +11,7 @@ import type { Db } from './pool';
 export async function livePaths(db: Db, workspaceRoot: string): Promise<string[]> {
   const paths = new Set<string>();
   const rows = await db.query<{ p: string }>(
-    `SELECT worktree_path AS p FROM environment_repos WHERE worktree_path IS NOT NULL AND status IN ('active', 'retained', 'abandoned')
+    `SELECT worktree_path AS p FROM environment_repos WHERE worktree_path IS NOT NULL
      UNION SELECT workspace_path FROM task_environments WHERE workspace_path IS NOT NULL
      UNION SELECT task_folder FROM task_environments WHERE task_folder IS NOT NULL`,
   );

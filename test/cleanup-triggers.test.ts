@@ -224,6 +224,15 @@ describe('orphan sweep [R6.7]', () => {
     const t = new Date(Date.now() - 48 * 3600_000);
     utimesSync(path.join(root, 'stray'), t, t);
     utimesSync(path.join(root, taskDirName(live)), t, t);
+    // A folder an inventory row names in any state (here a `deleted` row: an undo that git would
+    // not let remove a dirty worktree leaves one) is the records' business, never the sweep's.
+    old('deleted-row-leftover');
+    const env = (await h.pool.query('SELECT id FROM task_environments WHERE task_id = $1', [live])).rows[0].id;
+    await h.pool.query(
+      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, position, status)
+       VALUES ($1, $2, $3, 'leftover', 'worktree', 'leftover', $4, 'leftover', 9, 'deleted')`,
+      [randomUUID(), env, r.id, path.join(root, 'deleted-row-leftover', 'sub')],
+    );
 
     const forbidden = await h.api('POST', '/v1/orphan-sweep', { dryRun: true }, USER_TOKEN);
     expect(forbidden.status).toBe(403);
@@ -239,6 +248,8 @@ describe('orphan sweep [R6.7]', () => {
     expect(kept[taskDirName(live)]).toBe('live');
     expect(kept['orphan-young']).toBe('young');
     expect(kept['stray']).toBe('doubt');
+    expect(kept['deleted-row-leftover']).toBe('live');
+    expect(existsSync(path.join(root, 'deleted-row-leftover', 'sub', 'f.txt'))).toBe(true);
     expect(listDir(root)).not.toContain('orphan-old');
     expect(existsSync(path.join(root, 'stray', 'wt', 'dirty.txt'))).toBe(true);
     expect(existsSync(wt(live, r.name))).toBe(true);
