@@ -6,7 +6,15 @@
 import { open, readFile, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 
-const readOrEmpty = (file: string) => readFile(file).catch(() => Buffer.alloc(0));
+/** A log file not written yet (or rotated away) reads as nothing; any other failure is an error, never an empty log. */
+function absentAs<T>(read: Promise<T>, absent: T): Promise<T> {
+  return read.catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return absent;
+    throw err;
+  });
+}
+
+const readOrEmpty = (file: string) => absentAs(readFile(file), Buffer.alloc(0));
 
 /** The whole kept log, or its last `lines` lines. */
 export async function tailLog(logPath: string, lines: number | null): Promise<string> {
@@ -18,10 +26,10 @@ export async function tailLog(logPath: string, lines: number | null): Promise<st
   return parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n');
 }
 
-const sizeOf = (file: string) => stat(file).then((s) => s.size, () => 0);
+const sizeOf = (file: string) => absentAs(stat(file).then((s) => s.size), 0);
 
 async function readFrom(file: string, offset: number): Promise<Buffer> {
-  const handle = await open(file, 'r').catch(() => null);
+  const handle = await absentAs(open(file, 'r'), null);
   if (!handle) return Buffer.alloc(0);
   try {
     const size = (await handle.stat()).size;

@@ -58,22 +58,23 @@ const ADMISSION_WAIT_MS = 30_000;
  * admitted (`admitted()` reads that from the records), or at once with its refusal. A run
  * slower than the bound is answered as admitted-pending: the session tells the outcome.
  */
-async function untilAdmitted(client: Client, workflowId: string, admitted: () => Promise<boolean>): Promise<{ ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
-  let closed: { ok: false; code: ErrorCode; details: Record<string, unknown> } | 'completed' | null = null;
-  const result = client.workflow.getHandle(workflowId).result().then(
-    () => void (closed = 'completed'),
-    (err: unknown) => {
-      const refusal = typedRefusalOf(err);
-      if (refusal) closed = { ok: false, ...refusal };
-      else closed = 'completed'; // anything else is not a refusal of admission: the session tells it
-    },
-  );
-  void result;
+async function untilAdmitted(client: Client, workflowId: string, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+  // How the run ended, once it has: a typed refusal is the answer; any other end is told by the session.
+  const ended: { outcome?: AsyncOutcome } = {};
+  void client.workflow
+    .getHandle(workflowId)
+    .result()
+    .then(
+      () => (ended.outcome = { ok: true }),
+      (err: unknown) => {
+        const refusal = typedRefusalOf(err);
+        ended.outcome = refusal ? { ok: false, ...refusal } : { ok: true };
+      },
+    );
   const deadline = Date.now() + ADMISSION_WAIT_MS;
   for (let wait = 10; Date.now() < deadline; wait = Math.min(wait * 2, 200)) {
     if (await admitted()) return { ok: true };
-    const c = closed as typeof closed;
-    if (c !== null) return c === 'completed' || (await admitted()) ? { ok: true } : c;
+    if (ended.outcome) return ended.outcome;
     await new Promise((r) => setTimeout(r, wait));
   }
   return { ok: true };

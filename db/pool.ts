@@ -34,7 +34,7 @@ export function createPool(databaseUrl: string, max = 20): pg.Pool {
  * A client checked out for several statements. One whose connection broke is released with the
  * error, so the pool destroys it instead of handing it to the next caller.
  */
-export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, markBroken: (err: Error) => void) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => {
@@ -42,7 +42,7 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
   };
   client.on('error', onError);
   try {
-    return await fn(client);
+    return await fn(client, onError);
   } catch (err) {
     if (!broken && outageOf(err) === 'database') broken = err as Error;
     throw err;
@@ -53,14 +53,16 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
 }
 
 export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return withClient(pool, async (client) => {
+  return withClient(pool, async (client, markBroken) => {
     await client.query('BEGIN');
     try {
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
+      // The transaction's own failure is the answer; a connection whose ROLLBACK failed is in an
+      // unknown state, so it is destroyed rather than handed to the next caller.
+      await client.query('ROLLBACK').catch(markBroken);
       throw err;
     }
   });
