@@ -4,7 +4,8 @@
  * carries its execution id in its environment, so one whose spawn was never recorded (the
  * process that spawned it died first) can still be found: by that mark, never by a guess.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import path from 'node:path';
 
 /** The variable that marks an agent process with its execution id. */
 export const EXECUTION_MARK = 'TWS_EXECUTION_ID';
@@ -78,12 +79,40 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /**
+ * SIGTERM to each process of the group except the sandbox's own (bubblewrap): a bubblewrap
+ * ended by the signal takes its pid namespace down with SIGKILL at once, so the agent inside
+ * would never get its grace period to save its work. Without a sandbox, or when /proc cannot
+ * be read, the whole group is signalled.
+ */
+async function askGroupToStop(pgid: number): Promise<void> {
+  let signalled = 0;
+  try {
+    for (const name of await readdir('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      if ((await procStat(pid))?.pgid !== pgid) continue;
+      const exe = await readlink(`/proc/${pid}/exe`).catch(() => '');
+      if (path.basename(exe) === 'bwrap') continue;
+      try {
+        process.kill(pid, 'SIGTERM');
+        signalled++;
+      } catch {
+        // already gone
+      }
+    }
+  } catch {
+    signalled = 0;
+  }
+  if (signalled === 0) signalGroup(pgid, 'SIGTERM');
+}
+
+/**
  * Stops an agent's process group: SIGTERM, then SIGKILL after the grace period, signalled only
  * while pid and start time still name the same process. True when it is gone afterwards.
  */
 export async function stopProcessGroup(pid: number, startTime: string, graceMs: number): Promise<boolean> {
   if (!(await isSameProcess(pid, startTime))) return true;
-  signalGroup(pid, 'SIGTERM');
+  await askGroupToStop(pid);
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline && (await isSameProcess(pid, startTime))) await new Promise((r) => setTimeout(r, 50));
   if (await isSameProcess(pid, startTime)) {
