@@ -7,6 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findExecution } from '../db/executions';
+import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
@@ -36,6 +37,16 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
   async function registrationAt(sourcePath: string, worktreePath: string) {
     for (const entry of await listWorktrees(gitAt(sourcePath, gitOptions))) if (await sameRealPath(entry.path, worktreePath)) return entry;
     return null;
+  }
+
+  /** Fails closed: a status that cannot be read is `unreadable`, which every caller treats as dirty (never removed, never passed as clean). */
+  async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
+    try {
+      return (await fileStatus(worktreePath, gitOptions)).length > 0 ? 'dirty' : 'clean';
+    } catch (err) {
+      logger.warn({ err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
+      return 'unreadable';
+    }
   }
 
   /** The task's recorded agents that still run are stopped, each through the one stop; one that will not stop fails the attempt. */
@@ -81,22 +92,17 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
       for (const id of [input.taskId, ...input.sessionIds]) if (/^[0-9a-f-]{36}$/.test(id)) await rm(path.join(config.logDir, id), { recursive: true, force: true });
     },
 
-    /** Repositories whose worktree has uncommitted work (tracked or untracked). */
+    /** Repositories whose worktree has uncommitted work (tracked or untracked), or whose status cannot be read. */
     async findDirtyWorktrees(worktrees: SnapshotWorktree[]): Promise<string[]> {
       const dirty: string[] = [];
       for (const w of worktrees) {
         if (!w.worktreePath || !(await isRealDirectory(w.worktreePath))) continue;
-        // A status that cannot be read is dirty: the delete is refused, nothing is removed.
-        const status = await fileStatus(w.worktreePath, gitOptions).catch((err: unknown) => {
-          logger.warn({ err, repositoryId: w.repositoryId }, 'git status unreadable; the worktree counts as dirty');
-          return null;
-        });
-        if (status === null || status.length > 0) dirty.push(w.repositoryId);
+        if ((await dirtyStatus(w.worktreePath, w.repositoryId)) !== 'clean') dirty.push(w.repositoryId);
       }
       return dirty;
     },
 
-    async removeWorktreeAudited(req: RemovalRequest): Promise<{ outcome: WorktreeOutcome; savedRef?: string }> {
+    async removeWorktreeAudited(req: RemovalRequest): Promise<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }> {
       const w = req.worktree;
       if (!w.worktreePath || !w.worktreeId) return { outcome: 'inventory_only' };
       const worktreePath = w.worktreePath;
@@ -124,11 +130,19 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
           if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
 
           // A consented delete saves uncommitted work on a hidden ref first, then removes with force.
+          // The status is read after the task's agents stopped: what is saved is exactly what is there now.
           let savedRef: string | undefined;
-          if (req.dirty === 'save' && (await fileStatus(worktreePath, gitOptions)).length > 0) {
+          let savedCommit: string | undefined;
+          if (req.dirty === 'save' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') {
             const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
             try {
-              if (await saveUncommittedWork(worktreePath, ref, `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`, gitOptions)) savedRef = ref;
+              const commit = await saveUncommittedWork(worktreePath, ref, `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`, gitOptions);
+              if (commit) {
+                savedRef = ref;
+                savedCommit = commit;
+                // Listed from the moment the ref exists, before anything is removed.
+                await recordSavedWork(pool, { repositoryId: w.repositoryId, ref, taskId: req.ownerTaskId, commit });
+              }
             } catch (err) {
               logger.warn({ err, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
               throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
@@ -139,19 +153,13 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
             // clean one is removed in one git process and its status is read only on refusal.
             await removeWorktree(git, worktreePath, savedRef !== undefined);
           } catch (err) {
-            if (req.dirty === 'keep') {
-              // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
-              const status = await fileStatus(worktreePath, gitOptions).catch((statusErr: unknown) => {
-                logger.warn({ err: statusErr, repositoryId: w.repositoryId }, 'git status unreadable; the worktree is kept as dirty');
-                return null;
-              });
-              if (status === null || status.length > 0) return { outcome: 'kept_dirty' };
-            }
+            // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
+            if (req.dirty === 'keep' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') return { outcome: 'kept_dirty' };
             logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
             throw failure('git_worktree_remove_failed', 'git worktree remove failed');
           }
           if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'the worktree is still registered after removal');
-          return savedRef ? { outcome: 'saved_and_removed', savedRef } : { outcome: 'removed' };
+          return savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' };
         }),
       );
     },

@@ -40,7 +40,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         if (report.worktrees.some((w) => w.repositoryId === worktree.repositoryId && DONE.includes(w.outcome))) continue;
         const result = await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: snapshot.taskFolder, dirty });
         report.worktrees = report.worktrees.filter((w) => w.repositoryId !== worktree.repositoryId);
-        report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef } : {}) });
+        report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}) });
       }
 
       // 3. Branches: archive and reset keep them; delete removes the task's own branch only when merged.

@@ -5,7 +5,7 @@ import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
-import { removesTask, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import { inventoryOutcomes, removesTask, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -46,12 +46,14 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
       return job.snapshot;
     },
 
-    async idleQuickChats(idleMs: number): Promise<string[]> {
+    /** Quick chats idle longer than `idleMs` as of `asOf` (the workflow's time, so a time-skipping run skips it too; older runs: the database's now). */
+    async idleQuickChats(idleMs: number, asOf?: string): Promise<string[]> {
       const res = await pool.query<{ id: string }>(
-        `SELECT t.id FROM tasks t WHERE t.quick_chat AND t.archived_at IS NULL AND t.last_activity_at < now() - make_interval(secs => $1::double precision / 1000)
+        `SELECT t.id FROM tasks t WHERE t.quick_chat AND t.archived_at IS NULL
+            AND t.last_activity_at < COALESCE($2::timestamptz, now()) - make_interval(secs => $1::double precision / 1000)
             AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.task_id = t.id AND s.state IN ('starting', 'running'))
           ORDER BY t.last_activity_at LIMIT 500`,
-        [idleMs],
+        [idleMs, asOf ?? null],
       );
       return res.rows.map((r) => r.id);
     },
@@ -109,16 +111,20 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
       await inTransaction(pool, async (client) => {
         // The task's agents were stopped by the attempts; its sessions say so (a deleted task has none left).
         await client.query(`UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`, [input.snapshot.taskId]);
-        const gone = input.report.worktrees.filter((w) => w.outcome !== 'kept_dirty').map((w) => w.repositoryId);
-        const envId = input.snapshot.environmentId;
-        if (envId) {
+        const ledger = inventoryOutcomes(input.snapshot, input.report, input.state);
+        // Removed worktrees are `deleted`. Rows a removed task's job took over (environment_id
+        // NULL) stay in the ledger: a dirty one kept is `kept`, one a cancelled removal left
+        // behind `abandoned`; never removed, by anyone, the orphan sweep included.
+        for (const [status, rowIds] of Object.entries(ledger)) {
+          if (rowIds.length === 0) continue;
           await client.query(
-            `UPDATE environment_repos SET status = 'deleted', updated_at = now()
-              WHERE environment_id = $1 AND repository_id = ANY($2::uuid[]) AND status IN ('active', 'retained')`,
-            [envId, gone],
+            `UPDATE environment_repos SET status = $2, updated_at = now()
+              WHERE id = ANY($1::uuid[]) AND status IN ('active', 'retained') AND ($2 = 'deleted' OR environment_id IS NULL)`,
+            [rowIds, status],
           );
-          await client.query(`UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $1 AND status <> 'creating'`, [envId]);
         }
+        const envId = input.snapshot.environmentId;
+        if (envId) await client.query(`UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $1 AND status <> 'creating'`, [envId]);
         await recordJobState(client, input.operationId, { state: input.state, attempts: input.attempts, nextAttemptAt: null, lastError: null, report: input.report });
       });
       if (input.report.ended) logEnded(input.operationId, input.snapshot.taskId, input.report);

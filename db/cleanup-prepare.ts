@@ -65,8 +65,17 @@ export async function mutateTask(client: pg.PoolClient, taskId: string, trigger:
     // Children that inherited this task's workspace stand on their own from now on (one of them
     // may just have been handed the environment).
     await client.query(`UPDATE tasks SET workspace_mode = 'new_workspace', parent_task_id = NULL WHERE parent_task_id = $1 AND workspace_mode = 'inherit_parent'`, [taskId]);
-    // Task, sessions, executions and (unless handed over) the environment and its inventory go;
-    // the job keeps the snapshot.
+    // One ledger: the inventory rows outlive the task, taken over by the removal's job (reserved
+    // above in this transaction), which marks each `deleted`, `kept` (dirty) or `abandoned` when
+    // it ends. A handed-over environment is the borrower's now and keeps its rows.
+    await client.query(
+      `UPDATE environment_repos er SET environment_id = NULL, cleanup_operation_id = j.operation_id, updated_at = now()
+         FROM task_environments te, cleanup_jobs j
+        WHERE er.environment_id = te.id AND te.task_id = $1 AND er.status IN ('active', 'retained', 'abandoned')
+          AND j.task_id = $1 AND j.state = 'prepared'`,
+      [taskId],
+    );
+    // Task, sessions, executions and (unless handed over) the environment go; the job keeps the snapshot.
     await client.query('DELETE FROM tasks WHERE id = $1', [taskId]);
     return;
   }

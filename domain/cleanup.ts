@@ -93,7 +93,7 @@ export interface CancelRequest {
 }
 
 export interface CleanupReport {
-  worktrees: { repositoryId: string; worktreePath: string | null; outcome: WorktreeOutcome; savedRef?: string }[];
+  worktrees: { repositoryId: string; worktreePath: string | null; outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }[];
   branches: { repositoryId: string; branch: string; outcome: 'kept' | 'deleted_merged' | 'kept_unmerged' }[];
   processesStopped: number;
   borrowed: CleanupSnapshot['borrowed'];
@@ -114,6 +114,24 @@ export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupRepo
     taskFolder: snapshot.taskFolder,
     worktrees: snapshot.worktrees.filter((w) => w.worktreePath && !done(w.repositoryId)).map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
   };
+}
+
+/**
+ * What an ended job makes of each inventory row of its snapshot: a removed worktree (or an
+ * inventory-only slot) is `deleted`; one kept because it was dirty is `kept`; one a cancelled
+ * job did not reach is `abandoned`. (The rows of a task that stays keep their state when kept or
+ * left: only the rows of a removed task, which the job owns, take the last two.)
+ */
+export function inventoryOutcomes(snapshot: CleanupSnapshot, report: CleanupReport, state: 'succeeded' | 'cancelled'): Record<'deleted' | 'kept' | 'abandoned', string[]> {
+  const outcomeOf = (repositoryId: string) => report.worktrees.find((w) => w.repositoryId === repositoryId)?.outcome;
+  const out: Record<'deleted' | 'kept' | 'abandoned', string[]> = { deleted: [], kept: [], abandoned: [] };
+  for (const w of snapshot.worktrees) {
+    const outcome = outcomeOf(w.repositoryId);
+    if (outcome === 'kept_dirty') out.kept.push(w.inventoryRowId);
+    else if (outcome !== undefined) out.deleted.push(w.inventoryRowId);
+    else if (state === 'cancelled') out.abandoned.push(w.inventoryRowId);
+  }
+  return out;
 }
 
 /** Classified reasons a cleanup attempt failed: short, stable, never raw command output. */

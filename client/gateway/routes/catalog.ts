@@ -1,20 +1,42 @@
-/** POST /v1/repositories and /v1/boards. */
+/** POST /v1/repositories and /v1/boards; the work deletes saved, per repository. */
 import { randomUUID } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { insertBoard, insertRepository } from '../../../db/catalog';
+import { Type } from '@sinclair/typebox';
+import { findRepositories, insertBoard, insertRepository } from '../../../db/catalog';
+import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { branchNameProblem, repositoryNameProblem } from '../../../domain/refs';
 import { branchCommit, currentBranch, gitAt, showToplevel } from '../../../git/git';
-import { badRequest } from '../api-error';
+import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { Board, CreateBoardBody, CreateRepositoryBody, Repository, errorResponses } from '../schemas';
+import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
 
 function isUnder(child: string, root: string): boolean {
   const rel = path.relative(root, child);
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
+
+const SavedWorkItem = Type.Object({ taskId: Uuid, repositoryId: Uuid, ref: Type.String(), commit: Type.String(), savedAt: Type.String() });
+const SavedWorkPage = Type.Object({ items: Type.Array(SavedWorkItem), nextCursor: Type.Union([Type.String(), Type.Null()]) });
+const PageQuery = Type.Object(
+  { limit: Type.Optional(Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$' })), cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, pattern: '^[A-Za-z0-9_-]+$' })) },
+  { additionalProperties: false },
+);
+
+/** An opaque cursor: the last row of the page (its time and ref); anything else is a 400. */
+function readCursor(cursor: string | undefined): { savedAt: string; ref: string } | null {
+  if (cursor === undefined) return null;
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { t?: unknown; r?: unknown };
+    if (typeof value.t === 'string' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d)?$/.test(value.t) && typeof value.r === 'string' && value.r.length <= 300) return { savedAt: value.t, ref: value.r };
+  } catch {
+    // fall through
+  }
+  throw badRequest('The cursor is not one this list gave.');
+}
+const writeCursor = (last: { savedAt: string; ref: string }) => Buffer.from(JSON.stringify({ t: last.savedAt, r: last.ref })).toString('base64url');
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const gitOptions = { binary: ctx.config.gitBinary };
@@ -47,6 +69,20 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           throw err;
         }
         return reply.code(201).send({ id, name, defaultBranch: branch });
+      },
+    );
+
+    app.get(
+      '/v1/repositories/:id/saved-work',
+      { config: { role: 'user' }, schema: { tags: ['catalog'], params: IdParams, querystring: PageQuery, response: { 200: SavedWorkPage, ...errorResponses } } },
+      async (request) => {
+        const after = readCursor(request.query.cursor);
+        if ((await findRepositories(ctx.pool, [request.params.id])).length === 0) throw notFound('Repository');
+        const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
+        const rows = await listSavedWork(ctx.pool, request.params.id, limit + 1, after);
+        const page = rows.slice(0, limit);
+        const last = page[page.length - 1];
+        return { items: page.map(({ exactAt: _, ...item }) => item), nextCursor: rows.length > limit && last ? writeCursor({ savedAt: last.exactAt, ref: last.ref }) : null };
       },
     );
 
