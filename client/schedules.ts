@@ -1,6 +1,7 @@
 /** The Temporal Schedules: quick-chat expiry (default every 24 h) and the orphan sweep (default every 3 h). Idempotent. */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { Config } from '../domain/config';
+import { TriggerAttr } from '../domain/search-attributes';
 import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID, RECONCILE_SCHEDULE_ID } from '../domain/workflow-ids';
 
 export async function ensureSchedules(client: Client, config: Config, idSuffix = ''): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string }> {
@@ -9,7 +10,14 @@ export async function ensureSchedules(client: Client, config: Config, idSuffix =
     {
       scheduleId: ids.quickChatExpiry,
       every: config.quickChatExpiryEveryMs,
-      action: { type: 'startWorkflow' as const, workflowType: 'expireQuickChats', taskQueue: config.taskQueue, args: [{ idleMs: config.quickChatIdleMs, policy: config.cleanupPolicy }] },
+      // Tagged, so that its runs and the cleanups it starts carry the project's search attributes.
+      action: {
+        type: 'startWorkflow' as const,
+        workflowType: 'expireQuickChats',
+        taskQueue: config.taskQueue,
+        args: [{ idleMs: config.quickChatIdleMs, policy: config.cleanupPolicy }],
+        typedSearchAttributes: [{ key: TriggerAttr, value: 'quick_chat_expiry' }],
+      },
     },
     {
       // One sweep per host: each host sweeps its own workspace root.

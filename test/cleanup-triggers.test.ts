@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchedules } from '../client/schedules';
+import { TaskIdAttr } from '../domain/search-attributes';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
@@ -175,6 +176,8 @@ describe('triggers', () => {
         if (!job) await new Promise((res) => setTimeout(res, 100));
       }
       expect(job.trigger).toBe('quick_chat_expiry');
+      // Started by the tagged Schedule: the cleanup run carries the project's search attributes.
+      expect((await h.temporal.workflow.getHandle(job.workflowId).describe()).typedSearchAttributes.get(TaskIdAttr)).toBe(idle);
       const done = await waitForJob(h, job.operationId);
       expect((await h.api('GET', `/v1/tasks/${idle}`)).status).toBe(404);
       expect((await h.api('GET', `/v1/tasks/${busy}`)).body.state).toBe('active');

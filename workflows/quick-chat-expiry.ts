@@ -4,12 +4,14 @@ import type { RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
+import { childSearchAttributes } from './phase';
 import { cleanupTask } from './cleanup-task';
 
 const records = recordSteps();
 
 export async function expireQuickChats(input: { idleMs: number; policy: RetryPolicy }): Promise<string[]> {
-  const idle = await records.idleQuickChats(input.idleMs);
+  // The workflow's clock (deterministic: the time of this workflow task), not the database's.
+  const idle = await records.idleQuickChats(input.idleMs, new Date().toISOString());
   for (const taskId of idle) {
     const operationId = uuid4();
     // Each expiry is its own durable cleanup; one refused (already archived meanwhile) does not stop the others.
@@ -17,10 +19,10 @@ export async function expireQuickChats(input: { idleMs: number; policy: RetryPol
       workflowId: cleanupWorkflowId('quick_chat_expiry', taskId, operationId),
       args: [{ operationId, taskId, trigger: 'quick_chat_expiry', discardChanges: false, policy: input.policy, alreadyPrepared: false }],
       parentClosePolicy: ParentClosePolicy.ABANDON,
-      typedSearchAttributes: [
+      typedSearchAttributes: childSearchAttributes([
         { key: TaskIdAttr, value: taskId },
         { key: TriggerAttr, value: 'quick_chat_expiry' },
-      ],
+      ]),
     });
   }
   return idle;
