@@ -164,6 +164,20 @@ describe('who protects an environment [R6.5]', () => {
     expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [env])).rows[0].n).toBe(1);
     expect(await ownerOf(env)).toBe(owner);
   });
+
+  it('a task being archived protects nothing: a cascade archive of an owner and its borrowing child cleans the environment in the owner’s own job', async () => {
+    const { r, owner, child, borrowed, env } = await ownerAndBorrower();
+    const accepted = await archive(h, owner, { cascade: true });
+    await waitForJob(h, accepted.operationId);
+    const [own] = await jobsOf(owner, 'archive');
+    expect(own.report.borrowed).toEqual([]);
+    expect(own.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(owner, r.name), outcome: 'removed' }]);
+    expect(await jobsOf(owner, 'borrow_ended')).toEqual([]);
+    expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).toBe('archived');
+    expect(processAlive(borrowed.pid)).toBe(false);
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+    expect(await ownerOf(env)).toBe(owner);
+  });
 });
 
 describe('a shared group’s environment [R6.5]', () => {
