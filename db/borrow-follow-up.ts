@@ -12,9 +12,9 @@ import { decideBorrowedEnvironment } from '../domain/borrowed-environments';
 import type { CleanupTrigger } from '../domain/cleanup';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
-import { activeJobOfTask, reserveJob, saveSnapshot } from './cleanup-jobs';
+import { activeJobOfTask, reserveJobUnlessTaken, saveSnapshot } from './cleanup-jobs';
 import { lockedSuccessorCandidates, takeSnapshot } from './cleanup-snapshot';
-import { inTransaction, isUniqueViolation, type Db } from './pool';
+import { inTransaction, type Db } from './pool';
 import { deleteSession } from './sessions';
 
 const FOLLOW_UP: CleanupTrigger = 'borrow_ended';
@@ -45,15 +45,8 @@ export async function reserveEndedBorrows(client: pg.PoolClient, environmentIds:
     if (decideBorrowedEnvironment(FOLLOW_UP, await lockedSuccessorCandidates(client, environmentId, env.task_id)).action === 'kept') continue;
     const operationId = randomUUID();
     const job: ContinuedJob = { operationId, taskId: env.task_id, trigger: FOLLOW_UP, workflowId: cleanupWorkflowId(FOLLOW_UP, env.task_id, operationId) };
-    try {
-      await client.query('SAVEPOINT follow_up');
-      await reserveJob(client, job);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      // A job of the owner committed meanwhile (an operator's delete): it cleans the environment.
-      await client.query('ROLLBACK TO SAVEPOINT follow_up');
-      continue;
-    }
+    // Taken: a job of the owner committed meanwhile (an operator's delete), which cleans the environment.
+    if (!(await reserveJobUnlessTaken(client, job))) continue;
     await saveSnapshot(client, operationId, await takeSnapshot(client, env.task_id, FOLLOW_UP));
     await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [operationId]);
     jobs.push(job);

@@ -7,9 +7,8 @@ import { refusedWhileRunning, removesTask, takesTaskAway, type CleanupSnapshot, 
 import type { ContinuedJob } from '../domain/cleanup-continuation';
 import type { RefusalCode } from '../domain/errors';
 import { environmentsBorrowedBy, reserveEndedBorrows } from './borrow-follow-up';
-import { findJob, reserveJob, saveSnapshot } from './cleanup-jobs';
+import { findJob, reserveJobUnlessTaken, saveSnapshot } from './cleanup-jobs';
 import { takeSnapshot } from './cleanup-snapshot';
-import { isUniqueViolation } from './pool';
 import { agentRunningInEnvironmentOf } from './sessions';
 
 /** `followUps`: the `borrow_ended` jobs this change reserved (its task was the last borrower of an archived owner's environment), to start once committed. */
@@ -36,12 +35,7 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
   if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId))) return { kind: 'refused', code: 'session_running' };
 
-  try {
-    await client.query('SAVEPOINT reserve');
-    await reserveJob(client, req);
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
-    await client.query('ROLLBACK TO SAVEPOINT reserve');
+  if (!(await reserveJobUnlessTaken(client, req))) {
     // A concurrent run of the same preparation committed first: that job is this one.
     return (await preparedJob(client, req)) ?? { kind: 'refused', code: 'task_cleanup_in_progress' };
   }

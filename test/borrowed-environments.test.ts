@@ -16,17 +16,14 @@ import { createTask, launch, pidOf, registerRepo, waitUntil } from './support/sc
 import { branches, clearGitFault, gitWrapper, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
-let n = 0;
-
-beforeAll(async () => {
-  h = await createHarness();
-});
+beforeAll(async () => void (h = await createHarness()));
 afterAll(async () => h?.close());
 
+/** A registered repository of its own for each test. */
 async function repo(on: Harness = h) {
-  const name = `borrow-${++n}`;
+  const name = `borrow-${randomUUID().slice(0, 8)}`;
   const dir = makeRepo(on.scratch, name);
-  return { dir, id: await registerRepo(on, dir, name), name };
+  return { dir, name, id: await registerRepo(on, dir, name) };
 }
 
 async function launched(taskId: string, on: Harness = h) {
