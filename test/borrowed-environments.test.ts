@@ -5,7 +5,7 @@
  * shared group's environment goes to a live member when its owner is archived.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteSessionEndingBorrow } from '../db/borrow-follow-up';
@@ -110,6 +110,18 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     expect((await h.api('DELETE', `/v1/sessions/${second.sessionId}`)).status).toBe(204);
     expectCleanedAsArchive(r, owner, await followUpOf(owner));
     expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).toBe('active');
+  });
+
+  it('the follow-up keeps a dirty worktree and the branch, as the owner’s archive would have', async () => {
+    const { r, owner, child, env } = await ownerAndBorrower();
+    await archiveKeeping(owner, env, wt(owner, r.name));
+    writeFileSync(path.join(wt(owner, r.name), 'wip.txt'), 'the borrower’s unsaved work\n');
+    await waitForJob(h, (await archive(h, child)).operationId);
+    const job = await followUpOf(owner);
+    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(owner, r.name), outcome: 'kept_dirty' }]);
+    expect(readFileSync(path.join(wt(owner, r.name), 'wip.txt'), 'utf8')).toBe('the borrower’s unsaved work\n');
+    expect(worktreePaths(r.dir)).toContain(wt(owner, r.name));
+    expect(branches(r.dir)).toContain(taskBranchName(owner));
   });
 
   it('a follow-up whose start was lost (the process died after the delete committed) is started by the consistency check', async () => {
