@@ -9,7 +9,7 @@ import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
-import { type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import type { CancelledBy, CleanupErrorClass, CleanupJobState, CleanupReport, CleanupSnapshot, CleanupTrigger, SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
