@@ -1,11 +1,15 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
+import { Context } from '@temporalio/activity';
+import { startFollowUps } from '../client/engine-client';
 import { abandonInventory } from '../db/abandon';
+import { environmentsBorrowedBy, reserveEndedBorrows } from '../db/borrow-follow-up';
 import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
-import { inventoryOutcomes, removesTask, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import type { ContinuedJob } from '../domain/cleanup-continuation';
+import { inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -15,10 +19,14 @@ export interface CascadeMember {
   workflowId: string;
 }
 
-export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
+export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) {
   /** The structured line an operator greps for: a job ended by someone before it finished (paths stay in the row's report). */
   const logEnded = (operationId: string, taskId: string, report: CleanupReport) =>
     logger.info({ operationId, taskId, action: report.ended?.action, by: report.ended?.by, abandonedWorktrees: report.abandoned?.worktrees.length ?? 0 }, 'cleanup job ended by request');
+
+  /** Follow-up jobs reserved in a committed transaction: started now, or by the consistency check if this start is lost. */
+  const startReserved = (jobs: ContinuedJob[]) =>
+    startFollowUps(Context.current().client, config, jobs, (job, err) => logger.warn({ err, operationId: job.operationId, taskId: job.taskId }, 'follow-up cleanup not started; the consistency check starts it'));
 
   return {
     /** What a delete would remove, read before any change (the dirty-worktree refusal happens first). */
@@ -30,6 +38,7 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
     async prepareCleanup(req: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string }): Promise<CleanupSnapshot> {
       const outcome = await inTransaction(pool, (client) => prepareCleanup(client, req));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
+      await startReserved(outcome.followUps);
       return outcome.snapshot;
     },
 
@@ -78,7 +87,7 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
 
     /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
     async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[]; cascadeOperationId: string }): Promise<void> {
-      await inTransaction(pool, async (client) => {
+      const followUps = await inTransaction(pool, async (client) => {
         const ids = input.members.map((m) => m.taskId);
         const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
         if (locked.rowCount !== ids.length) throw typedFailure('not_found');
@@ -90,10 +99,14 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
             throw err;
           }
         }
-        for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
+        for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, input.trigger));
+        const borrowed: string[] = [];
+        for (const m of input.members) borrowed.push(...(await environmentsBorrowedBy(client, m.taskId)));
         for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
         await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
+        return reserveEndedBorrows(client, borrowed);
       });
+      await startReserved(followUps);
     },
 
     /** The next attempt's time is taken here, not in the workflow: workflow code reads no clock. */
@@ -108,7 +121,7 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
      * so the next launch materializes it again.
      */
     async finishCleanup(input: { operationId: string; state: 'succeeded' | 'cancelled'; snapshot: CleanupSnapshot; report: CleanupReport; attempts: number }): Promise<void> {
-      await inTransaction(pool, async (client) => {
+      const followUps = await inTransaction(pool, async (client) => {
         // The task's agents were stopped by the attempts; its sessions say so (a deleted task has none left).
         await client.query(`UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`, [input.snapshot.taskId]);
         const ledger = inventoryOutcomes(input.snapshot, input.report, input.state);
@@ -126,7 +139,10 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
         const envId = input.snapshot.environmentId;
         if (envId) await client.query(`UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $1 AND status <> 'creating'`, [envId]);
         await recordJobState(client, input.operationId, { state: input.state, attempts: input.attempts, nextAttemptAt: null, lastError: null, report: input.report });
+        // An environment this archive kept whose borrowers all went while it ran: its follow-up (a cancelled job is an unarchive's, or an operator's).
+        return input.state === 'succeeded' ? reserveEndedBorrows(client, input.snapshot.borrowed.filter((b) => b.action === 'kept').map((b) => b.environmentId)) : [];
       });
+      await startReserved(followUps);
       if (input.report.ended) logEnded(input.operationId, input.snapshot.taskId, input.report);
     },
 

@@ -5,14 +5,13 @@
  * start died unrecorded. Every repair is counted; a row the engine cannot speak for is left.
  */
 import { Context } from '@temporalio/activity';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { incrementCounter } from '../db/metric-counters';
 import { inTransaction } from '../db/pool';
 import { moveSessionState } from '../db/sessions';
 import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
-import { continuationStart } from '../domain/cleanup-continuation';
+import { startPreparedJob } from '../client/engine-client';
 import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind } from '../domain/reconcile';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
@@ -43,12 +42,9 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         const liveness = await workflowLiveness(job.workflow_id);
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
-        try {
-          await Context.current().client.workflow.start('cleanupTask', continuationStart({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id }, config.taskQueue, config.cleanupPolicy));
-        } catch (err) {
-          if (err instanceof WorkflowExecutionAlreadyStartedError) continue; // another check got there first
-          throw err;
-        }
+        // A follow-up whose start was lost after its trigger committed has no run at all: started here too.
+        const started = await startPreparedJob(Context.current().client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id });
+        if (!started) continue; // another check got there first
         logger.warn({ operationId: job.operation_id, taskId: job.task_id }, 'cleanup job outlived its workflow; continued by a new run');
         await count(report, 'cleanup_job_resumed');
       }

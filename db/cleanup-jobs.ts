@@ -1,6 +1,7 @@
 /** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
 import type { CleanupErrorClass, CleanupJobState, CleanupReport, CleanupSnapshot, CleanupTrigger } from '../domain/cleanup';
-import type { Db } from './pool';
+import type pg from 'pg';
+import { isUniqueViolation, type Db } from './pool';
 
 export interface CleanupJobRow {
   operation_id: string;
@@ -28,6 +29,22 @@ export async function reserveJob(
     `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id, cascade_operation_id, cascade_position) VALUES ($1, $2, $3, 'prepared', $4, $5, $6)`,
     [job.operationId, job.taskId, job.trigger, job.workflowId, job.cascade?.operationId ?? null, job.cascade?.position ?? null],
   );
+}
+
+/**
+ * Reserves the job unless an active job of the task (or a job of this operation) already stands:
+ * false then, with nothing written and the caller's transaction still usable (a savepoint).
+ */
+export async function reserveJobUnlessTaken(client: pg.PoolClient, job: Parameters<typeof reserveJob>[1]): Promise<boolean> {
+  try {
+    await client.query('SAVEPOINT reserve');
+    await reserveJob(client, job);
+    return true;
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    await client.query('ROLLBACK TO SAVEPOINT reserve');
+    return false;
+  }
 }
 
 /** The members a cascade prepared, deepest first (empty while it has not prepared). */

@@ -3,14 +3,16 @@
  * THEN snapshot the inventory into the job, THEN mutate the task. Files are touched only after.
  */
 import type pg from 'pg';
-import { refusedWhileRunning, removesTask, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import { refusedWhileRunning, removesTask, takesTaskAway, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import type { ContinuedJob } from '../domain/cleanup-continuation';
 import type { RefusalCode } from '../domain/errors';
-import { findJob, reserveJob, saveSnapshot } from './cleanup-jobs';
+import { environmentsBorrowedBy, reserveEndedBorrows } from './borrow-follow-up';
+import { findJob, reserveJobUnlessTaken, saveSnapshot } from './cleanup-jobs';
 import { takeSnapshot } from './cleanup-snapshot';
-import { isUniqueViolation } from './pool';
 import { agentRunningInEnvironmentOf } from './sessions';
 
-export type PrepareOutcome = { kind: 'prepared'; snapshot: CleanupSnapshot } | { kind: 'refused'; code: RefusalCode | 'not_found' };
+/** `followUps`: the `borrow_ended` jobs this change reserved (its task was the last borrower of an archived owner's environment), to start once committed. */
+export type PrepareOutcome = { kind: 'prepared'; snapshot: CleanupSnapshot; followUps: ContinuedJob[] } | { kind: 'refused'; code: RefusalCode | 'not_found' };
 
 export interface PrepareRequest {
   operationId: string;
@@ -33,21 +35,17 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
   if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId))) return { kind: 'refused', code: 'session_running' };
 
-  try {
-    await client.query('SAVEPOINT reserve');
-    await reserveJob(client, req);
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
-    await client.query('ROLLBACK TO SAVEPOINT reserve');
+  if (!(await reserveJobUnlessTaken(client, req))) {
     // A concurrent run of the same preparation committed first: that job is this one.
     return (await preparedJob(client, req)) ?? { kind: 'refused', code: 'task_cleanup_in_progress' };
   }
 
-  const snapshot = await takeSnapshot(client, req.taskId, removesTask(req.trigger));
+  const snapshot = await takeSnapshot(client, req.taskId, req.trigger);
   await saveSnapshot(client, req.operationId, snapshot);
+  const borrowed = takesTaskAway(req.trigger) ? await environmentsBorrowedBy(client, req.taskId) : [];
   await mutateTask(client, req.taskId, req.trigger);
   await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [req.operationId]);
-  return { kind: 'prepared', snapshot };
+  return { kind: 'prepared', snapshot, followUps: await reserveEndedBorrows(client, borrowed) };
 }
 
 /** The job this operation already prepared, if it did (one transaction made it whole: it has its snapshot). */
@@ -56,7 +54,8 @@ async function preparedJob(client: pg.PoolClient, req: PrepareRequest): Promise<
   if (!job) return null;
   // An operation id names one job: another task or trigger under it is not this preparation.
   if (job.task_id !== req.taskId || job.trigger !== req.trigger || Array.isArray(job.snapshot)) return { kind: 'refused', code: 'task_cleanup_in_progress' };
-  return { kind: 'prepared', snapshot: job.snapshot };
+  // Its follow-ups, if any, were reserved with it: started by the first run, or by the consistency check.
+  return { kind: 'prepared', snapshot: job.snapshot, followUps: [] };
 }
 
 /** The task's own change: archived or deleted (a reset changes only the environment, at the end). */

@@ -2,18 +2,62 @@
  * The inventory snapshot of a cleanup job, taken through the environment's task id [R6.1], so
  * it finds worktrees after the last session was deleted and after any restart.
  */
-import type { CleanupSnapshot, SnapshotProcess, SnapshotWorktree } from '../domain/cleanup';
+import { decideBorrowedEnvironment, type SuccessorCandidate } from '../domain/borrowed-environments';
+import { CLEANUP_TRIGGERS, takesTaskAway, type CleanupSnapshot, type CleanupTrigger, type SnapshotProcess, type SnapshotWorktree } from '../domain/cleanup';
 import { isTaskBranch } from '../domain/task-layout';
 import { environmentOfTask, type EnvironmentRow } from './environments';
 import type { Db } from './pool';
 import { spawnIntentsOf } from './spawn-intents';
 
-export async function borrowingTasks(db: Db, environmentId: string, ownerTaskId: string): Promise<string[]> {
-  const res = await db.query<{ task_id: string }>(
-    `SELECT DISTINCT task_id FROM sessions WHERE environment_id = $1 AND task_id <> $2 AND state IN ('starting', 'running') ORDER BY task_id`,
-    [environmentId, ownerTaskId],
+/**
+ * The live tasks other than the owner that could stand for the environment: its borrowers (a
+ * session of theirs, in any state, points at it) and the members of the group it serves, those
+ * that already work in it first. A task being archived or deleted is not live.
+ */
+async function successorCandidates(db: Db, environmentId: string, ownerTaskId: string): Promise<SuccessorCandidate[]> {
+  const res = await db.query<{ task_id: string; group_member: boolean; borrows: boolean; fits: boolean }>(
+    `WITH env_group AS (SELECT id FROM workspace_groups WHERE environment_id = $1),
+          candidate AS (SELECT task_id AS id FROM sessions WHERE environment_id = $1 UNION SELECT id FROM tasks WHERE group_id IN (SELECT id FROM env_group)),
+          facts AS (
+            SELECT t.id, t.created_at, COALESCE(t.group_id IN (SELECT id FROM env_group), false) AS group_member,
+                   EXISTS (SELECT 1 FROM sessions s WHERE s.task_id = t.id AND s.environment_id = $1) AS borrows,
+                   NOT EXISTS (SELECT 1 FROM task_environments e WHERE e.task_id = t.id) AS owns_none,
+                   NOT EXISTS (SELECT 1 FROM task_repositories tr WHERE tr.task_id = t.id AND NOT EXISTS (
+                     SELECT 1 FROM environment_repos er WHERE er.environment_id = $1 AND er.repository_id = tr.repository_id AND er.status = 'active')) AS held
+              FROM candidate c JOIN tasks t ON t.id = c.id
+             WHERE t.id <> $2 AND t.archived_at IS NULL
+               AND NOT EXISTS (SELECT 1 FROM cleanup_jobs j WHERE j.task_id = t.id AND j.state NOT IN ('succeeded', 'cancelled') AND j.trigger = ANY($3::text[])))
+     SELECT id AS task_id, group_member, borrows, owns_none AND (borrows OR held) AS fits FROM facts ORDER BY borrows DESC, created_at, id`,
+    [environmentId, ownerTaskId, CLEANUP_TRIGGERS.filter(takesTaskAway)],
   );
-  return res.rows.map((r) => r.task_id);
+  return res.rows.map((r) => ({ taskId: r.task_id, groupMember: r.group_member, borrows: r.borrows, fits: r.fits }));
+}
+
+/**
+ * The candidates once their rows are share-locked: an archive or delete of one of them that is
+ * being prepared meanwhile commits first, and is seen (a successor is never a task on its way out).
+ */
+export async function lockedSuccessorCandidates(db: Db, environmentId: string, ownerTaskId: string): Promise<SuccessorCandidate[]> {
+  const first = await successorCandidates(db, environmentId, ownerTaskId);
+  if (first.length === 0) return first;
+  await db.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR SHARE', [first.map((c) => c.taskId)]);
+  return successorCandidates(db, environmentId, ownerTaskId);
+}
+
+/** One compare-and-set write of the owner: the worktrees follow the environment without a second write. */
+async function handOver(db: Db, env: EnvironmentRow, fromTaskId: string, toTaskId: string): Promise<void> {
+  const moved = await db.query(
+    'UPDATE task_environments SET task_id = $3, ownership_generation = ownership_generation + 1, updated_at = now() WHERE id = $1 AND task_id = $2',
+    [env.id, fromTaskId, toTaskId],
+  );
+  if (moved.rowCount !== 1) throw new Error('environment ownership changed during cleanup preparation');
+  // The new owner's slots are the environment's: same repositories, same branches (a group's launches read the owner's slots).
+  await db.query(
+    `UPDATE task_repositories tr SET branch_slug = er.branch_slug, checkout_branch = COALESCE(er.worktree_branch, tr.checkout_branch)
+       FROM environment_repos er
+      WHERE er.environment_id = $1 AND er.status = 'active' AND tr.task_id = $2 AND tr.repository_id = er.repository_id`,
+    [env.id, toTaskId],
+  );
 }
 
 export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<SnapshotWorktree[]> {
@@ -62,34 +106,20 @@ export async function snapshotProcesses(db: Db, taskId: string, environmentId: s
 }
 
 /**
- * Snapshot for one task. An environment that a working session of another task uses is left
- * alone (archive-like triggers) or handed to that task (delete) [R6.5]; it is then not cleaned.
+ * Snapshot for one task. An environment other live tasks stand for is handed over, kept, or
+ * cleaned, by the trigger's rule (domain/borrowed-environments.ts) [R6.5]; handed over or kept,
+ * it is not cleaned by this job.
  */
-export async function takeSnapshot(db: Db, taskId: string, handOverBorrowed: boolean): Promise<CleanupSnapshot> {
+export async function takeSnapshot(db: Db, taskId: string, trigger: CleanupTrigger): Promise<CleanupSnapshot> {
   const env = await environmentOfTask(db, taskId, true);
   const sessionIds = (await db.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows.map((r) => r.id);
   const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [], sessionIds };
   if (env) {
-    const borrowers = await borrowingTasks(db, env.id, taskId);
-    if (borrowers.length > 0) {
-      if (handOverBorrowed) {
-        // One compare-and-set write: the worktrees follow the environment without a second write.
-        const moved = await db.query(
-          'UPDATE task_environments SET task_id = $3, ownership_generation = ownership_generation + 1, updated_at = now() WHERE id = $1 AND task_id = $2',
-          [env.id, taskId, borrowers[0]],
-        );
-        if (moved.rowCount !== 1) throw new Error('environment ownership changed during cleanup preparation');
-        // The new owner's slots are the environment's: same repositories, same branches.
-        await db.query(
-          `UPDATE task_repositories tr SET branch_slug = er.branch_slug, checkout_branch = COALESCE(er.worktree_branch, tr.checkout_branch)
-             FROM environment_repos er
-            WHERE er.environment_id = $1 AND er.status = 'active' AND tr.task_id = $2 AND tr.repository_id = er.repository_id`,
-          [env.id, borrowers[0]],
-        );
-        snapshot.borrowed.push({ environmentId: env.id, action: 'handed_over', toTaskId: borrowers[0]!, hostId: env.host_id, taskFolder: env.task_folder });
-      } else {
-        snapshot.borrowed.push({ environmentId: env.id, action: 'kept', toTaskId: null, hostId: env.host_id, taskFolder: env.task_folder });
-      }
+    const decision = decideBorrowedEnvironment(trigger, await lockedSuccessorCandidates(db, env.id, taskId));
+    if (decision.action !== 'clean') {
+      const toTaskId = decision.action === 'handed_over' ? decision.toTaskId : null;
+      if (toTaskId) await handOver(db, env, taskId, toTaskId);
+      snapshot.borrowed.push({ environmentId: env.id, action: decision.action, toTaskId, hostId: env.host_id, taskFolder: env.task_folder });
       snapshot.processes = await snapshotProcesses(db, taskId, null);
       snapshot.spawnIntents = await spawnIntentsOf(db, taskId, null);
       return snapshot;

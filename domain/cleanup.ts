@@ -2,7 +2,12 @@
  * Durable task-owned cleanup [R6], as data: triggers, job states, the snapshot a job carries,
  * and the bounded retry schedule.
  */
-export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon'] as const;
+/**
+ * `borrow_ended`: the follow-up of an archive that kept its environment for another task's
+ * sessions, once the last of those borrowers is archived, deleted or has no session left in it;
+ * it cleans the archived owner's environment as that archive would have (domain/borrowed-environments.ts).
+ */
+export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon', 'borrow_ended'] as const;
 export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 
 export type CleanupJobState = 'prepared' | 'pending' | 'running' | 'retry_wait' | 'needs_operator' | 'succeeded' | 'cancelled';
@@ -28,6 +33,12 @@ export const dirtyWorkHandling = (trigger: CleanupTrigger, discardChanges: boole
  * trigger is on the job row, so a new run of a job whose run was lost abandons too, never removes.
  */
 export const abandonsOnly = (trigger: CleanupTrigger): boolean => trigger === 'environment_abandon';
+
+/** Triggers that archive or remove the task: a task with such a job active is no longer live (it protects no borrowed environment). */
+export const takesTaskAway = (trigger: CleanupTrigger): boolean => removesTask(trigger) || trigger === 'archive';
+
+/** Jobs an unarchive cancels (a pending one at once, one in flight once its attempt ends): the archive's own, and its follow-up. */
+export const cancelledByUnarchive = (trigger: CleanupTrigger): boolean => trigger === 'archive' || trigger === 'borrow_ended';
 
 /** Triggers refused while an agent of the environment runs (they would take its workspace away). */
 export const refusedWhileRunning = (trigger: CleanupTrigger): boolean => trigger === 'environment_reset' || trigger === 'environment_abandon';

@@ -14,6 +14,7 @@ describe('what each cleanup trigger does with the task and its dirty work', () =
       ['quick_chat_expiry', 'save', 'save'],
       ['environment_reset', 'keep', 'keep'],
       ['environment_abandon', 'keep', 'keep'],
+      ['borrow_ended', 'keep', 'keep'],
     ]);
   });
 });

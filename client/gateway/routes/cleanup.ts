@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { boardExists, deleteBoard } from '../../../db/catalog';
 import { detachFromBoard, findTask, tasksOfBoard, unarchiveTask } from '../../../db/tasks';
-import type { CleanupTrigger } from '../../../domain/cleanup';
+import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
 import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../engine-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -89,9 +89,9 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     app.post('/v1/tasks/:id/unarchive', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
       const task = await findTask(ctx.pool, request.params.id);
       if (!task) throw notFound('Task');
-      // A pending archive cleanup is cancelled; one in flight is waited for.
+      // A pending archive cleanup (or its follow-up) is cancelled; one in flight is waited for.
       const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && job.trigger === 'archive') await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
+      if (job && cancelledByUnarchive(job.trigger)) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
       else if (job) throw new ApiError('task_cleanup_in_progress');
       await unarchiveTask(ctx.pool, task.id);
       return taskView(ctx.pool, task.id);

@@ -6,7 +6,8 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
-import { admittedPlanOf, deleteSession, findSession } from '../../../db/sessions';
+import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
+import { admittedPlanOf, findSession } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
@@ -14,7 +15,7 @@ import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
 import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
-import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
+import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startFollowUps, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
@@ -210,7 +211,10 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const session = await findSession(ctx.pool, request.params.id);
       if (!session) throw notFound('Session');
       await stop(session.id);
-      await deleteSession(ctx.pool, session.id);
+      // The last borrow of an archived owner's environment may end here: its follow-up cleanup
+      // was reserved with the delete, and is started now (or by the consistency check).
+      const followUps = await deleteSessionEndingBorrow(ctx.pool, session.id);
+      await startFollowUps(ctx.temporal, ctx.config, followUps, (job, err) => request.log.warn({ err, operationId: job.operationId, taskId: job.taskId }, 'follow-up cleanup not started; the consistency check starts it'));
       return reply.code(204).send(null);
     });
 
