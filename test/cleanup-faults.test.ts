@@ -1,5 +1,6 @@
 /** Cleanup under injected faults: bounded retries, needs_operator, operator retry, killed worker, restarted Temporal [R6.4, R6.8]. */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -72,10 +73,8 @@ describe('bounded retries through a failing git [R6.4]', () => {
 
     clearGitFault(wrapper);
     // The operator CLI does the same as the route.
-    const out = execFileSync(process.execPath, ['--import', 'tsx', 'client/cli.ts', 'retry', accepted.operationId], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, TEMPORAL_ADDRESS: h.config.temporalAddress },
-      encoding: 'utf8',
-    });
+    // Not a synchronous child: the gateway it calls runs in this process.
+    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['retry', accepted.operationId], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
     expect(out).toContain('retry requested');
     const done = await waitForJob(h, accepted.operationId);
     expect(done).toMatchObject({ state: 'succeeded', attempts: 7 });

@@ -207,10 +207,7 @@ describe('POST /v1/cleanup-jobs/:operationId/cancel', () => {
     expect(await waitForJob(h, deleted.body.operationId, ['needs_operator'])).toMatchObject({ attempts: 1, lastError: 'worktree_audit_foreign_marker' });
 
     // Not a synchronous child: the worker runs in this process and must answer the CLI's update.
-    const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'client/cli.ts', 'cancel', deleted.body.operationId], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, TEMPORAL_ADDRESS: h.config.temporalAddress, TWS_TASK_QUEUE: h.config.taskQueue },
-      encoding: 'utf8',
-    });
+    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['cancel', deleted.body.operationId], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
     expect(out).toContain('cancelled');
     const job = (await h.api('GET', `/v1/cleanup-jobs/${deleted.body.operationId}`)).body;
     expect(job).toMatchObject({ state: 'cancelled', report: { ended: { action: 'cancel', by: 'operator' }, abandoned: { taskFolder: t.folder, worktrees: [{ worktreePath: t.worktree, branch: t.branch }] } } });
