@@ -1,5 +1,7 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
+import type pg from 'pg';
 import { abandonInventory } from '../db/abandon';
+import { boardMembers, deleteBoardDetaching, lockBoard } from '../db/board-delete';
 import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
@@ -14,6 +16,14 @@ export interface CascadeMember {
   operationId: string;
   workflowId: string;
 }
+
+interface CascadePreparation {
+  trigger: CleanupTrigger;
+  members: CascadeMember[];
+  cascadeOperationId: string;
+}
+
+export type BoardPreparation = { kind: 'prepared'; members: CascadeMember[] } | { kind: 'changed' } | { kind: 'gone' };
 
 export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
   /** The structured line an operator greps for: a job ended by someone before it finished (paths stay in the row's report). */
@@ -75,22 +85,34 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
     },
 
     /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
-    async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[]; cascadeOperationId: string }): Promise<void> {
-      await inTransaction(pool, async (client) => {
-        const ids = input.members.map((m) => m.taskId);
-        const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
-        if (locked.rowCount !== ids.length) throw typedFailure('not_found');
-        for (const [position, m] of input.members.entries()) {
-          try {
-            await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
-          } catch (err) {
-            if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
-            throw err;
-          }
-        }
-        for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
-        for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
-        await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
+    async prepareCascade(input: CascadePreparation): Promise<void> {
+      await inTransaction(pool, (client) => prepareMembers(client, input));
+    },
+
+    /** The tasks a delete of the board would clean up (none with a job of its own active); null when the board is gone. */
+    async boardMembers(boardId: string): Promise<string[] | null> {
+      return boardMembers(pool, boardId);
+    },
+
+    /**
+     * Board delete, in ONE transaction: lock the board and its tasks, reserve every member's job
+     * (the barrier), snapshot, delete the tasks, delete the board; a task with a job of its own
+     * active leaves the board instead. `changed`: a task joined the board since its members were
+     * read (and checked for dirty worktrees), nothing was written. `gone`: the board was deleted
+     * by another request. A re-run after this operation committed answers what it prepared.
+     */
+    async prepareBoardDelete(input: { boardId: string; members: CascadeMember[]; cascadeOperationId: string }): Promise<BoardPreparation> {
+      return inTransaction(pool, async (client) => {
+        const preparedBefore = await cascadeMembers(client, input.cascadeOperationId);
+        if (preparedBefore.length > 0) return { kind: 'prepared', members: preparedBefore };
+        const board = await lockBoard(client, input.boardId);
+        if (!board) return { kind: 'gone' };
+        const read = new Set(input.members.map((m) => m.taskId));
+        if (board.free.some((taskId) => !read.has(taskId))) return { kind: 'changed' };
+        const members = input.members.filter((m) => board.free.includes(m.taskId));
+        await prepareMembers(client, { trigger: 'board_delete', members, cascadeOperationId: input.cascadeOperationId });
+        await deleteBoardDetaching(client, input.boardId, board.busy);
+        return { kind: 'prepared', members };
       });
     },
 
@@ -142,6 +164,27 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
       return report;
     },
   };
+}
+
+/**
+ * The preparation a cascade and a board delete share, inside their transaction: lock the member
+ * rows, reserve every member's job (the barrier), THEN snapshot each, THEN mutate each in order.
+ */
+async function prepareMembers(client: pg.PoolClient, input: CascadePreparation): Promise<void> {
+  const ids = input.members.map((m) => m.taskId);
+  const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
+  if (locked.rowCount !== ids.length) throw typedFailure('not_found');
+  for (const [position, m] of input.members.entries()) {
+    try {
+      await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
+      throw err;
+    }
+  }
+  for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
+  for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
+  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
 }
 
 export type CleanupRecordActivities = ReturnType<typeof cleanupRecordActivities>;
