@@ -11,7 +11,7 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { killableWorker } from './support/processes';
+import { expectReRunAfterTimeout, killableWorker } from './support/processes';
 import { branches, git, gitWrapper, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -35,6 +35,25 @@ async function boardOfTasks(h: Harness, name: string) {
   const dirty = tasks[0]!;
   writeFileSync(path.join(dirty.worktree, 'wip.txt'), 'uncommitted work\n');
   return { repo, repoId, board, tasks, dirty };
+}
+
+/**
+ * Holds the COMMIT of any transaction that deleted a board (a deferred trigger waits on an
+ * advisory lock the test holds): the worker dies while the preparation's commit is under way,
+ * and the commit completes once released, with no one left to tell the engine.
+ */
+async function holdBoardDeleteCommit(h: Harness) {
+  const holder = await h.pool.connect();
+  await holder.query('SELECT pg_advisory_lock(7013)');
+  await h.pool.query('CREATE FUNCTION board_delete_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(7013); RETURN OLD; END $$');
+  await h.pool.query('CREATE CONSTRAINT TRIGGER board_delete_hold AFTER DELETE ON boards DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION board_delete_hold()');
+  return {
+    held: () => waitUntil(async () => (await h.pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount! > 0, 'a board delete commit held'),
+    async release() {
+      await holder.query('SELECT pg_advisory_unlock(7013)');
+      holder.release();
+    },
+  };
 }
 
 describe('board delete [R6]', () => {
@@ -104,6 +123,38 @@ describe('board delete [R6]', () => {
     expect(branches(b.repo)).toEqual(['main']);
     expect(git(b.repo, 'show', `refs/task-workspaces/saved/${b.dirty.taskId}/${b.repoId}:wip.txt`)).toBe('uncommitted work');
     expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(0);
+  });
+
+  // Without consent the preparation follows recorded host steps (the dirty check): its own re-run
+  // finds what it committed. With consent every step is local to one workflow task: the
+  // workflow's re-run starts over and finds its members.
+  it.each(['', 'discardChanges=true'])('whose preparation committed while its worker died is continued by the re-run (%s): 202, one job per task, the board gone is no refusal', async (query) => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = killableWorker(h, cleanups);
+    const repo = makeRepo(h.scratch, 'rerun');
+    const repoId = await registerRepo(h, repo, 'rerun');
+    const board = (await h.api('POST', '/v1/boards', { name: 'rerun' })).body.id as string;
+    const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
+
+    const hold = await holdBoardDeleteCommit(h);
+    const pending = deleteBoard(h, board, query);
+    await hold.held();
+    await worker.kill();
+    await hold.release();
+    await waitUntil(async () => (await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])) === 0, 'the committed preparation');
+    worker.replace();
+
+    const accepted = await pending;
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId).sort()).toEqual([...tasks].sort());
+    for (const o of accepted.body.operations) await waitForJob(h, o.operationId, ['succeeded'], 90_000);
+    // The re-run prepared nothing twice: one job per task, all under this operation.
+    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [tasks])).toBe(2);
+    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId])).toBe(2);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(2);
+    await expectReRunAfterTimeout(h, accepted.body.workflowId);
   });
 
   it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {
