@@ -12,7 +12,7 @@ import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { expectReRunAfterTimeout, killableWorker } from './support/processes';
-import { branches, git, gitWrapper, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+import { branches, clearGitFault, git, gitWrapper, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 const TASKS = 10;
@@ -155,6 +155,36 @@ describe('board delete [R6]', () => {
     expect(worktreePaths(repo)).toEqual([repo]);
     expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(2);
     await expectReRunAfterTimeout(h, accepted.body.workflowId);
+  });
+
+  it('leaves a task under a cleanup job of its own out (detached, its job goes on); each member job waits for and is retried by an operator on its own', async () => {
+    const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
+    cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+    const failingRemove = gitWrapper(wrapperDir, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const h = await harness({ gitBinary: failingRemove });
+    const repo = makeRepo(h.scratch, 'busy');
+    const repoId = await registerRepo(h, repo, 'busy');
+    const board = (await h.api('POST', '/v1/boards', { name: 'busy' })).body.id as string;
+    const [archived, member] = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    for (const taskId of [archived!, member!]) expect((await launch(h, taskId)).status).toBe(201);
+    const archiveJob = (await h.api('POST', `/v1/tasks/${archived}/archive`, {})).body.operationId as string;
+    await waitForJob(h, archiveJob, ['needs_operator']);
+
+    const accepted = await deleteBoard(h, board);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId)).toEqual([member]);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(0);
+    expect((await h.pool.query('SELECT board_id, archived_at FROM tasks WHERE id = $1', [archived])).rows).toEqual([{ board_id: null, archived_at: expect.any(Date) }]);
+    expect((await waitForJob(h, archiveJob, ['needs_operator'])).trigger).toBe('archive');
+
+    const memberJob = accepted.body.operations[0].operationId as string;
+    expect(await waitForJob(h, memberJob, ['needs_operator'])).toMatchObject({ trigger: 'board_delete', lastError: 'git_worktree_remove_failed' });
+    clearGitFault(failingRemove);
+    for (const job of [memberJob, archiveJob]) expect((await h.api('POST', `/v1/cleanup-jobs/${job}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    for (const job of [memberJob, archiveJob]) await waitForJob(h, job);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [archived])).toBe(1);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [member])).toBe(0);
   });
 
   it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {
