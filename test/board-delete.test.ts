@@ -197,6 +197,10 @@ describe('board delete [R6]', () => {
     const unknown = await deleteBoard(h, '00000000-0000-4000-8000-000000000000');
     expect(unknown.status).toBe(404);
     expectSafeError(unknown.body, 'not_found');
+    // Bad input is a 400 that changes nothing.
+    expect((await deleteBoard(h, 'not-a-board-id')).status).toBe(400);
+    expect((await deleteBoard(h, board, 'discardChanges=yes')).status).toBe(400);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(1);
 
     const emptied = await deleteBoard(h, board);
     expect(emptied.status, JSON.stringify(emptied.body)).toBe(202);
