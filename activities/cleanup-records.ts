@@ -84,7 +84,7 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
       return cascadeMembers(pool, cascadeOperationId);
     },
 
-    /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
+    /** Cascade: every barrier first (one transaction), then snapshot and mutate deepest-first. */
     async prepareCascade(input: CascadePreparation): Promise<void> {
       await inTransaction(pool, (client) => prepareMembers(client, input));
     },
@@ -168,7 +168,7 @@ export function cleanupRecordActivities({ pool, logger }: ActivityDeps) {
 
 /**
  * The preparation a cascade and a board delete share, inside their transaction: lock the member
- * rows, reserve every member's job (the barrier), THEN snapshot each, THEN mutate each in order.
+ * rows, reserve every member's job (the barrier), THEN per member in order: snapshot, mutate.
  */
 async function prepareMembers(client: pg.PoolClient, input: CascadePreparation): Promise<void> {
   const ids = input.members.map((m) => m.taskId);
@@ -182,8 +182,14 @@ async function prepareMembers(client: pg.PoolClient, input: CascadePreparation):
       throw err;
     }
   }
-  for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
-  for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
+  // Each member's snapshot, then its mutation, member by member: a member deleted before the
+  // next one's snapshot no longer borrows that one's environment. Snapshots first and mutations
+  // after handed a parent's workspace to its inherit_parent child, deleted a moment later with
+  // the environment's rows: its worktrees were left on disk with no job to remove them.
+  for (const m of input.members) {
+    await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, removesTask(input.trigger)));
+    await mutateTask(client, m.taskId, input.trigger);
+  }
   await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
 }
 

@@ -187,6 +187,27 @@ describe('board delete [R6]', () => {
     expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [member])).toBe(0);
   });
 
+  it('removes the workspace a child of the board works in with its parent (inherit_parent), instead of handing it to the child deleted with it [R6.5]', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'family');
+    const repoId = await registerRepo(h, repo, 'family');
+    const board = (await h.api('POST', '/v1/boards', { name: 'family' })).body.id as string;
+    const parent = await createTask(h, [repoId], { boardId: board });
+    expect((await launch(h, parent)).status).toBe(201);
+    const child = await createTask(h, [repoId], { boardId: board, parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const attached = await launch(h, child);
+    expect(attached.body.role, JSON.stringify(attached.body)).toBe('attached');
+    const workspace = path.join(h.config.workspaceRoot, taskDirName(parent), 'family');
+    expect(worktreePaths(repo)).toEqual([repo, workspace]);
+
+    const accepted = await deleteBoard(h, board);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    for (const o of accepted.body.operations) await waitForJob(h, o.operationId);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(existsSync(workspace)).toBe(false);
+    expect(branches(repo)).toEqual(['main']);
+  });
+
   it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {
     const h = await harness();
     const board = (await h.api('POST', '/v1/boards', { name: 'empty' })).body.id as string;
