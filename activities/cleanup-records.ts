@@ -1,7 +1,9 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
 import { Context } from '@temporalio/activity';
+import type pg from 'pg';
 import { startFollowUps } from '../client/engine-client';
 import { abandonInventory } from '../db/abandon';
+import { boardMembers, deleteBoardDetaching, lockBoard } from '../db/board-delete';
 import { environmentsBorrowedBy, reserveEndedBorrows } from '../db/borrow-follow-up';
 import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
@@ -18,6 +20,14 @@ export interface CascadeMember {
   operationId: string;
   workflowId: string;
 }
+
+interface CascadePreparation {
+  trigger: CleanupTrigger;
+  members: CascadeMember[];
+  cascadeOperationId: string;
+}
+
+export type BoardPreparation = { kind: 'prepared'; members: CascadeMember[] } | { kind: 'changed' } | { kind: 'gone' };
 
 export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) {
   /** The structured line an operator greps for: a job ended by someone before it finished (paths stay in the row's report). */
@@ -85,28 +95,39 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
       return cascadeMembers(pool, cascadeOperationId);
     },
 
-    /** Cascade: every barrier first (one transaction), then every snapshot, then mutate deepest-first. */
-    async prepareCascade(input: { trigger: CleanupTrigger; members: CascadeMember[]; cascadeOperationId: string }): Promise<void> {
-      const followUps = await inTransaction(pool, async (client) => {
-        const ids = input.members.map((m) => m.taskId);
-        const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
-        if (locked.rowCount !== ids.length) throw typedFailure('not_found');
-        for (const [position, m] of input.members.entries()) {
-          try {
-            await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
-          } catch (err) {
-            if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
-            throw err;
-          }
-        }
-        for (const m of input.members) await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, input.trigger));
-        const borrowed: string[] = [];
-        for (const m of input.members) borrowed.push(...(await environmentsBorrowedBy(client, m.taskId)));
-        for (const m of input.members) await mutateTask(client, m.taskId, input.trigger);
-        await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
-        return reserveEndedBorrows(client, borrowed);
+    /** Cascade: every barrier first (one transaction), then snapshot and mutate deepest-first. */
+    async prepareCascade(input: CascadePreparation): Promise<void> {
+      const followUps = await inTransaction(pool, async (client) => reserveEndedBorrows(client, await prepareMembers(client, input)));
+      await startReserved(followUps);
+    },
+
+    /** The tasks a delete of the board would clean up (none with a job of its own active); null when the board is gone. */
+    async boardMembers(boardId: string): Promise<string[] | null> {
+      return boardMembers(pool, boardId);
+    },
+
+    /**
+     * Board delete, in ONE transaction: lock the board and its tasks, reserve every member's job
+     * (the barrier), snapshot, delete the tasks, delete the board; a task with a job of its own
+     * active leaves the board instead. `changed`: a task joined the board since its members were
+     * read (and checked for dirty worktrees), nothing was written. `gone`: the board was deleted
+     * by another request. A re-run after this operation committed answers what it prepared.
+     */
+    async prepareBoardDelete(input: { boardId: string; members: CascadeMember[]; cascadeOperationId: string }): Promise<BoardPreparation> {
+      const { outcome, followUps } = await inTransaction(pool, async (client): Promise<{ outcome: BoardPreparation; followUps: ContinuedJob[] }> => {
+        const preparedBefore = await cascadeMembers(client, input.cascadeOperationId);
+        if (preparedBefore.length > 0) return { outcome: { kind: 'prepared', members: preparedBefore }, followUps: [] };
+        const board = await lockBoard(client, input.boardId);
+        if (!board) return { outcome: { kind: 'gone' }, followUps: [] };
+        const read = new Set(input.members.map((m) => m.taskId));
+        if (board.free.some((taskId) => !read.has(taskId))) return { outcome: { kind: 'changed' }, followUps: [] };
+        const members = input.members.filter((m) => board.free.includes(m.taskId));
+        const borrowed = await prepareMembers(client, { trigger: 'board_delete', members, cascadeOperationId: input.cascadeOperationId });
+        await deleteBoardDetaching(client, input.boardId, board.busy);
+        return { outcome: { kind: 'prepared', members }, followUps: await reserveEndedBorrows(client, borrowed) };
       });
       await startReserved(followUps);
+      return outcome;
     },
 
     /** The next attempt's time is taken here, not in the workflow: workflow code reads no clock. */
@@ -164,6 +185,37 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
       return report;
     },
   };
+}
+
+/**
+ * The preparation a cascade and a board delete share, inside their transaction: lock the member
+ * rows, reserve every member's job (the barrier), THEN per member in order: snapshot, mutate.
+ */
+/** Returns the environments of other tasks the members borrowed (read before their sessions go): the callers reserve their follow-ups. */
+async function prepareMembers(client: pg.PoolClient, input: CascadePreparation): Promise<string[]> {
+  const ids = input.members.map((m) => m.taskId);
+  const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
+  if (locked.rowCount !== ids.length) throw typedFailure('not_found');
+  for (const [position, m] of input.members.entries()) {
+    try {
+      await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
+      throw err;
+    }
+  }
+  // Each member's snapshot, then its mutation, member by member: a member deleted before the
+  // next one's snapshot no longer borrows that one's environment. Snapshots first and mutations
+  // after handed a parent's workspace to its inherit_parent child, deleted a moment later with
+  // the environment's rows: its worktrees were left on disk with no job to remove them.
+  const borrowed: string[] = [];
+  for (const m of input.members) {
+    await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, input.trigger));
+    borrowed.push(...(await environmentsBorrowedBy(client, m.taskId)));
+    await mutateTask(client, m.taskId, input.trigger);
+  }
+  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
+  return borrowed;
 }
 
 export type CleanupRecordActivities = ReturnType<typeof cleanupRecordActivities>;

@@ -12,8 +12,9 @@ import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import type { launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import type { boardDelete, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import { awaitBoardPreparedUpdate } from '../workflows/board-delete';
 import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
@@ -253,6 +254,33 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
   try {
     await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
     return { ok: true, operationId, workflowId };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+export type BoardDeleteStart = { ok: true; operationId: string; workflowId: string; operations: { taskId: string; operationId: string }[] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+
+/**
+ * Starts the delete of a board and returns once its one preparation transaction committed
+ * (every task's barrier, snapshot and deletion, and the board's), with one operation per task;
+ * or its typed refusal (a dirty worktree without consent), nothing changed.
+ */
+export async function startBoardDelete(client: Client, config: Config, req: { boardId: string; discardChanges: boolean }): Promise<BoardDeleteStart> {
+  const operationId = randomUUID();
+  const workflowId = boardDeleteWorkflowId(req.boardId, operationId);
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof boardDelete>('boardDelete', {
+    taskQueue: config.taskQueue,
+    typedSearchAttributes: new TypedSearchAttributes([{ key: TriggerAttr, value: 'board_delete' }]),
+    workflowId,
+    args: [{ boardId: req.boardId, operationId, discardChanges: req.discardChanges, policy: config.cleanupPolicy }],
+    workflowIdConflictPolicy: 'FAIL',
+  });
+  try {
+    const prepared = await client.workflow.executeUpdateWithStart(awaitBoardPreparedUpdate, { startWorkflowOperation });
+    return { ok: true, operationId, workflowId, operations: prepared.operations };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };

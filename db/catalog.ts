@@ -24,7 +24,3 @@ export async function insertBoard(db: Db, id: string, name: string): Promise<voi
 export async function boardExists(db: Db, id: string): Promise<boolean> {
   return (await db.query('SELECT 1 FROM boards WHERE id = $1', [id])).rowCount === 1;
 }
-
-export async function deleteBoard(db: Db, id: string): Promise<void> {
-  await db.query('DELETE FROM boards WHERE id = $1', [id]);
-}

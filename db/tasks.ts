@@ -77,12 +77,3 @@ export async function unarchiveTask(db: Db, id: string): Promise<void> {
     [id],
   );
 }
-
-export async function tasksOfBoard(db: Db, boardId: string): Promise<string[]> {
-  return (await db.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY created_at', [boardId])).rows.map((r) => r.id);
-}
-
-/** A task whose own cleanup goes on leaves the board it was on. */
-export async function detachFromBoard(db: Db, taskId: string): Promise<void> {
-  await db.query('UPDATE tasks SET board_id = NULL WHERE id = $1', [taskId]);
-}

@@ -11,6 +11,8 @@ export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: 
 export const hostTaskQueue = (sharedQueue: string, hostId: string): string => `${sharedQueue}-host-${hostId}`;
 export const gitStatusWorkflowId = (environmentId: string): string => `git-status/${environmentId}`;
 export const cascadeWorkflowId = (trigger: string, rootTaskId: string, operationId: string): string => `cascade/${trigger}/${rootTaskId}/${operationId}`;
+/** A board delete is a cascade over the board's tasks: cascade/board_delete/<boardId>/<operationId>. */
+export const boardDeleteWorkflowId = (boardId: string, operationId: string): string => cascadeWorkflowId('board_delete', boardId, operationId);
 export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${runId}`;
 export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
 export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';

@@ -51,21 +51,6 @@ describe('triggers', () => {
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
   });
 
-  it('board delete cleans up every task on the board', async () => {
-    const r = await repo();
-    const board = (await h.api('POST', '/v1/boards', { name: 'b' })).body.id;
-    const tasks = [await createTask(h, [r.id], { boardId: board }), await createTask(h, [r.id], { boardId: board })];
-    for (const t of tasks) await launched(t);
-    expect((await h.api('DELETE', `/v1/boards/${board}`, undefined, USER_TOKEN)).status).toBe(403);
-    const res = await h.api('DELETE', `/v1/boards/${board}`, undefined, OPERATOR_TOKEN);
-    expect(res.status).toBe(202);
-    expect(res.body.operations.map((o: any) => o.taskId).sort()).toEqual([...tasks].sort());
-    for (const o of res.body.operations) expect((await waitForJob(h, o.operationId)).trigger).toBe('board_delete');
-    expect(worktreePaths(r.dir)).toEqual([r.dir]);
-    for (const t of tasks) expect((await h.api('GET', `/v1/tasks/${t}`)).status).toBe(404);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM boards WHERE id = $1', [board])).rows[0].n).toBe(0);
-  });
-
   it('cascade archive reserves every barrier, then cleans the tree deepest-first', async () => {
     const r = await repo();
     const root = await createTask(h, [r.id]);

@@ -1,11 +1,14 @@
 /**
  * cascade/<trigger>/<rootTaskId>/<operationId>: every barrier of the task tree first (one
- * transaction), then mutate deepest-first, then one child cleanup per task.
+ * transaction), then mutate deepest-first, then one child cleanup per task. The steps a board
+ * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
 import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, uuid4 } from '@temporalio/workflow';
+import type { UpdateDefinition } from '@temporalio/common';
 import type { CleanupInput, CleanupProgress, CleanupTrigger, RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
+import type { CascadeMember } from '../activities/cleanup-records';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { awaitPreparedUpdate } from './cleanup-messages';
 import { cleanupTask } from './cleanup-task';
@@ -21,47 +24,45 @@ export interface CascadeInput {
   policy: RetryPolicy;
 }
 
-export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgress[]> {
+/**
+ * The update a caller waits on answers once the preparation committed (`prepared()`), or with
+ * its typed refusal (`refuse()`, which ends the workflow after the answer went out).
+ */
+export function preparationBarrier<T>(update: UpdateDefinition<T, []>, answer: () => T) {
   let prepared = false;
   let refusal: ApplicationFailure | null = null;
-  setHandler(awaitPreparedUpdate, async () => {
+  setHandler(update, async () => {
     await condition(() => prepared || refusal !== null);
     if (refusal) throw refusal;
-    return { operationId: input.operationId };
+    return answer();
   });
+  return {
+    prepared(): void {
+      prepared = true;
+    },
+    async refuse(err: unknown): Promise<never> {
+      refusal = asTypedFailure(err);
+      await condition(allHandlersFinished);
+      throw refusal;
+    },
+  };
+}
 
-  const members: { taskId: string; operationId: string; workflowId: string }[] = [];
-  try {
-    // A re-run after the preparation committed (the engine or the worker died before this
-    // workflow task was recorded) continues with the members it prepared: the tree it would read
-    // again is already archived or deleted by that preparation.
-    const preparedBefore = patched('cascade-prepared-members') ? await records.cascadeMembers(input.operationId) : [];
-    if (preparedBefore.length > 0) {
-      members.push(...preparedBefore);
-    } else {
-      const tree = await records.taskTree(input.rootTaskId);
-      for (const taskId of tree) {
-        const operationId = taskId === input.rootTaskId ? input.operationId : uuid4();
-        members.push({ taskId, operationId, workflowId: cleanupWorkflowId(input.trigger, taskId, operationId) });
-      }
-      if (input.trigger === 'delete' && !input.discardChanges) {
-        const dirty: string[] = [];
-        for (const m of members) {
-          const preview = await records.previewWorktrees(m.taskId);
-          if (preview.hostId) dirty.push(...(await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees)));
-        }
-        if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: [...new Set(dirty)] }] });
-      }
-      await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId });
-    }
-  } catch (err) {
-    refusal = asTypedFailure(err);
-    await condition(allHandlersFinished);
-    throw refusal;
+/** A delete without consent is refused before any change when a worktree of any member is dirty. */
+export async function refuseDirtyMembers(members: { taskId: string }[]): Promise<void> {
+  const dirty: string[] = [];
+  for (const m of members) {
+    const preview = await records.previewWorktrees(m.taskId);
+    if (preview.hostId) dirty.push(...(await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees)));
   }
-  prepared = true;
+  if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: [...new Set(dirty)] }] });
+}
 
-  // Deepest first: children finish before their parents.
+/**
+ * One child cleanup per prepared member, in order, each its own job (retried and watched by
+ * itself); abandoned on close, so a child outlives this workflow's end.
+ */
+export async function cleanMembers(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }): Promise<CleanupProgress[]> {
   const results: CleanupProgress[] = [];
   for (const m of members) {
     const child: CleanupInput = { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, discardChanges: input.discardChanges, policy: input.policy, alreadyPrepared: true };
@@ -79,4 +80,33 @@ export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgre
   }
   await condition(allHandlersFinished);
   return results;
+}
+
+export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgress[]> {
+  const barrier = preparationBarrier(awaitPreparedUpdate, () => ({ operationId: input.operationId }));
+
+  const members: CascadeMember[] = [];
+  try {
+    // A re-run after the preparation committed (the engine or the worker died before this
+    // workflow task was recorded) continues with the members it prepared: the tree it would read
+    // again is already archived or deleted by that preparation.
+    const preparedBefore = patched('cascade-prepared-members') ? await records.cascadeMembers(input.operationId) : [];
+    if (preparedBefore.length > 0) {
+      members.push(...preparedBefore);
+    } else {
+      const tree = await records.taskTree(input.rootTaskId);
+      for (const taskId of tree) {
+        const operationId = taskId === input.rootTaskId ? input.operationId : uuid4();
+        members.push({ taskId, operationId, workflowId: cleanupWorkflowId(input.trigger, taskId, operationId) });
+      }
+      if (input.trigger === 'delete' && !input.discardChanges) await refuseDirtyMembers(members);
+      await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId });
+    }
+  } catch (err) {
+    await barrier.refuse(err);
+  }
+  barrier.prepared();
+
+  // Deepest first: children finish before their parents.
+  return cleanMembers(members, input);
 }

@@ -7,3 +7,4 @@ export { stopSession } from './stop-session';
 export { orphanSweep } from './orphan-sweep';
 export { resumeSession } from './resume-session';
 export { reconcileRecords } from './reconcile-records';
+export { boardDelete } from './board-delete';

@@ -133,6 +133,8 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
   expect(swept.body.removed, JSON.stringify(swept.body)).toEqual(['orphan-old']);
   const [sweepId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'orphanSweep' AND TaskQueue = '${h.config.taskQueue}'`);
   await record('orphanSweep-removes-old-orphan', sweepId!);
+
+  await recordBoardDelete(h);
 }
 
 /** A git that cannot remove worktrees (cleanup policy: 200 ms, 400 ms, then needs_operator after 3 attempts). */
@@ -205,4 +207,20 @@ export async function recordCancelledAndRematerialized(harness: MakeHarness): Pr
   expect((await h.api('POST', `/v1/tasks/${released.taskId}/unarchive`)).status).toBe(200);
   expect((await h.api('POST', `/v1/sessions/${released.session.sessionId}/resume`)).status).toBe(200);
   await record('resumeSession-rematerialized-after-unarchive', await lastResumeRun(h, released.session.sessionId));
+}
+
+/** boardDelete: a board of two tasks, one worktree dirty: refused before any change, then deleted with consent (the work saved). */
+async function recordBoardDelete(h: Harness): Promise<void> {
+  const repoId = await registerRepo(h, makeRepo(h.scratch, 'board'), 'board');
+  const board = (await h.api('POST', '/v1/boards', { name: 'board' })).body.id as string;
+  const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+  for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
+  writeFileSync(path.join(worktreeOf(h, tasks[0]!, 'board'), 'wip.txt'), 'uncommitted\n');
+  expect((await h.api('DELETE', `/v1/boards/${board}`, undefined, OPERATOR_TOKEN)).status).toBe(409);
+  const [refusedId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'boardDelete' AND TaskQueue = '${h.config.taskQueue}'`);
+  await recordHistory(h.temporal, 'boardDelete-refused-dirty-worktree', refusedId!);
+  const deleted = await h.api('DELETE', `/v1/boards/${board}?discardChanges=true`, undefined, OPERATOR_TOKEN);
+  expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+  for (const o of deleted.body.operations) await waitForJob(h, o.operationId);
+  await recordHistory(h.temporal, 'boardDelete-two-tasks-dirty-work-saved', deleted.body.workflowId);
 }

@@ -2,10 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
-import { boardExists, deleteBoard } from '../../../db/catalog';
-import { detachFromBoard, findTask, tasksOfBoard, unarchiveTask } from '../../../db/tasks';
+import { boardExists } from '../../../db/catalog';
+import { findTask, unarchiveTask } from '../../../db/tasks';
 import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../engine-client';
+import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startBoardDelete, startCleanup } from '../../engine-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
@@ -119,20 +119,21 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.delete(
       '/v1/boards/:id',
-      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, response: { 202: Type.Object({ operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })) }), ...errorResponses } } },
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['cleanup'],
+          params: IdParams,
+          querystring: Type.Object({ discardChanges: Type.Optional(QueryFlag) }, { additionalProperties: false }),
+          response: { 202: Type.Object({ operationId: Uuid, workflowId: Type.String(), operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })) }), ...errorResponses },
+        },
+      },
       async (request, reply) => {
         if (!(await boardExists(ctx.pool, request.params.id))) throw notFound('Board');
-        const operations: { taskId: string; operationId: string }[] = [];
-        for (const taskId of await tasksOfBoard(ctx.pool, request.params.id)) {
-          const started = await startCleanup(ctx.temporal, ctx.config, { taskId, trigger: 'board_delete' });
-          if (started.ok) operations.push({ taskId, operationId: started.operationId });
-          else if (started.code === 'task_cleanup_in_progress') {
-            // Already being cleaned up: its own job goes on; the board no longer lists it.
-            await detachFromBoard(ctx.pool, taskId);
-          } else throw new ApiError(started.code);
-        }
-        await deleteBoard(ctx.pool, request.params.id);
-        return reply.code(202).send({ operations });
+        // One durable workflow: 202 once every task's barrier, snapshot and deletion and the board's deletion committed.
+        const started = await startBoardDelete(ctx.temporal, ctx.config, { boardId: request.params.id, discardChanges: request.query.discardChanges === 'true' });
+        if (!started.ok) throw new ApiError(started.code, undefined, Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {});
+        return reply.code(202).send({ operationId: started.operationId, workflowId: started.workflowId, operations: started.operations });
       },
     );
 

@@ -1,0 +1,232 @@
+/**
+ * Board delete is one durable cleanup trigger like the others [R6]: the dirty refusal over every
+ * task before anything changes, ONE preparation transaction (every barrier, snapshot and task
+ * deletion, and the board's), then one child cleanup per task that survives its worker's death.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { taskBranchName, taskDirName } from '../domain/task-layout';
+import { waitForJob } from './support/cleanup';
+import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { expectReRunAfterTimeout, killableWorker } from './support/processes';
+import { branches, clearGitFault, git, gitWrapper, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+
+const { harness, cleanups } = harnessesPerTest();
+const TASKS = 10;
+
+const deleteBoard = (h: Harness, boardId: string, query = '') => h.api('DELETE', `/v1/boards/${boardId}${query ? `?${query}` : ''}`, undefined, OPERATOR_TOKEN);
+const count = async (h: Harness, sql: string, params: unknown[]) => Number((await h.pool.query(sql, params)).rows[0].n);
+
+/** A board of TASKS tasks on one repository, each with its worktree and a running agent; the first one's worktree is dirty. */
+async function boardOfTasks(h: Harness, name: string) {
+  const repo = makeRepo(h.scratch, name);
+  const repoId = await registerRepo(h, repo, name);
+  const board = (await h.api('POST', '/v1/boards', { name })).body.id as string;
+  const tasks: { taskId: string; pid: number; worktree: string }[] = [];
+  for (let i = 0; i < TASKS; i++) {
+    const taskId = await createTask(h, [repoId], { boardId: board });
+    const res = await launch(h, taskId);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    tasks.push({ taskId, pid: await pidOf(h, res.body.sessionId), worktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name) });
+  }
+  const dirty = tasks[0]!;
+  writeFileSync(path.join(dirty.worktree, 'wip.txt'), 'uncommitted work\n');
+  return { repo, repoId, board, tasks, dirty };
+}
+
+/**
+ * Holds the COMMIT of any transaction that deleted a board (a deferred trigger waits on an
+ * advisory lock the test holds): the worker dies while the preparation's commit is under way,
+ * and the commit completes once released, with no one left to tell the engine.
+ */
+async function holdBoardDeleteCommit(h: Harness) {
+  const holder = await h.pool.connect();
+  await holder.query('SELECT pg_advisory_lock(7013)');
+  await h.pool.query('CREATE FUNCTION board_delete_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(7013); RETURN OLD; END $$');
+  await h.pool.query('CREATE CONSTRAINT TRIGGER board_delete_hold AFTER DELETE ON boards DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION board_delete_hold()');
+  return {
+    held: () => waitUntil(async () => (await h.pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount! > 0, 'a board delete commit held'),
+    async release() {
+      await holder.query('SELECT pg_advisory_unlock(7013)');
+      holder.release();
+    },
+  };
+}
+
+describe('board delete [R6]', () => {
+  it('of 10 tasks with one dirty worktree is refused 409 task_delete_dirty_worktree and changes nothing [R6.6]', async () => {
+    const h = await harness();
+    const b = await boardOfTasks(h, 'refused');
+    const before = await rowCounts(h.pool);
+
+    const refused = await deleteBoard(h, b.board);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expectSafeError(refused.body, 'task_delete_dirty_worktree', [b.repo, h.config.workspaceRoot]);
+    expect(refused.body.error.dirtyRepositories).toEqual([b.repoId]);
+
+    // Nothing changed: the board, every task, no job, every worktree, branch and agent.
+    expect(await rowCounts(h.pool)).toEqual(before);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(1);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE board_id = $1', [b.board])).toBe(TASKS);
+    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs', [])).toBe(0);
+    expect(worktreePaths(b.repo).sort()).toEqual([b.repo, ...b.tasks.map((t) => t.worktree)].sort());
+    for (const t of b.tasks) {
+      expect(existsSync(t.worktree)).toBe(true);
+      expect(branches(b.repo)).toContain(taskBranchName(t.taskId));
+      expect(processAlive(t.pid)).toBe(true);
+    }
+    expect(existsSync(path.join(b.dirty.worktree, 'wip.txt'))).toBe(true);
+  });
+
+  it('with discardChanges=true removes every task and worktree, saves the dirty work, and survives a worker SIGKILL mid-way [R6.2] [R6.4]', async () => {
+    // Each worktree removal takes a second: the worker dies while the member cleanups run.
+    const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
+    cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+    const slowRemove = gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 1 });
+    const h = await harness({ gitBinary: slowRemove }, { inProcessWorker: false });
+    const worker = killableWorker(h, cleanups);
+    const b = await boardOfTasks(h, 'consented');
+
+    const accepted = await deleteBoard(h, b.board, 'discardChanges=true');
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    expect(accepted.body.workflowId).toBe(`cascade/board_delete/${b.board}/${accepted.body.operationId}`);
+    const operations: { taskId: string; operationId: string }[] = accepted.body.operations;
+    expect(operations.map((o) => o.taskId).sort()).toEqual(b.tasks.map((t) => t.taskId).sort());
+
+    // The 202 came after the one preparation transaction: board and tasks gone, every barrier reserved.
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(0);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = ANY($1::uuid[])', [b.tasks.map((t) => t.taskId)])).toBe(0);
+    const jobs = await h.pool.query("SELECT operation_id, trigger FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state <> 'prepared'", [accepted.body.operationId]);
+    expect(jobs.rows.map((r) => r.operation_id).sort()).toEqual(operations.map((o) => o.operationId).sort());
+    expect(new Set(jobs.rows.map((r) => r.trigger))).toEqual(new Set(['board_delete']));
+
+    // SIGKILL once the first member finished and before the last: the restarted worker goes on.
+    const finished = () => count(h, "SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'succeeded'", [accepted.body.operationId]);
+    await waitUntil(async () => (await finished()) >= 1, 'the first member cleanup');
+    await worker.kill();
+    expect(await finished()).toBeLessThan(TASKS);
+    worker.replace();
+
+    for (const o of operations) expect(await waitForJob(h, o.operationId, ['succeeded'], 120_000)).toMatchObject({ trigger: 'board_delete', state: 'succeeded' });
+    expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(TASKS);
+
+    // The world: every worktree gone from disk and from git, every agent stopped, the branches
+    // (no commits of their own) removed, the dirty worktree's work on its hidden ref.
+    expect(worktreePaths(b.repo)).toEqual([b.repo]);
+    for (const t of b.tasks) {
+      expect(existsSync(t.worktree)).toBe(false);
+      expect(processAlive(t.pid)).toBe(false);
+    }
+    expect(branches(b.repo)).toEqual(['main']);
+    expect(git(b.repo, 'show', `refs/task-workspaces/saved/${b.dirty.taskId}/${b.repoId}:wip.txt`)).toBe('uncommitted work');
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(0);
+  });
+
+  // Without consent the preparation follows recorded host steps (the dirty check): its own re-run
+  // finds what it committed. With consent every step is local to one workflow task: the
+  // workflow's re-run starts over and finds its members.
+  it.each(['', 'discardChanges=true'])('whose preparation committed while its worker died is continued by the re-run (%s): 202, one job per task, the board gone is no refusal', async (query) => {
+    const h = await harness({}, { inProcessWorker: false });
+    const worker = killableWorker(h, cleanups);
+    const repo = makeRepo(h.scratch, 'rerun');
+    const repoId = await registerRepo(h, repo, 'rerun');
+    const board = (await h.api('POST', '/v1/boards', { name: 'rerun' })).body.id as string;
+    const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
+
+    const hold = await holdBoardDeleteCommit(h);
+    const pending = deleteBoard(h, board, query);
+    await hold.held();
+    await worker.kill();
+    await hold.release();
+    await waitUntil(async () => (await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])) === 0, 'the committed preparation');
+    worker.replace();
+
+    const accepted = await pending;
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId).sort()).toEqual([...tasks].sort());
+    for (const o of accepted.body.operations) await waitForJob(h, o.operationId, ['succeeded'], 90_000);
+    // The re-run prepared nothing twice: one job per task, all under this operation.
+    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [tasks])).toBe(2);
+    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId])).toBe(2);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(2);
+    await expectReRunAfterTimeout(h, accepted.body.workflowId);
+  });
+
+  it('leaves a task under a cleanup job of its own out (detached, its job goes on); each member job waits for and is retried by an operator on its own', async () => {
+    const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
+    cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+    const failingRemove = gitWrapper(wrapperDir, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const h = await harness({ gitBinary: failingRemove });
+    const repo = makeRepo(h.scratch, 'busy');
+    const repoId = await registerRepo(h, repo, 'busy');
+    const board = (await h.api('POST', '/v1/boards', { name: 'busy' })).body.id as string;
+    const [archived, member] = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    for (const taskId of [archived!, member!]) expect((await launch(h, taskId)).status).toBe(201);
+    const archiveJob = (await h.api('POST', `/v1/tasks/${archived}/archive`, {})).body.operationId as string;
+    await waitForJob(h, archiveJob, ['needs_operator']);
+
+    const accepted = await deleteBoard(h, board);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId)).toEqual([member]);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(0);
+    expect((await h.pool.query('SELECT board_id, archived_at FROM tasks WHERE id = $1', [archived])).rows).toEqual([{ board_id: null, archived_at: expect.any(Date) }]);
+    expect((await waitForJob(h, archiveJob, ['needs_operator'])).trigger).toBe('archive');
+
+    const memberJob = accepted.body.operations[0].operationId as string;
+    expect(await waitForJob(h, memberJob, ['needs_operator'])).toMatchObject({ trigger: 'board_delete', lastError: 'git_worktree_remove_failed' });
+    clearGitFault(failingRemove);
+    for (const job of [memberJob, archiveJob]) expect((await h.api('POST', `/v1/cleanup-jobs/${job}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    for (const job of [memberJob, archiveJob]) await waitForJob(h, job);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [archived])).toBe(1);
+    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [member])).toBe(0);
+  });
+
+  it('removes the workspace a child of the board works in with its parent (inherit_parent), instead of handing it to the child deleted with it [R6.5]', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'family');
+    const repoId = await registerRepo(h, repo, 'family');
+    const board = (await h.api('POST', '/v1/boards', { name: 'family' })).body.id as string;
+    const parent = await createTask(h, [repoId], { boardId: board });
+    expect((await launch(h, parent)).status).toBe(201);
+    const child = await createTask(h, [repoId], { boardId: board, parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const attached = await launch(h, child);
+    expect(attached.body.role, JSON.stringify(attached.body)).toBe('attached');
+    const workspace = path.join(h.config.workspaceRoot, taskDirName(parent), 'family');
+    expect(worktreePaths(repo)).toEqual([repo, workspace]);
+
+    const accepted = await deleteBoard(h, board);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    for (const o of accepted.body.operations) await waitForJob(h, o.operationId);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(existsSync(workspace)).toBe(false);
+    expect(branches(repo)).toEqual(['main']);
+  });
+
+  it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {
+    const h = await harness();
+    const board = (await h.api('POST', '/v1/boards', { name: 'empty' })).body.id as string;
+    const forbidden = await h.api('DELETE', `/v1/boards/${board}`, undefined, USER_TOKEN);
+    expect(forbidden.status).toBe(403);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(1);
+
+    const unknown = await deleteBoard(h, '00000000-0000-4000-8000-000000000000');
+    expect(unknown.status).toBe(404);
+    expectSafeError(unknown.body, 'not_found');
+    // Bad input is a 400 that changes nothing.
+    expect((await deleteBoard(h, 'not-a-board-id')).status).toBe(400);
+    expect((await deleteBoard(h, board, 'discardChanges=yes')).status).toBe(400);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(1);
+
+    const emptied = await deleteBoard(h, board);
+    expect(emptied.status, JSON.stringify(emptied.body)).toBe(202);
+    expect(emptied.body.operations).toEqual([]);
+    expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(0);
+    expect((await h.temporal.workflow.getHandle(emptied.body.workflowId).result()) as unknown[]).toEqual([]);
+  });
+});

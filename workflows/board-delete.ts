@@ -1,0 +1,71 @@
+/**
+ * cascade/board_delete/<boardId>/<operationId>: a board delete is a cascade over the board's
+ * tasks [R6]. Members are the tasks whose board is this one (their children on other boards
+ * stay); a task under a cleanup job of its own is no member: it leaves the board, its job goes on.
+ *   1. Read the members; without consent, refuse (409 task_delete_dirty_worktree) if any
+ *      worktree of any member is dirty, before anything changes.
+ *   2. ONE transaction: every member's job reserved (the barrier), snapshots, tasks deleted, the
+ *      board deleted. The caller's 202 waits for it (the `awaitBoardPrepared` update).
+ *   3. One child cleanupTask per member (trigger board_delete), each its own job, retried and
+ *      watched (and retried by an operator) by itself.
+ */
+import { ApplicationFailure, defineUpdate, uuid4 } from '@temporalio/workflow';
+import type { CascadeMember } from '../activities/cleanup-records';
+import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
+import { cleanupWorkflowId } from '../domain/workflow-ids';
+import { recordSteps } from './activity-proxies';
+import { cleanMembers, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
+
+const records = recordSteps();
+
+export interface BoardDeleteInput {
+  boardId: string;
+  operationId: string;
+  discardChanges: boolean;
+  policy: RetryPolicy;
+}
+
+/** What the 202 of a board delete says: one operation per task it cleans up. */
+export interface BoardPrepared {
+  operationId: string;
+  operations: { taskId: string; operationId: string }[];
+}
+
+/** Returns once every member's barrier, snapshot and deletion and the board's deletion committed, or throws the typed refusal. */
+export const awaitBoardPreparedUpdate = defineUpdate<BoardPrepared>('awaitBoardPrepared');
+
+/** How often the members are read and checked again when tasks keep joining the board meanwhile. */
+const PREPARATION_ROUNDS = 3;
+
+export async function boardDelete(input: BoardDeleteInput): Promise<CleanupProgress[]> {
+  let members: CascadeMember[] = [];
+  const barrier = preparationBarrier(awaitBoardPreparedUpdate, () => ({ operationId: input.operationId, operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })) }));
+  try {
+    // A re-run after the preparation committed continues with the members it prepared; the
+    // board it deleted is no refusal (an empty board left no member to find: prepare says `gone`).
+    members = await records.cascadeMembers(input.operationId);
+    if (members.length === 0) members = await prepare(input);
+  } catch (err) {
+    await barrier.refuse(err);
+  }
+  barrier.prepared();
+  return cleanMembers(members, { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy });
+}
+
+/** Steps 1 and 2; read again when a task joined the board after its members were checked (never deleted unchecked). */
+async function prepare(input: BoardDeleteInput): Promise<CascadeMember[]> {
+  for (let round = 1; round <= PREPARATION_ROUNDS; round++) {
+    const taskIds = await records.boardMembers(input.boardId);
+    if (taskIds === null) return []; // deleted meanwhile (by this operation, or another)
+    const members = taskIds.map((taskId) => {
+      const operationId = uuid4();
+      return { taskId, operationId, workflowId: cleanupWorkflowId('board_delete', taskId, operationId) };
+    });
+    if (!input.discardChanges) await refuseDirtyMembers(members);
+    const outcome = await records.prepareBoardDelete({ boardId: input.boardId, members, cascadeOperationId: input.operationId });
+    if (outcome.kind === 'prepared') return outcome.members;
+    if (outcome.kind === 'gone') return [];
+  }
+  // The board keeps changing under the delete: nothing was changed, the caller may retry.
+  throw ApplicationFailure.create({ type: 'task_cleanup_in_progress', message: 'The board changed while its delete was prepared.', nonRetryable: true });
+}
