@@ -14,8 +14,7 @@ import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
 import type { boardDelete, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
-import { awaitBoardPreparedUpdate } from '../workflows/board-delete';
-import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
+import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
+import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, git, makeRepo, processAlive, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -31,13 +31,15 @@ async function repo() {
 const wt = (taskId: string, name: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), name);
 
 /** An agent that writes a file only when it is told to stop: after any preview, before any removal. */
-const WRITES_WHEN_STOPPED = ['sh', '-c', 'trap "echo written-while-stopping > late.txt; exit 0" TERM; while :; do sleep 0.1; done'];
+const WRITES_WHEN_STOPPED = ['sh', '-c', 'trap "echo written-while-stopping > late.txt; exit 0" TERM; echo ready; while :; do sleep 0.1; done'];
 
 async function taskWithAgent(command: string[]) {
   const r = await repo();
   const taskId = await createTask(h, [r.id]);
   const res = await launch(h, taskId, { command });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
+  // Its trap is set once it says so (a stop before that would end it without writing).
+  if (command === WRITES_WHEN_STOPPED) await waitUntil(async () => (await h.api('GET', `/v1/sessions/${res.body.sessionId}/logs`)).body === 'ready\n', 'the agent is ready');
   return { r, taskId, sessionId: res.body.sessionId as string, pid: await pidOf(h, res.body.sessionId) };
 }
 

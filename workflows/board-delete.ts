@@ -9,7 +9,8 @@
  *   3. One child cleanupTask per member (trigger board_delete), each its own job, retried and
  *      watched (and retried by an operator) by itself.
  */
-import { ApplicationFailure, defineUpdate, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, uuid4 } from '@temporalio/workflow';
+import { awaitBoardPreparedUpdate, type BoardPrepared } from './cleanup-messages';
 import type { CascadeMember } from '../activities/cleanup-records';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
@@ -24,15 +25,6 @@ export interface BoardDeleteInput {
   discardChanges: boolean;
   policy: RetryPolicy;
 }
-
-/** What the 202 of a board delete says: one operation per task it cleans up. */
-export interface BoardPrepared {
-  operationId: string;
-  operations: { taskId: string; operationId: string }[];
-}
-
-/** Returns once every member's barrier, snapshot and deletion and the board's deletion committed, or throws the typed refusal. */
-export const awaitBoardPreparedUpdate = defineUpdate<BoardPrepared>('awaitBoardPrepared');
 
 /** How often the members are read and checked again when tasks keep joining the board meanwhile. */
 const PREPARATION_ROUNDS = 3;

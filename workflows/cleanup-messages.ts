@@ -15,3 +15,12 @@ export const operatorRetrySignal = defineSignal('operatorRetry');
  * may send it without an argument. A job that succeeded meanwhile stays succeeded.
  */
 export const cancelUpdate = defineUpdate<{ state: string }, [CancelRequest?]>('cancel');
+
+/** What the 202 of a board delete says: one operation per task it cleans up. */
+export interface BoardPrepared {
+  operationId: string;
+  operations: { taskId: string; operationId: string }[];
+}
+
+/** Returns once every member's barrier, snapshot and deletion and the board's deletion committed, or throws the typed refusal. */
+export const awaitBoardPreparedUpdate = defineUpdate<BoardPrepared>('awaitBoardPrepared');
