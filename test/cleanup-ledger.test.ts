@@ -11,22 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { branches, git, makeRepo, processAlive, worktreePaths } from './support/world';
+import { repositories, createTask, expectSafeError, launch, pidOf, waitUntil } from './support/scenario';
+import { branches, git, processAlive, worktreePaths } from './support/world';
 
 let h: Harness;
-let n = 0;
 
 beforeAll(async () => {
   h = await createHarness();
 });
 afterAll(async () => h?.close());
 
-async function repo() {
-  const name = `ledger-${++n}`;
-  const dir = makeRepo(h.scratch, name);
-  return { dir, id: await registerRepo(h, dir, name), name };
-}
+const repo = repositories(() => h, 'ledger');
 
 const wt = (taskId: string, name: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), name);
 

@@ -3,41 +3,17 @@
  * documented waits (1m, 5m, 15m, 1h, 3h, 6h, 12h), then needs_operator [R6.4].
  */
 import { randomUUID } from 'node:crypto';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { resolveTimeSkippingServer } from '../client/temporal-cli';
+import { expect, it } from 'vitest';
 import { DEFAULT_RETRY_POLICY, type CleanupInput } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
-import { startWorker, type WorkerHandle } from '../worker/worker';
-import { createHarness, type Harness } from './support/harness';
+import { timeSkippingSystem } from './support/time-skipping';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { gitWrapper, makeRepo } from './support/world';
 
-let h: Harness;
-let env: TestWorkflowEnvironment;
-let worker: WorkerHandle;
-
-beforeAll(async () => {
-  h = await createHarness();
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: resolveTimeSkippingServer(process.cwd()) } } });
-  const failingGit = gitWrapper(h.scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
-  worker = await startWorker({
-    config: { ...h.config, gitBinary: failingGit },
-    pool: h.pool,
-    logger: pino({ level: 'silent' }),
-    connection: env.nativeConnection,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-  });
-});
-afterAll(async () => {
-  await worker?.shutdown();
-  await env?.teardown();
-  await h?.close();
-});
+const system = timeSkippingSystem((h) => ({ gitBinary: gitWrapper(h.scratch, { failSubcommand: 'worktree remove', failTimes: 1000 }) }));
 
 it('runs 8 attempts over the documented waits, then needs_operator, with the row and the workflow telling the same story', async () => {
+  const { h, env } = system;
   const repo = makeRepo(h.scratch, 'schedule');
   const taskId = await createTask(h, [await registerRepo(h, repo, 'schedule')]);
   expect((await launch(h, taskId)).status).toBe(201);

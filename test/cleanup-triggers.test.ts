@@ -8,22 +8,17 @@ import { TaskIdAttr } from '../domain/search-attributes';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, commitOf, git, listDir, makeRepo, processAlive, worktreePaths } from './support/world';
+import { repositories, createTask, expectSafeError, launch, pidOf } from './support/scenario';
+import { branches, commitOf, git, listDir, processAlive, worktreePaths } from './support/world';
 
 let h: Harness;
-let n = 0;
 
 beforeAll(async () => {
   h = await createHarness();
 });
 afterAll(async () => h?.close());
 
-async function repo() {
-  const name = `trig-${++n}`;
-  const dir = makeRepo(h.scratch, name);
-  return { dir, id: await registerRepo(h, dir, name), name };
-}
+const repo = repositories(() => h, 'trig');
 
 async function launched(taskId: string, body: Record<string, unknown> = {}) {
   const res = await launch(h, taskId, body);

@@ -5,38 +5,22 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import pino from 'pino';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { resolveTimeSkippingServer } from '../client/temporal-cli';
+import { expect, it } from 'vitest';
 import { DEFAULT_RETRY_POLICY } from '../domain/cleanup';
 import { taskDirName } from '../domain/task-layout';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
-import { startWorker, type WorkerHandle } from '../worker/worker';
-import { createHarness, type Harness } from './support/harness';
+import { timeSkippingSystem } from './support/time-skipping';
 import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
 import { git, makeRepo, worktreePaths } from './support/world';
 
-let h: Harness;
-let env: TestWorkflowEnvironment;
-let worker: WorkerHandle;
-
-beforeAll(async () => {
-  h = await createHarness();
-  // The bare test server knows none of the project's search attributes: runs started without them start their children without them.
-  env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: resolveTimeSkippingServer(process.cwd()) } } });
-  worker = await startWorker({ config: h.config, pool: h.pool, logger: pino({ level: 'silent' }), connection: env.nativeConnection, workflowBundle: { codePath: inject('workflowBundlePath') } });
-});
-afterAll(async () => {
-  await worker?.shutdown();
-  await env?.teardown();
-  await h?.close();
-});
+// The bare test server knows none of the project's search attributes: runs started without them start their children without them.
+const system = timeSkippingSystem();
 
 const WEEK_MS = 7 * 24 * 3600_000;
-const expire = (workflowId: string) => env.client.workflow.execute('expireQuickChats', { workflowId, taskQueue: h.config.taskQueue, args: [{ idleMs: WEEK_MS, policy: DEFAULT_RETRY_POLICY }] }) as Promise<string[]>;
+const expire = (workflowId: string) => system.env.client.workflow.execute('expireQuickChats', { workflowId, taskQueue: system.h.config.taskQueue, args: [{ idleMs: WEEK_MS, policy: DEFAULT_RETRY_POLICY }] }) as Promise<string[]>;
 
 it('a quick chat idle past the limit on the skipped clock is deleted, its uncommitted work saved; an ordinary task is untouched', async () => {
+  const { h, env } = system;
   const dir = makeRepo(h.scratch, 'qc');
   const repositoryId = await registerRepo(h, dir, 'qc');
   const chat = await createTask(h, [repositoryId], { quickChat: true });

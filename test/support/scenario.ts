@@ -10,6 +10,16 @@ export async function registerRepo(h: Harness, repoPath: string, name: string): 
   return res.body.id;
 }
 
+/** Repositories for a test file: `next()` makes a fresh git repository under the harness's scratch folder and registers it. */
+export function repositories(h: () => Harness, prefix: string) {
+  let n = 0;
+  return async function next() {
+    const name = `${prefix}-${++n}`;
+    const dir = makeRepo(h().scratch, name);
+    return { dir, id: await registerRepo(h(), dir, name), name };
+  };
+}
+
 export async function createTask(h: Harness, repositories: (string | { repositoryId: string; baseBranch?: string; checkoutBranch?: string })[], extra: Record<string, unknown> = {}): Promise<string> {
   const res = await h.api('POST', '/v1/tasks', {
     title: 'a task',
