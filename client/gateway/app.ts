@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { handleError } from './api-error';
+import { answerClientError, ApiError, handleError, handleFrameworkError, MAX_REQUEST_LINE_BYTES } from './api-error';
 import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
@@ -26,6 +26,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const app = Fastify({
     loggerInstance: (opts.logger || undefined) as FastifyBaseLogger | undefined,
     bodyLimit: 1024 * 1024,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: handleFrameworkError,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -46,11 +48,17 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   // body: `archive` (all fields optional) and the body-less routes answer it; a route with required
   // fields answers its validation error. Anything else is Fastify's parser, prototype-poisoning
   // checks included.
+  // JSON is the only body there is: text/plain (which Fastify would hand a route as a string) and
+  // every other type are 415 before any route reads them.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+  });
+  // URLs up to Node's head limit reach here; past the contract's own limit they are refused alike.
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.url && request.raw.url.length > MAX_REQUEST_LINE_BYTES) throw new ApiError('uri_too_long');
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply));

@@ -161,6 +161,10 @@ export const errorResponses = {
   403: ErrorResponse,
   404: ErrorResponse,
   409: ErrorResponse,
+  413: ErrorResponse,
+  414: ErrorResponse,
+  415: ErrorResponse,
+  431: ErrorResponse,
   500: ErrorResponse,
   503: ErrorResponse,
 };
