@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { answerClientError, ApiError, handleError, handleFrameworkError, MAX_REQUEST_LINE_BYTES } from './api-error';
+import { answerClientError, ApiError, badRequest, handleError, handleFrameworkError, MAX_REQUEST_LINE_BYTES } from './api-error';
 import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
@@ -15,6 +15,7 @@ import { logRoutes } from './routes/logs';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
+import { hasUnstorableText } from './schemas';
 
 export interface GatewayOptions extends GatewayContext {
   logger: Logger | false;
@@ -55,6 +56,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+    // Refused here, before any route stores, runs or passes it on (a NUL was PostgreSQL's 500).
+    if (hasUnstorableText([request.params, request.query, request.body])) throw badRequest('Text in a request must be well-formed Unicode without NUL characters.');
   });
   // URLs up to Node's head limit reach here; past the contract's own limit they are refused alike.
   app.addHook('onRequest', async (request) => {
