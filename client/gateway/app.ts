@@ -25,7 +25,9 @@ export interface GatewayOptions extends GatewayContext {
 
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: (opts.logger || undefined) as FastifyBaseLogger | undefined,
+    // Request lines are logged without their query values: a secret sent there by mistake
+    // (`?token=…`) must not land in the log.
+    loggerInstance: (opts.logger ? opts.logger.child({}, { serializers: { req: requestForLog } }) : undefined) as FastifyBaseLogger | undefined,
     bodyLimit: 1024 * 1024,
     clientErrorHandler: answerClientError,
     frameworkErrors: handleFrameworkError,
@@ -77,4 +79,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(orphanSweepRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/** Fastify's request serializer, with every query value replaced: names stay readable, values (possibly secrets) do not. */
+function requestForLog(request: { method: string; url: string; host?: string; ip?: string; socket?: { remotePort?: number } }) {
+  return { method: request.method, url: redactQuery(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+}
+
+export function redactQuery(url: string): string {
+  const at = url.indexOf('?');
+  if (at === -1) return url;
+  const names = url.slice(at + 1).split('&').map((pair) => pair.split('=')[0]!.slice(0, 64));
+  return `${url.slice(0, at)}?${names.map((name) => `${name}=[redacted]`).join('&')}`;
 }
