@@ -20,6 +20,15 @@ export async function createTask(h: Harness, repositories: (string | { repositor
   return res.body.id;
 }
 
+/** Tasks of one new workspace group: the first member makes the group, the others name it. */
+export async function createGroupTasks(h: Harness, repositories: string[], members: number): Promise<{ groupId: string; tasks: string[] }> {
+  const first = await createTask(h, repositories, { workspace: { mode: 'shared_group' } });
+  const groupId: string = (await h.api('GET', `/v1/tasks/${first}`)).body.groupId;
+  const tasks = [first];
+  while (tasks.length < members) tasks.push(await createTask(h, repositories, { workspace: { mode: 'shared_group', groupId } }));
+  return { groupId, tasks };
+}
+
 export const SLEEPER = ['sleep', '600'];
 
 export function launch(h: Harness, taskId: string, body: Record<string, unknown> = {}) {
