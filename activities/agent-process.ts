@@ -109,7 +109,12 @@ export async function stopRecordedAgent(pool: Db, agent: { executionId: string; 
 export function agentProcessActivities(deps: ActivityDeps) {
   const { pool, config } = deps;
   return {
-    async startAgent(input: StartAgentInput): Promise<StartedAgent> {
+    /**
+     * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
+     * that must exist exactly when the agent started: they go in the transaction that records the
+     * start, so a start refused (the command cannot start, a cleanup barrier) leaves none of them.
+     */
+    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
       const recorded = await findExecution(pool, input.executionId);
       if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
       // The working directory is checked right before use: a stale path is never a launch directory.
@@ -142,6 +147,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
             const stands = await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId]);
             // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
             await record(client, leader.pid, leader.startTime);
+            await recordWithStart?.(client);
             await dropSpawnIntent(client, input.executionId);
             return stands;
           });
@@ -160,6 +166,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
+        await recordWithStart?.(client);
         const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);

@@ -12,7 +12,7 @@ import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/
 import { outageOf } from '../domain/outage';
 import { isStranded } from '../domain/reconcile';
 import { agentProcessActivities, type StartedAgent } from './agent-process';
-import { coresidencyActivities } from './coresidency';
+import { coresidencySteps } from './coresidency';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { launchRecordActivities } from './launch-records';
@@ -37,7 +37,7 @@ export interface LaunchAgentInput {
 
 export function launchAgentActivities(deps: ActivityDeps) {
   const { validateWorkspace } = workspaceValidateActivities(deps);
-  const { observeCoresidency } = coresidencyActivities(deps);
+  const { readCoresidency, recordCoresidency, reportCoresidency } = coresidencySteps(deps);
   const { startAgent, stopAgent } = agentProcessActivities(deps);
   const { materializeWorkspace, discardMaterialization } = workspaceMaterializeActivities(deps);
   const { publishInventory, publishedBy } = launchRecordActivities(deps);
@@ -45,8 +45,15 @@ export function launchAgentActivities(deps: ActivityDeps) {
   async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
     const { plan } = input;
     if (input.validate) await validateWorkspace(plan);
-    await observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, site: input.site });
-    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null));
+    // Observed before the start and recorded in the start's own transaction [R5.1]: a start that
+    // is refused (the command cannot start) leaves no observation, as it leaves no session.
+    const coresidency = { sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, site: input.site };
+    const observation = await readCoresidency(coresidency);
+    let recorded = false;
+    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null), async (client) => {
+      recorded = await recordCoresidency(client, coresidency, observation);
+    });
+    if (recorded) reportCoresidency(coresidency, observation);
     if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
     return agent;
   }

@@ -28,6 +28,11 @@ export async function insertTask(db: Db, task: NewTask): Promise<void> {
   }
 }
 
+/** A group is made by the first task of it (without a groupId); a later member names one that exists. */
+export async function workspaceGroupExists(db: Db, id: string): Promise<boolean> {
+  return ((await db.query('SELECT 1 FROM workspace_groups WHERE id = $1', [id])).rowCount ?? 0) > 0;
+}
+
 export interface TaskRow {
   id: string;
   title: string;

@@ -16,7 +16,15 @@ export type RefusalCode =
   | 'cleanup_job_finished'
   | 'launch_cancelled';
 
-export type InputErrorCode = 'invalid_request' | 'not_found' | 'unauthorized' | 'forbidden';
+export type InputErrorCode =
+  | 'invalid_request'
+  | 'not_found'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'uri_too_long'
+  | 'headers_too_large';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
 export type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
@@ -64,6 +72,12 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },
   forbidden: { status: 403, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'This token may not do that.' },
+  // Refused before a route reads anything: the request as sent can never succeed, so nothing changed.
+  payload_too_large: { status: 413, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request body is too large.' },
+  unsupported_media_type: { status: 415, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'A request body must be JSON (Content-Type: application/json).' },
+  uri_too_long: { status: 414, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request URL is too long.' },
+  // The header section as a whole overflows the HTTP parser's limit (the URL alone is uri_too_long).
+  headers_too_large: { status: 431, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request headers are too large.' },
   // The database does not answer: the gateway changed nothing it could not finish; retry.
   service_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The service database is unavailable; retry shortly.' },
   // Temporal does not answer. For a launch or resume the outcome may be pending: retrying with

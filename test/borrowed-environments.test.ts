@@ -12,7 +12,7 @@ import { deleteSessionEndingBorrow } from '../db/borrow-follow-up';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, type Harness } from './support/harness';
-import { createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { createGroupTasks, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { branches, clearGitFault, gitWrapper, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -192,10 +192,7 @@ describe('who protects an environment [R6.5]', () => {
 describe('a shared group’s environment [R6.5]', () => {
   async function group(members: number) {
     const r = await repo();
-    const groupId = randomUUID();
-    const tasks: string[] = [];
-    for (let i = 0; i < members; i++) tasks.push(await createTask(h, [r.id], { workspace: { mode: 'shared_group', groupId } }));
-    return { r, groupId, tasks };
+    return { r, ...(await createGroupTasks(h, [r.id], members)) };
   }
 
   it('a shared group keeps working after its owner is archived: the environment goes to a live member, whose sessions attach to the same workspace', async () => {

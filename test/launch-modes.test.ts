@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
-import { createTask, expectLaunchRefused, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { createGroupTasks, createTask, expectLaunchRefused, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -66,9 +66,8 @@ describe('inherit_parent', () => {
 describe('shared_group', () => {
   it('elects one materializer for the group; other members attach to the group environment', async () => {
     const { repo, repoId, name } = await repoFor();
-    const groupId = randomUUID();
-    const a = await createTask(h, [repoId], { workspace: { mode: 'shared_group', groupId } });
-    const b = await createTask(h, [repoId], { workspace: { mode: 'shared_group', groupId } });
+    const { groupId, tasks } = await createGroupTasks(h, [repoId], 2);
+    const [a, b] = tasks as [string, string];
     const first = await launch(h, b);
     expect(first.body.role).toBe('materialized');
     await pidOf(h, first.body.sessionId);
@@ -85,9 +84,7 @@ describe('shared_group', () => {
     const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 2 }) });
     try {
       const { repo, repoId } = await repoFor(slow);
-      const groupId = randomUUID();
-      const a = await createTask(slow, [repoId], { workspace: { mode: 'shared_group', groupId } });
-      const b = await createTask(slow, [repoId], { workspace: { mode: 'shared_group', groupId } });
+      const [a, b] = (await createGroupTasks(slow, [repoId], 2)).tasks as [string, string];
       const results = await Promise.all([launch(slow, a), launch(slow, b)]);
       expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
       const loser = results.find((r) => r.status === 409)!;

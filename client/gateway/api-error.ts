@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_TABLE, errorBody, isErrorCode, type ErrorCode } from '../../domain/errors';
 import { outageOf } from '../../domain/outage';
@@ -23,6 +25,15 @@ export function sendError(reply: FastifyReply, code: ErrorCode, message?: string
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));
 }
 
+/** Fastify's client errors that have a code of their own in the contract, by the status Fastify gives them. */
+const FRAMEWORK_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
+  404: 'not_found',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+  431: 'headers_too_large',
+};
+
 /**
  * One error handler for every route: validation → 400, typed → its status, the database or the
  * engine not answering → 503 (never a 500: the same request may be retried), anything else → 500
@@ -43,9 +54,10 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
   const fe = err as FastifyError;
   if (fe.validation) return sendError(reply, 'invalid_request', `Invalid request: ${fe.message}`, {}, errorId);
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    // Fastify's own client errors (malformed JSON, unsupported media type, body too large).
-    const code: ErrorCode = fe.statusCode === 404 ? 'not_found' : 'invalid_request';
-    return sendError(reply, code, fe.statusCode === 404 ? 'Not found.' : 'The request body could not be read.', {}, errorId);
+    // Fastify's own client errors (malformed JSON, unsupported media type, body too large): their
+    // status says which, their message (it may quote the request) stays out of the body.
+    const code = FRAMEWORK_STATUS_CODES[fe.statusCode] ?? 'invalid_request';
+    return sendError(reply, code, code === 'invalid_request' ? 'The request body could not be read.' : undefined, {}, errorId);
   }
   const typed = (err as { code?: unknown }).code;
   if (isErrorCode(typed) && typed !== 'internal') return sendError(reply, typed, undefined, {}, errorId);
@@ -58,4 +70,36 @@ export function refusalError(refusal: { code: ErrorCode; details: Record<string,
   const reason = refusal.details.problem ?? refusal.details.reason;
   const extra = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? { reason } : {};
   return new ApiError(refusal.code, message, extra);
+}
+
+/**
+ * Errors the router meets before any route (Fastify's `frameworkErrors`): a malformed percent
+ * escape or a path segment longer than the router takes. Fastify's own answers quote the URL.
+ */
+export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  return sendError(reply, 'invalid_request', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The request URL is malformed.');
+}
+
+/** The longest request line (method, URL, version) a request may have: a longer URL is `uri_too_long`. */
+export const MAX_REQUEST_LINE_BYTES = 8 * 1024;
+
+/**
+ * A request Node's HTTP parser refuses before Fastify sees it (the head over its size limit, a
+ * malformed request line, a timeout) is answered here, in the contract's body and not Node's or
+ * Fastify's. An overflowing head whose request line alone is over the limit is a long URL.
+ */
+export function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let code: ErrorCode = 'invalid_request';
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    const lineEnd = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.indexOf('\r\n') : -1;
+    code = lineEnd === -1 || lineEnd > MAX_REQUEST_LINE_BYTES ? 'uri_too_long' : 'headers_too_large';
+  }
+  const rule = ERROR_TABLE[code];
+  const body = JSON.stringify(errorBody(code, randomUUID(), code === 'invalid_request' ? 'The request could not be read.' : undefined));
+  if (socket.writable) {
+    socket.end(`HTTP/1.1 ${rule.status} ${STATUS_CODES[rule.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  } else {
+    socket.destroy();
+  }
 }

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { handleError } from './api-error';
+import { answerClientError, ApiError, badRequest, handleError, handleFrameworkError, MAX_REQUEST_LINE_BYTES } from './api-error';
 import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
@@ -15,6 +15,7 @@ import { logRoutes } from './routes/logs';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
 import { taskRoutes } from './routes/tasks';
+import { hasUnstorableText } from './schemas';
 
 export interface GatewayOptions extends GatewayContext {
   logger: Logger | false;
@@ -24,8 +25,12 @@ export interface GatewayOptions extends GatewayContext {
 
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: (opts.logger || undefined) as FastifyBaseLogger | undefined,
+    // Request lines are logged without their query values: a secret sent there by mistake
+    // (`?token=…`) must not land in the log.
+    loggerInstance: (opts.logger ? opts.logger.child({}, { serializers: { req: requestForLog } }) : undefined) as FastifyBaseLogger | undefined,
     bodyLimit: 1024 * 1024,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: handleFrameworkError,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -46,11 +51,19 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   // body: `archive` (all fields optional) and the body-less routes answer it; a route with required
   // fields answers its validation error. Anything else is Fastify's parser, prototype-poisoning
   // checks included.
+  // JSON is the only body there is: text/plain (which Fastify would hand a route as a string) and
+  // every other type are 415 before any route reads them.
   const json = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
+    // Refused here, before any route stores, runs or passes it on (a NUL was PostgreSQL's 500).
+    if (hasUnstorableText([request.params, request.query, request.body])) throw badRequest('Text in a request must be well-formed Unicode without NUL characters.');
+  });
+  // URLs up to Node's head limit reach here; past the contract's own limit they are refused alike.
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.url && request.raw.url.length > MAX_REQUEST_LINE_BYTES) throw new ApiError('uri_too_long');
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler((request, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply));
@@ -66,4 +79,16 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(orphanSweepRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/** Fastify's request serializer, with every query value replaced: names stay readable, values (possibly secrets) do not. */
+function requestForLog(request: { method: string; url: string; host?: string; ip?: string; socket?: { remotePort?: number } }) {
+  return { method: request.method, url: redactQuery(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+}
+
+export function redactQuery(url: string): string {
+  const at = url.indexOf('?');
+  if (at === -1) return url;
+  const names = url.slice(at + 1).split('&').map((pair) => pair.split('=')[0]!.slice(0, 64));
+  return `${url.slice(0, at)}?${names.map((name) => `${name}=[redacted]`).join('&')}`;
 }

@@ -161,6 +161,31 @@ export const errorResponses = {
   403: ErrorResponse,
   404: ErrorResponse,
   409: ErrorResponse,
+  413: ErrorResponse,
+  414: ErrorResponse,
+  415: ErrorResponse,
+  431: ErrorResponse,
   500: ErrorResponse,
   503: ErrorResponse,
 };
+
+/** A UTF-16 surrogate without its other half: not a character, and written as UTF-8 it silently becomes U+FFFD. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Whether any string in a request (keys included) is text the service cannot keep as given: a
+ * NUL, which PostgreSQL refuses in text and an argv cannot carry, or a lone surrogate. Walked
+ * without recursion: a parsed body may nest as deep as its size allows.
+ */
+export function hasUnstorableText(values: unknown[]): boolean {
+  const pending = [...values];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      if (value.includes('\u0000') || LONE_SURROGATE.test(value)) return true;
+    } else if (value !== null && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) pending.push(key, inner);
+    }
+  }
+  return false;
+}

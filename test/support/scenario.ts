@@ -2,7 +2,8 @@
 import { expect } from 'vitest';
 import type { Harness } from './harness';
 import { USER_TOKEN } from './harness';
-import { makeRepo } from './world';
+import { connect } from 'node:net';
+import { branches, fingerprint, makeRepo, worktreePaths } from './world';
 
 export async function registerRepo(h: Harness, repoPath: string, name: string): Promise<string> {
   const res = await h.api('POST', '/v1/repositories', { name, path: repoPath });
@@ -30,6 +31,15 @@ export async function createTask(h: Harness, repositories: (string | { repositor
   return res.body.id;
 }
 
+/** Tasks of one new workspace group: the first member makes the group, the others name it. */
+export async function createGroupTasks(h: Harness, repositories: string[], members: number): Promise<{ groupId: string; tasks: string[] }> {
+  const first = await createTask(h, repositories, { workspace: { mode: 'shared_group' } });
+  const groupId: string = (await h.api('GET', `/v1/tasks/${first}`)).body.groupId;
+  const tasks = [first];
+  while (tasks.length < members) tasks.push(await createTask(h, repositories, { workspace: { mode: 'shared_group', groupId } }));
+  return { groupId, tasks };
+}
+
 export const SLEEPER = ['sleep', '600'];
 
 export function launch(h: Harness, taskId: string, body: Record<string, unknown> = {}) {
@@ -38,12 +48,13 @@ export function launch(h: Harness, taskId: string, body: Record<string, unknown>
 
 /** Every refusal body: the contract's shape and nothing that locates the user's files. */
 export function expectSafeError(body: any, code: string, secrets: string[] = []): void {
-  expect(body?.error?.code).toBe(code);
+  expect(body?.error?.code, JSON.stringify(body)?.slice(0, 300)).toBe(code);
+  expect(Object.keys(body)).toEqual(['error']);
   expect(typeof body.error.message).toBe('string');
   expect(typeof body.error.recoverable).toBe('boolean');
   expect(typeof body.error.retryAfterMs).toBe('number');
   expect(typeof body.error.action).toBe('string');
-  expect(typeof body.error.errorId).toBe('string');
+  expect(body.error.errorId).toMatch(/^[0-9a-f-]{36}$/);
   const text = JSON.stringify(body);
   expect(text).not.toMatch(/\/tmp\/|\/work\/|\/home\/|refs\/heads|tws\//);
   for (const secret of secrets) expect(text).not.toContain(secret);
@@ -130,4 +141,45 @@ export async function lastResumeRun(h: Harness, sessionId: string): Promise<stri
   const run = (await h.pool.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run;
   expect(run, 'an admitted resume').toBeTruthy();
   return `resume/${sessionId}/${run}`;
+}
+
+/**
+ * What a refused request must leave as it was: the row count of every table, every metric
+ * counter, every file under the workspace root, and the branches and worktree registrations
+ * of the given repositories.
+ */
+export async function worldState(h: Harness, repositories: string[]) {
+  const tables = (await h.pool.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1")).rows;
+  const rows: Record<string, number> = {};
+  for (const { name } of tables) rows[name] = Number((await h.pool.query(`SELECT count(*) AS n FROM "${name}"`)).rows[0].n);
+  const counters = (await h.pool.query('SELECT name, labels, value FROM metric_counters ORDER BY name, labels')).rows;
+  return {
+    rows,
+    counters,
+    workspaceRoot: fingerprint(h.config.workspaceRoot),
+    repositories: repositories.map((repo) => ({ repo, branches: branches(repo), worktrees: worktreePaths(repo) })),
+  };
+}
+
+/** A request written byte for byte (what fetch will not send: a bad method, a raw `..`, a NUL in a header); the answer's status and body. */
+export function rawRequest(baseUrl: string, head: string): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(head));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      const raw = text.slice(text.indexOf('\r\n\r\n') + 4);
+      let body: any = raw;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        // chunked or not JSON: the caller's assertions say so
+      }
+      resolve({ status, body });
+    });
+  });
 }

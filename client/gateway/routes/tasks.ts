@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
-import { findTask, insertTask, type NewTask } from '../../../db/tasks';
+import { findTask, insertTask, workspaceGroupExists, type NewTask } from '../../../db/tasks';
 import { taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
@@ -26,6 +26,8 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (new Set(wanted.map((r) => r.repositoryId)).size !== wanted.length) throw badRequest('A repository may appear only once in a task.');
       if (body.boardId && !(await boardExists(ctx.pool, body.boardId))) throw notFound('Board');
       if (body.parentTaskId && !(await findTask(ctx.pool, body.parentTaskId))) throw notFound('Parent task');
+      // An unknown groupId is a mistake, not a new group: a new group is asked for by leaving it out.
+      if (body.workspace?.groupId && !(await workspaceGroupExists(ctx.pool, body.workspace.groupId))) throw notFound('Workspace group');
 
       const known = await findRepositories(ctx.pool, wanted.map((r) => r.repositoryId));
       const repositories: NewTask['repositories'] = [];
