@@ -1,4 +1,5 @@
 /** Repositories and boards: the catalogue tasks refer to. */
+import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
 export interface RepositoryRow {
@@ -27,4 +28,13 @@ export async function boardExists(db: Db, id: string): Promise<boolean> {
 
 export async function deleteBoard(db: Db, id: string): Promise<void> {
   await db.query('DELETE FROM boards WHERE id = $1', [id]);
+}
+
+/** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
+export async function listRepositories(db: Db, page: PageOf) {
+  return newestFirst<{ id: string; name: string; default_branch: string }>(db, { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid', where: () => [] }, page);
+}
+
+export async function listBoards(db: Db, page: PageOf) {
+  return newestFirst<{ id: string; name: string }>(db, { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid', where: () => [] }, page);
 }
