@@ -63,7 +63,8 @@ export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
 export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean() });
 export const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
-export const Task = Type.Object({
+/** A task in a list: its own row only (one query per page); the full view, environment and sessions included, is GET /v1/tasks/:id. */
+export const TaskItem = Type.Object({
   id: Uuid,
   title: Type.String(),
   state: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
@@ -72,6 +73,10 @@ export const Task = Type.Object({
   workspaceMode: Type.String(),
   groupId: Type.Union([Uuid, Type.Null()]),
   quickChat: Type.Boolean(),
+  createdAt: Type.String(),
+});
+export const Task = Type.Object({
+  ...TaskItem.properties,
   repositories: Type.Array(Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), checkoutBranch: Type.Union([Type.String(), Type.Null()]) })),
   environment: Type.Union([Environment, Type.Null()]),
   sessions: Type.Array(SessionSummary),
