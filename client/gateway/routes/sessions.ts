@@ -1,13 +1,13 @@
-/** POST /v1/tasks/:id/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
+/** POST /v1/tasks/:id/sessions, GET /v1/tasks/:id/sessions (a list), GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
-import { latestExecution } from '../../../db/executions';
+import { latestExecution, latestExecutions, type ExecutionRow } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
-import { admittedPlanOf, findSession } from '../../../db/sessions';
+import { admittedPlanOf, findSession, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
@@ -18,7 +18,10 @@ import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startFollowUps, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
+import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
+
+const SessionListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 /** A resume's run id from its Idempotency-Key: the same key, the same run, with nothing stored. */
 const runIdOfKey = (sessionId: string, key: string): string => createHash('sha256').update(`resume:${sessionId}:${key}`).digest('hex').slice(0, 32);
@@ -65,10 +68,8 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     };
   }
 
-  async function sessionView(id: string) {
-    const session = await findSession(ctx.pool, id);
-    if (!session) return runOutcomeView(id);
-    const exec = await latestExecution(ctx.pool, session.id);
+  /** A session with its row, and its latest execution if it has one. */
+  function sessionViewOf(session: SessionRow, exec: ExecutionRow | null) {
     return {
       id: session.id,
       taskId: session.task_id,
@@ -92,6 +93,12 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           }
         : null,
     };
+  }
+
+  async function sessionView(id: string) {
+    const session = await findSession(ctx.pool, id);
+    if (!session) return runOutcomeView(id);
+    return sessionViewOf(session, await latestExecution(ctx.pool, session.id));
   }
 
   /** `Prefer: respond-async` (RFC 7240): answer once admitted. */
@@ -169,6 +176,19 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         }
         if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
         return reply.code(201).send(outcome.result);
+      },
+    );
+
+    app.get(
+      '/v1/tasks/:id/sessions',
+      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, querystring: SessionListQuery, response: { 200: pageOf(Session), ...errorResponses } } },
+      async (request) => {
+        const page = pageRequest(request.query);
+        if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        const rows = await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page));
+        // Each session's latest execution: one query for the page, not one per row.
+        const executions = await latestExecutions(ctx.pool, rows.map((row) => row.id));
+        return pageAnswer(rows, page.limit, (row) => row.id, (row) => sessionViewOf(row, executions.get(row.id) ?? null));
       },
     );
 
