@@ -1,6 +1,7 @@
 /**
  * Operator CLI: `node --import tsx client/cli.ts <command>`.
- *   jobs [state]          list cleanup jobs (optionally only one state, e.g. needs_operator)
+ *   jobs [state]          list cleanup jobs, newest first
+ *                         (optionally only one state, e.g. needs_operator)
  *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
  *   cancel <operationId>  end a waiting job (pending, retry_wait, needs_operator): the barrier
  *                         lifts; a delete's leftovers are recorded abandoned, never removed
@@ -11,7 +12,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { continuedJobOf, findJob, listJobs } from '../db/cleanup-jobs';
+import type { Keyset } from '../db/keyset';
 import { createPool } from '../db/pool';
+import { CLEANUP_JOB_STATES } from '../domain/cleanup';
 import { loadConfig } from '../domain/config';
 import { operatorCancel, retryCleanup } from './engine-client';
 import { connectClient } from './temporal';
@@ -34,8 +37,20 @@ async function main(argv: string[]): Promise<number> {
   try {
     const [command, arg] = argv;
     if (command === 'jobs') {
-      for (const job of await listJobs(pool, { state: arg })) {
-        console.log([job.operation_id, job.task_id, job.trigger, job.state, `attempts=${job.attempts}`, `next=${job.next_attempt_at?.toISOString() ?? '-'}`, `error=${job.last_error ?? '-'}`, job.workflow_id].join('  '));
+      const state = CLEANUP_JOB_STATES.find((s) => s === arg);
+      if (arg !== undefined && !state) {
+        console.error(`no job state ${arg}: one of ${CLEANUP_JOB_STATES.join(', ')}`);
+        return 2;
+      }
+      // Every job, newest first, a page at a time (the list the API pages).
+      for (let after: Keyset | null = null, more = true; more; ) {
+        const page: Awaited<ReturnType<typeof listJobs>> = await listJobs(pool, { state }, { limit: 200, after });
+        for (const job of page) {
+          console.log([job.operation_id, job.task_id, job.trigger, job.state, `attempts=${job.attempts}`, `next=${job.next_attempt_at?.toISOString() ?? '-'}`, `error=${job.last_error ?? '-'}`, job.workflow_id].join('  '));
+        }
+        const last = page[page.length - 1];
+        more = page.length === 200 && last !== undefined;
+        after = last ? { at: last.exact_at, key: last.operation_id } : null;
       }
       return 0;
     }

@@ -4,11 +4,12 @@ import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { boardExists, deleteBoard } from '../../../db/catalog';
 import { detachFromBoard, findTask, tasksOfBoard, unarchiveTask } from '../../../db/tasks';
-import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
+import { CLEANUP_JOB_STATES, CLEANUP_TRIGGERS, cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
 import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startCleanup } from '../../engine-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
+import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
 import { IdParams, Task, Uuid, errorResponses } from '../schemas';
 
 const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String() });
@@ -25,6 +26,16 @@ const Job = Type.Object({
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   report: Type.Any(),
 });
+/** Filters are checked against the job's own enums: a state or trigger no job can have is a 400, not an empty page. */
+const JobListQuery = Type.Object(
+  {
+    ...PageQueryFields,
+    state: Type.Optional(Type.Union(CLEANUP_JOB_STATES.map((state) => Type.Literal(state)))),
+    trigger: Type.Optional(Type.Union(CLEANUP_TRIGGERS.map((trigger) => Type.Literal(trigger)))),
+    taskId: Type.Optional(Uuid),
+  },
+  { additionalProperties: false },
+);
 const OperationParams = Type.Object({ operationId: Uuid });
 const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String() });
 /** No body, `{}` or `{ "abandon": false }`: the audited reset; `{ "abandon": true }`: release without touching a file. */
@@ -138,8 +149,13 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/v1/cleanup-jobs',
-      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: Type.Object({ state: Type.Optional(Type.String({ maxLength: 40 })), taskId: Type.Optional(Uuid) }), response: { 200: Type.Array(Job), ...errorResponses } } },
-      async (request) => (await listJobs(ctx.pool, request.query)).map(jobView),
+      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: JobListQuery, response: { 200: pageOf(Job), ...errorResponses } } },
+      async (request) => {
+        const { state, trigger, taskId } = request.query;
+        const page = pageRequest(request.query);
+        const rows = await listJobs(ctx.pool, { state, trigger, taskId }, lookahead(page));
+        return pageAnswer(rows, page.limit, (row) => row.operation_id, jobView);
+      },
     );
 
     app.get('/v1/cleanup-jobs/:operationId', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } } }, async (request) => {
