@@ -1,6 +1,6 @@
 /**
  * Operator CLI: `node --import tsx client/cli.ts <command>`.
- *   jobs [state]          list cleanup jobs, newest first
+ *   jobs [state]          list cleanup jobs, newest first, with each run's Temporal UI link
  *                         (optionally only one state, e.g. needs_operator)
  *   retry <operationId>   give a job waiting for an operator a fresh round of attempts
  *   cancel <operationId>  end a waiting job (pending, retry_wait, needs_operator): the barrier
@@ -17,6 +17,7 @@ import { createPool } from '../db/pool';
 import { CLEANUP_JOB_STATES } from '../domain/cleanup';
 import { loadConfig } from '../domain/config';
 import { operatorCancel, retryCleanup } from './engine-client';
+import { temporalLinks } from './temporal-links';
 import { connectClient } from './temporal';
 
 function embeddedDatabaseUrl(dataDir: string): string | null {
@@ -46,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
       for (let after: Keyset | null = null, more = true; more; ) {
         const page: Awaited<ReturnType<typeof listJobs>> = await listJobs(pool, { state }, { limit: 200, after });
         for (const job of page) {
-          console.log([job.operation_id, job.task_id, job.trigger, job.state, `attempts=${job.attempts}`, `next=${job.next_attempt_at?.toISOString() ?? '-'}`, `error=${job.last_error ?? '-'}`, job.workflow_id].join('  '));
+          console.log([job.operation_id, job.task_id, job.trigger, job.state, `attempts=${job.attempts}`, `next=${job.next_attempt_at?.toISOString() ?? '-'}`, `error=${job.last_error ?? '-'}`, job.workflow_id, temporalLinks(config, job.workflow_id).temporal].join('  '));
         }
         const last = page[page.length - 1];
         more = page.length === 200 && last !== undefined;

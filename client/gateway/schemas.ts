@@ -82,6 +82,9 @@ export const Task = Type.Object({
   sessions: Type.Array(SessionSummary),
 });
 
+/** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL). */
+export const Links = Type.Object({ temporal: Type.String() });
+
 export const LaunchBody = Type.Object(
   {
     executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh'), Type.Literal('container'), Type.Literal('sandbox')]),
@@ -113,6 +116,7 @@ export const LaunchResponse = Type.Object({
   role: Type.String(),
   state: Type.String(),
   executionId: Uuid,
+  links: Links,
 });
 
 /** A launch or resume answered once admitted (`Prefer: respond-async`): the session then tells the outcome. */
@@ -121,6 +125,7 @@ export const AcceptedLaunch = Type.Object({
   state: Type.String(),
   taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
   role: Type.Union([Type.String(), Type.Null()]),
+  links: Links,
 });
 
 export const Session = Type.Object({
@@ -147,6 +152,8 @@ export const Session = Type.Object({
     }),
     Type.Null(),
   ]),
+  /** The run that last admitted the session (its launch, or its latest admitted resume). */
+  links: Links,
   /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
   error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) })),
 });

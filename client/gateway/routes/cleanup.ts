@@ -10,9 +10,10 @@ import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
-import { IdParams, Task, Uuid, errorResponses } from '../schemas';
+import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
+import { temporalLinks } from '../../temporal-links';
 
-const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String() });
+const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String(), links: Links });
 const Job = Type.Object({
   operationId: Uuid,
   taskId: Uuid,
@@ -25,6 +26,7 @@ const Job = Type.Object({
   createdAt: Type.String(),
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   report: Type.Any(),
+  links: Links,
 });
 /** Filters are checked against the job's own enums: a state or trigger no job can have is a 400, not an empty page. */
 const JobListQuery = Type.Object(
@@ -37,13 +39,13 @@ const JobListQuery = Type.Object(
   { additionalProperties: false },
 );
 const OperationParams = Type.Object({ operationId: Uuid });
-const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String() });
+const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String(), links: Links });
 /** No body, `{}` or `{ "abandon": false }`: the audited reset; `{ "abandon": true }`: release without touching a file. */
 const ResetBody = Type.Optional(Type.Object({ abandon: Type.Optional(Type.Boolean()) }, { additionalProperties: false }));
 /** Query flags are spelled out: `true` or `false`. */
 const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
 
-export function jobView(job: CleanupJobRow) {
+export function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
   return {
     operationId: job.operation_id,
     taskId: job.task_id,
@@ -57,6 +59,7 @@ export function jobView(job: CleanupJobRow) {
     finishedAt: job.finished_at?.toISOString() ?? null,
     // Paths are the owner's own view (as in the workspace route); refs and outcomes per repository.
     report: job.report,
+    links: temporalLinks(config, job.workflow_id),
   };
 }
 
@@ -68,7 +71,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const extra = Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {};
       throw new ApiError(started.code, undefined, extra);
     }
-    return { operationId: started.operationId, workflowId: started.workflowId };
+    return { operationId: started.operationId, workflowId: started.workflowId, links: temporalLinks(ctx.config, started.workflowId) };
   }
 
   /**
@@ -83,11 +86,11 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     if (job) {
       const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'operator', abandon: true });
       if (!ended.ok) throw refusalError(ended);
-      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
     }
     const done = await abandonEnvironment(ctx.temporal, ctx.config, taskId);
     if (!done.ok) throw refusalError(done);
-    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded' };
+    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded', links: temporalLinks(ctx.config, done.workflowId) };
   }
 
   return async (app) => {
@@ -154,14 +157,14 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const { state, trigger, taskId } = request.query;
         const page = pageRequest(request.query);
         const rows = await listJobs(ctx.pool, { state, trigger, taskId }, lookahead(page));
-        return pageAnswer(rows, page.limit, (row) => row.operation_id, jobView);
+        return pageAnswer(rows, page.limit, (row) => row.operation_id, (row) => jobView(row, ctx.config));
       },
     );
 
     app.get('/v1/cleanup-jobs/:operationId', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } } }, async (request) => {
       const job = await findJob(ctx.pool, request.params.operationId);
       if (!job) throw notFound('Cleanup job');
-      return jobView(job);
+      return jobView(job, ctx.config);
     });
 
     app.post(
@@ -174,7 +177,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const ended = await operatorCancel(ctx.temporal, ctx.config, continuedJobOf(job));
         request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, outcome: ended.ok ? ended.state : ended.code, by: 'operator' }, 'cleanup job cancel');
         if (!ended.ok) throw refusalError(ended);
-        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
       },
     );
 

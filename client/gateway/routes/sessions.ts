@@ -14,12 +14,13 @@ import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
-import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
+import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startFollowUps, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
+import { temporalLinks } from '../../temporal-links';
 
 const SessionListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
@@ -64,6 +65,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       role: null,
       name: null,
       execution: null,
+      links: temporalLinks(ctx.config, launchWorkflowId(id)),
       ...(outcome.error ? { error: { ...outcome.error, message: ERROR_TABLE[outcome.error.code].message } } : {}),
     };
   }
@@ -92,6 +94,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             status: exec.status,
           }
         : null,
+      links: temporalLinks(ctx.config, sessionRunWorkflowId(session.id, session.admitted_run)),
     };
   }
 
@@ -110,7 +113,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   /** A 202's body: the session admitted (or still being admitted), where to read its outcome. */
   async function acceptedView(sessionId: string) {
     const view = await sessionView(sessionId);
-    return { sessionId, state: view.state, taskEnvironmentId: view.taskEnvironmentId, role: view.role };
+    return { sessionId, state: view.state, taskEnvironmentId: view.taskEnvironmentId, role: view.role, links: view.links };
   }
 
   /** The Idempotency-Key header: absent, or 1 to 200 visible ASCII characters. */
@@ -167,15 +170,16 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           return reply.code(202).send(await acceptedView(sessionId));
         }
         const outcome = await runLaunch(ctx.temporal, ctx.config, launchRequest).catch((err) => engineOutage(err, sessionId));
+        const links = temporalLinks(ctx.config, launchWorkflowId(sessionId));
         if (outcome === null) {
           // The run that made this session is past the engine's retention: the session row answers.
           const session = await findSession(ctx.pool, sessionId);
           const exec = session ? await latestExecution(ctx.pool, sessionId) : null;
           if (!session?.environment_id || !exec) throw notFound('Session');
-          return reply.code(201).send({ sessionId, taskEnvironmentId: session.environment_id, role: session.role ?? 'attached', state: session.state, executionId: exec.id });
+          return reply.code(201).send({ sessionId, taskEnvironmentId: session.environment_id, role: session.role ?? 'attached', state: session.state, executionId: exec.id, links });
         }
         if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
-        return reply.code(201).send(outcome.result);
+        return reply.code(201).send({ ...outcome.result, links });
       },
     );
 
