@@ -32,9 +32,9 @@ export async function deleteBoard(db: Db, id: string): Promise<void> {
 
 /** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
 export async function listRepositories(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string; default_branch: string }>(db, { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid', where: () => [] }, page);
+  return newestFirst<{ id: string; name: string; default_branch: string }>(db, { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
 }
 
 export async function listBoards(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string }>(db, { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid', where: () => [] }, page);
+  return newestFirst<{ id: string; name: string }>(db, { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
 }

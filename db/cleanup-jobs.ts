@@ -90,11 +90,7 @@ export async function listJobs(db: Db, filter: JobFilter, page: PageOf) {
       time: 'created_at',
       key: 'operation_id',
       keyType: 'uuid',
-      where: (param) => [
-        filter.state === undefined ? null : `state = ${param(filter.state)}`,
-        filter.taskId === undefined ? null : `task_id = ${param(filter.taskId)}`,
-        filter.trigger === undefined ? null : `trigger = ${param(filter.trigger)}`,
-      ],
+      equal: { state: filter.state, task_id: filter.taskId, trigger: filter.trigger },
     },
     page,
   );

@@ -24,14 +24,19 @@ export interface KeysetList {
   time: string;
   key: string;
   keyType: 'uuid' | 'text';
-  /** Conditions of the filters given; `param` names a value for one. */
-  where: (param: (value: unknown) => string) => (string | null)[];
+  /** Equality filters, column to value; an undefined value is no filter. */
+  equal?: Record<string, unknown>;
+  /** Conditions without a value (`archived_at IS NULL`); null is none. */
+  where?: (string | null)[];
 }
 
 export async function newestFirst<R>(db: Db, list: KeysetList, page: PageOf): Promise<(R & { exact_at: string })[]> {
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
-  const conditions = list.where(param).filter((c): c is string => c !== null);
+  const conditions = [
+    ...Object.entries(list.equal ?? {}).flatMap(([column, value]) => (value === undefined ? [] : [`${column} = ${param(value)}`])),
+    ...(list.where ?? []).filter((c): c is string => c !== null),
+  ];
   if (page.after) conditions.push(`(${list.time}, ${list.key}) < (${param(page.after.at)}::timestamptz, ${param(page.after.key)}::${list.keyType})`);
   const res = await db.query<R & { exact_at: string }>(
     `SELECT ${list.columns}, ${list.time}::text AS exact_at FROM ${list.table}

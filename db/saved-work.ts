@@ -26,7 +26,7 @@ export async function recordSavedWork(db: Db, w: { repositoryId: string; ref: st
 export async function listSavedWork(db: Db, repositoryId: string, page: PageOf): Promise<(SavedWork & { exact_at: string })[]> {
   const rows = await newestFirst<{ task_id: string; repository_id: string; ref: string; commit: string; saved_at: Date }>(
     db,
-    { columns: 'task_id, repository_id, ref, commit, saved_at', table: 'saved_work', time: 'saved_at', key: 'ref', keyType: 'text', where: (param) => [`repository_id = ${param(repositoryId)}`] },
+    { columns: 'task_id, repository_id, ref, commit, saved_at', table: 'saved_work', time: 'saved_at', key: 'ref', keyType: 'text', equal: { repository_id: repositoryId } },
     page,
   );
   return rows.map((r) => ({ taskId: r.task_id, repositoryId: r.repository_id, ref: r.ref, commit: r.commit, savedAt: r.saved_at.toISOString(), exact_at: r.exact_at }));

@@ -47,7 +47,7 @@ export async function sessionsOfTask(db: Db, taskId: string): Promise<SessionRow
 
 /** A task's sessions, newest first. */
 export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
-  return newestFirst<SessionRow>(db, { columns: SESSION_COLUMNS, table: 'sessions', time: 'created_at', key: 'id', keyType: 'uuid', where: (param) => [`task_id = ${param(taskId)}`] }, page);
+  return newestFirst<SessionRow>(db, { columns: SESSION_COLUMNS, table: 'sessions', time: 'created_at', key: 'id', keyType: 'uuid', equal: { task_id: taskId } }, page);
 }
 
 export async function sessionState(db: Db, id: string): Promise<SessionState | null> {

@@ -64,11 +64,8 @@ export async function listTasks(db: Db, filter: TaskFilter, page: PageOf) {
       time: 'created_at',
       key: 'id',
       keyType: 'uuid',
-      where: (param) => [
-        filter.boardId === undefined ? null : `board_id = ${param(filter.boardId)}`,
-        filter.parentTaskId === undefined ? null : `parent_task_id = ${param(filter.parentTaskId)}`,
-        filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL',
-      ],
+      equal: { board_id: filter.boardId, parent_task_id: filter.parentTaskId },
+      where: [filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL'],
     },
     page,
   );
