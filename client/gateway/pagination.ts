@@ -38,6 +38,17 @@ export function pageRequest(query: { limit?: string; cursor?: string }, isKey: (
   throw badRequest('The cursor is not one this list gave.');
 }
 
+/** A list's answer to its query: the page it asks for, read by `read` (with the lookahead row). */
+export async function readPage<R extends { exact_at: string }, I>(
+  query: { limit?: string; cursor?: string },
+  read: (page: PageOf) => Promise<R[]>,
+  keyOf: (row: R) => string,
+  view: (row: R) => I,
+): Promise<{ items: I[]; nextCursor: string | null }> {
+  const page = pageRequest(query);
+  return pageAnswer(await read(lookahead(page)), page.limit, keyOf, view);
+}
+
 /** What to read for a page: one row more than it shows, which says whether another page follows. */
 export const lookahead = (page: PageOf): PageOf => ({ limit: page.limit + 1, after: page.after });
 

@@ -11,7 +11,7 @@ import { branchNameProblem, repositoryNameProblem } from '../../../domain/refs';
 import { branchCommit, currentBranch, gitAt, showToplevel } from '../../../git/git';
 import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
+import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
 
 function isUnder(child: string, root: string): boolean {
@@ -71,21 +71,13 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     app.get(
       '/v1/repositories',
       { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Repository), ...errorResponses } } },
-      async (request) => {
-        const page = pageRequest(request.query);
-        const rows = await listRepositories(ctx.pool, lookahead(page));
-        return pageAnswer(rows, page.limit, (row) => row.id, (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch }));
-      },
+      async (request) => readPage(request.query, (page) => listRepositories(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch })),
     );
 
     app.get(
       '/v1/boards',
       { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Board), ...errorResponses } } },
-      async (request) => {
-        const page = pageRequest(request.query);
-        const rows = await listBoards(ctx.pool, lookahead(page));
-        return pageAnswer(rows, page.limit, (row) => row.id, (row) => ({ id: row.id, name: row.name }));
-      },
+      async (request) => readPage(request.query, (page) => listBoards(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name })),
     );
 
     app.post(

@@ -9,7 +9,7 @@ import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, re
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
-import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
+import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
 import { temporalLinks } from '../../temporal-links';
 
@@ -155,9 +155,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: JobListQuery, response: { 200: pageOf(Job), ...errorResponses } } },
       async (request) => {
         const { state, trigger, taskId } = request.query;
-        const page = pageRequest(request.query);
-        const rows = await listJobs(ctx.pool, { state, trigger, taskId }, lookahead(page));
-        return pageAnswer(rows, page.limit, (row) => row.operation_id, (row) => jobView(row, ctx.config));
+        return readPage(request.query, (page) => listJobs(ctx.pool, { state, trigger, taskId }, page), (row) => row.operation_id, (row) => jobView(row, ctx.config));
       },
     );
 

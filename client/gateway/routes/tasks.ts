@@ -11,7 +11,7 @@ import { taskBranchName } from '../../../domain/task-layout';
 import { branchCommit, gitAt } from '../../../git/git';
 import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
+import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { CreateTaskBody, IdParams, Task, TaskItem, Uuid, errorResponses } from '../schemas';
 
 const TaskListQuery = Type.Object(
@@ -68,9 +68,8 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.get('/v1/tasks', { config: { role: 'user' }, schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: pageOf(TaskItem), ...errorResponses } } }, async (request) => {
       const { boardId, parentTaskId, archived } = request.query;
-      const page = pageRequest(request.query);
-      const rows = await listTasks(ctx.pool, { boardId, parentTaskId, archived: archived === undefined ? undefined : archived === 'true' }, lookahead(page));
-      return pageAnswer(rows, page.limit, (row) => row.id, taskItem);
+      const filter = { boardId, parentTaskId, archived: archived === undefined ? undefined : archived === 'true' };
+      return readPage(request.query, (page) => listTasks(ctx.pool, filter, page), (row) => row.id, (row) => taskItem(row));
     });
 
     app.get('/v1/tasks/:id', { config: { role: 'user' }, schema: { tags: ['tasks'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
