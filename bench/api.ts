@@ -43,6 +43,19 @@ export class Api {
     return { status: res.status, body: parsed as T, ms };
   }
 
+  /** Every item of a list route, page by page (`{ items, nextCursor }`, 200 a page). */
+  async listAll<T>(url: string): Promise<T[]> {
+    const items: T[] = [];
+    for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
+      const sep = url.includes('?') ? '&' : '?';
+      const res: ApiResponse<{ items?: T[]; nextCursor?: string | null }> = await this.call('GET', `${url}${sep}limit=200${cursor ? `&cursor=${cursor}` : ''}`);
+      if (res.status !== 200 || !Array.isArray(res.body.items)) throw new Error(`listing ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+      items.push(...res.body.items);
+      cursor = res.body.nextCursor ?? null;
+    }
+    return items;
+  }
+
   async registerRepository(name: string, repoPath: string): Promise<string> {
     const res = await this.call<{ id: string }>('POST', '/v1/repositories', { name, path: repoPath });
     if (res.status !== 201) throw new Error(`registering ${name}: ${res.status} ${JSON.stringify(res.body)}`);

@@ -1,7 +1,8 @@
 /**
- * The plans of the statements one attach launch runs, at the benchmark's largest database:
- * the statements are captured from the product's own functions (a recording client), then
- * each is run under EXPLAIN (ANALYZE, BUFFERS off, COSTS off) in a rolled-back transaction.
+ * The plans of the statements one attach launch runs, and of a list page, at the benchmark's
+ * largest database: the statements are captured from the product's own functions (a recording
+ * client), then each is run under EXPLAIN (ANALYZE, BUFFERS off, COSTS off) in a rolled-back
+ * transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -10,7 +11,7 @@ import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf } from '../db/environments';
 import { findExecution, insertExecution } from '../db/executions';
 import { moveSessionState } from '../db/sessions';
-import { findTask } from '../db/tasks';
+import { findTask, listTasks } from '../db/tasks';
 import { AGENT_COMMAND } from './api';
 
 /** activities/coresidency.ts runs this inline (no db/ function to call): copied verbatim. */
@@ -80,8 +81,31 @@ async function captureAttachStatements(pool: pg.Pool, taskId: string, workspaceR
 }
 
 export async function explainAttachPath(pool: pg.Pool, taskId: string, workspaceRoot: string): Promise<ExplainedStatement[]> {
+  return explainCaptured(pool, await captureAttachStatements(pool, taskId, workspaceRoot));
+}
+
+/** The statements of GET /v1/tasks: its second page of 50 (behind a cursor), unfiltered and of active tasks. */
+export async function explainListPage(pool: pg.Pool): Promise<ExplainedStatement[]> {
+  const captured: Captured[] = [];
+  const client = await pool.connect();
+  let step = '';
+  const db = recordingClient(client, captured, () => step);
+  try {
+    const [first] = (await listTasks(client, {}, { limit: 50, after: null })).slice(-1);
+    if (!first) throw new Error('explain: no tasks to list');
+    const after = { at: first.exact_at, key: first.id };
+    step = 'GET /v1/tasks: second page';
+    await listTasks(db, {}, { limit: 51, after });
+    step = 'GET /v1/tasks?archived=false: second page';
+    await listTasks(db, { archived: false }, { limit: 51, after });
+  } finally {
+    client.release();
+  }
+  return explainCaptured(pool, captured);
+}
+
+async function explainCaptured(pool: pg.Pool, statements: Captured[]): Promise<ExplainedStatement[]> {
   const sizes = await tableSizes(pool);
-  const statements = await captureAttachStatements(pool, taskId, workspaceRoot);
   const client = await pool.connect();
   const out: ExplainedStatement[] = [];
   try {

@@ -1,4 +1,5 @@
 /** Repositories and boards: the catalogue tasks refer to. */
+import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
 export interface RepositoryRow {
@@ -23,4 +24,13 @@ export async function insertBoard(db: Db, id: string, name: string): Promise<voi
 
 export async function boardExists(db: Db, id: string): Promise<boolean> {
   return (await db.query('SELECT 1 FROM boards WHERE id = $1', [id])).rowCount === 1;
+}
+
+/** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
+export async function listRepositories(db: Db, page: PageOf) {
+  return newestFirst<{ id: string; name: string; default_branch: string }>(db, { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
+}
+
+export async function listBoards(db: Db, page: PageOf) {
+  return newestFirst<{ id: string; name: string }>(db, { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
 }

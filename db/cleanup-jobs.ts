@@ -1,6 +1,7 @@
 /** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
 import type { CleanupErrorClass, CleanupJobState, CleanupReport, CleanupSnapshot, CleanupTrigger } from '../domain/cleanup';
 import type pg from 'pg';
+import { newestFirst, type PageOf } from './keyset';
 import { isUniqueViolation, type Db } from './pool';
 
 export interface CleanupJobRow {
@@ -73,13 +74,26 @@ export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJo
   return res.rows[0] ?? null;
 }
 
-export async function listJobs(db: Db, filter: { state?: string; taskId?: string }, limit = 500): Promise<CleanupJobRow[]> {
-  const res = await db.query<CleanupJobRow>(
-    `SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE ($1::text IS NULL OR state = $1) AND ($2::uuid IS NULL OR task_id = $2)
-      ORDER BY created_at DESC LIMIT $3`,
-    [filter.state ?? null, filter.taskId ?? null, limit],
+export interface JobFilter {
+  state?: CleanupJobState;
+  taskId?: string;
+  trigger?: CleanupTrigger;
+}
+
+/** Jobs newest first, with the filters given. */
+export async function listJobs(db: Db, filter: JobFilter, page: PageOf) {
+  return newestFirst<CleanupJobRow>(
+    db,
+    {
+      columns: JOB_COLUMNS,
+      table: 'cleanup_jobs',
+      time: 'created_at',
+      key: 'operation_id',
+      keyType: 'uuid',
+      equal: { state: filter.state, task_id: filter.taskId, trigger: filter.trigger },
+    },
+    page,
   );
-  return res.rows;
 }
 
 /** The workflow writes every state change here, so the row and the workflow tell one story. */

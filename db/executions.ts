@@ -29,6 +29,15 @@ export async function latestExecution(db: Db, sessionId: string): Promise<Execut
   return res.rows[0] ?? null;
 }
 
+/** The latest execution of each of these sessions (a page of a list), in one query. */
+export async function latestExecutions(db: Db, sessionIds: string[]): Promise<Map<string, ExecutionRow>> {
+  const res = await db.query<ExecutionRow>(
+    `SELECT DISTINCT ON (session_id) ${EXECUTION_COLUMNS} FROM executions WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, started_at DESC`,
+    [sessionIds],
+  );
+  return new Map(res.rows.map((r) => [r.session_id, r]));
+}
+
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
 export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal'>): Promise<void> {
   await db.query(

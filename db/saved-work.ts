@@ -2,6 +2,7 @@
  * Uncommitted work a removal saved on a hidden ref before it removed the worktree: recorded when
  * the ref is written, listed per repository, newest first.
  */
+import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
 export interface SavedWork {
@@ -21,14 +22,12 @@ export async function recordSavedWork(db: Db, w: { repositoryId: string; ref: st
   );
 }
 
-/** Keyset page: `after` is the last row of the previous page (its time and ref). */
-export async function listSavedWork(db: Db, repositoryId: string, limit: number, after: { savedAt: string; ref: string } | null): Promise<(SavedWork & { exactAt: string })[]> {
-  // `exactAt` keeps the microseconds a page boundary needs (a JavaScript date has milliseconds).
-  const res = await db.query<{ task_id: string; repository_id: string; ref: string; commit: string; saved_at: Date; exact_at: string }>(
-    `SELECT task_id, repository_id, ref, commit, saved_at, saved_at::text AS exact_at FROM saved_work
-      WHERE repository_id = $1 AND ($2::timestamptz IS NULL OR (saved_at, ref) < ($2::timestamptz, $3::text))
-      ORDER BY saved_at DESC, ref DESC LIMIT $4`,
-    [repositoryId, after?.savedAt ?? null, after?.ref ?? null, limit],
+/** Keyset page by (saved_at, ref): a repository's refs are unique. */
+export async function listSavedWork(db: Db, repositoryId: string, page: PageOf): Promise<(SavedWork & { exact_at: string })[]> {
+  const rows = await newestFirst<{ task_id: string; repository_id: string; ref: string; commit: string; saved_at: Date }>(
+    db,
+    { columns: 'task_id, repository_id, ref, commit, saved_at', table: 'saved_work', time: 'saved_at', key: 'ref', keyType: 'text', equal: { repository_id: repositoryId } },
+    page,
   );
-  return res.rows.map((r) => ({ taskId: r.task_id, repositoryId: r.repository_id, ref: r.ref, commit: r.commit, savedAt: r.saved_at.toISOString(), exactAt: r.exact_at }));
+  return rows.map((r) => ({ taskId: r.task_id, repositoryId: r.repository_id, ref: r.ref, commit: r.commit, savedAt: r.saved_at.toISOString(), exact_at: r.exact_at }));
 }

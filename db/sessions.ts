@@ -1,4 +1,5 @@
 import type { ExecutorType } from '../domain/admission';
+import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
 export type SessionState = 'starting' | 'running' | 'stopped' | 'exited' | 'failed';
@@ -42,6 +43,11 @@ export async function findSession(db: Db, id: string): Promise<SessionRow | null
 export async function sessionsOfTask(db: Db, taskId: string): Promise<SessionRow[]> {
   const res = await db.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE task_id = $1 ORDER BY created_at`, [taskId]);
   return res.rows;
+}
+
+/** A task's sessions, newest first. */
+export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
+  return newestFirst<SessionRow>(db, { columns: SESSION_COLUMNS, table: 'sessions', time: 'created_at', key: 'id', keyType: 'uuid', equal: { task_id: taskId } }, page);
 }
 
 export async function sessionState(db: Db, id: string): Promise<SessionState | null> {

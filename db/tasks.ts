@@ -1,4 +1,5 @@
 import type { WorkspaceMode } from '../domain/admission';
+import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
 export interface NewTask {
@@ -45,12 +46,34 @@ export interface TaskRow {
   created_at: Date;
 }
 
+const TASK_COLUMNS = 'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at';
+
 export async function findTask(db: Db, id: string): Promise<TaskRow | null> {
-  const res = await db.query<TaskRow>(
-    'SELECT id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at FROM tasks WHERE id = $1',
-    [id],
-  );
+  const res = await db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
   return res.rows[0] ?? null;
+}
+
+export interface TaskFilter {
+  boardId?: string;
+  parentTaskId?: string;
+  archived?: boolean;
+}
+
+/** Tasks newest first, with the filters given. */
+export async function listTasks(db: Db, filter: TaskFilter, page: PageOf) {
+  return newestFirst<TaskRow>(
+    db,
+    {
+      columns: TASK_COLUMNS,
+      table: 'tasks',
+      time: 'created_at',
+      key: 'id',
+      keyType: 'uuid',
+      equal: { board_id: filter.boardId, parent_task_id: filter.parentTaskId },
+      where: [filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL'],
+    },
+    page,
+  );
 }
 
 export interface TaskRepositoryRow {

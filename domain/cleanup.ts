@@ -10,7 +10,8 @@
 export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon', 'borrow_ended'] as const;
 export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 
-export type CleanupJobState = 'prepared' | 'pending' | 'running' | 'retry_wait' | 'needs_operator' | 'succeeded' | 'cancelled';
+export const CLEANUP_JOB_STATES = ['prepared', 'pending', 'running', 'retry_wait', 'needs_operator', 'succeeded', 'cancelled'] as const;
+export type CleanupJobState = (typeof CLEANUP_JOB_STATES)[number];
 export const ACTIVE_JOB_STATES: CleanupJobState[] = ['prepared', 'pending', 'running', 'retry_wait', 'needs_operator'];
 
 /**

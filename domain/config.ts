@@ -25,6 +25,8 @@ export interface Config {
   databaseUrl: string | null;
   temporalAddress: string;
   temporalNamespace: string;
+  /** The Temporal Web UI, for the links answers carry to their run (no trailing slash). */
+  temporalUiUrl: string;
   taskQueue: string;
   hostId: string;
   workspaceRoot: string;
@@ -108,6 +110,8 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     databaseUrl: env.DATABASE_URL || null,
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    // Default: the UI of `make start`'s dev server (client/launcher.ts serves it on TWS_TEMPORAL_UI_PORT).
+    temporalUiUrl: (env.TWS_TEMPORAL_UI_URL || `http://127.0.0.1:${env.TWS_TEMPORAL_UI_PORT || 8233}`).replace(/\/+$/, ''),
     taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
     hostId: env.TWS_HOST_ID || defaults.hostname,
     workspaceRoot: env.TWS_WORKSPACE_ROOT || `${dataDir}/workspaces`,

@@ -38,7 +38,7 @@ const wt = (taskId: string, name: string, on: Harness = h) => path.join(on.confi
 async function jobsOf(taskId: string, trigger: string, on: Harness = h): Promise<any[]> {
   const res = await on.api('GET', `/v1/cleanup-jobs?taskId=${taskId}`);
   expect(res.status).toBe(200);
-  return res.body.filter((j: any) => j.trigger === trigger).reverse();
+  return res.body.items.filter((j: any) => j.trigger === trigger).reverse();
 }
 
 /** The follow-up of the owner's archive, once listed, at its end. */

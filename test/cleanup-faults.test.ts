@@ -56,7 +56,7 @@ describe('bounded retries through a failing git [R6.4]', () => {
     const progress = await h.temporal.workflow.getHandle(accepted.workflowId).query('progress');
     expect(progress).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'git_worktree_remove_failed' });
     expect(existsSync(path.join(h.config.workspaceRoot, `task-${t.taskId}`, 'broken'))).toBe(true);
-    expect((await h.api('GET', '/v1/cleanup-jobs?state=needs_operator')).body.map((j: any) => j.operationId)).toEqual([accepted.operationId]);
+    expect((await h.api('GET', '/v1/cleanup-jobs?state=needs_operator')).body.items.map((j: any) => j.operationId)).toEqual([accepted.operationId]);
     // The launch barrier holds while the job waits.
     const barred = await launch(h, t.taskId);
     expect(barred.status).toBe(409);

@@ -55,7 +55,7 @@ describe('triggers', () => {
     const accepted = await archive(h, root, { cascade: true });
     expect(accepted.workflowId).toBe(`cascade/archive/${root}/${accepted.operationId}`);
     for (const t of [root, child, grandchild]) expect((await h.api('GET', `/v1/tasks/${t}`)).body.state).toBe('archived');
-    const jobs = (await h.api('GET', `/v1/cleanup-jobs?taskId=${root}`)).body;
+    const jobs = (await h.api('GET', `/v1/cleanup-jobs?taskId=${root}`)).body.items;
     expect(jobs).toHaveLength(1);
     await waitForJob(h, accepted.operationId);
     const all = await h.pool.query('SELECT task_id, state, finished_at FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child, grandchild]]);
@@ -152,7 +152,7 @@ describe('triggers', () => {
       await h.temporal.schedule.getHandle(ids.quickChatExpiry).trigger();
       let job: any;
       for (let i = 0; i < 100 && !job; i++) {
-        job = (await h.api('GET', `/v1/cleanup-jobs?taskId=${idle}`)).body[0];
+        job = (await h.api('GET', `/v1/cleanup-jobs?taskId=${idle}`)).body.items[0];
         if (!job) await new Promise((res) => setTimeout(res, 100));
       }
       expect(job.trigger).toBe('quick_chat_expiry');

@@ -40,6 +40,7 @@ export function renderTable(r: BenchResults): string {
   if (r.growth.ok) {
     const g = r.growth.value;
     rows.push([`Attach p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks (n=${g.small.attach.n} each)`, `${ms(g.small.attach.p50)} → ${ms(g.large.attach.p50)}`, '—', times(g.ratioP50), ...t('growth_attach_p50_ratio')]);
+    rows.push([`A page of 50 tasks behind a cursor (\`GET /v1/tasks\`), p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks (n=${g.small.listPage.n} each)`, `${ms(g.small.listPage.p50)} → ${ms(g.large.listPage.p50)}`, '—', times(g.listPageRatioP50), '—', '—']);
   } else rows.push(['Attach p50 at 100 vs 10,000 tasks', failed(r.growth), '', '', ...t('growth_attach_p50_ratio')]);
   if (r.memory) {
     const w = r.memory.worker;
@@ -179,6 +180,8 @@ export function renderMarkdown(r: BenchResults): string {
       '',
     );
     for (const p of g.plans) out.push(`**${p.step}**: \`${p.sql}\``, '', '```', p.plan, '```', '');
+    out.push('## List page plans at the large database', '');
+    for (const p of g.listPlans ?? []) out.push(`**${p.step}**${p.largeSeqScans.length ? ` (sequential scan of ${p.largeSeqScans.join(', ')})` : ''}: \`${p.sql}\``, '', '```', p.plan, '```', '');
   }
   return out.join('\n') + '\n';
 }

@@ -52,9 +52,7 @@ async function waitForJobs(ctx: BenchContext, operationIds: string[], timeoutMs 
   while (final.size < operationIds.length && Date.now() < deadline) {
     const active = new Set<string>();
     for (const state of ACTIVE_STATES) {
-      const res = await ctx.api.call<Job[]>('GET', `/v1/cleanup-jobs?state=${state}`);
-      if (res.status !== 200 || !Array.isArray(res.body)) throw new Error(`listing cleanup jobs: ${res.status} ${JSON.stringify(res.body)}`);
-      for (const j of res.body) if (j.operationId) active.add(j.operationId);
+      for (const j of await ctx.api.listAll<Job>(`/v1/cleanup-jobs?state=${state}`)) if (j.operationId) active.add(j.operationId);
     }
     const maybeDone = operationIds.filter((id) => !final.has(id) && !active.has(id));
     await mapLimit(maybeDone, 4, async (id) => {

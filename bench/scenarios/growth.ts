@@ -2,11 +2,12 @@
  * Scenario 5: does attach stay as fast when the database holds 10,000 tasks instead of 100?
  * Each phase gets its own repository and its own ready tasks (the same shape: same number of
  * worktrees, same sessions per task), then the database is grown in bulk to the phase's size
- * and attach launches are timed. The plans of the attach path's statements are read at the
- * large size.
+ * and attach launches are timed, then a list page (`GET /v1/tasks`, 50 tasks behind a cursor:
+ * the keyset must not cost more deep in a large table). The plans of the attach path's
+ * statements, and the list page's, are read at the large size.
  */
 import type { BenchContext } from '../context';
-import { explainAttachPath, tableSizes, type ExplainedStatement } from '../explain';
+import { explainAttachPath, explainListPage, tableSizes, type ExplainedStatement } from '../explain';
 import { growTasksTo } from '../seed';
 import { ratio, round, summarize, type LatencySummary } from '../stats';
 import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
@@ -17,14 +18,19 @@ export interface GrowthPhase {
   attach: LatencySummary;
   failures: number;
   samplesMs: number[];
+  /** GET /v1/tasks?limit=50 with the cursor of the first page: the second page, read again and again. */
+  listPage: LatencySummary;
 }
 
 export interface GrowthResult {
   small: GrowthPhase;
   large: GrowthPhase;
   ratioP50: number;
+  listPageRatioP50: number;
   tableSizes: Record<string, number>;
   plans: ExplainedStatement[];
+  /** The list page's statements at the large size. */
+  listPlans: ExplainedStatement[];
 }
 
 async function phase(ctx: BenchContext, name: string, totalTasks: number): Promise<{ result: GrowthPhase; tasks: string[] }> {
@@ -45,7 +51,19 @@ async function phase(ctx: BenchContext, name: string, totalTasks: number): Promi
     else failures++;
   }
   await killAgents(ctx.pool);
-  return { result: { tasksInDatabase, seededTasks, attach: summarize(samples), failures, samplesMs: samples.map((x) => round(x, 1)) }, tasks };
+  return { result: { tasksInDatabase, seededTasks, attach: summarize(samples), failures, samplesMs: samples.map((x) => round(x, 1)), listPage: await listPageLatency(ctx) }, tasks };
+}
+
+async function listPageLatency(ctx: BenchContext): Promise<LatencySummary> {
+  const first = await ctx.api.call<{ items: unknown[]; nextCursor: string | null }>('GET', '/v1/tasks?limit=50');
+  if (first.status !== 200 || !first.body.nextCursor) throw new Error(`listing tasks: ${first.status} ${JSON.stringify(first.body)}`);
+  const samples: number[] = [];
+  for (let i = 0; i < ctx.config.growth.samples; i++) {
+    const res = await ctx.api.call<{ items: unknown[] }>('GET', `/v1/tasks?limit=50&cursor=${first.body.nextCursor}`);
+    if (res.status !== 200 || res.body.items.length !== 50) throw new Error(`listing tasks: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+    samples.push(res.ms);
+  }
+  return summarize(samples);
 }
 
 export async function runGrowth(ctx: BenchContext): Promise<GrowthResult> {
@@ -55,7 +73,9 @@ export async function runGrowth(ctx: BenchContext): Promise<GrowthResult> {
     small: small.result,
     large: large.result,
     ratioP50: ratio(large.result.attach.p50, small.result.attach.p50),
+    listPageRatioP50: ratio(large.result.listPage.p50, small.result.listPage.p50),
     tableSizes: await tableSizes(ctx.pool),
     plans: await explainAttachPath(ctx.pool, large.tasks[0]!, ctx.services.workspaceRoot),
+    listPlans: await explainListPage(ctx.pool),
   };
 }

@@ -63,7 +63,8 @@ export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
 export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean() });
 export const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
-export const Task = Type.Object({
+/** A task in a list: its own row only (one query per page); the full view, environment and sessions included, is GET /v1/tasks/:id. */
+export const TaskItem = Type.Object({
   id: Uuid,
   title: Type.String(),
   state: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
@@ -72,10 +73,17 @@ export const Task = Type.Object({
   workspaceMode: Type.String(),
   groupId: Type.Union([Uuid, Type.Null()]),
   quickChat: Type.Boolean(),
+  createdAt: Type.String(),
+});
+export const Task = Type.Object({
+  ...TaskItem.properties,
   repositories: Type.Array(Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), checkoutBranch: Type.Union([Type.String(), Type.Null()]) })),
   environment: Type.Union([Environment, Type.Null()]),
   sessions: Type.Array(SessionSummary),
 });
+
+/** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL). */
+export const Links = Type.Object({ temporal: Type.String() });
 
 export const LaunchBody = Type.Object(
   {
@@ -108,6 +116,7 @@ export const LaunchResponse = Type.Object({
   role: Type.String(),
   state: Type.String(),
   executionId: Uuid,
+  links: Links,
 });
 
 /** A launch or resume answered once admitted (`Prefer: respond-async`): the session then tells the outcome. */
@@ -116,6 +125,7 @@ export const AcceptedLaunch = Type.Object({
   state: Type.String(),
   taskEnvironmentId: Type.Union([Uuid, Type.Null()]),
   role: Type.Union([Type.String(), Type.Null()]),
+  links: Links,
 });
 
 export const Session = Type.Object({
@@ -142,6 +152,8 @@ export const Session = Type.Object({
     }),
     Type.Null(),
   ]),
+  /** The run that last admitted the session (its launch, or its latest admitted resume). */
+  links: Links,
   /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
   error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) })),
 });

@@ -1,8 +1,21 @@
 import type pg from 'pg';
 import { canonicalEnvironmentOf } from '../../db/environments';
 import { sessionsOfTask } from '../../db/sessions';
-import { findTask, taskRepositories } from '../../db/tasks';
+import { findTask, taskRepositories, type TaskRow } from '../../db/tasks';
 import { notFound } from './api-error';
+
+/** A task as lists show it: its own row. */
+export const taskItem = (task: TaskRow) => ({
+  id: task.id,
+  title: task.title,
+  state: task.archived_at ? ('archived' as const) : ('active' as const),
+  parentTaskId: task.parent_task_id,
+  boardId: task.board_id,
+  workspaceMode: task.workspace_mode,
+  groupId: task.group_id,
+  quickChat: task.quick_chat,
+  createdAt: task.created_at.toISOString(),
+});
 
 /** The task resource of spec/api.md. */
 export async function taskView(pool: pg.Pool, id: string) {
@@ -11,14 +24,7 @@ export async function taskView(pool: pg.Pool, id: string) {
   // Its own environment, or the one it borrows (inherit_parent, shared_group), named with its owner.
   const [repos, env, sessions] = await Promise.all([taskRepositories(pool, id), canonicalEnvironmentOf(pool, id), sessionsOfTask(pool, id)]);
   return {
-    id: task.id,
-    title: task.title,
-    state: task.archived_at ? ('archived' as const) : ('active' as const),
-    parentTaskId: task.parent_task_id,
-    boardId: task.board_id,
-    workspaceMode: task.workspace_mode,
-    groupId: task.group_id,
-    quickChat: task.quick_chat,
+    ...taskItem(task),
     repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
     environment: env
       ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id, ownerTaskId: env.task_id, borrowed: env.task_id !== task.id }

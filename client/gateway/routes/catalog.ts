@@ -1,16 +1,17 @@
-/** POST /v1/repositories and /v1/boards; the work deletes saved, per repository. */
+/** Repositories and boards (register, list); the work deletes saved, per repository. */
 import { randomUUID } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { findRepositories, insertBoard, insertRepository } from '../../../db/catalog';
+import { findRepositories, insertBoard, insertRepository, listBoards, listRepositories } from '../../../db/catalog';
 import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { branchNameProblem, repositoryNameProblem } from '../../../domain/refs';
 import { branchCommit, currentBranch, gitAt, showToplevel } from '../../../git/git';
 import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
+import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
 
 function isUnder(child: string, root: string): boolean {
@@ -19,24 +20,7 @@ function isUnder(child: string, root: string): boolean {
 }
 
 const SavedWorkItem = Type.Object({ taskId: Uuid, repositoryId: Uuid, ref: Type.String(), commit: Type.String(), savedAt: Type.String() });
-const SavedWorkPage = Type.Object({ items: Type.Array(SavedWorkItem), nextCursor: Type.Union([Type.String(), Type.Null()]) });
-const PageQuery = Type.Object(
-  { limit: Type.Optional(Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$' })), cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, pattern: '^[A-Za-z0-9_-]+$' })) },
-  { additionalProperties: false },
-);
-
-/** An opaque cursor: the last row of the page (its time and ref); anything else is a 400. */
-function readCursor(cursor: string | undefined): { savedAt: string; ref: string } | null {
-  if (cursor === undefined) return null;
-  try {
-    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { t?: unknown; r?: unknown };
-    if (typeof value.t === 'string' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d)?$/.test(value.t) && typeof value.r === 'string' && value.r.length <= 300) return { savedAt: value.t, ref: value.r };
-  } catch {
-    // fall through
-  }
-  throw badRequest('The cursor is not one this list gave.');
-}
-const writeCursor = (last: { savedAt: string; ref: string }) => Buffer.from(JSON.stringify({ t: last.savedAt, r: last.ref })).toString('base64url');
+const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const gitOptions = { binary: ctx.config.gitBinary };
@@ -74,16 +58,26 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/v1/repositories/:id/saved-work',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], params: IdParams, querystring: PageQuery, response: { 200: SavedWorkPage, ...errorResponses } } },
+      { config: { role: 'user' }, schema: { tags: ['catalog'], params: IdParams, querystring: PageQuery, response: { 200: pageOf(SavedWorkItem), ...errorResponses } } },
       async (request) => {
-        const after = readCursor(request.query.cursor);
+        const page = pageRequest(request.query, (ref) => ref.startsWith('refs/'));
         if ((await findRepositories(ctx.pool, [request.params.id])).length === 0) throw notFound('Repository');
-        const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
-        const rows = await listSavedWork(ctx.pool, request.params.id, limit + 1, after);
-        const page = rows.slice(0, limit);
-        const last = page[page.length - 1];
-        return { items: page.map(({ exactAt: _, ...item }) => item), nextCursor: rows.length > limit && last ? writeCursor({ savedAt: last.exactAt, ref: last.ref }) : null };
+        const rows = await listSavedWork(ctx.pool, request.params.id, lookahead(page));
+        return pageAnswer(rows, page.limit, (row) => row.ref, ({ exact_at: _, ...item }) => item);
       },
+    );
+
+    // As POST answers: no path (where a repository lives is never shown).
+    app.get(
+      '/v1/repositories',
+      { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Repository), ...errorResponses } } },
+      async (request) => readPage(request.query, (page) => listRepositories(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch })),
+    );
+
+    app.get(
+      '/v1/boards',
+      { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Board), ...errorResponses } } },
+      async (request) => readPage(request.query, (page) => listBoards(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name })),
     );
 
     app.post(

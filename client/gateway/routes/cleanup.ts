@@ -4,14 +4,16 @@ import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { boardExists } from '../../../db/catalog';
 import { findTask, unarchiveTask } from '../../../db/tasks';
-import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
+import { CLEANUP_JOB_STATES, CLEANUP_TRIGGERS, cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
 import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startBoardDelete, startCleanup } from '../../engine-client';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
-import { IdParams, Task, Uuid, errorResponses } from '../schemas';
+import { pageOf, PageQueryFields, readPage } from '../pagination';
+import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
+import { temporalLinks } from '../../temporal-links';
 
-const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String() });
+const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String(), links: Links });
 const Job = Type.Object({
   operationId: Uuid,
   taskId: Uuid,
@@ -24,15 +26,26 @@ const Job = Type.Object({
   createdAt: Type.String(),
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   report: Type.Any(),
+  links: Links,
 });
+/** Filters are checked against the job's own enums: a state or trigger no job can have is a 400, not an empty page. */
+const JobListQuery = Type.Object(
+  {
+    ...PageQueryFields,
+    state: Type.Optional(Type.Union(CLEANUP_JOB_STATES.map((state) => Type.Literal(state)))),
+    trigger: Type.Optional(Type.Union(CLEANUP_TRIGGERS.map((trigger) => Type.Literal(trigger)))),
+    taskId: Type.Optional(Uuid),
+  },
+  { additionalProperties: false },
+);
 const OperationParams = Type.Object({ operationId: Uuid });
-const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String() });
+const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String(), links: Links });
 /** No body, `{}` or `{ "abandon": false }`: the audited reset; `{ "abandon": true }`: release without touching a file. */
 const ResetBody = Type.Optional(Type.Object({ abandon: Type.Optional(Type.Boolean()) }, { additionalProperties: false }));
 /** Query flags are spelled out: `true` or `false`. */
 const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
 
-export function jobView(job: CleanupJobRow) {
+export function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
   return {
     operationId: job.operation_id,
     taskId: job.task_id,
@@ -46,6 +59,7 @@ export function jobView(job: CleanupJobRow) {
     finishedAt: job.finished_at?.toISOString() ?? null,
     // Paths are the owner's own view (as in the workspace route); refs and outcomes per repository.
     report: job.report,
+    links: temporalLinks(config, job.workflow_id),
   };
 }
 
@@ -57,7 +71,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const extra = Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {};
       throw new ApiError(started.code, undefined, extra);
     }
-    return { operationId: started.operationId, workflowId: started.workflowId };
+    return { operationId: started.operationId, workflowId: started.workflowId, links: temporalLinks(ctx.config, started.workflowId) };
   }
 
   /**
@@ -72,11 +86,11 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     if (job) {
       const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'operator', abandon: true });
       if (!ended.ok) throw refusalError(ended);
-      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
     }
     const done = await abandonEnvironment(ctx.temporal, ctx.config, taskId);
     if (!done.ok) throw refusalError(done);
-    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded' };
+    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded', links: temporalLinks(ctx.config, done.workflowId) };
   }
 
   return async (app) => {
@@ -139,14 +153,17 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/v1/cleanup-jobs',
-      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: Type.Object({ state: Type.Optional(Type.String({ maxLength: 40 })), taskId: Type.Optional(Uuid) }), response: { 200: Type.Array(Job), ...errorResponses } } },
-      async (request) => (await listJobs(ctx.pool, request.query)).map(jobView),
+      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: JobListQuery, response: { 200: pageOf(Job), ...errorResponses } } },
+      async (request) => {
+        const { state, trigger, taskId } = request.query;
+        return readPage(request.query, (page) => listJobs(ctx.pool, { state, trigger, taskId }, page), (row) => row.operation_id, (row) => jobView(row, ctx.config));
+      },
     );
 
     app.get('/v1/cleanup-jobs/:operationId', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } } }, async (request) => {
       const job = await findJob(ctx.pool, request.params.operationId);
       if (!job) throw notFound('Cleanup job');
-      return jobView(job);
+      return jobView(job, ctx.config);
     });
 
     app.post(
@@ -159,7 +176,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const ended = await operatorCancel(ctx.temporal, ctx.config, continuedJobOf(job));
         request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, outcome: ended.ok ? ended.state : ended.code, by: 'operator' }, 'cleanup job cancel');
         if (!ended.ok) throw refusalError(ended);
-        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state };
+        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
       },
     );
 

@@ -1,24 +1,28 @@
-/** POST /v1/tasks/:id/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
+/** POST /v1/tasks/:id/sessions, GET /v1/tasks/:id/sessions (a list), GET /v1/sessions/:id, GET /v1/sessions/:id/workspace. */
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
-import { latestExecution } from '../../../db/executions';
+import { latestExecution, latestExecutions, type ExecutionRow } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
-import { admittedPlanOf, findSession } from '../../../db/sessions';
+import { admittedPlanOf, findSession, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
-import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
+import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startFollowUps, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
+import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
+import { temporalLinks } from '../../temporal-links';
+
+const SessionListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 /** A resume's run id from its Idempotency-Key: the same key, the same run, with nothing stored. */
 const runIdOfKey = (sessionId: string, key: string): string => createHash('sha256').update(`resume:${sessionId}:${key}`).digest('hex').slice(0, 32);
@@ -61,14 +65,13 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       role: null,
       name: null,
       execution: null,
+      links: temporalLinks(ctx.config, launchWorkflowId(id)),
       ...(outcome.error ? { error: { ...outcome.error, message: ERROR_TABLE[outcome.error.code].message } } : {}),
     };
   }
 
-  async function sessionView(id: string) {
-    const session = await findSession(ctx.pool, id);
-    if (!session) return runOutcomeView(id);
-    const exec = await latestExecution(ctx.pool, session.id);
+  /** A session with its row, and its latest execution if it has one. */
+  function sessionViewOf(session: SessionRow, exec: ExecutionRow | null) {
     return {
       id: session.id,
       taskId: session.task_id,
@@ -91,7 +94,14 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             status: exec.status,
           }
         : null,
+      links: temporalLinks(ctx.config, sessionRunWorkflowId(session.id, session.admitted_run)),
     };
+  }
+
+  async function sessionView(id: string) {
+    const session = await findSession(ctx.pool, id);
+    if (!session) return runOutcomeView(id);
+    return sessionViewOf(session, await latestExecution(ctx.pool, session.id));
   }
 
   /** `Prefer: respond-async` (RFC 7240): answer once admitted. */
@@ -103,7 +113,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   /** A 202's body: the session admitted (or still being admitted), where to read its outcome. */
   async function acceptedView(sessionId: string) {
     const view = await sessionView(sessionId);
-    return { sessionId, state: view.state, taskEnvironmentId: view.taskEnvironmentId, role: view.role };
+    return { sessionId, state: view.state, taskEnvironmentId: view.taskEnvironmentId, role: view.role, links: view.links };
   }
 
   /** The Idempotency-Key header: absent, or 1 to 200 visible ASCII characters. */
@@ -160,15 +170,29 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           return reply.code(202).send(await acceptedView(sessionId));
         }
         const outcome = await runLaunch(ctx.temporal, ctx.config, launchRequest).catch((err) => engineOutage(err, sessionId));
+        const links = temporalLinks(ctx.config, launchWorkflowId(sessionId));
         if (outcome === null) {
           // The run that made this session is past the engine's retention: the session row answers.
           const session = await findSession(ctx.pool, sessionId);
           const exec = session ? await latestExecution(ctx.pool, sessionId) : null;
           if (!session?.environment_id || !exec) throw notFound('Session');
-          return reply.code(201).send({ sessionId, taskEnvironmentId: session.environment_id, role: session.role ?? 'attached', state: session.state, executionId: exec.id });
+          return reply.code(201).send({ sessionId, taskEnvironmentId: session.environment_id, role: session.role ?? 'attached', state: session.state, executionId: exec.id, links });
         }
         if (!outcome.ok) throw refusalError(outcome, outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined);
-        return reply.code(201).send(outcome.result);
+        return reply.code(201).send({ ...outcome.result, links });
+      },
+    );
+
+    app.get(
+      '/v1/tasks/:id/sessions',
+      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, querystring: SessionListQuery, response: { 200: pageOf(Session), ...errorResponses } } },
+      async (request) => {
+        const page = pageRequest(request.query);
+        if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        const rows = await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page));
+        // Each session's latest execution: one query for the page, not one per row.
+        const executions = await latestExecutions(ctx.pool, rows.map((row) => row.id));
+        return pageAnswer(rows, page.limit, (row) => row.id, (row) => sessionViewOf(row, executions.get(row.id) ?? null));
       },
     );
 

@@ -1,16 +1,24 @@
-/** POST /v1/tasks and GET /v1/tasks/:id. */
+/** POST /v1/tasks, GET /v1/tasks (a list) and GET /v1/tasks/:id. */
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
-import { findTask, insertTask, workspaceGroupExists, type NewTask } from '../../../db/tasks';
-import { taskView } from '../task-view';
+import { findTask, insertTask, listTasks, workspaceGroupExists, type NewTask } from '../../../db/tasks';
+import { taskItem, taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
 import { taskBranchName } from '../../../domain/task-layout';
 import { branchCommit, gitAt } from '../../../git/git';
 import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { CreateTaskBody, IdParams, Task, errorResponses } from '../schemas';
+import { pageOf, PageQueryFields, readPage } from '../pagination';
+import { CreateTaskBody, IdParams, Task, TaskItem, Uuid, errorResponses } from '../schemas';
+
+const TaskListQuery = Type.Object(
+  { ...PageQueryFields, boardId: Type.Optional(Uuid), parentTaskId: Type.Optional(Uuid), archived: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])) },
+  { additionalProperties: false },
+);
+
 
 export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const gitOptions = { binary: ctx.config.gitBinary };
@@ -58,6 +66,12 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         }),
       );
       return reply.code(201).send(await taskView(ctx.pool, id));
+    });
+
+    app.get('/v1/tasks', { config: { role: 'user' }, schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: pageOf(TaskItem), ...errorResponses } } }, async (request) => {
+      const { boardId, parentTaskId, archived } = request.query;
+      const filter = { boardId, parentTaskId, archived: archived === undefined ? undefined : archived === 'true' };
+      return readPage(request.query, (page) => listTasks(ctx.pool, filter, page), (row) => row.id, (row) => taskItem(row));
     });
 
     app.get('/v1/tasks/:id', { config: { role: 'user' }, schema: { tags: ['tasks'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
