@@ -133,6 +133,7 @@ async function main(): Promise<void> {
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
+    process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
     for (const layer of STOP_ORDER) {
       await Promise.all(parts.filter((p) => p.layer === layer).map((p) => p.part.then((part) => part.stop(), () => {})));
