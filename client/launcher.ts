@@ -13,11 +13,12 @@ import path from 'node:path';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
+import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, serviceArgs } from './service-build';
-import { describeExit, spawnPart, supervise, type SupervisedPart } from './supervisor';
+import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 const root = path.resolve(__dirname, '..');
 
@@ -65,16 +66,36 @@ async function waitUntilReady(url: string, failed: () => string | null): Promise
 
 async function main(): Promise<void> {
   // TEMPORAL_ADDRESS means "use that server"; TWS_TEMPORAL_PORT is where the dev server listens.
-  const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${Number(process.env.TWS_TEMPORAL_PORT || 7233)}`;
+  const temporalPort = Number(process.env.TWS_TEMPORAL_PORT || 7233);
+  const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
   const config = loadConfig({ ...process.env, TEMPORAL_ADDRESS: temporalAddress }, { cwd: root, hostname: os.hostname() });
-  // Readable by the postgres user that embedded PostgreSQL runs as when started by root; the
-  // secrets file inside is 0600.
+  const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
+  const pgPort = Number(process.env.TWS_PG_PORT || 54329);
+  const temporalServer = !process.env.TEMPORAL_ADDRESS;
+
+  // Before anything starts, so a taken port is one line and nothing is left to stop.
+  const taken = await portProblem([
+    ...(config.databaseUrl ? [] : [{ port: pgPort, host: '127.0.0.1', what: 'embedded PostgreSQL', variable: 'TWS_PG_PORT' }]),
+    ...(temporalServer
+      ? [
+          { port: temporalPort, host: '127.0.0.1', what: 'the Temporal dev server', variable: 'TWS_TEMPORAL_PORT' },
+          { port: uiPort, host: '127.0.0.1', what: 'the Temporal Web UI', variable: 'TWS_TEMPORAL_UI_PORT' },
+        ]
+      : []),
+    { port: config.apiPort, host: config.apiHost, what: 'the API gateway', variable: 'TWS_API_PORT' },
+  ]);
+  if (taken) {
+    console.error(`start-up failed: ${taken}`);
+    process.exit(1);
+  }
+
+  // Enterable by the postgres account that embedded PostgreSQL runs as under root, where the
+  // folders above let it in (client/postgres-account.ts); the secrets file inside is 0600.
   await mkdir(config.dataDir, { recursive: true });
   await chmod(config.dataDir, 0o755);
   const secretsFile = path.join(config.dataDir, 'secrets.json');
   const secrets = await loadSecrets(secretsFile);
   const pidsFile = path.join(config.dataDir, 'pids.json');
-  const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
 
   const parts: { layer: Layer; part: Promise<SupervisedPart> }[] = [];
   const running = new Map<string, SupervisedPart>();
@@ -112,6 +133,7 @@ async function main(): Promise<void> {
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
+    process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
     for (const layer of STOP_ORDER) {
       await Promise.all(parts.filter((p) => p.layer === layer).map((p) => p.part.then((part) => part.stop(), () => {})));
@@ -123,13 +145,19 @@ async function main(): Promise<void> {
   // The parts run in sessions of their own (detached), so a closed terminal (SIGHUP) reaches the
   // launcher alone: it stops them rather than leave them behind.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stopAll(0));
+  // A fault nobody caught is one line, and what was started is stopped rather than left behind.
+  for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+    process.on(event, (err: unknown) => {
+      console.error(`launcher: ${errorLine(err)}`);
+      void stopAll(1);
+    });
+  }
 
   let databaseUrl = config.databaseUrl;
-  const temporalServer = !process.env.TEMPORAL_ADDRESS;
   const apiUrl = localApiUrl(config.apiHost, config.apiPort);
   try {
     if (!databaseUrl) {
-      const pgOptions = { dataDir: path.join(config.dataDir, 'postgres'), port: Number(process.env.TWS_PG_PORT || 54329), password: secrets.postgresPassword };
+      const pgOptions = { dataDir: path.join(config.dataDir, 'postgres'), port: pgPort, password: secrets.postgresPassword, ownProcessGroup: true };
       let serverUrl = '';
       await run('postgres', 'postgres', async () => {
         const server = await startEmbeddedPostgres(pgOptions);
@@ -170,7 +198,7 @@ async function main(): Promise<void> {
     up = true;
   } catch (err) {
     if (stopping) return; // a signal ended the start-up
-    console.error(`start-up failed: ${startupDeath ?? (err instanceof Error ? err.message : String(err))}`);
+    console.error(`start-up failed: ${startupDeath ?? errorLine(err)}`);
     await stopAll(1);
     return;
   }
@@ -186,6 +214,6 @@ A part that dies is started again. Ctrl-C stops everything.`);
 }
 
 main().catch((err) => {
-  console.error(`start-up failed: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`start-up failed: ${errorLine(err)}`);
   process.exit(1);
 });

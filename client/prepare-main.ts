@@ -2,6 +2,7 @@
 import os from 'node:os';
 import { loadConfig } from '../domain/config';
 import { prepareServices } from './prepare-services';
+import { errorLine } from './supervisor';
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) {
@@ -16,6 +17,6 @@ prepareServices({
 })
   .then(() => console.log('services prepared'))
   .catch((err) => {
-    console.error(err);
+    console.error(`set-up failed: ${errorLine(err)}`);
     process.exit(1);
   });

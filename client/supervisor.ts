@@ -39,6 +39,8 @@ export interface SuperviseOptions {
 }
 
 export const describeExit = (exit: PartExit): string => (exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`);
+/** The first line of an error's message: what a person reads, without a stack. */
+export const errorLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n').find((line) => line.trim())?.trim() ?? 'unknown error';
 const seconds = (ms: number): string => `${ms / 1000} s`;
 
 /**
@@ -121,7 +123,8 @@ export async function spawnPart(command: string, args: string[], options: SpawnO
   return { pid: child.pid!, exited, stop: () => stopChild(child, exited, stopSignal, graceMs) };
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<PartExit>, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+/** Sends `signal`, then SIGKILL after `graceMs`; resolves once the child has exited. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, signal: NodeJS.Signals, graceMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill(signal);
   const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);

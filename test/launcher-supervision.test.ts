@@ -221,7 +221,7 @@ describe('a start-up failure still ends the launcher [issue 10.4]', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
       expect(code).toBe(1);
       const failures = failedOutput.split('\n').filter((line) => line.startsWith('start-up failed:'));
-      expect(failures).toEqual([expect.stringMatching(new RegExp(`^start-up failed: PostgreSQL did not start on port ${ports.pg}: .*Address already in use`))]);
+      expect(failures).toEqual([expect.stringMatching(new RegExp(`^start-up failed: port ${ports.pg} \\(embedded PostgreSQL\\) is already in use.*TWS_PG_PORT`))]);
       expect(await processesOf(dir)).toEqual([]);
     } finally {
       holder.close();

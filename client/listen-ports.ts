@@ -1,0 +1,37 @@
+/**
+ * The ports `make start` listens on, tried before anything starts: a taken one ends the start with
+ * one line that names the port and the variable that moves it, instead of a part that dies and is
+ * restarted until start-up gives up.
+ */
+import net from 'node:net';
+
+export interface ListenPort {
+  port: number;
+  host: string;
+  /** Who listens there, in a person's words. */
+  what: string;
+  /** The environment variable that moves it. */
+  variable: string;
+}
+
+/** The error code of listening there (EADDRINUSE, EACCES, …), or null when it can be listened on. */
+function listenError(host: string, port: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(null)));
+  });
+}
+
+/** What stands in the way of listening on these ports, as one line for a person; null when nothing does. */
+export async function portProblem(ports: ListenPort[]): Promise<string | null> {
+  for (const [i, p] of ports.entries()) {
+    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535) return `${p.variable} is not a port number (${p.port}): set it to a free port from 1 to 65535`;
+    const other = ports.slice(0, i).find((q) => q.port === p.port);
+    if (other) return `port ${p.port} is asked for by both ${other.what} and ${p.what}: set ${other.variable} or ${p.variable} to another port`;
+    const error = await listenError(p.host, p.port);
+    if (error === 'EADDRINUSE') return `port ${p.port} (${p.what}) is already in use on ${p.host}: stop what listens there (another \`make start\`?) or set ${p.variable} to a free port`;
+    if (error) return `port ${p.port} (${p.what}) cannot be listened on at ${p.host} (${error}): set ${p.variable} to another port`;
+  }
+  return null;
+}

@@ -1,0 +1,214 @@
+/**
+ * `make start` from any folder (issue 14): a clean clone of this checkout (its last commit) in a
+ * folder of mode 0700 whose path has spaces, as a new user's `~/task-workspaces` is under root's
+ * /root. Started as the current user (root in CI, so embedded PostgreSQL runs as the postgres
+ * account), stopped with Ctrl-C, and read back from /proc. The clone borrows the checkout's
+ * installed packages as hard links (`make setup` accepts them by the lock file's hash), so only
+ * the start itself is timed; the start path is the README's `make start`.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT_POSTGRES_HOME } from '../client/postgres-account';
+
+const source = process.cwd();
+const asRoot = process.getuid?.() === 0;
+let base: string;
+let clone: string;
+const ports = { TWS_PG_PORT: 0, TWS_TEMPORAL_PORT: 0, TWS_TEMPORAL_UI_PORT: 0, TWS_API_PORT: 0 };
+const runs: Run[] = [];
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The environment of a person's shell: none of the variables that point the service elsewhere. */
+function personEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$)/.test(key)) env[key] = value;
+  for (const [key, port] of Object.entries(ports)) env[key] = String(port);
+  return env;
+}
+
+interface Run {
+  child: ChildProcess;
+  output: () => { stdout: string; stderr: string };
+  exited: Promise<number | null>;
+}
+
+/** `make start` in the clone, in a process group of its own as a terminal's foreground job is. */
+function makeStart(): Run {
+  const child = spawn('make', ['start'], { cwd: clone, env: personEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const run = { child, output: () => ({ stdout, stderr }), exited };
+  runs.push(run);
+  return run;
+}
+
+async function untilReady(run: Run, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exitCode: number | null | undefined;
+  void run.exited.then((code) => (exitCode = code));
+  for (;;) {
+    const answer = await fetch(`http://127.0.0.1:${ports.TWS_API_PORT}/readyz`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+    if (answer?.status === 200) return;
+    if (exitCode !== undefined || Date.now() > deadline) {
+      throw new Error(`make start ${exitCode !== undefined ? `exited ${exitCode}` : 'was not ready'}:\n${run.output().stdout}\n${run.output().stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Ctrl-C: SIGINT to the whole foreground process group. */
+async function pressCtrlC(run: Run): Promise<void> {
+  process.kill(-run.child.pid!, 'SIGINT');
+  await run.exited;
+}
+
+/** Where the clone's database went, when it was placed outside (root). */
+function placedDataDirs(): string[] {
+  try {
+    return [readlinkSync(path.join(clone, '.data', 'postgres'))];
+  } catch {
+    return [];
+  }
+}
+
+/** Processes that belong to the clone: it or its data dir in their command line, working folder, binary or environment. */
+function processesOf(marks: string[]): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const read = (file: string) => readFileSync(`/proc/${pid}/${file}`, 'utf8').replace(/\0/g, ' ');
+      const link = (file: string) => readlinkSync(`/proc/${pid}/${file}`);
+      const seen = [read('cmdline'), link('cwd'), link('exe'), read('environ')].join('\n');
+      if (marks.some((mark) => seen.includes(mark))) found.push(`${pid} ${read('cmdline').trim()}`);
+    } catch {
+      // gone meanwhile, or a kernel thread
+    }
+  }
+  return found;
+}
+
+async function nothingLeftRunning(marks: string[]): Promise<void> {
+  const deadline = Date.now() + 5000; // the kernel reaps what has just exited
+  while (processesOf(marks).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  expect(processesOf(marks)).toEqual([]);
+}
+
+const uidOf = (pid: number): number => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+
+beforeAll(async () => {
+  // The checkout's own set-up stamps its node_modules with the lock file's hash (quick when done).
+  execFileSync('bash', ['scripts/setup.sh'], { cwd: source, stdio: 'ignore' });
+  base = await mkdtemp(path.join(os.tmpdir(), 'tws-anywhere-'));
+  const home = path.join(base, 'closed home');
+  await mkdir(home, { mode: 0o700 });
+  await chmod(home, 0o700);
+  clone = path.join(home, 'task workspaces');
+  execFileSync('git', ['clone', '--quiet', source, clone]);
+  for (const installed of ['node_modules', '.tools']) {
+    try {
+      execFileSync('cp', ['-al', path.join(source, installed), path.join(clone, installed)], { stdio: 'ignore' });
+    } catch {
+      execFileSync('cp', ['-a', path.join(source, installed), path.join(clone, installed)]); // another file system
+    }
+  }
+  for (const key of Object.keys(ports) as (keyof typeof ports)[]) ports[key] = await freePort();
+}, 180_000);
+
+// A failed test stops what it started as a person would, so the next one finds its ports free.
+afterEach(async () => {
+  for (const run of runs.splice(0)) {
+    if (run.child.exitCode !== null || run.child.signalCode !== null) continue;
+    await pressCtrlC(run).catch(() => {});
+  }
+});
+
+afterAll(async () => {
+  if (!clone) return;
+  for (const leftover of processesOf([clone, ...placedDataDirs()])) process.kill(Number(leftover.split(' ')[0]), 'SIGKILL');
+  for (const placed of placedDataDirs()) if (placed.startsWith(`${ROOT_POSTGRES_HOME}/data/`)) await rm(path.dirname(placed), { recursive: true, force: true });
+  await rm(base, { recursive: true, force: true });
+});
+
+describe('make start from any folder [issue 14]', () => {
+  it('starts from a clone in a 0700 folder whose path has spaces, keeps its data across starts, and Ctrl-C leaves nothing running', async () => {
+    const first = makeStart();
+    await untilReady(first, 240_000);
+
+    // The world as it is while up: the postmaster runs as an account that is not root, on a
+    // data dir that nobody else can read or write.
+    const pids = JSON.parse(await readFile(path.join(clone, '.data', 'pids.json'), 'utf8')) as Record<string, number>;
+    const dataDir = await realpath(path.join(clone, '.data', 'postgres'));
+    expect(readlinkSync(`/proc/${pids.postgres}/cwd`)).toBe(dataDir);
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    if (asRoot) {
+      expect(uidOf(pids.postgres!)).not.toBe(0);
+      expect(statSync(dataDir).uid).toBe(uidOf(pids.postgres!));
+      // The postgres account cannot enter the clone, so neither its binary nor its data is there.
+      expect(readlinkSync(`/proc/${pids.postgres}/exe`).startsWith(ROOT_POSTGRES_HOME)).toBe(true);
+      expect(dataDir.startsWith(`${ROOT_POSTGRES_HOME}/data/`)).toBe(true);
+    }
+
+    // Something of the user's own, to find again after a restart.
+    const { userToken } = JSON.parse(await readFile(path.join(clone, '.data', 'secrets.json'), 'utf8')) as { userToken: string };
+    const api = (route: string, body?: unknown) =>
+      fetch(`http://127.0.0.1:${ports.TWS_API_PORT}${route}`, {
+        method: body ? 'POST' : 'GET',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const registered = await api('/v1/repositories', { name: 'the-clone', path: clone });
+    expect(registered.status).toBe(201);
+
+    const marks = [clone, dataDir];
+    await pressCtrlC(first);
+    await nothingLeftRunning(marks);
+
+    const second = makeStart();
+    await untilReady(second, 120_000);
+    // The row written before the restart is there: the same repository is refused as registered.
+    const again = await api('/v1/repositories', { name: 'the-clone', path: clone });
+    expect(again.status).toBe(400);
+    expect(await again.text()).toContain('already registered');
+    expect(await realpath(path.join(clone, '.data', 'postgres'))).toBe(dataDir);
+    await pressCtrlC(second);
+    await nothingLeftRunning(marks);
+    expect(existsSync(path.join(clone, '.data', 'pids.json'))).toBe(false);
+  }, 420_000);
+
+  const variables = Object.keys(ports) as (keyof typeof ports)[];
+  it.each(variables)('a port already taken ends the start with one line naming it and %s, and starts nothing', async (variable) => {
+    const squatter = net.createServer();
+    await new Promise<void>((resolve, reject) => {
+      squatter.once('error', reject);
+      squatter.listen(ports[variable], '127.0.0.1', resolve);
+    });
+    try {
+      const run = makeStart();
+      const code = await run.exited;
+      const { stdout, stderr } = run.output();
+      expect(code).not.toBe(0);
+      // make adds its own `make: *** … Error 1`; everything else said is the one line.
+      const said = `${stdout}\n${stderr}`.split('\n').filter((line) => line.trim() && !line.startsWith('make: ***') && !line.startsWith('setup: '));
+      expect(said).toEqual([expect.stringMatching(new RegExp(`^start-up failed: port ${ports[variable]} .*${variable}`))]);
+      expect(stderr).not.toMatch(/^\s+at /m);
+      await nothingLeftRunning([clone]);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  }, 60_000);
+});
