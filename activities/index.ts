@@ -10,6 +10,7 @@ import type { ActivityDeps } from './deps';
 import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
+import { repositoryCheckActivities } from './repository-check';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -29,6 +30,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...cleanupHostActivities(deps),
     ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
+    ...repositoryCheckActivities(deps),
     reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
   }, HOST_FAULT_ATTEMPTS);
 }

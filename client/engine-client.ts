@@ -12,8 +12,9 @@ import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import type { boardDelete, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import type { RepositoryCheck } from '../git/repository-check';
+import type { boardDelete, checkRepositoryOnHost, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
 import { awaitBoardPreparedUpdate } from '../workflows/board-delete';
 import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
@@ -403,4 +404,19 @@ export async function runOrphanSweep(client: Client, config: Config, dryRun: boo
     taskQueue: config.taskQueue,
     args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun }],
   });
+}
+
+/** A repository's checks on the host that is to hold it; `host_unavailable` when that host does not answer. */
+export async function checkRepositoryOn(client: Client, config: Config, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
+  try {
+    return await client.workflow.execute<typeof checkRepositoryOnHost>('checkRepositoryOnHost', {
+      workflowId: repositoryCheckWorkflowId(randomUUID()),
+      taskQueue: config.taskQueue,
+      args: [{ hostId, ...input }],
+    });
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, code: refusal.code };
+    throw err;
+  }
 }
