@@ -23,13 +23,13 @@ import { typedRefusalOf } from './typed-outcome';
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
- * Where a launch or resume starts: on the queue of this gateway's host (where a new workspace is
- * made), so its host steps are local activities of that host's worker; a workspace on another
- * host is still reached through that host's queue. Eagerly where this process runs a worker on
- * that queue on its client's connection (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once.
+ * Where a launch or resume starts: on the queue of the task's host (client/gateway/placement.ts),
+ * so its host steps are local activities of that host's worker. Eagerly where that host is this
+ * gateway's and this process runs a worker on its queue on its client's connection
+ * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
-export function onThisHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>) {
-  return { taskQueue: hostTaskQueue(config.taskQueue, config.hostId), requestEagerStart: config.gatewayRunsLaunches };
+export function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
+  return { taskQueue: hostTaskQueue(config.taskQueue, hostId), requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId };
 }
 
 /**
@@ -84,12 +84,12 @@ async function untilAdmitted(client: Client, workflowId: string, admitted: () =>
 
 export type AsyncOutcome = { ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
-function launchStart(config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>) {
+function launchStart(config: Config, req: Omit<LaunchRequest, 'sharedQueue'>) {
   return {
     workflowId: launchWorkflowId(req.sessionId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
-    ...onThisHost(config),
-    args: [{ ...req, hostId: config.hostId, sharedQueue: config.taskQueue }] as [LaunchRequest],
+    ...onHost(config, req.hostId),
+    args: [{ ...req, sharedQueue: config.taskQueue }] as [LaunchRequest],
     typedSearchAttributes: new TypedSearchAttributes([
       { key: TaskIdAttr, value: req.taskId },
       { key: SessionIdAttr, value: req.sessionId },
@@ -107,7 +107,7 @@ async function startOnce(start: () => Promise<unknown>): Promise<void> {
   }
 }
 
-export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome | null> {
+export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>): Promise<LaunchOutcome | null> {
   const options = launchStart(config, req);
   return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
 }
@@ -125,20 +125,20 @@ async function outcomeOf(client: Client, workflowId: string, execute: () => Prom
 }
 
 /** A launch answered once admitted (`Prefer: respond-async`). */
-export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
   const options = launchStart(config, req);
   await startOnce(() => client.workflow.start<typeof launchSession>('launchSession', options));
   return untilAdmitted(client, options.workflowId, admitted);
 }
 
 /** resume/<sessionId>/<run>: the run is the request's own (an Idempotency-Key derives it), so a retry joins the same run. */
-function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
+function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string; hostId: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
   return {
     workflowId: resumeWorkflowId(session.id, runId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
     // Where a launch starts: its host steps run as local activities there.
-    ...onThisHost(config),
-    args: [{ sessionId: session.id, runId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
+    ...onHost(config, session.hostId),
+    args: [{ sessionId: session.id, runId, hostId: session.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
     // Found in the Temporal UI the way launches are: by task, session and executor.
     typedSearchAttributes: new TypedSearchAttributes([
       { key: TaskIdAttr, value: session.taskId },
@@ -151,7 +151,7 @@ function resumeStart(config: Config, session: { id: string; taskId: string; exec
 export async function runResume(
   client: Client,
   config: Config,
-  session: { id: string; taskId: string; executorType: string },
+  session: { id: string; taskId: string; executorType: string; hostId: string },
   runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
 ): Promise<LaunchOutcome | null> {
@@ -163,7 +163,7 @@ export async function runResume(
 export async function startResume(
   client: Client,
   config: Config,
-  session: { id: string; taskId: string; executorType: string },
+  session: { id: string; taskId: string; executorType: string; hostId: string },
   runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null },
   admitted: () => Promise<boolean>,

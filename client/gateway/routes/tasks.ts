@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
+import { repositoryHosts } from '../../../db/hosts';
 import { findTask, insertTask, type NewTask } from '../../../db/tasks';
 import { taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
@@ -28,6 +29,8 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (body.parentTaskId && !(await findTask(ctx.pool, body.parentTaskId))) throw notFound('Parent task');
 
       const known = await findRepositories(ctx.pool, wanted.map((r) => r.repositoryId));
+      // A task's workspace is made on one host, beside all its repositories.
+      if ((await repositoryHosts(ctx.pool, known.map((r) => r.id))).length > 1) throw badRequest('The repositories of a task must be on one host.');
       const repositories: NewTask['repositories'] = [];
       for (const [index, want] of wanted.entries()) {
         const repo = known.find((k) => k.id === want.repositoryId);
