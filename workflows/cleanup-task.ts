@@ -31,8 +31,8 @@ import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-/** The classes an activity throws by type; the others are read from the failure's kind. */
-const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'host_unavailable' && c !== 'internal');
+/** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
+const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'internal');
 
 function classify(err: unknown): CleanupErrorClass {
   for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
