@@ -3,12 +3,14 @@
  * on its repositories' host, and a host that is down is refused or waited for; proven with real
  * processes as hosts on one machine.
  */
-import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
-import { expectSafeError, waitUntil } from './support/scenario';
-import { makeRepo } from './support/world';
+import { taskDirName } from '../domain/task-layout';
+import { expectSafeError, SLEEPER, waitUntil } from './support/scenario';
+import { listDir, makeRepo, processCwd } from './support/world';
 
 const { harness } = harnessesPerTest();
 
@@ -105,4 +107,130 @@ describe('three processes as three hosts', () => {
     expect(Date.now() - started).toBeLessThan(30_000);
     expect((await h.pool.query("SELECT 1 FROM repositories WHERE name = 'gone'")).rowCount).toBe(0);
   });
+
+  it("placement follows the repositories: each task's launch, attach, resume and git status run on its host, under its root only", async () => {
+    const { h, hostA, hostB, api } = world;
+    const mixed = await api('POST', '/v1/tasks', { title: 'both', repositories: [{ repositoryId: repos.a }, { repositoryId: repos.b }] });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.error.message).toBe('The repositories of a task must be on one host.');
+    for (const [host, repositoryId, name] of [[hostA, repos.a!, 'alpha'], [hostB, repos.b!, 'beta']] as const) {
+      const taskId = await newTask(repositoryId);
+      tasks.set(host.id, taskId);
+      const worktree = path.join(host.root, taskDirName(taskId), name);
+      const first = await launchOn(taskId);
+      expect(first.body.role).toBe('materialized');
+      await expectAgentOn(host, first.body.sessionId, worktree);
+      expect((await h.pool.query('SELECT host_id, workspace_path FROM task_environments WHERE id = $1', [first.body.taskEnvironmentId])).rows[0]).toEqual({ host_id: host.id, workspace_path: worktree });
+      const attached = await launchOn(taskId);
+      expect(attached.body.role).toBe('attached');
+      await expectAgentOn(host, attached.body.sessionId, worktree);
+      const resumed = await api('POST', `/v1/sessions/${attached.body.sessionId}/resume`);
+      expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+      expect(resumed.body.execution.hostId).toBe(host.id);
+      await expectAgentOn(host, attached.body.sessionId, worktree);
+      writeFileSync(path.join(worktree, 'wip.txt'), 'on its host\n');
+      const status = await api('GET', `/v1/tasks/${taskId}/git-status`);
+      expect(status.status, JSON.stringify(status.body)).toBe(200);
+      expect(status.body.repositories[0].files).toEqual([{ path: 'wip.txt', status: '??' }]);
+      // Nothing of it anywhere else: not under the other host's root, not under the gateway's.
+      const other = host === hostA ? hostB : hostA;
+      expect(listDir(other.root)).not.toContain(taskDirName(taskId));
+      expect(listDir(h.config.workspaceRoot)).toEqual([]);
+    }
+  });
+
+  it('a host that is down: its launches are refused host_unavailable without an election and its cleanups wait; both complete once it is back; the other host goes on', async () => {
+    const { h, hostA, hostB, workers, restartB, api } = world;
+    // A second task on B, with a workspace, to archive while B is down.
+    const parked = await newTask(repos.b!);
+    const parkedSession = await launchOn(parked);
+    const parkedFolder = path.join(hostB.root, taskDirName(parked));
+    await expectAgentOn(hostB, parkedSession.body.sessionId, path.join(parkedFolder, 'beta'));
+
+    workers.b.kill('SIGKILL');
+    await waitUntil(async () => (await api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items.find((x: any) => x.hostId === hostB.id)?.live === false, 'B is not live', 10_000);
+
+    const taskB = tasks.get(hostB.id)!;
+    const sessionsBefore = await sessionCount(taskB);
+    const refused = await api('POST', `/v1/tasks/${taskB}/sessions`, launchBody);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expectSafeError(refused.body, 'host_unavailable', [hostB.root]);
+    expect(refused.body.error.recoverable).toBe(true);
+    expect(await sessionCount(taskB)).toBe(sessionsBefore);
+
+    const archived = await api('POST', `/v1/tasks/${parked}/archive`, {});
+    expect(archived.status, JSON.stringify(archived.body)).toBe(202);
+    await waitUntil(async () => {
+      const job = (await h.pool.query('SELECT state, last_error, attempts FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0];
+      return job?.state === 'retry_wait' && job.last_error === 'host_unavailable' && job.attempts >= 2;
+    }, 'the cleanup waits in its retry schedule', 30_000);
+    expect(listDir(parkedFolder)).toContain('beta');
+
+    // A is unaffected meanwhile.
+    const taskA = tasks.get(hostA.id)!;
+    const onA = await launchOn(taskA);
+    expect(onA.body.role).toBe('attached');
+    await expectAgentOn(hostA, onA.body.sessionId, path.join(hostA.root, taskDirName(taskA), 'alpha'));
+
+    restartB();
+    await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0]?.state === 'succeeded', 'the waiting cleanup finished on B', 60_000);
+    expect(listDir(parkedFolder)).toEqual([]);
+    const again = await launchOn(taskB);
+    expect(again.body.role).toBe('attached');
+    await expectAgentOn(hostB, again.body.sessionId, path.join(hostB.root, taskDirName(taskB), 'beta'));
+  });
+
+  it("archive and delete of each host's task remove only under that host's root; the orphan sweep of A never looks at B's root", async () => {
+    const { h, hostA, hostB, api } = world;
+    const old = Date.now() / 1000 - 7 * 24 * 3600;
+    for (const host of [hostA, hostB]) {
+      mkdirSync(path.join(host.root, `stray-${host === hostA ? 'a' : 'b'}`));
+      utimesSync(path.join(host.root, `stray-${host === hostA ? 'a' : 'b'}`), old, old);
+    }
+    const swept = await h.temporal.workflow.execute('orphanSweep', { taskQueue: h.config.taskQueue, workflowId: `orphan-sweep/${randomUUID()}`, args: [{ hostId: hostA.id, graceMs: 0, dryRun: false }] });
+    expect(swept.removed).toEqual(['stray-a']);
+    const rootBNames = listDir(hostB.root);
+    for (const k of swept.kept) expect(listDir(hostA.root)).toContain(k.name);
+    expect(rootBNames).toContain('stray-b');
+
+    for (const host of [hostA, hostB]) {
+      const taskId = tasks.get(host.id)!;
+      const other = host === hostA ? hostB : hostA;
+      const otherBefore = listDir(other.root);
+      const archived = await api('POST', `/v1/tasks/${taskId}/archive`, {});
+      expect(archived.status, JSON.stringify(archived.body)).toBe(202);
+      await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0]?.state === 'succeeded', `archive on ${host.id}`);
+      const deleted = await api('DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, OPERATOR_TOKEN);
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+      await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [deleted.body.operationId])).rows[0]?.state === 'succeeded', `delete on ${host.id}`);
+      expect(listDir(host.root)).not.toContain(taskDirName(taskId));
+      expect(listDir(other.root)).toEqual(otherBefore);
+    }
+  });
+
+  const tasks = new Map<string, string>();
+  const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+  async function newTask(repositoryId: string): Promise<string> {
+    const res = await world.api('POST', '/v1/tasks', { title: 'on a host', repositories: [{ repositoryId }] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.id;
+  }
+  async function launchOn(taskId: string) {
+    const res = await world.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res;
+  }
+  async function sessionCount(taskId: string): Promise<number> {
+    return (await world.h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n;
+  }
+  /** The session's running agent: its row says this host, and /proc says it works in `cwd`. */
+  async function expectAgentOn(host: { id: string }, sessionId: string, cwd: string): Promise<void> {
+    let row: { host_id: string; pid: number } | undefined;
+    await waitUntil(async () => {
+      row = (await world.h.pool.query("SELECT host_id, pid FROM executions WHERE session_id = $1 AND status = 'running' ORDER BY started_at DESC LIMIT 1", [sessionId])).rows[0];
+      return row !== undefined;
+    }, `the agent of ${sessionId}`);
+    expect(row!.host_id).toBe(host.id);
+    expect(processCwd(row!.pid)).toBe(cwd);
+  }
 });
