@@ -9,7 +9,8 @@
 # Then register a repository on it (its paths are checked by this worker, under its
 # TWS_REPOSITORY_ROOTS if set) and create tasks on that repository: their workspaces and agents
 # are made here. Ctrl-C stops it; `npx tws hosts` shows it live, then not live ~3 heartbeats after.
-# Reads .data/secrets.json for the embedded PostgreSQL's password (unless DATABASE_URL is set),
+# Creates this host's orphan-sweep and consistency-check Schedules first (each host sweeps its
+# own root). Reads .data/secrets.json for the embedded PostgreSQL's password (unless DATABASE_URL is set),
 # and uses the worker and workflow bundle `make start` built.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,11 +29,13 @@ fi
 
 mkdir -p "$workspace_root" "$data/hosts/$host_id/logs"
 cd "$root"
-exec env DATABASE_URL="$DATABASE_URL" \
-  TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:${TWS_TEMPORAL_PORT:-7233}}" \
+export DATABASE_URL TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:${TWS_TEMPORAL_PORT:-7233}}" \
   TWS_HOST_ID="$host_id" \
   TWS_WORKSPACE_ROOT="$workspace_root" \
   TWS_LOG_DIR="$data/hosts/$host_id/logs" \
   TWS_DATA_DIR="$data/hosts/$host_id" \
-  TWS_WORKFLOW_BUNDLE="$data/workflow-bundle.js" \
-  node --max-semi-space-size=4 .build/worker/main.js
+  TWS_WORKFLOW_BUNDLE="$data/workflow-bundle.js"
+# This host's own Temporal Schedules (orphan sweep of its root, consistency check of its agents);
+# idempotent, as every start of `make start` is.
+node .build/client/prepare-main.js
+exec node --max-semi-space-size=4 .build/worker/main.js
