@@ -3,9 +3,11 @@
  * on its repositories' host, and a host that is down is refused or waited for; proven with real
  * processes as hosts on one machine.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { taskDirName } from '../domain/task-layout';
@@ -26,6 +28,9 @@ describe('hosts are records', () => {
     expect(byId['host-beats']).toMatchObject({ live: true, workspaceRoot: `${h.scratch}/beats-root` });
     expect(typeof byId['host-beats'].version).toBe('string');
     expect((await h.api('GET', '/v1/hosts')).status).toBe(403);
+    // The operator CLI reads the same list.
+    const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['hosts', '--json'], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+    expect(JSON.parse(cli.stdout).map((x: any) => x.hostId).sort()).toEqual([h.config.hostId, 'host-beats'].sort());
 
     // The heartbeat moves lastSeenAt on; keyset pages of one host each cover both.
     const seen = (await h.pool.query("SELECT last_seen_at FROM hosts WHERE host_id = 'host-beats'")).rows[0].last_seen_at as Date;
@@ -157,6 +162,11 @@ describe('three processes as three hosts', () => {
     expectSafeError(refused.body, 'host_unavailable', [hostB.root]);
     expect(refused.body.error.recoverable).toBe(true);
     expect(await sessionCount(taskB)).toBe(sessionsBefore);
+    // A delete that must ask B whether its worktrees are dirty is refused too, the task kept.
+    const undeleted = await api('DELETE', `/v1/tasks/${taskB}`, undefined, OPERATOR_TOKEN);
+    expect(undeleted.status, JSON.stringify(undeleted.body)).toBe(503);
+    expectSafeError(undeleted.body, 'host_unavailable', [hostB.root]);
+    expect((await api('GET', `/v1/tasks/${taskB}`)).status).toBe(200);
 
     const archived = await api('POST', `/v1/tasks/${parked}/archive`, {});
     expect(archived.status, JSON.stringify(archived.body)).toBe(202);

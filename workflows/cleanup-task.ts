@@ -125,6 +125,11 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     } else {
       if (removesTask(input.trigger) && input.trigger === 'delete' && !input.discardChanges) {
         const preview = await records.previewWorktrees(input.taskId);
+        // A host that is down cannot say whether its worktrees are dirty: refused at once
+        // (host_unavailable, nothing changed) rather than waiting minutes on its queue.
+        if (preview.hostId && preview.worktrees.length > 0 && patched('dirty-check-waits-for-no-down-host') && (await records.hostIsDown(preview.hostId))) {
+          throw ApplicationFailure.create({ type: 'host_unavailable', message: 'The host of this task is down.', nonRetryable: true });
+        }
         const dirty = preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
         if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: dirty }] });
       }

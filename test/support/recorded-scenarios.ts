@@ -246,4 +246,12 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   const job = await waitForJob(h, archived.operationId);
   expect(job.attempts).toBeGreaterThanOrEqual(2);
   await record('cleanupTask-host-down-then-back', archived.workflowId);
+
+  // A delete that must ask a down host whether its worktrees are dirty is refused at once.
+  const kept = await taskWithSession(h, 'host-down-delete');
+  await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
+  const refused = await deleteTask(h, kept.taskId);
+  expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+  const [deleteId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cleanupTask' AND TaskId = '${kept.taskId}'`);
+  await record('cleanupTask-delete-refused-host-down', deleteId!);
 }
