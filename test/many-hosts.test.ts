@@ -113,7 +113,7 @@ describe('three processes as three hosts', () => {
     expect((await h.pool.query("SELECT 1 FROM repositories WHERE name = 'gone'")).rowCount).toBe(0);
   });
 
-  it("placement follows the repositories: each task's launch, attach, resume and git status run on its host, under its root only", async () => {
+  it("placement follows the repositories: each task's launch, attach, resume, transition and git status run on its host, under its root only", async () => {
     const { h, hostA, hostB, api } = world;
     const mixed = await api('POST', '/v1/tasks', { title: 'both', repositories: [{ repositoryId: repos.a }, { repositoryId: repos.b }] });
     expect(mixed.status).toBe(400);
@@ -137,6 +137,13 @@ describe('three processes as three hosts', () => {
       const status = await api('GET', `/v1/tasks/${taskId}/git-status`);
       expect(status.status, JSON.stringify(status.body)).toBe(200);
       expect(status.body.repositories[0].files).toEqual([{ path: 'wip.txt', status: '??' }]);
+      // An executor transition (worktree → local) runs on the host too, in its source checkout.
+      const moving = await newTask(repositoryId);
+      await launchOn(moving);
+      const local = await api('POST', `/v1/tasks/${moving}/sessions`, { ...launchBody, executorType: 'local' });
+      expect(local.status, JSON.stringify(local.body)).toBe(201);
+      expect(local.body.role).toBe('transitioned');
+      await expectAgentOn(host, local.body.sessionId, path.join(host.repos, name));
       // Nothing of it anywhere else: not under the other host's root, not under the gateway's.
       const other = host === hostA ? hostB : hostA;
       expect(listDir(other.root)).not.toContain(taskDirName(taskId));
