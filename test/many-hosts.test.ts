@@ -137,6 +137,7 @@ describe('three processes as three hosts', () => {
       const status = await api('GET', `/v1/tasks/${taskId}/git-status`);
       expect(status.status, JSON.stringify(status.body)).toBe(200);
       expect(status.body.repositories[0].files).toEqual([{ path: 'wip.txt', status: '??' }]);
+      if (host === hostB) observedOnB = status.body.repositories[0].observedAt;
       // An executor transition (worktree → local) runs on the host too, in its source checkout.
       const moving = await newTask(repositoryId);
       await launchOn(moving);
@@ -169,6 +170,11 @@ describe('three processes as three hosts', () => {
     expectSafeError(refused.body, 'host_unavailable', [hostB.root]);
     expect(refused.body.error.recoverable).toBe(true);
     expect(await sessionCount(taskB)).toBe(sessionsBefore);
+    // Its git status is the last one observed, said as such (observedAt), without waiting for B.
+    const lastSeen = await api('GET', `/v1/tasks/${taskB}/git-status`);
+    expect(lastSeen.status, JSON.stringify(lastSeen.body)).toBe(200);
+    expect(lastSeen.body.repositories[0].files).toEqual([{ path: 'wip.txt', status: '??' }]);
+    expect(lastSeen.body.repositories[0].observedAt).toBe(observedOnB);
     // A delete that must ask B whether its worktrees are dirty is refused too, the task kept.
     const undeleted = await api('DELETE', `/v1/tasks/${taskB}`, undefined, OPERATOR_TOKEN);
     expect(undeleted.status, JSON.stringify(undeleted.body)).toBe(503);
@@ -226,6 +232,7 @@ describe('three processes as three hosts', () => {
   });
 
   const tasks = new Map<string, string>();
+  let observedOnB: string | undefined;
   const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
   async function newTask(repositoryId: string): Promise<string> {
     const res = await world.api('POST', '/v1/tasks', { title: 'on a host', repositories: [{ repositoryId }] });

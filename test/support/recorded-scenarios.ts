@@ -247,11 +247,15 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   expect(job.attempts).toBeGreaterThanOrEqual(2);
   await record('cleanupTask-host-down-then-back', archived.workflowId);
 
-  // A delete that must ask a down host whether its worktrees are dirty is refused at once.
+  // A delete that must ask a down host whether its worktrees are dirty is refused at once; its
+  // git status is the last observed.
   const kept = await taskWithSession(h, 'host-down-delete');
   await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
   const refused = await deleteTask(h, kept.taskId);
   expect(refused.status, JSON.stringify(refused.body)).toBe(503);
   const [deleteId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cleanupTask' AND TaskId = '${kept.taskId}'`);
   await record('cleanupTask-delete-refused-host-down', deleteId!);
+  await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
+  expect((await h.api('GET', `/v1/tasks/${kept.taskId}/git-status`)).status).toBe(200);
+  await record('observeGitStatus-host-down-last-observation', `git-status/${kept.session.taskEnvironmentId}`);
 }
