@@ -8,14 +8,16 @@ import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
 import type { ActivityDeps } from './deps';
 import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
+import { hostRecordActivities } from './hosts';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
+import { repositoryCheckActivities } from './repository-check';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords }, RECORD_FAULT_ATTEMPTS);
+  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), ...hostRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords }, RECORD_FAULT_ATTEMPTS);
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
@@ -29,6 +31,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...cleanupHostActivities(deps),
     ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
+    ...repositoryCheckActivities(deps),
     reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
   }, HOST_FAULT_ATTEMPTS);
 }

@@ -1,6 +1,7 @@
 /** The orphan sweep on one host: fail closed, remove only unreferenced folders older than the grace period [R6.7]. */
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { hostWorkspaceRoot } from '../db/hosts';
 import { livePaths } from '../db/live-paths';
 import { sweepVerdict, type SweepResult } from '../domain/orphans';
 import { commonDir, fileStatus, gitAt, pruneWorktrees, removeWorktree } from '../git/git';
@@ -10,8 +11,9 @@ import { lstatIfPresent, pathExists } from './workspace-fs';
 
 export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
   return {
-    async liveWorkspacePaths(): Promise<string[]> {
-      return livePaths(pool, config.workspaceRoot);
+    /** Task folders are reckoned under the swept host's root (its record's), not this worker's. */
+    async liveWorkspacePaths(hostId?: string): Promise<string[]> {
+      return livePaths(pool, (hostId ? await hostWorkspaceRoot(pool, hostId) : null) ?? config.workspaceRoot);
     },
   };
 }

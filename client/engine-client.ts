@@ -12,8 +12,9 @@ import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import type { boardDelete, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import type { RepositoryCheck } from '../git/repository-check';
+import type { boardDelete, checkRepositoryOnHost, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
 import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
@@ -21,13 +22,13 @@ import { typedRefusalOf } from './typed-outcome';
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
- * Where a launch or resume starts: on the queue of this gateway's host (where a new workspace is
- * made), so its host steps are local activities of that host's worker; a workspace on another
- * host is still reached through that host's queue. Eagerly where this process runs a worker on
- * that queue on its client's connection (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once.
+ * Where a launch or resume starts: on the queue of the task's host (client/gateway/placement.ts),
+ * so its host steps are local activities of that host's worker. Eagerly where that host is this
+ * gateway's and this process runs a worker on its queue on its client's connection
+ * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
-export function onThisHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>) {
-  return { taskQueue: hostTaskQueue(config.taskQueue, config.hostId), requestEagerStart: config.gatewayRunsLaunches };
+export function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
+  return { taskQueue: hostTaskQueue(config.taskQueue, hostId), requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId };
 }
 
 /**
@@ -82,12 +83,12 @@ async function untilAdmitted(client: Client, workflowId: string, admitted: () =>
 
 export type AsyncOutcome = { ok: true } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
-function launchStart(config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>) {
+function launchStart(config: Config, req: Omit<LaunchRequest, 'sharedQueue'>) {
   return {
     workflowId: launchWorkflowId(req.sessionId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
-    ...onThisHost(config),
-    args: [{ ...req, hostId: config.hostId, sharedQueue: config.taskQueue }] as [LaunchRequest],
+    ...onHost(config, req.hostId),
+    args: [{ ...req, sharedQueue: config.taskQueue }] as [LaunchRequest],
     typedSearchAttributes: new TypedSearchAttributes([
       { key: TaskIdAttr, value: req.taskId },
       { key: SessionIdAttr, value: req.sessionId },
@@ -105,7 +106,7 @@ async function startOnce(start: () => Promise<unknown>): Promise<void> {
   }
 }
 
-export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>): Promise<LaunchOutcome | null> {
+export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>): Promise<LaunchOutcome | null> {
   const options = launchStart(config, req);
   return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
 }
@@ -123,20 +124,20 @@ async function outcomeOf(client: Client, workflowId: string, execute: () => Prom
 }
 
 /** A launch answered once admitted (`Prefer: respond-async`). */
-export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'hostId' | 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
   const options = launchStart(config, req);
   await startOnce(() => client.workflow.start<typeof launchSession>('launchSession', options));
   return untilAdmitted(client, options.workflowId, admitted);
 }
 
 /** resume/<sessionId>/<run>: the run is the request's own (an Idempotency-Key derives it), so a retry joins the same run. */
-function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
+function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string; hostId: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
   return {
     workflowId: resumeWorkflowId(session.id, runId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
     // Where a launch starts: its host steps run as local activities there.
-    ...onThisHost(config),
-    args: [{ sessionId: session.id, runId, hostId: config.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
+    ...onHost(config, session.hostId),
+    args: [{ sessionId: session.id, runId, hostId: session.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
     // Found in the Temporal UI the way launches are: by task, session and executor.
     typedSearchAttributes: new TypedSearchAttributes([
       { key: TaskIdAttr, value: session.taskId },
@@ -149,7 +150,7 @@ function resumeStart(config: Config, session: { id: string; taskId: string; exec
 export async function runResume(
   client: Client,
   config: Config,
-  session: { id: string; taskId: string; executorType: string },
+  session: { id: string; taskId: string; executorType: string; hostId: string },
   runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
 ): Promise<LaunchOutcome | null> {
@@ -161,7 +162,7 @@ export async function runResume(
 export async function startResume(
   client: Client,
   config: Config,
-  session: { id: string; taskId: string; executorType: string },
+  session: { id: string; taskId: string; executorType: string; hostId: string },
   runId: string,
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null },
   admitted: () => Promise<boolean>,
@@ -402,4 +403,19 @@ export async function runOrphanSweep(client: Client, config: Config, dryRun: boo
     taskQueue: config.taskQueue,
     args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun }],
   });
+}
+
+/** A repository's checks on the host that is to hold it; `host_unavailable` when that host does not answer. */
+export async function checkRepositoryOn(client: Client, config: Config, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
+  try {
+    return await client.workflow.execute<typeof checkRepositoryOnHost>('checkRepositoryOnHost', {
+      workflowId: repositoryCheckWorkflowId(randomUUID()),
+      taskQueue: config.taskQueue,
+      args: [{ hostId, ...input }],
+    });
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, code: refusal.code };
+    throw err;
+  }
 }

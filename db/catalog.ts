@@ -9,8 +9,8 @@ export interface RepositoryRow {
   default_branch: string;
 }
 
-export async function insertRepository(db: Db, row: RepositoryRow): Promise<void> {
-  await db.query('INSERT INTO repositories (id, name, path, default_branch) VALUES ($1, $2, $3, $4)', [row.id, row.name, row.path, row.default_branch]);
+export async function insertRepository(db: Db, row: RepositoryRow & { host_id: string }): Promise<void> {
+  await db.query('INSERT INTO repositories (id, name, path, default_branch, host_id) VALUES ($1, $2, $3, $4, $5)', [row.id, row.name, row.path, row.default_branch, row.host_id]);
 }
 
 export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {

@@ -65,6 +65,8 @@ export interface Config {
   /** An agent's log on disk at most (the newest kept). */
   agentLogMaxBytes: number;
   orphanGraceMs: number;
+  /** How often a worker says its host is alive (TWS_HOST_HEARTBEAT_MS); live = seen within three of these. */
+  hostHeartbeatEveryMs: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -136,5 +138,6 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
+    hostHeartbeatEveryMs: Number(env.TWS_HOST_HEARTBEAT_MS || 10_000),
   };
 }

@@ -19,3 +19,5 @@ export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';
 export const stopWorkflowId = (sessionId: string, operationId: string): string => `stop/${sessionId}/${operationId}`;
 /** One consistency-check schedule per host: each host re-identifies its own processes. */
 export const RECONCILE_SCHEDULE_ID = 'reconcile';
+/** A repository's registration checks, run on its host. */
+export const repositoryCheckWorkflowId = (checkId: string): string => `repository-check/${checkId}`;

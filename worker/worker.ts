@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { createHostActivities, createRecordActivities } from '../activities';
 import type { Config } from '../domain/config';
 import { hostTaskQueue } from '../domain/workflow-ids';
+import { startHostRegistration } from './host-registration';
 
 export interface WorkerHandle {
   /** Resolves when both workers stopped. */
@@ -68,8 +69,9 @@ function hostQueueWorker(connection: NativeConnection, deps: WorkerDeps, workflo
   });
 }
 
-function handleOf(workers: Worker[], connection: NativeConnection, ownsConnection: boolean): WorkerHandle {
+function handleOf(workers: Worker[], connection: NativeConnection, ownsConnection: boolean, onDone: () => void = () => {}): WorkerHandle {
   const done = Promise.all(workers.map((w) => w.run())).then(async () => {
+    onDone();
     if (ownsConnection) await connection.close();
   });
   return {
@@ -103,8 +105,10 @@ export async function startWorker(opts: WorkerDeps & { connection?: NativeConnec
   // Launches and resumes run on this host's queue, their steps as local activities here; other
   // workflows reach this host's steps as ordinary activities on the same queue.
   const host = await hostQueueWorker(connection, deps, workflowBundle, false);
+  // Registered once it can poll its host's queue: a live record means work placed here is taken.
+  const registration = await startHostRegistration(pool, config, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
-  return handleOf([shared, host], connection, ownsConnection);
+  return handleOf([shared, host], connection, ownsConnection, () => registration.stop());
 }
 
 /**

@@ -62,3 +62,17 @@ export function hostSteps(hostId: string, startedOn?: StartedOn) {
 /** The host queue a launch or resume input says its workflow was started on, if any. */
 export const startedOnOf = (input: { hostId: string; sharedQueue?: string }): StartedOn | undefined =>
   input.sharedQueue ? { sharedQueue: input.sharedQueue, hostId: input.hostId } : undefined;
+
+/**
+ * A question for a host that may be gone, asked while an HTTP caller waits (a repository's
+ * checks): if no worker of that host takes it within seconds, the host does not answer. One try;
+ * the caller retries.
+ */
+export function hostQuestion(hostId: string) {
+  return proxyActivities<HostActivities>({
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, hostId),
+    scheduleToStartTimeout: '5 seconds',
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 1 },
+  });
+}

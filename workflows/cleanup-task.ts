@@ -31,8 +31,8 @@ import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-/** The classes an activity throws by type; the others are read from the failure's kind. */
-const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'host_unavailable' && c !== 'internal');
+/** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
+const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'internal');
 
 function classify(err: unknown): CleanupErrorClass {
   for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
@@ -125,6 +125,11 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     } else {
       if (removesTask(input.trigger) && input.trigger === 'delete' && !input.discardChanges) {
         const preview = await records.previewWorktrees(input.taskId);
+        // A host that is down cannot say whether its worktrees are dirty: refused at once
+        // (host_unavailable, nothing changed) rather than waiting minutes on its queue.
+        if (preview.hostId && preview.worktrees.length > 0 && patched('dirty-check-waits-for-no-down-host') && (await records.hostIsDown(preview.hostId))) {
+          throw ApplicationFailure.create({ type: 'host_unavailable', message: 'The host of this task is down.', nonRetryable: true });
+        }
         const dirty = preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
         if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: dirty }] });
       }

@@ -8,3 +8,4 @@ export { orphanSweep } from './orphan-sweep';
 export { resumeSession } from './resume-session';
 export { reconcileRecords } from './reconcile-records';
 export { boardDelete } from './board-delete';
+export { checkRepositoryOnHost } from './check-repository';

@@ -11,6 +11,7 @@ import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
 import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
+import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
@@ -77,6 +78,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(gitStatusRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
+  await app.register(hostRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

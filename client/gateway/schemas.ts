@@ -27,6 +27,8 @@ export const CreateRepositoryBody = Type.Object(
     name: Type.String({ pattern: REPOSITORY_NAME_PATTERN }),
     path: Type.String({ minLength: 1, maxLength: 4096 }),
     defaultBranch: Type.Optional(BranchName),
+    /** The host that holds the path (default: the only live host). */
+    hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })),
   },
   { additionalProperties: false },
 );

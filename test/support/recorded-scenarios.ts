@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { ensureSchedules } from '../../client/schedules';
 import { taskDirName } from '../../domain/task-layout';
-import { launchWorkflowId } from '../../domain/workflow-ids';
+import { launchWorkflowId, repositoryCheckWorkflowId } from '../../domain/workflow-ids';
 import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
@@ -223,4 +223,39 @@ async function recordBoardDelete(h: Harness): Promise<void> {
   expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
   for (const o of deleted.body.operations) await waitForJob(h, o.operationId);
   await recordHistory(h.temporal, 'boardDelete-two-tasks-dirty-work-saved', deleted.body.workflowId);
+}
+
+/**
+ * Hosts: a repository checked on its host (accepted, and refused because no worker of the named
+ * host answers), and a cleanup whose first attempt found its host down and whose next one ran.
+ */
+export async function recordHostPaths(harness: MakeHarness): Promise<void> {
+  const h = await harness({ hostHeartbeatEveryMs: 1000, cleanupPolicy: { waitsMs: [2000], maxAttempts: 5 } });
+  const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
+  const repo = makeRepo(h.scratch, 'on-host');
+  const check = (hostId: string) =>
+    h.temporal.workflow.start('checkRepositoryOnHost', { taskQueue: h.config.taskQueue, workflowId: repositoryCheckWorkflowId(randomUUID()), args: [{ hostId, path: repo }] });
+  await record('checkRepositoryOnHost-accepted', (await check(h.config.hostId)).workflowId);
+  await record('checkRepositoryOnHost-host-unavailable', (await check('no-such-host')).workflowId);
+
+  const t = await taskWithSession(h, 'host-down');
+  expect((await h.api('POST', `/v1/sessions/${t.session.sessionId}/stop`)).status).toBe(200);
+  // Its record goes stale (as a killed worker's would) until the next heartbeat brings it back.
+  await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
+  const archived = await archive(h, t.taskId);
+  const job = await waitForJob(h, archived.operationId);
+  expect(job.attempts).toBeGreaterThanOrEqual(2);
+  await record('cleanupTask-host-down-then-back', archived.workflowId);
+
+  // A delete that must ask a down host whether its worktrees are dirty is refused at once; its
+  // git status is the last observed.
+  const kept = await taskWithSession(h, 'host-down-delete');
+  await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
+  const refused = await deleteTask(h, kept.taskId);
+  expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+  const [deleteId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cleanupTask' AND TaskId = '${kept.taskId}'`);
+  await record('cleanupTask-delete-refused-host-down', deleteId!);
+  await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);
+  expect((await h.api('GET', `/v1/tasks/${kept.taskId}/git-status`)).status).toBe(200);
+  await record('observeGitStatus-host-down-last-observation', `git-status/${kept.session.taskEnvironmentId}`);
 }

@@ -1,29 +1,34 @@
 /** Repositories and boards (register, list); the work deletes saved, per repository. */
 import { randomUUID } from 'node:crypto';
-import { realpath, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { findRepositories, insertBoard, insertRepository, listBoards, listRepositories } from '../../../db/catalog';
 import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
-import { branchNameProblem, repositoryNameProblem } from '../../../domain/refs';
-import { branchCommit, currentBranch, gitAt, showToplevel } from '../../../git/git';
-import { badRequest, notFound } from '../api-error';
+import { liveHostIds } from '../../../db/hosts';
+import { repositoryNameProblem } from '../../../domain/refs';
+import { checkRepository } from '../../../git/repository-check';
+import { checkRepositoryOn } from '../../engine-client';
+import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
 
-function isUnder(child: string, root: string): boolean {
-  const rel = path.relative(root, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+/**
+ * A repository without `hostId` goes to the only live host; with none live, to this gateway's own
+ * host when it runs that host's launches (one machine, the worker not up yet); otherwise the caller says.
+ */
+async function defaultHost(ctx: GatewayContext): Promise<string> {
+  const live = await liveHostIds(ctx.pool);
+  if (live.length === 1) return live[0]!;
+  if (live.length === 0 && ctx.config.gatewayRunsLaunches) return ctx.config.hostId;
+  throw badRequest('hostId is required');
 }
 
 const SavedWorkItem = Type.Object({ taskId: Uuid, repositoryId: Uuid, ref: Type.String(), commit: Type.String(), savedAt: Type.String() });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
-  const gitOptions = { binary: ctx.config.gitBinary };
   return async (app) => {
     app.post(
       '/v1/repositories',
@@ -32,22 +37,17 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const { name, path: given, defaultBranch } = request.body;
         const nameProblem = repositoryNameProblem(name);
         if (nameProblem) throw badRequest(`Repository name ${nameProblem}.`);
-        if (!path.isAbsolute(given)) throw badRequest('The repository path must be absolute.');
-        const real = await realpath(given).catch(() => null);
-        if (!real || !(await stat(real)).isDirectory()) throw badRequest('The repository path does not exist or is not a directory.');
-        const roots = await Promise.all(ctx.config.repositoryRoots.map((root) => realpath(root).catch(() => root)));
-        if (roots.length > 0 && !roots.some((root) => isUnder(real, root))) throw badRequest('The repository path is outside the allowed repository roots.');
-        const toplevel = await showToplevel(real, gitOptions);
-        if (!toplevel) throw badRequest('The path is not a git repository with a working tree.');
-        if (toplevel !== real) throw badRequest('The path must be the top level of its git repository.');
-        const branch = defaultBranch ?? (await currentBranch(real, gitOptions));
-        if (!branch) throw badRequest('The repository has no current branch; give defaultBranch.');
-        const problem = branchNameProblem(branch);
-        if (problem) throw badRequest(`The default branch name ${problem}.`);
-        if (!(await branchCommit(gitAt(real, gitOptions), branch))) throw badRequest('The default branch does not exist in the repository.');
+        const hostId = request.body.hostId ?? (await defaultHost(ctx));
+        // Checked on the host that holds the path, through its queue; the gateway that runs this
+        // host's launches is that host's own process (same host id, same machine): it checks here.
+        const checked = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches
+          ? await checkRepository({ path: given, defaultBranch }, ctx.config)
+          : await checkRepositoryOn(ctx.temporal, ctx.config, hostId, { path: given, defaultBranch });
+        if (!checked.ok) throw 'code' in checked ? new ApiError(checked.code) : badRequest(checked.problem);
+        const { path: real, defaultBranch: branch } = checked;
         const id = randomUUID();
         try {
-          await insertRepository(ctx.pool, { id, name, path: real, default_branch: branch });
+          await insertRepository(ctx.pool, { id, name, path: real, default_branch: branch, host_id: hostId });
         } catch (err) {
           if (isUniqueViolation(err)) throw badRequest('A repository with this name or path is already registered.');
           throw err;

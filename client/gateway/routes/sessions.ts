@@ -15,6 +15,7 @@ import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
+import { launchHost } from '../placement';
 import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startFollowUps, startLaunch, startResume } from '../../engine-client';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -162,7 +163,8 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const key = idempotencyKeyOf(request.headers);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
-        const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null };
+        const hostId = await launchHost(ctx, { taskId: request.params.id });
+        const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null, hostId };
         if (respondAsync(request.headers)) {
           // Answered once admitted; the session tells the outcome [api: Prefer: respond-async].
           const admitted = await startLaunch(ctx.temporal, ctx.config, launchRequest, async () => (await admittedPlanOf(ctx.pool, sessionId)) !== null).catch((err) => engineOutage(err, sessionId));
@@ -210,7 +212,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       // counted here, only the run's admission counts it.
       const runId = key ? runIdOfKey(session.id, key) : randomUUID();
       if (key) await sessionFor(key, `resume:${session.id}`, body, session.id);
-      const target = { id: session.id, taskId: session.task_id, executorType: session.executor_type };
+      const target = { id: session.id, taskId: session.task_id, executorType: session.executor_type, hostId: await launchHost(ctx, { taskId: session.task_id, sessionId: session.id }) };
       const extra = { args: body.args, env: body.env, prompt: body.prompt ?? null };
       if (respondAsync(request.headers)) {
         const admitted = await startResume(ctx.temporal, ctx.config, target, runId, extra, async () => (await findSession(ctx.pool, session.id))?.admitted_run === runId).catch((err) => engineOutage(err, session.id));

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
+import { repositoryHosts } from '../../../db/hosts';
 import { findTask, insertTask, listTasks, workspaceGroupExists, type NewTask } from '../../../db/tasks';
 import { taskItem, taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
@@ -38,6 +39,8 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       if (body.workspace?.groupId && !(await workspaceGroupExists(ctx.pool, body.workspace.groupId))) throw notFound('Workspace group');
 
       const known = await findRepositories(ctx.pool, wanted.map((r) => r.repositoryId));
+      // A task's workspace is made on one host, beside all its repositories.
+      if ((await repositoryHosts(ctx.pool, known.map((r) => r.id))).length > 1) throw badRequest('The repositories of a task must be on one host.');
       const repositories: NewTask['repositories'] = [];
       for (const [index, want] of wanted.entries()) {
         const repo = known.find((k) => k.id === want.repositoryId);

@@ -1,0 +1,35 @@
+/**
+ * The checks a repository passes before it is registered, run on the host that holds it: the path
+ * is an absolute, existing directory under the host's allowed roots, the top level of a git
+ * repository, and its default branch exists. Each refusal is a sentence for the caller: no path.
+ */
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { branchNameProblem } from '../domain/refs';
+import { branchCommit, currentBranch, gitAt, showToplevel } from './git';
+
+export type RepositoryCheck = { ok: true; path: string; defaultBranch: string } | { ok: false; problem: string };
+
+function isUnder(child: string, root: string): boolean {
+  const rel = path.relative(root, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+export async function checkRepository(input: { path: string; defaultBranch?: string }, host: { gitBinary: string; repositoryRoots: string[] }): Promise<RepositoryCheck> {
+  const gitOptions = { binary: host.gitBinary };
+  const refuse = (problem: string): RepositoryCheck => ({ ok: false, problem });
+  if (!path.isAbsolute(input.path)) return refuse('The repository path must be absolute.');
+  const real = await realpath(input.path).catch(() => null);
+  if (!real || !(await stat(real)).isDirectory()) return refuse('The repository path does not exist or is not a directory.');
+  const roots = await Promise.all(host.repositoryRoots.map((root) => realpath(root).catch(() => root)));
+  if (roots.length > 0 && !roots.some((root) => isUnder(real, root))) return refuse('The repository path is outside the allowed repository roots.');
+  const toplevel = await showToplevel(real, gitOptions);
+  if (!toplevel) return refuse('The path is not a git repository with a working tree.');
+  if (toplevel !== real) return refuse('The path must be the top level of its git repository.');
+  const branch = input.defaultBranch ?? (await currentBranch(real, gitOptions));
+  if (!branch) return refuse('The repository has no current branch; give defaultBranch.');
+  const problem = branchNameProblem(branch);
+  if (problem) return refuse(`The default branch name ${problem}.`);
+  if (!(await branchCommit(gitAt(real, gitOptions), branch))) return refuse('The default branch does not exist in the repository.');
+  return { ok: true, path: real, defaultBranch: branch };
+}

@@ -1,0 +1,50 @@
+/**
+ * This worker's host as a record: registered at start, then a heartbeat every
+ * `hostHeartbeatEveryMs`, so the gateway can place work on it and tell when it is gone.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { registerHost, type HostRecord } from '../db/hosts';
+import { EXECUTOR_TYPES } from '../domain/admission';
+import type { Config } from '../domain/config';
+import { outageOf } from '../domain/outage';
+
+/** The version of the package this process runs (the nearest package.json above it). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const file = path.join(dir, 'package.json');
+    if (existsSync(file)) return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }).version ?? 'unknown');
+    if (path.dirname(dir) === dir) return 'unknown';
+  }
+}
+
+export function hostRecordOf(config: Config): HostRecord {
+  return { hostId: config.hostId, workspaceRoot: config.workspaceRoot, version: packageVersion(), executors: [...EXECUTOR_TYPES], heartbeatEveryMs: config.hostHeartbeatEveryMs };
+}
+
+/**
+ * Registers now (a database that does not answer yet is tried again at the next beat: the worker
+ * polls regardless) and every interval after; `stop()` ends the beat.
+ */
+export async function startHostRegistration(pool: pg.Pool, config: Config, logger: Logger): Promise<{ stop(): void }> {
+  const record = hostRecordOf(config);
+  let beating = false;
+  const beat = async () => {
+    if (beating) return;
+    beating = true;
+    try {
+      await registerHost(pool, record);
+    } catch (err) {
+      if (outageOf(err)) logger.warn({ hostId: record.hostId }, 'database unavailable; host heartbeat missed');
+      else logger.error({ err, hostId: record.hostId }, 'host heartbeat failed');
+    } finally {
+      beating = false;
+    }
+  };
+  await beat();
+  const timer = setInterval(() => void beat(), config.hostHeartbeatEveryMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
