@@ -1,6 +1,7 @@
 /**
  * The checks a repository passes before it is registered, run on the host that holds it: the path
- * is an absolute, existing directory under the host's allowed roots, the top level of a git
+ * is an absolute, existing directory under the host's allowed roots and outside the service's own
+ * folders (task worktrees, data), the top level of a git
  * repository, and its default branch exists. Each refusal is a sentence for the caller: no path.
  */
 import { realpath, stat } from 'node:fs/promises';
@@ -15,7 +16,7 @@ function isUnder(child: string, root: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
-export async function checkRepository(input: { path: string; defaultBranch?: string }, host: { gitBinary: string; repositoryRoots: string[] }): Promise<RepositoryCheck> {
+export async function checkRepository(input: { path: string; defaultBranch?: string }, host: { gitBinary: string; repositoryRoots: string[]; workspaceRoot: string; dataDir: string }): Promise<RepositoryCheck> {
   const gitOptions = { binary: host.gitBinary };
   const refuse = (problem: string): RepositoryCheck => ({ ok: false, problem });
   if (!path.isAbsolute(input.path)) return refuse('The repository path must be absolute.');
@@ -23,6 +24,9 @@ export async function checkRepository(input: { path: string; defaultBranch?: str
   if (!real || !(await stat(real)).isDirectory()) return refuse('The repository path does not exist or is not a directory.');
   const roots = await Promise.all(host.repositoryRoots.map((root) => realpath(root).catch(() => root)));
   if (roots.length > 0 && !roots.some((root) => isUnder(real, root))) return refuse('The repository path is outside the allowed repository roots.');
+  // The service's own folders hold task worktrees and its data: never a repository of their own.
+  const own = await Promise.all([host.workspaceRoot, host.dataDir].map((root) => realpath(root).catch(() => path.resolve(root))));
+  if (own.some((root) => isUnder(real, root))) return refuse("The path is inside the service's own workspace or data folder.");
   const toplevel = await showToplevel(real, gitOptions);
   if (!toplevel) return refuse('The path is not a git repository with a working tree.');
   if (toplevel !== real) return refuse('The path must be the top level of its git repository.');

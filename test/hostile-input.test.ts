@@ -302,14 +302,12 @@ describe(`${ROWS.length} hostile requests`, () => {
   });
 });
 
-describe('known gap', () => {
-  // Open, for routes/catalog.ts (another change owns it): POST /v1/repositories takes a task's
-  // worktree under the workspace root as a repository (its default branch is the task's branch).
-  // It should refuse any path under the workspace root or the data folder. When it does, this
-  // fails: move it into the table above as a 400 row.
-  it.fails('a task worktree under the workspace root is refused as a repository', async () => {
+describe("the service's own folders", () => {
+  it('a task worktree under the workspace root is refused as a repository, and nothing is recorded', async () => {
     const res = await h.api('POST', '/v1/repositories', { name: 'worktree-as-repo', path: w.worktree });
     expect(res.status).toBe(400);
+    expectSafeError(res.body, 'invalid_request', [w.worktree]);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM repositories WHERE name = 'worktree-as-repo'")).rows[0].n).toBe(0);
   });
 });
 

@@ -4,16 +4,14 @@ import { Type } from '@sinclair/typebox';
 import { listHosts } from '../../../db/hosts';
 import { badRequest } from '../api-error';
 import type { GatewayContext } from '../context';
+import { DEFAULT_PAGE_LIMIT, PageQueryFields, pageOf } from '../pagination';
 import { errorResponses } from '../schemas';
 
 const Host = Type.Object({ hostId: Type.String(), live: Type.Boolean(), lastSeenAt: Type.String(), workspaceRoot: Type.String(), executors: Type.Array(Type.String()), version: Type.String() });
-const HostPage = Type.Object({ items: Type.Array(Host), nextCursor: Type.Union([Type.String(), Type.Null()]) });
-const PageQuery = Type.Object(
-  { limit: Type.Optional(Type.String({ pattern: '^(200|1[0-9]{2}|[1-9][0-9]?)$' })), cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, pattern: '^[A-Za-z0-9_-]+$' })) },
-  { additionalProperties: false },
-);
+const HostPage = pageOf(Host);
+const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
-/** An opaque cursor: the last host id of the page (keyset on host id). */
+/** An opaque cursor: the last host id of the page (hosts are few and keyed by their id, so the keyset is the id alone). */
 function readCursor(cursor: string | undefined): string | null {
   if (cursor === undefined) return null;
   const value = Buffer.from(cursor, 'base64url').toString('utf8');
@@ -24,7 +22,7 @@ function readCursor(cursor: string | undefined): string | null {
 export function hostRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get('/v1/hosts', { config: { role: 'operator' }, schema: { tags: ['hosts'], querystring: PageQuery, response: { 200: HostPage, ...errorResponses } } }, async (request) => {
-      const limit = request.query.limit === undefined ? 50 : Number(request.query.limit);
+      const limit = request.query.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(request.query.limit);
       const rows = await listHosts(ctx.pool, limit + 1, readCursor(request.query.cursor));
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
