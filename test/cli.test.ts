@@ -89,7 +89,10 @@ describe('tws', () => {
     const t = await stoppedTask('cli-sessions');
     const sessions = await tws(['sessions', t.taskId, '--json']);
     expect(sessions.code, sessions.stderr).toBe(0);
-    expect(JSON.parse(sessions.stdout)).toEqual([expect.objectContaining({ sessionId: t.sessionId })]);
+    expect(JSON.parse(sessions.stdout)).toEqual([expect.objectContaining({ id: t.sessionId, state: 'running' })]);
+    const sessionTable = await tws(['sessions', t.taskId]);
+    expect(sessionTable.stdout.split('\n')[0]).toMatch(/^id\s+state\s+role/);
+    expect(sessionTable.stdout).toContain(t.sessionId);
 
     let logs = { code: -1, stdout: '', stderr: '' };
     for (let i = 0; i < 50 && !logs.stdout.includes('hello from the agent'); i++) {
