@@ -7,6 +7,8 @@ export interface RepositoryRow {
   name: string;
   path: string;
   default_branch: string;
+  /** Null only for a repository registered before hosts were records, whose host is not known yet. */
+  host_id?: string | null;
 }
 
 export async function insertRepository(db: Db, row: RepositoryRow & { host_id: string }): Promise<void> {
@@ -14,7 +16,7 @@ export async function insertRepository(db: Db, row: RepositoryRow & { host_id: s
 }
 
 export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {
-  const res = await db.query<RepositoryRow>('SELECT id, name, path, default_branch FROM repositories WHERE id = ANY($1::uuid[])', [ids]);
+  const res = await db.query<RepositoryRow>('SELECT id, name, path, default_branch, host_id FROM repositories WHERE id = ANY($1::uuid[])', [ids]);
   return res.rows;
 }
 

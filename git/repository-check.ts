@@ -9,6 +9,9 @@ import path from 'node:path';
 import { branchNameProblem } from '../domain/refs';
 import { branchCommit, currentBranch, gitAt, showToplevel } from './git';
 
+/** The refusal when the path is a usable repository but the branch asked for is not in it. */
+export const BRANCH_MISSING = 'The default branch does not exist in the repository.';
+
 export type RepositoryCheck = { ok: true; path: string; defaultBranch: string } | { ok: false; problem: string };
 
 function isUnder(child: string, root: string): boolean {
@@ -34,6 +37,6 @@ export async function checkRepository(input: { path: string; defaultBranch?: str
   if (!branch) return refuse('The repository has no current branch; give defaultBranch.');
   const problem = branchNameProblem(branch);
   if (problem) return refuse(`The default branch name ${problem}.`);
-  if (!(await branchCommit(gitAt(real, gitOptions), branch))) return refuse('The default branch does not exist in the repository.');
+  if (!(await branchCommit(gitAt(real, gitOptions), branch))) return refuse(BRANCH_MISSING);
   return { ok: true, path: real, defaultBranch: branch };
 }

@@ -180,6 +180,12 @@ describe('three processes as three hosts', () => {
     expect(undeleted.status, JSON.stringify(undeleted.body)).toBe(503);
     expectSafeError(undeleted.body, 'host_unavailable', [hostB.root]);
     expect((await api('GET', `/v1/tasks/${taskB}`)).status).toBe(200);
+    // A new task's branches are checked on its repositories' host, not by the gateway: B does not answer.
+    const tasksBefore = (await h.pool.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n;
+    const uncreated = await api('POST', '/v1/tasks', { title: 'on B while down', repositories: [{ repositoryId: repos.b! }] });
+    expect(uncreated.status, JSON.stringify(uncreated.body)).toBe(503);
+    expectSafeError(uncreated.body, 'host_unavailable', [hostB.root]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n).toBe(tasksBefore);
 
     const archived = await api('POST', `/v1/tasks/${parked}/archive`, {});
     expect(archived.status, JSON.stringify(archived.body)).toBe(202);

@@ -6,6 +6,8 @@
  * itself, needs no worker there to take them.
  */
 import { environmentHostOfSession, hostLiveness, taskHost } from '../../db/hosts';
+import { checkRepository, type RepositoryCheck } from '../../git/repository-check';
+import { checkRepositoryOn } from '../engine-client';
 import { ApiError } from './api-error';
 import type { GatewayContext } from './context';
 
@@ -14,4 +16,16 @@ export async function launchHost(ctx: GatewayContext, target: { taskId: string; 
   const runsHere = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches;
   if (!runsHere && (await hostLiveness(ctx.pool, hostId)) === 'down') throw new ApiError('host_unavailable');
   return hostId;
+}
+
+/**
+ * A repository's checks (path, top level, the branch given as `defaultBranch` exists), on the host
+ * that holds it, through its queue; the gateway that runs that host's launches is that host's own
+ * process (same host id, same machine): it checks here. A host that does not answer:
+ * `host_unavailable`.
+ */
+export async function checkRepositoryOnItsHost(ctx: GatewayContext, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck> {
+  const checked = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches ? await checkRepository(input, ctx.config) : await checkRepositoryOn(ctx.temporal, ctx.config, hostId, input);
+  if (!checked.ok && 'code' in checked) throw new ApiError(checked.code);
+  return checked;
 }

@@ -7,10 +7,9 @@ import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { liveHostIds } from '../../../db/hosts';
 import { repositoryNameProblem } from '../../../domain/refs';
-import { checkRepository } from '../../../git/repository-check';
-import { checkRepositoryOn } from '../../engine-client';
 import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
+import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
 
@@ -38,12 +37,8 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const nameProblem = repositoryNameProblem(name);
         if (nameProblem) throw badRequest(`Repository name ${nameProblem}.`);
         const hostId = request.body.hostId ?? (await defaultHost(ctx));
-        // Checked on the host that holds the path, through its queue; the gateway that runs this
-        // host's launches is that host's own process (same host id, same machine): it checks here.
-        const checked = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches
-          ? await checkRepository({ path: given, defaultBranch }, ctx.config)
-          : await checkRepositoryOn(ctx.temporal, ctx.config, hostId, { path: given, defaultBranch });
-        if (!checked.ok) throw 'code' in checked ? new ApiError(checked.code) : badRequest(checked.problem);
+        const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch });
+        if (!checked.ok) throw badRequest(checked.problem);
         const { path: real, defaultBranch: branch } = checked;
         const id = randomUUID();
         try {

@@ -9,9 +9,10 @@ import { taskItem, taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
 import { taskBranchName } from '../../../domain/task-layout';
-import { branchCommit, gitAt } from '../../../git/git';
+import { BRANCH_MISSING } from '../../../git/repository-check';
 import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
+import { checkRepositoryOnItsHost } from '../placement';
 import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { CreateTaskBody, IdParams, Task, TaskItem, Uuid, errorResponses } from '../schemas';
 
@@ -22,8 +23,6 @@ const TaskListQuery = Type.Object(
 
 
 export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
-  const gitOptions = { binary: ctx.config.gitBinary };
-
   return async (app) => {
     app.post('/v1/tasks', { config: { role: 'user' }, schema: { tags: ['tasks'], body: CreateTaskBody, response: { 201: Task, ...errorResponses } } }, async (request, reply) => {
       const body = request.body;
@@ -50,9 +49,14 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           const problem = branch === undefined ? null : branchNameProblem(branch);
           if (problem) throw badRequest(`repositories[${index}].${field}: the branch name ${problem}.`);
         }
-        const git = gitAt(repo.path, gitOptions);
-        if (!(await branchCommit(git, baseBranch))) throw badRequest(`repositories[${index}].baseBranch does not exist in the repository.`);
-        if (want.checkoutBranch && !(await branchCommit(git, want.checkoutBranch))) throw badRequest(`repositories[${index}].checkoutBranch does not exist in the repository.`);
+        // On the repository's host (the gateway may run on a machine without the repository).
+        for (const [field, branch] of [['baseBranch', baseBranch], ['checkoutBranch', want.checkoutBranch]] as const) {
+          if (branch === undefined) continue;
+          const checked = await checkRepositoryOnItsHost(ctx, repo.host_id ?? ctx.config.hostId, { path: repo.path, defaultBranch: branch });
+          if (checked.ok) continue;
+          if (checked.problem === BRANCH_MISSING) throw badRequest(`repositories[${index}].${field} does not exist in the repository.`);
+          throw badRequest(`repositories[${index}]: the repository is not usable on its host: ${checked.problem}`);
+        }
         repositories.push({ repositoryId: repo.id, baseBranch, checkoutBranch: want.checkoutBranch ?? null, branchSlug: want.checkoutBranch ?? taskBranchName(id) });
       }
 
