@@ -22,7 +22,7 @@ const USAGE = `usage: tws <command> [--json]
   sessions <taskId>                             the task's sessions
   logs [-f] [--tail N] <sessionId>              what the session's agent printed (-f: until it ends)
   hosts                                         the executor hosts and whether they are live
-  sweep --dry-run | sweep                       the orphan sweep of the workspace root (dry run: nothing removed)
+  sweep [--dry-run] [--host H]                  the orphan sweep of a host's workspace root (dry run: nothing removed)
 exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found`;
 
 class CliError extends Error {
@@ -103,7 +103,7 @@ interface Parsed {
   flags: Map<string, string | true>;
 }
 
-const VALUED = new Set(['--state', '--task', '--trigger', '--tail']);
+const VALUED = new Set(['--state', '--task', '--trigger', '--tail', '--host']);
 
 function parse(argv: string[]): Parsed {
   const positional: string[] = [];
@@ -134,7 +134,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   const p = parse(argv);
   const asJson = p.flags.has('--json');
   const command = p.positional[0];
-  const known = new Set(['--json', '--state', '--task', '--trigger', '--tail', '--follow', '--dry-run']);
+  const known = new Set(['--json', '--state', '--task', '--trigger', '--tail', '--follow', '--dry-run', '--host']);
   const unknown = [...p.flags.keys()].find((f) => !known.has(f));
   if (!command || command === 'help' || p.flags.has('--help')) {
     out(`${USAGE}\n`);
@@ -199,7 +199,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     }
     case 'sweep': {
       const dryRun = p.flags.has('--dry-run');
-      const res = await json(target(env), 'POST', '/v1/orphan-sweep', { dryRun });
+      const host = p.flags.get('--host');
+      const res = await json(target(env), 'POST', '/v1/orphan-sweep', { dryRun, ...(typeof host === 'string' ? { hostId: host } : {}) });
       print(res, () => [`${dryRun ? 'would remove' : 'removed'}: ${res.removed.length ? res.removed.join(', ') : '(nothing)'}`, 'kept:', table(res.kept, ['name', 'reason'])].join('\n'));
       return EXIT.ok;
     }

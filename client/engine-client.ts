@@ -397,11 +397,11 @@ export async function observeGitStatusOf(client: Client, config: Config, environ
 }
 
 /** orphan-sweep/<runId>: an operator's sweep of this host's workspace root. */
-export async function runOrphanSweep(client: Client, config: Config, dryRun: boolean) {
+export async function runOrphanSweep(client: Client, config: Config, hostId: string, dryRun: boolean) {
   return client.workflow.execute<typeof orphanSweep>('orphanSweep', {
     workflowId: orphanSweepWorkflowId(randomUUID()),
     taskQueue: config.taskQueue,
-    args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun }],
+    args: [{ hostId, graceMs: config.orphanGraceMs, dryRun }],
   });
 }
 

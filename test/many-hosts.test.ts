@@ -216,7 +216,14 @@ describe('three processes as three hosts', () => {
       mkdirSync(path.join(host.root, `stray-${host === hostA ? 'a' : 'b'}`));
       utimesSync(path.join(host.root, `stray-${host === hostA ? 'a' : 'b'}`), old, old);
     }
-    const swept = await h.temporal.workflow.execute('orphanSweep', { taskQueue: h.config.taskQueue, workflowId: `orphan-sweep/${randomUUID()}`, args: [{ hostId: hostA.id, graceMs: 0, dryRun: false }] });
+    // The route sweeps the host it is given, on that host; an unknown host is a 404.
+    expect((await api('POST', '/v1/orphan-sweep', { hostId: 'no-such-host' }, OPERATOR_TOKEN)).status).toBe(404);
+    const wouldB = await api('POST', '/v1/orphan-sweep', { hostId: hostB.id, dryRun: true }, OPERATOR_TOKEN);
+    expect(wouldB.status, JSON.stringify(wouldB.body)).toBe(200);
+    expect(wouldB.body.removed).toEqual(['stray-b']);
+    const sweptA = await api('POST', '/v1/orphan-sweep', { hostId: hostA.id }, OPERATOR_TOKEN);
+    expect(sweptA.status, JSON.stringify(sweptA.body)).toBe(200);
+    const swept = sweptA.body;
     expect(swept.removed).toEqual(['stray-a']);
     const rootBNames = listDir(hostB.root);
     for (const k of swept.kept) expect(listDir(hostA.root)).toContain(k.name);

@@ -1,7 +1,13 @@
-/** POST /v1/orphan-sweep (operator): run the sweep of this host's workspace root now, or only say what it would remove. */
+/**
+ * POST /v1/orphan-sweep (operator): run the sweep of a host's workspace root now (`hostId`, default
+ * this gateway's host), or only say what it would remove. The sweep runs on that host, through its
+ * queue: a host with no record is a 404, one that is down `host_unavailable`.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { hostLiveness } from '../../../db/hosts';
 import { runOrphanSweep } from '../../engine-client';
+import { ApiError, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { errorResponses } from '../schemas';
 
@@ -13,12 +19,17 @@ export function orphanSweepRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         config: { role: 'operator' },
         schema: {
           tags: ['cleanup'],
-          body: Type.Optional(Type.Object({ dryRun: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+          body: Type.Optional(Type.Object({ dryRun: Type.Optional(Type.Boolean()), hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })) }, { additionalProperties: false })),
           response: { 200: Type.Object({ removed: Type.Array(Type.String()), kept: Type.Array(Type.Object({ name: Type.String(), reason: Type.String() })), dryRun: Type.Boolean() }), ...errorResponses },
         },
       },
-      async (request) =>
-        runOrphanSweep(ctx.temporal, ctx.config, request.body?.dryRun ?? false),
+      async (request) => {
+        const hostId = request.body?.hostId ?? ctx.config.hostId;
+        const liveness = await hostLiveness(ctx.pool, hostId);
+        if (hostId !== ctx.config.hostId && liveness === 'unknown') throw notFound('Host');
+        if (liveness === 'down') throw new ApiError('host_unavailable');
+        return runOrphanSweep(ctx.temporal, ctx.config, hostId, request.body?.dryRun ?? false);
+      },
     );
   };
 }
