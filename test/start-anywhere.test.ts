@@ -30,10 +30,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The environment of a person's shell: none of the variables that point the service elsewhere. */
+/** The environment of a person's shell: none of the variables that point the service elsewhere, nor those of an enclosing make (`make test` runs this file). */
 function personEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$)/.test(key)) env[key] = value;
+  for (const [key, value] of Object.entries(process.env)) if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$|MAKELEVEL$|MAKEFLAGS$|MFLAGS$)/.test(key)) env[key] = value;
   for (const [key, port] of Object.entries(ports)) env[key] = String(port);
   return env;
 }
