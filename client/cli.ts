@@ -177,7 +177,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     }
     case 'sessions': {
       const sessions = await all(target(env), `/v1/tasks/${one(p, 'task id')}/sessions`, {});
-      print(sessions, () => table(sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })), ['id', 'state', 'role', 'executorType', 'pid', 'exit', 'createdAt']));
+      print(sessions, () => table(sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })), ['id', 'state', 'role', 'executorType', 'agentProfile', 'pid', 'exit']));
       return EXIT.ok;
     }
     case 'logs': {
