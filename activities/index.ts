@@ -11,6 +11,7 @@ import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from '.
 import { hostRecordActivities } from './hosts';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
+import { agentLogReadActivities } from './agent-log-read';
 import { repositoryCheckActivities } from './repository-check';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
@@ -32,6 +33,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...cleanupOnHostActivities(deps),
     ...orphanSweepHostActivities(deps),
     ...repositoryCheckActivities(deps),
+    ...agentLogReadActivities(deps),
     reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
   }, HOST_FAULT_ATTEMPTS);
 }

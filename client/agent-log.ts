@@ -16,14 +16,18 @@ function absentAs<T>(read: Promise<T>, absent: T): Promise<T> {
 
 const readOrEmpty = (file: string) => absentAs(readFile(file), Buffer.alloc(0));
 
-/** The whole kept log, or its last `lines` lines. */
-export async function tailLog(logPath: string, lines: number | null): Promise<string> {
-  const text = Buffer.concat([await readOrEmpty(`${logPath}.1`), await readOrEmpty(logPath)]).toString('utf8');
-  if (lines === null) return text;
-  if (lines === 0) return '';
+/**
+ * The whole kept log, or its last `lines` lines, and the offset in the newest file just past
+ * what was read: a follow from there neither repeats nor misses a byte.
+ */
+async function tailOf(logPath: string, lines: number | null): Promise<{ text: string; offset: number }> {
+  const newest = await readOrEmpty(logPath);
+  const text = Buffer.concat([await readOrEmpty(`${logPath}.1`), newest]).toString('utf8');
+  if (lines === null) return { text, offset: newest.length };
+  if (lines === 0) return { text: '', offset: newest.length };
   const parts = text.split('\n');
   const trailing = parts[parts.length - 1] === '' ? parts.pop() : undefined;
-  return parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n');
+  return { text: parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n'), offset: newest.length };
 }
 
 const sizeOf = (file: string) => absentAs(stat(file).then((s) => s.size), 0);
@@ -42,27 +46,47 @@ async function readFrom(file: string, offset: number): Promise<Buffer> {
   }
 }
 
+/** Where a log is read from: its file on this machine, or its host through that host's queue. */
+export interface LogSource {
+  /** The whole kept log, or its last `lines` lines, and the offset a follow continues from. */
+  tail(lines: number | null): Promise<{ text: Buffer; offset: number }>;
+  /** What was written since `offset` (a rotated log is read to its end under its new name first), and the new offset. */
+  since(offset: number): Promise<{ chunk: Buffer; offset: number }>;
+}
+
+/** The part of a log after `offset`, reading a rotation that happened meanwhile. */
+export async function readSince(logPath: string, offset: number): Promise<{ chunk: Buffer; offset: number }> {
+  const parts: Buffer[] = [];
+  if ((await sizeOf(logPath)) < offset) {
+    parts.push(await readFrom(`${logPath}.1`, offset));
+    offset = 0;
+  }
+  const fresh = await readFrom(logPath, offset);
+  parts.push(fresh);
+  return { chunk: Buffer.concat(parts), offset: offset + fresh.length };
+}
+
+export const localLog = (logPath: string): LogSource => ({
+  tail: async (lines) => {
+    const { text, offset } = await tailOf(logPath, lines);
+    return { text: Buffer.from(text), offset };
+  },
+  since: (offset) => readSince(logPath, offset),
+});
+
 /**
- * The output written after this moment, until the agent has ended (`running` says false) and all
- * of it is read; or until the reader goes away. A log that was rotated meanwhile is read to its
- * end under its new name first.
+ * The output written after `offset`, until the agent has ended (`running` says false) and all
+ * of it is read; or until the reader goes away.
  */
-export async function followLog(logPath: string, running: () => Promise<boolean>, pollMs = 250): Promise<Readable> {
-  let offset = await sizeOf(logPath);
+export function followLog(source: LogSource, offset: number, running: () => Promise<boolean>, pollMs = 250): Readable {
   let stopped = false;
   const stream = new Readable({ read() {} });
   stream.on('close', () => (stopped = true));
   const step = async (): Promise<boolean> => {
-    const size = await sizeOf(logPath);
-    if (size < offset) {
-      const rest = await readFrom(`${logPath}.1`, offset);
-      if (rest.length) stream.push(rest);
-      offset = 0;
-    }
-    const fresh = await readFrom(logPath, offset);
-    offset += fresh.length;
-    if (fresh.length) stream.push(fresh);
-    return fresh.length > 0;
+    const read = await source.since(offset);
+    offset = read.offset;
+    if (read.chunk.length) stream.push(read.chunk);
+    return read.chunk.length > 0;
   };
   void (async () => {
     try {

@@ -12,12 +12,15 @@ import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
 import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import { agentLogWorkflowId, boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
 import type { RepositoryCheck } from '../git/repository-check';
-import type { boardDelete, checkRepositoryOnHost, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
+import type { boardDelete, checkRepositoryOnHost, readAgentLogOnHost, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
 import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
+import type { LogRead } from '../activities/agent-log-read';
+import type { LogSource } from './agent-log';
+import { ApiError } from './gateway/api-error';
 
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
@@ -418,4 +421,32 @@ export async function checkRepositoryOn(client: Client, config: Config, hostId: 
     if (refusal) return { ok: false, code: refusal.code };
     throw err;
   }
+}
+
+/**
+ * An agent's log where it lives, on its host (for a gateway that is not that host): a source the
+ * log route tails and follows. A host that does not answer: `host_unavailable`.
+ */
+export function logOnHost(client: Client, config: Config, hostId: string, logPath: string): LogSource {
+  const read = async (input: Omit<LogRead, 'logPath'>) => {
+    try {
+      const answer = await client.workflow.execute<typeof readAgentLogOnHost>('readAgentLogOnHost', {
+        workflowId: agentLogWorkflowId(randomUUID()),
+        taskQueue: config.taskQueue,
+        args: [{ hostId, logPath, ...input }],
+      });
+      return { chunk: Buffer.from(answer.base64, 'base64'), offset: answer.offset };
+    } catch (err) {
+      const refusal = typedRefusalOf(err);
+      if (refusal) throw new ApiError(refusal.code);
+      throw err;
+    }
+  };
+  return {
+    tail: async (lines) => {
+      const { chunk, offset } = await read({ lines });
+      return { text: chunk, offset };
+    },
+    since: (offset) => read({ since: offset }),
+  };
 }

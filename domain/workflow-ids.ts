@@ -21,3 +21,4 @@ export const stopWorkflowId = (sessionId: string, operationId: string): string =
 export const RECONCILE_SCHEDULE_ID = 'reconcile';
 /** A repository's registration checks, run on its host. */
 export const repositoryCheckWorkflowId = (checkId: string): string => `repository-check/${checkId}`;
+export const agentLogWorkflowId = (readId: string): string => `agent-log/${readId}`;

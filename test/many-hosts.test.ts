@@ -9,7 +9,7 @@ import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
+import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
 import { taskDirName } from '../domain/task-layout';
 import { expectSafeError, SLEEPER, waitUntil } from './support/scenario';
 import { listDir, makeRepo, processCwd } from './support/world';
@@ -145,6 +145,14 @@ describe('three processes as three hosts', () => {
       expect(local.status, JSON.stringify(local.body)).toBe(201);
       expect(local.body.role).toBe('transitioned');
       await expectAgentOn(host, local.body.sessionId, path.join(host.repos, name));
+      // Its agent's log is read on its host, for a gateway that is not it: a follow until the agent ends, then the tail.
+      const talker = await api('POST', `/v1/tasks/${taskId}/sessions`, { ...launchBody, command: ['sh', '-c', `echo hello from ${name}; sleep 1; echo bye`] });
+      expect(talker.status, JSON.stringify(talker.body)).toBe(201);
+      const logs = (query: string) => fetch(`${world.gateway.url}/v1/sessions/${talker.body.sessionId}/logs${query}`, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
+      const followed = await logs('?follow=1');
+      expect(followed.status).toBe(200);
+      expect(await followed.text()).toBe(`hello from ${name}\nbye\n`);
+      expect(await (await logs('?tail=1')).text()).toBe('bye\n');
       // Nothing of it anywhere else: not under the other host's root, not under the gateway's.
       const other = host === hostA ? hostB : hostA;
       expect(listDir(other.root)).not.toContain(taskDirName(taskId));

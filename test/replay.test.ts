@@ -29,7 +29,7 @@ describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', ()
   it('records a cleanup that waits for an operator: retried, and cancelled by an unarchive', () => recordOperatorPaths(harness), 300_000);
   it('records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes', () => recordInterruptedPaths(harness), 300_000);
   it('records a launch cancelled while its workspace is made, and a resume that materializes a released environment', () => recordCancelledAndRematerialized(harness), 300_000);
-  it('records a repository checked on its host, refused by a host that does not answer, and a cleanup that waited for its host', () => recordHostPaths(harness), 300_000);
+  it('records a repository checked on its host, refused by a host that does not answer, an agent log read on its host, and a cleanup that waited for its host', () => recordHostPaths(harness), 300_000);
 });
 
 describe('workflow replay', () => {

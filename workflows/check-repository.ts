@@ -1,18 +1,34 @@
 /**
- * repository-check/<id>: a repository's checks, run on the host that is to hold it. A host whose
- * worker does not take the question in time is refused `host_unavailable` (nothing is recorded).
+ * Questions to a host, each a short workflow whose one activity runs on the host's queue:
+ * repository-check/<id> (a repository's checks, on the host that is to hold it) and
+ * agent-log/<id> (a part of an agent's log). A host whose worker does not take the question in
+ * time is refused `host_unavailable` (nothing is recorded).
  */
-import { ApplicationFailure, TemporalFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TemporalFailure } from '@temporalio/workflow';
+import type { LogRead } from '../activities/agent-log-read';
 import type { RepositoryCheck } from '../git/repository-check';
 import { hostQuestion } from './activity-proxies';
 
 export async function checkRepositoryOnHost(input: { hostId: string; path: string; defaultBranch?: string }): Promise<RepositoryCheck> {
+  return askHost(() => hostQuestion(input.hostId).checkRepository({ path: input.path, defaultBranch: input.defaultBranch }));
+}
+
+/** A question to a host: its answer, or `host_unavailable` when no worker of the host took it in time. */
+export async function askHost<T>(question: () => Promise<T>): Promise<T> {
   try {
-    return await hostQuestion(input.hostId).checkRepository({ path: input.path, defaultBranch: input.defaultBranch });
+    return await question();
   } catch (err) {
     for (let cur: unknown = err; cur instanceof Error; cur = (cur as TemporalFailure).cause) {
       if (cur.name === 'TimeoutFailure') throw ApplicationFailure.create({ type: 'host_unavailable', message: 'The host did not answer.', nonRetryable: true });
     }
+    // The host's own typed refusal is the answer.
+    if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
     throw err;
   }
+}
+
+/** agent-log/<id>: a part of an agent's log, read on the agent's host for a gateway elsewhere. */
+export async function readAgentLogOnHost(input: { hostId: string } & LogRead): Promise<{ base64: string; offset: number }> {
+  const { hostId, ...read } = input;
+  return askHost(() => hostQuestion(hostId).readAgentLog(read));
 }

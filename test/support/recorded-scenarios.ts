@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { ensureSchedules } from '../../client/schedules';
 import { taskDirName } from '../../domain/task-layout';
-import { launchWorkflowId, repositoryCheckWorkflowId } from '../../domain/workflow-ids';
+import { launchWorkflowId, agentLogWorkflowId, repositoryCheckWorkflowId } from '../../domain/workflow-ids';
 import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
@@ -239,6 +239,10 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   await record('checkRepositoryOnHost-host-unavailable', (await check('no-such-host')).workflowId);
 
   const t = await taskWithSession(h, 'host-down');
+  // An agent's log read on its host (for a gateway that is not that host).
+  const { log_path: logPath } = (await h.pool.query('SELECT log_path FROM executions WHERE session_id = $1', [t.session.sessionId])).rows[0];
+  const read = await h.temporal.workflow.start('readAgentLogOnHost', { taskQueue: h.config.taskQueue, workflowId: agentLogWorkflowId(randomUUID()), args: [{ hostId: h.config.hostId, logPath, lines: 10 }] });
+  await record('readAgentLogOnHost-tail', read.workflowId);
   expect((await h.api('POST', `/v1/sessions/${t.session.sessionId}/stop`)).status).toBe(200);
   // Its record goes stale (as a killed worker's would) until the next heartbeat brings it back.
   await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = $1`, [h.config.hostId]);

@@ -3,8 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { findExecution, latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
-import { followLog, tailLog } from '../../agent-log';
-import { ApiError, notFound } from '../api-error';
+import { followLog, localLog } from '../../agent-log';
+import { logOnHost } from '../../engine-client';
+import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 
@@ -27,15 +28,15 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         if (!session) throw notFound('Session');
         const exec = request.query.executionId ? await findExecution(ctx.pool, request.query.executionId) : await latestExecution(ctx.pool, session.id);
         if (!exec || exec.session_id !== session.id) throw notFound('Execution');
-        // The log lives on the agent's host: read here only where this is that host (or shares its log folder).
-        if (exec.host_id !== ctx.config.hostId) throw new ApiError('host_unavailable');
+        // The log lives on the agent's host: read here where this is that host, else asked of that host through its queue.
+        const source = exec.host_id === ctx.config.hostId ? localLog(exec.log_path) : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path);
         const tail = request.query.tail === undefined ? null : Number(request.query.tail);
+        const head = await source.tail(tail);
         reply.type('text/plain; charset=utf-8');
-        const text = await tailLog(exec.log_path, tail);
-        if (request.query.follow !== '1' && request.query.follow !== 'true') return text;
+        if (request.query.follow !== '1' && request.query.follow !== 'true') return head.text.toString('utf8');
         const running = async () => (await findExecution(ctx.pool, exec.id))?.status === 'running';
-        const stream = await followLog(exec.log_path, running);
-        stream.unshift(text);
+        const stream = followLog(source, head.offset, running, exec.host_id === ctx.config.hostId ? 250 : 1000);
+        stream.unshift(head.text);
         // A stream is sent as it comes (chunked), not serialized.
         return reply.send(stream as unknown as string);
       },

@@ -26,7 +26,8 @@ export function orphanSweepRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
       async (request) => {
         const hostId = request.body?.hostId ?? ctx.config.hostId;
         const liveness = await hostLiveness(ctx.pool, hostId);
-        if (hostId !== ctx.config.hostId && liveness === 'unknown') throw notFound('Host');
+        // A host with no record is known only as this gateway's own, when it runs that host's work.
+        if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches)) throw notFound('Host');
         if (liveness === 'down') throw new ApiError('host_unavailable');
         return runOrphanSweep(ctx.temporal, ctx.config, hostId, request.body?.dryRun ?? false);
       },
