@@ -12,12 +12,12 @@ import { dropSpawnIntent } from '../db/spawn-intents';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
-import { branchCommit, deleteBranchIfAt, fileStatus, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../git/git';
+import { branchCommit, deleteBranchIfAt, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { stopRecordedAgent } from './agent-process';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup } from './process-identity';
-import { isRealDirectory, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
+import { isRealDirectory, lstatIfPresent, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -39,14 +39,11 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
     return null;
   }
 
-  /** Fails closed: a status that cannot be read is `unreadable`, which every caller treats as dirty (never removed, never passed as clean). */
+  /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */
   async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
-    try {
-      return (await fileStatus(worktreePath, gitOptions)).length > 0 ? 'dirty' : 'clean';
-    } catch (err) {
-      logger.warn({ err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
-      return 'unreadable';
-    }
+    const found = await worktreeDirtiness(worktreePath, gitOptions);
+    if (found.state === 'unreadable') logger.warn({ err: found.err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
+    return found.state;
   }
 
   /** The task's recorded agents that still run are stopped, each through the one stop; one that will not stop fails the attempt. */
@@ -96,8 +93,14 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
     async findDirtyWorktrees(worktrees: SnapshotWorktree[]): Promise<string[]> {
       const dirty: string[] = [];
       for (const w of worktrees) {
-        if (!w.worktreePath || !(await isRealDirectory(w.worktreePath))) continue;
-        if ((await dirtyStatus(w.worktreePath, w.repositoryId)) !== 'clean') dirty.push(w.repositoryId);
+        if (!w.worktreePath) continue;
+        // Gone: nothing to lose. Not a directory: the audited removal refuses it. Not examinable: dirty.
+        const found = await lstatIfPresent(w.worktreePath).catch((err: unknown) => {
+          logger.warn({ err, repositoryId: w.repositoryId }, 'worktree path not examinable; it counts as dirty');
+          return 'unreadable' as const;
+        });
+        if (found === null || (found !== 'unreadable' && !found.isDirectory())) continue;
+        if (found === 'unreadable' || (await dirtyStatus(w.worktreePath, w.repositoryId)) !== 'clean') dirty.push(w.repositoryId);
       }
       return dirty;
     },

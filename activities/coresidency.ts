@@ -85,7 +85,11 @@ export function coresidencyActivities(deps: ActivityDeps) {
      */
     async observeCoresidency(input: CoresidencyInput): Promise<CoresidencyObservation> {
       const observation = await readCoresidency(input);
-      const recorded = await inTransaction(deps.pool, (client) => recordCoresidency(client, input, observation)).catch(() => false);
+      // An observation never changes a launch's outcome: a failed write is logged and not reported.
+      const recorded = await inTransaction(deps.pool, (client) => recordCoresidency(client, input, observation)).catch((err: unknown) => {
+        deps.logger.warn({ err, sessionId: input.sessionId }, 'co-residency observation not recorded');
+        return false;
+      });
       if (recorded) reportCoresidency(input, observation);
       return observation;
     },

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { hostWorkspaceRoot } from '../db/hosts';
 import { livePaths } from '../db/live-paths';
 import { sweepVerdict, type SweepResult } from '../domain/orphans';
-import { commonDir, fileStatus, gitAt, pruneWorktrees, removeWorktree } from '../git/git';
+import { commonDir, gitAt, pruneWorktrees, removeWorktree, worktreeDirtiness } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { lstatIfPresent, pathExists } from './workspace-fs';
@@ -51,8 +51,9 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
     const worktrees = await worktreesIn(folder);
     if (worktrees === null) return null;
     for (const wt of worktrees) {
-      const status = await fileStatus(wt, gitOptions).catch(() => null);
-      if (status === null || status.length > 0) return null;
+      const found = await worktreeDirtiness(wt, gitOptions);
+      if (found.state === 'unreadable') logger.warn({ err: found.err }, 'orphan sweep could not read a worktree status; the folder is kept');
+      if (found.state !== 'clean') return null;
     }
     return worktrees;
   }

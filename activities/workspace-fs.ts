@@ -12,16 +12,12 @@ export async function isRealDirectory(p: string): Promise<boolean> {
   }
 }
 
-export async function pathExists(p: string): Promise<boolean> {
-  try {
-    await lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const codeOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+/** Whether anything is at the path; a path that cannot be examined (permission, I/O) throws, never reads as gone. */
+export async function pathExists(p: string): Promise<boolean> {
+  return (await lstatIfPresent(p)) !== null;
+}
 
 /** lstat, or null when nothing is there; any other failure (permission, I/O) is thrown, never read as absence. */
 export async function lstatIfPresent(p: string): Promise<Stats | null> {

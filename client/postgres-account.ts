@@ -20,6 +20,7 @@ import { existsSync } from 'node:fs';
 import { chmod, chown, cp, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { lstatIfPresent } from '../activities/workspace-fs';
 import { errorLine } from './supervisor';
 
 const run = promisify(execFile);
@@ -131,7 +132,7 @@ async function copyBinaries(nativeDir: string): Promise<string> {
  * failed start as root left behind and is replaced; a cluster there cannot be moved silently.
  */
 async function placeDataDir(requested: string, account: { uid: number; gid: number }): Promise<string> {
-  const current = await lstat(requested).catch(() => null);
+  const current = await lstatIfPresent(requested); // absent is null; a path it cannot examine is an error, never absence
   if (current?.isSymbolicLink()) return realpath(requested); // the account may not pass through the link's folder
   const parent = path.dirname(requested);
   await mkdir(parent, { recursive: true });

@@ -174,6 +174,18 @@ export interface FileStatus {
   status: string; // the two-letter porcelain code, e.g. " M", "??", "A "
 }
 
+/**
+ * Whether a worktree holds uncommitted work, failing closed: a status git cannot read is
+ * `unreadable` (with its error), which every caller treats as dirty: never removed, never clean.
+ */
+export async function worktreeDirtiness(dir: string, options: GitOptions): Promise<{ state: 'clean' | 'dirty' } | { state: 'unreadable'; err: unknown }> {
+  try {
+    return { state: (await fileStatus(dir, options)).length > 0 ? 'dirty' : 'clean' };
+  } catch (err) {
+    return { state: 'unreadable', err };
+  }
+}
+
 /** Changed, staged and untracked files of a worktree (porcelain v1, NUL separated, so any file name is safe). */
 export async function fileStatus(dir: string, options: GitOptions): Promise<FileStatus[]> {
   const out = await run(gitAt(dir, options), ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
