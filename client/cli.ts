@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../domain/config';
+import { loadConfig, localApiUrl } from '../domain/config';
 
 /** Exit codes a script can trust. */
 export const EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -46,8 +46,7 @@ function target(env: NodeJS.ProcessEnv): Target {
   const secrets = existsSync(secretsFile) ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string }) : {};
   const token = env.TWS_OPERATOR_TOKEN || config.operatorToken || secrets.operatorToken;
   if (!token) throw new CliError(`no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`, EXIT.usage);
-  const host = config.apiHost === '0.0.0.0' ? '127.0.0.1' : config.apiHost === '::' ? '[::1]' : config.apiHost.includes(':') ? `[${config.apiHost}]` : config.apiHost;
-  return { url: (env.TWS_API_URL || `http://${host}:${config.apiPort}`).replace(/\/+$/, ''), token };
+  return { url: (env.TWS_API_URL || localApiUrl(config.apiHost, config.apiPort)).replace(/\/+$/, ''), token };
 }
 
 async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {

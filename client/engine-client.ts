@@ -1,26 +1,19 @@
 /**
- * Every workflow the gateway and the operator CLI start or talk to, in one module: launches and
- * resumes (and their typed outcomes), stops, cleanups (start, cancel, continue, retry), git
- * status observations and orphan sweeps. Routes and the CLI never build workflow options.
+ * The session workflows the gateway starts or talks to: launches and resumes (and their typed
+ * outcomes), their cancellation, stops. Cleanups are in engine-cleanup.ts, questions to a host in
+ * engine-hosts.ts. Routes and the CLI never build workflow options.
  */
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';
-import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import type { LaunchRequest, LaunchResult } from '../domain/launch';
-import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { agentLogWorkflowId, boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId, gitStatusWorkflowId, hostTaskQueue, launchWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import type { RepositoryCheck } from '../git/repository-check';
-import type { boardDelete, checkRepositoryOnHost, readAgentLogOnHost, launchSession, observeGitStatus, orphanSweep, resumeSession, stopSession } from '../workflows';
-import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
+import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
+import { hostTaskQueue, launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import type { launchSession, resumeSession, stopSession } from '../workflows';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
-import type { LogRead } from '../activities/agent-log-read';
-import type { LogSource } from './agent-log';
-import { ApiError } from './gateway/api-error';
 
 export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
@@ -229,155 +222,6 @@ export async function launchRunOutcome(client: Client, sessionId: string): Promi
   return { ...base, state: code === 'launch_cancelled' ? 'cancelled' : 'failed', error: { code, ...(reason ? { reason } : {}) } };
 }
 
-export type CleanupStart = { ok: true; operationId: string; workflowId: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
-
-/**
- * Starts the cleanup workflow and returns once its preparation committed (barrier, snapshot,
- * task mutation), so the caller's 202 means the task is already archived or deleted [R6.3].
- */
-export async function startCleanup(client: Client, config: Config, req: { taskId: string; trigger: CleanupTrigger; discardChanges?: boolean; cascade?: boolean }): Promise<CleanupStart> {
-  const operationId = randomUUID();
-  const searchAttributes = new TypedSearchAttributes([
-    { key: TaskIdAttr, value: req.taskId },
-    { key: TriggerAttr, value: req.trigger },
-  ]);
-  const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
-  const workflowId = req.cascade ? cascadeWorkflowId(req.trigger, req.taskId, operationId) : cleanupWorkflowId(req.trigger, req.taskId, operationId);
-  const args = req.cascade
-    ? [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }]
-    : [{ operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false } satisfies CleanupInput];
-  // Update-with-start: the start and the wait for preparation are one request, so even a
-  // refusal that ends the workflow at once reaches the caller as the update's typed failure.
-  const startWorkflowOperation = new WithStartWorkflowOperation(req.cascade ? 'cascadeCleanup' : 'cleanupTask', {
-    ...common,
-    workflowId,
-    args,
-    workflowIdConflictPolicy: 'FAIL',
-  });
-  try {
-    await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
-    return { ok: true, operationId, workflowId };
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, ...refusal };
-    throw err;
-  }
-}
-
-export type BoardDeleteStart = { ok: true; operationId: string; workflowId: string; operations: { taskId: string; operationId: string }[] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
-
-/**
- * Starts the delete of a board and returns once its one preparation transaction committed
- * (every task's barrier, snapshot and deletion, and the board's), with one operation per task;
- * or its typed refusal (a dirty worktree without consent), nothing changed.
- */
-export async function startBoardDelete(client: Client, config: Config, req: { boardId: string; discardChanges: boolean }): Promise<BoardDeleteStart> {
-  const operationId = randomUUID();
-  const workflowId = boardDeleteWorkflowId(req.boardId, operationId);
-  const startWorkflowOperation = new WithStartWorkflowOperation<typeof boardDelete>('boardDelete', {
-    taskQueue: config.taskQueue,
-    typedSearchAttributes: new TypedSearchAttributes([{ key: TriggerAttr, value: 'board_delete' }]),
-    workflowId,
-    args: [{ boardId: req.boardId, operationId, discardChanges: req.discardChanges, policy: config.cleanupPolicy }],
-    workflowIdConflictPolicy: 'FAIL',
-  });
-  try {
-    const prepared = await client.workflow.executeUpdateWithStart(awaitBoardPreparedUpdate, { startWorkflowOperation });
-    return { ok: true, operationId, workflowId, operations: prepared.operations };
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, ...refusal };
-    throw err;
-  }
-}
-
-/**
- * Unarchive, the operator's cancel and the abandonment of a reset: cancels a waiting cleanup and
- * waits for one in flight; returns its final state. A job whose run was lost (closed while the
- * job is active) gets a new run with the cancel as its first message, so it ends before any
- * attempt. A typed refusal (an abandonment while an agent runs) is returned, not thrown.
- */
-export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob, req: CancelRequest = {}): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
-  const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', { ...continuationStart(job, config.taskQueue, config.cleanupPolicy), workflowIdConflictPolicy: 'USE_EXISTING' });
-  try {
-    return { ok: true, state: (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation, args: [req] })).state };
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, ...refusal };
-    throw err;
-  }
-}
-
-/**
- * An abandonment with no job active: a job of its own (trigger `environment_abandon`), whose
- * preparation refuses while an agent runs; returns once it ended, with its state.
- */
-export async function abandonEnvironment(client: Client, config: Config, taskId: string): Promise<CleanupStart & { state?: string }> {
-  const started = await startCleanup(client, config, { taskId, trigger: 'environment_abandon' });
-  if (!started.ok) return started;
-  try {
-    const progress = await client.workflow.getHandle(started.workflowId).result();
-    return { ...started, state: (progress as { state: string }).state };
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, ...refusal };
-    throw err;
-  }
-}
-
-/**
- * The operator's cancel (route and CLI): a job that has ended is refused `cleanup_job_finished`,
- * and so is one whose attempt in flight finished it first (nothing was cancelled).
- */
-export async function operatorCancel(client: Client, config: Config, job: ContinuedJob & { state: CleanupJobState }): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
-  if (!ACTIVE_JOB_STATES.includes(job.state)) return { ok: false, code: 'cleanup_job_finished', details: {} };
-  const ended = await cancelCleanup(client, config, job, { by: 'operator' });
-  if (ended.ok && ended.state !== 'cancelled') return { ok: false, code: 'cleanup_job_finished', details: {} };
-  return ended;
-}
-
-export async function retryCleanup(client: Client, workflowId: string): Promise<void> {
-  await client.workflow.getHandle(workflowId).signal(operatorRetrySignal);
-}
-
-/**
- * A job still active whose workflow closed (lost, terminated) gets a new run from its snapshot,
- * so an operator's retry or an unarchive reaches a running workflow. False when its workflow runs.
- */
-export async function continueIfClosed(client: Client, config: Config, job: ContinuedJob): Promise<boolean> {
-  try {
-    if ((await client.workflow.getHandle(job.workflowId).describe()).status.name === 'RUNNING') return false;
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) throw err;
-  }
-  await startPreparedJob(client, config, job);
-  return true;
-}
-
-/**
- * Starts the run of a job whose row is prepared (it has its snapshot): a job continued after its
- * run was lost, or a follow-up reserved in its trigger's transaction. False when a run of its id
- * was started already (by another caller meanwhile).
- */
-export async function startPreparedJob(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, job: ContinuedJob): Promise<boolean> {
-  try {
-    await client.workflow.start('cleanupTask', continuationStart(job, config.taskQueue, config.cleanupPolicy));
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
-    throw err;
-  }
-}
-
-/**
- * Starts the follow-up jobs a change reserved in its transaction (`borrow_ended`). A start that
- * fails is reported to `lost` and left: the job row is committed, and the consistency check
- * starts a `pending` job that has no run.
- */
-export async function startFollowUps(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, jobs: ContinuedJob[], lost: (job: ContinuedJob, err: unknown) => void): Promise<void> {
-  for (const job of jobs) await startPreparedJob(client, config, job).catch((err: unknown) => lost(job, err));
-}
-
 /** stop/<sessionId>/<operationId>: stops the session's agents and marks it stopped. */
 export async function runStop(client: Client, config: Config, sessionId: string): Promise<void> {
   await client.workflow.execute<typeof stopSession>('stopSession', {
@@ -386,67 +230,4 @@ export async function runStop(client: Client, config: Config, sessionId: string)
     args: [sessionId],
     typedSearchAttributes: new TypedSearchAttributes([{ key: SessionIdAttr, value: sessionId }]),
   });
-}
-
-/** git-status/<environmentId>: concurrent readers of one environment share one observation run. */
-export async function observeGitStatusOf(client: Client, config: Config, environmentId: string) {
-  return client.workflow.execute<typeof observeGitStatus>('observeGitStatus', {
-    workflowId: gitStatusWorkflowId(environmentId),
-    taskQueue: config.taskQueue,
-    args: [environmentId],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-  });
-}
-
-/** orphan-sweep/<runId>: an operator's sweep of this host's workspace root. */
-export async function runOrphanSweep(client: Client, config: Config, hostId: string, dryRun: boolean) {
-  return client.workflow.execute<typeof orphanSweep>('orphanSweep', {
-    workflowId: orphanSweepWorkflowId(randomUUID()),
-    taskQueue: config.taskQueue,
-    args: [{ hostId, graceMs: config.orphanGraceMs, dryRun }],
-  });
-}
-
-/** A repository's checks on the host that is to hold it; `host_unavailable` when that host does not answer. */
-export async function checkRepositoryOn(client: Client, config: Config, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
-  try {
-    return await client.workflow.execute<typeof checkRepositoryOnHost>('checkRepositoryOnHost', {
-      workflowId: repositoryCheckWorkflowId(randomUUID()),
-      taskQueue: config.taskQueue,
-      args: [{ hostId, ...input }],
-    });
-  } catch (err) {
-    const refusal = typedRefusalOf(err);
-    if (refusal) return { ok: false, code: refusal.code };
-    throw err;
-  }
-}
-
-/**
- * An agent's log where it lives, on its host (for a gateway that is not that host): a source the
- * log route tails and follows. A host that does not answer: `host_unavailable`.
- */
-export function logOnHost(client: Client, config: Config, hostId: string, logPath: string): LogSource {
-  const read = async (input: Omit<LogRead, 'logPath'>) => {
-    try {
-      const answer = await client.workflow.execute<typeof readAgentLogOnHost>('readAgentLogOnHost', {
-        workflowId: agentLogWorkflowId(randomUUID()),
-        taskQueue: config.taskQueue,
-        args: [{ hostId, logPath, ...input }],
-      });
-      return { chunk: Buffer.from(answer.base64, 'base64'), offset: answer.offset };
-    } catch (err) {
-      const refusal = typedRefusalOf(err);
-      if (refusal) throw new ApiError(refusal.code);
-      throw err;
-    }
-  };
-  return {
-    tail: async (lines) => {
-      const { chunk, offset } = await read({ lines });
-      return { text: chunk, offset };
-    },
-    since: (offset) => read({ since: offset }),
-  };
 }

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../domain/config';
+import { loadConfig, localApiUrl } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { portProblem } from './listen-ports';
@@ -47,12 +47,6 @@ const STOP_ORDER: Layer[] = ['services', 'temporal', 'postgres'];
 const READY_TIMEOUT_MS = 90_000;
 
 /** The address the launcher itself calls the API on. */
-function localApiUrl(host: string, port: number): string {
-  if (host === '0.0.0.0') return `http://127.0.0.1:${port}`;
-  if (host === '::') return `http://[::1]:${port}`;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-}
-
 async function waitUntilReady(url: string, failed: () => string | null): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {

@@ -14,3 +14,10 @@ export function typedRefusalOf(err: unknown): TypedRefusal | null {
   if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
   return null;
 }
+
+/** A typed refusal thrown where no outcome can be returned (a log stream's read): the caller answers it. */
+export class EngineRefusal extends Error {
+  constructor(readonly refusal: TypedRefusal) {
+    super(refusal.code);
+  }
+}

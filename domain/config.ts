@@ -141,3 +141,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     hostHeartbeatEveryMs: Number(env.TWS_HOST_HEARTBEAT_MS || 10_000),
   };
 }
+
+/** The URL this machine reaches the API at: a wildcard listen address means its loopback. */
+export function localApiUrl(host: string, port: number): string {
+  if (host === '0.0.0.0') return `http://127.0.0.1:${port}`;
+  if (host === '::') return `http://[::1]:${port}`;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}

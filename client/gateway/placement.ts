@@ -7,7 +7,7 @@
  */
 import { environmentHostOfSession, hostLiveness, taskHost } from '../../db/hosts';
 import { checkRepository, type RepositoryCheck } from '../../git/repository-check';
-import { checkRepositoryOn } from '../engine-client';
+import { checkRepositoryOn } from '../engine-hosts';
 import { ApiError } from './api-error';
 import type { GatewayContext } from './context';
 

@@ -5,7 +5,7 @@ import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow 
 import { boardExists } from '../../../db/catalog';
 import { findTask, unarchiveTask } from '../../../db/tasks';
 import { CLEANUP_JOB_STATES, CLEANUP_TRIGGERS, cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startBoardDelete, startCleanup } from '../../engine-client';
+import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startBoardDelete, startCleanup } from '../../engine-cleanup';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';

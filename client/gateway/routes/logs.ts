@@ -4,8 +4,9 @@ import { Type } from '@sinclair/typebox';
 import { findExecution, latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
 import { followLog, localLog } from '../../agent-log';
-import { logOnHost } from '../../engine-client';
-import { notFound } from '../api-error';
+import { logOnHost } from '../../engine-hosts';
+import { notFound, refusalError } from '../api-error';
+import { EngineRefusal } from '../../typed-outcome';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 
@@ -31,7 +32,9 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         // The log lives on the agent's host: read here where this is that host, else asked of that host through its queue.
         const source = exec.host_id === ctx.config.hostId ? localLog(exec.log_path) : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path);
         const tail = request.query.tail === undefined ? null : Number(request.query.tail);
-        const head = await source.tail(tail);
+        const head = await source.tail(tail).catch((err: unknown) => {
+          throw err instanceof EngineRefusal ? refusalError(err.refusal) : err;
+        });
         reply.type('text/plain; charset=utf-8');
         if (request.query.follow !== '1' && request.query.follow !== 'true') return head.text.toString('utf8');
         const running = async () => (await findExecution(ctx.pool, exec.id))?.status === 'running';
