@@ -92,6 +92,13 @@ export async function closeSshConnections(): Promise<void> {
   await Promise.all(all.map((pending) => pending.then((connection) => connection.close(), () => {})));
 }
 
+/** Ends the pooled connection of one target, if any (the gateway's one-off check of a target it registers). */
+export async function closeSshConnection(targetId: string): Promise<void> {
+  const mine = [...pool].filter(([key]) => key.startsWith(`${targetId}\n`));
+  for (const [key] of mine) pool.delete(key);
+  await Promise.all(mine.map(([, pending]) => pending.then((connection) => connection.close(), () => {})));
+}
+
 /** One connection to a target, with a small queue in front of its channels. */
 class PooledConnection {
   lost = false;
