@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Client, type ClientChannel } from 'ssh2';
+import { Client, type ClientChannel, type ServerHostKeyAlgorithm } from 'ssh2';
 import { parseKnownHosts, pinnedHostKeys } from './known-hosts';
 
 export interface SshTarget {
@@ -184,7 +184,11 @@ async function connect(target: SshTarget, onLost: () => void): Promise<PooledCon
     let ready = false;
     const connection = new PooledConnection(client);
     client.on('error', (err: Error & { level?: string; code?: string }) => {
-      if (!ready) reject(connectFailure(err, hostKeyRefused));
+      if (!ready) return reject(connectFailure(err, hostKeyRefused));
+      // A pooled connection that failed (a keepalive unanswered, a protocol error) is not used again.
+      connection.lost = true;
+      onLost();
+      client.destroy();
     });
     client.on('close', () => {
       connection.lost = true;
@@ -205,7 +209,7 @@ async function connect(target: SshTarget, onLost: () => void): Promise<PooledCon
         keepaliveInterval: KEEPALIVE_INTERVAL_MS,
         keepaliveCountMax: KEEPALIVE_COUNT_MAX,
         // Offer only the pinned key types, so a server with several host keys presents a pinned one.
-        algorithms: { serverHostKey: pinned.algorithms as never },
+        algorithms: { serverHostKey: pinned.algorithms as ServerHostKeyAlgorithm[] },
         hostVerifier: (key: Buffer) => {
           const known = pinned.keys.some((pin) => pin.equals(key));
           if (!known) hostKeyRefused = true;

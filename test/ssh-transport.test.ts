@@ -144,6 +144,11 @@ describe('runRemote', () => {
     expect([unusable.code, unusable.reason]).toEqual(['ssh_target_unavailable', 'key_unusable']);
   });
 
+  it('stdout past 16 MB ends the run with an error rather than filling memory; the connection goes on', async () => {
+    await expect(runRemote(target, 'head -c 17000000 /dev/zero', [])).rejects.toThrow(/more than 16777216 bytes/);
+    expect((await runRemote(target, 'echo fine', [])).stdout.toString()).toBe('fine\n');
+  });
+
   it('a stopped target is refused ssh_target_unavailable within seconds; once it is back the next run reconnects', async () => {
     expect((await runRemote(target, 'echo up', [])).stdout.toString()).toBe('up\n'); // a pooled connection exists
     await server.stop();
