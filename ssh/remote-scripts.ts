@@ -209,22 +209,26 @@ g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
 `);
 
 /**
- * The agent runner (run by START_AGENT under setsid, so it leads its own session and process
- * group). Args: statusPath envCount (NAME VALUE)... argv... It stops itself first, so the starter
- * can verify it leads its group and read its start time before the agent runs. It runs the agent
- * as its child in a subshell that takes the environment (the runner keeps its own, to write the
- * status with its own PATH), survives the group signals meant for the agent (a handler, not an
- * ignore, so the agent does not inherit it), and writes the outcome as the local shim does:
- * write, fsync, rename.
+ * The agent runner, started by START_AGENT with `setsid --fork` so it leads its own session and
+ * process group, and as a foreground command: bash starts an asynchronous (`&`) command with
+ * SIGINT and SIGQUIT ignored, and an ignored signal is inherited through exec by the agent.
+ * Args: logPath statusPath envCount (NAME VALUE)... argv... It prints its pid to the starter, moves
+ * its output to the log, and stops itself, so the starter can verify it leads its group and read
+ * its start time before the agent runs. It runs the agent as its child in a subshell that takes
+ * the environment (the runner keeps its own, to write the status with its own PATH), survives the
+ * group signals meant for the agent (a handler, not an ignore, so the agent does not inherit it),
+ * and writes the outcome as the local shim does: write, fsync, rename.
  */
 export const AGENT_RUNNER = `set -u
+printf "%s\\n" "$$"
+exec >>"$1" 2>&1
 kill -STOP "$$"
-status_path=$1
+status_path=$2
 trap ":" TERM INT HUP
 (
   trap - TERM INT HUP
-  n=$2
-  shift 2
+  n=$3
+  shift 3
   while [ "$n" -gt 0 ]; do export -- "$1=$2"; shift 2; n=$((n - 1)); done
   exec "$@"
 )
@@ -283,8 +287,8 @@ if [ -n "$prompt" ]; then
 fi
 rm -f -- "$status" "$status.tmp"
 # Descriptors past stderr are closed so the runner holds nothing of this SSH session open.
-setsid bash -c "$runner" tws-agent-runner "$status" "$n" "$@" </dev/null >>"$log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
-pid=$!
+pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "$n" "$@" </dev/null 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
+case "$pid" in ""|*[!0-9]*) exit 14 ;; esac
 for _ in $(seq 1 500); do
   proc_stat "$pid" || break
   [ "$state" = T ] && break
