@@ -251,7 +251,7 @@ const PROC_STAT = `
 proc_stat() {
   local line rest f
   state= pgrp= start=
-  read -r line <"/proc/$1/stat" 2>/dev/null || return 1
+  read -r line 2>/dev/null <"/proc/$1/stat" || return 1
   rest=\${line##*) }
   read -r -a f <<<"$rest"
   state=\${f[0]-} pgrp=\${f[2]-} start=\${f[19]-}
