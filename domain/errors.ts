@@ -14,7 +14,9 @@ export type RefusalCode =
   | 'session_running'
   | 'cleanup_job_not_retryable'
   | 'cleanup_job_finished'
-  | 'launch_cancelled';
+  | 'launch_cancelled'
+  | 'ssh_host_key_mismatch'
+  | 'ssh_target_name_taken';
 
 export type InputErrorCode =
   | 'invalid_request'
@@ -26,7 +28,7 @@ export type InputErrorCode =
   | 'uri_too_long'
   | 'headers_too_large';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
-export type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable';
+export type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
 export type ErrorAction =
@@ -39,7 +41,8 @@ export type ErrorAction =
   | 'fix_request'
   | 'authenticate'
   | 'report'
-  | 'wait';
+  | 'wait'
+  | 'operator';
 
 export interface ErrorRule {
   status: number;
@@ -68,6 +71,10 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   cleanup_job_finished: { status: 409, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The cleanup job has already ended.' },
   // A stop or delete of a session still starting cancelled its launch (or resume): what it made was undone.
   launch_cancelled: { status: 409, recoverable: true, retryAfterMs: 0, action: 'retry', message: 'The launch was cancelled by a stop or delete of its session.' },
+  // The SSH target presented a host key other than the pinned one (or none pinned matches): it is
+  // not provably the machine the operator registered, and only an operator can say whether it is.
+  ssh_host_key_mismatch: { status: 409, recoverable: false, retryAfterMs: 0, action: 'operator', message: 'The SSH target did not present its pinned host key.' },
+  ssh_target_name_taken: { status: 409, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'An SSH target with this name is already registered.' },
   invalid_request: { status: 400, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request is invalid.' },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },
@@ -85,6 +92,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   engine_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.' },
   // What is asked for lives on a host this process cannot reach (an agent's log on another host).
   host_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The host that holds this is not reachable from here.' },
+  // The SSH target cannot be reached or refuses this service's key (reason says which): nothing ran there.
+  ssh_target_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The SSH target is not reachable from here.' },
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
 

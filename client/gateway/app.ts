@@ -15,6 +15,7 @@ import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
+import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
 import { hasUnstorableText } from './schemas';
 
@@ -79,6 +80,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(cleanupRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
   await app.register(hostRoutes(opts));
+  await app.register(sshTargetRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

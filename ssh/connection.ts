@@ -1,0 +1,322 @@
+/**
+ * Running a script on an SSH target: the one way this service touches a remote machine.
+ *
+ * No shell command is ever built from input, on either side. What sshd runs is constant:
+ * `bash -c '<PRELUDE><script>' tws-remote`, where the script is a constant of the caller's code;
+ * the arguments travel on the channel's stdin (a count, then each argument, each ended by NUL),
+ * and the prelude reads them into "$@". bash's `read` takes a pipe byte by byte, so whatever
+ * follows the arguments (the caller's stdin payload, then EOF) is left for the script.
+ *
+ * The host is trusted only when it presents a key pinned in the target's known_hosts lines,
+ * never on first use. Every failure is a typed refusal whose reason is a short classified word:
+ * no path, host name, key or command output ever goes into an error.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Client, type ClientChannel, type ServerHostKeyAlgorithm } from 'ssh2';
+import { parseKnownHosts, pinnedHostKeys } from './known-hosts';
+
+export interface SshTarget {
+  id: string;
+  host: string;
+  port: number;
+  user: string;
+  /** On the worker's host; read at each connect, never copied anywhere. */
+  privateKeyPath: string;
+  /** known_hosts lines pinning the host key(s) */
+  knownHosts: string;
+  workspaceRoot: string;
+}
+
+export type SshRefusalCode = 'ssh_target_unavailable' | 'ssh_host_key_mismatch';
+
+export class SshRefusal extends Error {
+  constructor(
+    readonly code: SshRefusalCode,
+    readonly reason: string,
+  ) {
+    super(`${code}: ${reason}`);
+    this.name = 'SshRefusal';
+  }
+}
+
+export interface RemoteResult {
+  code: number | null;
+  signal: string | null;
+  stdout: Buffer;
+  /** The last STDERR_LIMIT bytes, for a log line or a classified reason; never shown to callers as is. */
+  stderr: string;
+}
+
+// sshd's own LoginGraceTime is 120 s; a target that has not finished its handshake in 10 s is
+// treated as down, so a launch refuses promptly instead of holding its caller.
+const READY_TIMEOUT_MS = 10_000;
+// A connection that stops answering (the target lost power, a NAT forgot it) is dropped after
+// about a minute even when idle, so the next use reconnects rather than waiting on a dead socket.
+const KEEPALIVE_INTERVAL_MS = 15_000;
+const KEEPALIVE_COUNT_MAX = 3;
+// sshd's MaxSessions (default 10) bounds the channels open on one connection; past it an exec is
+// refused. Eight leaves room for an operator's own session on the same account.
+const CHANNELS_PER_CONNECTION = 8;
+const STDOUT_LIMIT = 16 * 1024 * 1024;
+const STDERR_LIMIT = 4 * 1024;
+
+/** Reads the arguments from stdin into "$@" (a malformed header, which this module never sends, exits 96). No single quote: the whole is sent single-quoted. */
+const PRELUDE =
+  'IFS= read -r -d "" n || exit 96; [[ $n =~ ^[0-9]+$ ]] || exit 96; a=(); ' +
+  'for ((i=0;i<n;i++)); do IFS= read -r -d "" x || exit 96; a+=("$x"); done; set -- "${a[@]}"; unset n a i x\n';
+
+/** Runs a constant bash script on the target with the args delivered over stdin (never in a command string). */
+export async function runRemote(
+  target: SshTarget,
+  script: string,
+  args: string[],
+  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number } = {},
+): Promise<RemoteResult> {
+  // Programming errors, not refusals: the script is code of this service and must stay constant.
+  if (script.includes("'")) throw new Error('runRemote: a remote script may not contain a single quote (it is sent single-quoted)');
+  if (args.some((arg) => arg.includes('\0'))) throw new Error('runRemote: an argument may not contain NUL (NUL ends each argument)');
+  const connection = await connectionFor(target);
+  await connection.acquire();
+  try {
+    return await execOn(connection, `bash -c '${PRELUDE}${script}' tws-remote`, args, opts);
+  } finally {
+    connection.release();
+  }
+}
+
+/** Ends every pooled connection (tests, worker shutdown); the next runRemote connects afresh. */
+export async function closeSshConnections(): Promise<void> {
+  const all = [...pool.values()];
+  pool.clear();
+  await Promise.all(all.map((pending) => pending.then((connection) => connection.close(), () => {})));
+}
+
+/** Ends the pooled connection of one target, if any (the gateway's one-off check of a target it registers). */
+export async function closeSshConnection(targetId: string): Promise<void> {
+  const mine = [...pool].filter(([key]) => key.startsWith(`${targetId}\n`));
+  for (const [key] of mine) pool.delete(key);
+  await Promise.all(mine.map(([, pending]) => pending.then((connection) => connection.close(), () => {})));
+}
+
+/** One connection to a target, with a small queue in front of its channels. */
+class PooledConnection {
+  lost = false;
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly client: Client) {}
+
+  async acquire(): Promise<void> {
+    if (this.active < CHANNELS_PER_CONNECTION) {
+      this.active++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the slot to the next waiter, if any (so the count never dips below the queue's demand). */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active--;
+  }
+
+  async close(): Promise<void> {
+    if (this.lost) return;
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.client.destroy();
+        resolve();
+      }, 2_000);
+      this.client.once('close', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      this.client.end();
+    });
+  }
+}
+
+/**
+ * One connection per target per process, keyed by the target's id and its settings (so changed
+ * settings connect anew and end the old connection). A connection that closes or fails leaves
+ * the pool at once; a connect that fails is not kept, so each use after an outage tries again.
+ */
+const pool = new Map<string, Promise<PooledConnection>>();
+
+function poolKey(target: SshTarget): string {
+  const settings = createHash('sha256').update(JSON.stringify([target.host, target.port, target.user, target.privateKeyPath, target.knownHosts])).digest('hex');
+  return `${target.id}\n${settings}`;
+}
+
+function connectionFor(target: SshTarget): Promise<PooledConnection> {
+  const key = poolKey(target);
+  const existing = pool.get(key);
+  if (existing) return existing;
+  for (const [other, stale] of pool) {
+    if (other.startsWith(`${target.id}\n`)) {
+      pool.delete(other);
+      stale.then((connection) => connection.close(), () => {});
+    }
+  }
+  const forget = () => {
+    if (pool.get(key) === pending) pool.delete(key);
+  };
+  const pending = connect(target, forget);
+  pool.set(key, pending);
+  pending.catch(forget);
+  return pending;
+}
+
+async function connect(target: SshTarget, onLost: () => void): Promise<PooledConnection> {
+  const pinned = pinnedHostKeys(parseKnownHosts(target.knownHosts), target.host, target.port);
+  if (pinned.keys.length === 0) throw new SshRefusal('ssh_host_key_mismatch', 'no_pinned_host_key');
+  let privateKey: Buffer;
+  try {
+    privateKey = await readFile(target.privateKeyPath);
+  } catch {
+    throw new SshRefusal('ssh_target_unavailable', 'key_unreadable');
+  }
+  const client = new Client();
+  let hostKeyRefused = false;
+  return new Promise<PooledConnection>((resolve, reject) => {
+    let ready = false;
+    const connection = new PooledConnection(client);
+    client.on('error', (err: Error & { level?: string; code?: string }) => {
+      if (!ready) return reject(connectFailure(err, hostKeyRefused));
+      // A pooled connection that failed (a keepalive unanswered, a protocol error) is not used again.
+      connection.lost = true;
+      onLost();
+      client.destroy();
+    });
+    client.on('close', () => {
+      connection.lost = true;
+      onLost();
+      if (!ready) reject(new SshRefusal('ssh_target_unavailable', 'connection_lost'));
+    });
+    client.once('ready', () => {
+      ready = true;
+      resolve(connection);
+    });
+    try {
+      client.connect({
+        host: target.host,
+        port: target.port,
+        username: target.user,
+        privateKey,
+        readyTimeout: READY_TIMEOUT_MS,
+        keepaliveInterval: KEEPALIVE_INTERVAL_MS,
+        keepaliveCountMax: KEEPALIVE_COUNT_MAX,
+        // Offer only the pinned key types, so a server with several host keys presents a pinned one.
+        algorithms: { serverHostKey: pinned.algorithms as ServerHostKeyAlgorithm[] },
+        hostVerifier: (key: Buffer) => {
+          const known = pinned.keys.some((pin) => pin.equals(key));
+          if (!known) hostKeyRefused = true;
+          return known;
+        },
+      });
+    } catch {
+      // ssh2 parses the key inside connect: an encrypted or malformed key file throws here.
+      client.destroy();
+      reject(new SshRefusal('ssh_target_unavailable', 'key_unusable'));
+    }
+  });
+}
+
+/** What kept a connect from succeeding, by ssh2's error level and the socket's code (never its message). */
+function connectFailure(err: Error & { level?: string; code?: string }, hostKeyRefused: boolean): SshRefusal {
+  // A failed key exchange after offering only the pinned key types means the server could not
+  // show a pinned key: it is not (provably) the host the operator pinned, and retrying will not change that.
+  if (hostKeyRefused) return new SshRefusal('ssh_host_key_mismatch', 'host_key_mismatch');
+  if (err.level === 'handshake') return new SshRefusal('ssh_host_key_mismatch', 'host_key_not_offered');
+  if (err.level === 'client-authentication') return new SshRefusal('ssh_target_unavailable', 'auth_failed');
+  if (err.level === 'client-timeout' || err.code === 'ETIMEDOUT') return new SshRefusal('ssh_target_unavailable', 'timeout');
+  if (err.level === 'client-dns') return new SshRefusal('ssh_target_unavailable', 'dns_failed');
+  if (err.code === 'ECONNREFUSED') return new SshRefusal('ssh_target_unavailable', 'connect_refused');
+  if (err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH') return new SshRefusal('ssh_target_unavailable', 'unreachable');
+  return new SshRefusal('ssh_target_unavailable', 'connection_lost');
+}
+
+function execOn(
+  connection: PooledConnection,
+  command: string,
+  args: string[],
+  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number },
+): Promise<RemoteResult> {
+  return new Promise<RemoteResult>((resolve, reject) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      outcome();
+    };
+    const lost = () => new SshRefusal('ssh_target_unavailable', connection.lost ? 'connection_lost' : 'channel_refused');
+
+    const onChannel = (err: Error | undefined, channel: ClientChannel) => {
+      if (err) return settle(() => reject(lost()));
+      const stdout: Buffer[] = [];
+      let stdoutBytes = 0;
+      let stderr = Buffer.alloc(0);
+      let exit: { code: number | null; signal: string | null } | null = null;
+      const abandon = (failure: Error) => {
+        settle(() => reject(failure));
+        channel.close();
+      };
+      channel.on('data', (chunk: Buffer) => {
+        stdoutBytes += chunk.length;
+        if (stdoutBytes > STDOUT_LIMIT) return abandon(new Error(`runRemote: the remote script wrote more than ${STDOUT_LIMIT} bytes to stdout`));
+        stdout.push(chunk);
+      });
+      channel.stderr.on('data', (chunk: Buffer) => {
+        stderr = Buffer.concat([stderr, chunk]);
+        if (stderr.length > STDERR_LIMIT * 4) stderr = stderr.subarray(-STDERR_LIMIT);
+      });
+      channel.on('exit', (code: number | null, signal?: string) => {
+        exit = typeof code === 'number' ? { code, signal: null } : { code: null, signal: signal ?? null };
+      });
+      // A write racing the remote's exit fails; the close that follows says how the script ended.
+      channel.on('error', () => {});
+      channel.on('close', () =>
+        settle(() => {
+          if (exit === null && connection.lost) return reject(lost());
+          resolve({ ...(exit ?? { code: null, signal: null }), stdout: Buffer.concat(stdout), stderr: stderr.subarray(-STDERR_LIMIT).toString('utf8') });
+        }),
+      );
+      if (opts.timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          try {
+            channel.signal('KILL');
+          } catch {
+            // the channel is going away already
+          }
+          abandon(new SshRefusal('ssh_target_unavailable', 'command_timeout'));
+        }, opts.timeoutMs);
+      }
+
+      channel.write(argumentHeader(args));
+      const input = opts.stdin;
+      if (input === undefined) channel.end();
+      else if (Buffer.isBuffer(input)) channel.end(input);
+      else {
+        input.once('error', () => abandon(new Error('runRemote: the stdin stream failed')));
+        input.pipe(channel);
+      }
+    };
+
+    try {
+      connection.client.exec(command, onChannel);
+    } catch {
+      // ssh2 throws when the socket is gone already (the target dropped since the connection was pooled).
+      settle(() => reject(new SshRefusal('ssh_target_unavailable', 'connection_lost')));
+    }
+  });
+}
+
+/** The prelude's input: the count, then each argument, each ended by NUL. */
+function argumentHeader(args: string[]): Buffer {
+  const nul = Buffer.from([0]);
+  return Buffer.concat([Buffer.from(`${args.length}\0`), ...args.flatMap((arg) => [Buffer.from(arg, 'utf8'), nul])]);
+}
