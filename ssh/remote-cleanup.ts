@@ -1,0 +1,113 @@
+/**
+ * The end of a remote workspace: its work brought back to the host repository (git bundles over
+ * the SSH channel, nothing pushed anywhere), then an audited removal that re-checks everything in
+ * the same script right before deleting.
+ */
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { branchCommit, branchRef, gitAt, resolveCommit } from '../git/git';
+import type { SshTarget } from './connection';
+import { absolutePath, BRANCH_HEAD, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER, RemoteOperationError, runScript, SAVE_WORK } from './remote-scripts';
+import { HOST_GIT, validBranch } from './remote-workspace';
+
+/** Bundling a clone's history back: minutes, not seconds. */
+const BUNDLE_TIMEOUT_MS = 15 * 60_000;
+
+/** The remote ref the saved-work commit is bundled from; deleted in the same script. */
+const SAVE_TEMP_REF = 'refs/tws-remote-save/pending';
+
+async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Promise<T>): Promise<T> {
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-bundle-'));
+  try {
+    const bundlePath = path.join(scratch, 'back.bundle');
+    await writeFile(bundlePath, bytes, { mode: 0o600 });
+    return await use(bundlePath);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Uncommitted work (tracked and untracked) of a remote clone saved as a commit (add --all, then
+ * `stash create`, as git/git.ts saveUncommittedWork), bundled back and stored on the host
+ * repository at `ref`. Returns the commit, or null when the clone was clean.
+ */
+export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; hostRepository: string; ref: string; message: string }): Promise<string | null> {
+  const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'not_a_checkout' : 'save_failed');
+  const newline = result.stdout.indexOf(0x0a);
+  const header = result.stdout.subarray(0, newline).toString('utf8');
+  if (header === 'clean') return null;
+  const match = /^saved ([0-9a-f]{40,64})$/.exec(header);
+  if (!match) throw new RemoteOperationError('save_unreadable');
+  const commit = match[1]!;
+  const host = gitAt(a.hostRepository, HOST_GIT);
+  await withHostBundle(result.stdout.subarray(newline + 1), async (bundlePath) => {
+    try {
+      await host.raw(['bundle', 'unbundle', bundlePath]);
+    } catch {
+      throw new RemoteOperationError('bundle_unreadable');
+    }
+  });
+  if ((await resolveCommit(host, commit)) !== commit) throw new RemoteOperationError('bundle_unreadable');
+  await host.raw(['update-ref', '-m', a.message, a.ref, commit]);
+  return commit;
+}
+
+/**
+ * Brings the remote task branch's commits back to the host repository: 'present' when the host
+ * already has the remote branch's commit; else the branch is bundled on the remote and fetched
+ * into the host branch without force: 'fetched' when it was absent or fast-forwarded, 'refused'
+ * when git refuses (diverged, or checked out in a host worktree): the caller keeps the remote folder.
+ */
+export async function bringBranchBack(target: SshTarget, a: { repoPath: string; branch: string; hostRepository: string }): Promise<'present' | 'fetched' | 'refused'> {
+  if (!(await validBranch(a.branch))) throw new RemoteOperationError('invalid_branch');
+  const repoPath = absolutePath(a.repoPath);
+  const head = await runScript(target, BRANCH_HEAD, [repoPath, a.branch]);
+  const remoteCommit = head.stdout.toString('utf8').trim();
+  if (head.code !== 0 || !/^[0-9a-f]{40,64}$/.test(remoteCommit)) throw new RemoteOperationError('branch_unreadable');
+  const host = gitAt(a.hostRepository, HOST_GIT);
+  if ((await resolveCommit(host, remoteCommit)) === remoteCommit) return 'present';
+  const bundle = await runScript(target, BUNDLE_BRANCH, [repoPath, a.branch], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  if (bundle.code !== 0) throw new RemoteOperationError('bundle_failed');
+  const ref = branchRef(a.branch);
+  return withHostBundle(bundle.stdout, async (bundlePath) => {
+    try {
+      // No `+`: git refuses a non-fast-forward and a branch checked out in a worktree.
+      await host.raw(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', bundlePath, `${ref}:${ref}`]);
+    } catch {
+      return 'refused';
+    }
+    return (await branchCommit(host, a.branch)) === remoteCommit ? 'fetched' : 'refused';
+  });
+}
+
+const REMOVE_ANSWERS = ['removed', 'already_gone', 'not_a_directory', 'not_a_checkout', 'other_branch', 'moved', 'dirty', 'marker_mismatch'] as const;
+type RemoveAnswer = (typeof REMOVE_ANSWERS)[number];
+
+/**
+ * Audited removal of a remote clone, every check re-run in the removing script: a real directory
+ * in the task folder, whose marker is markerText, a git top level on expectedBranch at
+ * expectedHead, clean (no change, no untracked file, no stash). Returns 'removed', 'already_gone',
+ * or the first refusal found.
+ */
+export async function removeRemoteClone(
+  target: SshTarget,
+  a: { taskFolder: string; markerText: string; repoPath: string; expectedBranch: string; expectedHead: string },
+): Promise<RemoveAnswer> {
+  const args = [absolutePath(a.taskFolder), a.markerText, absolutePath(a.repoPath), a.expectedBranch, a.expectedHead];
+  const result = await runScript(target, REMOVE_CLONE, args, { timeoutMs: BUNDLE_TIMEOUT_MS });
+  const answer = result.stdout.toString('utf8').trim() as RemoveAnswer;
+  if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'removal_incomplete' : 'remove_failed');
+  if (!REMOVE_ANSWERS.includes(answer)) throw new RemoteOperationError('remove_unreadable');
+  return answer;
+}
+
+/** When every clone of the folder is gone: its marker (only when it is markerText) and the folder (rmdir, never recursive). */
+export async function removeRemoteTaskFolderIfEmpty(target: SshTarget, a: { taskFolder: string; markerText: string }): Promise<'removed' | 'kept' | 'already_gone'> {
+  const result = await runScript(target, REMOVE_FOLDER, [absolutePath(a.taskFolder), a.markerText]);
+  const answer = result.stdout.toString('utf8').trim();
+  if (result.code !== 0 || (answer !== 'removed' && answer !== 'kept' && answer !== 'already_gone')) throw new RemoteOperationError('remove_failed');
+  return answer;
+}

@@ -1,0 +1,461 @@
+/**
+ * The bash scripts the ssh executor runs on a remote machine, one per operation, each one SSH
+ * round trip. They are constants: every value (a path, a branch, the marker text, an argv) is an
+ * argument ("$1"...), delivered by the transport over the channel, never in a command string. A
+ * script reports facts through a distinct exit code or stdout token per outcome; the TypeScript
+ * side decides what they mean and maps them to typed results (the tables below).
+ *
+ * What the remote must have: bash (4+), git, coreutils (GNU: mktemp, realpath -e, mv -T, tail -c,
+ * base64 -w0, readlink -z, date +%3N), util-linux `setsid`, and Linux `/proc` (process identity is
+ * the pid plus field 22 of /proc/<pid>/stat, as on the service's host).
+ *
+ * Fail closed: a path that cannot be examined is present (never absent), a marker that cannot be
+ * read is someone else's, a status git cannot read is dirty.
+ *
+ * The transport forbids a single quote anywhere in a script (comments included), and `${` would
+ * be a template interpolation here, so bash braces are written `\${`.
+ */
+import { runRemote, type RemoteResult, type SshTarget } from './connection';
+
+/** A remote operation that did not succeed, by a short reason: never a path, a branch name or git's stderr. */
+export class RemoteOperationError extends Error {
+  constructor(public readonly reason: string) {
+    super(`remote operation failed: ${reason}`);
+    this.name = 'RemoteOperationError';
+  }
+}
+
+export const MARKER_FILE_NAME = '.task-workspace.json';
+
+/**
+ * Shared helpers, prepended to every script.
+ * - `g`: git that runs no fsmonitor or hook a clone may configure (the clone is the agent's).
+ * - `present`: 1 only when the path is known to be absent (ENOENT, ENOTDIR); a path that cannot be
+ *   examined (permission, I/O) counts as present.
+ * - `real_dir`: a directory that is not a symlink.
+ * - `marker_is`: the marker is a regular file holding exactly the given bytes (compared raw with
+ *   cmp: `$(cat)` would strip its trailing newline).
+ * - `clone_check`: prints why a path is not the expected clean clone (nothing when it is).
+ */
+const PRELUDE = `set -u
+g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null "$@"; }
+present() {
+  local err
+  if [ -e "$1" ] || [ -L "$1" ]; then return 0; fi
+  err=$(LC_ALL=C stat -- "$1" 2>&1 >/dev/null) && return 0
+  case "$err" in *"No such file or directory"*|*"Not a directory"*) return 1 ;; esac
+  return 0
+}
+real_dir() { [ -d "$1" ] && [ ! -L "$1" ]; }
+marker_is() { [ -f "$1" ] && [ ! -L "$1" ] && cmp -s -- "$1" <(printf "%s" "$2"); }
+clone_check() {
+  local top real st
+  real_dir "$1" || { echo not_a_directory; return; }
+  top=$(g -C "$1" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null) && real=$(realpath -e -- "$1" 2>/dev/null) && [ "$top" = "$real" ] || { echo not_a_checkout; return; }
+  [ "$(g -C "$1" symbolic-ref --quiet HEAD 2>/dev/null)" = "refs/heads/$2" ] || { echo other_branch; return; }
+  [ "$(g -C "$1" rev-parse --verify --quiet HEAD 2>/dev/null)" = "$3" ] || { echo moved; return; }
+  st=$(g -C "$1" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null) && [ -z "$st" ] || { echo dirty; return; }
+  # A stash lives only in the clone: removing it would lose that work.
+  if g -C "$1" rev-parse --verify --quiet refs/stash >/dev/null 2>&1; then echo dirty; return; fi
+}
+# The folder holding a clone is the task folder itself (symlinks resolved), so the marker speaks for it.
+in_folder() {
+  local parent folder
+  parent=$(realpath -e -- "$(dirname -- "$1")" 2>/dev/null) && folder=$(realpath -e -- "$2" 2>/dev/null) && [ "$parent" = "$folder" ]
+}
+`;
+
+const script = (body: string): string => PRELUDE + body;
+
+/**
+ * materializeRemoteSlot. Args: taskFolder markerText repoPath branch baseBranch mode, where mode
+ * is the host's decision from the refs it bundled: checkout (the bundle has the branch), create
+ * (from the base), or the refusal branch_missing / base_missing (used only when there is nothing
+ * to adopt). Stdin: the git bundle (drained unread when refusing or adopting, so the sender never
+ * meets a closed channel). The clone is made in a temporary folder inside the task folder and
+ * moved into place in one rename, so repoPath is either absent or a whole clone.
+ * Prints `adopted <head>` or `created <head>`.
+ */
+export const MATERIALIZE_SLOT = script(`
+folder=$1 text=$2 repo=$3 branch=$4 base=$5 mode=$6
+marker="$folder/${MARKER_FILE_NAME}"
+drain() { cat >/dev/null; }
+if present "$folder" && ! real_dir "$folder"; then drain; exit 20; fi
+mkdir -p -- "$folder" || { drain; exit 21; }
+if present "$marker"; then
+  marker_is "$marker" "$text" || { drain; exit 22; }
+else
+  # Written aside, then linked into place: a create that never replaces a marker written meanwhile.
+  tmp=$(mktemp "$marker.XXXXXX") || { drain; exit 21; }
+  printf "%s" "$text" >"$tmp" && chmod 644 -- "$tmp" && ln -- "$tmp" "$marker" 2>/dev/null
+  rm -f -- "$tmp"
+  marker_is "$marker" "$text" || { drain; exit 22; }
+fi
+if present "$repo"; then
+  drain
+  # An idempotent re-run adopts the clone it made; anything else in the way is refused.
+  reason=$(clone_check "$repo" "$branch" "$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null)")
+  case "$reason" in ""|dirty) ;; *) exit 23 ;; esac
+  head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 23
+  printf "adopted %s\\n" "$head"
+  exit 0
+fi
+case "$mode" in
+  checkout) start="refs/remotes/origin/$branch" ;;
+  create) start="refs/remotes/origin/$base" ;;
+  branch_missing) drain; exit 24 ;;
+  base_missing) drain; exit 25 ;;
+  *) drain; exit 26 ;;
+esac
+work=$(mktemp -d "$folder/.tws-clone.XXXXXX") || { drain; exit 21; }
+cleanup() { rm -rf -- "$work"; }
+trap cleanup EXIT
+cat >"$work/bundle" || exit 27
+g clone --quiet --no-checkout -- "$work/bundle" "$work/repo" >/dev/null 2>&1 || exit 27
+g -C "$work/repo" rev-parse --verify --quiet "$start^{commit}" >/dev/null || exit 27
+g -C "$work/repo" checkout --quiet --no-track -b "$branch" "$start" >/dev/null 2>&1 || exit 28
+# The base as a local branch too: removing origin removes its remote-tracking refs.
+if [ "$base" != "$branch" ] && g -C "$work/repo" rev-parse --verify --quiet "refs/remotes/origin/$base" >/dev/null; then
+  g -C "$work/repo" branch --quiet --no-track -- "$base" "refs/remotes/origin/$base" || exit 28
+fi
+g -C "$work/repo" remote remove origin || exit 28
+mkdir -p -- "$(dirname -- "$repo")" || exit 21
+present "$repo" && exit 23
+mv -T -- "$work/repo" "$repo" 2>/dev/null || exit 23
+head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 28
+printf "created %s\\n" "$head"
+`);
+
+export const MATERIALIZE_REFUSALS: Record<number, string> = {
+  20: 'folder_not_directory',
+  21: 'folder_uncreatable',
+  22: 'marker_other',
+  23: 'occupied',
+  24: 'branch_missing',
+  25: 'base_missing',
+  26: 'bad_mode',
+  27: 'bundle_unreadable',
+  28: 'checkout_failed',
+};
+
+/**
+ * discardRemoteSlots. Args: taskFolder markerText, then (repoPath branch headCommit) per slot.
+ * Prints one token line per slot: removed | kept | absent. A slot is removed only when the marker
+ * is ours, it lies in the task folder and is the clean clone the launch left. The marker goes only
+ * when nothing was kept (what stays keeps its owner), and the folder only when empty.
+ */
+export const DISCARD_SLOTS = script(`
+folder=$1 text=$2
+shift 2
+marker="$folder/${MARKER_FILE_NAME}"
+owned=0
+marker_is "$marker" "$text" && owned=1
+kept=0
+while [ $# -ge 3 ]; do
+  repo=$1 branch=$2 head=$3
+  shift 3
+  if ! present "$repo"; then echo absent; continue; fi
+  if [ "$owned" = 1 ] && in_folder "$repo" "$folder" && [ -z "$(clone_check "$repo" "$branch" "$head")" ]; then
+    rm -rf --one-file-system -- "$repo"
+    if ! present "$repo"; then echo removed; continue; fi
+  fi
+  kept=1
+  echo kept
+done
+if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then rm -f -- "$marker"; fi
+rmdir -- "$folder" 2>/dev/null
+exit 0
+`);
+
+/**
+ * readRemoteWorkspace. Args: taskFolder workspacePath withDirty(0|1) repoPath...
+ * Reads only: no fetch, no index refresh (--no-optional-locks). Prints NUL-terminated fields:
+ * the marker (`m` + base64 of its bytes, `n` absent, `u` unreadable), the workspace (1|0), then per
+ * slot: exists realDirectory toplevel branch head dirty, each value `=<text>` or `-` for null.
+ */
+export const READ_WORKSPACE = script(`
+folder=$1 workspace=$2 with_dirty=$3
+shift 3
+marker="$folder/${MARKER_FILE_NAME}"
+field() { printf "%s\\0" "$1"; }
+value() { if [ $# -gt 0 ]; then printf "=%s\\0" "$1"; else printf -- "-\\0"; fi; }
+if ! present "$marker"; then field n
+elif [ -f "$marker" ] && [ ! -L "$marker" ] && m=$(base64 -w0 -- "$marker" 2>/dev/null); then field "m$m"
+else field u
+fi
+if real_dir "$workspace"; then field 1; else field 0; fi
+for repo in "$@"; do
+  if ! present "$repo"; then
+    field 0; field 0; value; value; value; value
+    continue
+  fi
+  field 1
+  if real_dir "$repo"; then field 1; else field 0; fi
+  if top=$(g -C "$repo" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null); then value "$top"; else value; fi
+  if b=$(g -C "$repo" symbolic-ref --quiet --short HEAD 2>/dev/null); then value "$b"; else value; fi
+  if h=$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null); then value "$h"; else value; fi
+  if [ "$with_dirty" != 1 ]; then value
+  elif st=$(g -C "$repo" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null); then
+    if [ -z "$st" ]; then value clean; else value dirty; fi
+  else value unreadable
+  fi
+done
+`);
+
+/** remoteGitStatus. Args: repoPath. Prints the porcelain v1 status with the branch line, read-only. */
+export const GIT_STATUS = script(`
+real_dir "$1" || exit 10
+g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
+`);
+
+/**
+ * The agent runner, started by START_AGENT with `setsid --fork` so it leads its own session and
+ * process group, and as a foreground command: bash starts an asynchronous (`&`) command with
+ * SIGINT and SIGQUIT ignored, and an ignored signal is inherited through exec by the agent.
+ * Args: logPath statusPath envCount (NAME VALUE)... argv... It prints its pid to the starter, moves
+ * its output to the log, and stops itself, so the starter can verify it leads its group and read
+ * its start time before the agent runs. It runs the agent as its child in a subshell that takes
+ * the environment (the runner keeps its own, to write the status with its own PATH), survives the
+ * group signals meant for the agent (a handler, not an ignore, so the agent does not inherit it),
+ * and writes the outcome as the local shim does: write, fsync, rename.
+ */
+export const AGENT_RUNNER = `set -u
+printf "%s\\n" "$$"
+exec >>"$1" 2>&1
+kill -STOP "$$"
+status_path=$2
+trap ":" TERM INT HUP
+(
+  trap - TERM INT HUP
+  n=$3
+  shift 3
+  while [ "$n" -gt 0 ]; do export -- "$1=$2"; shift 2; n=$((n - 1)); done
+  exec "$@"
+)
+st=$?
+ended=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+signal=
+if [ "$st" -gt 128 ]; then signal=$(kill -l "$((st - 128))" 2>/dev/null) || signal=; fi
+umask 077
+if [ -n "$signal" ]; then
+  printf "{\\"exitCode\\":null,\\"signal\\":\\"SIG%s\\",\\"endedAt\\":\\"%s\\"}" "$signal" "$ended" >"$status_path.tmp"
+else
+  printf "{\\"exitCode\\":%s,\\"signal\\":null,\\"endedAt\\":\\"%s\\"}" "$st" "$ended" >"$status_path.tmp"
+fi
+sync -- "$status_path.tmp" 2>/dev/null
+mv -f -- "$status_path.tmp" "$status_path"
+`;
+
+/** Reads /proc/<pid>/stat into state, pgrp and start (fields 3, 5, 22, counted after the last `)` since the name may hold any byte). */
+const PROC_STAT = `
+proc_stat() {
+  local line rest f
+  state= pgrp= start=
+  read -r line 2>/dev/null <"/proc/$1/stat" || return 1
+  rest=\${line##*) }
+  read -r -a f <<<"$rest"
+  state=\${f[0]-} pgrp=\${f[2]-} start=\${f[19]-}
+}
+`;
+
+/**
+ * startRemoteAgent. Args: runnerSource cwd logPath statusPath promptPath(empty: none) envCount
+ * (NAME VALUE)... argv... Stdin: the prompt, when promptPath is given. The command is checked as
+ * exec would find it (type -P on the agent's PATH, or an executable file for a path with a slash,
+ * relative to cwd) before anything is written. Prints `started <pid> <startTime>`.
+ */
+export const START_AGENT = script(PROC_STAT + `
+runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
+shift 6
+drain() { if [ -n "$prompt" ]; then cat >/dev/null; fi; }
+real_dir "$cwd" || { drain; exit 10; }
+cd -- "$cwd" || { drain; exit 10; }
+(
+  k=$n
+  while [ "$k" -gt 0 ]; do export -- "$1=$2" 2>/dev/null || exit 12; shift 2; k=$((k - 1)); done
+  case "$1" in
+    */*) [ -f "$1" ] && [ -x "$1" ] || exit 11 ;;
+    *) type -P -- "$1" >/dev/null || exit 11 ;;
+  esac
+)
+rc=$?
+[ "$rc" = 0 ] || { drain; exit "$rc"; }
+mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$status")" || { drain; exit 13; }
+: >>"$log" || { drain; exit 13; }
+if [ -n "$prompt" ]; then
+  mkdir -p -- "$(dirname -- "$prompt")" && rm -f -- "$prompt" && (umask 077 && cat >"$prompt") && chmod 600 -- "$prompt" || exit 13
+fi
+rm -f -- "$status" "$status.tmp"
+# Descriptors past stderr are closed so the runner holds nothing of this SSH session open.
+pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "$n" "$@" </dev/null 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
+case "$pid" in ""|*[!0-9]*) exit 14 ;; esac
+for _ in $(seq 1 500); do
+  proc_stat "$pid" || break
+  [ "$state" = T ] && break
+  sleep 0.01
+done
+if [ "$state" != T ] || [ "$pgrp" != "$pid" ]; then kill -KILL "$pid" 2>/dev/null; exit 14; fi
+kill -CONT "$pid" || exit 14
+printf "started %s %s\\n" "$pid" "$start"
+`);
+
+export const START_REFUSALS: Record<number, string> = { 10: 'cwd_missing', 12: 'env_rejected', 13: 'paths_unwritable', 14: 'start_failed' };
+export const START_NOT_STARTABLE = 11;
+
+/**
+ * remoteProcesses. Args: (pid startTime)... Prints per process, NUL-terminated: `alive` then
+ * `cwd` + the path or `nocwd`; or `gone`. A zombie is gone.
+ */
+export const PROCESSES = script(PROC_STAT + `
+while [ $# -ge 2 ]; do
+  pid=$1 want=$2
+  shift 2
+  if proc_stat "$pid" && [ "$state" != Z ] && [ "$start" = "$want" ]; then
+    printf "alive\\0"
+    if IFS= read -r -d "" cwd < <(readlink -z -- "/proc/$pid/cwd" 2>/dev/null); then printf "cwd\\0%s\\0" "$cwd"; else printf "nocwd\\0"; fi
+  else
+    printf "gone\\0"
+  fi
+done
+`);
+
+/**
+ * stopRemoteAgent. Args: pid startTime graceMs. The group is alive while any member is not a
+ * zombie (read from /proc: kill -0 would count zombies an init that does not reap keeps around).
+ * Prints gone | stopped | would_not_stop.
+ */
+export const STOP_AGENT = script(PROC_STAT + `
+pid=$1 want=$2 grace=$3
+group_alive() {
+  local s
+  for s in /proc/[0-9]*; do
+    proc_stat "\${s#/proc/}" || continue
+    [ "$pgrp" = "$1" ] && [ "$state" != Z ] && return 0
+  done
+  return 1
+}
+if ! proc_stat "$pid" || [ "$state" = Z ] || [ "$start" != "$want" ]; then echo gone; exit 0; fi
+kill -TERM -- "-$pid" 2>/dev/null
+for _ in $(seq 1 $((grace / 50))); do
+  group_alive "$pid" || { echo stopped; exit 0; }
+  sleep 0.05
+done
+group_alive "$pid" || { echo stopped; exit 0; }
+kill -KILL -- "-$pid" 2>/dev/null
+for _ in $(seq 1 40); do
+  group_alive "$pid" || { echo stopped; exit 0; }
+  sleep 0.05
+done
+echo would_not_stop
+`);
+
+/** readRemoteExitStatus. Args: statusPath. Prints the file; exit 10 when absent. */
+export const READ_EXIT_STATUS = script(`
+present "$1" || exit 10
+cat -- "$1"
+`);
+
+/** readRemoteLog. Args: logPath offset maxBytes. Prints up to maxBytes from offset; nothing when absent. */
+export const READ_LOG = script(`
+present "$1" || exit 0
+tail -c "+$(($2 + 1))" -- "$1" | head -c "$3"
+`);
+
+/**
+ * Commits need an identity; a remote without one configured gets this one for the commits the
+ * service itself makes there (the saved-work commit), as git would refuse otherwise.
+ */
+const IDENTITY = `
+g config user.name >/dev/null || export GIT_AUTHOR_NAME=task-workspaces GIT_COMMITTER_NAME=task-workspaces
+g config user.email >/dev/null || export GIT_AUTHOR_EMAIL=task-workspaces@localhost GIT_COMMITTER_EMAIL=task-workspaces@localhost
+`;
+
+/**
+ * saveRemoteWork. Args: repoPath message tempRef. Stages everything (the clone is about to be
+ * removed), makes the stash commit, and streams a bundle of it. Prints `clean`, or `saved <commit>`
+ * and a newline followed by the bundle bytes. The temporary ref is deleted before the end.
+ */
+export const SAVE_WORK = script(`
+repo=$1 message=$2 ref=$3
+real_dir "$repo" || exit 10
+cd -- "$repo" || exit 10
+${IDENTITY}
+g add --all >/dev/null 2>&1 || exit 11
+commit=$(g stash create "$message" 2>/dev/null) || exit 11
+if [ -z "$commit" ]; then echo clean; exit 0; fi
+g update-ref "$ref" "$commit" || exit 11
+printf "saved %s\\n" "$commit"
+g bundle create --quiet - "$ref"
+rc=$?
+g update-ref -d "$ref"
+[ "$rc" = 0 ] || exit 12
+`);
+
+/** bringBranchBack, first trip. Args: repoPath branch. Prints the branch commit; exit 10 when it has none. */
+export const BRANCH_HEAD = script(`
+real_dir "$1" || exit 10
+g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}" || exit 10
+`);
+
+/** bringBranchBack, second trip. Args: repoPath branch. Streams a bundle of the branch. */
+export const BUNDLE_BRANCH = script(`
+real_dir "$1" || exit 10
+g -C "$1" bundle create --quiet - "refs/heads/$2" || exit 11
+`);
+
+/**
+ * removeRemoteClone. Args: taskFolder markerText repoPath expectedBranch expectedHead. Every check
+ * runs in this script right before the removal. Prints removed | already_gone | a refusal reason.
+ */
+export const REMOVE_CLONE = script(`
+folder=$1 text=$2 repo=$3 branch=$4 head=$5
+present "$repo" || { echo already_gone; exit 0; }
+real_dir "$repo" || { echo not_a_directory; exit 0; }
+if ! marker_is "$folder/${MARKER_FILE_NAME}" "$text" || ! in_folder "$repo" "$folder"; then echo marker_mismatch; exit 0; fi
+reason=$(clone_check "$repo" "$branch" "$head")
+[ -z "$reason" ] || { echo "$reason"; exit 0; }
+rm -rf --one-file-system -- "$repo"
+present "$repo" && exit 10
+echo removed
+`);
+
+/**
+ * removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. The marker goes only when it is ours
+ * and nothing else is left; rmdir (never a recursive delete) is the last word, and the marker is
+ * put back if something appeared meanwhile. Prints removed | kept | already_gone.
+ */
+export const REMOVE_FOLDER = script(`
+folder=$1 text=$2
+marker="$folder/${MARKER_FILE_NAME}"
+present "$folder" || { echo already_gone; exit 0; }
+real_dir "$folder" && [ -r "$folder" ] && [ -x "$folder" ] || { echo kept; exit 0; }
+had_marker=0
+if present "$marker"; then marker_is "$marker" "$text" || { echo kept; exit 0; }; had_marker=1; fi
+shopt -s nullglob dotglob
+for entry in "$folder"/*; do
+  [ "$entry" = "$marker" ] || { echo kept; exit 0; }
+done
+[ "$had_marker" = 0 ] || rm -f -- "$marker"
+if rmdir -- "$folder" 2>/dev/null; then echo removed; exit 0; fi
+[ "$had_marker" = 0 ] || printf "%s" "$text" >"$marker"
+echo kept
+`);
+
+export const ALL_SCRIPTS = {
+  MATERIALIZE_SLOT, DISCARD_SLOTS, READ_WORKSPACE, GIT_STATUS, AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT,
+  READ_EXIT_STATUS, READ_LOG, SAVE_WORK, BRANCH_HEAD, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER,
+};
+
+/** Runs one script; arguments are checked here (no NUL byte, which no argument can carry). */
+export async function runScript(target: SshTarget, source: string, args: string[], opts?: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number }): Promise<RemoteResult> {
+  if (args.some((arg) => arg.includes('\0'))) throw new RemoteOperationError('invalid_argument');
+  const result = await runRemote(target, source, args, { timeoutMs: 60_000, ...opts });
+  if (result.code === null) throw new RemoteOperationError('remote_interrupted');
+  return result;
+}
+
+/** A path argument: absolute, so no script ever reads it as an option or relative to its home. */
+export function absolutePath(value: string): string {
+  if (!value.startsWith('/') || value.includes('\0')) throw new RemoteOperationError('invalid_path');
+  return value;
+}
