@@ -19,6 +19,7 @@ import { bubblewrapArgs } from '../domain/sandbox';
 import { agentSandbox } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
+import { sshAgentActivities } from './ssh-agents';
 
 export interface StartAgentInput {
   executionId: string;
@@ -35,6 +36,8 @@ export interface StartAgentInput {
   prompt?: string | null;
   /** Git folders the agent may write (a worktree's commits go there); absent in older inputs. */
   gitDirs?: string[];
+  /** `ssh`: the agent runs on this target (activities/ssh-agents.ts); absent or null on the host. */
+  sshTargetId?: string | null;
 }
 
 export interface StartedAgent {
@@ -108,6 +111,7 @@ export async function stopRecordedAgent(pool: Db, agent: { executionId: string; 
 
 export function agentProcessActivities(deps: ActivityDeps) {
   const { pool, config } = deps;
+  const remote = sshAgentActivities(deps);
   return {
     /**
      * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
@@ -117,6 +121,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
     async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
       const recorded = await findExecution(pool, input.executionId);
       if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
+      if (input.sshTargetId) return remote.startRemote(input, recordWithStart);
       // The working directory is checked right before use: a stale path is never a launch directory.
       if (!(await isRealDirectory(input.cwd))) throw typedFailure('workspace_reuse_unsafe');
 
@@ -196,6 +201,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
         return 'stopped';
       }
       if (exec.status !== 'running') return exec.status;
+      if (exec.ssh_target_id) return remote.stopRemote(exec);
       if (!(await isSameProcess(exec.pid, exec.process_start_time))) {
         await setExecutionStatus(pool, executionId, 'vanished');
         return 'vanished';

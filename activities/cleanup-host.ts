@@ -15,6 +15,7 @@ import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layo
 import { branchCommit, deleteBranchIfAt, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { sshCleanupActivities } from './ssh-cleanup';
 import { stopRecordedAgent } from './agent-process';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup } from './process-identity';
 import { isRealDirectory, lstatIfPresent, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
@@ -31,8 +32,10 @@ export interface RemovalRequest {
   dirty: 'keep' | 'save';
 }
 
-export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
+export function cleanupHostActivities(deps: ActivityDeps) {
+  const { pool, config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
+  const remote = sshCleanupActivities(deps);
 
   async function registrationAt(sourcePath: string, worktreePath: string) {
     for (const entry of await listWorktrees(gitAt(sourcePath, gitOptions))) if (await sameRealPath(entry.path, worktreePath)) return entry;
@@ -50,6 +53,10 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
   async function stopAll(processes: SnapshotProcess[]): Promise<number> {
     let stopped = 0;
     for (const p of processes) {
+      if (p.sshTargetId) {
+        stopped += await remote.stopRemoteProcesses([p]);
+        continue;
+      }
       if (!(await isSameProcess(p.pid, p.processStartTime))) continue; // gone already, or the pid is another process now
       if (!(await stopRecordedAgent(pool, p, config.agentStopGraceMs))) throw failure('process_stop_failed', 'an agent process did not stop');
       stopped++;
@@ -73,7 +80,7 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
         const exec = await findExecution(pool, intent.executionId);
         if (exec) {
           // Recorded since the snapshot: stopped like the others.
-          if (exec.status === 'running') stopped += await stopAll([{ executionId: exec.id, hostId: exec.host_id, pid: exec.pid, processStartTime: exec.process_start_time }]);
+          if (exec.status === 'running') stopped += await stopAll([{ executionId: exec.id, hostId: exec.host_id, pid: exec.pid, processStartTime: exec.process_start_time, ...(exec.ssh_target_id ? { sshTargetId: exec.ssh_target_id, logPath: exec.log_path } : {}) }]);
           continue;
         }
         if (await findMarkedGroup(intent.executionId)) stopped++;
@@ -91,9 +98,10 @@ export function cleanupHostActivities({ pool, config, logger }: ActivityDeps) {
 
     /** Repositories whose worktree has uncommitted work (tracked or untracked), or whose status cannot be read. */
     async findDirtyWorktrees(worktrees: SnapshotWorktree[]): Promise<string[]> {
-      const dirty: string[] = [];
+      // Clones on SSH targets are examined there.
+      const dirty: string[] = await remote.findDirtyRemote(worktrees.filter((w) => w.sshTargetId));
       for (const w of worktrees) {
-        if (!w.worktreePath) continue;
+        if (!w.worktreePath || w.sshTargetId) continue;
         // Gone: nothing to lose. Not a directory: the audited removal refuses it. Not examinable: dirty.
         const found = await lstatIfPresent(w.worktreePath).catch((err: unknown) => {
           logger.warn({ err, repositoryId: w.repositoryId }, 'worktree path not examinable; it counts as dirty');

@@ -4,9 +4,10 @@
  * every worktree, the branch decisions and the task folder. Idempotent: a retried attempt finds
  * what is already gone and counts it done [R6.4, R6.6].
  */
-import { dirtyWorkHandling, removesTask, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import { dirtyWorkHandling, isDoneOutcome, removesTask, reportedOutcome, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
 import { cleanupHostActivities } from './cleanup-host';
 import type { ActivityDeps } from './deps';
+import { remoteFolderOf, sshCleanupActivities } from './ssh-cleanup';
 
 export interface CleanupOnHostInput {
   hostId: string;
@@ -16,15 +17,16 @@ export interface CleanupOnHostInput {
   report: CleanupReport;
 }
 
-const DONE = ['removed', 'saved_and_removed', 'already_gone'];
 
 export function cleanupOnHostActivities(deps: ActivityDeps) {
   const steps = cleanupHostActivities(deps);
+  const remote = sshCleanupActivities(deps);
   return {
     async cleanupOnHost(input: CleanupOnHostInput): Promise<CleanupReport> {
       const { snapshot, hostId } = input;
       const report: CleanupReport = { ...input.report, worktrees: [...input.report.worktrees], branches: [] };
       // 1. The task's agents first.
+      // (Agents on SSH targets this host talks to are stopped over SSH: pid + start time on the target.)
       report.processesStopped += await steps.stopProcesses(snapshot.processes.filter((p) => p.hostId === hostId));
       report.processesStopped += await steps.stopUnrecordedStarts((snapshot.spawnIntents ?? []).filter((i) => i.hostId === hostId));
       for (const b of snapshot.borrowed) {
@@ -37,9 +39,13 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       // 2. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
       const dirty = dirtyWorkHandling(input.trigger, input.discardChanges);
       for (const worktree of snapshot.worktrees) {
-        if (report.worktrees.some((w) => w.repositoryId === worktree.repositoryId && DONE.includes(w.outcome))) continue;
-        const result = await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: snapshot.taskFolder, dirty });
-        report.worktrees = report.worktrees.filter((w) => w.repositoryId !== worktree.repositoryId);
+        if (isDoneOutcome(reportedOutcome(report, worktree))) continue;
+        // A remote clone is removed over SSH; a host worktree's marker is in its own task folder
+        // (the environment's folder may be on a target after a transition).
+        const result = worktree.sshTargetId
+          ? await remote.removeRemoteAudited({ worktree, ownerTaskId: snapshot.taskId, dirty })
+          : await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: worktree.worktreePath ? remoteFolderOf(worktree.worktreePath) : snapshot.taskFolder, dirty });
+        report.worktrees = report.worktrees.filter((w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath));
         report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}) });
       }
 
@@ -50,11 +56,31 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         report.branches.push({ repositoryId: worktree.repositoryId, branch: worktree.branch, outcome });
       }
 
-      // 4. The task folder and its marker, when nothing else is left in it.
-      if (snapshot.taskFolder) await steps.removeTaskFolder({ taskFolder: snapshot.taskFolder, ownerTaskId: snapshot.taskId });
+      // 4. The task folders (the host's, a target's) and their markers, when nothing else is left in them.
+      for (const folder of taskFolders(snapshot)) {
+        if (folder.sshTargetId) await remote.removeRemoteFolder({ sshTargetId: folder.sshTargetId, taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId, environmentId: snapshot.environmentId ?? '' });
+        else await steps.removeTaskFolder({ taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId });
+      }
       // 5. A deleted task's agent logs go with it.
       if (removesTask(input.trigger)) await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
       return report;
     },
   };
+}
+
+/**
+ * Every task folder the snapshot's clones and worktrees are in, with the place it is on: the
+ * environment's own, and those its retained rows were made in on another place (a transition
+ * between the host and a target leaves the old executor's folder where it was).
+ */
+function taskFolders(snapshot: CleanupSnapshot): { taskFolder: string; sshTargetId: string | null }[] {
+  const folders = new Map<string, { taskFolder: string; sshTargetId: string | null }>();
+  const add = (taskFolder: string, sshTargetId: string | null) => folders.set(`${sshTargetId ?? ''}\0${taskFolder}`, { taskFolder, sshTargetId });
+  for (const w of snapshot.worktrees) if (w.worktreePath && (w.worktreeId || w.sshTargetId)) add(remoteFolderOf(w.worktreePath), w.sshTargetId ?? null);
+  if (snapshot.taskFolder && ![...folders.values()].some((f) => f.taskFolder === snapshot.taskFolder)) {
+    // The environment's folder, on its own place: a target's when its active rows are remote.
+    const remoteRow = snapshot.worktrees.find((w) => w.status === 'active' && w.sshTargetId);
+    add(snapshot.taskFolder, remoteRow?.sshTargetId ?? null);
+  }
+  return [...folders.values()];
 }

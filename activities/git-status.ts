@@ -5,13 +5,27 @@ import { aheadBehind, currentBranch, fileStatus, gitAt, resolveCommit } from '..
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { isRealDirectory } from './workspace-fs';
+import { readRemoteGitStatus } from '../ssh/remote-git-status';
+import { loadSshTarget, typedSsh } from './ssh-workspace';
 
-export function gitStatusHostActivities({ config }: ActivityDeps) {
+export function gitStatusHostActivities({ config, pool }: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
   return {
     async readGitStatus(target: GitStatusTarget): Promise<GitStatusObservation[]> {
       return withHeartbeat('git-status', async () => {
         const observations: GitStatusObservation[] = [];
+        if (target.sshTargetId) {
+          // Read on the target, over SSH: host git inspection does not apply to a remote clone.
+          const ssh = await loadSshTarget(pool, target.sshTargetId);
+          for (const slot of target.slots) {
+            const observedAt = new Date().toISOString();
+            const status = await readRemoteGitStatus(ssh, { repoPath: slot.path, baseBranch: slot.baseBranch }).catch((err: unknown) => {
+              throw typedSsh(err);
+            });
+            if (status) observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, ...status });
+          }
+          return observations;
+        }
         for (const slot of target.slots) {
           const observedAt = new Date().toISOString();
           if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was

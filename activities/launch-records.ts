@@ -23,6 +23,7 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
       repositoryId: slot.repositoryId,
       branchSlug: slot.branchSlug,
       executorType: plan.executorType,
+      sshTargetId: plan.sshTargetId ?? null,
       identity: m ? { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } : null,
       headCommit: m?.headCommit ?? null,
       position: slot.position,
@@ -97,9 +98,9 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         const moved = await client.query(
           `UPDATE task_environments
               SET executor_type = $2, workspace_path = $3, task_folder = $4, status = 'ready', materialized = true,
-                  ownership_generation = ownership_generation + 1, materializer_session_id = $7, updated_at = now()
+                  ownership_generation = ownership_generation + 1, materializer_session_id = $7, ssh_target_id = $8, updated_at = now()
             WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
-          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration, plan.sessionId],
+          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration, plan.sessionId, plan.sshTargetId ?? null],
         );
         if (moved.rowCount !== 1) {
           const mine = await client.query(
@@ -127,7 +128,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       return rows.map((r) => ({
         repositoryId: r.repository_id,
         worktreePath: r.worktree_path!,
-        worktreeId: r.worktree_id!,
+        worktreeId: r.worktree_id,
         branch: r.worktree_branch!,
         headCommit: r.head_commit ?? '',
         createdBranch: plan.slots.find((slot) => slot.repositoryId === r.repository_id)?.createBranch ?? false,

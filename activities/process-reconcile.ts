@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { endExecution, findExecution } from '../db/executions';
 import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
+import { reconcileRemoteExecutions } from './ssh-agents';
 
 async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_path: string }): Promise<'exited' | 'vanished' | null> {
   const outcome = await readExitStatus(exec.log_path);
@@ -41,7 +42,7 @@ export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Log
 
 export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?: Logger): Promise<{ alive: number; exited: number; vanished: number }> {
   const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string }>(
-    `SELECT id, pid, process_start_time, log_path FROM executions WHERE host_id = $1 AND status = 'running'`,
+    `SELECT id, pid, process_start_time, log_path FROM executions WHERE host_id = $1 AND status = 'running' AND ssh_target_id IS NULL`,
     [hostId],
   );
   const counts = { alive: 0, exited: 0, vanished: 0 };
@@ -54,5 +55,7 @@ export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?
     const status = await collect(pool, quiet, exec);
     if (status) counts[status]++;
   }
-  return counts;
+  // Agents on SSH targets: asked of each target, one round trip per target.
+  const remote = await reconcileRemoteExecutions(pool, hostId, quiet);
+  return { alive: counts.alive + remote.alive, exited: counts.exited + remote.exited, vanished: counts.vanished + remote.vanished };
 }

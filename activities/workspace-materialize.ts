@@ -14,10 +14,13 @@ import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, 
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
+import { sshWorkspaceActivities } from './ssh-workspace';
 import { pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
-export function workspaceMaterializeActivities({ pool, config, logger }: ActivityDeps) {
+export function workspaceMaterializeActivities(deps: ActivityDeps) {
+  const { pool, config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
+  const remote = sshWorkspaceActivities(deps);
 
   async function materializeSlot(slot: SlotPlan): Promise<MaterializedSlot> {
     return withRepositoryLock(pool, slot.repositoryId, async () => {
@@ -73,6 +76,10 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
 
   /** Removes exactly what a launch made: its worktrees, the branches it created (unless they moved), its marker, its empty folder. */
   async function discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+    if (workspaceStepsOf(plan).remote) {
+      if (await mayUndo(plan)) await remote.discardRemote(plan, made);
+      return;
+    }
     for (const slot of [...made].reverse()) {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId)!;
       await withRepositoryLock(pool, slot.repositoryId, async () => {
@@ -103,6 +110,7 @@ export function workspaceMaterializeActivities({ pool, config, logger }: Activit
   return {
     async materializeWorkspace(plan: LaunchPlan): Promise<MaterializedSlot[]> {
       if (!workspaceStepsOf(plan).createWorktrees) return []; // the source checkout is the workspace: nothing to create
+      if (workspaceStepsOf(plan).remote) return withHeartbeat('materialize', () => remote.materializeRemote(plan));
       return withHeartbeat('materialize', async () => {
         const made: MaterializedSlot[] = [];
         const folderExisted = await pathExists(plan.taskFolder);

@@ -7,6 +7,8 @@ import { commonDir, gitAt, listWorktrees, showToplevel } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
+import { sshWorkspaceActivities } from './ssh-workspace';
+import { workspaceStepsOf } from '../domain/launch-plan';
 import { isRealDirectory, readMarker, sameRealPath } from './workspace-fs';
 
 export type ValidationProblem =
@@ -18,8 +20,10 @@ export type ValidationProblem =
   | 'not_a_checkout'
   | 'repository_mismatch';
 
-export function workspaceValidateActivities({ config, logger }: ActivityDeps) {
+export function workspaceValidateActivities(deps: ActivityDeps) {
+  const { config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
+  const remote = sshWorkspaceActivities(deps);
 
   async function worktreeSlotProblem(plan: LaunchPlan, slot: SlotPlan): Promise<ValidationProblem | null> {
     const rec = slot.recorded;
@@ -47,6 +51,8 @@ export function workspaceValidateActivities({ config, logger }: ActivityDeps) {
   return {
     async validateWorkspace(plan: LaunchPlan): Promise<void> {
       await withHeartbeat('validate', async () => {
+        // A remote workspace is validated on its target: host git inspection does not apply.
+        if (workspaceStepsOf(plan).remote) return remote.validateRemote(plan);
         if (plan.executorType === 'worktree' && !(await isRealDirectory(plan.workspacePath))) {
           logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, problem: 'not_a_directory' }, 'workspace validation refused');
           throw typedFailure('workspace_reuse_unsafe');

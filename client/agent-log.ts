@@ -23,11 +23,16 @@ const readOrEmpty = (file: string) => absentAs(readFile(file), Buffer.alloc(0));
 async function tailOf(logPath: string, lines: number | null): Promise<{ text: string; offset: number }> {
   const newest = await readOrEmpty(logPath);
   const text = Buffer.concat([await readOrEmpty(`${logPath}.1`), newest]).toString('utf8');
-  if (lines === null) return { text, offset: newest.length };
-  if (lines === 0) return { text: '', offset: newest.length };
+  return { text: lastLines(text, lines), offset: newest.length };
+}
+
+/** The last `lines` lines of a text (all of it for null). */
+export function lastLines(text: string, lines: number | null): string {
+  if (lines === null) return text;
+  if (lines === 0) return '';
   const parts = text.split('\n');
   const trailing = parts[parts.length - 1] === '' ? parts.pop() : undefined;
-  return { text: parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n'), offset: newest.length };
+  return parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n');
 }
 
 const sizeOf = (file: string) => absentAs(stat(file).then((s) => s.size), 0);

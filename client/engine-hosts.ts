@@ -53,13 +53,13 @@ export async function checkRepositoryOn(client: Client, config: Config, hostId: 
  * An agent's log where it lives, on its host (for a gateway that is not that host): a source the
  * log route tails and follows. A host that does not answer: `host_unavailable`.
  */
-export function logOnHost(client: Client, config: Config, hostId: string, logPath: string): LogSource {
+export function logOnHost(client: Client, config: Config, hostId: string, logPath: string, sshTargetId: string | null = null): LogSource {
   const read = async (input: Omit<LogRead, 'logPath'>) => {
     try {
       const answer = await client.workflow.execute<typeof readAgentLogOnHost>('readAgentLogOnHost', {
         workflowId: agentLogWorkflowId(randomUUID()),
         taskQueue: config.taskQueue,
-        args: [{ hostId, logPath, ...input }],
+        args: [{ hostId, logPath, ...(sshTargetId ? { sshTargetId } : {}), ...input }],
       });
       return { chunk: Buffer.from(answer.base64, 'base64'), offset: answer.offset };
     } catch (err) {

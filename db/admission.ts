@@ -4,7 +4,7 @@
  * the unique constraints and compare-and-set updates are what make the election correct.
  */
 import type pg from 'pg';
-import { classifyEnvironment, decideAdmission, isHostExecutor, type EnvironmentFacts, type EnvironmentSituation, type ExecutorType, type WorkspaceMode } from '../domain/admission';
+import { classifyEnvironment, decideAdmission, isRemoteExecutor, isRunnableExecutor, type EnvironmentFacts, type EnvironmentSituation, type ExecutorType, type WorkspaceMode } from '../domain/admission';
 import type { RefusalCode } from '../domain/errors';
 import type { LaunchPlan, LaunchRequest } from '../domain/launch';
 import { attachSlots, decideWorkspaceSteps, executorFitsSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
@@ -98,7 +98,19 @@ export async function admitResume(client: pg.PoolClient, req: { sessionId: strin
 /** Binds the admitted session to its environment: a new row for a launch, the existing one for a resume. */
 type BindSession = (environmentId: string, executorType: ExecutorType, role: 'materialized' | 'attached' | 'transitioned') => Promise<void>;
 
-async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string, bindSession: BindSession): Promise<AdmissionOutcome> {
+/** An SSH target as admission needs it: where its workspaces go, and the host whose worker talks to it. */
+interface AdmittedSshTarget {
+  id: string;
+  workspace_root: string;
+  host_id: string;
+}
+
+async function sshTargetOf(client: pg.PoolClient, id: string | null | undefined): Promise<AdmittedSshTarget | null> {
+  if (!id) return null;
+  return (await client.query<AdmittedSshTarget>('SELECT id, workspace_root, host_id FROM ssh_targets WHERE id = $1', [id])).rows[0] ?? null;
+}
+
+async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, hostWorkspaceRoot: string, bindSession: BindSession): Promise<AdmissionOutcome> {
   const taskRes = await client.query<LockedTask>(
     `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
             EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
@@ -110,11 +122,17 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
   if (task.cleanup_active) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   if (task.archived_at) return { kind: 'refused', code: 'task_archived' };
   // An executor this host cannot run is refused before any write [R3].
-  if (!isHostExecutor(req.executorType)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  if (!isRunnableExecutor(req.executorType)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
   const executorType: ExecutorType = req.executorType;
   await client.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [task.id]);
 
   const target = await admissionTarget(client, task);
+  // `ssh` works on the target the request names, else the one its canonical environment is on,
+  // from the repositories of the host whose worker talks to that target; a target unknown, or
+  // held by another host, cannot take it.
+  const ssh = executorType === 'ssh' ? await sshTargetOf(client, req.sshTargetId ?? (target.env?.executor_type === 'ssh' ? target.env.ssh_target_id : null)) : null;
+  if (executorType === 'ssh' && (!ssh || ssh.host_id !== (target.env?.host_id ?? req.hostId))) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  const workspaceRoot = ssh?.workspace_root ?? hostWorkspaceRoot;
   const decision = decideAdmission(task.workspace_mode, await situationOf(client, target));
   if (decision.kind === 'refuse') {
     if (decision.markEnvironmentFailed && target.env) await markCreatingEnvironmentFailed(client, target.env.id, null, 'materializer_gone');
@@ -127,12 +145,12 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
-      if (!(await reelectMaterializer(client, { id: env.id, executorType, hostId: req.hostId, materializerSessionId: req.sessionId }))) {
+      if (!(await reelectMaterializer(client, { id: env.id, executorType, hostId: req.hostId, materializerSessionId: req.sessionId, sshTargetId: ssh?.id ?? null }))) {
         return { kind: 'refused', code: 'workspace_preparing' };
       }
     } else {
       try {
-        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType, hostId: req.hostId, materializerSessionId: req.sessionId });
+        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType, hostId: req.hostId, materializerSessionId: req.sessionId, sshTargetId: ssh?.id ?? null });
         if (target.groupId) {
           const elected = await client.query('UPDATE workspace_groups SET environment_id = $2 WHERE id = $1 AND environment_id IS NULL', [target.groupId, environmentId]);
           if (elected.rowCount !== 1) return { kind: 'refused', code: 'workspace_preparing' };
@@ -158,22 +176,25 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         executorType,
         hostId: req.hostId,
         workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId, generation),
-        taskFolder: env?.task_folder ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
+        // A released environment's folder was on its previous executor's place; a new one is where this executor works.
+        taskFolder: (env && sameSide(env, executorType) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
         slots,
+        sshTargetId: ssh?.id ?? null,
       },
     };
   }
 
   // Attach to the canonical environment.
   const env = target.env!;
-  if (env.executor_type !== executorType) {
+  if (env.executor_type !== executorType || (executorType === 'ssh' && env.ssh_target_id !== ssh!.id)) {
     // A borrowed environment of another executor is refused, never detached [R3].
     if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
     if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     await bindSession(env.id, executorType, 'transitioned');
-    const folder = env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
+    // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
+    const folder = (sameSide(env, executorType) && env.ssh_target_id === (ssh?.id ?? null) ? env.task_folder : null) ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
     const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id, env.layout_generation);
     return {
       kind: 'admitted',
@@ -190,6 +211,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         taskFolder: folder,
         slots,
         transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
+        sshTargetId: ssh?.id ?? null,
       },
     };
   }
@@ -217,6 +239,10 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         target.slots,
         rows.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug, worktreeId: r.worktree_id, worktreePath: r.worktree_path, worktreeBranch: r.worktree_branch })),
       ),
+      sshTargetId: env.ssh_target_id,
     },
   };
 }
+
+/** Whether an environment's files are on the same side (the host, or a remote place) as an executor's. */
+const sameSide = (env: { executor_type: ExecutorType }, executor: ExecutorType): boolean => isRemoteExecutor(env.executor_type) === isRemoteExecutor(executor);

@@ -72,8 +72,9 @@ export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<Sn
     base_branch: string | null;
     default_branch: string;
     status: 'active' | 'retained';
+    ssh_target_id: string | null;
   }>(
-    `SELECT er.id, er.repository_id, r.path, er.worktree_id, er.worktree_path, er.worktree_branch, er.head_commit, er.status,
+    `SELECT er.id, er.repository_id, r.path, er.worktree_id, er.worktree_path, er.worktree_branch, er.head_commit, er.status, er.ssh_target_id,
             tr.base_branch, r.default_branch
        FROM environment_repos er JOIN repositories r ON r.id = er.repository_id
        LEFT JOIN task_repositories tr ON tr.task_id = $2 AND tr.repository_id = er.repository_id
@@ -92,17 +93,18 @@ export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<Sn
     baseBranch: r.base_branch ?? r.default_branch,
     taskOwnsBranch: isTaskBranch(r.worktree_branch, env.task_id),
     status: r.status,
+    sshTargetId: r.ssh_target_id,
   }));
 }
 
 /** Running agent processes of the task's sessions, and of any session in the environment when it is cleaned. */
 export async function snapshotProcesses(db: Db, taskId: string, environmentId: string | null): Promise<SnapshotProcess[]> {
-  const res = await db.query<{ id: string; host_id: string; pid: number; process_start_time: string }>(
-    `SELECT x.id, x.host_id, x.pid, x.process_start_time FROM executions x JOIN sessions s ON s.id = x.session_id
+  const res = await db.query<{ id: string; host_id: string; pid: number; process_start_time: string; ssh_target_id: string | null; log_path: string }>(
+    `SELECT x.id, x.host_id, x.pid, x.process_start_time, x.ssh_target_id, x.log_path FROM executions x JOIN sessions s ON s.id = x.session_id
       WHERE x.status = 'running' AND (s.task_id = $1 OR ($2::uuid IS NOT NULL AND s.environment_id = $2::uuid))`,
     [taskId, environmentId],
   );
-  return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id, pid: r.pid, processStartTime: r.process_start_time }));
+  return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id, pid: r.pid, processStartTime: r.process_start_time, ...(r.ssh_target_id ? { sshTargetId: r.ssh_target_id, logPath: r.log_path } : {}) }));
 }
 
 /**

@@ -15,9 +15,11 @@ export interface EnvironmentRow {
   task_folder: string | null;
   /** 0, or how many times an operator abandoned its workspace: the next materialization's folder and branch (domain/task-layout.ts). */
   layout_generation: number;
+  /** `ssh`: the target its workspace is on (null for the host's executors). */
+  ssh_target_id: string | null;
 }
 
-const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder, layout_generation';
+const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder, layout_generation, ssh_target_id';
 
 export async function environmentOfTask(db: Db, taskId: string, forUpdate = false): Promise<EnvironmentRow | null> {
   const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [taskId]);
@@ -31,26 +33,26 @@ export async function environmentById(db: Db, id: string): Promise<EnvironmentRo
 
 export async function insertCreatingEnvironment(
   db: Db,
-  env: { id: string; taskId: string; executorType: ExecutorType; hostId: string; materializerSessionId: string },
+  env: { id: string; taskId: string; executorType: ExecutorType; hostId: string; materializerSessionId: string; sshTargetId: string | null },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO task_environments (id, task_id, executor_type, host_id, status, materializer_session_id)
-     VALUES ($1, $2, $3, $4, 'creating', $5)`,
-    [env.id, env.taskId, env.executorType, env.hostId, env.materializerSessionId],
+    `INSERT INTO task_environments (id, task_id, executor_type, host_id, status, materializer_session_id, ssh_target_id)
+     VALUES ($1, $2, $3, $4, 'creating', $5, $6)`,
+    [env.id, env.taskId, env.executorType, env.hostId, env.materializerSessionId, env.sshTargetId],
   );
 }
 
 /** Re-elects a failed environment that never materialized, or one cleanup released: compare-and-set on its state. */
 export async function reelectMaterializer(
   db: Db,
-  env: { id: string; executorType: ExecutorType; hostId: string; materializerSessionId: string },
+  env: { id: string; executorType: ExecutorType; hostId: string; materializerSessionId: string; sshTargetId: string | null },
 ): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments
-        SET status = 'creating', materializer_session_id = $2, executor_type = $3, host_id = $4,
+        SET status = 'creating', materializer_session_id = $2, executor_type = $3, host_id = $4, ssh_target_id = $5,
             workspace_path = NULL, materialized = false, failure_reason = NULL, ownership_generation = ownership_generation + 1, updated_at = now()
       WHERE id = $1 AND ((status = 'failed' AND NOT materialized) OR status = 'released')`,
-    [env.id, env.materializerSessionId, env.executorType, env.hostId],
+    [env.id, env.materializerSessionId, env.executorType, env.hostId, env.sshTargetId],
   );
   return res.rowCount === 1;
 }
@@ -111,6 +113,8 @@ export interface IncomingInventoryRow extends InventoryFields {
   repositoryId: string;
   branchSlug: string;
   executorType: ExecutorType;
+  /** `ssh`: the target the row's remote path is on. */
+  sshTargetId?: string | null;
 }
 
 /** Writes one slot's active row, applying the merge rule [R4] to what is already recorded. */
@@ -124,7 +128,8 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
   const merged = mergeInventoryRow(
     current
       ? {
-          identity: current.worktree_id ? { worktreeId: current.worktree_id, worktreePath: current.worktree_path!, worktreeBranch: current.worktree_branch! } : null,
+          // A remote row has no host worktree id: its remote path and branch are its identity.
+          identity: current.worktree_path && current.worktree_branch ? { worktreeId: current.worktree_id, worktreePath: current.worktree_path, worktreeBranch: current.worktree_branch } : null,
           headCommit: current.head_commit,
           position: current.position,
           error: current.error,
@@ -141,9 +146,9 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
     );
   } else {
     await db.query(
-      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [incoming.id, environmentId, incoming.repositoryId, incoming.branchSlug, incoming.executorType, ...values],
+      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error, ssh_target_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [incoming.id, environmentId, incoming.repositoryId, incoming.branchSlug, incoming.executorType, ...values, incoming.sshTargetId ?? null],
     );
   }
 }

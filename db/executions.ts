@@ -15,9 +15,11 @@ export interface ExecutionRow {
   ended_at: Date | null;
   exit_code: number | null;
   signal: string | null;
+  /** An agent on an SSH target: its pid, start time, cwd and log are the target's; null on the host itself. */
+  ssh_target_id: string | null;
 }
 
-const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal';
+const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
 
 export async function findExecution(db: Db, id: string): Promise<ExecutionRow | null> {
   const res = await db.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE id = $1`, [id]);
@@ -39,11 +41,11 @@ export async function latestExecutions(db: Db, sessionIds: string[]): Promise<Ma
 }
 
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
-export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal'>): Promise<void> {
+export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'> & { ssh_target_id?: string | null }): Promise<void> {
   await db.query(
-    `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-    [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status],
+    `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, ssh_target_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+    [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status, row.ssh_target_id ?? null],
   );
 }
 

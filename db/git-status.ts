@@ -34,8 +34,8 @@ export async function observationsOf(db: Db, environmentId: string): Promise<Git
 
 /** Where to look: the canonical workspace of each active slot, never the source checkout of a worktree slot. */
 export async function statusTarget(db: Db, environmentId: string): Promise<GitStatusTarget | null> {
-  const res = await db.query<{ host_id: string; repository_id: string; path: string; base_branch: string | null }>(
-    `SELECT e.host_id, er.repository_id, COALESCE(er.worktree_path, e.workspace_path) AS path,
+  const res = await db.query<{ host_id: string; ssh_target_id: string | null; repository_id: string; path: string; base_branch: string | null }>(
+    `SELECT e.host_id, e.ssh_target_id, er.repository_id, COALESCE(er.worktree_path, e.workspace_path) AS path,
             (SELECT tr.base_branch FROM task_repositories tr WHERE tr.task_id = e.task_id AND tr.repository_id = er.repository_id) AS base_branch
        FROM task_environments e JOIN environment_repos er ON er.environment_id = e.id AND er.status = 'active'
       WHERE e.id = $1 AND e.status IN ('ready', 'stopped') ORDER BY er.position`,
@@ -45,6 +45,7 @@ export async function statusTarget(db: Db, environmentId: string): Promise<GitSt
   return {
     environmentId,
     hostId: res.rows[0]!.host_id,
+    sshTargetId: res.rows[0]!.ssh_target_id,
     slots: res.rows.map((r) => ({ repositoryId: r.repository_id, path: r.path, baseBranch: r.base_branch ?? 'HEAD' })),
   };
 }

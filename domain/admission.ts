@@ -8,18 +8,25 @@ import type { RefusalCode } from './errors';
 export const WORKSPACE_MODES = ['new_workspace', 'inherit_parent', 'shared_group'] as const;
 export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
 
-/** Executors this host runs: their workspaces can be inspected with git on the host. */
-export const EXECUTOR_TYPES = ['worktree', 'local'] as const;
+/**
+ * Executors a host runs: `worktree` and `local` keep their files on the host (git on the host
+ * inspects them); `ssh` keeps them on an SSH target the host's worker talks to, where the
+ * executor's own inventory and runtime handle are the authority (ssh/).
+ */
+export const EXECUTOR_TYPES = ['worktree', 'local', 'ssh'] as const;
 export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
 
 /**
- * Remote executor kinds the contract knows. None is configured on a host of this build, so a
- * launch asking for one is refused `workspace_reuse_unsupported` before any side effect.
+ * Remote executor kinds the contract knows but this build does not run: a launch asking for one
+ * is refused `workspace_reuse_unsupported` before any side effect.
  */
-export const REMOTE_EXECUTOR_KINDS = ['ssh', 'container', 'sandbox'] as const;
-export type RequestedExecutor = ExecutorType | (typeof REMOTE_EXECUTOR_KINDS)[number];
+export const UNSUPPORTED_EXECUTOR_KINDS = ['container', 'sandbox'] as const;
+export type RequestedExecutor = ExecutorType | (typeof UNSUPPORTED_EXECUTOR_KINDS)[number];
 
-export const isHostExecutor = (kind: string): kind is ExecutorType => (EXECUTOR_TYPES as readonly string[]).includes(kind);
+export const isRunnableExecutor = (kind: string): kind is ExecutorType => (EXECUTOR_TYPES as readonly string[]).includes(kind);
+
+/** Whether an executor's files live on a remote place the host cannot inspect with its own git. */
+export const isRemoteExecutor = (kind: string): boolean => kind === 'ssh';
 
 export type EnvironmentStatus = 'creating' | 'ready' | 'stopped' | 'failed' | 'released';
 

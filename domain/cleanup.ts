@@ -58,6 +58,8 @@ export interface SnapshotWorktree {
   /** The branch is the task's own (created for it), so delete may remove it when merged. */
   taskOwnsBranch: boolean;
   status: 'active' | 'retained';
+  /** A clone on this SSH target (its path is the target's): removed over SSH. Absent in older snapshots. */
+  sshTargetId?: string | null;
 }
 
 export interface SnapshotProcess {
@@ -65,6 +67,10 @@ export interface SnapshotProcess {
   hostId: string;
   pid: number;
   processStartTime: string;
+  /** An agent on this SSH target: stopped over SSH. Absent in older snapshots. */
+  sshTargetId?: string | null;
+  /** Its log on the target, beside which the runner writes its exit status. */
+  logPath?: string;
 }
 
 export interface CleanupSnapshot {
@@ -119,12 +125,23 @@ export const emptyReport = (): CleanupReport => ({ worktrees: [], branches: [], 
 
 const DONE_OUTCOMES: WorktreeOutcome[] = ['removed', 'saved_and_removed', 'already_gone'];
 
+/**
+ * What the report says of one snapshot row. A repository may have several rows (a transition
+ * retains the previous executor's, with its own path: a host worktree and a remote clone), so a
+ * row is found by repository AND path (every report entry carries the row's path).
+ */
+export function reportedOutcome(report: CleanupReport, row: Pick<SnapshotWorktree, 'repositoryId' | 'worktreePath'>): WorktreeOutcome | undefined {
+  return report.worktrees.find((w) => w.repositoryId === row.repositoryId && w.worktreePath === row.worktreePath)?.outcome;
+}
+
+export const isDoneOutcome = (outcome: WorktreeOutcome | undefined): boolean => outcome !== undefined && DONE_OUTCOMES.includes(outcome);
+
 /** The worktrees of the snapshot an ended job did not remove: what a cancelled delete leaves on disk. */
 export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupReport): AbandonedWorkspace {
-  const done = (repositoryId: string) => report.worktrees.some((w) => w.repositoryId === repositoryId && DONE_OUTCOMES.includes(w.outcome));
+  const done = (row: SnapshotWorktree) => DONE_OUTCOMES.includes(reportedOutcome(report, row) as WorktreeOutcome);
   return {
     taskFolder: snapshot.taskFolder,
-    worktrees: snapshot.worktrees.filter((w) => w.worktreePath && !done(w.repositoryId)).map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
+    worktrees: snapshot.worktrees.filter((w) => w.worktreePath && !done(w)).map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
   };
 }
 
@@ -135,10 +152,9 @@ export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupRepo
  * left: only the rows of a removed task, which the job owns, take the last two.)
  */
 export function inventoryOutcomes(snapshot: CleanupSnapshot, report: CleanupReport, state: 'succeeded' | 'cancelled'): Record<'deleted' | 'kept' | 'abandoned', string[]> {
-  const outcomeOf = (repositoryId: string) => report.worktrees.find((w) => w.repositoryId === repositoryId)?.outcome;
   const out: Record<'deleted' | 'kept' | 'abandoned', string[]> = { deleted: [], kept: [], abandoned: [] };
   for (const w of snapshot.worktrees) {
-    const outcome = outcomeOf(w.repositoryId);
+    const outcome = reportedOutcome(report, w);
     if (outcome === 'kept_dirty') out.kept.push(w.inventoryRowId);
     else if (outcome !== undefined) out.deleted.push(w.inventoryRowId);
     else if (state === 'cancelled') out.abandoned.push(w.inventoryRowId);
@@ -162,6 +178,12 @@ export type CleanupErrorClass =
   | 'save_uncommitted_failed'
   | 'database_failed'
   | 'host_unavailable'
+  /** An SSH target did not answer (a remote clone or agent could not be reached). */
+  | 'ssh_target_unavailable'
+  /** The target presented another host key than the one pinned: an operator decides. */
+  | 'ssh_host_key_mismatch'
+  /** A remote task branch's commits could not be brought back to the host repository (diverged, or checked out there): the clone is kept. */
+  | 'remote_branch_not_brought_back'
   | 'internal';
 
 /**
@@ -185,6 +207,9 @@ export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operat
   save_uncommitted_failed: 'retry',
   database_failed: 'retry',
   host_unavailable: 'retry',
+  ssh_target_unavailable: 'retry',
+  ssh_host_key_mismatch: 'operator',
+  remote_branch_not_brought_back: 'operator',
   internal: 'retry',
 };
 

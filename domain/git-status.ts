@@ -15,5 +15,7 @@ export interface GitStatusObservation {
 export interface GitStatusTarget {
   environmentId: string;
   hostId: string;
+  /** The environment's workspace is on this SSH target: its status is read there. Absent before ssh. */
+  sshTargetId?: string | null;
   slots: { repositoryId: string; path: string; baseBranch: string }[];
 }

@@ -5,7 +5,8 @@
  * - An incoming row with a worktree id replaces id, path and branch together [R4.2].
  */
 export interface WorktreeIdentity {
-  worktreeId: string;
+  /** git's worktree id on the host; null for a remote executor's row (inventory-only plus its remote path). */
+  worktreeId: string | null;
   worktreePath: string;
   worktreeBranch: string;
 }

@@ -69,13 +69,16 @@ export function attachSlots(repos: RepositorySlot[], rows: RecordedRow[]): SlotP
 export interface WorkspaceSteps {
   /** Read-only validation of the workspace before the agent starts (attach; a `local` target, the source checkout). */
   validate: boolean;
-  /** Worktrees to create (a first `worktree` workspace, or a transition to `worktree`). */
+  /** Worktrees to create (a first `worktree` workspace, or a transition to `worktree`); clones on the target for `ssh`. */
   createWorktrees: boolean;
+  /** The workspace is on an SSH target: every step on it goes over SSH, never through the host's git. */
+  remote?: boolean;
 }
 
 export function decideWorkspaceSteps(role: SessionRoleName, executor: ExecutorType): WorkspaceSteps {
-  if (role === 'attached') return { validate: true, createWorktrees: false };
-  return executor === 'local' ? { validate: true, createWorktrees: false } : { validate: false, createWorktrees: true };
+  const remote = executor === 'ssh';
+  if (role === 'attached') return { validate: true, createWorktrees: false, remote };
+  return executor === 'local' ? { validate: true, createWorktrees: false, remote } : { validate: false, createWorktrees: true, remote };
 }
 
 /** The plan's own decision; plans admitted before it carried one decide the same from their role and executor. */

@@ -16,6 +16,8 @@ export interface LaunchRequest {
   name: string | null;
   /** The host a new environment is materialized on. */
   hostId: string;
+  /** `ssh`: the target a new workspace is made on (an attach uses the environment's own). */
+  sshTargetId?: string | null;
   /**
    * Set when the workflow was started on `hostId`'s queue (`<sharedQueue>-host-<hostId>`): that
    * host's steps then run as its local activities. Part of the input, so replay decides the same.
@@ -59,14 +61,17 @@ export interface LaunchPlan {
   /** Set for an executor transition: the environment is rebound only if it is still what admission saw [R3]. */
   transition?: { fromExecutorType: ExecutorType; ownershipGeneration: number };
   /** What it does with its workspace (domain/launch-plan.ts `decideWorkspaceSteps`); absent in plans admitted before. */
-  workspace?: { validate: boolean; createWorktrees: boolean };
+  workspace?: { validate: boolean; createWorktrees: boolean; remote?: boolean };
+  /** `ssh`: the target holding the workspace (paths of the plan are on it). */
+  sshTargetId?: string | null;
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */
 export interface MaterializedSlot {
   repositoryId: string;
   worktreePath: string;
-  worktreeId: string;
+  /** null for a remote clone: no host worktree id. */
+  worktreeId: string | null;
   branch: string;
   headCommit: string;
   createdBranch: boolean;
@@ -96,5 +101,6 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     prompt,
     // The repositories' git folders: a worktree's commits are written there.
     gitDirs: plan.slots.map((slot) => `${slot.sourcePath}/.git`),
+    sshTargetId: plan.sshTargetId ?? null,
   };
 }

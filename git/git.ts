@@ -188,7 +188,11 @@ export async function worktreeDirtiness(dir: string, options: GitOptions): Promi
 
 /** Changed, staged and untracked files of a worktree (porcelain v1, NUL separated, so any file name is safe). */
 export async function fileStatus(dir: string, options: GitOptions): Promise<FileStatus[]> {
-  const out = await run(gitAt(dir, options), ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
+  return parsePorcelainZ(await run(gitAt(dir, options), ['status', '--porcelain=v1', '-z', '--untracked-files=all']));
+}
+
+/** The files of `git status --porcelain=v1 -z` output (a rename's source is skipped). */
+export function parsePorcelainZ(out: string): FileStatus[] {
   const parts = out.split('\0');
   const files: FileStatus[] = [];
   for (let i = 0; i < parts.length; i++) {

@@ -94,9 +94,9 @@ type RemoveAnswer = (typeof REMOVE_ANSWERS)[number];
  */
 export async function removeRemoteClone(
   target: SshTarget,
-  a: { taskFolder: string; markerText: string; repoPath: string; expectedBranch: string; expectedHead: string },
+  a: { taskFolder: string; markerText: string; repoPath: string; expectedBranch: string; expectedHead: string; /** Its uncommitted work was saved as this commit: removable while it is exactly that. */ savedCommit?: string | null },
 ): Promise<RemoveAnswer> {
-  const args = [absolutePath(a.taskFolder), a.markerText, absolutePath(a.repoPath), a.expectedBranch, a.expectedHead];
+  const args = [absolutePath(a.taskFolder), a.markerText, absolutePath(a.repoPath), a.expectedBranch, a.expectedHead, a.savedCommit ?? ''];
   const result = await runScript(target, REMOVE_CLONE, args, { timeoutMs: BUNDLE_TIMEOUT_MS });
   const answer = result.stdout.toString('utf8').trim() as RemoveAnswer;
   if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'removal_incomplete' : 'remove_failed');

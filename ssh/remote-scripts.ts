@@ -54,7 +54,12 @@ clone_check() {
   top=$(g -C "$1" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null) && real=$(realpath -e -- "$1" 2>/dev/null) && [ "$top" = "$real" ] || { echo not_a_checkout; return; }
   [ "$(g -C "$1" symbolic-ref --quiet HEAD 2>/dev/null)" = "refs/heads/$2" ] || { echo other_branch; return; }
   [ "$(g -C "$1" rev-parse --verify --quiet HEAD 2>/dev/null)" = "$3" ] || { echo moved; return; }
-  st=$(g -C "$1" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null) && [ -z "$st" ] || { echo dirty; return; }
+  if [ -n "\${4:-}" ]; then
+    # Saved first (a consented delete): removable only while it is exactly what was saved.
+    g -C "$1" add --all >/dev/null 2>&1 && [ "$(g -C "$1" write-tree 2>/dev/null)" = "$(g -C "$1" rev-parse --verify --quiet "$4^{tree}" 2>/dev/null)" ] || { echo dirty; return; }
+  else
+    st=$(g -C "$1" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null) && [ -z "$st" ] || { echo dirty; return; }
+  fi
   # A stash lives only in the clone: removing it would lose that work.
   if g -C "$1" rev-parse --verify --quiet refs/stash >/dev/null 2>&1; then echo dirty; return; fi
 }
@@ -408,11 +413,11 @@ g -C "$1" bundle create --quiet - "refs/heads/$2" || exit 11
  * runs in this script right before the removal. Prints removed | already_gone | a refusal reason.
  */
 export const REMOVE_CLONE = script(`
-folder=$1 text=$2 repo=$3 branch=$4 head=$5
+folder=$1 text=$2 repo=$3 branch=$4 head=$5 saved=\${6:-}
 present "$repo" || { echo already_gone; exit 0; }
 real_dir "$repo" || { echo not_a_directory; exit 0; }
 if ! marker_is "$folder/${MARKER_FILE_NAME}" "$text" || ! in_folder "$repo" "$folder"; then echo marker_mismatch; exit 0; fi
-reason=$(clone_check "$repo" "$branch" "$head")
+reason=$(clone_check "$repo" "$branch" "$head" "$saved")
 [ -z "$reason" ] || { echo "$reason"; exit 0; }
 rm -rf --one-file-system -- "$repo"
 present "$repo" && exit 10

@@ -144,7 +144,7 @@ describe('local → worktree', () => {
 });
 
 describe('unsupported executors', () => {
-  it('a remote executor kind not configured on this host is refused workspace_reuse_unsupported before any side effect', async () => {
+  it('ssh with no target to run on, and a remote kind this build does not run, are refused workspace_reuse_unsupported before any side effect', async () => {
     const t = await taskOn(h, 'worktree');
     const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsupported', { body: { executorType: 'ssh' }, watch: [t.repo, t.worktree] });
     expect(body.error).toMatchObject({ recoverable: false, action: 'choose_executor' });

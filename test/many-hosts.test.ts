@@ -24,7 +24,7 @@ describe('hosts are records', () => {
     const listed = await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN);
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     const byId = Object.fromEntries(listed.body.items.map((x: any) => [x.hostId, x]));
-    expect(byId[h.config.hostId]).toMatchObject({ live: true, workspaceRoot: h.config.workspaceRoot, executors: ['worktree', 'local'] });
+    expect(byId[h.config.hostId]).toMatchObject({ live: true, workspaceRoot: h.config.workspaceRoot, executors: ['worktree', 'local', 'ssh'] });
     expect(byId['host-beats']).toMatchObject({ live: true, workspaceRoot: `${h.scratch}/beats-root` });
     expect(typeof byId['host-beats'].version).toBe('string');
     expect((await h.api('GET', '/v1/hosts')).status).toBe(403);

@@ -1,4 +1,5 @@
 /** Entry point of the worker process. */
+import { closeSshConnections } from '../ssh/connection';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   }
   await worker.done;
   clearInterval(exitCheck);
+  await closeSshConnections();
   stopped.abort();
   await reconciled;
   await pool.end();

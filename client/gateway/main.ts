@@ -3,6 +3,7 @@
  * default), its Temporal client shares one connection with a worker on this host's queue, so a
  * launch or resume it starts comes back in the start call's answer (eager workflow start).
  */
+import { closeSshConnections } from '../../ssh/connection';
 import os from 'node:os';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
       void app.close().then(async () => {
         // Launches in flight finish first: their HTTP requests are answered by then.
         await launches?.shutdown();
+        await closeSshConnections();
         await pool.end();
         await connection.close();
         process.exit(0);

@@ -99,6 +99,8 @@ export const LaunchBody = Type.Object(
     /** Written to a file in the execution's run folder; its path is TWS_PROMPT_FILE. */
     prompt: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     name: Type.Optional(Type.String({ maxLength: 200 })),
+    /** `ssh`: the target (`POST /v1/ssh-targets`) to make the workspace on; without it, the one the task's workspace is on. */
+    sshTargetId: Type.Optional(Uuid),
   },
   { additionalProperties: false },
 );

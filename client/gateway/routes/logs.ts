@@ -7,6 +7,9 @@ import { followLog, localLog } from '../../agent-log';
 import { logOnHost } from '../../engine-hosts';
 import { notFound, refusalError } from '../api-error';
 import { EngineRefusal } from '../../typed-outcome';
+import { ApplicationFailure } from '@temporalio/common';
+import { isErrorCode } from '../../../domain/errors';
+import { remoteLogOf } from '../../../activities/agent-log-read';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 
@@ -30,19 +33,33 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const exec = request.query.executionId ? await findExecution(ctx.pool, request.query.executionId) : await latestExecution(ctx.pool, session.id);
         if (!exec || exec.session_id !== session.id) throw notFound('Execution');
         // The log lives on the agent's host: read here where this is that host, else asked of that host through its queue.
-        const source = exec.host_id === ctx.config.hostId ? localLog(exec.log_path) : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path);
+        // An agent on an SSH target: its log is read there, by the host that talks to the target.
+        const here = exec.host_id === ctx.config.hostId;
+        const source = exec.ssh_target_id
+          ? here
+            ? await remoteLogOf(ctx.pool, exec.ssh_target_id, exec.log_path).catch(refused)
+            : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path, exec.ssh_target_id)
+          : here
+            ? localLog(exec.log_path)
+            : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path);
         const tail = request.query.tail === undefined ? null : Number(request.query.tail);
-        const head = await source.tail(tail).catch((err: unknown) => {
-          throw err instanceof EngineRefusal ? refusalError(err.refusal) : err;
-        });
+        const head = await source.tail(tail).catch(refused);
         reply.type('text/plain; charset=utf-8');
         if (request.query.follow !== '1' && request.query.follow !== 'true') return head.text.toString('utf8');
         const running = async () => (await findExecution(ctx.pool, exec.id))?.status === 'running';
-        const stream = followLog(source, head.offset, running, exec.host_id === ctx.config.hostId ? 250 : 1000);
+        const stream = followLog(source, head.offset, running, here && !exec.ssh_target_id ? 250 : 1000);
         stream.unshift(head.text);
         // A stream is sent as it comes (chunked), not serialized.
         return reply.send(stream as unknown as string);
       },
     );
   };
+}
+
+/** A refusal of the host or the target (typed) as the API error it is. */
+function refused(err: unknown): never {
+  if (err instanceof EngineRefusal) throw refusalError(err.refusal);
+  // Read here (an SSH target this host talks to): the step's typed failure, as a workflow's would be.
+  if (err instanceof ApplicationFailure && isErrorCode(err.type)) throw refusalError({ code: err.type, details: (err.details?.[0] ?? {}) as Record<string, unknown> });
+  throw err;
 }

@@ -9,6 +9,7 @@ import { claimIdempotencyKey } from '../../../db/idempotency';
 import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
 import { admittedPlanOf, findSession, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
+import { getSshTarget } from '../../../db/ssh-targets';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
@@ -159,13 +160,15 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       '/v1/tasks/:id/sessions',
       { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, body: LaunchBody, response: { 201: LaunchResponse, 202: AcceptedLaunch, ...errorResponses } } },
       async (request, reply) => {
-        const { executorType, agentProfile, name, prompt } = request.body;
+        const { executorType, agentProfile, name, prompt, sshTargetId } = request.body;
         const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
+        if (sshTargetId !== undefined && executorType !== 'ssh') throw badRequest('sshTargetId is for the ssh executor.');
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        if (sshTargetId !== undefined && !(await getSshTarget(ctx.pool, sshTargetId))) throw notFound('SSH target');
         const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
         const hostId = await launchHost(ctx, { taskId: request.params.id });
-        const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null, hostId };
+        const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null, hostId, sshTargetId: sshTargetId ?? null };
         if (respondAsync(request.headers)) {
           // Answered once admitted; the session tells the outcome [api: Prefer: respond-async].
           const admitted = await startLaunch(ctx.temporal, ctx.config, launchRequest, async () => (await admittedPlanOf(ctx.pool, sessionId)) !== null).catch((err) => engineOutage(err, sessionId));

@@ -1,0 +1,164 @@
+/**
+ * Agents of the `ssh` executor: started detached on the target in their own process group,
+ * identified by the target's pid AND start time, output in a log on the target, the exit status
+ * written there by the runner (ssh/remote-agent.ts). The records are the host's: the execution
+ * row names the target, so every stop, cleanup and exit check asks that target, never the host's
+ * own /proc.
+ */
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { cleanupBarrierStands } from '../db/barrier';
+import { endExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
+import { inTransaction, type Db, type Pool } from '../db/pool';
+import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
+import { agentVariableProblem } from '../domain/agent-env';
+import { readRemoteExitStatus, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../ssh/remote-agent';
+import type { SshTarget } from '../ssh/connection';
+import type { ActivityDeps } from './deps';
+import { typedFailure } from './failures';
+import { loadSshTarget, typedSsh } from './ssh-workspace';
+import type { StartAgentInput, StartedAgent } from './agent-process';
+import { EXECUTION_MARK } from './process-identity';
+
+/** Where an execution's log and status live on its target: outside every task folder, so an agent never sees them in its workspace. */
+export function remoteRunFiles(target: SshTarget, input: { taskId: string; sessionId: string; executionId: string }) {
+  const base = path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs', input.taskId, input.sessionId, input.executionId);
+  return { logPath: `${base}.log`, statusPath: `${base}.exit`, promptPath: `${base}.prompt` };
+}
+
+export const remoteStatusPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.exit';
+
+/** The agent's variables on the target: the profile's and the request's, then the service's identity of it; nothing of the service's own environment. */
+export function remoteAgentEnvironment(input: StartAgentInput): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.env ?? {})) if (agentVariableProblem(name) === null) env[name] = value;
+  env.TWS_SESSION_ID = input.sessionId;
+  env.TWS_TASK_ID = input.taskId;
+  env.TWS_WORKSPACE = input.cwd;
+  env[EXECUTION_MARK] = input.executionId;
+  return env;
+}
+
+export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
+  /**
+   * The start on the target and its record in one transaction under the cleanup barrier's share
+   * lock, as for a host agent: a cleanup either prepares after this (and its snapshot holds the
+   * process) or before (and nothing starts). A target that does not answer starts nothing.
+   */
+  async function startRemote(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+    const target = await loadSshTarget(pool, input.sshTargetId);
+    const files = remoteRunFiles(target, input);
+    // The intent tells a re-run after a crash that a start may have happened: it then refuses
+    // rather than start a second agent (the remote mark, TWS_EXECUTION_ID, names the first).
+    if (!(await recordSpawnIntent(pool, { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId }))) {
+      logger.warn({ sessionId: input.sessionId, executionId: input.executionId }, 'a remote start was interrupted before it was recorded; refusing to start a second agent');
+      throw typedFailure('internal');
+    }
+    let spawned = false;
+    const started = await inTransaction(pool, async (client) => {
+      if (await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId])) {
+        await dropSpawnIntent(client, input.executionId);
+        return null;
+      }
+      await recordWithStart?.(client);
+      const agent = await startRemoteAgent(target, {
+        cwd: input.cwd,
+        logPath: files.logPath,
+        statusPath: files.statusPath,
+        promptPath: files.promptPath,
+        prompt: input.prompt ?? null,
+        env: remoteAgentEnvironment(input),
+        argv: input.command,
+      });
+      if ('notStartable' in agent) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
+      spawned = true;
+      await insertExecution(client, {
+        id: input.executionId,
+        session_id: input.sessionId,
+        host_id: config.hostId,
+        pid: agent.pid,
+        process_start_time: agent.startTime,
+        cwd: input.cwd,
+        log_path: files.logPath,
+        status: 'running',
+        ssh_target_id: target.id,
+      });
+      await dropSpawnIntent(client, input.executionId);
+      return agent;
+    }).catch(async (err: unknown) => {
+      // Nothing started (refused before the spawn, or the target did not answer): no intent is
+      // left. An agent that started but was not recorded keeps the intent: no second one starts.
+      if (!spawned) await dropSpawnIntent(pool, input.executionId).catch(() => undefined);
+      throw typedSsh(err);
+    });
+    if (!started) throw typedFailure('task_cleanup_in_progress');
+    return { executionId: input.executionId, pid: started.pid, status: 'running' };
+  }
+
+  /**
+   * Stops a recorded remote agent: marked stopped before the signal, then its group on the target
+   * (only while the pid still has its start time), the outcome read from the target. False when it
+   * would not stop (the execution reads running again). A target that does not answer throws.
+   */
+  async function stopRemote(exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>): Promise<ExecutionStatus> {
+    const target = await loadSshTarget(pool, exec.ssh_target_id);
+    await setExecutionStatus(pool, exec.id, 'stopped');
+    let outcome: Awaited<ReturnType<typeof stopRemoteAgent>>;
+    try {
+      outcome = await stopRemoteAgent(target, { pid: exec.pid, startTime: exec.process_start_time, graceMs: config.agentStopGraceMs });
+    } catch (err) {
+      await setExecutionStatus(pool, exec.id, 'running');
+      throw typedSsh(err);
+    }
+    if (outcome === 'would_not_stop') {
+      await setExecutionStatus(pool, exec.id, 'running');
+      throw typedFailure('internal');
+    }
+    const status = await readRemoteExitStatus(target, remoteStatusPath(exec.log_path)).catch(() => null);
+    if (outcome === 'gone' && !status) {
+      await setExecutionStatus(pool, exec.id, 'vanished');
+      return 'vanished';
+    }
+    await markStopped(pool, exec.id, status);
+    return 'stopped';
+  }
+
+  return { startRemote, stopRemote };
+}
+
+/**
+ * Remote agents of this host recorded running whose process is gone: their outcome is read from
+ * the status file the runner wrote (none: `vanished`). A target that does not answer leaves its
+ * agents as they are: nothing is concluded from silence.
+ */
+export async function reconcileRemoteExecutions(pool: Pool, hostId: string, logger: Pick<Logger, 'info' | 'warn'>): Promise<{ alive: number; exited: number; vanished: number }> {
+  const counts = { alive: 0, exited: 0, vanished: 0 };
+  const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string; ssh_target_id: string }>(
+    `SELECT id, pid, process_start_time, log_path, ssh_target_id FROM executions WHERE host_id = $1 AND status = 'running' AND ssh_target_id IS NOT NULL ORDER BY ssh_target_id`,
+    [hostId],
+  );
+  const byTarget = new Map<string, typeof res.rows>();
+  for (const row of res.rows) byTarget.set(row.ssh_target_id, [...(byTarget.get(row.ssh_target_id) ?? []), row]);
+  for (const [targetId, rows] of byTarget) {
+    try {
+      const target = await loadSshTarget(pool, targetId);
+      const alive = await remoteProcesses(target, rows.map((r) => ({ pid: r.pid, startTime: r.process_start_time })));
+      for (const [i, row] of rows.entries()) {
+        if (alive[i]!.alive) {
+          counts.alive++;
+          continue;
+        }
+        const outcome = await readRemoteExitStatus(target, remoteStatusPath(row.log_path));
+        const status = outcome ? 'exited' : 'vanished';
+        const ended = await endExecution(pool, row.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
+        if (ended) {
+          counts[status]++;
+          logger.info({ sessionId: ended.sessionId, executionId: row.id, status, exitCode: outcome?.exitCode ?? null }, 'remote agent ended');
+        }
+      }
+    } catch (err) {
+      logger.warn({ err: err instanceof Error ? err.message : err, sshTargetId: targetId }, 'remote agents not checked now; the target did not answer');
+    }
+  }
+  return counts;
+}

@@ -1,0 +1,143 @@
+/**
+ * Cleanup of the `ssh` executor's clones, on the host whose worker talks to the target, with the
+ * same audit, outcomes, failure classes and retry schedule as a host worktree:
+ * - the audit over SSH: the clone is a real directory, a git top level, on the recorded branch,
+ *   and the task folder's marker names the task; any doubt keeps it and names the reason;
+ * - dirty work is kept (archive, reset) or saved first (a consented or automatic delete): saved
+ *   as a commit on the HOST repository's hidden saved-work ref, brought back over SSH;
+ * - the branch: its commits are brought back to the host repository (the task branch there, as a
+ *   worktree's would be), so removing the clone loses nothing; nothing is pushed anywhere. A
+ *   branch git will not bring back (diverged, or checked out on the host) keeps the clone and
+ *   waits for an operator;
+ * - then the removal, re-audited on the target in the same script right before it.
+ */
+import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { recordSavedWork } from '../db/saved-work';
+import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
+import { SshRefusal } from '../ssh/connection';
+import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
+import { readRemoteWorkspace } from '../ssh/remote-workspace';
+import type { ActivityDeps } from './deps';
+import { sshAgentActivities } from './ssh-agents';
+import { loadSshTarget, markerNames, markerText } from './ssh-workspace';
+
+const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
+
+/** A transport refusal as the cleanup failure class of the same name (retried, or an operator's for a changed host key). */
+function classified(err: unknown): unknown {
+  return err instanceof SshRefusal ? failure(err.code, err.code === 'ssh_host_key_mismatch' ? 'the target presented another host key' : 'the SSH target did not answer') : err;
+}
+
+/** The folder a clone's marker is in: a clone is `<task folder>/<repository name>`. */
+export const remoteFolderOf = (repoPath: string): string => path.posix.dirname(repoPath);
+
+export function sshCleanupActivities(deps: ActivityDeps) {
+  const { pool, logger } = deps;
+  const agents = sshAgentActivities(deps);
+
+  return {
+    /** The task's agents on targets, each stopped through the one remote stop. */
+    async stopRemoteProcesses(processes: SnapshotProcess[]): Promise<number> {
+      let stopped = 0;
+      for (const p of processes) {
+        const status = await agents
+          .stopRemote({ id: p.executionId, pid: p.pid, process_start_time: p.processStartTime, log_path: p.logPath ?? '', ssh_target_id: p.sshTargetId ?? null })
+          .catch((err: unknown) => {
+            if (err instanceof ApplicationFailure && err.type === 'internal') throw failure('process_stop_failed', 'an agent process did not stop');
+            if (err instanceof ApplicationFailure && (err.type === 'ssh_target_unavailable' || err.type === 'ssh_host_key_mismatch')) throw failure(err.type, 'the SSH target did not answer');
+            throw err;
+          });
+        if (status === 'stopped') stopped++;
+      }
+      return stopped;
+    },
+
+    /** Repositories whose remote clone has uncommitted work, or whose state cannot be read (a target that does not answer included): dirty. */
+    async findDirtyRemote(worktrees: SnapshotWorktree[]): Promise<string[]> {
+      const dirty: string[] = [];
+      for (const w of worktrees) {
+        if (!w.worktreePath) continue;
+        try {
+          const target = await loadSshTarget(pool, w.sshTargetId);
+          const facts = await readRemoteWorkspace(target, { taskFolder: remoteFolderOf(w.worktreePath), workspacePath: w.worktreePath, repoPaths: [w.worktreePath], withDirty: true });
+          const slot = facts.slots[0]!;
+          if (slot.exists && slot.realDirectory && slot.dirty !== 'clean') dirty.push(w.repositoryId);
+        } catch (err) {
+          logger.warn({ err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId }, 'remote clone not examinable; it counts as dirty');
+          dirty.push(w.repositoryId);
+        }
+      }
+      return dirty;
+    },
+
+    async removeRemoteAudited(req: { worktree: SnapshotWorktree; ownerTaskId: string; dirty: 'keep' | 'save' }): Promise<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }> {
+      const w = req.worktree;
+      if (!w.worktreePath || !w.branch) return { outcome: 'inventory_only' };
+      const repoPath = w.worktreePath;
+      const taskFolder = remoteFolderOf(repoPath);
+      try {
+        const target = await loadSshTarget(pool, w.sshTargetId);
+        const facts = await readRemoteWorkspace(target, { taskFolder, workspacePath: repoPath, repoPaths: [repoPath], withDirty: true });
+        const slot = facts.slots[0]!;
+        if (!slot.exists) return { outcome: 'already_gone' };
+        if (!slot.realDirectory) throw failure('worktree_audit_not_directory', 'the remote clone is not a real directory');
+        if (slot.toplevel !== repoPath || !slot.head) throw failure('worktree_audit_unregistered', 'the folder is not the git clone the inventory recorded');
+        if (slot.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the remote clone is on another branch than the inventory recorded');
+        if (!markerNames(facts.marker, req.ownerTaskId)) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+
+        if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
+        let saved: { savedRef: string; savedCommit: string } | null = null;
+        if (slot.dirty !== 'clean') {
+          const ref = `refs/task-workspaces/saved/${req.ownerTaskId}/${w.repositoryId}`;
+          const commit = await saveRemoteWork(target, { repoPath, hostRepository: w.sourcePath, ref, message: `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion` }).catch((err: unknown) => {
+            if (err instanceof SshRefusal) throw err;
+            logger.warn({ err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId }, 'saving remote uncommitted work failed');
+            throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
+          });
+          if (commit) {
+            saved = { savedRef: ref, savedCommit: commit };
+            await recordSavedWork(pool, { repositoryId: w.repositoryId, ref, taskId: req.ownerTaskId, commit });
+          }
+        }
+        // The branch's commits on the host before the clone goes: nothing of the agent's is lost.
+        const back = await bringBranchBack(target, { repoPath, branch: w.branch, hostRepository: w.sourcePath });
+        if (back === 'refused') throw failure('remote_branch_not_brought_back', 'the remote task branch could not be brought back to the host repository');
+        const removed = await removeRemoteClone(target, { taskFolder, markerText: markerText(req.ownerTaskId, w.environmentId), repoPath, expectedBranch: w.branch, expectedHead: slot.head, savedCommit: saved?.savedCommit ?? null });
+        switch (removed) {
+          case 'removed':
+            return saved ? { outcome: 'saved_and_removed', ...saved } : { outcome: 'removed' };
+          case 'already_gone':
+            return { outcome: 'already_gone' };
+          case 'dirty':
+            // Changed since it was read: kept, as a dirty worktree is.
+            if (req.dirty === 'keep') return { outcome: 'kept_dirty' };
+            throw failure('git_worktree_remove_failed', 'the remote clone changed while it was being removed');
+          case 'not_a_directory':
+            throw failure('worktree_audit_not_directory', 'the remote clone is not a real directory');
+          case 'not_a_checkout':
+            throw failure('worktree_audit_unregistered', 'the folder is not the git clone the inventory recorded');
+          case 'marker_mismatch':
+            throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+          case 'other_branch':
+          case 'moved':
+            throw failure('worktree_audit_other_branch', 'the remote clone moved while it was being removed');
+          default:
+            throw failure('internal', 'the removal on the target answered something unknown');
+        }
+      } catch (err) {
+        throw classified(err);
+      }
+    },
+
+    /** The task folder on the target, with its marker, once nothing else is in it. */
+    async removeRemoteFolder(input: { sshTargetId: string; taskFolder: string; ownerTaskId: string; environmentId: string }): Promise<boolean> {
+      try {
+        const target = await loadSshTarget(pool, input.sshTargetId);
+        return (await removeRemoteTaskFolderIfEmpty(target, { taskFolder: input.taskFolder, markerText: markerText(input.ownerTaskId, input.environmentId) })) !== 'kept';
+      } catch (err) {
+        throw classified(err);
+      }
+    },
+  };
+}

@@ -1,0 +1,272 @@
+/**
+ * The `ssh` executor against a real OpenSSH server on 127.0.0.1 (test/support/ssh-server.ts):
+ * first launch makes a clone per repository on the target, attach is read-only there, a stale
+ * remote folder / a target that is down / a changed host key refuse with nothing touched,
+ * transitions keep the other executor's workspace, and cleanup removes the remote clone after
+ * bringing its branch back to the host repository (nothing is pushed anywhere).
+ * The target is this machine, so its files are also checked directly on disk.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcileExecutions } from '../activities/process-reconcile';
+import { taskBranchName, taskDirName } from '../domain/task-layout';
+import { closeSshConnections, runRemote } from '../ssh/connection';
+import { waitForJob } from './support/cleanup';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { startSshServer, type SshServer } from './support/ssh-server';
+import { branches, commitOf, fingerprint, git, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+
+let h: Harness;
+let ssh: SshServer;
+let targetId: string;
+let n = 0;
+
+beforeAll(async () => {
+  [h, ssh] = await Promise.all([createHarness(), startSshServer()]);
+  const res = await h.api(
+    'POST',
+    '/v1/ssh-targets',
+    { name: 'box', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot },
+    OPERATOR_TOKEN,
+  );
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  targetId = res.body.id;
+});
+afterAll(async () => {
+  await h?.close();
+  await closeSshConnections();
+  await ssh?.remove();
+});
+
+const sshLaunch = (taskId: string, body: Record<string, unknown> = {}) => launch(h, taskId, { executorType: 'ssh', sshTargetId: targetId, ...body });
+
+async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh') {
+  const name = `ssh-${++n}`;
+  const repo = makeRepo(h.scratch, name);
+  const repoId = await registerRepo(h, repo, name);
+  const taskId = await createTask(h, [repoId]);
+  const first = executorType === 'ssh' ? await sshLaunch(taskId) : await launch(h, taskId, { executorType });
+  expect(first.status, JSON.stringify(first.body)).toBe(201);
+  const remoteFolder = path.join(ssh.workspaceRoot, taskDirName(taskId));
+  return { name, repo, repoId, taskId, first: first.body, remoteFolder, remoteClone: path.join(remoteFolder, name), hostWorktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name) };
+}
+
+/** The agent's working directory, read from the target's own /proc over SSH. */
+async function remoteCwd(pid: number): Promise<string> {
+  const target = { id: targetId, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot };
+  const res = await runRemote(target, 'readlink -- "/proc/$1/cwd"', [String(pid)]);
+  expect(res.code).toBe(0);
+  return res.stdout.toString().trim();
+}
+
+const envOf = async (id: string) => (await h.pool.query('SELECT executor_type, ssh_target_id, workspace_path, task_folder, status FROM task_environments WHERE id = $1', [id])).rows[0];
+const rowsOf = async (id: string) =>
+  (await h.pool.query('SELECT executor_type, worktree_id, worktree_path, worktree_branch, ssh_target_id, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at', [id])).rows;
+
+describe('first launch and attach', () => {
+  it('makes a clone on the target on the task branch, runs the agent there in its own group, and leaves the host repository untouched', async () => {
+    const t = await sshTask();
+    expect(t.first).toMatchObject({ role: 'materialized', state: 'running' });
+    expect(git(t.remoteClone, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe(taskBranchName(t.taskId));
+    expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(commitOf(t.repo, 'main'));
+    expect(git(t.remoteClone, 'remote')).toBe(''); // a clone of a bundle, with no remote left behind
+    expect(JSON.parse(readFileSync(path.join(t.remoteFolder, '.task-workspace.json'), 'utf8'))).toMatchObject({ taskId: t.taskId, environmentId: t.first.taskEnvironmentId });
+    expect(await envOf(t.first.taskEnvironmentId)).toEqual({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder, status: 'ready' });
+    expect(await rowsOf(t.first.taskEnvironmentId)).toEqual([{ executor_type: 'ssh', worktree_id: null, worktree_path: t.remoteClone, worktree_branch: taskBranchName(t.taskId), ssh_target_id: targetId, status: 'active' }]);
+    // Nothing on the host: no worktree, no task branch, no task folder.
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    expect(branches(t.repo)).toEqual(['main']);
+    expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.taskId)))).toBe(false);
+    const exec = (await h.pool.query('SELECT pid, process_start_time, cwd, ssh_target_id, status FROM executions WHERE id = $1', [t.first.executionId])).rows[0];
+    expect(exec).toMatchObject({ cwd: t.remoteClone, ssh_target_id: targetId, status: 'running' });
+    expect(await remoteCwd(exec.pid)).toBe(t.remoteClone);
+    const stat = readFileSync(`/proc/${exec.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    expect(fields[19]).toBe(exec.process_start_time);
+    expect(Number(fields[2])).toBe(exec.pid); // its own process group
+  });
+
+  it('attaches byte-for-byte: a second session gets its own agent in the same clone and nothing of the clone changes', async () => {
+    const t = await sshTask();
+    writeFileSync(path.join(t.remoteClone, 'work.txt'), 'in progress\n');
+    const before = { clone: fingerprint(t.remoteClone), status: git(t.remoteClone, 'status', '--porcelain'), head: git(t.remoteClone, 'rev-parse', 'HEAD') };
+    const second = await sshLaunch(t.taskId);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.first.taskEnvironmentId });
+    const pids = [await pidOf(h, t.first.sessionId), await pidOf(h, second.body.sessionId)];
+    expect(pids[0]).not.toBe(pids[1]);
+    expect(await remoteCwd(pids[1]!)).toBe(t.remoteClone);
+    expect(fingerprint(t.remoteClone)).toBe(before.clone);
+    expect(git(t.remoteClone, 'status', '--porcelain')).toBe(before.status);
+    expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(before.head);
+    // Without naming the target, a launch attaches to the one the workspace is on.
+    const third = await launch(h, t.taskId, { executorType: 'ssh' });
+    expect(third.status, JSON.stringify(third.body)).toBe(201);
+    expect(third.body.role).toBe('attached');
+  });
+
+  it('records how a remote agent ended, read from the target', async () => {
+    const name = `ssh-exit-${++n}`;
+    const repo = makeRepo(h.scratch, name);
+    const taskId = await createTask(h, [await registerRepo(h, repo, name)]);
+    const res = await sshLaunch(taskId, { command: ['sh', '-c', 'echo remote-out; exit 3'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await waitUntil(async () => {
+      await reconcileExecutions(h.pool, h.config.hostId);
+      return (await h.pool.query('SELECT status FROM executions WHERE id = $1', [res.body.executionId])).rows[0].status !== 'running';
+    }, 'the remote agent to be seen ended');
+    const exec = (await h.pool.query('SELECT status, exit_code, signal, log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    expect(exec).toMatchObject({ status: 'exited', exit_code: 3, signal: null });
+    expect(readFileSync(exec.log_path, 'utf8')).toContain('remote-out');
+  });
+});
+
+describe('refusals touch nothing', () => {
+  async function expectRefused(taskId: string, status: number, code: string, watch: string[], body: Record<string, unknown> = {}) {
+    const before = { rows: await rowCounts(h.pool), files: watch.map((d) => fingerprint(d)) };
+    const res = await sshLaunch(taskId, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(status);
+    expectSafeError(res.body, code, [ssh.workspaceRoot, ssh.privateKeyPath, String(ssh.port)]);
+    const after = await rowCounts(h.pool);
+    expect({ sessions: after.sessions, executions: after.executions, environment_repos: after.environment_repos }).toEqual({
+      sessions: before.rows.sessions,
+      executions: before.rows.executions,
+      environment_repos: before.rows.environment_repos,
+    });
+    expect(watch.map((d) => fingerprint(d))).toEqual(before.files);
+    return res.body;
+  }
+
+  it('a stale remote folder (replaced by another directory) is refused workspace_reuse_unsafe, never re-cloned', async () => {
+    const t = await sshTask();
+    renameSync(t.remoteClone, `${t.remoteClone}-moved`);
+    mkdirSync(t.remoteClone);
+    writeFileSync(path.join(t.remoteClone, 'stranger.txt'), 'not a clone\n');
+    await expectRefused(t.taskId, 409, 'workspace_reuse_unsafe', [t.remoteFolder]);
+    // Missing altogether: refused too, and nothing is made in its place.
+    rmSync(t.remoteClone, { recursive: true });
+    await expectRefused(t.taskId, 409, 'workspace_reuse_unsafe', [t.remoteFolder]);
+    expect(existsSync(t.remoteClone)).toBe(false);
+  });
+
+  it('a clone on another branch, or a marker naming another task, is refused', async () => {
+    const t = await sshTask();
+    git(t.remoteClone, 'checkout', '-q', '-b', 'elsewhere');
+    await expectRefused(t.taskId, 409, 'workspace_reuse_unsafe', [t.remoteFolder]);
+    git(t.remoteClone, 'checkout', '-q', taskBranchName(t.taskId));
+    const markerPath = path.join(t.remoteFolder, '.task-workspace.json');
+    const marker = JSON.parse(readFileSync(markerPath, 'utf8'));
+    writeFileSync(markerPath, JSON.stringify({ ...marker, taskId: '00000000-0000-4000-8000-000000000000' }));
+    await expectRefused(t.taskId, 409, 'workspace_reuse_unsafe', [t.remoteFolder]);
+  });
+
+  it('a target that is down is ssh_target_unavailable (recoverable) with nothing changed, on attach and on a first launch', async () => {
+    const t = await sshTask();
+    const name = `ssh-down-${++n}`;
+    const repo = makeRepo(h.scratch, name);
+    const fresh = await createTask(h, [await registerRepo(h, repo, name)]);
+    await ssh.stop();
+    try {
+      const body = await expectRefused(t.taskId, 503, 'ssh_target_unavailable', [t.remoteFolder]);
+      expect(body.error).toMatchObject({ recoverable: true, action: 'retry' });
+      const before = await rowCounts(h.pool);
+      const res = await sshLaunch(fresh);
+      expect(res.status, JSON.stringify(res.body)).toBe(503);
+      expectSafeError(res.body, 'ssh_target_unavailable', [ssh.workspaceRoot]);
+      expect((await rowCounts(h.pool)).sessions).toBe(before.sessions);
+      expect(existsSync(path.join(ssh.workspaceRoot, taskDirName(fresh)))).toBe(false);
+    } finally {
+      await ssh.start();
+    }
+    // Back up: the same attach succeeds, in the same clone.
+    const again = await sshLaunch(t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(await remoteCwd(await pidOf(h, again.body.sessionId))).toBe(t.remoteClone);
+  });
+
+  it('a host key that no longer matches the pinned one is ssh_host_key_mismatch (an operator decides), with nothing changed', async () => {
+    const t = await sshTask();
+    const pinned = (await h.pool.query('SELECT known_hosts FROM ssh_targets WHERE id = $1', [targetId])).rows[0].known_hosts;
+    await h.pool.query('UPDATE ssh_targets SET known_hosts = $2 WHERE id = $1', [targetId, await ssh.otherHostKnownHostsLine()]);
+    try {
+      const body = await expectRefused(t.taskId, 409, 'ssh_host_key_mismatch', [t.remoteFolder]);
+      expect(body.error).toMatchObject({ recoverable: false, action: 'operator' });
+    } finally {
+      await h.pool.query('UPDATE ssh_targets SET known_hosts = $2 WHERE id = $1', [targetId, pinned]);
+    }
+  });
+});
+
+describe('transitions and cleanup', () => {
+  it('worktree → ssh → worktree: each target workspace is made afresh, the previous one retained untouched; the archive removes both', async () => {
+    const t = await sshTask('worktree');
+    const envId = t.first.taskEnvironmentId;
+    const hostBefore = fingerprint(t.hostWorktree);
+    const toSsh = await sshLaunch(t.taskId);
+    expect(toSsh.status, JSON.stringify(toSsh.body)).toBe(201);
+    expect(toSsh.body).toMatchObject({ role: 'transitioned', taskEnvironmentId: envId });
+    expect(await remoteCwd(await pidOf(h, toSsh.body.sessionId))).toBe(t.remoteClone);
+    expect(fingerprint(t.hostWorktree)).toBe(hostBefore);
+    expect(await envOf(envId)).toMatchObject({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder });
+    expect((await rowsOf(envId)).map((r: any) => [r.executor_type, r.status])).toEqual([
+      ['worktree', 'retained'],
+      ['ssh', 'active'],
+    ]);
+
+    const back = await launch(h, t.taskId, { executorType: 'worktree' });
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(back.body.role).toBe('transitioned');
+    expect(await envOf(envId)).toMatchObject({ executor_type: 'worktree', ssh_target_id: null, workspace_path: t.hostWorktree });
+    expect(existsSync(t.remoteClone)).toBe(true); // the ssh clone is retained, not reused, not removed
+    expect((await rowsOf(envId)).filter((r: any) => r.status === 'retained').map((r: any) => r.executor_type).sort()).toEqual(['ssh', 'worktree']);
+
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    expect(archived.status, JSON.stringify(archived.body)).toBe(202);
+    const job = await waitForJob(h, archived.body.operationId);
+    expect(job.report.worktrees.map((w: any) => w.outcome)).toEqual(expect.arrayContaining(['removed']));
+    expect(existsSync(t.remoteClone)).toBe(false);
+    expect(existsSync(t.remoteFolder)).toBe(false);
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+  });
+
+  it('archive stops the remote agents and removes the clone after bringing its commits back to the host repository', async () => {
+    const t = await sshTask();
+    const pid = await pidOf(h, t.first.sessionId);
+    writeFileSync(path.join(t.remoteClone, 'feature.txt'), 'done\n');
+    git(t.remoteClone, 'add', 'feature.txt');
+    git(t.remoteClone, '-c', 'user.name=agent', '-c', 'user.email=agent@example.com', 'commit', '-q', '-m', 'feature');
+    const remoteHead = git(t.remoteClone, 'rev-parse', 'HEAD');
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    const job = await waitForJob(h, archived.body.operationId);
+    expect(job.report.worktrees).toEqual([{ repositoryId: t.repoId, worktreePath: t.remoteClone, outcome: 'removed' }]);
+    expect(job.report.processesStopped).toBe(1);
+    expect(processAlive(pid)).toBe(false);
+    expect(existsSync(t.remoteFolder)).toBe(false);
+    // The agent's commit is on the host, on the task branch, as a worktree's would be.
+    expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(remoteHead);
+    expect((await rowsOf(t.first.taskEnvironmentId)).map((r: any) => r.status)).toEqual(['deleted']);
+  });
+
+  it('archive keeps a dirty remote clone; a consented delete saves its work on the host and removes it', async () => {
+    const t = await sshTask();
+    writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    const job = await waitForJob(h, archived.body.operationId);
+    expect(job.report.worktrees).toEqual([{ repositoryId: t.repoId, worktreePath: t.remoteClone, outcome: 'kept_dirty' }]);
+    expect(readFileSync(path.join(t.remoteClone, 'draft.txt'), 'utf8')).toBe('unsaved\n');
+
+    const refused = await h.api('DELETE', `/v1/tasks/${t.taskId}`, undefined, OPERATOR_TOKEN);
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(existsSync(path.join(t.remoteClone, 'draft.txt'))).toBe(true);
+    const deleted = await h.api('DELETE', `/v1/tasks/${t.taskId}?discardChanges=true`, undefined, OPERATOR_TOKEN);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const done = await waitForJob(h, deleted.body.operationId);
+    const entry = done.report.worktrees[0];
+    expect(entry).toMatchObject({ repositoryId: t.repoId, outcome: 'saved_and_removed', savedRef: `refs/task-workspaces/saved/${t.taskId}/${t.repoId}` });
+    expect(existsSync(t.remoteFolder)).toBe(false);
+    expect(git(t.repo, 'show', `${entry.savedCommit}:draft.txt`)).toBe('unsaved');
+    expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(404);
+  });
+});
