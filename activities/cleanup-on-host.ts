@@ -38,8 +38,11 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
 
       // 2. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
       const dirty = dirtyWorkHandling(input.trigger, input.discardChanges);
-      for (const worktree of snapshot.worktrees) {
+      // Rows with a path first: an inventory-only row of the same repository is then covered by them.
+      for (const worktree of [...snapshot.worktrees].sort((a, b) => Number(!a.worktreePath) - Number(!b.worktreePath))) {
         if (isDoneOutcome(reportedOutcome(report, worktree))) continue;
+        // An inventory-only row (no path) has nothing to remove: a repository reported already covers it.
+        if (!worktree.worktreePath && report.worktrees.some((w) => w.repositoryId === worktree.repositoryId)) continue;
         // A remote clone is removed over SSH; a host worktree's marker is in its own task folder
         // (the environment's folder may be on a target after a transition).
         const result = worktree.sshTargetId

@@ -128,10 +128,12 @@ const DONE_OUTCOMES: WorktreeOutcome[] = ['removed', 'saved_and_removed', 'alrea
 /**
  * What the report says of one snapshot row. A repository may have several rows (a transition
  * retains the previous executor's, with its own path: a host worktree and a remote clone), so a
- * row is found by repository AND path (every report entry carries the row's path).
+ * row is found by repository AND path (every report entry carries the row's path). A row with
+ * no path (inventory-only: a `local` slot) shares its repository's entry.
  */
 export function reportedOutcome(report: CleanupReport, row: Pick<SnapshotWorktree, 'repositoryId' | 'worktreePath'>): WorktreeOutcome | undefined {
-  return report.worktrees.find((w) => w.repositoryId === row.repositoryId && w.worktreePath === row.worktreePath)?.outcome;
+  const mine = report.worktrees.filter((w) => w.repositoryId === row.repositoryId);
+  return (mine.find((w) => w.worktreePath === row.worktreePath) ?? (row.worktreePath === null ? mine[0] : undefined))?.outcome;
 }
 
 export const isDoneOutcome = (outcome: WorktreeOutcome | undefined): boolean => outcome !== undefined && DONE_OUTCOMES.includes(outcome);

@@ -13,7 +13,7 @@ import { reconcileExecutions } from '../activities/process-reconcile';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { closeSshConnections, runRemote } from '../ssh/connection';
 import { waitForJob } from './support/cleanup';
-import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { startSshServer, type SshServer } from './support/ssh-server';
 import { branches, commitOf, fingerprint, git, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
@@ -120,6 +120,59 @@ describe('first launch and attach', () => {
     const exec = (await h.pool.query('SELECT status, exit_code, signal, log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
     expect(exec).toMatchObject({ status: 'exited', exit_code: 3, signal: null });
     expect(readFileSync(exec.log_path, 'utf8')).toContain('remote-out');
+  });
+});
+
+describe('the session on the target: status, logs, resume', () => {
+  it('git status is read on the target, read-only; the log is read from the target, tail and follow', async () => {
+    const t = await sshTask();
+    writeFileSync(path.join(t.remoteClone, 'new.txt'), 'x\n');
+    const indexBefore = fingerprint(path.join(t.remoteClone, '.git'), ['objects', 'logs']);
+    const status = await h.api('GET', `/v1/tasks/${t.taskId}/git-status`);
+    expect(status.status, JSON.stringify(status.body)).toBe(200);
+    expect(status.body.repositories).toEqual([
+      expect.objectContaining({ repositoryId: t.repoId, branch: taskBranchName(t.taskId), head: commitOf(t.repo, 'main'), ahead: 0, behind: 0, files: [{ path: 'new.txt', status: '??' }] }),
+    ]);
+    expect(fingerprint(path.join(t.remoteClone, '.git'), ['objects', 'logs'])).toBe(indexBefore);
+
+    const name = `ssh-log-${++n}`;
+    const repo = makeRepo(h.scratch, name);
+    const taskId = await createTask(h, [await registerRepo(h, repo, name)]);
+    const res = await sshLaunch(taskId, { command: ['sh', '-c', 'echo one; echo two; sleep 1; echo three'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const text = async (route: string) => {
+      const got = await fetch(h.baseUrl + route, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
+      return { status: got.status, body: await got.text() };
+    };
+    // Follow streams until the remote agent is seen ended (the exit check, run here as the worker would).
+    const checking = setInterval(() => void reconcileExecutions(h.pool, h.config.hostId).catch(() => undefined), 300);
+    try {
+      const followed = await text(`/v1/sessions/${res.body.sessionId}/logs?follow=1`);
+      expect(followed).toEqual({ status: 200, body: 'one\ntwo\nthree\n' });
+    } finally {
+      clearInterval(checking);
+    }
+    expect(await text(`/v1/sessions/${res.body.sessionId}/logs?tail=1`)).toEqual({ status: 200, body: 'three\n' });
+  });
+
+  it('a resume stops the previous remote agent, validates the clone on the target and starts a new agent there', async () => {
+    const t = await sshTask();
+    const firstPid = await pidOf(h, t.first.sessionId);
+    const resumed = await h.api('POST', `/v1/sessions/${t.first.sessionId}/resume`, {});
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const pid = await pidOf(h, t.first.sessionId);
+    expect(pid).not.toBe(firstPid);
+    expect(processAlive(firstPid)).toBe(false);
+    expect(await remoteCwd(pid)).toBe(t.remoteClone);
+    const execs = (await h.pool.query('SELECT status, ssh_target_id FROM executions WHERE session_id = $1 ORDER BY started_at', [t.first.sessionId])).rows;
+    expect(execs).toEqual([
+      { status: 'stopped', ssh_target_id: targetId },
+      { status: 'running', ssh_target_id: targetId },
+    ]);
+    // A stop goes to the target too.
+    const stopped = await h.api('POST', `/v1/sessions/${t.first.sessionId}/stop`, {});
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+    expect(processAlive(pid)).toBe(false);
   });
 });
 
