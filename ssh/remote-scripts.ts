@@ -15,7 +15,7 @@
  * The transport forbids a single quote anywhere in a script (comments included), and `${` would
  * be a template interpolation here, so bash braces are written `\${`.
  */
-import { runRemote, type RemoteResult, type SshTarget } from './connection';
+import { runRemote, SshRefusal, type RemoteResult, type SshTarget } from './connection';
 
 /** A remote operation that did not succeed, by a short reason: never a path, a branch name or git's stderr. */
 export class RemoteOperationError extends Error {
@@ -371,12 +371,26 @@ g config user.email >/dev/null || export GIT_AUTHOR_EMAIL=task-workspaces@localh
 `;
 
 /**
- * saveRemoteWork. Args: repoPath message tempRef. Stages everything (the clone is about to be
- * removed), makes the stash commit, and streams a bundle of it. Prints `clean`, or `saved <commit>`
- * and a newline followed by the bundle bytes. The temporary ref is deleted before the end.
+ * The first trip of bringing work back. Args: repoPath branch (empty: none). Prints the branch
+ * commit (`-` when there is no branch asked or it does not exist), then the commit of every local
+ * branch, one a line: the host names those it has, and the bundle leaves them out.
+ */
+export const LOCAL_HEADS = script(`
+real_dir "$1" || exit 10
+if [ -n "$2" ] && c=$(g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}"); then echo "$c"; else echo -; fi
+g -C "$1" for-each-ref --format="%(objectname)" refs/heads/ || exit 10
+`);
+
+/**
+ * saveRemoteWork. Args: repoPath message tempRef knownCommit... Stages everything (the clone is
+ * about to be removed), makes the stash commit, and streams a bundle of it without the history of
+ * the known commits (the host has them; the transport caps a reply's size). Prints `clean`, or
+ * `saved <commit>` and a newline followed by the bundle bytes. The temporary ref is deleted before
+ * the end.
  */
 export const SAVE_WORK = script(`
 repo=$1 message=$2 ref=$3
+shift 3
 real_dir "$repo" || exit 10
 cd -- "$repo" || exit 10
 ${IDENTITY}
@@ -385,22 +399,20 @@ commit=$(g stash create "$message" 2>/dev/null) || exit 11
 if [ -z "$commit" ]; then echo clean; exit 0; fi
 g update-ref "$ref" "$commit" || exit 11
 printf "saved %s\\n" "$commit"
-g bundle create --quiet - "$ref"
+if [ $# -gt 0 ]; then g bundle create --quiet - "$ref" --not "$@"; else g bundle create --quiet - "$ref"; fi
 rc=$?
 g update-ref -d "$ref"
 [ "$rc" = 0 ] || exit 12
 `);
 
-/** bringBranchBack, first trip. Args: repoPath branch. Prints the branch commit; exit 10 when it has none. */
-export const BRANCH_HEAD = script(`
-real_dir "$1" || exit 10
-g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}" || exit 10
-`);
-
-/** bringBranchBack, second trip. Args: repoPath branch. Streams a bundle of the branch. */
+/** bringBranchBack, second trip. Args: repoPath branch knownCommit... Streams a bundle of the branch without what the host has. */
 export const BUNDLE_BRANCH = script(`
 real_dir "$1" || exit 10
-g -C "$1" bundle create --quiet - "refs/heads/$2" || exit 11
+repo=$1 branch=$2
+shift 2
+if [ $# -gt 0 ]; then g -C "$repo" bundle create --quiet - "refs/heads/$branch" --not "$@" || exit 11
+else g -C "$repo" bundle create --quiet - "refs/heads/$branch" || exit 11
+fi
 `);
 
 /**
@@ -443,13 +455,24 @@ echo kept
 
 export const ALL_SCRIPTS = {
   MATERIALIZE_SLOT, DISCARD_SLOTS, READ_WORKSPACE, GIT_STATUS, AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT,
-  READ_EXIT_STATUS, READ_LOG, SAVE_WORK, BRANCH_HEAD, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER,
+  READ_EXIT_STATUS, READ_LOG, LOCAL_HEADS, SAVE_WORK, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER,
 };
 
-/** Runs one script; arguments are checked here (no NUL byte, which no argument can carry). */
+/**
+ * Runs one script; arguments are checked here (no NUL byte, which no argument can carry). A
+ * refusal of the transport (SshRefusal: the target is down or not the pinned host) passes through
+ * typed; any other failure of the transport (a reply past its size cap, a stdin that failed) is
+ * a RemoteOperationError.
+ */
 export async function runScript(target: SshTarget, source: string, args: string[], opts?: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number }): Promise<RemoteResult> {
   if (args.some((arg) => arg.includes('\0'))) throw new RemoteOperationError('invalid_argument');
-  const result = await runRemote(target, source, args, { timeoutMs: 60_000, ...opts });
+  let result: RemoteResult;
+  try {
+    result = await runRemote(target, source, args, { timeoutMs: 60_000, ...opts });
+  } catch (err) {
+    if (err instanceof SshRefusal) throw err;
+    throw new RemoteOperationError('transport_failed');
+  }
   if (result.code === null) throw new RemoteOperationError('remote_interrupted');
   return result;
 }

@@ -4,6 +4,7 @@
  * git and /proc. The host repository is a real one with commits, made in a temporary folder.
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -318,6 +319,18 @@ describe('bringing work back', () => {
     git(t.slot.repoPath, 'commit', '-q', '-am', 'diverging remote work');
     expect(await bringBranchBack(target, a)).toBe('refused');
     expect(git(host, 'rev-parse', 'tws/b1')).toBe(hostHead);
+  });
+  it('sends back only what the host lacks, so a history past the transport reply cap still comes back', async () => {
+    const big = makeRepo(hostDir, 'big', { files: { 'blob.bin': randomBytes(17 * 1024 * 1024).toString('base64') } }); // incompressible, past 16 MB
+    const t = await launched('b2', { sourcePath: big });
+    writeFileSync(path.join(t.slot.repoPath, 'small.txt'), 'small\n');
+    git(t.slot.repoPath, 'add', 'small.txt');
+    git(t.slot.repoPath, 'commit', '-q', '-m', 'small remote work');
+    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/b2', hostRepository: big })).toBe('fetched');
+    expect(git(big, 'show', 'tws/b2:small.txt')).toBe('small');
+    writeFileSync(path.join(t.slot.repoPath, 'unsaved.txt'), 'unsaved\n');
+    const saved = await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: big, ref: 'refs/tws/saved/b2', message: 'saved' });
+    expect(git(big, 'show', `${saved}:unsaved.txt`)).toBe('unsaved');
   });
 });
 
