@@ -63,6 +63,23 @@ in_folder() {
   local parent folder
   parent=$(realpath -e -- "$(dirname -- "$1")" 2>/dev/null) && folder=$(realpath -e -- "$2" 2>/dev/null) && [ "$parent" = "$folder" ]
 }
+# Prints removed | kept | already_gone. The marker goes only when it is ours and nothing else is
+# left; rmdir (never a recursive delete) is the last word, and the marker is put back when
+# something appeared meanwhile.
+remove_folder_if_empty() {
+  local folder=$1 text=$2 marker="$1/${MARKER_FILE_NAME}" had_marker=0 entry
+  present "$folder" || { echo already_gone; return; }
+  real_dir "$folder" && [ -r "$folder" ] && [ -x "$folder" ] || { echo kept; return; }
+  if present "$marker"; then marker_is "$marker" "$text" || { echo kept; return; }; had_marker=1; fi
+  for entry in "$folder"/* "$folder"/.[!.]* "$folder"/..?*; do
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    [ "$entry" = "$marker" ] || { echo kept; return; }
+  done
+  [ "$had_marker" = 0 ] || rm -f -- "$marker"
+  if rmdir -- "$folder" 2>/dev/null; then echo removed; return; fi
+  [ "$had_marker" = 0 ] || printf "%s" "$text" >"$marker"
+  echo kept
+}
 `;
 
 const script = (body: string): string => PRELUDE + body;
@@ -142,7 +159,8 @@ export const MATERIALIZE_REFUSALS: Record<number, string> = {
  * discardRemoteSlots. Args: taskFolder markerText, then (repoPath branch headCommit) per slot.
  * Prints one token line per slot: removed | kept | absent. A slot is removed only when the marker
  * is ours, it lies in the task folder and is the clean clone the launch left. The marker goes only
- * when nothing was kept (what stays keeps its owner), and the folder only when empty.
+ * when nothing was kept and nothing else is there (what stays keeps its owner), the folder only
+ * when empty.
  */
 export const DISCARD_SLOTS = script(`
 folder=$1 text=$2
@@ -162,8 +180,7 @@ while [ $# -ge 3 ]; do
   kept=1
   echo kept
 done
-if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then rm -f -- "$marker"; fi
-rmdir -- "$folder" 2>/dev/null
+if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then remove_folder_if_empty "$folder" "$text" >/dev/null; else rmdir -- "$folder" 2>/dev/null; fi
 exit 0
 `);
 
@@ -191,10 +208,17 @@ for repo in "$@"; do
   fi
   field 1
   if real_dir "$repo"; then field 1; else field 0; fi
-  if top=$(g -C "$repo" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null); then value "$top"; else value; fi
+  toplevel=0
+  if top=$(g -C "$repo" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null); then
+    value "$top"
+    [ "$top" = "$(realpath -e -- "$repo" 2>/dev/null)" ] && toplevel=1
+  else value
+  fi
   if b=$(g -C "$repo" symbolic-ref --quiet --short HEAD 2>/dev/null); then value "$b"; else value; fi
   if h=$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null); then value "$h"; else value; fi
+  # The status of a folder that is not a top level would be that of an enclosing repository: doubt.
   if [ "$with_dirty" != 1 ]; then value
+  elif [ "$toplevel" != 1 ]; then value unreadable
   elif st=$(g -C "$repo" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null); then
     if [ -z "$st" ]; then value clean; else value dirty; fi
   else value unreadable
@@ -212,9 +236,11 @@ g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
  * The agent runner, started by START_AGENT with `setsid --fork` so it leads its own session and
  * process group, and as a foreground command: bash starts an asynchronous (`&`) command with
  * SIGINT and SIGQUIT ignored, and an ignored signal is inherited through exec by the agent.
- * Args: logPath statusPath envCount (NAME VALUE)... argv... It prints its pid to the starter, moves
- * its output to the log, and stops itself, so the starter can verify it leads its group and read
- * its start time before the agent runs. It runs the agent as its child in a subshell that takes
+ * Args: logPath statusPath argv...; stdin: envCount NAME VALUE... each ended by NUL (an argument
+ * would show the values to every user of the remote in its command line). It prints its pid to
+ * the starter, moves its output to the log, reads the environment, takes /dev/null as stdin, and
+ * stops itself, so the starter can verify it leads its group and read its start time before the
+ * agent runs. It runs the agent as its child in a subshell that takes
  * the environment (the runner keeps its own, to write the status with its own PATH), survives the
  * group signals meant for the agent (a handler, not an ignore, so the agent does not inherit it),
  * and writes the outcome as the local shim does: write, fsync, rename.
@@ -222,14 +248,18 @@ g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
 export const AGENT_RUNNER = `set -u
 printf "%s\\n" "$$"
 exec >>"$1" 2>&1
-kill -STOP "$$"
 status_path=$2
+shift 2
+IFS= read -r -d "" n || exit 97
+case "$n" in ""|*[!0-9]*) exit 97 ;; esac
+pairs=()
+for ((i = 0; i < 2 * n; i++)); do IFS= read -r -d "" x || exit 97; pairs+=("$x"); done
+exec </dev/null
+kill -STOP "$$"
 trap ":" TERM INT HUP
 (
   trap - TERM INT HUP
-  n=$3
-  shift 3
-  while [ "$n" -gt 0 ]; do export -- "$1=$2"; shift 2; n=$((n - 1)); done
+  for ((i = 0; i < 2 * n; i += 2)); do export -- "\${pairs[i]}=\${pairs[i + 1]}"; done
   exec "$@"
 )
 st=$?
@@ -268,6 +298,8 @@ export const START_AGENT = script(PROC_STAT + `
 runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
 shift 6
 drain() { if [ -n "$prompt" ]; then cat >/dev/null; fi; }
+# A count reaches arithmetic, which would evaluate anything else.
+case "$n" in ""|*[!0-9]*) drain; exit 12 ;; esac
 real_dir "$cwd" || { drain; exit 10; }
 cd -- "$cwd" || { drain; exit 10; }
 (
@@ -286,8 +318,9 @@ if [ -n "$prompt" ]; then
   mkdir -p -- "$(dirname -- "$prompt")" && rm -f -- "$prompt" && (umask 077 && cat >"$prompt") && chmod 600 -- "$prompt" || exit 13
 fi
 rm -f -- "$status" "$status.tmp"
-# Descriptors past stderr are closed so the runner holds nothing of this SSH session open.
-pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "$n" "$@" </dev/null 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
+# The environment goes to the runner through a pipe; descriptors past stderr are closed so the
+# runner holds nothing of this SSH session open.
+pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "\${@:2*n+1}" < <(printf "%s\\0" "$n" "\${@:1:2*n}") 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
 case "$pid" in ""|*[!0-9]*) exit 14 ;; esac
 for _ in $(seq 1 500); do
   proc_stat "$pid" || break
@@ -326,6 +359,7 @@ done
  */
 export const STOP_AGENT = script(PROC_STAT + `
 pid=$1 want=$2 grace=$3
+case "$grace" in ""|*[!0-9]*) exit 10 ;; esac
 group_alive() {
   local s
   for s in /proc/[0-9]*; do
@@ -357,6 +391,7 @@ cat -- "$1"
 
 /** readRemoteLog. Args: logPath offset maxBytes. Prints up to maxBytes from offset; nothing when absent. */
 export const READ_LOG = script(`
+case "$2$3" in ""|*[!0-9]*) exit 10 ;; esac
 present "$1" || exit 0
 tail -c "+$(($2 + 1))" -- "$1" | head -c "$3"
 `);
@@ -431,26 +466,9 @@ present "$repo" && exit 10
 echo removed
 `);
 
-/**
- * removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. The marker goes only when it is ours
- * and nothing else is left; rmdir (never a recursive delete) is the last word, and the marker is
- * put back if something appeared meanwhile. Prints removed | kept | already_gone.
- */
+/** removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. Prints removed | kept | already_gone (remove_folder_if_empty). */
 export const REMOVE_FOLDER = script(`
-folder=$1 text=$2
-marker="$folder/${MARKER_FILE_NAME}"
-present "$folder" || { echo already_gone; exit 0; }
-real_dir "$folder" && [ -r "$folder" ] && [ -x "$folder" ] || { echo kept; exit 0; }
-had_marker=0
-if present "$marker"; then marker_is "$marker" "$text" || { echo kept; exit 0; }; had_marker=1; fi
-shopt -s nullglob dotglob
-for entry in "$folder"/*; do
-  [ "$entry" = "$marker" ] || { echo kept; exit 0; }
-done
-[ "$had_marker" = 0 ] || rm -f -- "$marker"
-if rmdir -- "$folder" 2>/dev/null; then echo removed; exit 0; fi
-[ "$had_marker" = 0 ] || printf "%s" "$text" >"$marker"
-echo kept
+remove_folder_if_empty "$1" "$2"
 `);
 
 export const ALL_SCRIPTS = {

@@ -195,6 +195,7 @@ describe('remote agent', () => {
     if ('notStartable' in started) throw new Error('not startable');
     try {
       expect(procStat(started.pid)).toEqual({ pgrp: started.pid, startTime: started.startTime });
+      expect(readFileSync(`/proc/${started.pid}/cmdline`, 'utf8')).not.toContain('hello from the agent'); // env values are no one's to read in ps
       expect(await remoteProcesses(target, [started, { pid: started.pid, startTime: '1' }])).toEqual([
         { alive: true, cwd: t.slot.repoPath },
         { alive: false, cwd: null },
