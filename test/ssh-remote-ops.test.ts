@@ -120,6 +120,7 @@ describe('materializeRemoteSlot', () => {
 
   it('refuses a branch the host lacks when it may not create one', async () => {
     expect(await reasonOf(launched('m4', { branch: 'no-such-branch', createBranch: false }))).toBe('branch_missing');
+    expect(await reasonOf(launched('m4', { baseBranch: 'no-such-base' }))).toBe('base_missing');
     expect(existsSync(path.join(folderOf('m4'), 'app'))).toBe(false);
   });
 
@@ -174,6 +175,10 @@ describe('readRemoteWorkspace', () => {
     expect(statSync(index).mtimeMs).toBe(indexBefore);
     expect([good, other, dirty].map((t) => fingerprint(t.folder))).toEqual(printsBefore);
     expect(git(dirty.slot.repoPath, 'status', '--porcelain')).toBe('M README.md');
+
+    const inside = path.join(good.slot.repoPath, 'src');
+    const [sub] = (await readRemoteWorkspace(target, { taskFolder: good.folder, workspacePath: inside, repoPaths: [inside], withDirty: true })).slots;
+    expect(sub).toMatchObject({ exists: true, realDirectory: true, toplevel: good.slot.repoPath, dirty: 'unreadable' }); // not a top level: doubt
 
     const bare = await readRemoteWorkspace(target, { taskFolder: folderOf('r6'), workspacePath: linked, repoPaths: [good.slot.repoPath], withDirty: false });
     expect(bare).toMatchObject({ marker: null, workspaceIsRealDirectory: false, slots: [{ exists: true, dirty: null }] });
@@ -236,6 +241,18 @@ describe('remote agent', () => {
     expect(await readRemoteExitStatus(target, killedStatus)).toMatchObject({ exitCode: null, signal: 'SIGTERM' });
     expect(await remoteProcesses(target, [running])).toEqual([{ alive: false, cwd: null }]);
     expect(await stopRemoteAgent(target, { ...running, graceMs: 100 })).toBe('gone');
+  });
+
+  it('kills a group that ignores SIGTERM once the grace has passed', async () => {
+    const t = await launched('a5');
+    const statusPath = path.join(root, 'logs/a5/agent.exit');
+    const started = await startRemoteAgent(target, { cwd: t.slot.repoPath, logPath: path.join(root, 'logs/a5/agent.log'), statusPath, env: {}, argv: ['bash', '-c', 'trap "" TERM; sleep 300'] });
+    if ('notStartable' in started) throw new Error('not startable');
+    const begun = Date.now();
+    expect(await stopRemoteAgent(target, { ...started, graceMs: 700 })).toBe('stopped');
+    expect(Date.now() - begun).toBeGreaterThanOrEqual(700);
+    expect(processAlive(started.pid)).toBe(false);
+    expect(await readRemoteExitStatus(target, statusPath)).toBeNull(); // the runner was killed with its group
   });
 
   it('refuses a command that cannot start, and starts nothing', async () => {
@@ -351,6 +368,11 @@ describe('audited removal', () => {
     expect(await ask({ expectedHead: git(host, 'rev-parse', 'main~1') })).toBe('moved');
     expect(await ask({ markerText: markerOf('someone-else') })).toBe('marker_mismatch');
 
+    writeFileSync(path.join(repo, 'README.md'), 'stashed\n');
+    git(repo, 'stash', '-q');
+    expect(await ask()).toBe('dirty'); // a stash lives only in the clone
+    git(repo, 'stash', 'drop', '-q');
+
     const link = path.join(t.folder, 'link');
     symlinkSync(repo, link);
     expect(await ask({ repoPath: link })).toBe('not_a_directory');
@@ -382,6 +404,9 @@ describe('audited removal', () => {
     expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({ removed: 1, kept: 1 });
     expect(listDir(one.folder)).toEqual(['.task-workspace.json', 'lib']);
     rmSync(path.join(two.slot.repoPath, 'edit.txt'));
+    const before = fingerprint(one.folder);
+    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: markerOf('someone-else'), slots })).toEqual({ removed: 1, kept: 1 }); // the absent one counts as removed
+    expect(fingerprint(one.folder)).toBe(before);
     expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({ removed: 2, kept: 0 });
     expect(existsSync(one.folder)).toBe(false);
   });
