@@ -89,28 +89,22 @@ const script = (body: string): string => PRELUDE + body;
  * is the host's decision from the refs it bundled: checkout (the bundle has the branch), create
  * (from the base), or the refusal branch_missing / base_missing (used only when there is nothing
  * to adopt). Stdin: the git bundle (drained unread when refusing or adopting, so the sender never
- * meets a closed channel). The clone is made in a temporary folder inside the task folder and
- * moved into place in one rename, so repoPath is either absent or a whole clone.
- * Prints `adopted <head>` or `created <head>`.
+ * meets a closed channel). A refusal writes nothing: the folder and the marker are made only
+ * right before a clone, and a clone that fails takes them away again when nothing else is there.
+ * The clone is made in a temporary folder inside the task folder and moved into place in one
+ * rename, so repoPath is either absent or a whole clone. Prints `adopted <head>` or `created <head>`.
  */
 export const MATERIALIZE_SLOT = script(`
 folder=$1 text=$2 repo=$3 branch=$4 base=$5 mode=$6
 marker="$folder/${MARKER_FILE_NAME}"
 drain() { cat >/dev/null; }
 if present "$folder" && ! real_dir "$folder"; then drain; exit 20; fi
-mkdir -p -- "$folder" || { drain; exit 21; }
-if present "$marker"; then
-  marker_is "$marker" "$text" || { drain; exit 22; }
-else
-  # Written aside, then linked into place: a create that never replaces a marker written meanwhile.
-  tmp=$(mktemp "$marker.XXXXXX") || { drain; exit 21; }
-  printf "%s" "$text" >"$tmp" && chmod 644 -- "$tmp" && ln -- "$tmp" "$marker" 2>/dev/null
-  rm -f -- "$tmp"
-  marker_is "$marker" "$text" || { drain; exit 22; }
-fi
+ours=0
+if present "$marker"; then marker_is "$marker" "$text" || { drain; exit 22; }; ours=1; fi
 if present "$repo"; then
   drain
-  # An idempotent re-run adopts the clone it made; anything else in the way is refused.
+  # An idempotent re-run adopts the clone it made (under its own marker); anything else in the way is refused.
+  [ "$ours" = 1 ] || exit 23
   reason=$(clone_check "$repo" "$branch" "$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null)")
   case "$reason" in ""|dirty) ;; *) exit 23 ;; esac
   head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 23
@@ -124,9 +118,22 @@ case "$mode" in
   base_missing) drain; exit 25 ;;
   *) drain; exit 26 ;;
 esac
-work=$(mktemp -d "$folder/.tws-clone.XXXXXX") || { drain; exit 21; }
-cleanup() { rm -rf -- "$work"; }
+work=
+done_ok=0
+cleanup() {
+  [ -z "$work" ] || rm -rf -- "$work"
+  [ "$done_ok" = 1 ] || remove_folder_if_empty "$folder" "$text" >/dev/null
+}
 trap cleanup EXIT
+mkdir -p -- "$folder" || { drain; exit 21; }
+if [ "$ours" = 0 ]; then
+  # Written aside, then linked into place: a create that never replaces a marker written meanwhile.
+  tmp=$(mktemp "$marker.XXXXXX") || { drain; exit 21; }
+  printf "%s" "$text" >"$tmp" && chmod 644 -- "$tmp" && ln -- "$tmp" "$marker" 2>/dev/null
+  rm -f -- "$tmp"
+  marker_is "$marker" "$text" || { drain; exit 22; }
+fi
+work=$(mktemp -d "$folder/.tws-clone.XXXXXX") || { drain; exit 21; }
 cat >"$work/bundle" || exit 27
 g clone --quiet --no-checkout -- "$work/bundle" "$work/repo" >/dev/null 2>&1 || exit 27
 g -C "$work/repo" rev-parse --verify --quiet "$start^{commit}" >/dev/null || exit 27
@@ -140,6 +147,7 @@ mkdir -p -- "$(dirname -- "$repo")" || exit 21
 present "$repo" && exit 23
 mv -T -- "$work/repo" "$repo" 2>/dev/null || exit 23
 head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 28
+done_ok=1
 printf "created %s\\n" "$head"
 `);
 

@@ -118,10 +118,10 @@ describe('materializeRemoteSlot', () => {
     expect(git(t.slot.repoPath, 'symbolic-ref', '--short', 'HEAD')).toBe('feature/x');
   });
 
-  it('refuses a branch the host lacks when it may not create one', async () => {
+  it('refuses a branch the host lacks when it may not create one, and a missing base, writing nothing', async () => {
     expect(await reasonOf(launched('m4', { branch: 'no-such-branch', createBranch: false }))).toBe('branch_missing');
     expect(await reasonOf(launched('m4', { baseBranch: 'no-such-base' }))).toBe('base_missing');
-    expect(existsSync(path.join(folderOf('m4'), 'app'))).toBe(false);
+    expect(existsSync(folderOf('m4'))).toBe(false); // a refusal writes nothing: no folder, no marker
   });
 
   it('refuses a task folder marked by another task and changes nothing there', async () => {
@@ -142,6 +142,7 @@ describe('materializeRemoteSlot', () => {
     expect(await reasonOf(launched('m6'))).toBe('occupied');
     expect(readFileSync(path.join(repoPath, 'precious.txt'), 'utf8')).toBe('mine\n');
     expect(listDir(repoPath)).toEqual(['precious.txt']);
+    expect(listDir(folderOf('m6'))).toEqual(['app']); // no marker claims a folder with someone else's files
   });
 });
 
