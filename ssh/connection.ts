@@ -76,8 +76,14 @@ export async function runRemote(
   // Programming errors, not refusals: the script is code of this service and must stay constant.
   if (script.includes("'")) throw new Error('runRemote: a remote script may not contain a single quote (it is sent single-quoted)');
   if (args.some((arg) => arg.includes('\0'))) throw new Error('runRemote: an argument may not contain NUL (NUL ends each argument)');
-  const connection = await connectionFor(target);
+  let connection = await connectionFor(target);
   await connection.acquire();
+  if (connection.lost) {
+    // It dropped while this run waited (nothing ran on it yet): one fresh connection, not a refusal.
+    connection.release();
+    connection = await connectionFor(target);
+    await connection.acquire();
+  }
   try {
     return await execOn(connection, `bash -c '${PRELUDE}${script}' tws-remote`, args, opts);
   } finally {
