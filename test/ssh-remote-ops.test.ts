@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeSshConnections, type SshTarget } from '../ssh/connection';
+import { closeSshConnections, SshRefusal, type SshTarget } from '../ssh/connection';
 import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
 import { readRemoteExitStatus, readRemoteLog, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../ssh/remote-agent';
 import { ALL_SCRIPTS, RemoteOperationError } from '../ssh/remote-scripts';
@@ -410,5 +410,24 @@ describe('audited removal', () => {
     expect(fingerprint(one.folder)).toBe(before);
     expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({ removed: 2, kept: 0 });
     expect(existsSync(one.folder)).toBe(false);
+  });
+});
+
+describe('refusals', () => {
+  it('refuses a relative path or an option-like branch before anything runs remotely', async () => {
+    expect(await reasonOf(readRemoteWorkspace(target, { taskFolder: 'task-x', workspacePath: '/x', repoPaths: [], withDirty: false }))).toBe('invalid_path');
+    expect(await reasonOf(launched('h1', { branch: '--upload-pack=touch /tmp/x' }))).toBe('invalid_branch');
+    expect(existsSync(folderOf('h1'))).toBe(false);
+  });
+
+  it('lets the transport refusal of a target that is down through, typed', async () => {
+    await server.stop();
+    try {
+      const err = await readRemoteLog(target, { logPath: path.join(root, 'any.log'), offset: 0, maxBytes: 10 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SshRefusal);
+      expect((err as SshRefusal).code).toBe('ssh_target_unavailable');
+    } finally {
+      await server.start();
+    }
   });
 });
