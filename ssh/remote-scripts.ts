@@ -5,9 +5,10 @@
  * script reports facts through a distinct exit code or stdout token per outcome; the TypeScript
  * side decides what they mean and maps them to typed results (the tables below).
  *
- * What the remote must have: bash (4+), git, coreutils (GNU: mktemp, realpath -e, mv -T, tail -c,
- * base64 -w0, readlink -z, date +%3N), util-linux `setsid`, and Linux `/proc` (process identity is
- * the pid plus field 22 of /proc/<pid>/stat, as on the service's host).
+ * What the remote must have: bash (4+), git (2.x), GNU coreutils (mktemp, realpath -e, mv -T,
+ * tail -c, base64 -w0, readlink -z, date +%3N, sync FILE), util-linux `setsid` (with --fork), and
+ * Linux `/proc` (process identity is the pid plus field 22 of /proc/<pid>/stat, as on the
+ * service's host). Nothing else: no git server, no worker, no node.
  *
  * Fail closed: a path that cannot be examined is present (never absent), a marker that cannot be
  * read is someone else's, a status git cannot read is dirty.
