@@ -118,6 +118,12 @@ describe('materializeRemoteSlot', () => {
     expect(git(t.slot.repoPath, 'symbolic-ref', '--short', 'HEAD')).toBe('feature/x');
   });
 
+  it('works on the base branch itself when asked to', async () => {
+    const t = await launched('m7', { branch: 'main', createBranch: false });
+    expect(t).toMatchObject({ createdClone: true, createdBranch: false, headCommit: git(host, 'rev-parse', 'main') });
+    expect(git(t.slot.repoPath, 'for-each-ref', '--format=%(refname)', 'refs/')).toBe('refs/heads/main');
+  });
+
   it('refuses a branch the host lacks when it may not create one, and a missing base, writing nothing', async () => {
     expect(await reasonOf(launched('m4', { branch: 'no-such-branch', createBranch: false }))).toBe('branch_missing');
     expect(await reasonOf(launched('m4', { baseBranch: 'no-such-base' }))).toBe('base_missing');
