@@ -6,9 +6,10 @@
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { SimpleGit } from 'simple-git';
 import { branchCommit, branchRef, gitAt, resolveCommit } from '../git/git';
 import type { SshTarget } from './connection';
-import { absolutePath, BRANCH_HEAD, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER, RemoteOperationError, runScript, SAVE_WORK } from './remote-scripts';
+import { absolutePath, BUNDLE_BRANCH, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, RemoteOperationError, runScript, SAVE_WORK } from './remote-scripts';
 import { HOST_GIT, validBranch } from './remote-workspace';
 
 /** Bundling a clone's history back: minutes, not seconds. */
@@ -16,6 +17,22 @@ const BUNDLE_TIMEOUT_MS = 15 * 60_000;
 
 /** The remote ref the saved-work commit is bundled from; deleted in the same script. */
 const SAVE_TEMP_REF = 'refs/tws-remote-save/pending';
+
+const COMMIT = /^[0-9a-f]{40,64}$/;
+
+/**
+ * The remote clone's branch commit (null when it has none) and, of its local branch heads, those
+ * the host repository already has: a bundle leaves their history out, so only new work crosses
+ * the channel (a reply is capped in size by the transport).
+ */
+async function remoteHeads(target: SshTarget, host: SimpleGit, repoPath: string, branch: string): Promise<{ branchCommit: string | null; known: string[] }> {
+  const result = await runScript(target, LOCAL_HEADS, [absolutePath(repoPath), branch]);
+  const [first, ...heads] = result.stdout.toString('utf8').split('\n').filter(Boolean);
+  if (result.code !== 0 || first === undefined || (first !== '-' && !COMMIT.test(first)) || !heads.every((h) => COMMIT.test(h))) throw new RemoteOperationError('branch_unreadable');
+  const known: string[] = [];
+  for (const head of new Set(heads)) if ((await resolveCommit(host, head)) === head) known.push(head);
+  return { branchCommit: first === '-' ? null : first, known };
+}
 
 async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Promise<T>): Promise<T> {
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-bundle-'));
@@ -34,7 +51,9 @@ async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Pro
  * repository at `ref`. Returns the commit, or null when the clone was clean.
  */
 export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; hostRepository: string; ref: string; message: string }): Promise<string | null> {
-  const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  const host = gitAt(a.hostRepository, HOST_GIT);
+  const { known } = await remoteHeads(target, host, a.repoPath, '');
+  const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF, ...known], { timeoutMs: BUNDLE_TIMEOUT_MS });
   if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'not_a_checkout' : 'save_failed');
   const newline = result.stdout.indexOf(0x0a);
   const header = result.stdout.subarray(0, newline).toString('utf8');
@@ -42,7 +61,6 @@ export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; h
   const match = /^saved ([0-9a-f]{40,64})$/.exec(header);
   if (!match) throw new RemoteOperationError('save_unreadable');
   const commit = match[1]!;
-  const host = gitAt(a.hostRepository, HOST_GIT);
   await withHostBundle(result.stdout.subarray(newline + 1), async (bundlePath) => {
     try {
       await host.raw(['bundle', 'unbundle', bundlePath]);
@@ -63,13 +81,11 @@ export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; h
  */
 export async function bringBranchBack(target: SshTarget, a: { repoPath: string; branch: string; hostRepository: string }): Promise<'present' | 'fetched' | 'refused'> {
   if (!(await validBranch(a.branch))) throw new RemoteOperationError('invalid_branch');
-  const repoPath = absolutePath(a.repoPath);
-  const head = await runScript(target, BRANCH_HEAD, [repoPath, a.branch]);
-  const remoteCommit = head.stdout.toString('utf8').trim();
-  if (head.code !== 0 || !/^[0-9a-f]{40,64}$/.test(remoteCommit)) throw new RemoteOperationError('branch_unreadable');
   const host = gitAt(a.hostRepository, HOST_GIT);
+  const { branchCommit: remoteCommit, known } = await remoteHeads(target, host, a.repoPath, a.branch);
+  if (remoteCommit === null) throw new RemoteOperationError('branch_unreadable');
   if ((await resolveCommit(host, remoteCommit)) === remoteCommit) return 'present';
-  const bundle = await runScript(target, BUNDLE_BRANCH, [repoPath, a.branch], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  const bundle = await runScript(target, BUNDLE_BRANCH, [absolutePath(a.repoPath), a.branch, ...known], { timeoutMs: BUNDLE_TIMEOUT_MS });
   if (bundle.code !== 0) throw new RemoteOperationError('bundle_failed');
   const ref = branchRef(a.branch);
   return withHostBundle(bundle.stdout, async (bundlePath) => {

@@ -5,9 +5,10 @@
  * script reports facts through a distinct exit code or stdout token per outcome; the TypeScript
  * side decides what they mean and maps them to typed results (the tables below).
  *
- * What the remote must have: bash (4+), git, coreutils (GNU: mktemp, realpath -e, mv -T, tail -c,
- * base64 -w0, readlink -z, date +%3N), util-linux `setsid`, and Linux `/proc` (process identity is
- * the pid plus field 22 of /proc/<pid>/stat, as on the service's host).
+ * What the remote must have: bash (4+), git (2.x), GNU coreutils (mktemp, realpath -e, mv -T,
+ * tail -c, base64 -w0, readlink -z, date +%3N, sync FILE), util-linux `setsid` (with --fork), and
+ * Linux `/proc` (process identity is the pid plus field 22 of /proc/<pid>/stat, as on the
+ * service's host). Nothing else: no git server, no worker, no node.
  *
  * Fail closed: a path that cannot be examined is present (never absent), a marker that cannot be
  * read is someone else's, a status git cannot read is dirty.
@@ -15,7 +16,7 @@
  * The transport forbids a single quote anywhere in a script (comments included), and `${` would
  * be a template interpolation here, so bash braces are written `\${`.
  */
-import { runRemote, type RemoteResult, type SshTarget } from './connection';
+import { runRemote, SshRefusal, type RemoteResult, type SshTarget } from './connection';
 
 /** A remote operation that did not succeed, by a short reason: never a path, a branch name or git's stderr. */
 export class RemoteOperationError extends Error {
@@ -68,6 +69,23 @@ in_folder() {
   local parent folder
   parent=$(realpath -e -- "$(dirname -- "$1")" 2>/dev/null) && folder=$(realpath -e -- "$2" 2>/dev/null) && [ "$parent" = "$folder" ]
 }
+# Prints removed | kept | already_gone. The marker goes only when it is ours and nothing else is
+# left; rmdir (never a recursive delete) is the last word, and the marker is put back when
+# something appeared meanwhile.
+remove_folder_if_empty() {
+  local folder=$1 text=$2 marker="$1/${MARKER_FILE_NAME}" had_marker=0 entry
+  present "$folder" || { echo already_gone; return; }
+  real_dir "$folder" && [ -r "$folder" ] && [ -x "$folder" ] || { echo kept; return; }
+  if present "$marker"; then marker_is "$marker" "$text" || { echo kept; return; }; had_marker=1; fi
+  for entry in "$folder"/* "$folder"/.[!.]* "$folder"/..?*; do
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    [ "$entry" = "$marker" ] || { echo kept; return; }
+  done
+  [ "$had_marker" = 0 ] || rm -f -- "$marker"
+  if rmdir -- "$folder" 2>/dev/null; then echo removed; return; fi
+  [ "$had_marker" = 0 ] || printf "%s" "$text" >"$marker"
+  echo kept
+}
 `;
 
 const script = (body: string): string => PRELUDE + body;
@@ -77,28 +95,22 @@ const script = (body: string): string => PRELUDE + body;
  * is the host's decision from the refs it bundled: checkout (the bundle has the branch), create
  * (from the base), or the refusal branch_missing / base_missing (used only when there is nothing
  * to adopt). Stdin: the git bundle (drained unread when refusing or adopting, so the sender never
- * meets a closed channel). The clone is made in a temporary folder inside the task folder and
- * moved into place in one rename, so repoPath is either absent or a whole clone.
- * Prints `adopted <head>` or `created <head>`.
+ * meets a closed channel). A refusal writes nothing: the folder and the marker are made only
+ * right before a clone, and a clone that fails takes them away again when nothing else is there.
+ * The clone is made in a temporary folder inside the task folder and moved into place in one
+ * rename, so repoPath is either absent or a whole clone. Prints `adopted <head>` or `created <head>`.
  */
 export const MATERIALIZE_SLOT = script(`
 folder=$1 text=$2 repo=$3 branch=$4 base=$5 mode=$6
 marker="$folder/${MARKER_FILE_NAME}"
 drain() { cat >/dev/null; }
 if present "$folder" && ! real_dir "$folder"; then drain; exit 20; fi
-mkdir -p -- "$folder" || { drain; exit 21; }
-if present "$marker"; then
-  marker_is "$marker" "$text" || { drain; exit 22; }
-else
-  # Written aside, then linked into place: a create that never replaces a marker written meanwhile.
-  tmp=$(mktemp "$marker.XXXXXX") || { drain; exit 21; }
-  printf "%s" "$text" >"$tmp" && chmod 644 -- "$tmp" && ln -- "$tmp" "$marker" 2>/dev/null
-  rm -f -- "$tmp"
-  marker_is "$marker" "$text" || { drain; exit 22; }
-fi
+ours=0
+if present "$marker"; then marker_is "$marker" "$text" || { drain; exit 22; }; ours=1; fi
 if present "$repo"; then
   drain
-  # An idempotent re-run adopts the clone it made; anything else in the way is refused.
+  # An idempotent re-run adopts the clone it made (under its own marker); anything else in the way is refused.
+  [ "$ours" = 1 ] || exit 23
   reason=$(clone_check "$repo" "$branch" "$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null)")
   case "$reason" in ""|dirty) ;; *) exit 23 ;; esac
   head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 23
@@ -112,9 +124,22 @@ case "$mode" in
   base_missing) drain; exit 25 ;;
   *) drain; exit 26 ;;
 esac
-work=$(mktemp -d "$folder/.tws-clone.XXXXXX") || { drain; exit 21; }
-cleanup() { rm -rf -- "$work"; }
+work=
+done_ok=0
+cleanup() {
+  [ -z "$work" ] || rm -rf -- "$work"
+  [ "$done_ok" = 1 ] || remove_folder_if_empty "$folder" "$text" >/dev/null
+}
 trap cleanup EXIT
+mkdir -p -- "$folder" || { drain; exit 21; }
+if [ "$ours" = 0 ]; then
+  # Written aside, then linked into place: a create that never replaces a marker written meanwhile.
+  tmp=$(mktemp "$marker.XXXXXX") || { drain; exit 21; }
+  printf "%s" "$text" >"$tmp" && chmod 644 -- "$tmp" && ln -- "$tmp" "$marker" 2>/dev/null
+  rm -f -- "$tmp"
+  marker_is "$marker" "$text" || { drain; exit 22; }
+fi
+work=$(mktemp -d "$folder/.tws-clone.XXXXXX") || { drain; exit 21; }
 cat >"$work/bundle" || exit 27
 g clone --quiet --no-checkout -- "$work/bundle" "$work/repo" >/dev/null 2>&1 || exit 27
 g -C "$work/repo" rev-parse --verify --quiet "$start^{commit}" >/dev/null || exit 27
@@ -128,6 +153,7 @@ mkdir -p -- "$(dirname -- "$repo")" || exit 21
 present "$repo" && exit 23
 mv -T -- "$work/repo" "$repo" 2>/dev/null || exit 23
 head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 28
+done_ok=1
 printf "created %s\\n" "$head"
 `);
 
@@ -147,7 +173,8 @@ export const MATERIALIZE_REFUSALS: Record<number, string> = {
  * discardRemoteSlots. Args: taskFolder markerText, then (repoPath branch headCommit) per slot.
  * Prints one token line per slot: removed | kept | absent. A slot is removed only when the marker
  * is ours, it lies in the task folder and is the clean clone the launch left. The marker goes only
- * when nothing was kept (what stays keeps its owner), and the folder only when empty.
+ * when nothing was kept and nothing else is there (what stays keeps its owner), the folder only
+ * when empty.
  */
 export const DISCARD_SLOTS = script(`
 folder=$1 text=$2
@@ -167,8 +194,7 @@ while [ $# -ge 3 ]; do
   kept=1
   echo kept
 done
-if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then rm -f -- "$marker"; fi
-rmdir -- "$folder" 2>/dev/null
+if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then remove_folder_if_empty "$folder" "$text" >/dev/null; else rmdir -- "$folder" 2>/dev/null; fi
 exit 0
 `);
 
@@ -196,10 +222,17 @@ for repo in "$@"; do
   fi
   field 1
   if real_dir "$repo"; then field 1; else field 0; fi
-  if top=$(g -C "$repo" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null); then value "$top"; else value; fi
+  toplevel=0
+  if top=$(g -C "$repo" rev-parse --show-toplevel 2>/dev/null) && top=$(realpath -e -- "$top" 2>/dev/null); then
+    value "$top"
+    [ "$top" = "$(realpath -e -- "$repo" 2>/dev/null)" ] && toplevel=1
+  else value
+  fi
   if b=$(g -C "$repo" symbolic-ref --quiet --short HEAD 2>/dev/null); then value "$b"; else value; fi
   if h=$(g -C "$repo" rev-parse --verify --quiet HEAD 2>/dev/null); then value "$h"; else value; fi
+  # The status of a folder that is not a top level would be that of an enclosing repository: doubt.
   if [ "$with_dirty" != 1 ]; then value
+  elif [ "$toplevel" != 1 ]; then value unreadable
   elif st=$(g -C "$repo" --no-optional-locks status --porcelain --untracked-files=all 2>/dev/null); then
     if [ -z "$st" ]; then value clean; else value dirty; fi
   else value unreadable
@@ -217,9 +250,11 @@ g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
  * The agent runner, started by START_AGENT with `setsid --fork` so it leads its own session and
  * process group, and as a foreground command: bash starts an asynchronous (`&`) command with
  * SIGINT and SIGQUIT ignored, and an ignored signal is inherited through exec by the agent.
- * Args: logPath statusPath envCount (NAME VALUE)... argv... It prints its pid to the starter, moves
- * its output to the log, and stops itself, so the starter can verify it leads its group and read
- * its start time before the agent runs. It runs the agent as its child in a subshell that takes
+ * Args: logPath statusPath argv...; stdin: envCount NAME VALUE... each ended by NUL (an argument
+ * would show the values to every user of the remote in its command line). It prints its pid to
+ * the starter, moves its output to the log, reads the environment, takes /dev/null as stdin, and
+ * stops itself, so the starter can verify it leads its group and read its start time before the
+ * agent runs. It runs the agent as its child in a subshell that takes
  * the environment (the runner keeps its own, to write the status with its own PATH), survives the
  * group signals meant for the agent (a handler, not an ignore, so the agent does not inherit it),
  * and writes the outcome as the local shim does: write, fsync, rename.
@@ -227,14 +262,18 @@ g -C "$1" --no-optional-locks status --porcelain=v1 -b 2>/dev/null || exit 11
 export const AGENT_RUNNER = `set -u
 printf "%s\\n" "$$"
 exec >>"$1" 2>&1
-kill -STOP "$$"
 status_path=$2
+shift 2
+IFS= read -r -d "" n || exit 97
+case "$n" in ""|*[!0-9]*) exit 97 ;; esac
+pairs=()
+for ((i = 0; i < 2 * n; i++)); do IFS= read -r -d "" x || exit 97; pairs+=("$x"); done
+exec </dev/null
+kill -STOP "$$"
 trap ":" TERM INT HUP
 (
   trap - TERM INT HUP
-  n=$3
-  shift 3
-  while [ "$n" -gt 0 ]; do export -- "$1=$2"; shift 2; n=$((n - 1)); done
+  for ((i = 0; i < 2 * n; i += 2)); do export -- "\${pairs[i]}=\${pairs[i + 1]}"; done
   exec "$@"
 )
 st=$?
@@ -273,6 +312,8 @@ export const START_AGENT = script(PROC_STAT + `
 runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
 shift 6
 drain() { if [ -n "$prompt" ]; then cat >/dev/null; fi; }
+# A count reaches arithmetic, which would evaluate anything else.
+case "$n" in ""|*[!0-9]*) drain; exit 12 ;; esac
 real_dir "$cwd" || { drain; exit 10; }
 cd -- "$cwd" || { drain; exit 10; }
 (
@@ -291,8 +332,9 @@ if [ -n "$prompt" ]; then
   mkdir -p -- "$(dirname -- "$prompt")" && rm -f -- "$prompt" && (umask 077 && cat >"$prompt") && chmod 600 -- "$prompt" || exit 13
 fi
 rm -f -- "$status" "$status.tmp"
-# Descriptors past stderr are closed so the runner holds nothing of this SSH session open.
-pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "$n" "$@" </dev/null 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
+# The environment goes to the runner through a pipe; descriptors past stderr are closed so the
+# runner holds nothing of this SSH session open.
+pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "\${@:2*n+1}" < <(printf "%s\\0" "$n" "\${@:1:2*n}") 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
 case "$pid" in ""|*[!0-9]*) exit 14 ;; esac
 for _ in $(seq 1 500); do
   proc_stat "$pid" || break
@@ -331,6 +373,7 @@ done
  */
 export const STOP_AGENT = script(PROC_STAT + `
 pid=$1 want=$2 grace=$3
+case "$grace" in ""|*[!0-9]*) exit 10 ;; esac
 group_alive() {
   local s
   for s in /proc/[0-9]*; do
@@ -362,6 +405,7 @@ cat -- "$1"
 
 /** readRemoteLog. Args: logPath offset maxBytes. Prints up to maxBytes from offset; nothing when absent. */
 export const READ_LOG = script(`
+case "$2$3" in ""|*[!0-9]*) exit 10 ;; esac
 present "$1" || exit 0
 tail -c "+$(($2 + 1))" -- "$1" | head -c "$3"
 `);
@@ -376,12 +420,26 @@ g config user.email >/dev/null || export GIT_AUTHOR_EMAIL=task-workspaces@localh
 `;
 
 /**
- * saveRemoteWork. Args: repoPath message tempRef. Stages everything (the clone is about to be
- * removed), makes the stash commit, and streams a bundle of it. Prints `clean`, or `saved <commit>`
- * and a newline followed by the bundle bytes. The temporary ref is deleted before the end.
+ * The first trip of bringing work back. Args: repoPath branch (empty: none). Prints the branch
+ * commit (`-` when there is no branch asked or it does not exist), then the commit of every local
+ * branch, one a line: the host names those it has, and the bundle leaves them out.
+ */
+export const LOCAL_HEADS = script(`
+real_dir "$1" || exit 10
+if [ -n "$2" ] && c=$(g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}"); then echo "$c"; else echo -; fi
+g -C "$1" for-each-ref --format="%(objectname)" refs/heads/ || exit 10
+`);
+
+/**
+ * saveRemoteWork. Args: repoPath message tempRef knownCommit... Stages everything (the clone is
+ * about to be removed), makes the stash commit, and streams a bundle of it without the history of
+ * the known commits (the host has them; the transport caps a reply's size). Prints `clean`, or
+ * `saved <commit>` and a newline followed by the bundle bytes. The temporary ref is deleted before
+ * the end.
  */
 export const SAVE_WORK = script(`
 repo=$1 message=$2 ref=$3
+shift 3
 real_dir "$repo" || exit 10
 cd -- "$repo" || exit 10
 ${IDENTITY}
@@ -390,22 +448,20 @@ commit=$(g stash create "$message" 2>/dev/null) || exit 11
 if [ -z "$commit" ]; then echo clean; exit 0; fi
 g update-ref "$ref" "$commit" || exit 11
 printf "saved %s\\n" "$commit"
-g bundle create --quiet - "$ref"
+if [ $# -gt 0 ]; then g bundle create --quiet - "$ref" --not "$@"; else g bundle create --quiet - "$ref"; fi
 rc=$?
 g update-ref -d "$ref"
 [ "$rc" = 0 ] || exit 12
 `);
 
-/** bringBranchBack, first trip. Args: repoPath branch. Prints the branch commit; exit 10 when it has none. */
-export const BRANCH_HEAD = script(`
-real_dir "$1" || exit 10
-g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}" || exit 10
-`);
-
-/** bringBranchBack, second trip. Args: repoPath branch. Streams a bundle of the branch. */
+/** bringBranchBack, second trip. Args: repoPath branch knownCommit... Streams a bundle of the branch without what the host has. */
 export const BUNDLE_BRANCH = script(`
 real_dir "$1" || exit 10
-g -C "$1" bundle create --quiet - "refs/heads/$2" || exit 11
+repo=$1 branch=$2
+shift 2
+if [ $# -gt 0 ]; then g -C "$repo" bundle create --quiet - "refs/heads/$branch" --not "$@" || exit 11
+else g -C "$repo" bundle create --quiet - "refs/heads/$branch" || exit 11
+fi
 `);
 
 /**
@@ -424,37 +480,31 @@ present "$repo" && exit 10
 echo removed
 `);
 
-/**
- * removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. The marker goes only when it is ours
- * and nothing else is left; rmdir (never a recursive delete) is the last word, and the marker is
- * put back if something appeared meanwhile. Prints removed | kept | already_gone.
- */
+/** removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. Prints removed | kept | already_gone (remove_folder_if_empty). */
 export const REMOVE_FOLDER = script(`
-folder=$1 text=$2
-marker="$folder/${MARKER_FILE_NAME}"
-present "$folder" || { echo already_gone; exit 0; }
-real_dir "$folder" && [ -r "$folder" ] && [ -x "$folder" ] || { echo kept; exit 0; }
-had_marker=0
-if present "$marker"; then marker_is "$marker" "$text" || { echo kept; exit 0; }; had_marker=1; fi
-shopt -s nullglob dotglob
-for entry in "$folder"/*; do
-  [ "$entry" = "$marker" ] || { echo kept; exit 0; }
-done
-[ "$had_marker" = 0 ] || rm -f -- "$marker"
-if rmdir -- "$folder" 2>/dev/null; then echo removed; exit 0; fi
-[ "$had_marker" = 0 ] || printf "%s" "$text" >"$marker"
-echo kept
+remove_folder_if_empty "$1" "$2"
 `);
 
 export const ALL_SCRIPTS = {
   MATERIALIZE_SLOT, DISCARD_SLOTS, READ_WORKSPACE, GIT_STATUS, AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT,
-  READ_EXIT_STATUS, READ_LOG, SAVE_WORK, BRANCH_HEAD, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER,
+  READ_EXIT_STATUS, READ_LOG, LOCAL_HEADS, SAVE_WORK, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER,
 };
 
-/** Runs one script; arguments are checked here (no NUL byte, which no argument can carry). */
+/**
+ * Runs one script; arguments are checked here (no NUL byte, which no argument can carry). A
+ * refusal of the transport (SshRefusal: the target is down or not the pinned host) passes through
+ * typed; any other failure of the transport (a reply past its size cap, a stdin that failed) is
+ * a RemoteOperationError.
+ */
 export async function runScript(target: SshTarget, source: string, args: string[], opts?: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number }): Promise<RemoteResult> {
   if (args.some((arg) => arg.includes('\0'))) throw new RemoteOperationError('invalid_argument');
-  const result = await runRemote(target, source, args, { timeoutMs: 60_000, ...opts });
+  let result: RemoteResult;
+  try {
+    result = await runRemote(target, source, args, { timeoutMs: 60_000, ...opts });
+  } catch (err) {
+    if (err instanceof SshRefusal) throw err;
+    throw new RemoteOperationError('transport_failed');
+  }
   if (result.code === null) throw new RemoteOperationError('remote_interrupted');
   return result;
 }
