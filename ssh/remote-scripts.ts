@@ -465,8 +465,9 @@ fi
 `);
 
 /**
- * removeRemoteClone. Args: taskFolder markerText repoPath expectedBranch expectedHead. Every check
- * runs in this script right before the removal. Prints removed | already_gone | a refusal reason.
+ * removeRemoteClone. Args: taskFolder markerText repoPath expectedBranch expectedHead [savedCommit].
+ * Every check runs in this script right before the removal; with savedCommit (its uncommitted work
+ * saved on the host first), the clone may be dirty only with exactly the saved state. Prints removed | already_gone | a refusal reason.
  */
 export const REMOVE_CLONE = script(`
 folder=$1 text=$2 repo=$3 branch=$4 head=$5 saved=\${6:-}
