@@ -302,6 +302,29 @@ describe('transitions and cleanup', () => {
     expect((await rowsOf(t.first.taskEnvironmentId)).map((r: any) => r.status)).toEqual(['deleted']);
   });
 
+  it('a remote branch that cannot come back to the host (diverged) keeps the clone and waits for an operator', async () => {
+    const t = await sshTask();
+    const commit = (dir: string, file: string) => {
+      writeFileSync(path.join(dir, file), `${file}\n`);
+      git(dir, 'add', file);
+      git(dir, 'commit', '-q', '-m', file);
+    };
+    commit(t.remoteClone, 'remote.txt');
+    // The host's task branch moved elsewhere meanwhile: neither contains the other.
+    git(t.repo, 'branch', taskBranchName(t.taskId), 'main');
+    const other = path.join(h.scratch, `other-${t.name}`);
+    git(t.repo, 'worktree', 'add', '-q', other, taskBranchName(t.taskId));
+    commit(other, 'host.txt');
+    git(t.repo, 'worktree', 'remove', other);
+    const hostHead = commitOf(t.repo, taskBranchName(t.taskId));
+    const before = fingerprint(t.remoteClone);
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    const job = await waitForJob(h, archived.body.operationId, ['needs_operator']);
+    expect(job.lastError).toBe('remote_branch_not_brought_back');
+    expect(fingerprint(t.remoteClone)).toBe(before);
+    expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(hostHead);
+  });
+
   it('archive keeps a dirty remote clone; a consented delete saves its work on the host and removes it', async () => {
     const t = await sshTask();
     writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
