@@ -7,7 +7,9 @@
  * The target is this machine, so its files are also checked directly on disk.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileExecutions } from '../activities/process-reconcile';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
@@ -33,6 +35,10 @@ beforeAll(async () => {
   );
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   targetId = res.body.id;
+  // The operator's CLI lists it, never its key.
+  const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['ssh-targets', '--json'], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+  expect(JSON.parse(cli.stdout).map((t: any) => t.id)).toEqual([targetId]);
+  expect(cli.stdout).not.toContain(ssh.privateKeyPath);
 });
 afterAll(async () => {
   await h?.close();
@@ -74,6 +80,7 @@ describe('first launch and attach', () => {
     expect(git(t.remoteClone, 'remote')).toBe(''); // a clone of a bundle, with no remote left behind
     expect(JSON.parse(readFileSync(path.join(t.remoteFolder, '.task-workspace.json'), 'utf8'))).toMatchObject({ taskId: t.taskId, environmentId: t.first.taskEnvironmentId });
     expect(await envOf(t.first.taskEnvironmentId)).toEqual({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder, status: 'ready' });
+    expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).body.environment).toMatchObject({ executorType: 'ssh', sshTargetId: targetId });
     expect(await rowsOf(t.first.taskEnvironmentId)).toEqual([{ executor_type: 'ssh', worktree_id: null, worktree_path: t.remoteClone, worktree_branch: taskBranchName(t.taskId), ssh_target_id: targetId, status: 'active' }]);
     // Nothing on the host: no worktree, no task branch, no task folder.
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
