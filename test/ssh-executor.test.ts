@@ -199,6 +199,28 @@ describe('refusals touch nothing', () => {
     return res.body;
   }
 
+  it('a target that is not one (malformed, unknown, or given to another executor) is a 4xx with nothing started', async () => {
+    const name = `ssh-input-${++n}`;
+    const taskId = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, name), name)]);
+    const before = await rowCounts(h.pool);
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{ executorType: 'ssh', sshTargetId: 'not-a-uuid' }, 400, 'invalid_request'],
+      [{ executorType: 'ssh', sshTargetId: '00000000-0000-4000-8000-000000000000' }, 404, 'not_found'],
+      [{ executorType: 'worktree', sshTargetId: targetId }, 400, 'invalid_request'],
+      [{ executorType: 'ssh', sshTargetId: null }, 400, 'invalid_request'],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await launch(h, taskId, body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expectSafeError(res.body, code);
+    }
+    // ssh with no target named and none in use: nothing to run on.
+    const none = await launch(h, taskId, { executorType: 'ssh' });
+    expect(none.status).toBe(409);
+    expectSafeError(none.body, 'workspace_reuse_unsupported');
+    expect(await rowCounts(h.pool)).toEqual(before);
+  });
+
   it('a stale remote folder (replaced by another directory) is refused workspace_reuse_unsafe, never re-cloned', async () => {
     const t = await sshTask();
     renameSync(t.remoteClone, `${t.remoteClone}-moved`);
