@@ -12,7 +12,7 @@ import { endExecution, insertExecution, markStopped, setExecutionStatus, type Ex
 import { inTransaction, type Db, type Pool } from '../db/pool';
 import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
 import { agentVariableProblem } from '../domain/agent-env';
-import { readRemoteExitStatus, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../ssh/remote-agent';
+import { findRemoteMarked, readRemoteExitStatus, remoteProcesses, startRemoteAgent, stopRemoteAgent, stopRemoteGroup } from '../ssh/remote-agent';
 import type { SshTarget } from '../ssh/connection';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
@@ -48,11 +48,39 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
   async function startRemote(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
     const target = await loadSshTarget(pool, input.sshTargetId);
     const files = remoteRunFiles(target, input);
-    // The intent tells a re-run after a crash that a start may have happened: it then refuses
-    // rather than start a second agent (the remote mark, TWS_EXECUTION_ID, names the first).
+    const record = (client: Db, agent: { pid: number; startTime: string }) =>
+      insertExecution(client, {
+        id: input.executionId,
+        session_id: input.sessionId,
+        host_id: config.hostId,
+        pid: agent.pid,
+        process_start_time: agent.startTime,
+        cwd: input.cwd,
+        log_path: files.logPath,
+        status: 'running',
+        ssh_target_id: target.id,
+      });
+    // At most one agent per execution id: the intent is committed before the start. Found
+    // already, a worker died between an earlier start and its record: the agent it started
+    // (found on the target by its mark, TWS_EXECUTION_ID) is adopted, never started twice.
     if (!(await recordSpawnIntent(pool, { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId }))) {
-      logger.warn({ sessionId: input.sessionId, executionId: input.executionId }, 'a remote start was interrupted before it was recorded; refusing to start a second agent');
-      throw typedFailure('internal');
+      const marked = await findRemoteMarked(target, { name: EXECUTION_MARK, value: input.executionId }).catch((err: unknown) => Promise.reject(typedSsh(err)));
+      if (marked?.leader) {
+        const leader = marked.leader;
+        const barred = await inTransaction(pool, async (client) => {
+          const stands = await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId]);
+          // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
+          await record(client, leader);
+          await recordWithStart?.(client);
+          await dropSpawnIntent(client, input.executionId);
+          return stands;
+        });
+        logger.warn({ sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid }, 'adopted a remote agent whose start was never recorded');
+        if (barred) throw typedFailure('task_cleanup_in_progress');
+        return { executionId: input.executionId, pid: leader.pid, status: 'running' };
+      }
+      // Members of a group whose runner ended: leftovers of that start, never this one's agent.
+      if (marked && (await stopRemoteGroup(target, { pgid: marked.pgid, graceMs: config.agentStopGraceMs })) !== 'stopped') throw typedFailure('internal');
     }
     let spawned = false;
     const started = await inTransaction(pool, async (client) => {
@@ -72,17 +100,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
       });
       if ('notStartable' in agent) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
       spawned = true;
-      await insertExecution(client, {
-        id: input.executionId,
-        session_id: input.sessionId,
-        host_id: config.hostId,
-        pid: agent.pid,
-        process_start_time: agent.startTime,
-        cwd: input.cwd,
-        log_path: files.logPath,
-        status: 'running',
-        ssh_target_id: target.id,
-      });
+      await record(client, agent);
       await dropSpawnIntent(client, input.executionId);
       return agent;
     }).catch(async (err: unknown) => {

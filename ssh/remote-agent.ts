@@ -16,6 +16,8 @@ import {
   START_NOT_STARTABLE,
   START_REFUSALS,
   STOP_AGENT,
+  FIND_MARKED,
+  STOP_GROUP,
 } from './remote-scripts';
 
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -111,4 +113,29 @@ export async function readRemoteLog(target: SshTarget, a: { logPath: string; off
   const result = await runScript(target, READ_LOG, [absolutePath(a.logPath), String(a.offset), String(a.maxBytes)]);
   if (result.code !== 0) throw new RemoteOperationError('log_unreadable');
   return result.stdout;
+}
+
+/**
+ * What runs on the target under an execution's mark (`TWS_EXECUTION_ID=<id>` in its environment):
+ * a start that happened but was never recorded (the worker died between the two) is found by it,
+ * never by a guess.
+ */
+export async function findRemoteMarked(target: SshTarget, mark: { name: string; value: string }): Promise<{ leader: { pid: number; startTime: string } | null; pgid: number } | null> {
+  if (!ENV_NAME.test(mark.name) || mark.value.includes('\0')) throw new RemoteOperationError('invalid_mark');
+  const result = await runScript(target, FIND_MARKED, [`${mark.name}=${mark.value}`]);
+  const [kind, a, b] = result.stdout.toString('utf8').trim().split(' ');
+  if (result.code !== 0) throw new RemoteOperationError('processes_unreadable');
+  if (kind === 'none') return null;
+  if (kind === 'leader' && /^[0-9]+$/.test(a ?? '') && START_TIME.test(b ?? '')) return { leader: { pid: Number(a), startTime: b! }, pgid: Number(a) };
+  if (kind === 'members' && /^[0-9]+$/.test(a ?? '')) return { leader: null, pgid: Number(a) };
+  throw new RemoteOperationError('processes_unreadable');
+}
+
+/** Stops a whole process group on the target (members of a start whose runner is gone). */
+export async function stopRemoteGroup(target: SshTarget, a: { pgid: number; graceMs: number }): Promise<'stopped' | 'would_not_stop'> {
+  const graceMs = Math.max(0, Math.floor(a.graceMs));
+  const result = await runScript(target, STOP_GROUP, [String(a.pgid), String(graceMs)], { timeoutMs: graceMs + 60_000 });
+  const answer = result.stdout.toString('utf8').trim();
+  if (result.code !== 0 || (answer !== 'stopped' && answer !== 'would_not_stop')) throw new RemoteOperationError('stop_failed');
+  return answer;
 }

@@ -397,6 +397,44 @@ done
 echo would_not_stop
 `);
 
+/**
+ * findRemoteMarked. Args: mark (NAME=value, exactly one environment entry). The processes whose
+ * environment holds it (the agent and what it started) belong to one start of one execution.
+ * Prints "leader <pid> <start>" when the group's leader (the runner) still runs, "members <pgid>"
+ * when only others of its group do, "none" when nothing carries the mark.
+ */
+export const FIND_MARKED = script(PROC_STAT + `
+mark=$1 pgid=
+for d in /proc/[0-9]*; do
+  grep -qzxF -- "$mark" "$d/environ" 2>/dev/null || continue
+  proc_stat "\${d#/proc/}" && [ "$state" != Z ] || continue
+  pgid=$pgrp
+  break
+done
+[ -n "$pgid" ] || { echo none; exit 0; }
+# The runner leads the group (it gets the variables through a pipe: its own environment has no mark).
+if proc_stat "$pgid" && [ "$state" != Z ] && [ "$pgrp" = "$pgid" ]; then echo "leader $pgid $start"; else echo "members $pgid"; fi
+`);
+
+/** stopRemoteGroup. Args: pgid graceMs. TERM to the group, KILL after the grace; prints stopped | would_not_stop. */
+export const STOP_GROUP = script(PROC_STAT + `
+pgid=$1 grace=$2
+case "$pgid$grace" in *[!0-9]*) exit 10 ;; esac
+group_alive() {
+  local s
+  for s in /proc/[0-9]*; do
+    proc_stat "\${s#/proc/}" || continue
+    [ "$pgrp" = "$1" ] && [ "$state" != Z ] && return 0
+  done
+  return 1
+}
+kill -TERM -- "-$pgid" 2>/dev/null
+for _ in $(seq 1 $((grace / 50))); do group_alive "$pgid" || { echo stopped; exit 0; }; sleep 0.05; done
+kill -KILL -- "-$pgid" 2>/dev/null
+for _ in $(seq 1 40); do group_alive "$pgid" || { echo stopped; exit 0; }; sleep 0.05; done
+echo would_not_stop
+`);
+
 /** readRemoteExitStatus. Args: statusPath. Prints the file; exit 10 when absent. */
 export const READ_EXIT_STATUS = script(`
 present "$1" || exit 10

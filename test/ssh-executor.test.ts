@@ -7,7 +7,13 @@
  * The target is this machine, so its files are also checked directly on disk.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import pino from 'pino';
+import { agentProcessActivities } from '../activities/agent-process';
+import { getSshTarget } from '../db/ssh-targets';
+import { recordSpawnIntent } from '../db/spawn-intents';
+import { startRemoteAgent } from '../ssh/remote-agent';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -160,6 +166,34 @@ describe('the session on the target: status, logs, resume', () => {
       clearInterval(checking);
     }
     expect(await text(`/v1/sessions/${res.body.sessionId}/logs?tail=1`)).toEqual({ status: 200, body: 'three\n' });
+  });
+
+  it('a start interrupted before its record (the worker died) is adopted on its re-run, never started twice', async () => {
+    const t = await sshTask();
+    const executionId = randomUUID();
+    const target = await getSshTarget(h.pool, targetId);
+    const runs = path.posix.join(ssh.workspaceRoot, '.task-workspaces', 'runs', t.taskId, t.first.sessionId);
+    // The earlier try: its intent committed, its agent started on the target, then nothing recorded.
+    await recordSpawnIntent(h.pool, { executionId, sessionId: t.first.sessionId, taskId: t.taskId, hostId: h.config.hostId });
+    const earlier = await startRemoteAgent(target!, { cwd: t.remoteClone, logPath: `${runs}/${executionId}.log`, statusPath: `${runs}/${executionId}.exit`, env: { TWS_EXECUTION_ID: executionId }, argv: ['sleep', '600'] });
+    if ('notStartable' in earlier) throw new Error('the earlier start did not start');
+    const logger = pino({ level: 'silent' });
+    const again = await agentProcessActivities({ pool: h.pool, config: h.config, logger }).startAgent({
+      executionId,
+      sessionId: t.first.sessionId,
+      taskId: t.taskId,
+      environmentId: t.first.taskEnvironmentId,
+      environmentTaskId: t.taskId,
+      cwd: t.remoteClone,
+      command: ['sleep', '600'],
+      sshTargetId: targetId,
+    });
+    expect(again).toEqual({ executionId, pid: earlier.pid, status: 'running' });
+    expect((await h.pool.query('SELECT pid, process_start_time, ssh_target_id FROM executions WHERE id = $1', [executionId])).rows[0]).toEqual({ pid: earlier.pid, process_start_time: earlier.startTime, ssh_target_id: targetId });
+    expect((await h.pool.query('SELECT 1 FROM spawn_intents WHERE execution_id = $1', [executionId])).rowCount).toBe(0);
+    // One agent under that mark: the adopted one.
+    const marked = execFileSync('sh', ['-c', `grep -lzx TWS_EXECUTION_ID=${executionId} /proc/[0-9]*/environ 2>/dev/null || true`], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    expect(marked).toHaveLength(1);
   });
 
   it('a resume stops the previous remote agent, validates the clone on the target and starts a new agent there', async () => {
