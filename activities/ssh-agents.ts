@@ -8,7 +8,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { cleanupBarrierStands } from '../db/barrier';
-import { endExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
+import { endExecution, findExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
 import { inTransaction, type Db, type Pool } from '../db/pool';
 import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
 import { agentVariableProblem } from '../domain/agent-env';
@@ -119,6 +119,9 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * would not stop (the execution reads running again). A target that does not answer throws.
    */
   async function stopRemote(exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>): Promise<ExecutionStatus> {
+    // Ended meanwhile (its exit collected since a snapshot named it): its row already tells how.
+    const current = await findExecution(pool, exec.id);
+    if (current && current.status !== 'running') return current.status;
     const target = await loadSshTarget(pool, exec.ssh_target_id);
     await setExecutionStatus(pool, exec.id, 'stopped');
     let outcome: Awaited<ReturnType<typeof stopRemoteAgent>>;

@@ -13,6 +13,7 @@
  */
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { findExecution } from '../db/executions';
 import { recordSavedWork } from '../db/saved-work';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { SshRefusal } from '../ssh/connection';
@@ -41,6 +42,8 @@ export function sshCleanupActivities(deps: ActivityDeps) {
     async stopRemoteProcesses(processes: SnapshotProcess[]): Promise<number> {
       let stopped = 0;
       for (const p of processes) {
+        // Ended since the snapshot (its exit collected, or stopped): nothing to stop, nothing to count.
+        if ((await findExecution(pool, p.executionId))?.status !== 'running') continue;
         const status = await agents
           .stopRemote({ id: p.executionId, pid: p.pid, process_start_time: p.processStartTime, log_path: p.logPath ?? '', ssh_target_id: p.sshTargetId ?? null })
           .catch((err: unknown) => {
