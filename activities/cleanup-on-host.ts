@@ -7,7 +7,7 @@
 import { dirtyWorkHandling, isDoneOutcome, removesTask, reportedOutcome, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
 import { cleanupHostActivities } from './cleanup-host';
 import type { ActivityDeps } from './deps';
-import { remoteFolderOf, sshCleanupActivities } from './ssh-cleanup';
+import { taskFolderOf, sshCleanupActivities } from './ssh-cleanup';
 
 export interface CleanupOnHostInput {
   hostId: string;
@@ -16,7 +16,6 @@ export interface CleanupOnHostInput {
   snapshot: CleanupSnapshot;
   report: CleanupReport;
 }
-
 
 export function cleanupOnHostActivities(deps: ActivityDeps) {
   const steps = cleanupHostActivities(deps);
@@ -47,7 +46,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         // (the environment's folder may be on a target after a transition).
         const result = worktree.sshTargetId
           ? await remote.removeRemoteAudited({ worktree, ownerTaskId: snapshot.taskId, dirty })
-          : await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: worktree.worktreePath ? remoteFolderOf(worktree.worktreePath) : snapshot.taskFolder, dirty });
+          : await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder, dirty });
         report.worktrees = report.worktrees.filter((w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath));
         report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}) });
       }
@@ -79,7 +78,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
 function taskFolders(snapshot: CleanupSnapshot): { taskFolder: string; sshTargetId: string | null }[] {
   const folders = new Map<string, { taskFolder: string; sshTargetId: string | null }>();
   const add = (taskFolder: string, sshTargetId: string | null) => folders.set(`${sshTargetId ?? ''}\0${taskFolder}`, { taskFolder, sshTargetId });
-  for (const w of snapshot.worktrees) if (w.worktreePath && (w.worktreeId || w.sshTargetId)) add(remoteFolderOf(w.worktreePath), w.sshTargetId ?? null);
+  for (const w of snapshot.worktrees) if (w.worktreePath && (w.worktreeId || w.sshTargetId)) add(taskFolderOf(w.worktreePath), w.sshTargetId ?? null);
   if (snapshot.taskFolder && ![...folders.values()].some((f) => f.taskFolder === snapshot.taskFolder)) {
     // The environment's folder, on its own place: a target's when its active rows are remote.
     const remoteRow = snapshot.worktrees.find((w) => w.status === 'active' && w.sshTargetId);

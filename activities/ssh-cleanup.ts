@@ -30,8 +30,8 @@ function classified(err: unknown): unknown {
   return err instanceof SshRefusal ? failure(err.code, err.code === 'ssh_host_key_mismatch' ? 'the target presented another host key' : 'the SSH target did not answer') : err;
 }
 
-/** The folder a clone's marker is in: a clone is `<task folder>/<repository name>`. */
-export const remoteFolderOf = (repoPath: string): string => path.posix.dirname(repoPath);
+/** The task folder a clone or a worktree is in (its marker's): either is `<task folder>/<repository name>`. */
+export const taskFolderOf = (repoPath: string): string => path.posix.dirname(repoPath);
 
 export function sshCleanupActivities(deps: ActivityDeps) {
   const { pool, logger } = deps;
@@ -63,7 +63,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         if (!w.worktreePath) continue;
         try {
           const target = await loadSshTarget(pool, w.sshTargetId);
-          const facts = await readRemoteWorkspace(target, { taskFolder: remoteFolderOf(w.worktreePath), workspacePath: w.worktreePath, repoPaths: [w.worktreePath], withDirty: true });
+          const facts = await readRemoteWorkspace(target, { taskFolder: taskFolderOf(w.worktreePath), workspacePath: w.worktreePath, repoPaths: [w.worktreePath], withDirty: true });
           const slot = facts.slots[0]!;
           if (slot.exists && slot.realDirectory && slot.dirty !== 'clean') dirty.push(w.repositoryId);
         } catch (err) {
@@ -78,7 +78,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
       const w = req.worktree;
       if (!w.worktreePath || !w.branch) return { outcome: 'inventory_only' };
       const repoPath = w.worktreePath;
-      const taskFolder = remoteFolderOf(repoPath);
+      const taskFolder = taskFolderOf(repoPath);
       try {
         const target = await loadSshTarget(pool, w.sshTargetId);
         const facts = await readRemoteWorkspace(target, { taskFolder, workspacePath: repoPath, repoPaths: [repoPath], withDirty: true });

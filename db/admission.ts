@@ -177,7 +177,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         hostId: req.hostId,
         workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId, generation),
         // A released environment's folder was on its previous executor's place; a new one is where this executor works.
-        taskFolder: (env && sameSide(env, executorType) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
+        taskFolder: (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
         slots,
         sshTargetId: ssh?.id ?? null,
       },
@@ -194,7 +194,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     await bindSession(env.id, executorType, 'transitioned');
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
-    const folder = (sameSide(env, executorType) && env.ssh_target_id === (ssh?.id ?? null) ? env.task_folder : null) ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
+    const folder = (samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
     const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id, env.layout_generation);
     return {
       kind: 'admitted',
@@ -244,5 +244,6 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
   };
 }
 
-/** Whether an environment's files are on the same side (the host, or a remote place) as an executor's. */
-const sameSide = (env: { executor_type: ExecutorType }, executor: ExecutorType): boolean => isRemoteExecutor(env.executor_type) === isRemoteExecutor(executor);
+/** Whether an environment's folder is where an executor works: both on the host, or both on the same target. */
+const samePlace = (env: { executor_type: ExecutorType; ssh_target_id: string | null }, executor: ExecutorType, ssh: AdmittedSshTarget | null): boolean =>
+  isRemoteExecutor(env.executor_type) === isRemoteExecutor(executor) && env.ssh_target_id === (ssh?.id ?? null);
