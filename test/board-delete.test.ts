@@ -3,11 +3,13 @@
  * task before anything changes, ONE preparation transaction (every barrier, snapshot and task
  * deletion, and the board's), then one child cleanup per task that survives its worker's death.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { startPreparedJob } from '../client/engine-cleanup';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
+import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
@@ -206,6 +208,45 @@ describe('board delete [R6]', () => {
     expect(worktreePaths(repo)).toEqual([repo]);
     expect(existsSync(workspace)).toBe(false);
     expect(branches(repo)).toEqual(['main']);
+  });
+
+  it('runs its tasks eight at a time; a task whose job the consistency check started while it waited for its turn goes on in that run, and the others are not held up', async () => {
+    const h = await harness();
+    const name = 'lanes';
+    const repo = makeRepo(h.scratch, name);
+    const repoId = await registerRepo(h, repo, name);
+    const board = (await h.api('POST', '/v1/boards', { name })).body.id as string;
+    const tasks: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const taskId = await createTask(h, [repoId], { boardId: board });
+      // Agents that ignore SIGTERM: each cleanup waits out the stop's grace, so the last lanes start late.
+      expect((await launch(h, taskId, { command: ['sh', '-c', 'trap "" TERM; sleep 600'] })).status).toBe(201);
+      tasks.push(taskId);
+    }
+    const accepted = await deleteBoard(h, board);
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    // The member cleaned last: its marker now names another task, and the consistency check's start
+    // of a job with no run is done here by hand, before the board delete reaches it. That run waits
+    // for an operator (still running) once its audit refuses.
+    const last = (accepted.body.operations as { taskId: string; operationId: string }[]).at(-1)!;
+    const lastFolder = path.join(h.config.workspaceRoot, taskDirName(last.taskId));
+    const markerPath = path.join(lastFolder, '.task-workspace.json');
+    const marker = readFileSync(markerPath, 'utf8');
+    writeFileSync(markerPath, JSON.stringify({ ...JSON.parse(marker), taskId: '00000000-0000-4000-8000-000000000000' }));
+    const started = await startPreparedJob(h.temporal, h.config, { operationId: last.operationId, taskId: last.taskId, trigger: 'board_delete', workflowId: cleanupWorkflowId('board_delete', last.taskId, last.operationId) });
+    expect(started).toBe(true);
+    // The board delete ends, every other task cleaned; the last one's job goes on in its own run.
+    const results = (await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as { operationId: string; state: string }[];
+    expect(results).toHaveLength(12);
+    expect(results.filter((r) => r.operationId !== last.operationId).map((r) => r.state)).toEqual(Array(11).fill('succeeded'));
+    expect(results.find((r) => r.operationId === last.operationId)?.state).toBe('running');
+    await waitForJob(h, last.operationId, ['needs_operator']);
+    expect(worktreePaths(repo)).toEqual([repo, path.join(lastFolder, name)]);
+    // The operator puts the marker back and retries: that run finishes the job.
+    writeFileSync(markerPath, marker);
+    expect((await h.api('POST', `/v1/cleanup-jobs/${last.operationId}/retry`, {}, OPERATOR_TOKEN)).status).toBe(202);
+    await waitForJob(h, last.operationId);
+    expect(worktreePaths(repo)).toEqual([repo]);
   });
 
   it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {

@@ -4,8 +4,8 @@
  * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
 import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, uuid4 } from '@temporalio/workflow';
-import type { UpdateDefinition } from '@temporalio/common';
-import type { CleanupInput, CleanupProgress, CleanupTrigger, RetryPolicy } from '../domain/cleanup';
+import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@temporalio/common';
+import { emptyReport, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import type { CascadeMember } from '../activities/cleanup-records';
@@ -90,17 +90,25 @@ export async function refuseDirtyMembers(members: { taskId: string }[], lanes = 
  * itself); abandoned on close, so a child outlives this workflow's end.
  */
 export async function cleanMembers(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }, lanes = 1): Promise<CleanupProgress[]> {
-  const results = await inLanes(members, lanes, (m) => {
+  const results = await inLanes(members, lanes, async (m): Promise<CleanupProgress> => {
     const child: CleanupInput = { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, discardChanges: input.discardChanges, policy: input.policy, alreadyPrepared: true };
-    return executeChild(cleanupTask, {
-      workflowId: m.workflowId,
-      args: [child],
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      typedSearchAttributes: [
-        { key: TaskIdAttr, value: m.taskId },
-        { key: TriggerAttr, value: input.trigger },
-      ],
-    });
+    try {
+      return await executeChild(cleanupTask, {
+        workflowId: m.workflowId,
+        args: [child],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        typedSearchAttributes: [
+          { key: TaskIdAttr, value: m.taskId },
+          { key: TriggerAttr, value: input.trigger },
+        ],
+      });
+    } catch (err) {
+      // A member that waited long for its turn may have been started by the consistency check
+      // (a prepared job with no run, older than a minute, is continued by a run of its own,
+      // under the same workflow id). Its job goes on in that run: the others are not held up.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      return { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, state: 'running', phase: 'continued_by_its_own_run', attempts: 0, nextAttemptAt: null, lastError: null, report: emptyReport() };
+    }
   });
   await condition(allHandlersFinished);
   return results;
