@@ -118,7 +118,13 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
         const preparedBefore = await cascadeMembers(client, input.cascadeOperationId);
         if (preparedBefore.length > 0) return { outcome: { kind: 'prepared', members: preparedBefore }, followUps: [] };
         const board = await lockBoard(client, input.boardId);
-        if (!board) return { outcome: { kind: 'gone' }, followUps: [] };
+        if (!board) {
+          // Gone: perhaps by this very operation, an earlier try of this step that ran past its
+          // timeout and committed while this one waited for the board's lock. Its members are
+          // this operation's: read again (visible now), they are continued, never dropped.
+          const preparedMeanwhile = await cascadeMembers(client, input.cascadeOperationId);
+          return { outcome: preparedMeanwhile.length > 0 ? { kind: 'prepared', members: preparedMeanwhile } : { kind: 'gone' }, followUps: [] };
+        }
         const read = new Set(input.members.map((m) => m.taskId));
         if (board.free.some((taskId) => !read.has(taskId))) return { outcome: { kind: 'changed' }, followUps: [] };
         const members = input.members.filter((m) => board.free.includes(m.taskId));

@@ -7,6 +7,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import pino from 'pino';
+import { cleanupRecordActivities } from '../activities/cleanup-records';
 import { startPreparedJob } from '../client/engine-cleanup';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
@@ -247,6 +251,31 @@ describe('board delete [R6]', () => {
     expect((await h.api('POST', `/v1/cleanup-jobs/${last.operationId}/retry`, {}, OPERATOR_TOKEN)).status).toBe(202);
     await waitForJob(h, last.operationId);
     expect(worktreePaths(repo)).toEqual([repo]);
+  });
+
+  it('a preparation that ran past its step timeout and committed while its retry waited for the board is continued by the retry, never dropped as gone', async () => {
+    const h = await harness();
+    const repoId = await registerRepo(h, makeRepo(h.scratch, 'slow-prep'), 'slow-prep');
+    const board = (await h.api('POST', '/v1/boards', { name: 'slow-prep' })).body.id as string;
+    const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    const cascadeOperationId = randomUUID();
+    const members = tasks.map((taskId) => {
+      const operationId = randomUUID();
+      return { taskId, operationId, workflowId: cleanupWorkflowId('board_delete', taskId, operationId) };
+    });
+    const steps = cleanupRecordActivities({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) });
+    const hold = await holdBoardDeleteCommit(h);
+    // The first try's commit is held (as a step still running past its timeout would be); its retry starts meanwhile.
+    const step = () => new MockActivityEnvironment(undefined, { client: h.temporal }).run(steps.prepareBoardDelete, { boardId: board, members, cascadeOperationId });
+    const first = step();
+    await hold.held();
+    const retry = step();
+    await waitUntil(async () => (await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n >= 2, 'the retry waiting for the board');
+    await hold.release();
+    expect(((await first) as { kind: string }).kind).toBe('prepared');
+    const continued = (await retry) as { kind: string; members?: { operationId: string }[] };
+    expect(continued.kind).toBe('prepared');
+    expect(continued.members?.map((m) => m.operationId).sort()).toEqual(members.map((m) => m.operationId).sort());
   });
 
   it('is for operators (403 otherwise), 404 for an unknown board, and an empty board is deleted with no operation', async () => {
