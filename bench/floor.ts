@@ -19,10 +19,10 @@ import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { spawnDetached } from '../activities/agent-process';
+import { spawnDetached, stopRecordedAgent } from '../activities/agent-process';
 import { processStartTime } from '../activities/process-identity';
 import { isRealDirectory, readMarker } from '../activities/workspace-fs';
-import { admitLaunch } from '../db/admission';
+import { admitLaunch, admitResume } from '../db/admission';
 import { publishReady, type IncomingInventoryRow } from '../db/environments';
 import { insertExecution } from '../db/executions';
 import { moveSessionState } from '../db/sessions';
@@ -42,7 +42,9 @@ export type FloorPhases = Record<string, number>;
 
 export interface Floor {
   attach(taskId: string): Promise<FloorPhases>;
-  materialize(taskId: string, baseCommits: Map<string, string>): Promise<FloorPhases>;
+  materialize(taskId: string, baseCommits: Map<string, string>, gitTurn?: <T>(repoPath: string, fn: () => Promise<T>) => Promise<T>): Promise<FloorPhases>;
+  /** A resume of an existing session: admitResume, the same validation, the stop of its running agent, the spawn. */
+  resume(sessionId: string): Promise<FloorPhases>;
   removeWorktrees(worktrees: { repoPath: string; worktreePath: string }[]): Promise<void>;
 }
 
@@ -107,7 +109,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
     return { pid, startTime: await processStartTime(pid), logPath };
   }
 
-  async function startAgent(client: pg.PoolClient, plan: LaunchPlan, part: <T>(name: string, p: () => Promise<T>) => Promise<T>): Promise<void> {
+  async function startAgent(client: pg.PoolClient, plan: LaunchPlan, part: <T>(name: string, p: () => Promise<T>) => Promise<T>, from: string[] = ['starting']): Promise<void> {
     const executionId = randomUUID();
     const agent = await part('spawn', () => spawnAgent(plan, executionId));
     await part('sql', async () => {
@@ -121,7 +123,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
         log_path: agent.logPath,
         status: agent.startTime ? 'running' : 'exited',
       });
-      if (!(await moveSessionState(client, plan.sessionId, ['starting'], 'running'))) throw new Error('floor: session did not move to running');
+      if (!(await moveSessionState(client, plan.sessionId, from as Parameters<typeof moveSessionState>[2], 'running'))) throw new Error('floor: session did not move to running');
     });
   }
 
@@ -141,7 +143,22 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
       });
     },
 
-    materialize(taskId, baseCommits) {
+    resume(sessionId) {
+      return inOneTransaction(async (client, part) => {
+        const outcome = await part('sql', () => admitResume(client, { sessionId, runId: randomUUID(), hostId: 'bench' }, { newEnvironmentId: randomUUID() }, opts.productWorkspaceRoot));
+        if (outcome.kind !== 'admitted') throw new Error(`floor resume refused: ${outcome.code}`);
+        const plan = outcome.plan;
+        await part('git', () => validate(plan));
+        const running = await part('sql', async () => (await client.query<{ id: string; pid: number; process_start_time: string }>(`SELECT id, pid, process_start_time FROM executions WHERE session_id = $1 AND status = 'running'`, [sessionId])).rows);
+        for (const exec of running) {
+          const stopped = await part('stop', () => stopRecordedAgent(client, { executionId: exec.id, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs));
+          if (!stopped) throw new Error('floor: the previous agent did not stop');
+        }
+        await startAgent(client, plan, part, ['starting', 'running', 'stopped', 'exited', 'failed']);
+      });
+    },
+
+    materialize(taskId, baseCommits, gitTurn = (_repo, fn) => fn()) {
       return inOneTransaction(async (client, part) => {
         const plan = await part('sql', () => admit(client, request(taskId), config.workspaceRoot, 'materialized'));
         await part('fs', async () => {
@@ -151,7 +168,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
         });
         const rows: IncomingInventoryRow[] = [];
         for (const slot of plan.slots) {
-          await part('git', () => git(slot.sourcePath, ['worktree', 'add', '--no-track', '-b', slot.branch, slot.worktreePath, slot.baseBranch]));
+          await part('git', () => gitTurn(slot.sourcePath, () => git(slot.sourcePath, ['worktree', 'add', '--no-track', '-b', slot.branch, slot.worktreePath, slot.baseBranch])));
           rows.push({
             id: randomUUID(),
             repositoryId: slot.repositoryId,

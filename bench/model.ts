@@ -8,6 +8,7 @@ import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
 import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
+import type { ResumeResult } from './scenarios/resume';
 import type { TargetResult } from './targets';
 
 /** A scenario either produced its figures or failed with a message (the run goes on). */
@@ -40,6 +41,8 @@ export interface BenchResults {
   growth: Outcome<GrowthResult>;
   attach: Outcome<AttachResult>;
   materialize: Outcome<MaterializeResult>;
+  /** Issue 17's rows (absent in results written before round 4). */
+  resume?: Outcome<ResumeResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
   /** Scenario 6 (absent in results written before it existed). */

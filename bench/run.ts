@@ -15,6 +15,7 @@ import type { BenchContext } from './context';
 import { evaluateTargets } from './evaluate';
 import { measureGitLayer } from './git-layer';
 import { measureTemporalFloor } from './temporal-floor';
+import { startEngineFloor } from './engine-floor';
 import { CpuMeter } from './cpu';
 import { createFloor } from './floor';
 import { MemorySampler } from './memory';
@@ -27,6 +28,7 @@ import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
+import { runResume } from './scenarios/resume';
 import { startServices, type Services } from './services';
 import { killAgents, makeRepo } from './world';
 
@@ -61,12 +63,14 @@ async function main(): Promise<void> {
   const services: Services = await startServices(root, log);
   const pool = createPool(services.databaseUrl, 6);
   const temporal = await connectClient(services.temporalAddress, 'default');
+  const engine = await startEngineFloor(temporal, services.temporalAddress, 'default');
   let tornDown = false;
   const teardown = async () => {
     if (tornDown) return;
     tornDown = true;
     log('tearing down');
     await killAgents(pool).catch(() => 0);
+    await engine.stop().catch(() => {});
     await pool.end().catch(() => {});
     await temporal.connection.close().catch(() => {});
     await services.stop();
@@ -91,6 +95,7 @@ async function main(): Promise<void> {
       api,
       pool,
       floor: createFloor({ pool, productWorkspaceRoot: services.workspaceRoot, floorDataDir }),
+      engine,
       temporal,
       reposDir,
       floorRoot: path.join(floorDataDir, 'workspaces'),
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
     const growth = await scenario('5 growth', () => runGrowth(ctx));
     const attach = await scenario('1 attach', () => runAttach(ctx));
     const materialize = await scenario('2 materialize', () => runMaterialize(ctx));
+    const resume = await scenario('7 resume', () => runResume(ctx));
     sampler.openWindow();
     const manyTasks = await scenario('3 many tasks', () => runManyTasks(ctx));
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
@@ -156,6 +162,7 @@ async function main(): Promise<void> {
       growth,
       attach,
       materialize,
+      resume,
       manyTasks,
       cleanup,
       exitDetection,
