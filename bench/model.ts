@@ -3,6 +3,7 @@ import type { GitLayerCost } from './git-layer';
 import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AttachResult } from './scenarios/attach';
+import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
 import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
@@ -45,6 +46,7 @@ export interface BenchResults {
   resume?: Outcome<ResumeResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
+  boardDelete?: Outcome<BoardDeleteResult>;
   /** Scenario 6 (absent in results written before it existed). */
   exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;

@@ -23,6 +23,7 @@ import type { BenchResults, MemoryResult, Outcome } from './model';
 import { renderTable } from './report/markdown';
 import { writeResults } from './report/write';
 import { runAttach } from './scenarios/attach';
+import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
 import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
     sampler.openWindow();
     const manyTasks = await scenario('3 many tasks', () => runManyTasks(ctx));
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
+    const boardDelete = await scenario('8 board delete', () => runBoardDelete(ctx));
     const window = sampler.closeWindow();
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () => measureTemporalFloor(temporal, services.temporalAddress, 'default'));
@@ -165,6 +167,7 @@ async function main(): Promise<void> {
       resume,
       manyTasks,
       cleanup,
+      boardDelete,
       exitDetection,
       memory,
       gitLayer,
