@@ -22,6 +22,10 @@ import type pg from 'pg';
 import { spawnDetached, stopRecordedAgent } from '../activities/agent-process';
 import { processStartTime } from '../activities/process-identity';
 import { isRealDirectory, readMarker } from '../activities/workspace-fs';
+import { remoteAgentEnvironment, remoteRunFiles } from '../activities/ssh-agents';
+import { loadSshTarget, markerNames } from '../activities/ssh-workspace';
+import { startRemoteAgent } from '../ssh/remote-agent';
+import { readRemoteWorkspace } from '../ssh/remote-workspace';
 import { admitLaunch, admitResume } from '../db/admission';
 import { publishReady, type IncomingInventoryRow } from '../db/environments';
 import { insertExecution } from '../db/executions';
@@ -43,6 +47,12 @@ export type FloorPhases = Record<string, number>;
 export interface Floor {
   attach(taskId: string): Promise<FloorPhases>;
   materialize(taskId: string, baseCommits: Map<string, string>, gitTurn?: <T>(repoPath: string, fn: () => Promise<T>) => Promise<T>): Promise<FloorPhases>;
+  /**
+   * An attach of an ssh workspace: the attach's statements (and the target's row), the product's
+   * own remote commands over this process's one pooled connection to the target: the read-only
+   * facts (`readRemoteWorkspace`) and the detached start (`startRemoteAgent`).
+   */
+  sshAttach(taskId: string, sshTargetId: string): Promise<FloorPhases>;
   /** A resume of an existing session: admitResume, the same validation, the stop of its running agent, the spawn. */
   resume(sessionId: string): Promise<FloorPhases>;
   removeWorktrees(worktrees: { repoPath: string; worktreePath: string }[]): Promise<void>;
@@ -140,6 +150,27 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
         const plan = await part('sql', () => admit(client, request(taskId), opts.productWorkspaceRoot, 'attached'));
         await part('git', () => validate(plan));
         await startAgent(client, plan, part);
+      });
+    },
+
+    sshAttach(taskId, sshTargetId) {
+      return inOneTransaction(async (client, part) => {
+        const plan = await part('sql', () => admit(client, { ...request(taskId), executorType: 'ssh', sshTargetId }, opts.productWorkspaceRoot, 'attached'));
+        const target = await part('sql', () => loadSshTarget(client, plan.sshTargetId));
+        const recorded = plan.slots.map((slot) => slot.recorded);
+        if (recorded.some((r) => !r?.worktreePath || !r.worktreeBranch)) throw new Error('floor: identity missing');
+        const facts = await part('ssh read', () => readRemoteWorkspace(target, { taskFolder: plan.taskFolder, workspacePath: plan.workspacePath, repoPaths: recorded.map((r) => r!.worktreePath!), withDirty: false }));
+        if (!facts.workspaceIsRealDirectory || facts.slots.some((f, i) => !f.realDirectory || f.toplevel !== recorded[i]!.worktreePath || f.branch !== recorded[i]!.worktreeBranch)) throw new Error('floor: remote workspace not as recorded');
+        if (!markerNames(facts.marker, plan.environmentTaskId)) throw new Error('floor: remote marker mismatch');
+        const executionId = randomUUID();
+        const input = agentStartOf(plan, AGENT_COMMAND, executionId);
+        const files = remoteRunFiles(target, input);
+        const agent = await part('ssh start', () => startRemoteAgent(target, { cwd: input.cwd, logPath: files.logPath, statusPath: files.statusPath, promptPath: files.promptPath, prompt: null, env: remoteAgentEnvironment(input), argv: input.command }));
+        if ('notStartable' in agent) throw new Error('floor: remote agent not startable');
+        await part('sql', async () => {
+          await insertExecution(client, { id: executionId, session_id: plan.sessionId, host_id: config.hostId, pid: agent.pid, process_start_time: agent.startTime, cwd: input.cwd, log_path: files.logPath, status: 'running', ssh_target_id: target.id });
+          if (!(await moveSessionState(client, plan.sessionId, ['starting'], 'running'))) throw new Error('floor: session did not move to running');
+        });
       });
     },
 

@@ -10,6 +10,7 @@ import type { GrowthResult } from './scenarios/growth';
 import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
 import type { ResumeResult } from './scenarios/resume';
+import type { SshAttachResult } from './scenarios/ssh-attach';
 import type { TargetResult } from './targets';
 
 /** A scenario either produced its figures or failed with a message (the run goes on). */
@@ -44,6 +45,7 @@ export interface BenchResults {
   materialize: Outcome<MaterializeResult>;
   /** Issue 17's rows (absent in results written before round 4). */
   resume?: Outcome<ResumeResult>;
+  sshAttach?: Outcome<SshAttachResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
   boardDelete?: Outcome<BoardDeleteResult>;

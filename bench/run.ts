@@ -30,6 +30,7 @@ import { runGrowth } from './scenarios/growth';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
 import { runResume } from './scenarios/resume';
+import { runSshAttach } from './scenarios/ssh-attach';
 import { startServices, type Services } from './services';
 import { killAgents, makeRepo } from './world';
 
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
     const attach = await scenario('1 attach', () => runAttach(ctx));
     const materialize = await scenario('2 materialize', () => runMaterialize(ctx));
     const resume = await scenario('7 resume', () => runResume(ctx));
+    const sshAttach = await scenario('9 ssh attach', () => runSshAttach(ctx));
     sampler.openWindow();
     const manyTasks = await scenario('3 many tasks', () => runManyTasks(ctx));
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
@@ -165,6 +167,7 @@ async function main(): Promise<void> {
       attach,
       materialize,
       resume,
+      sshAttach,
       manyTasks,
       cleanup,
       boardDelete,
