@@ -38,6 +38,8 @@ export interface BenchResults {
     versions: { node: string; git: string; postgres: string; temporalCli: string };
     database: string;
     order: string[];
+    /** The commit this run measured (absent in results written before round 4). */
+    commit?: { measured: string; clean: boolean };
     notes: string[];
   };
   growth: Outcome<GrowthResult>;
