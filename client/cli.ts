@@ -22,6 +22,7 @@ const USAGE = `usage: tws <command> [--json]
   sessions <taskId>                             the task's sessions
   logs [-f] [--tail N] <sessionId>              what the session's agent printed (-f: until it ends)
   hosts                                         the executor hosts and whether they are live
+  ssh-targets                                   the SSH targets of the ssh executor (never their keys)
   sweep [--dry-run] [--host H]                  the orphan sweep of a host's workspace root (dry run: nothing removed)
 exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found`;
 
@@ -194,6 +195,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       const hosts = await json(target(env), 'GET', '/v1/hosts');
       const items = Array.isArray(hosts) ? hosts : hosts.items;
       print(items, () => table(items, ['hostId', 'live', 'lastSeenAt', 'workspaceRoot', 'executors']));
+      return EXIT.ok;
+    }
+    case 'ssh-targets': {
+      const targets = await all(target(env), '/v1/ssh-targets', {});
+      print(targets, () => table(targets, ['id', 'name', 'host', 'port', 'user', 'workspaceRoot', 'hostId']));
       return EXIT.ok;
     }
     case 'sweep': {

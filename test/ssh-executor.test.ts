@@ -7,7 +7,9 @@
  * The target is this machine, so its files are also checked directly on disk.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileExecutions } from '../activities/process-reconcile';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
@@ -33,6 +35,10 @@ beforeAll(async () => {
   );
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   targetId = res.body.id;
+  // The operator's CLI lists it, never its key.
+  const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['ssh-targets', '--json'], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+  expect(JSON.parse(cli.stdout).map((t: any) => t.id)).toEqual([targetId]);
+  expect(cli.stdout).not.toContain(ssh.privateKeyPath);
 });
 afterAll(async () => {
   await h?.close();
@@ -74,6 +80,7 @@ describe('first launch and attach', () => {
     expect(git(t.remoteClone, 'remote')).toBe(''); // a clone of a bundle, with no remote left behind
     expect(JSON.parse(readFileSync(path.join(t.remoteFolder, '.task-workspace.json'), 'utf8'))).toMatchObject({ taskId: t.taskId, environmentId: t.first.taskEnvironmentId });
     expect(await envOf(t.first.taskEnvironmentId)).toEqual({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder, status: 'ready' });
+    expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).body.environment).toMatchObject({ executorType: 'ssh', sshTargetId: targetId });
     expect(await rowsOf(t.first.taskEnvironmentId)).toEqual([{ executor_type: 'ssh', worktree_id: null, worktree_path: t.remoteClone, worktree_branch: taskBranchName(t.taskId), ssh_target_id: targetId, status: 'active' }]);
     // Nothing on the host: no worktree, no task branch, no task folder.
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
@@ -300,6 +307,29 @@ describe('transitions and cleanup', () => {
     // The agent's commit is on the host, on the task branch, as a worktree's would be.
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(remoteHead);
     expect((await rowsOf(t.first.taskEnvironmentId)).map((r: any) => r.status)).toEqual(['deleted']);
+  });
+
+  it('a remote branch that cannot come back to the host (diverged) keeps the clone and waits for an operator', async () => {
+    const t = await sshTask();
+    const commit = (dir: string, file: string) => {
+      writeFileSync(path.join(dir, file), `${file}\n`);
+      git(dir, 'add', file);
+      git(dir, 'commit', '-q', '-m', file);
+    };
+    commit(t.remoteClone, 'remote.txt');
+    // The host's task branch moved elsewhere meanwhile: neither contains the other.
+    git(t.repo, 'branch', taskBranchName(t.taskId), 'main');
+    const other = path.join(h.scratch, `other-${t.name}`);
+    git(t.repo, 'worktree', 'add', '-q', other, taskBranchName(t.taskId));
+    commit(other, 'host.txt');
+    git(t.repo, 'worktree', 'remove', other);
+    const hostHead = commitOf(t.repo, taskBranchName(t.taskId));
+    const before = fingerprint(t.remoteClone);
+    const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
+    const job = await waitForJob(h, archived.body.operationId, ['needs_operator']);
+    expect(job.lastError).toBe('remote_branch_not_brought_back');
+    expect(fingerprint(t.remoteClone)).toBe(before);
+    expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(hostHead);
   });
 
   it('archive keeps a dirty remote clone; a consented delete saves its work on the host and removes it', async () => {

@@ -7,15 +7,15 @@
  *   2. ONE transaction: every member's job reserved (the barrier), snapshots, tasks deleted, the
  *      board deleted. The caller's 202 waits for it (the `awaitBoardPrepared` update).
  *   3. One child cleanupTask per member (trigger board_delete), each its own job, retried and
- *      watched (and retried by an operator) by itself.
+ *      watched (and retried by an operator) by itself; BULK_LANES of them at a time.
  */
-import { ApplicationFailure, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, patched, uuid4 } from '@temporalio/workflow';
 import { awaitBoardPreparedUpdate, type BoardPrepared } from './cleanup-messages';
 import type { CascadeMember } from '../activities/cleanup-records';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
-import { cleanMembers, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
+import { BULK_LANES, cleanMembers, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
 
 const records = recordSteps();
 
@@ -30,22 +30,24 @@ export interface BoardDeleteInput {
 const PREPARATION_ROUNDS = 3;
 
 export async function boardDelete(input: BoardDeleteInput): Promise<CleanupProgress[]> {
+  const lanes = patched('board-members-in-lanes') ? BULK_LANES : 1;
   let members: CascadeMember[] = [];
   const barrier = preparationBarrier(awaitBoardPreparedUpdate, () => ({ operationId: input.operationId, operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })) }));
   try {
     // A re-run after the preparation committed continues with the members it prepared; the
     // board it deleted is no refusal (an empty board left no member to find: prepare says `gone`).
     members = await records.cascadeMembers(input.operationId);
-    if (members.length === 0) members = await prepare(input);
+    if (members.length === 0) members = await prepare(input, lanes);
   } catch (err) {
     await barrier.refuse(err);
   }
   barrier.prepared();
-  return cleanMembers(members, { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy });
+  // A board's tasks are independent: their cleanups run BULK_LANES at a time (runs recorded before ran them one by one).
+  return cleanMembers(members, { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy }, lanes);
 }
 
 /** Steps 1 and 2; read again when a task joined the board after its members were checked (never deleted unchecked). */
-async function prepare(input: BoardDeleteInput): Promise<CascadeMember[]> {
+async function prepare(input: BoardDeleteInput, lanes: number): Promise<CascadeMember[]> {
   for (let round = 1; round <= PREPARATION_ROUNDS; round++) {
     const taskIds = await records.boardMembers(input.boardId);
     if (taskIds === null) return []; // deleted meanwhile (by this operation, or another)
@@ -53,7 +55,7 @@ async function prepare(input: BoardDeleteInput): Promise<CascadeMember[]> {
       const operationId = uuid4();
       return { taskId, operationId, workflowId: cleanupWorkflowId('board_delete', taskId, operationId) };
     });
-    if (!input.discardChanges) await refuseDirtyMembers(members);
+    if (!input.discardChanges) await refuseDirtyMembers(members, lanes);
     const outcome = await records.prepareBoardDelete({ boardId: input.boardId, members, cascadeOperationId: input.operationId });
     if (outcome.kind === 'prepared') return outcome.members;
     if (outcome.kind === 'gone') return [];

@@ -48,13 +48,40 @@ export function preparationBarrier<T>(update: UpdateDefinition<T, []>, answer: (
   };
 }
 
+/**
+ * Runs `work` for each item, at most `lanes` at a time, and answers in the items' order. In
+ * workflow code this is deterministic: each lane takes the next item when its previous one ends,
+ * and a replay sees those ends in the order the history recorded them.
+ */
+export async function inLanes<T, R>(items: T[], lanes: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(Math.max(1, lanes), items.length) }, lane));
+  return results;
+}
+
+/**
+ * How many members of a bulk delete (a board's tasks) are read or cleaned at once. Each member
+ * keeps its own job and its own cleanup run; their worktree removals still serialize per
+ * repository (the repository lock), so lanes overlap the rest: the records, the agents' stops,
+ * other repositories, the engine's round trips.
+ */
+export const BULK_LANES = 8;
+
 /** A delete without consent is refused before any change when a worktree of any member is dirty. */
-export async function refuseDirtyMembers(members: { taskId: string }[]): Promise<void> {
-  const dirty: string[] = [];
-  for (const m of members) {
-    const preview = await records.previewWorktrees(m.taskId);
-    if (preview.hostId) dirty.push(...(await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees)));
-  }
+export async function refuseDirtyMembers(members: { taskId: string }[], lanes = 1): Promise<void> {
+  const dirty = (
+    await inLanes(members, lanes, async (m) => {
+      const preview = await records.previewWorktrees(m.taskId);
+      return preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
+    })
+  ).flat();
   if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: [...new Set(dirty)] }] });
 }
 
@@ -62,22 +89,19 @@ export async function refuseDirtyMembers(members: { taskId: string }[]): Promise
  * One child cleanup per prepared member, in order, each its own job (retried and watched by
  * itself); abandoned on close, so a child outlives this workflow's end.
  */
-export async function cleanMembers(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }): Promise<CleanupProgress[]> {
-  const results: CleanupProgress[] = [];
-  for (const m of members) {
+export async function cleanMembers(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }, lanes = 1): Promise<CleanupProgress[]> {
+  const results = await inLanes(members, lanes, (m) => {
     const child: CleanupInput = { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, discardChanges: input.discardChanges, policy: input.policy, alreadyPrepared: true };
-    results.push(
-      await executeChild(cleanupTask, {
-        workflowId: m.workflowId,
-        args: [child],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        typedSearchAttributes: [
-          { key: TaskIdAttr, value: m.taskId },
-          { key: TriggerAttr, value: input.trigger },
-        ],
-      }),
-    );
-  }
+    return executeChild(cleanupTask, {
+      workflowId: m.workflowId,
+      args: [child],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: [
+        { key: TaskIdAttr, value: m.taskId },
+        { key: TriggerAttr, value: input.trigger },
+      ],
+    });
+  });
   await condition(allHandlersFinished);
   return results;
 }

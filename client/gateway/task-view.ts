@@ -27,7 +27,16 @@ export async function taskView(pool: pg.Pool, id: string) {
     ...taskItem(task),
     repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
     environment: env
-      ? { id: env.id, executorType: env.executor_type, status: env.status, hostId: env.host_id, ownerTaskId: env.task_id, borrowed: env.task_id !== task.id }
+      ? {
+          id: env.id,
+          executorType: env.executor_type,
+          status: env.status,
+          hostId: env.host_id,
+          ownerTaskId: env.task_id,
+          borrowed: env.task_id !== task.id,
+          // An ssh workspace says which target it is on.
+          ...(env.ssh_target_id ? { sshTargetId: env.ssh_target_id } : {}),
+        }
       : null,
     sessions: sessions.map((s) => ({ id: s.id, state: s.state, executorType: s.executor_type, role: s.role, createdAt: s.created_at.toISOString() })),
   };
