@@ -111,6 +111,14 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
   } finally {
     // The remote agents run on this machine: killed by pid and start time like the local ones.
     await killAgents(ctx.pool);
+    // Then the worker's periodic check records them ended; only then does sshd go, so no session
+    // of that check is SIGKILLed half way (a login shell killed in its rc files can leave locks behind).
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await ctx.pool.query<{ n: string }>(`SELECT count(*) AS n FROM executions WHERE ssh_target_id IS NOT NULL AND status = 'running'`);
+      if (rows[0]!.n === '0') break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await new Promise((r) => setTimeout(r, 1000));
     await closeSshConnections();
     await server.remove();
   }
