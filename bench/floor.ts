@@ -9,6 +9,10 @@
  * - materialize: admission (election) → `git worktree add --no-track -b <branch> <path> <base>`
  *   per repository → publish inventory + ready (db/environments.ts) → spawn → running, in one
  *   transaction;
+ * - resume: admitResume → the same validation → the stop of the session's running agent (the
+ *   product's stopRecordedAgent) → spawn → running, in one transaction;
+ * - ssh attach: the attach's statements → the product's own remote scripts (the read-only facts,
+ *   the detached start) over this process's one pooled SSH connection to the target;
  * - removal: plain `git worktree remove`, serialized per repository as git requires (concurrent
  *   removals in one repository race on its admin files), repositories in parallel.
  * Each call reports how long its parts took, for the profile.

@@ -163,6 +163,7 @@ export function renderMarkdown(r: BenchResults): string {
     ...profileLines('Materializing launch, 1 repository', r.materialize.ok ? r.materialize.value.profile : null, r.materialize.ok ? r.materialize.value.directSteps : undefined, r.materialize.ok ? r.materialize.value.oneRepository.floorParts : undefined),
     ...profileLines('Resume', r.resume?.ok ? r.resume.value.profile : null, undefined, r.resume?.ok ? r.resume.value.floorParts : undefined),
     ...profileLines('SSH attach', r.sshAttach?.ok ? r.sshAttach.value.profile : null, undefined, r.sshAttach?.ok ? r.sshAttach.value.floorParts : undefined),
+    ...(r.sshAttach?.ok ? [`An empty remote script (\`:\`) over the pooled connection takes ${ms(r.sshAttach.value.emptyCommandMs)} (p50 of 10): every remote command pays the target's login shell (bash under sshd reads ~/.bashrc; on this machine root's runs \`pyenv init\`), and an attach runs two.`, ''] : []),
     ...profileLines('Cleanup of one archived task, in the second product half', r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.profile : null),
     ...profileLines('Board delete (the parent workflow)', r.boardDelete?.ok ? r.boardDelete.value.profile : null),
   ];

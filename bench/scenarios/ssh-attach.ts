@@ -7,7 +7,8 @@
  * attach's shape, interleaved. The remote agents are local processes here: killed afterwards.
  */
 import { launchWorkflowId } from '../../domain/workflow-ids';
-import { closeSshConnections } from '../../ssh/connection';
+import { loadSshTarget } from '../../activities/ssh-workspace';
+import { closeSshConnections, runRemote } from '../../ssh/connection';
 import { startSshServer } from '../../test/support/ssh-server';
 import { AGENT_COMMAND, Api, errorCode } from '../api';
 import type { BenchContext } from '../context';
@@ -15,11 +16,13 @@ import { CpuAccount } from '../cpu';
 import { shapeOfWorkflow } from '../engine-floor';
 import type { FloorPhases } from '../floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
-import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
+import { elapsedMs, indexNearest, median, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo } from '../world';
 
 export interface SshAttachResult extends LaunchComparison {
   tasks: number;
+  /** One empty remote script (`:`) over the pooled connection, p50: what the target's login shell and the channel cost every command. */
+  emptyCommandMs: number;
   profile: HistoryProfile | null;
 }
 
@@ -59,6 +62,13 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
       await floor.sshAttach(nextTask(), sshTargetId);
     }
     const shape = await shapeOfWorkflow(ctx.temporal, launchWorkflowId(last));
+    const target = await loadSshTarget(ctx.pool, sshTargetId);
+    const empty: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const start = performance.now();
+      await runRemote(target, ':', []);
+      empty.push(elapsedMs(start));
+    }
 
     const product: { ms: number; sessionId: string }[] = [];
     const floorMs: number[] = [];
@@ -95,6 +105,7 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
     const nearest = product[indexNearest(product.map((p) => p.ms), productSummary.p50)];
     return {
       tasks: tasks.length,
+      emptyCommandMs: round(median(empty)),
       product: productSummary,
       floor: floorSummary,
       floorParts: medianParts(floorParts),
