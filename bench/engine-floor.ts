@@ -32,7 +32,7 @@ export async function shapeOfWorkflow(client: Client, workflowId: string, childS
   let lastCompletion = -1;
   let completionOfLast = -2;
   let firstChild: string | null = null;
-  let childrenInOneTask = false;
+  const childrenPerTask = new Map<number, number>();
   for (const e of events) {
     switch (e.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
@@ -54,25 +54,29 @@ export async function shapeOfWorkflow(client: Client, workflowId: string, childS
       case EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: {
         counts.children++;
         firstChild ??= e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId ?? null;
+        childrenPerTask.set(lastCompletion, (childrenPerTask.get(lastCompletion) ?? 0) + 1);
         const last = steps[steps.length - 1];
-        if (last?.kind === 'children') {
-          last.count++;
-          if (completionOfLast === lastCompletion) childrenInOneTask = true;
-        } else steps.push({ kind: 'children', count: 1, parallel: false, shape: [] });
+        if (last?.kind === 'children') last.count++;
+        else steps.push({ kind: 'children', count: 1, lanes: 1, shape: [] });
         completionOfLast = lastCompletion;
         break;
       }
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
         counts.updates++;
         break;
-      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
-        steps.push({ kind: 'update_done' });
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
+        // Recorded with the workflow task that also started the first children (the barrier
+        // answers before the members are cleaned): it goes before them.
+        const last = steps[steps.length - 1];
+        if (last?.kind === 'children') steps.splice(steps.length - 1, 0, { kind: 'update_done' });
+        else steps.push({ kind: 'update_done' });
         break;
+      }
     }
   }
   for (const s of steps) {
     if (s.kind !== 'children') continue;
-    s.parallel = childrenInOneTask;
+    s.lanes = Math.max(1, ...childrenPerTask.values());
     s.shape = firstChild && childShape ? await childShape(firstChild) : [];
   }
   return {
@@ -144,7 +148,8 @@ export function describeShape(s: WorkflowShape): string {
   const parts = [`${c.localActivities} local activit${c.localActivities === 1 ? 'y' : 'ies'}`];
   if (c.activities) parts.push(`${c.activities} activit${c.activities === 1 ? 'y' : 'ies'}`);
   if (c.updates) parts.push(`${c.updates} update${c.updates === 1 ? '' : 's'} (with start)`);
-  if (c.children) parts.push(`${c.children} child workflow${c.children === 1 ? '' : 's'}`);
+  const lanes = s.steps.find((x) => x.kind === 'children');
+  if (c.children) parts.push(`${c.children} child workflow${c.children === 1 ? '' : 's'}${lanes?.kind === 'children' ? `, ${lanes.lanes} at a time` : ''}`);
   parts.push(`${c.workflowTasks} workflow task${c.workflowTasks === 1 ? '' : 's'}`);
   parts.push(s.eager ? 'eager' : 'polled');
   return parts.join(', ');

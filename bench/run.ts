@@ -76,6 +76,8 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, '..');
   const config = loadBenchConfig(process.env, __dirname);
   const startedAt = new Date().toISOString();
+  // Read before anything runs: the code measured is the code loaded now.
+  const commit = { measured: gitHead(root), clean: gitClean(root) };
   const loadAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100);
   log(`starting services${config.quick ? ' (QUICK run: reduced samples)' : ''}`);
   const services: Services = await startServices(root, log);
@@ -165,7 +167,7 @@ async function main(): Promise<void> {
         versions: { node: process.version, git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(), postgres: services.versions.postgres, temporalCli: services.versions.temporalCli },
         database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
         order: ['5 growth (small, then large)', '1 attach', '2 materialize', '7 resume', '9 ssh attach', '3 many tasks', '4 single archives', '8 board delete', 'diagnostics (git layer, Temporal with no work)', '6 exit detection (kills the gateway)'],
-        commit: { measured: gitHead(root), clean: gitClean(root) },
+        commit,
         notes: [
           ...(process.env.BENCH_GIT_TRACE === '1' ? ['DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.'] : []),
           ...(process.env.BENCH_WORKER_PROF === '1' ? ['DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.'] : []),

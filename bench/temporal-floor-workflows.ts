@@ -2,7 +2,8 @@
  * Workflows of the engine floor (bench/engine-floor.ts, bench/temporal-floor.ts): the shape of a
  * product workflow with no work in it. `shaped` runs the steps a real history recorded, in its
  * order: local activities one after another, remote activities scheduled in the same workflow
- * task side by side, child workflows (each shaped itself), and an update that completes where
+ * task side by side, child workflows (each shaped itself) as many at once as the product ran
+ * (its lanes: the most started by one workflow task), and an update that completes where
  * the product's did (update-with-start: the caller's answer waits for it).
  */
 import { condition, defineUpdate, executeChild, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
@@ -13,7 +14,7 @@ const remote = proxyActivities<{ nothing(): Promise<void> }>({ startToCloseTimeo
 export type ShapeStep =
   | { kind: 'local' }
   | { kind: 'activities'; count: number }
-  | { kind: 'children'; count: number; parallel: boolean; shape: ShapeStep[] }
+  | { kind: 'children'; count: number; lanes: number; shape: ShapeStep[] }
   | { kind: 'update_done' };
 
 export const shapedReady = defineUpdate<void>('shapedReady');
@@ -35,9 +36,12 @@ export async function shaped(steps: ShapeStep[]): Promise<void> {
     else if (step.kind === 'activities') await Promise.all(Array.from({ length: step.count }, () => remote.nothing()));
     else if (step.kind === 'update_done') updateDone = true;
     else {
-      const child = (i: number) => executeChild(shaped, { workflowId: `${workflowInfo().workflowId}/child-${i}`, args: [step.shape] });
-      if (step.parallel) await Promise.all(Array.from({ length: step.count }, (_, i) => child(i)));
-      else for (let i = 0; i < step.count; i++) await child(i);
+      // At most `lanes` at once, each lane taking the next child when its previous one ends.
+      let next = 0;
+      const lane = async () => {
+        while (next < step.count) await executeChild(shaped, { workflowId: `${workflowInfo().workflowId}/child-${next++}`, args: [step.shape] });
+      };
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(step.lanes, step.count)) }, lane));
     }
   }
   updateDone = true;
