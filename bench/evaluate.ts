@@ -16,7 +16,11 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
   } else {
     out.push(judge(TARGETS.cleanupThroughput, r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.throughputRatioToFloors : null, failed(r.cleanup)));
   }
-  out.push(judge(TARGETS.boardDeleteThroughput, value(r.boardDelete, (b) => (b.product.failures > 0 || b.product.leftBehind > 0 ? NaN : b.throughputRatio)), failed(r.boardDelete)));
+  const board = r.boardDelete?.ok ? r.boardDelete.value : null;
+  if (board && (board.product.leftBehind > 0 || board.product.failures > 0)) {
+    // "Until every worktree is verified gone" never came: no throughput to judge, a miss.
+    out.push({ ...TARGETS.boardDeleteThroughput, measured: 0, status: 'miss', note: `${board.product.leftBehind} of ${board.tasks} worktrees left behind, ${board.product.failures} jobs failed` });
+  } else out.push(judge(TARGETS.boardDeleteThroughput, board?.throughputRatio, failed(r.boardDelete)));
   out.push(judge(TARGETS.manyTasksFailures, value(r.manyTasks, (m) => m.failures), failed(r.manyTasks)));
   out.push(judge(TARGETS.manyTasksWall, value(r.manyTasks, (m) => m.wallRatio), failed(r.manyTasks)));
   out.push(judge(TARGETS.growthRatio, value(r.growth, (g) => g.ratioP50), failed(r.growth)));

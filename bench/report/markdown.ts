@@ -10,7 +10,7 @@ import { mb, ms, statusWord, times } from './format';
 function targetCells(targets: TargetResult[], id: string): [string, string] {
   const t = targets.find((x) => x.id === id);
   if (!t) return ['—', '—'];
-  const note = t.note && t.status !== 'pass' && t.status !== 'miss' ? ` (${t.note})` : '';
+  const note = t.note && t.status !== 'pass' ? ` (${t.note})` : '';
   return [describeTarget(t), `**${statusWord(t.status)}**${note}`];
 }
 
