@@ -62,9 +62,15 @@ export class Api {
     return res.body.id;
   }
 
-  async createTask(title: string, repositoryIds: string[]): Promise<string> {
-    const res = await this.call<{ id: string }>('POST', '/v1/tasks', { title, repositories: repositoryIds.map((repositoryId) => ({ repositoryId })) });
+  async createTask(title: string, repositoryIds: string[], boardId?: string): Promise<string> {
+    const res = await this.call<{ id: string }>('POST', '/v1/tasks', { title, ...(boardId ? { boardId } : {}), repositories: repositoryIds.map((repositoryId) => ({ repositoryId })) });
     if (res.status !== 201) throw new Error(`creating a task: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.id;
+  }
+
+  async createBoard(name: string): Promise<string> {
+    const res = await this.call<{ id: string }>('POST', '/v1/boards', { name });
+    if (res.status !== 201) throw new Error(`creating a board: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.id;
   }
 

@@ -10,9 +10,12 @@ export interface BenchConfig {
   repoFiles: number;
   attach: { samples: number; block: number; tasks: number; warmup: number; directSamples: number };
   materialize: { samples: number; block: number; warmup: number; directSamples: number };
+  resume: { samples: number; block: number; warmup: number; tasks: number };
+  ssh: { samples: number; block: number; warmup: number; tasks: number };
+  boardDelete: { tasks: number };
   manyTasks: { tasks: number };
   cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
-  growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number };
+  growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number; sessionsPerTask: number };
   exitDetection: { samples: number };
   resultsDir: string;
 }
@@ -30,9 +33,12 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
     repoFiles: int(env.BENCH_REPO_FILES, 600),
     attach: { samples: int(env.BENCH_ATTACH_SAMPLES, q(200, 20)), block: 10, tasks: q(20, 4), warmup: q(10, 3), directSamples: q(30, 6) },
     materialize: { samples: int(env.BENCH_MATERIALIZE_SAMPLES, q(30, 5)), block: 5, warmup: 2, directSamples: q(10, 3) },
-    manyTasks: { tasks: int(env.BENCH_MANY_TASKS, q(50, 10)) },
+    resume: { samples: int(env.BENCH_RESUME_SAMPLES, q(100, 20)), block: 10, warmup: q(5, 2), tasks: q(10, 4) },
+    ssh: { samples: int(env.BENCH_SSH_SAMPLES, q(60, 12)), block: 6, warmup: 3, tasks: q(6, 3) },
+    boardDelete: { tasks: int(env.BENCH_BOARD_TASKS, q(200, 16)) },
+    manyTasks: { tasks: int(env.BENCH_MANY_TASKS, q(200, 20)) },
     cleanup: { tasks: int(env.BENCH_CLEANUP_TASKS, q(200, 16)), repositories: 4, materializeConcurrency: 8 },
-    growth: { samples: int(env.BENCH_GROWTH_SAMPLES, q(100, 20)), readyTasks: q(10, 4), smallTasks: 100, largeTasks: int(env.BENCH_GROWTH_TASKS, q(10_000, 1_000)) },
+    growth: { samples: int(env.BENCH_GROWTH_SAMPLES, q(100, 20)), readyTasks: q(10, 4), smallTasks: 100, largeTasks: int(env.BENCH_GROWTH_TASKS, q(100_000, 2_000)), sessionsPerTask: int(env.BENCH_GROWTH_SESSIONS_PER_TASK, 10) },
     exitDetection: { samples: int(env.BENCH_EXIT_SAMPLES, q(20, 6)) },
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
   };

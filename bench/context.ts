@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { Api } from './api';
 import type { BenchConfig } from './config';
 import type { CpuMeter } from './cpu';
+import type { EngineFloor } from './engine-floor';
 import type { Floor } from './floor';
 import type { Services } from './services';
 import type { Repo } from './world';
@@ -15,6 +16,8 @@ export interface BenchContext {
   /** The benchmark's own connections (floor transactions, seeding, EXPLAIN). */
   pool: pg.Pool;
   floor: Floor;
+  /** Workflows of a scenario's shape with no work, on a worker in this process (issue 17's engine floor). */
+  engine: EngineFloor;
   /** Reads launch histories for the profile. */
   temporal: Client;
   reposDir: string;

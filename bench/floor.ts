@@ -9,6 +9,10 @@
  * - materialize: admission (election) → `git worktree add --no-track -b <branch> <path> <base>`
  *   per repository → publish inventory + ready (db/environments.ts) → spawn → running, in one
  *   transaction;
+ * - resume: admitResume → the same validation → the stop of the session's running agent (the
+ *   product's stopRecordedAgent) → spawn → running, in one transaction;
+ * - ssh attach: the attach's statements → the product's own remote scripts (the read-only facts,
+ *   the detached start) over this process's one pooled SSH connection to the target;
  * - removal: plain `git worktree remove`, serialized per repository as git requires (concurrent
  *   removals in one repository race on its admin files), repositories in parallel.
  * Each call reports how long its parts took, for the profile.
@@ -19,10 +23,14 @@ import { mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { spawnDetached } from '../activities/agent-process';
+import { spawnDetached, stopRecordedAgent } from '../activities/agent-process';
 import { processStartTime } from '../activities/process-identity';
 import { isRealDirectory, readMarker } from '../activities/workspace-fs';
-import { admitLaunch } from '../db/admission';
+import { remoteAgentEnvironment, remoteRunFiles } from '../activities/ssh-agents';
+import { loadSshTarget, markerNames } from '../activities/ssh-workspace';
+import { startRemoteAgent } from '../ssh/remote-agent';
+import { readRemoteWorkspace } from '../ssh/remote-workspace';
+import { admitLaunch, admitResume } from '../db/admission';
 import { publishReady, type IncomingInventoryRow } from '../db/environments';
 import { insertExecution } from '../db/executions';
 import { moveSessionState } from '../db/sessions';
@@ -42,7 +50,15 @@ export type FloorPhases = Record<string, number>;
 
 export interface Floor {
   attach(taskId: string): Promise<FloorPhases>;
-  materialize(taskId: string, baseCommits: Map<string, string>): Promise<FloorPhases>;
+  materialize(taskId: string, baseCommits: Map<string, string>, gitTurn?: <T>(repoPath: string, fn: () => Promise<T>) => Promise<T>): Promise<FloorPhases>;
+  /**
+   * An attach of an ssh workspace: the attach's statements (and the target's row), the product's
+   * own remote commands over this process's one pooled connection to the target: the read-only
+   * facts (`readRemoteWorkspace`) and the detached start (`startRemoteAgent`).
+   */
+  sshAttach(taskId: string, sshTargetId: string): Promise<FloorPhases>;
+  /** A resume of an existing session: admitResume, the same validation, the stop of its running agent, the spawn. */
+  resume(sessionId: string): Promise<FloorPhases>;
   removeWorktrees(worktrees: { repoPath: string; worktreePath: string }[]): Promise<void>;
 }
 
@@ -107,7 +123,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
     return { pid, startTime: await processStartTime(pid), logPath };
   }
 
-  async function startAgent(client: pg.PoolClient, plan: LaunchPlan, part: <T>(name: string, p: () => Promise<T>) => Promise<T>): Promise<void> {
+  async function startAgent(client: pg.PoolClient, plan: LaunchPlan, part: <T>(name: string, p: () => Promise<T>) => Promise<T>, from: string[] = ['starting']): Promise<void> {
     const executionId = randomUUID();
     const agent = await part('spawn', () => spawnAgent(plan, executionId));
     await part('sql', async () => {
@@ -121,7 +137,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
         log_path: agent.logPath,
         status: agent.startTime ? 'running' : 'exited',
       });
-      if (!(await moveSessionState(client, plan.sessionId, ['starting'], 'running'))) throw new Error('floor: session did not move to running');
+      if (!(await moveSessionState(client, plan.sessionId, from as Parameters<typeof moveSessionState>[2], 'running'))) throw new Error('floor: session did not move to running');
     });
   }
 
@@ -141,7 +157,43 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
       });
     },
 
-    materialize(taskId, baseCommits) {
+    sshAttach(taskId, sshTargetId) {
+      return inOneTransaction(async (client, part) => {
+        const plan = await part('sql', () => admit(client, { ...request(taskId), executorType: 'ssh', sshTargetId }, opts.productWorkspaceRoot, 'attached'));
+        const target = await part('sql', () => loadSshTarget(client, plan.sshTargetId));
+        const recorded = plan.slots.map((slot) => slot.recorded);
+        if (recorded.some((r) => !r?.worktreePath || !r.worktreeBranch)) throw new Error('floor: identity missing');
+        const facts = await part('ssh read', () => readRemoteWorkspace(target, { taskFolder: plan.taskFolder, workspacePath: plan.workspacePath, repoPaths: recorded.map((r) => r!.worktreePath!), withDirty: false }));
+        if (!facts.workspaceIsRealDirectory || facts.slots.some((f, i) => !f.realDirectory || f.toplevel !== recorded[i]!.worktreePath || f.branch !== recorded[i]!.worktreeBranch)) throw new Error('floor: remote workspace not as recorded');
+        if (!markerNames(facts.marker, plan.environmentTaskId)) throw new Error('floor: remote marker mismatch');
+        const executionId = randomUUID();
+        const input = agentStartOf(plan, AGENT_COMMAND, executionId);
+        const files = remoteRunFiles(target, input);
+        const agent = await part('ssh start', () => startRemoteAgent(target, { cwd: input.cwd, logPath: files.logPath, statusPath: files.statusPath, promptPath: files.promptPath, prompt: null, env: remoteAgentEnvironment(input), argv: input.command }));
+        if ('notStartable' in agent) throw new Error('floor: remote agent not startable');
+        await part('sql', async () => {
+          await insertExecution(client, { id: executionId, session_id: plan.sessionId, host_id: config.hostId, pid: agent.pid, process_start_time: agent.startTime, cwd: input.cwd, log_path: files.logPath, status: 'running', ssh_target_id: target.id });
+          if (!(await moveSessionState(client, plan.sessionId, ['starting'], 'running'))) throw new Error('floor: session did not move to running');
+        });
+      });
+    },
+
+    resume(sessionId) {
+      return inOneTransaction(async (client, part) => {
+        const outcome = await part('sql', () => admitResume(client, { sessionId, runId: randomUUID(), hostId: 'bench' }, { newEnvironmentId: randomUUID() }, opts.productWorkspaceRoot));
+        if (outcome.kind !== 'admitted') throw new Error(`floor resume refused: ${outcome.code}`);
+        const plan = outcome.plan;
+        await part('git', () => validate(plan));
+        const running = await part('sql', async () => (await client.query<{ id: string; pid: number; process_start_time: string }>(`SELECT id, pid, process_start_time FROM executions WHERE session_id = $1 AND status = 'running'`, [sessionId])).rows);
+        for (const exec of running) {
+          const stopped = await part('stop', () => stopRecordedAgent(client, { executionId: exec.id, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs));
+          if (!stopped) throw new Error('floor: the previous agent did not stop');
+        }
+        await startAgent(client, plan, part, ['starting', 'running', 'stopped', 'exited', 'failed']);
+      });
+    },
+
+    materialize(taskId, baseCommits, gitTurn = (_repo, fn) => fn()) {
       return inOneTransaction(async (client, part) => {
         const plan = await part('sql', () => admit(client, request(taskId), config.workspaceRoot, 'materialized'));
         await part('fs', async () => {
@@ -151,7 +203,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
         });
         const rows: IncomingInventoryRow[] = [];
         for (const slot of plan.slots) {
-          await part('git', () => git(slot.sourcePath, ['worktree', 'add', '--no-track', '-b', slot.branch, slot.worktreePath, slot.baseBranch]));
+          await part('git', () => gitTurn(slot.sourcePath, () => git(slot.sourcePath, ['worktree', 'add', '--no-track', '-b', slot.branch, slot.worktreePath, slot.baseBranch])));
           rows.push({
             id: randomUUID(),
             repositoryId: slot.repositoryId,

@@ -3,11 +3,14 @@ import type { GitLayerCost } from './git-layer';
 import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AttachResult } from './scenarios/attach';
+import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
 import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
 import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
+import type { ResumeResult } from './scenarios/resume';
+import type { SshAttachResult } from './scenarios/ssh-attach';
 import type { TargetResult } from './targets';
 
 /** A scenario either produced its figures or failed with a message (the run goes on). */
@@ -35,13 +38,19 @@ export interface BenchResults {
     versions: { node: string; git: string; postgres: string; temporalCli: string };
     database: string;
     order: string[];
+    /** The commit this run measured (absent in results written before round 4). */
+    commit?: { measured: string; clean: boolean };
     notes: string[];
   };
   growth: Outcome<GrowthResult>;
   attach: Outcome<AttachResult>;
   materialize: Outcome<MaterializeResult>;
+  /** Issue 17's rows (absent in results written before round 4). */
+  resume?: Outcome<ResumeResult>;
+  sshAttach?: Outcome<SshAttachResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
+  boardDelete?: Outcome<BoardDeleteResult>;
   /** Scenario 6 (absent in results written before it existed). */
   exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;

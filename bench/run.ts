@@ -15,6 +15,7 @@ import type { BenchContext } from './context';
 import { evaluateTargets } from './evaluate';
 import { measureGitLayer } from './git-layer';
 import { measureTemporalFloor } from './temporal-floor';
+import { startEngineFloor } from './engine-floor';
 import { CpuMeter } from './cpu';
 import { createFloor } from './floor';
 import { MemorySampler } from './memory';
@@ -22,15 +23,34 @@ import type { BenchResults, MemoryResult, Outcome } from './model';
 import { renderTable } from './report/markdown';
 import { writeResults } from './report/write';
 import { runAttach } from './scenarios/attach';
+import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
 import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
+import { runResume } from './scenarios/resume';
+import { runSshAttach } from './scenarios/ssh-attach';
 import { startServices, type Services } from './services';
 import { killAgents, makeRepo } from './world';
 
 const runStart = performance.now();
+
+/** The commit measured, and whether the working tree had changes beside it. */
+function gitHead(root: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+function gitClean(root: string): boolean {
+  try {
+    return execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() === '';
+  } catch {
+    return false;
+  }
+}
 const log = (message: string) => console.error(`[bench ${((performance.now() - runStart) / 1000).toFixed(1).padStart(6)} s] ${message}`);
 
 /** BENCH_ONLY=attach,cleanup runs only those scenarios (a diagnostic aid; the others are reported as skipped). */
@@ -56,17 +76,21 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, '..');
   const config = loadBenchConfig(process.env, __dirname);
   const startedAt = new Date().toISOString();
+  // Read before anything runs: the code measured is the code loaded now.
+  const commit = { measured: gitHead(root), clean: gitClean(root) };
   const loadAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100);
   log(`starting services${config.quick ? ' (QUICK run: reduced samples)' : ''}`);
   const services: Services = await startServices(root, log);
   const pool = createPool(services.databaseUrl, 6);
   const temporal = await connectClient(services.temporalAddress, 'default');
+  const engine = await startEngineFloor(temporal, services.temporalAddress, 'default');
   let tornDown = false;
   const teardown = async () => {
     if (tornDown) return;
     tornDown = true;
     log('tearing down');
     await killAgents(pool).catch(() => 0);
+    await engine.stop().catch(() => {});
     await pool.end().catch(() => {});
     await temporal.connection.close().catch(() => {});
     await services.stop();
@@ -91,6 +115,7 @@ async function main(): Promise<void> {
       api,
       pool,
       floor: createFloor({ pool, productWorkspaceRoot: services.workspaceRoot, floorDataDir }),
+      engine,
       temporal,
       reposDir,
       floorRoot: path.join(floorDataDir, 'workspaces'),
@@ -109,9 +134,12 @@ async function main(): Promise<void> {
     const growth = await scenario('5 growth', () => runGrowth(ctx));
     const attach = await scenario('1 attach', () => runAttach(ctx));
     const materialize = await scenario('2 materialize', () => runMaterialize(ctx));
+    const resume = await scenario('7 resume', () => runResume(ctx));
+    const sshAttach = await scenario('9 ssh attach', () => runSshAttach(ctx));
     sampler.openWindow();
     const manyTasks = await scenario('3 many tasks', () => runManyTasks(ctx));
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
+    const boardDelete = await scenario('8 board delete', () => runBoardDelete(ctx));
     const window = sampler.closeWindow();
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () => measureTemporalFloor(temporal, services.temporalAddress, 'default'));
@@ -120,7 +148,7 @@ async function main(): Promise<void> {
     const exitDetection = await scenario('6 exit detection', () => runExitDetection(ctx, config.exitDetection.samples));
     const cleanupRan = cleanup.ok && cleanup.value.status === 'measured';
     const memory: MemoryResult = {
-      window: cleanupRan ? 'scenarios 3 and 4' : 'scenario 3 (4 not available)',
+      window: cleanupRan ? 'scenarios 3, 4 and 8' : 'scenarios 3 and 8 (4 not available)',
       worker: window.worker!,
       gateway: window.gateway!,
       afterStartMb,
@@ -138,7 +166,8 @@ async function main(): Promise<void> {
         machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release() },
         versions: { node: process.version, git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(), postgres: services.versions.postgres, temporalCli: services.versions.temporalCli },
         database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
-        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '3 many tasks', '4 cleanup', 'diagnostics (git layer)', '6 exit detection (kills the gateway)'],
+        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '7 resume', '9 ssh attach', '3 many tasks', '4 single archives', '8 board delete', 'diagnostics (git layer, Temporal with no work)', '6 exit detection (kills the gateway)'],
+        commit,
         notes: [
           ...(process.env.BENCH_GIT_TRACE === '1' ? ['DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.'] : []),
           ...(process.env.BENCH_WORKER_PROF === '1' ? ['DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.'] : []),
@@ -146,7 +175,12 @@ async function main(): Promise<void> {
           `Scenarios 1–4 run on the grown database (${tasksInDb?.toLocaleString('en') ?? '?'} tasks and more): growth runs first so its two sizes are measured back to back.`,
           `Repositories have ${config.repoFiles} source files (a checkout is real work); agents are \`sleep 600\` in their own process group, killed after each scenario.`,
           'The floor runs the product’s own statements (db/admission.ts admitLaunch, db/environments.ts publishReady, db/executions.ts, db/sessions.ts) in one transaction in this process, the same git commands as plain `git` processes, and the agent spawn of activities/agent-process.ts.',
-          'Product and floor samples alternate in blocks (attach: 10, materialize: 5 of each kind), so drift and noise hit both.',
+          'Product, bare floor and engine floor samples alternate in blocks (attach and resume: 10, ssh attach: 6, first launch: 5 of each kind), so drift and noise hit all three.',
+          'The engine floor replays the shape of one of the product’s own histories of that scenario (read after its warm-up) with activities that do nothing, on a worker in the benchmark process against the same dev server: eager where the product was eager (the client then shares the worker’s connection), update-with-start where the product’s caller waits for an update. Local activities run one after another; activities or children scheduled in one workflow task side by side.',
+          'Single archives: the engine floor starts as many cleanup-shaped workflows at once as each product half archives; issue 17’s throughput floor is bare seconds + engine seconds for the same number of tasks.',
+          'Board delete: one board, its tasks spread over 4 repositories, deleted by an operator with discardChanges; the engine floor replays the parent’s history with its children (run once, after the product; reported, not judged).',
+          'Simultaneous first launches: the floor launches as many other tasks of the same repository at once from this process, as many in flight as the benchmark’s pool has connections (6), its `git worktree add`s in turn (floor first, then the product).',
+          'SSH: a real OpenSSH sshd on 127.0.0.1 started by test/support/ssh-server.ts, registered through `POST /v1/ssh-targets`; the ssh floor runs the attach’s statements and the product’s remote scripts (ssh/remote-workspace.ts readRemoteWorkspace, ssh/remote-agent.ts startRemoteAgent) over the benchmark process’s one pooled connection.',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -156,8 +190,11 @@ async function main(): Promise<void> {
       growth,
       attach,
       materialize,
+      resume,
+      sshAttach,
       manyTasks,
       cleanup,
+      boardDelete,
       exitDetection,
       memory,
       gitLayer,

@@ -1,14 +1,15 @@
 /**
  * Grows the database to a given number of tasks in bulk SQL, with rows like the product
  * writes: each task has 1–3 repositories, a materialized environment (ready; stopped when the
- * task is archived) with one active inventory row per repository, three sessions of mixed
- * states, and archived tasks have their finished cleanup job. No executions are seeded: their
+ * task is archived) with one active inventory row per repository, `sessionsPerTask` sessions
+ * (three of mixed states, the rest stopped or exited attaches: issue 17 asks for 1,000,000
+ * sessions rows beside 100,000 tasks), and archived tasks have their finished cleanup job. No executions are seeded: their
  * pids would be made up, and agent processes are killed by pid.
  */
 import type pg from 'pg';
 import type { Repo } from './world';
 
-export async function growTasksTo(pool: pg.Pool, total: number, repos: Repo[], workspaceRoot: string): Promise<number> {
+export async function growTasksTo(pool: pg.Pool, total: number, repos: Repo[], workspaceRoot: string, sessionsPerTask = 3): Promise<number> {
   if (repos.length < 3) throw new Error('seeding needs three repositories');
   const current = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM tasks')).rows[0]!.n);
   const missing = total - current;
@@ -63,6 +64,15 @@ export async function growTasksTo(pool: pg.Pool, total: number, repos: Repo[], w
            (s.s2, CASE WHEN s.archived THEN 'stopped' ELSE 'exited' END, 'attached'),
            (s.s3, CASE WHEN s.archived THEN 'stopped' WHEN s.n % 3 = 0 THEN 'running' ELSE 'stopped' END, 'attached')) AS v(id, state, role)`,
     );
+    if (sessionsPerTask > 3) {
+      await client.query(
+        `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, role, created_at, updated_at)
+         SELECT gen_random_uuid(), s.task_id, s.env_id, CASE WHEN k % 2 = 0 THEN 'stopped' ELSE 'exited' END, 'worktree', 'shell', '["sleep","600"]'::jsonb, 'attached',
+                s.created + make_interval(secs => k), s.created + make_interval(secs => k)
+           FROM seed s CROSS JOIN generate_series(4, $1::int) AS k`,
+        [sessionsPerTask],
+      );
+    }
     await client.query(
       `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, attempts, workflow_id, finished_at)
        SELECT gen_random_uuid(), task_id, 'archive', 'succeeded', 1, 'cleanup/archive/' || task_id || '/seeded', created + interval '1 hour'

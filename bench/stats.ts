@@ -1,3 +1,4 @@
+import type { WorkflowShape } from './engine-floor';
 /** Latency summaries: medians and tails over samples in milliseconds. */
 export interface LatencySummary {
   n: number;
@@ -70,5 +71,10 @@ export interface LaunchComparison {
   cpuPerLaunchMs: { product: Record<string, number>; floor: Record<string, number> };
   failures: number;
   failureCodes: Record<string, number>;
-  samplesMs: { product: number[]; floor: number[] };
+  samplesMs: { product: number[]; floor: number[]; engine?: number[] };
+  /** Temporal's own cost for a workflow of the product's shape with no work (bench/engine-floor.ts), interleaved. */
+  engine?: LatencySummary;
+  engineShape?: WorkflowShape;
+  /** product p50 / (bare floor p50 + engine floor p50): issue 17's measure. */
+  ratioToFloorsP50?: number;
 }

@@ -59,8 +59,8 @@ export async function makeRepo(api: Api, reposDir: string, name: string, files: 
   return { id: await api.registerRepository(name, dir), name, path: dir, head: git(dir, 'rev-parse', 'main') };
 }
 
-export async function createTasks(api: Api, count: number, repos: Repo[], title: string): Promise<string[]> {
-  return mapLimit(Array.from({ length: count }, (_, i) => i), 4, (i) => api.createTask(`${title} ${i + 1}`, repos.map((r) => r.id)));
+export async function createTasks(api: Api, count: number, repos: Repo[], title: string, boardId?: string): Promise<string[]> {
+  return mapLimit(Array.from({ length: count }, (_, i) => i), 4, (i) => api.createTask(`${title} ${i + 1}`, repos.map((r) => r.id), boardId));
 }
 
 /** First launches of new tasks (the set-up of attach scenarios): every environment ends ready. */

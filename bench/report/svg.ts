@@ -3,6 +3,7 @@
  * materializing launches, each with its ratio and target, then one line per other figure.
  */
 import type { BenchResults } from '../model';
+import type { LaunchComparison } from '../stats';
 import { describeTarget, type TargetResult, type TargetStatus } from '../targets';
 import { mb, ms, STATUS_COLOR, statusWord, times } from './format';
 
@@ -14,8 +15,12 @@ interface Group {
   label: string;
   product: number;
   floor: number;
+  engine: number;
   target: TargetResult | undefined;
 }
+
+const ENGINE = '#d9c58f';
+const groupOf = (label: string, c: LaunchComparison, target: TargetResult | undefined): Group => ({ label, product: c.product.p50, floor: c.floor.p50, engine: c.engine?.p50 ?? 0, target });
 
 function niceMax(x: number): number {
   const pow = 10 ** Math.floor(Math.log10(Math.max(x, 1)));
@@ -26,22 +31,24 @@ function niceMax(x: number): number {
 export function renderSvg(r: BenchResults): string {
   const target = (id: string) => r.targets.find((t) => t.id === id);
   const groups: Group[] = [];
-  if (r.attach.ok) groups.push({ label: 'Attach launch', product: r.attach.value.product.p50, floor: r.attach.value.floor.p50, target: target('attach_p50_ratio') });
+  if (r.attach.ok) groups.push(groupOf('Attach', r.attach.value, target('attach_p50_vs_floors')));
   if (r.materialize.ok) {
-    groups.push({ label: 'Materialize, 1 repository', product: r.materialize.value.oneRepository.product.p50, floor: r.materialize.value.oneRepository.floor.p50, target: target('materialize_1_repo_p50_ratio') });
-    groups.push({ label: 'Materialize, 3 repositories', product: r.materialize.value.threeRepositories.product.p50, floor: r.materialize.value.threeRepositories.floor.p50, target: target('materialize_3_repos_p50_ratio') });
+    groups.push(groupOf('First launch, 1 repo', r.materialize.value.oneRepository, target('materialize_1_repo_p50_vs_floors')));
+    groups.push(groupOf('First launch, 3 repos', r.materialize.value.threeRepositories, target('materialize_3_repos_p50_vs_floors')));
   }
+  if (r.resume?.ok) groups.push(groupOf('Resume', r.resume.value, target('resume_p50_vs_floors')));
+  if (r.sshAttach?.ok) groups.push(groupOf('SSH attach', r.sshAttach.value, target('ssh_attach_p50_vs_floors')));
 
-  const W = 860;
-  const chart = { x: 90, y: 110, w: 720, h: 250 };
-  const yMax = niceMax(Math.max(1, ...groups.flatMap((g) => [g.product, g.floor])) * 1.1);
+  const W = 1000;
+  const chart = { x: 90, y: 110, w: 860, h: 250 };
+  const yMax = niceMax(Math.max(1, ...groups.flatMap((g) => [g.product, g.floor + g.engine])) * 1.1);
   const y = (v: number) => chart.y + chart.h - (v / yMax) * chart.h;
   const parts: string[] = [];
   const text = (x: number, yy: number, s: string, attrs = '') => parts.push(`<text x="${x}" y="${yy}" ${attrs}>${esc(s)}</text>`);
 
   text(24, 36, 'task-workspaces benchmark', 'font-size="20" font-weight="600"');
   text(24, 58, `${r.meta.startedAt.slice(0, 16).replace('T', ' ')} UTC · ${r.meta.machine.cpus} cores · ${r.meta.durationSeconds} s run${r.meta.quick ? ' · QUICK RUN (reduced samples)' : ''}`, 'font-size="12" fill="#57606a"');
-  text(24, 76, 'p50 of launches until 201: product (HTTP → Temporal → worker) vs floor (the same statements, git and spawn in one process)', 'font-size="12" fill="#57606a"');
+  text(24, 76, 'p50 of launches until 201: product (HTTP → Temporal) vs bare floor (the same statements, git/ssh and spawn in one process) + engine floor (a no-work workflow of the same shape)', 'font-size="12" fill="#57606a"');
 
   for (let i = 0; i <= 5; i++) {
     const v = (yMax / 5) * i;
@@ -52,41 +59,55 @@ export function renderSvg(r: BenchResults): string {
   const barW = Math.min(70, slot / 4);
   groups.forEach((g, i) => {
     const cx = chart.x + slot * i + slot / 2;
-    for (const [value, color, dx] of [[g.product, PRODUCT, -barW - 4], [g.floor, FLOOR, 4]] as const) {
-      const top = y(value);
-      parts.push(`<rect x="${cx + dx}" y="${top}" width="${barW}" height="${chart.y + chart.h - top}" fill="${color}"/>`);
-      text(cx + dx + barW / 2, top - 6, ms(value), 'font-size="12" text-anchor="middle"');
-    }
+    const productTop = y(g.product);
+    parts.push(`<rect x="${cx - barW - 4}" y="${productTop}" width="${barW}" height="${chart.y + chart.h - productTop}" fill="${PRODUCT}"/>`);
+    text(cx - barW / 2 - 4, productTop - 6, ms(g.product), 'font-size="12" text-anchor="middle"');
+    const bareTop = y(g.floor);
+    parts.push(`<rect x="${cx + 4}" y="${bareTop}" width="${barW}" height="${chart.y + chart.h - bareTop}" fill="${FLOOR}"/>`);
+    const engineTop = y(g.floor + g.engine);
+    parts.push(`<rect x="${cx + 4}" y="${engineTop}" width="${barW}" height="${bareTop - engineTop}" fill="${ENGINE}"/>`);
+    text(cx + 4 + barW / 2, engineTop - 6, `${ms(g.floor)} + ${ms(g.engine)}`, 'font-size="11" text-anchor="middle"');
     text(cx, chart.y + chart.h + 20, g.label, 'font-size="13" text-anchor="middle" font-weight="600"');
     const status: TargetStatus = g.target?.status ?? 'error';
-    text(cx, chart.y + chart.h + 40, `ratio ${times(g.product / g.floor)} · target ${g.target ? describeTarget(g.target) : '—'} · ${statusWord(status)}`, `font-size="12" text-anchor="middle" fill="${STATUS_COLOR[status]}"`);
+    text(cx, chart.y + chart.h + 40, `${times(g.product / (g.floor + g.engine))} · ${g.target ? describeTarget(g.target) : '—'} · ${statusWord(status)}`, `font-size="12" text-anchor="middle" fill="${STATUS_COLOR[status]}"`);
   });
   parts.push(`<line x1="${chart.x}" x2="${chart.x + chart.w}" y1="${chart.y + chart.h}" y2="${chart.y + chart.h}" stroke="#57606a"/>`);
   const legendY = chart.y - 8;
-  parts.push(`<rect x="${chart.x + chart.w - 230}" y="${legendY - 10}" width="12" height="12" fill="${PRODUCT}"/>`);
-  text(chart.x + chart.w - 212, legendY, 'product p50', 'font-size="12"');
-  parts.push(`<rect x="${chart.x + chart.w - 120}" y="${legendY - 10}" width="12" height="12" fill="${FLOOR}"/>`);
-  text(chart.x + chart.w - 102, legendY, 'floor p50', 'font-size="12"');
+  parts.push(`<rect x="${chart.x + chart.w - 340}" y="${legendY - 10}" width="12" height="12" fill="${PRODUCT}"/>`);
+  text(chart.x + chart.w - 322, legendY, 'product p50', 'font-size="12"');
+  parts.push(`<rect x="${chart.x + chart.w - 230}" y="${legendY - 10}" width="12" height="12" fill="${FLOOR}"/>`);
+  text(chart.x + chart.w - 212, legendY, 'bare floor p50', 'font-size="12"');
+  parts.push(`<rect x="${chart.x + chart.w - 110}" y="${legendY - 10}" width="12" height="12" fill="${ENGINE}"/>`);
+  text(chart.x + chart.w - 92, legendY, '+ engine floor', 'font-size="12"');
 
   const lines: { status: TargetStatus | null; s: string }[] = [];
   const line = (id: string | null, s: string) => lines.push({ status: id ? (target(id)?.status ?? 'error') : null, s });
   if (r.manyTasks.ok) {
     const m = r.manyTasks.value;
-    line('many_tasks_failures', `${m.tasks} tasks on one repository at once: ${m.wallSeconds.toFixed(2)} s wall, ${m.launchesPerSecond.toFixed(1)} launches/s, ${m.failures} failures (target 0)`);
-  } else line('many_tasks_failures', `Many tasks on one repository: error`);
+    line('many_tasks_failures', `${m.tasks} first launches at once on one repository: ${m.failures} failures (target 0)`);
+    line('many_tasks_wall_vs_floor', `  … wall ${m.wallSeconds.toFixed(2)} s vs floor ${m.floor?.wallSeconds.toFixed(2) ?? '—'} s = ${times(m.wallRatio)} (target ≤ 1.3×)`);
+  } else line('many_tasks_failures', `Many first launches on one repository: error`);
   if (r.cleanup.ok && r.cleanup.value.status === 'measured') {
     const c = r.cleanup.value;
-    line('cleanup_throughput_ratio', `Cleanup of ${c.tasks} tasks: ${c.product.worktreesPerSecond.toFixed(1)} vs floor ${c.floor.worktreesPerSecond.toFixed(1)} worktrees/s = ${times(c.throughputRatio)} (target ≥ 0.5×), ${c.product.failures} failures`);
-  } else if (r.cleanup.ok && r.cleanup.value.status === 'not_available') line('cleanup_throughput_ratio', `Cleanup: not available yet (archive route answers ${r.cleanup.value.probe.httpStatus}); target ≥ 0.5× floor`);
-  else line('cleanup_throughput_ratio', 'Cleanup: error');
+    line('archive_throughput_vs_floors', `Single archives of ${c.tasks} tasks: ${c.product.seconds.toFixed(1)} s vs bare ${c.floor.seconds.toFixed(1)} s + engine ${c.engine.seconds.toFixed(1)} s = ${times(c.throughputRatioToFloors)} throughput (target ≥ 0.8×)`);
+  } else line('archive_throughput_vs_floors', 'Single archives: error');
+  if (r.boardDelete?.ok) {
+    const b = r.boardDelete.value;
+    line('board_delete_throughput_vs_bare', `Board delete of ${b.tasks} tasks: ${b.product.seconds.toFixed(1)} s vs bare ${b.floor.seconds.toFixed(1)} s = ${times(b.throughputRatio)} throughput (target ≥ 0.5×), ${b.product.failures} failures`);
+  } else line('board_delete_throughput_vs_bare', 'Board delete: error or not run');
   if (r.growth.ok) {
     const g = r.growth.value;
     line('growth_attach_p50_ratio', `Attach p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks: ${ms(g.small.attach.p50)} → ${ms(g.large.attach.p50)} = ${times(g.ratioP50)} (target ≤ 1.1×); ${g.plans.some((p) => p.largeSeqScans.length) ? 'a statement scans a large table' : 'no scan of a large table'}`);
   } else line('growth_attach_p50_ratio', 'Growth: error');
+  if (r.exitDetection?.ok) {
+    const e = r.exitDetection.value;
+    line('exit_noticed_watched_p50_ms', `Agent exit recorded, its starter alive: ${ms(e.watched.p50)} (target ≤ 1 s)`);
+    line('exit_noticed_unwatched_p50_ms', `Agent exit recorded, its starter killed: ${ms(e.unwatched.p50)} (target ≤ 10 s)`);
+  }
   if (r.memory) {
-    const w = r.memory.worker;
-    line('worker_peak_rss_mb', `Worker peak RSS (${r.memory.window}): ${mb(Math.max(w.peakRssMb ?? 0, w.hwmReset ? (w.hwmMb ?? 0) : 0))} (target ≤ 300 MB)`);
-    line(null, `Gateway peak RSS (${r.memory.window}): ${mb(Math.max(r.memory.gateway.peakRssMb ?? 0, r.memory.gateway.hwmReset ? (r.memory.gateway.hwmMb ?? 0) : 0))}`);
+    const peak = (w: typeof r.memory.worker) => Math.max(w.peakRssMb ?? 0, w.hwmReset ? (w.hwmMb ?? 0) : 0);
+    line('worker_peak_rss_mb', `Worker peak RSS (${r.memory.window}): ${mb(peak(r.memory.worker))} (target ≤ 300 MB)`);
+    line('gateway_peak_rss_mb', `Gateway peak RSS (${r.memory.window}): ${mb(peak(r.memory.gateway))} (target ≤ 200 MB)`);
   }
   const top = chart.y + chart.h + 80;
   lines.forEach((l, i) => {

@@ -7,6 +7,7 @@ import { launchWorkflowId } from '../../domain/workflow-ids';
 import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
+import { shapeOfWorkflow } from '../engine-floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
@@ -29,10 +30,14 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
   let turn = 0;
   const nextTask = () => tasks[turn++ % tasks.length]!;
 
+  let last = '';
   for (let i = 0; i < warmup; i++) {
-    await api.launchOk(nextTask(), 'attached');
+    last = (await api.launchOk(nextTask(), 'attached')).sessionId;
     await floor.attach(nextTask());
   }
+  // The engine floor replays the shape of the product's own attach history.
+  const shape = await shapeOfWorkflow(ctx.temporal, launchWorkflowId(last));
+  const engineMs: number[] = [];
 
   const product: { ms: number; sessionId: string }[] = [];
   const floorMs: number[] = [];
@@ -42,7 +47,11 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
   const failureCodes: Record<string, number> = {};
   for (let b = 0; b * block < samples; b++) {
     const n = Math.min(block, samples - b * block);
-    for (const kind of b % 2 === 0 ? (['product', 'floor'] as const) : (['floor', 'product'] as const)) {
+    for (const kind of b % 2 === 0 ? (['product', 'floor', 'engine'] as const) : (['engine', 'floor', 'product'] as const)) {
+      if (kind === 'engine') {
+        for (let i = 0; i < n; i++) engineMs.push(await ctx.engine.time(shape));
+        continue;
+      }
       await (kind === 'product' ? productCpu : floorCpu).around(async () => {
         for (let i = 0; i < n; i++) {
           if (kind === 'product') {
@@ -65,6 +74,7 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
 
   const productSummary = summarize(product.map((p) => p.ms));
   const floorSummary = summarize(floorMs);
+  const engine = summarize(engineMs);
   const nearest = product[indexNearest(product.map((p) => p.ms), productSummary.p50)];
   return {
     tasks: tasks.length,
@@ -72,11 +82,14 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
     floor: floorSummary,
     floorParts: medianParts(floorParts),
     ratioP50: ratio(productSummary.p50, floorSummary.p50),
+    engine,
+    engineShape: shape,
+    ratioToFloorsP50: ratio(productSummary.p50, floorSummary.p50 + engine.p50),
     cpuPerLaunchMs: { product: productCpu.per(samples), floor: floorCpu.per(floorMs.length) },
     failures: Object.values(failureCodes).reduce((s, n) => s + n, 0),
     failureCodes,
     profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
     directSteps,
-    samplesMs: { product: product.map((p) => round(p.ms, 1)), floor: floorMs.map((x) => round(x, 1)) },
+    samplesMs: { product: product.map((p) => round(p.ms, 1)), floor: floorMs.map((x) => round(x, 1)), engine: engineMs.map((x) => round(x, 1)) },
   };
 }

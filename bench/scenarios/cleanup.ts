@@ -12,6 +12,7 @@ import { errorCode, type ApiResponse } from '../api';
 import type { BenchContext } from '../context';
 import { CpuAccount } from '../cpu';
 import { TransactionAccount } from '../db-activity';
+import { shapeOfWorkflow, type WorkflowShape } from '../engine-floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { mapLimit, sleep } from '../processes';
 import { elapsedMs, ratio, round } from '../stats';
@@ -26,6 +27,10 @@ export type CleanupResult =
       product: { seconds: number; worktreesPerSecond: number; failures: number; failureCodes: Record<string, number>; leftBehind: number };
       floor: { seconds: number; worktreesPerSecond: number; leftBehind: number };
       throughputRatio: number;
+      /** Issue 17: the same number of no-work workflows of a cleanup's shape, as many at once as the product's halves. */
+      engine: { seconds: number; shape: WorkflowShape | null };
+      /** product throughput / throughput of (bare floor + engine floor per task): target ≥ 0.8. */
+      throughputRatioToFloors: number;
       /** Milliseconds of CPU per removed worktree, by process group. */
       cpuPerWorktreeMs: { product: Record<string, number>; floor: Record<string, number> };
       /** Database transactions per removed worktree (pg_stat_database, approximate), polling included. */
@@ -46,7 +51,7 @@ const ACTIVE_STATES = ['prepared', 'pending', 'running', 'retry_wait'];
  * requests whatever the number of jobs); a job in none of those lists is read once by id to
  * learn its final state. Polling itself costs the gateway little, so it barely disturbs the run.
  */
-async function waitForJobs(ctx: BenchContext, operationIds: string[], timeoutMs = 240_000): Promise<Map<string, string>> {
+export async function waitForJobs(ctx: BenchContext, operationIds: string[], timeoutMs = 240_000): Promise<Map<string, string>> {
   const final = new Map<string, string>();
   const deadline = Date.now() + timeoutMs;
   while (final.size < operationIds.length && Date.now() < deadline) {
@@ -65,7 +70,7 @@ async function waitForJobs(ctx: BenchContext, operationIds: string[], timeoutMs 
   return final;
 }
 
-function leftBehind(worktrees: { repoPath: string; worktreePath: string }[]): number {
+export function leftBehind(worktrees: { repoPath: string; worktreePath: string }[]): number {
   const registered = new Map<string, Set<string>>();
   for (const w of worktrees) if (!registered.has(w.repoPath)) registered.set(w.repoPath, registeredWorktrees(w.repoPath));
   return worktrees.filter((w) => registered.get(w.repoPath)!.has(w.worktreePath) || existsSync(w.worktreePath)).length;
@@ -81,6 +86,8 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
   if (probe.status === 404) return { status: 'not_available', probe: { httpStatus: probe.status, code: errorCode(probe) } };
   if (probe.status !== 202 || !probe.body.operationId) throw new Error(`archive probe: ${probe.status} ${JSON.stringify(probe.body)}`);
   await waitForJobs(ctx, [probe.body.operationId], 60_000);
+  const probeWorkflow = (probe.body as { workflowId?: string }).workflowId;
+  const shape = probeWorkflow ? await shapeOfWorkflow(ctx.temporal, probeWorkflow) : null;
 
   const repos: Repo[] = [];
   for (let r = 0; r < config.cleanup.repositories; r++) repos.push(await makeRepo(api, ctx.reposDir, `cleanup-${r + 1}`, config.repoFiles));
@@ -131,13 +138,21 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
     floorTimes.push(elapsedMs(start));
   };
 
+  const engineTimes: number[] = [];
+  const engineBatch = async (count: number) => {
+    if (shape) engineTimes.push(await ctx.engine.timeBatch(shape, count));
+  };
+
   const productCpu = new CpuAccount(ctx.cpu);
   const floorCpu = new CpuAccount(ctx.cpu);
   const productTransactions = new TransactionAccount(ctx.pool);
   await productTransactions.around(() => productCpu.around(() => productBatch(product.slice(0, half))));
   await floorCpu.around(() => floorBatch(floorWorktrees.slice(0, half)));
+  await engineBatch(half);
+  await engineBatch(n - half);
   await floorCpu.around(() => floorBatch(floorWorktrees.slice(half)));
   await productTransactions.around(() => productCpu.around(() => productBatch(product.slice(half))));
+  const engineSeconds = engineTimes.reduce((s, x) => s + x, 0) / 1000;
 
   const productSeconds = productTimes.reduce((s, x) => s + x, 0) / 1000;
   const floorSeconds = floorTimes.reduce((s, x) => s + x, 0) / 1000;
@@ -156,6 +171,8 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
     },
     floor: { seconds: round(floorSeconds, 3), worktreesPerSecond: round(floorRate), leftBehind: floorLeft },
     throughputRatio: ratio(productRate, floorRate),
+    engine: { seconds: round(engineSeconds, 3), shape },
+    throughputRatioToFloors: shape ? ratio(floorSeconds + engineSeconds, productSeconds) : NaN,
     cpuPerWorktreeMs: { product: productCpu.per(n), floor: floorCpu.per(n) },
     productTransactionsPerWorktree: round(productTransactions.total / n, 1),
     profile: profiledWorkflow ? await profileWorkflow(ctx.temporal, profiledWorkflow, null, serviceRoles(ctx.services)) : null,

@@ -1,5 +1,6 @@
 /**
- * Scenario 5: does attach stay as fast when the database holds 10,000 tasks instead of 100?
+ * Scenario 5: does attach stay as fast when the database holds 100,000 tasks (and 1,000,000
+ * sessions rows) instead of 100?
  * Each phase gets its own repository and its own ready tasks (the same shape: same number of
  * worktrees, same sessions per task), then the database is grown in bulk to the phase's size
  * and attach launches are timed, then a list page (`GET /v1/tasks`, 50 tasks behind a cursor:
@@ -15,6 +16,10 @@ import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
 export interface GrowthPhase {
   tasksInDatabase: number;
   seededTasks: number;
+  /** Rows in sessions after seeding. */
+  sessionsInDatabase: number;
+  /** Seconds the bulk seeding took (statements, commit and ANALYZE). */
+  seedSeconds: number;
   attach: LatencySummary;
   failures: number;
   samplesMs: number[];
@@ -39,9 +44,12 @@ async function phase(ctx: BenchContext, name: string, totalTasks: number): Promi
   const tasks = await createTasks(api, config.growth.readyTasks, [repo], `growth ${name}`);
   await materializeTasks(api, tasks);
   for (const t of tasks) await api.launchOk(t, 'attached'); // warm-up, one session per task
-  const seededTasks = await growTasksTo(ctx.pool, totalTasks, ctx.catalogRepos, ctx.services.workspaceRoot);
+  const seedStart = performance.now();
+  const seededTasks = await growTasksTo(ctx.pool, totalTasks, ctx.catalogRepos, ctx.services.workspaceRoot, config.growth.sessionsPerTask);
+  const seedSeconds = round((performance.now() - seedStart) / 1000, 1);
   const tasksInDatabase = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM tasks')).rows[0]!.n);
-  ctx.log(`growth ${name}: ${tasksInDatabase} tasks in the database (${seededTasks} seeded)`);
+  const sessionsInDatabase = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM sessions')).rows[0]!.n);
+  ctx.log(`growth ${name}: ${tasksInDatabase} tasks, ${sessionsInDatabase} sessions in the database (${seededTasks} tasks seeded in ${seedSeconds} s)`);
 
   const samples: number[] = [];
   let failures = 0;
@@ -51,7 +59,7 @@ async function phase(ctx: BenchContext, name: string, totalTasks: number): Promi
     else failures++;
   }
   await killAgents(ctx.pool);
-  return { result: { tasksInDatabase, seededTasks, attach: summarize(samples), failures, samplesMs: samples.map((x) => round(x, 1)), listPage: await listPageLatency(ctx) }, tasks };
+  return { result: { tasksInDatabase, seededTasks, sessionsInDatabase, seedSeconds, attach: summarize(samples), failures, samplesMs: samples.map((x) => round(x, 1)), listPage: await listPageLatency(ctx) }, tasks };
 }
 
 async function listPageLatency(ctx: BenchContext): Promise<LatencySummary> {

@@ -7,6 +7,7 @@ import { launchWorkflowId } from '../../domain/workflow-ids';
 import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
+import { shapeOfWorkflow, type WorkflowShape } from '../engine-floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor';
@@ -34,6 +35,8 @@ interface Variant {
   floorParts: FloorPhases[];
   productCpu: CpuAccount;
   floorCpu: CpuAccount;
+  engineMs: number[];
+  shape?: WorkflowShape;
   failureCodes: Record<string, number>;
 }
 
@@ -56,16 +59,19 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
     floorParts: [],
     productCpu: new CpuAccount(ctx.cpu),
     floorCpu: new CpuAccount(ctx.cpu),
+    engineMs: [],
     failureCodes: {},
   });
   const v1 = await variant(one);
   const v3 = await variant(three);
 
   for (const v of [v1, v3]) {
+    let last = '';
     for (let i = 0; i < warmup; i++) {
-      await api.launchOk(v.productTasks.pop()!, 'materialized');
+      last = (await api.launchOk(v.productTasks.pop()!, 'materialized')).sessionId;
       await floor.materialize(v.floorTasks.pop()!, baseCommits);
     }
+    v.shape = await shapeOfWorkflow(ctx.temporal, launchWorkflowId(last));
   }
 
   const runProduct = async (v: Variant) => {
@@ -78,7 +84,18 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
     v.floorParts.push(await floor.materialize(v.floorTasks.pop()!, baseCommits));
     v.floorMs.push(elapsedMs(start));
   };
-  const kinds: [CpuAccount, () => Promise<void>][] = [[v1.productCpu, () => runProduct(v1)], [v1.floorCpu, () => runFloor(v1)], [v3.productCpu, () => runProduct(v3)], [v3.floorCpu, () => runFloor(v3)]];
+  const runEngine = async (v: Variant) => {
+    v.engineMs.push(await ctx.engine.time(v.shape!));
+  };
+  const noCpu = new CpuAccount(null);
+  const kinds: [CpuAccount, () => Promise<void>][] = [
+    [v1.productCpu, () => runProduct(v1)],
+    [v1.floorCpu, () => runFloor(v1)],
+    [noCpu, () => runEngine(v1)],
+    [v3.productCpu, () => runProduct(v3)],
+    [v3.floorCpu, () => runFloor(v3)],
+    [noCpu, () => runEngine(v3)],
+  ];
   for (let b = 0; b * block < samples; b++) {
     const n = Math.min(block, samples - b * block);
     for (const [cpu, kind] of b % 2 === 0 ? kinds : [...kinds].reverse()) {
@@ -96,16 +113,20 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
   const summary = (v: Variant): MaterializeVariant => {
     const product = summarize(v.product.map((p) => p.ms));
     const floorSummary = summarize(v.floorMs);
+    const engine = summarize(v.engineMs);
     return {
       repositories: v.repos.length,
       product,
       floor: floorSummary,
       floorParts: medianParts(v.floorParts),
       ratioP50: ratio(product.p50, floorSummary.p50),
+      engine,
+      engineShape: v.shape,
+      ratioToFloorsP50: ratio(product.p50, floorSummary.p50 + engine.p50),
       cpuPerLaunchMs: { product: v.productCpu.per(samples), floor: v.floorCpu.per(v.floorMs.length) },
       failures: Object.values(v.failureCodes).reduce((s, n) => s + n, 0),
       failureCodes: v.failureCodes,
-      samplesMs: { product: v.product.map((p) => round(p.ms, 1)), floor: v.floorMs.map((x) => round(x, 1)) },
+      samplesMs: { product: v.product.map((p) => round(p.ms, 1)), floor: v.floorMs.map((x) => round(x, 1)), engine: v.engineMs.map((x) => round(x, 1)) },
     };
   };
   const oneRepository = summary(v1);
