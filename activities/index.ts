@@ -13,6 +13,7 @@ import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
 import { agentLogReadActivities } from './agent-log-read';
 import { repositoryCheckActivities } from './repository-check';
+import { sshTargetCheckActivities } from './ssh-target-check';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -34,6 +35,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...orphanSweepHostActivities(deps),
     ...repositoryCheckActivities(deps),
     ...agentLogReadActivities(deps),
+    ...sshTargetCheckActivities(deps),
     reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
   }, HOST_FAULT_ATTEMPTS);
 }

@@ -8,9 +8,10 @@ import { randomUUID } from 'node:crypto';
 import type { LogRead } from '../activities/agent-log-read';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
-import { agentLogWorkflowId, gitStatusWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId } from '../domain/workflow-ids';
+import { agentLogWorkflowId, gitStatusWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, sshTargetCheckWorkflowId } from '../domain/workflow-ids';
+import type { SshTarget } from '../ssh/connection';
 import type { RepositoryCheck } from '../git/repository-check';
-import type { checkRepositoryOnHost, observeGitStatus, orphanSweep, readAgentLogOnHost } from '../workflows';
+import type { checkRepositoryOnHost, checkSshTargetOnHost, observeGitStatus, orphanSweep, readAgentLogOnHost } from '../workflows';
 import type { LogSource } from './agent-log';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
@@ -45,6 +46,22 @@ export async function checkRepositoryOn(client: Client, config: Config, hostId: 
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, code: refusal.code };
+    throw err;
+  }
+}
+
+/** An SSH target's check on the host that is to hold its key; a refusal (the host's, or the target's over SSH) is typed. */
+export async function checkSshTargetOn(client: Client, config: Config, hostId: string, target: SshTarget): Promise<{ ok: true; checked: 'usable' | 'workspace_root_unusable' } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  try {
+    const checked = await client.workflow.execute<typeof checkSshTargetOnHost>('checkSshTargetOnHost', {
+      workflowId: sshTargetCheckWorkflowId(randomUUID()),
+      taskQueue: config.taskQueue,
+      args: [{ hostId, target }],
+    });
+    return { ok: true, checked };
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) return { ok: false, ...refusal };
     throw err;
   }
 }

@@ -21,4 +21,5 @@ export const stopWorkflowId = (sessionId: string, operationId: string): string =
 export const RECONCILE_SCHEDULE_ID = 'reconcile';
 /** A repository's registration checks, run on its host. */
 export const repositoryCheckWorkflowId = (checkId: string): string => `repository-check/${checkId}`;
+export const sshTargetCheckWorkflowId = (checkId: string): string => `ssh-target-check/${checkId}`;
 export const agentLogWorkflowId = (readId: string): string => `agent-log/${readId}`;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeSshConnections } from '../ssh/connection';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { expectSafeError } from './support/scenario';
+import { expectSafeError, waitUntil } from './support/scenario';
 import { startSshServer, type SshServer } from './support/ssh-server';
 
 let h: Harness;
@@ -191,5 +191,29 @@ describe('GET /v1/ssh-targets', () => {
   it('both routes are in the OpenAPI document', async () => {
     const doc = await h.api('GET', '/openapi.json');
     expect(Object.keys(doc.body.paths['/v1/ssh-targets']).sort()).toEqual(['get', 'post']);
+  });
+});
+
+describe('the host that holds the key', () => {
+  it('checks the target on that host, through its queue, when it is not the gateway\'s own; an unknown host is a 400 and a down one a 503, storing nothing', async () => {
+    const other = h.spawnWorker({ TWS_HOST_ID: 'ssh-key-host', TWS_WORKSPACE_ROOT: path.join(h.scratch, 'ssh-key-host-root'), TWS_HOST_HEARTBEAT_MS: '300' });
+    try {
+      await waitUntil(async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'ssh-key-host'")).rowCount === 1, 'the other host registered');
+      const res = await post(targetBody({ hostId: 'ssh-key-host' }));
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.hostId).toBe('ssh-key-host');
+      expect((await h.pool.query('SELECT host_id FROM ssh_targets WHERE id = $1', [res.body.id])).rows[0].host_id).toBe('ssh-key-host');
+      // The check ran on that host's worker: its question workflow completed.
+      const checks: string[] = [];
+      for await (const wf of h.temporal.workflow.list({ query: `WorkflowType = 'checkSshTargetOnHost' AND TaskQueue = '${h.config.taskQueue}'` })) checks.push(wf.status.name);
+      expect(checks).toEqual(['COMPLETED']);
+      // Its own refusal comes back typed: a host key that is not the pinned one.
+      await expectRefused(targetBody({ hostId: 'ssh-key-host', knownHosts: await server.otherHostKnownHostsLine() }), 409, 'ssh_host_key_mismatch');
+    } finally {
+      other.kill('SIGKILL');
+    }
+    await expectRefused(targetBody({ hostId: 'no-such-host' }), 400, 'invalid_request');
+    await h.pool.query(`UPDATE hosts SET last_seen_at = now() - interval '1 hour' WHERE host_id = 'ssh-key-host'`);
+    await expectRefused(targetBody({ hostId: 'ssh-key-host' }), 503, 'host_unavailable');
   });
 });

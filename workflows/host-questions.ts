@@ -1,12 +1,14 @@
 /**
  * Questions to a host, each a short workflow whose one activity runs on the host's queue:
- * repository-check/<id> (a repository's checks, on the host that is to hold it) and
+ * repository-check/<id> (a repository's checks, on the host that is to hold it),
+ * ssh-target-check/<id> (an SSH target's check, on the host that holds its key) and
  * agent-log/<id> (a part of an agent's log). A host whose worker does not take the question in
  * time is refused `host_unavailable` (nothing is recorded).
  */
 import { ActivityFailure, ApplicationFailure, TemporalFailure } from '@temporalio/workflow';
 import type { LogRead } from '../activities/agent-log-read';
 import type { RepositoryCheck } from '../git/repository-check';
+import type { SshTarget } from '../ssh/connection';
 import { hostQuestion } from './activity-proxies';
 
 export async function checkRepositoryOnHost(input: { hostId: string; path: string; defaultBranch?: string }): Promise<RepositoryCheck> {
@@ -31,4 +33,9 @@ export async function askHost<T>(question: () => Promise<T>): Promise<T> {
 export async function readAgentLogOnHost(input: { hostId: string } & LogRead): Promise<{ base64: string; offset: number }> {
   const { hostId, ...read } = input;
   return askHost(() => hostQuestion(hostId).readAgentLog(read));
+}
+
+/** ssh-target-check/<id>: an SSH target's check before it is registered, on the host that is to hold its key. */
+export async function checkSshTargetOnHost(input: { hostId: string; target: SshTarget }): Promise<'usable' | 'workspace_root_unusable'> {
+  return askHost(() => hostQuestion(input.hostId).checkSshTargetHere(input.target));
 }

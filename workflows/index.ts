@@ -8,4 +8,4 @@ export { orphanSweep } from './orphan-sweep';
 export { resumeSession } from './resume-session';
 export { reconcileRecords } from './reconcile-records';
 export { boardDelete } from './board-delete';
-export { checkRepositoryOnHost, readAgentLogOnHost } from './host-questions';
+export { checkRepositoryOnHost, checkSshTargetOnHost, readAgentLogOnHost } from './host-questions';

@@ -9,12 +9,13 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { ensureSchedules } from '../../client/schedules';
 import { taskDirName } from '../../domain/task-layout';
-import { launchWorkflowId, agentLogWorkflowId, repositoryCheckWorkflowId } from '../../domain/workflow-ids';
+import { launchWorkflowId, agentLogWorkflowId, repositoryCheckWorkflowId, sshTargetCheckWorkflowId } from '../../domain/workflow-ids';
 import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
 import { closedWorkflowIds, recordHistory } from './history-fixtures';
 import { admittedSession, createTask, lastResumeRun, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
+import { startSshServer } from './ssh-server';
 import { clearGitFault, gitWrapper, makeRepo } from './world';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
@@ -237,6 +238,20 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
     h.temporal.workflow.start('checkRepositoryOnHost', { taskQueue: h.config.taskQueue, workflowId: repositoryCheckWorkflowId(randomUUID()), args: [{ hostId, path: repo }] });
   await record('checkRepositoryOnHost-accepted', (await check(h.config.hostId)).workflowId);
   await record('checkRepositoryOnHost-host-unavailable', (await check('no-such-host')).workflowId);
+
+  // An SSH target's check on the host that holds its key, and one whose target is down.
+  const ssh = await startSshServer();
+  try {
+    const target = { id: randomUUID(), host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot };
+    const checkTarget = () => h.temporal.workflow.start('checkSshTargetOnHost', { taskQueue: h.config.taskQueue, workflowId: sshTargetCheckWorkflowId(randomUUID()), args: [{ hostId: h.config.hostId, target }] });
+    const usable = await checkTarget();
+    expect(await usable.result()).toBe('usable');
+    await record('checkSshTargetOnHost-usable', usable.workflowId);
+    await ssh.stop();
+    await record('checkSshTargetOnHost-target-unavailable', (await checkTarget()).workflowId);
+  } finally {
+    await ssh.remove();
+  }
 
   const t = await taskWithSession(h, 'host-down');
   // An agent's log read on its host (for a gateway that is not that host).

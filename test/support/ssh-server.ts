@@ -103,6 +103,12 @@ export async function startSshServer(): Promise<SshServer> {
   const authorizedKeys = path.join(dir, 'authorized_keys');
   await writeFile(authorizedKeys, await readFile(`${userKey}.pub`), { mode: 0o600 });
   const port = await freePort();
+  // The sessions' HOME is an empty folder of this server's: bash started by sshd reads ~/.bashrc
+  // even for a command, and this machine's (root's) runs `pyenv init`, about 0.4 s a command,
+  // which once left a stale lock behind a session killed mid-way (a target stopped by a test) and
+  // then hung every command after it. A target's own login files are not what the tests measure.
+  const home = path.join(dir, 'home');
+  await mkdir(home, { mode: 0o700 });
   const config = path.join(dir, 'sshd_config');
   await writeFile(
     config,
@@ -119,6 +125,7 @@ export async function startSshServer(): Promise<SshServer> {
       'PermitRootLogin prohibit-password',
       'MaxSessions 20',
       'MaxStartups 50',
+      `SetEnv HOME=${home}`,
       'LogLevel ERROR',
       '',
     ].join('\n'),

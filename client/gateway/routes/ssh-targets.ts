@@ -1,6 +1,6 @@
 /**
  * POST /v1/ssh-targets and GET /v1/ssh-targets (operator): the machines the SSH executor works on.
- * A target is stored only after one check over SSH from this host (the host that holds its key):
+ * A target is stored only after one check over SSH from the host that holds its key (`hostId`):
  * its pinned host key, this service's key, a usable workspace root. No answer shows the key's path,
  * the key, or the known_hosts lines; a refusal says what failed in a word.
  */
@@ -11,10 +11,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { isUniqueViolation } from '../../../db/pool';
 import { insertSshTarget, listSshTargets, type SshTargetRecord } from '../../../db/ssh-targets';
-import { SshRefusal } from '../../../ssh/connection';
+import { hostLiveness } from '../../../db/hosts';
+import { SshRefusal, type SshTarget } from '../../../ssh/connection';
+import { checkSshTargetOn } from '../../engine-hosts';
 import { parseKnownHosts, pinnedHostKeys } from '../../../ssh/known-hosts';
 import { checkSshTarget } from '../../../ssh/target-check';
-import { ApiError, badRequest } from '../api-error';
+import { ApiError, badRequest, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { PageQueryFields, pageOf, readPage } from '../pagination';
 import { errorResponses, Uuid } from '../schemas';
@@ -35,6 +37,8 @@ const CreateSshTargetBody = Type.Object(
     knownHosts: Type.String({ minLength: 1, maxLength: 64 * 1024 }),
     /** Absolute, on the target. */
     workspaceRoot: AbsolutePath,
+    /** The service host that holds the key and talks to the target (it must hold the repositories of the tasks that use it); this gateway's own by default. */
+    hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })),
   },
   { additionalProperties: false },
 );
@@ -72,6 +76,28 @@ function workspaceRootOf(given: string): string {
 }
 
 export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
+  /**
+   * The check runs where the key is: here when this gateway is that host's own process (it runs
+   * that host's launches), else on that host's worker through its queue. An unknown host is bad
+   * input; one that does not answer, `host_unavailable`.
+   */
+  async function checkOnItsHost(target: SshTarget & { hostId: string }): Promise<'usable' | 'workspace_root_unusable'> {
+    if (target.hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches) {
+      try {
+        return await checkSshTarget(target);
+      } catch (err) {
+        if (err instanceof SshRefusal) throw new ApiError(err.code, undefined, { reason: err.reason });
+        throw err;
+      }
+    }
+    const liveness = await hostLiveness(ctx.pool, target.hostId);
+    if (liveness === 'unknown') throw badRequest('hostId names no host of this service.');
+    if (liveness === 'down') throw new ApiError('host_unavailable');
+    const answer = await checkSshTargetOn(ctx.temporal, ctx.config, target.hostId, target);
+    if (!answer.ok) throw refusalError(answer);
+    return answer.checked;
+  }
+
   return async (app) => {
     app.post(
       '/v1/ssh-targets',
@@ -89,15 +115,9 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
           privateKeyPath: body.privateKeyPath,
           knownHosts: body.knownHosts,
           workspaceRoot: workspaceRootOf(body.workspaceRoot),
-          hostId: ctx.config.hostId,
+          hostId: body.hostId ?? ctx.config.hostId,
         };
-        let checked: Awaited<ReturnType<typeof checkSshTarget>>;
-        try {
-          checked = await checkSshTarget(target);
-        } catch (err) {
-          if (err instanceof SshRefusal) throw new ApiError(err.code, undefined, { reason: err.reason });
-          throw err;
-        }
+        const checked = await checkOnItsHost(target);
         if (checked !== 'usable') {
           throw new ApiError('invalid_request', 'workspaceRoot is not an existing directory (by its real path) the user can write to.', { reason: checked });
         }
