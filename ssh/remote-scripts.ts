@@ -302,6 +302,18 @@ proc_stat() {
 }
 `;
 
+/** Whether a process group ("$1") has a member that is not a zombie (read from /proc: kill -0 would count zombies an init that does not reap keeps around). */
+const GROUP_ALIVE = `
+group_alive() {
+  local s
+  for s in /proc/[0-9]*; do
+    proc_stat "\${s#/proc/}" || continue
+    [ "$pgrp" = "$1" ] && [ "$state" != Z ] && return 0
+  done
+  return 1
+}
+`;
+
 /**
  * startRemoteAgent. Args: runnerSource cwd logPath statusPath promptPath(empty: none) envCount
  * (NAME VALUE)... argv... Stdin: the prompt, when promptPath is given. The command is checked as
@@ -371,17 +383,9 @@ done
  * zombie (read from /proc: kill -0 would count zombies an init that does not reap keeps around).
  * Prints gone | stopped | would_not_stop.
  */
-export const STOP_AGENT = script(PROC_STAT + `
+export const STOP_AGENT = script(PROC_STAT + GROUP_ALIVE + `
 pid=$1 want=$2 grace=$3
 case "$grace" in ""|*[!0-9]*) exit 10 ;; esac
-group_alive() {
-  local s
-  for s in /proc/[0-9]*; do
-    proc_stat "\${s#/proc/}" || continue
-    [ "$pgrp" = "$1" ] && [ "$state" != Z ] && return 0
-  done
-  return 1
-}
 if ! proc_stat "$pid" || [ "$state" = Z ] || [ "$start" != "$want" ]; then echo gone; exit 0; fi
 kill -TERM -- "-$pid" 2>/dev/null
 for _ in $(seq 1 $((grace / 50))); do
@@ -417,17 +421,9 @@ if proc_stat "$pgid" && [ "$state" != Z ] && [ "$pgrp" = "$pgid" ]; then echo "l
 `);
 
 /** stopRemoteGroup. Args: pgid graceMs. TERM to the group, KILL after the grace; prints stopped | would_not_stop. */
-export const STOP_GROUP = script(PROC_STAT + `
+export const STOP_GROUP = script(PROC_STAT + GROUP_ALIVE + `
 pgid=$1 grace=$2
 case "$pgid$grace" in *[!0-9]*) exit 10 ;; esac
-group_alive() {
-  local s
-  for s in /proc/[0-9]*; do
-    proc_stat "\${s#/proc/}" || continue
-    [ "$pgrp" = "$1" ] && [ "$state" != Z ] && return 0
-  done
-  return 1
-}
 kill -TERM -- "-$pgid" 2>/dev/null
 for _ in $(seq 1 $((grace / 50))); do group_alive "$pgid" || { echo stopped; exit 0; }; sleep 0.05; done
 kill -KILL -- "-$pgid" 2>/dev/null

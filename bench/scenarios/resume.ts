@@ -8,11 +8,10 @@
 import { resumeWorkflowId } from '../../domain/workflow-ids';
 import { errorCode } from '../api';
 import type { BenchContext } from '../context';
-import { CpuAccount } from '../cpu';
 import { shapeOfWorkflow } from '../engine-floor';
-import type { FloorPhases } from '../floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
-import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
+import type { LaunchComparison } from '../stats';
+import { compared, interleaved } from '../interleave';
 import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
 
 export interface ResumeResult extends LaunchComparison {
@@ -50,55 +49,21 @@ export async function runResume(ctx: BenchContext): Promise<ResumeResult> {
   }
   const shape = await shapeOfWorkflow(ctx.temporal, await runOf(lastSession));
 
-  const product: { ms: number; sessionId: string; workflowId: string }[] = [];
-  const floorMs: number[] = [];
-  const engineMs: number[] = [];
-  const floorParts: FloorPhases[] = [];
-  const productCpu = new CpuAccount(ctx.cpu);
-  const floorCpu = new CpuAccount(ctx.cpu);
-  const failureCodes: Record<string, number> = {};
-  for (let b = 0; b * block < samples; b++) {
-    const n = Math.min(block, samples - b * block);
-    for (const kind of b % 2 === 0 ? (['product', 'floor', 'engine'] as const) : (['engine', 'floor', 'product'] as const)) {
-      if (kind === 'engine') {
-        for (let i = 0; i < n; i++) engineMs.push(await ctx.engine.time(shape));
-        continue;
-      }
-      await (kind === 'product' ? productCpu : floorCpu).around(async () => {
-        for (let i = 0; i < n; i++) {
-          if (kind === 'product') {
-            const { res, sessionId } = await resumeProduct();
-            if (res.status === 200) product.push({ ms: res.ms, sessionId, workflowId: '' });
-            else failureCodes[errorCode(res)] = (failureCodes[errorCode(res)] ?? 0) + 1;
-          } else {
-            const start = performance.now();
-            floorParts.push(await floor.resume(floorSessions[fTurn++ % floorSessions.length]!));
-            floorMs.push(elapsedMs(start));
-          }
-        }
-      });
-    }
-  }
-  const productSummary = summarize(product.map((p) => p.ms));
-  const floorSummary = summarize(floorMs);
-  const engine = summarize(engineMs);
+  const samplesOf = await interleaved(ctx, { samples, block, label: 'resume' }, {
+    product: async () => {
+      const { res, sessionId } = await resumeProduct();
+      return res.status === 200 ? { ms: res.ms, sessionId } : { failure: errorCode(res) };
+    },
+    floor: () => floor.resume(floorSessions[fTurn++ % floorSessions.length]!),
+    engine: () => ctx.engine.time(shape),
+  });
+  const { nearest, report } = compared(samplesOf, shape);
   // The last resume of the session nearest the median is the one whose history is still its admitted run.
-  const nearest = product[indexNearest(product.map((p) => p.ms), productSummary.p50)];
   const profile = nearest ? await profileWorkflow(ctx.temporal, await runOf(nearest.sessionId), null, serviceRoles(ctx.services)) : null;
   await killAgents(ctx.pool);
   return {
     sessions: productSessions.length,
-    product: productSummary,
-    floor: floorSummary,
-    floorParts: medianParts(floorParts),
-    ratioP50: ratio(productSummary.p50, floorSummary.p50),
-    engine,
-    engineShape: shape,
-    ratioToFloorsP50: ratio(productSummary.p50, floorSummary.p50 + engine.p50),
-    cpuPerLaunchMs: { product: productCpu.per(product.length), floor: floorCpu.per(floorMs.length) },
-    failures: Object.values(failureCodes).reduce((s, n) => s + n, 0),
-    failureCodes,
+    ...report,
     profile,
-    samplesMs: { product: product.map((p) => round(p.ms, 1)), floor: floorMs.map((x) => round(x, 1)), engine: engineMs.map((x) => round(x, 1)) },
   };
 }

@@ -12,11 +12,10 @@ import { closeSshConnections, runRemote } from '../../ssh/connection';
 import { startSshServer } from '../../test/support/ssh-server';
 import { AGENT_COMMAND, Api, errorCode } from '../api';
 import type { BenchContext } from '../context';
-import { CpuAccount } from '../cpu';
 import { shapeOfWorkflow } from '../engine-floor';
-import type { FloorPhases } from '../floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
-import { elapsedMs, indexNearest, median, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
+import { elapsedMs, median, round, type LaunchComparison } from '../stats';
+import { compared, interleaved } from '../interleave';
 import { createTasks, killAgents, makeRepo } from '../world';
 
 export interface SshAttachResult extends LaunchComparison {
@@ -70,54 +69,20 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
       empty.push(elapsedMs(start));
     }
 
-    const product: { ms: number; sessionId: string }[] = [];
-    const floorMs: number[] = [];
-    const engineMs: number[] = [];
-    const floorParts: FloorPhases[] = [];
-    const productCpu = new CpuAccount(ctx.cpu);
-    const floorCpu = new CpuAccount(ctx.cpu);
-    const failureCodes: Record<string, number> = {};
-    for (let b = 0; b * block < samples; b++) {
-      const n = Math.min(block, samples - b * block);
-      for (const kind of b % 2 === 0 ? (['product', 'floor', 'engine'] as const) : (['engine', 'floor', 'product'] as const)) {
-        if (kind === 'engine') {
-          for (let i = 0; i < n; i++) engineMs.push(await ctx.engine.time(shape));
-          continue;
-        }
-        await (kind === 'product' ? productCpu : floorCpu).around(async () => {
-          for (let i = 0; i < n; i++) {
-            if (kind === 'product') {
-              const res = await launch(nextTask());
-              if (res.status === 201 && res.body.role === 'attached') product.push({ ms: res.ms, sessionId: res.body.sessionId });
-              else failureCodes[errorCode(res)] = (failureCodes[errorCode(res)] ?? 0) + 1;
-            } else {
-              const start = performance.now();
-              floorParts.push(await floor.sshAttach(nextTask(), sshTargetId));
-              floorMs.push(elapsedMs(start));
-            }
-          }
-        });
-      }
-    }
-    const productSummary = summarize(product.map((p) => p.ms));
-    const floorSummary = summarize(floorMs);
-    const engine = summarize(engineMs);
-    const nearest = product[indexNearest(product.map((p) => p.ms), productSummary.p50)];
+    const samplesOf = await interleaved(ctx, { samples, block, label: 'ssh attach' }, {
+      product: async () => {
+        const res = await launch(nextTask());
+        return res.status === 201 && res.body.role === 'attached' ? { ms: res.ms, sessionId: res.body.sessionId } : { failure: errorCode(res) };
+      },
+      floor: () => floor.sshAttach(nextTask(), sshTargetId),
+      engine: () => ctx.engine.time(shape),
+    });
+    const { nearest, report } = compared(samplesOf, shape);
     return {
       tasks: tasks.length,
       emptyCommandMs: round(median(empty)),
-      product: productSummary,
-      floor: floorSummary,
-      floorParts: medianParts(floorParts),
-      ratioP50: ratio(productSummary.p50, floorSummary.p50),
-      engine,
-      engineShape: shape,
-      ratioToFloorsP50: ratio(productSummary.p50, floorSummary.p50 + engine.p50),
-      cpuPerLaunchMs: { product: productCpu.per(product.length), floor: floorCpu.per(floorMs.length) },
-      failures: Object.values(failureCodes).reduce((s, n) => s + n, 0),
-      failureCodes,
+      ...report,
       profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
-      samplesMs: { product: product.map((p) => round(p.ms, 1)), floor: floorMs.map((x) => round(x, 1)), engine: engineMs.map((x) => round(x, 1)) },
     };
   } finally {
     // The remote agents run on this machine: killed by pid and start time like the local ones.
