@@ -11,7 +11,7 @@ import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
-import { inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import { emptyReport, inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupProgress, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -91,6 +91,14 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
     },
 
     /** The members a cascade already prepared under its operation id, deepest first (none: not prepared yet). */
+    /** A job's progress as its row tells it (a member carried out by a run the cascade did not start). */
+    async jobProgress(operationId: string): Promise<CleanupProgress | null> {
+      const job = await findJob(pool, operationId);
+      if (!job) return null;
+      const report = Array.isArray(job.report) || !('worktrees' in job.report) ? emptyReport() : (job.report as CleanupReport);
+      return { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, state: job.state, phase: job.state, attempts: job.attempts, nextAttemptAt: job.next_attempt_at?.toISOString() ?? null, lastError: job.last_error, report };
+    },
+
     async cascadeMembers(cascadeOperationId: string): Promise<CascadeMember[]> {
       return cascadeMembers(pool, cascadeOperationId);
     },

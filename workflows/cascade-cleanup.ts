@@ -3,7 +3,7 @@
  * transaction), then mutate deepest-first, then one child cleanup per task. The steps a board
  * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
-import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, sleep, uuid4 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@temporalio/common';
 import { emptyReport, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
@@ -105,13 +105,26 @@ export async function cleanMembers(members: CascadeMember[], input: { trigger: C
     } catch (err) {
       // A member that waited long for its turn may have been started by the consistency check
       // (a prepared job with no run, older than a minute, is continued by a run of its own,
-      // under the same workflow id). Its job goes on in that run: the others are not held up.
+      // under the same workflow id). Its job goes on in that run, whose outcome this lane waits
+      // for as it would for its own child's (read from the job's row), while the others go on.
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-      return { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, state: 'running', phase: 'continued_by_its_own_run', attempts: 0, nextAttemptAt: null, lastError: null, report: emptyReport() };
+      return outcomeOfItsOwnRun(m, input.trigger);
     }
   });
   await condition(allHandlersFinished);
   return results;
+}
+
+/** Checks of a member's job carried out by a run this workflow did not start, until it ends. */
+const CONTINUED_JOB_CHECK_EVERY = '5 seconds';
+
+async function outcomeOfItsOwnRun(m: CascadeMember, trigger: CleanupTrigger): Promise<CleanupProgress> {
+  for (;;) {
+    const progress = await records.jobProgress(m.operationId);
+    if (!progress) return { operationId: m.operationId, taskId: m.taskId, trigger, state: 'cancelled', phase: 'gone', attempts: 0, nextAttemptAt: null, lastError: null, report: emptyReport() };
+    if (progress.state === 'succeeded' || progress.state === 'cancelled') return progress;
+    await sleep(CONTINUED_JOB_CHECK_EVERY);
+  }
 }
 
 export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgress[]> {
