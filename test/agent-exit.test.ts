@@ -148,7 +148,8 @@ describe('per-session arguments [issue 11]', () => {
     const res = await launch(h, taskId, { agentProfile: 'printer', command: undefined, args: ['first', 'second'], env: { GREETING: 'hello' }, prompt: 'fix the bug' });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const exec = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
-    await waitUntil(async () => readFileSync(exec.log_path, 'utf8').includes('fix the bug'), 'the agent output');
+    // Until the echo after the prompt: the line's end is written a moment after its text.
+    await waitUntil(async () => readFileSync(exec.log_path, 'utf8').includes('fix the bug\n'), 'the agent output');
     expect(readFileSync(exec.log_path, 'utf8')).toBe('first second hello from-profile\nfix the bug\n');
     const resumed = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`);
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
@@ -160,7 +161,7 @@ describe('per-session arguments [issue 11]', () => {
     const more = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { args: ['third'], env: { GREETING: 'again' }, prompt: 'next step' });
     expect(more.status, JSON.stringify(more.body)).toBe(200);
     const third = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [more.body.execution.id])).rows[0];
-    await waitUntil(async () => readFileSync(third.log_path, 'utf8').includes('next step'), 'the second resume output');
+    await waitUntil(async () => readFileSync(third.log_path, 'utf8').includes('next step\n'), 'the second resume output');
     expect(readFileSync(third.log_path, 'utf8')).toBe('first second third again from-profile\nnext step\n');
   });
 
