@@ -11,7 +11,7 @@ import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
-import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
 import { branchCommit, deleteBranchIfAt, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -201,8 +201,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       if (!marker || marker.taskId !== input.fromTaskId || marker.environmentId !== input.environmentId) {
         throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
       }
-      const next: OwnershipMarker = { kind: 'task-workspaces/ownership', taskId: input.toTaskId, environmentId: input.environmentId };
-      await writeFile(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE), JSON.stringify(next, null, 2) + '\n');
+      await writeFile(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE), ownershipMarkerText(input.toTaskId, input.environmentId));
     },
 
     /** The marker and the task folder go last, and only when nothing else is left in it. */

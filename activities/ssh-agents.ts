@@ -8,7 +8,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { cleanupBarrierStands } from '../db/barrier';
-import { endExecution, findExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
+import { endExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
 import { inTransaction, type Db, type Pool } from '../db/pool';
 import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
 import { agentVariableProblem } from '../domain/agent-env';
@@ -19,14 +19,14 @@ import { typedFailure } from './failures';
 import { loadSshTarget, typedSsh } from './ssh-workspace';
 import type { StartAgentInput, StartedAgent } from './agent-process';
 import { EXECUTION_MARK } from './process-identity';
+import { exitStatusPath } from './agent-shim';
+import { remoteRunsDir } from '../ssh/remote-log';
 
 /** Where an execution's log and status live on its target: outside every task folder, so an agent never sees them in its workspace. */
 export function remoteRunFiles(target: SshTarget, input: { taskId: string; sessionId: string; executionId: string }) {
-  const base = path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs', input.taskId, input.sessionId, input.executionId);
-  return { logPath: `${base}.log`, statusPath: `${base}.exit`, promptPath: `${base}.prompt` };
+  const logPath = path.posix.join(remoteRunsDir(target), input.taskId, input.sessionId, `${input.executionId}.log`);
+  return { logPath, statusPath: exitStatusPath(logPath), promptPath: logPath.replace(/\.log$/, '.prompt') };
 }
-
-export const remoteStatusPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.exit';
 
 /** The agent's variables on the target: the profile's and the request's, then the service's identity of it; nothing of the service's own environment. */
 export function remoteAgentEnvironment(input: StartAgentInput): Record<string, string> {
@@ -106,7 +106,8 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
     }).catch(async (err: unknown) => {
       // Nothing started (refused before the spawn, or the target did not answer): no intent is
       // left. An agent that started but was not recorded keeps the intent: no second one starts.
-      if (!spawned) await dropSpawnIntent(pool, input.executionId).catch(() => undefined);
+      // (An intent that cannot be dropped only makes a re-run look for a start first: never a second agent.)
+      if (!spawned) await dropSpawnIntent(pool, input.executionId).catch((dropErr: unknown) => logger.warn({ err: dropErr, executionId: input.executionId }, 'spawn intent left in place'));
       throw typedSsh(err);
     });
     if (!started) throw typedFailure('task_cleanup_in_progress');
@@ -119,9 +120,6 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * would not stop (the execution reads running again). A target that does not answer throws.
    */
   async function stopRemote(exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>): Promise<ExecutionStatus> {
-    // Ended meanwhile (its exit collected since a snapshot named it): its row already tells how.
-    const current = await findExecution(pool, exec.id);
-    if (current && current.status !== 'running') return current.status;
     const target = await loadSshTarget(pool, exec.ssh_target_id);
     await setExecutionStatus(pool, exec.id, 'stopped');
     let outcome: Awaited<ReturnType<typeof stopRemoteAgent>>;
@@ -135,7 +133,20 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
       await setExecutionStatus(pool, exec.id, 'running');
       throw typedFailure('internal');
     }
-    const status = await readRemoteExitStatus(target, remoteStatusPath(exec.log_path)).catch(() => null);
+    let status: Awaited<ReturnType<typeof readRemoteExitStatus>>;
+    try {
+      status = await readRemoteExitStatus(target, exitStatusPath(exec.log_path));
+    } catch (err) {
+      // Its outcome cannot be read now: nothing is concluded from that. Stopped by this stop, it
+      // is `stopped` (how it ended unknown); gone before it, it reads running again, for the exit
+      // check to conclude once the target answers.
+      logger.warn({ err: err instanceof Error ? err.message : err, executionId: exec.id }, 'remote exit status unreadable');
+      if (outcome === 'gone') {
+        await setExecutionStatus(pool, exec.id, 'running');
+        throw typedSsh(err);
+      }
+      status = null;
+    }
     if (outcome === 'gone' && !status) {
       await setExecutionStatus(pool, exec.id, 'vanished');
       return 'vanished';
@@ -169,7 +180,7 @@ export async function reconcileRemoteExecutions(pool: Pool, hostId: string, logg
           counts.alive++;
           continue;
         }
-        const outcome = await readRemoteExitStatus(target, remoteStatusPath(row.log_path));
+        const outcome = await readRemoteExitStatus(target, exitStatusPath(row.log_path));
         const status = outcome ? 'exited' : 'vanished';
         const ended = await endExecution(pool, row.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
         if (ended) {

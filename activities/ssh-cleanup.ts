@@ -21,7 +21,8 @@ import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, save
 import { readRemoteWorkspace } from '../ssh/remote-workspace';
 import type { ActivityDeps } from './deps';
 import { sshAgentActivities } from './ssh-agents';
-import { loadSshTarget, markerNames, markerText } from './ssh-workspace';
+import { ownershipMarkerText } from '../domain/task-layout';
+import { loadSshTarget, remoteCloneProblem } from './ssh-workspace';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -29,6 +30,14 @@ const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure
 function classified(err: unknown): unknown {
   return err instanceof SshRefusal ? failure(err.code, err.code === 'ssh_host_key_mismatch' ? 'the target presented another host key' : 'the SSH target did not answer') : err;
 }
+
+/** What a cleanup names each audit problem of a remote clone: the classes a host worktree's audit uses. */
+const AUDIT_FAILURES = {
+  not_a_directory: 'worktree_audit_not_directory',
+  not_registered: 'worktree_audit_unregistered',
+  branch_mismatch: 'worktree_audit_other_branch',
+  marker_mismatch: 'worktree_audit_foreign_marker',
+} as const satisfies Record<string, CleanupErrorClass>;
 
 /** The task folder a clone or a worktree is in (its marker's): either is `<task folder>/<repository name>`. */
 export const taskFolderOf = (repoPath: string): string => path.posix.dirname(repoPath);
@@ -83,11 +92,9 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         const target = await loadSshTarget(pool, w.sshTargetId);
         const facts = await readRemoteWorkspace(target, { taskFolder, workspacePath: repoPath, repoPaths: [repoPath], withDirty: true });
         const slot = facts.slots[0]!;
-        if (!slot.exists) return { outcome: 'already_gone' };
-        if (!slot.realDirectory) throw failure('worktree_audit_not_directory', 'the remote clone is not a real directory');
-        if (slot.toplevel !== repoPath || !slot.head) throw failure('worktree_audit_unregistered', 'the folder is not the git clone the inventory recorded');
-        if (slot.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the remote clone is on another branch than the inventory recorded');
-        if (!markerNames(facts.marker, req.ownerTaskId)) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+        const problem = remoteCloneProblem(slot, { path: repoPath, branch: w.branch }, facts.marker, req.ownerTaskId);
+        if (problem === 'gone') return { outcome: 'already_gone' };
+        if (problem || !slot.head) throw failure(AUDIT_FAILURES[problem ?? 'not_registered'], 'the remote clone is not what the inventory recorded');
 
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
         let saved: { savedRef: string; savedCommit: string } | null = null;
@@ -106,7 +113,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         // The branch's commits on the host before the clone goes: nothing of the agent's is lost.
         const back = await bringBranchBack(target, { repoPath, branch: w.branch, hostRepository: w.sourcePath });
         if (back === 'refused') throw failure('remote_branch_not_brought_back', 'the remote task branch could not be brought back to the host repository');
-        const removed = await removeRemoteClone(target, { taskFolder, markerText: markerText(req.ownerTaskId, w.environmentId), repoPath, expectedBranch: w.branch, expectedHead: slot.head, savedCommit: saved?.savedCommit ?? null });
+        const removed = await removeRemoteClone(target, { taskFolder, markerText: ownershipMarkerText(req.ownerTaskId, w.environmentId), repoPath, expectedBranch: w.branch, expectedHead: slot.head, savedCommit: saved?.savedCommit ?? null });
         switch (removed) {
           case 'removed':
             return saved ? { outcome: 'saved_and_removed', ...saved } : { outcome: 'removed' };
@@ -137,7 +144,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
     async removeRemoteFolder(input: { sshTargetId: string; taskFolder: string; ownerTaskId: string; environmentId: string }): Promise<boolean> {
       try {
         const target = await loadSshTarget(pool, input.sshTargetId);
-        return (await removeRemoteTaskFolderIfEmpty(target, { taskFolder: input.taskFolder, markerText: markerText(input.ownerTaskId, input.environmentId) })) !== 'kept';
+        return (await removeRemoteTaskFolderIfEmpty(target, { taskFolder: input.taskFolder, markerText: ownershipMarkerText(input.ownerTaskId, input.environmentId) })) !== 'kept';
       } catch (err) {
         throw classified(err);
       }

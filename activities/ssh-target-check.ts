@@ -4,20 +4,15 @@
  * key, this service's key, a usable workspace root (ssh/target-check.ts). A transport refusal is
  * the typed refusal of the same code, with its one-word reason.
  */
-import { SshRefusal, type SshTarget } from '../ssh/connection';
+import type { SshTarget } from '../ssh/connection';
 import { checkSshTarget } from '../ssh/target-check';
 import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
+import { typedSsh } from './ssh-workspace';
 
 export function sshTargetCheckActivities(_deps: ActivityDeps) {
   return {
     async checkSshTargetHere(target: SshTarget): Promise<'usable' | 'workspace_root_unusable'> {
-      try {
-        return await checkSshTarget(target);
-      } catch (err) {
-        if (err instanceof SshRefusal) throw typedFailure(err.code, { reason: err.reason });
-        throw err;
-      }
+      return checkSshTarget(target).catch((err: unknown) => Promise.reject(typedSsh(err)));
     },
   };
 }

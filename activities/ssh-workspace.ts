@@ -8,28 +8,30 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { LaunchPlan, MaterializedSlot } from '../domain/launch';
-import { type OwnershipMarker } from '../domain/task-layout';
+import { ownershipMarkerText, parseOwnershipMarker } from '../domain/task-layout';
 import type { Db } from '../db/pool';
 import { getSshTarget } from '../db/ssh-targets';
 import { SshRefusal, type SshTarget } from '../ssh/connection';
-import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace } from '../ssh/remote-workspace';
+import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, type RemoteSlotFacts } from '../ssh/remote-workspace';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import type { ValidationProblem } from './workspace-validate';
 
-/** The marker a task folder on a target holds: the same text the host executor writes. */
-export const markerText = (taskId: string, environmentId: string): string =>
-  JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId } satisfies OwnershipMarker, null, 2) + '\n';
-
 /** Whether a marker's text names the task (any environment of it: a handed-over marker names its new owner). */
-export function markerNames(text: string | null, taskId: string): boolean {
-  if (text === null) return false;
-  try {
-    const parsed = JSON.parse(text) as Partial<OwnershipMarker>;
-    return parsed.kind === 'task-workspaces/ownership' && parsed.taskId === taskId;
-  } catch {
-    return false;
-  }
+export const markerNames = (text: string | null, taskId: string): boolean => parseOwnershipMarker(text)?.taskId === taskId;
+
+/**
+ * The one audit of a recorded clone, from what the target said of it: a real directory, the git
+ * top level at its recorded path, on its recorded branch, in a folder whose marker names the
+ * task. Attach refuses on any problem; cleanup keeps the clone and names it (`gone`: nothing to do).
+ */
+export function remoteCloneProblem(slot: RemoteSlotFacts, recorded: { path: string; branch: string }, marker: string | null, taskId: string): 'gone' | 'not_a_directory' | 'not_registered' | 'branch_mismatch' | 'marker_mismatch' | null {
+  if (!slot.exists) return 'gone';
+  if (!slot.realDirectory) return 'not_a_directory';
+  if (slot.toplevel !== recorded.path) return 'not_registered';
+  if (slot.branch !== recorded.branch) return 'branch_mismatch';
+  if (!markerNames(marker, taskId)) return 'marker_mismatch';
+  return null;
 }
 
 /** The target a plan or a row names; one that is no longer registered cannot be reached. */
@@ -50,7 +52,7 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
     const slots = made.filter((m) => m.createdWorktree).map((m) => ({ repoPath: m.worktreePath, branch: m.branch, headCommit: m.headCommit }));
     try {
       const target = await loadSshTarget(pool, plan.sshTargetId);
-      const outcome = await discardRemoteSlots(target, { taskFolder: plan.taskFolder, markerText: markerText(plan.environmentTaskId, plan.environmentId), slots });
+      const outcome = await discardRemoteSlots(target, { taskFolder: plan.taskFolder, markerText: ownershipMarkerText(plan.environmentTaskId, plan.environmentId), slots });
       if (outcome.kept > 0) logger.warn({ environmentId: plan.environmentId, kept: outcome.kept }, 'undo kept remote clones that changed since they were made');
     } catch (err) {
       // A target that does not answer cannot be undone on now: the undo never hides the launch's
@@ -76,7 +78,7 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
         for (const slot of plan.slots) {
           const clone = await materializeRemoteSlot(target, {
             taskFolder: plan.taskFolder,
-            markerText: markerText(plan.environmentTaskId, plan.environmentId),
+            markerText: ownershipMarkerText(plan.environmentTaskId, plan.environmentId),
             slot: { repoPath: slot.worktreePath, branch: slot.branch, baseBranch: slot.baseBranch, createBranch: slot.createBranch, sourcePath: slot.sourcePath },
           });
           made.push({ repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: null, branch: slot.branch, headCommit: clone.headCommit, createdBranch: clone.createdBranch, createdWorktree: clone.createdClone });
@@ -108,11 +110,10 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
       });
       if (!facts.workspaceIsRealDirectory) throw refuse('not_a_directory');
       for (const [i, slot] of facts.slots.entries()) {
-        if (!slot.exists || !slot.realDirectory) throw refuse('not_a_directory');
-        if (slot.toplevel !== recorded[i]!.worktreePath) throw refuse('not_registered');
-        if (slot.branch !== recorded[i]!.worktreeBranch) throw refuse('branch_mismatch');
+        const problem = remoteCloneProblem(slot, { path: recorded[i]!.worktreePath!, branch: recorded[i]!.worktreeBranch! }, facts.marker, plan.environmentTaskId);
+        if (problem) throw refuse(problem === 'gone' ? 'not_a_directory' : problem);
       }
-      if (!markerNames(facts.marker, plan.environmentTaskId)) throw refuse('marker_mismatch');
+      if (facts.slots.length === 0 && !markerNames(facts.marker, plan.environmentTaskId)) throw refuse('marker_mismatch');
     },
   };
 }

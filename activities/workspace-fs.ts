@@ -2,7 +2,7 @@
 import { lstat, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../domain/task-layout';
 
 export async function isRealDirectory(p: string): Promise<boolean> {
   try {
@@ -56,10 +56,5 @@ export async function sameRealPath(a: string, b: string): Promise<boolean> {
 }
 
 export async function readMarker(taskFolder: string): Promise<OwnershipMarker | null> {
-  try {
-    const parsed = JSON.parse(await readFile(path.join(taskFolder, OWNERSHIP_MARKER_FILE), 'utf8')) as OwnershipMarker;
-    return parsed.kind === 'task-workspaces/ownership' ? parsed : null;
-  } catch {
-    return null;
-  }
+  return parseOwnershipMarker(await readFile(path.join(taskFolder, OWNERSHIP_MARKER_FILE), 'utf8').catch(() => null));
 }

@@ -9,7 +9,7 @@ import { isMaterializer } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { workspaceStepsOf } from '../domain/launch-plan';
-import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
 import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
@@ -118,8 +118,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           const marker = await readMarker(plan.taskFolder);
           if (marker && marker.taskId !== plan.environmentTaskId) throw new Error('the task folder belongs to another task');
           await mkdir(plan.taskFolder, { recursive: true });
-          const ownership: OwnershipMarker = { kind: 'task-workspaces/ownership', taskId: plan.environmentTaskId, environmentId: plan.environmentId };
-          await writeFile(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE), JSON.stringify(ownership, null, 2) + '\n');
+          await writeFile(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE), ownershipMarkerText(plan.environmentTaskId, plan.environmentId));
           for (const slot of plan.slots) made.push(await materializeSlot(slot));
           return made;
         } catch (err) {

@@ -59,3 +59,18 @@ export interface OwnershipMarker {
   taskId: string;
   environmentId: string;
 }
+
+/** The marker file's text, the same on a host and on an SSH target (compared byte for byte there). */
+export const ownershipMarkerText = (taskId: string, environmentId: string): string =>
+  JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId } satisfies OwnershipMarker, null, 2) + '\n';
+
+/** A marker's text read back: the marker, or null for anything that is not one (unreadable text is no marker). */
+export function parseOwnershipMarker(text: string | null): OwnershipMarker | null {
+  if (text === null) return null;
+  try {
+    const parsed = JSON.parse(text) as OwnershipMarker;
+    return parsed?.kind === 'task-workspaces/ownership' ? parsed : null;
+  } catch {
+    return null;
+  }
+}

@@ -4,21 +4,8 @@
  * identified afterwards by pid plus start time, stopped by group. Each function is one round trip.
  */
 import type { SshTarget } from './connection';
-import {
-  absolutePath,
-  AGENT_RUNNER,
-  PROCESSES,
-  READ_EXIT_STATUS,
-  READ_LOG,
-  RemoteOperationError,
-  runScript,
-  START_AGENT,
-  START_NOT_STARTABLE,
-  START_REFUSALS,
-  STOP_AGENT,
-  FIND_MARKED,
-  STOP_GROUP,
-} from './remote-scripts';
+import { AGENT_RUNNER, FIND_MARKED, PROCESSES, READ_EXIT_STATUS, READ_LOG, START_AGENT, START_NOT_STARTABLE, START_REFUSALS, STOP_AGENT, STOP_GROUP } from './agent-scripts';
+import { absolutePath, RemoteOperationError, runScript } from './remote-scripts';
 
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 const START_TIME = /^[0-9]+$/;
@@ -97,12 +84,16 @@ export async function stopRemoteAgent(target: SshTarget, a: { pid: number; start
 /** The status JSON written by the runner, read like activities/agent-shim.ts readExitStatus (null when absent or unreadable). */
 export async function readRemoteExitStatus(target: SshTarget, statusPath: string): Promise<{ exitCode: number | null; signal: string | null; endedAt: string } | null> {
   const result = await runScript(target, READ_EXIT_STATUS, [absolutePath(statusPath)]);
-  if (result.code !== 0) return null;
+  // Only a file that is not there means "no outcome written"; one that cannot be read is an error
+  // for the caller (never read as the agent having vanished).
+  if (result.code === 10) return null;
+  if (result.code !== 0) throw new RemoteOperationError('exit_status_unreadable');
   try {
     const parsed = JSON.parse(result.stdout.toString('utf8')) as { exitCode?: unknown; signal?: unknown; endedAt?: unknown };
     return { exitCode: typeof parsed.exitCode === 'number' ? parsed.exitCode : null, signal: typeof parsed.signal === 'string' ? parsed.signal : null, endedAt: String(parsed.endedAt) };
   } catch {
-    return null;
+    // The runner writes, syncs and renames: a file that is not whole JSON was not written by it.
+    throw new RemoteOperationError('exit_status_unreadable');
   }
 }
 

@@ -11,9 +11,12 @@ import { readRemoteLog } from './remote-agent';
 const TAIL_MAX_BYTES = 8 * 1024 * 1024;
 const CHUNK_MAX_BYTES = 1024 * 1024;
 
+/** Where the target's agents' logs and exit statuses are: outside every task folder, so an agent never sees them in its workspace. */
+export const remoteRunsDir = (target: Pick<SshTarget, 'workspaceRoot'>): string => path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs');
+
 /** Whether a path is one of the target's run logs (a path from a row is still checked: nothing else is read on anyone's word). */
 export function isRemoteRunLog(target: SshTarget, logPath: string): boolean {
-  const runs = path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs') + '/';
+  const runs = remoteRunsDir(target) + '/';
   return path.posix.normalize(logPath) === logPath && logPath.startsWith(runs) && logPath.endsWith('.log');
 }
 

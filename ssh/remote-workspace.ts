@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { branchCommits, branchRef, gitAt } from '../git/git';
 import type { SshTarget } from './connection';
-import { absolutePath, DISCARD_SLOTS, GIT_STATUS, MATERIALIZE_REFUSALS, MATERIALIZE_SLOT, READ_WORKSPACE, RemoteOperationError, runScript } from './remote-scripts';
+import { absolutePath, DISCARD_SLOTS, MATERIALIZE_REFUSALS, MATERIALIZE_SLOT, READ_WORKSPACE, RemoteOperationError, runScript } from './remote-scripts';
 
 export const HOST_GIT = { binary: 'git' };
 
@@ -138,9 +138,3 @@ export async function readRemoteWorkspace(
   return { marker, workspaceIsRealDirectory, slots };
 }
 
-/** `git status --porcelain=v1 -b` of a remote clone, read-only (for the git-status view). */
-export async function remoteGitStatus(target: SshTarget, repoPath: string): Promise<string> {
-  const result = await runScript(target, GIT_STATUS, [absolutePath(repoPath)]);
-  if (result.code !== 0) throw new RemoteOperationError('status_unreadable');
-  return result.stdout.toString('utf8');
-}

@@ -11,8 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeSshConnections, SshRefusal, type SshTarget } from '../ssh/connection';
 import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
 import { readRemoteExitStatus, readRemoteLog, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../ssh/remote-agent';
-import { ALL_SCRIPTS, RemoteOperationError } from '../ssh/remote-scripts';
-import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, remoteGitStatus, type RemoteSlotSpec } from '../ssh/remote-workspace';
+import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
+import { RemoteOperationError, WORKSPACE_SCRIPTS } from '../ssh/remote-scripts';
+import { readRemoteGitStatus } from '../ssh/remote-git-status';
+import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, type RemoteSlotSpec } from '../ssh/remote-workspace';
 import { startSshServer } from './support/ssh-server';
 import { fingerprint, git, listDir, makeRepo, processAlive } from './support/world';
 
@@ -84,7 +86,7 @@ afterAll(async () => {
 
 describe('remote scripts', () => {
   it('carry no single quote (the transport refuses one)', () => {
-    for (const [name, source] of Object.entries(ALL_SCRIPTS)) expect(source.includes("'"), name).toBe(false);
+    for (const [name, source] of Object.entries({ ...WORKSPACE_SCRIPTS, ...AGENT_SCRIPTS })) expect(source.includes("'"), name).toBe(false);
   });
 });
 
@@ -189,7 +191,7 @@ describe('readRemoteWorkspace', () => {
 
     const bare = await readRemoteWorkspace(target, { taskFolder: folderOf('r6'), workspacePath: linked, repoPaths: [good.slot.repoPath], withDirty: false });
     expect(bare).toMatchObject({ marker: null, workspaceIsRealDirectory: false, slots: [{ exists: true, dirty: null }] });
-    expect(await remoteGitStatus(target, dirty.slot.repoPath)).toBe('## tws/r3\n M README.md\n');
+    expect(await readRemoteGitStatus(target, { repoPath: dirty.slot.repoPath, baseBranch: 'main' })).toMatchObject({ branch: 'tws/r3', files: [{ path: 'README.md', status: ' M' }] });
   });
 });
 
