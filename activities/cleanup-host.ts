@@ -9,10 +9,10 @@ import path from 'node:path';
 import { findExecution } from '../db/executions';
 import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
-import { withRepositoryLock } from '../db/locks';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { branchCommit, deleteBranchIfAt, gitAt, isAncestor, listWorktrees, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
+import { branchCommit, deleteBranchIfAt, isAncestor, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness, type WorktreeEntry } from '../git/git';
+import { repositoryTurns, type StepOutcome, type Turn } from './repository-turns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { sshCleanupActivities } from './ssh-cleanup';
@@ -37,8 +37,10 @@ export function cleanupHostActivities(deps: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
   const remote = sshCleanupActivities(deps);
 
-  async function registrationAt(sourcePath: string, worktreePath: string) {
-    for (const entry of await listWorktrees(gitAt(sourcePath, gitOptions))) if (await sameRealPath(entry.path, worktreePath)) return entry;
+  const turns = repositoryTurns(pool, gitOptions);
+
+  async function registrationIn(entries: WorktreeEntry[], worktreePath: string) {
+    for (const entry of entries) if (await sameRealPath(entry.path, worktreePath)) return entry;
     return null;
   }
 
@@ -117,23 +119,27 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       const w = req.worktree;
       if (!w.worktreePath || !w.worktreeId) return { outcome: 'inventory_only' };
       const worktreePath = w.worktreePath;
+      const stillRegistered = (message: string) => async (turn: Turn) => {
+        if (await registrationIn(await turn.current(), worktreePath)) throw failure('worktree_still_registered', message);
+      };
+      // In the repository's next turn, with the other removals waiting for it (one lock hold, shared listings).
       return withHeartbeat('remove-worktree', () =>
-        withRepositoryLock(pool, w.repositoryId, async () => {
-          const git = gitAt(w.sourcePath, gitOptions);
+        turns.inTurn(w.repositoryId, w.sourcePath, async (turn): Promise<StepOutcome<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }>> => {
+          const git = turn.git;
           if (!(await pathExists(worktreePath))) {
             // The folder is gone: drop a stale registration and count it done.
             await pruneWorktrees(git).catch(() => {
               throw failure('git_prune_failed', 'git worktree prune failed');
             });
-            if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'a removed worktree is still registered');
-            return { outcome: 'already_gone' };
+            turn.changed();
+            return { value: { outcome: 'already_gone' }, afterTurn: stillRegistered('a removed worktree is still registered') };
           }
           // The audit: any doubt keeps the folder and fails the attempt, naming the reason. These
           // reasons are facts about the folder that no retry changes (domain/cleanup.ts sends the
           // job to an operator at once). (A worktree on a branch has that branch's commit as
           // HEAD, so the listing's HEAD is the branch's commit.)
           if (!(await isRealDirectory(worktreePath))) throw failure('worktree_audit_not_directory', 'the worktree path is not a real directory');
-          const entry = await registrationAt(w.sourcePath, worktreePath);
+          const entry = await turn.registrationAt(worktreePath);
           // A prunable entry is a registration whose folder git no longer recognises (a copy put in its place).
           if (!entry || entry.prunable || !entry.head) throw failure('worktree_audit_unregistered', 'the folder is not a worktree registered with git');
           if (entry.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the worktree is on another branch than the inventory recorded');
@@ -165,12 +171,17 @@ export function cleanupHostActivities(deps: ActivityDeps) {
             await removeWorktree(git, worktreePath, savedRef !== undefined);
           } catch (err) {
             // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
-            if (req.dirty === 'keep' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') return { outcome: 'kept_dirty' };
+            if (req.dirty === 'keep' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') return { value: { outcome: 'kept_dirty' } };
             logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
             throw failure('git_worktree_remove_failed', 'git worktree remove failed');
+          } finally {
+            turn.changed();
           }
-          if (await registrationAt(w.sourcePath, worktreePath)) throw failure('worktree_still_registered', 'the worktree is still registered after removal');
-          return savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' };
+          // Verified gone once every removal of the turn ran, on one listing.
+          return {
+            value: savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' },
+            afterTurn: stillRegistered('the worktree is still registered after removal'),
+          };
         }),
       );
     },
@@ -178,19 +189,19 @@ export function cleanupHostActivities(deps: ActivityDeps) {
     /** Delete removes the task's own branch only when its commits are contained in the base branch. */
     async removeMergedBranch(w: SnapshotWorktree): Promise<'deleted_merged' | 'kept_unmerged' | 'kept'> {
       if (!w.branch || !w.taskOwnsBranch) return 'kept';
-      return withRepositoryLock(pool, w.repositoryId, async () => {
-        const git = gitAt(w.sourcePath, gitOptions);
+      return turns.inTurn(w.repositoryId, w.sourcePath, async (turn): Promise<StepOutcome<'deleted_merged' | 'kept_unmerged'>> => {
+        const git = turn.git;
         const commit = await branchCommit(git, w.branch!);
-        if (!commit) return 'deleted_merged'; // already gone
-        // A worktree still on the branch (kept because dirty) keeps it.
-        if ((await listWorktrees(git)).some((e) => e.branch === w.branch)) return 'kept_unmerged';
-        if (!(await isAncestor(git, commit, `refs/heads/${w.baseBranch}`))) return 'kept_unmerged';
+        if (!commit) return { value: 'deleted_merged' }; // already gone
+        // A worktree still on the branch (kept because dirty) keeps it: read after this turn's removals.
+        if ((await turn.current()).some((e) => e.branch === w.branch)) return { value: 'kept_unmerged' };
+        if (!(await isAncestor(git, commit, `refs/heads/${w.baseBranch}`))) return { value: 'kept_unmerged' };
         try {
           await deleteBranchIfAt(git, w.branch!, commit);
         } catch {
           throw failure('branch_cleanup_failed', 'the merged task branch could not be deleted');
         }
-        return 'deleted_merged';
+        return { value: 'deleted_merged' };
       });
     },
 

@@ -5,13 +5,15 @@ import { startFollowUps } from '../client/engine-cleanup';
 import { abandonInventory } from '../db/abandon';
 import { boardMembers, deleteBoardDetaching, lockBoard } from '../db/board-delete';
 import { environmentsBorrowedBy, reserveEndedBorrows } from '../db/borrow-follow-up';
-import { cascadeMembers, findJob, recordJobState, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
+import { cascadeMembers, dropBatchClaim, findJob, type CleanupJobRow, recordJobState, releaseFromBatch, reserveJob, saveSnapshot } from '../db/cleanup-jobs';
+import { hostLiveness } from '../db/hosts';
+import { workflowLiveness } from './workflow-liveness';
 import { mutateTask, prepareCleanup } from '../db/cleanup-prepare';
 import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
-import { emptyReport, inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupProgress, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import { batchHostOf, emptyReport, inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupProgress, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -94,9 +96,7 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
     /** A job's progress as its row tells it (a member carried out by a run the cascade did not start). */
     async jobProgress(operationId: string): Promise<CleanupProgress | null> {
       const job = await findJob(pool, operationId);
-      if (!job) return null;
-      const report = Array.isArray(job.report) || !('worktrees' in job.report) ? emptyReport() : (job.report as CleanupReport);
-      return { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, state: job.state, phase: job.state, attempts: job.attempts, nextAttemptAt: job.next_attempt_at?.toISOString() ?? null, lastError: job.last_error, report };
+      return job ? progressOfRow(job) : null;
     },
 
     async cascadeMembers(cascadeOperationId: string): Promise<CascadeMember[]> {
@@ -142,6 +142,45 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
       });
       await startReserved(followUps);
       return outcome;
+    },
+
+    /**
+     * A bulk cleanup's batches: its pending jobs grouped by the host that can carry each out in
+     * a batch (domain/cleanup.ts batchHostOf), hosts that are down left out. The jobs in no
+     * batch get runs of their own.
+     */
+    async batchPlan(operationIds: string[]): Promise<{ hostId: string; operationIds: string[] }[]> {
+      const res = await pool.query<{ operation_id: string; snapshot: CleanupSnapshot | [] }>(`SELECT operation_id, snapshot FROM cleanup_jobs WHERE operation_id = ANY($1::uuid[]) AND state = 'pending'`, [operationIds]);
+      const byHost = new Map<string, string[]>();
+      const pending = new Map(res.rows.map((r) => [r.operation_id, r.snapshot]));
+      for (const id of operationIds) {
+        const snapshot = pending.get(id);
+        const host = snapshot && !Array.isArray(snapshot) ? batchHostOf(snapshot) : null;
+        if (host) byHost.set(host, [...(byHost.get(host) ?? []), id]);
+      }
+      const plan: { hostId: string; operationIds: string[] }[] = [];
+      for (const [hostId, ids] of byHost) if ((await hostLiveness(pool, hostId)) !== 'down') plan.push({ hostId, operationIds: ids });
+      return plan;
+    },
+
+    /** A batch step that failed for good lets its jobs go: each waits for its own run. */
+    async releaseBatch(input: { operationIds: string[]; batchWorkflowId: string }): Promise<void> {
+      await releaseFromBatch(pool, input.operationIds, input.batchWorkflowId, { lastError: 'host_unavailable' });
+    },
+
+    /**
+     * Whether a bulk cleanup's batch holds the job: `held` while the batch's workflow runs (the
+     * job's own run waits), `ended` when the job ended (its progress, from the row), `free`
+     * otherwise. The claim of a batch whose workflow closed is dropped here.
+     */
+    async batchHold(operationId: string): Promise<{ kind: 'free' } | { kind: 'held' } | { kind: 'ended'; progress: CleanupProgress }> {
+      const job = await findJob(pool, operationId);
+      if (!job || !job.batch_workflow_id) return { kind: 'free' };
+      if (job.state === 'succeeded' || job.state === 'cancelled') return { kind: 'ended', progress: progressOfRow(job) };
+      const liveness = await workflowLiveness(job.batch_workflow_id);
+      if (liveness === 'running' || liveness === 'unknown') return { kind: 'held' };
+      await dropBatchClaim(pool, operationId, job.batch_workflow_id);
+      return { kind: 'free' };
     },
 
     /** The next attempt's time is taken here, not in the workflow: workflow code reads no clock. */
@@ -230,6 +269,12 @@ async function prepareMembers(client: pg.PoolClient, input: CascadePreparation):
   }
   await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
   return borrowed;
+}
+
+/** A job's progress as its row tells it. */
+export function progressOfRow(job: CleanupJobRow): CleanupProgress {
+  const report = Array.isArray(job.report) || !('worktrees' in job.report) ? emptyReport() : (job.report as CleanupReport);
+  return { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, state: job.state, phase: job.state, attempts: job.attempts, nextAttemptAt: job.next_attempt_at?.toISOString() ?? null, lastError: job.last_error, report };
 }
 
 export type CleanupRecordActivities = ReturnType<typeof cleanupRecordActivities>;

@@ -1,4 +1,5 @@
 import { agentProcessActivities } from './agent-process';
+import { cleanupBatchActivities } from './cleanup-batch';
 import { cleanupHostActivities } from './cleanup-host';
 import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities } from './cleanup-records';
@@ -32,6 +33,7 @@ export function createHostActivities(deps: ActivityDeps) {
     ...gitStatusHostActivities(deps),
     ...cleanupHostActivities(deps),
     ...cleanupOnHostActivities(deps),
+    ...cleanupBatchActivities(deps),
     ...orphanSweepHostActivities(deps),
     ...repositoryCheckActivities(deps),
     ...agentLogReadActivities(deps),

@@ -4,6 +4,7 @@
  * carries its execution id in its environment, so one whose spawn was never recorded (the
  * process that spawned it died first) can still be found: by that mark, never by a guess.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -16,11 +17,22 @@ interface ProcStat {
   startTime: string;
 }
 
+function parseStat(stat: string): ProcStat {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0]!, pgid: Number(fields[2]), startTime: fields[19]! };
+}
+
 async function procStat(pid: number): Promise<ProcStat | null> {
   try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0]!, pgid: Number(fields[2]), startTime: fields[19]! };
+    return parseStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+function procStatSync(pid: number): ProcStat | null {
+  try {
+    return parseStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
   } catch {
     return null;
   }
@@ -87,10 +99,7 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 async function askGroupToStop(pgid: number): Promise<void> {
   let signalled = 0;
   try {
-    for (const name of await readdir('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      const pid = Number(name);
-      if ((await procStat(pid))?.pgid !== pgid) continue;
+    for (const pid of await groupMembers(pgid)) {
       const exe = await readlink(`/proc/${pid}/exe`).catch(() => '');
       if (path.basename(exe) === 'bwrap') continue;
       try {
@@ -106,6 +115,44 @@ async function askGroupToStop(pgid: number): Promise<void> {
   if (signalled === 0) signalGroup(pgid, 'SIGTERM');
 }
 
+/** How many /proc entries one synchronous slice of a scan reads before it yields to the event loop. */
+const PROC_SCAN_SLICE = 128;
+
+let nextScan: Promise<Map<number, number[]>> | null = null;
+
+/**
+ * The pids of a process group, read from every /proc/<pid>/stat. Read synchronously in slices:
+ * a host with a fleet's agents has a thousand processes, and one asynchronous read per process
+ * cost about five times the CPU (measured: ~140 ms against ~25 ms for 680 processes), which every
+ * stop paid. Each slice yields, so the event loop is never held for long. Stops that ask while
+ * no scan has begun share the next one (a bulk cleanup stops many tasks' agents at once): it
+ * begins after they asked, so it sees every process they mean.
+ */
+async function groupMembers(pgid: number): Promise<number[]> {
+  nextScan ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    nextScan = null;
+    return scanGroups();
+  });
+  return (await nextScan).get(pgid) ?? [];
+}
+
+async function scanGroups(): Promise<Map<number, number[]>> {
+  const groups = new Map<number, number[]>();
+  const names = readdirSync('/proc');
+  for (let i = 0; i < names.length; i += PROC_SCAN_SLICE) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const name of names.slice(i, i + PROC_SCAN_SLICE)) {
+      if (!/^\d+$/.test(name)) continue;
+      const stat = procStatSync(Number(name));
+      if (!stat) continue;
+      const members = groups.get(stat.pgid);
+      if (members) members.push(Number(name));
+      else groups.set(stat.pgid, [Number(name)]);
+    }
+  }
+  return groups;
+}
+
 /**
  * Stops an agent's process group: SIGTERM, then SIGKILL after the grace period, signalled only
  * while pid and start time still name the same process. True when it is gone afterwards.
@@ -114,7 +161,8 @@ export async function stopProcessGroup(pid: number, startTime: string, graceMs: 
   if (!(await isSameProcess(pid, startTime))) return true;
   await askGroupToStop(pid);
   const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && (await isSameProcess(pid, startTime))) await new Promise((r) => setTimeout(r, 50));
+  // Most agents end within milliseconds of the signal: checked soon, then less often.
+  for (let wait = 5; Date.now() < deadline && (await isSameProcess(pid, startTime)); wait = Math.min(wait * 2, 50)) await new Promise((r) => setTimeout(r, wait));
   if (await isSameProcess(pid, startTime)) {
     signalGroup(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 100));

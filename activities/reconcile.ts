@@ -32,13 +32,16 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
       const ageSecs = RECONCILE_MIN_AGE_MS / 1000;
 
       // 1. Active cleanup jobs (prepared ones have their snapshot) whose workflow is closed.
-      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string }>(
-        `SELECT operation_id, task_id, trigger, workflow_id FROM cleanup_jobs
+      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string; batch_workflow_id: string | null }>(
+        `SELECT operation_id, task_id, trigger, workflow_id, batch_workflow_id FROM cleanup_jobs
           WHERE state IN ('pending', 'running', 'retry_wait', 'needs_operator') AND updated_at < now() - make_interval(secs => $1)
           ORDER BY updated_at LIMIT 100`,
         [ageSecs],
       );
       for (const job of jobs.rows) {
+        // Carried out by a bulk cleanup's batch whose workflow runs: not stranded. (Its batch
+        // gone, the job's own run is started: it drops the claim and goes on.)
+        if (job.batch_workflow_id && !isStranded(await workflowLiveness(job.batch_workflow_id))) continue;
         const liveness = await workflowLiveness(job.workflow_id);
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;

@@ -15,11 +15,13 @@ export interface CleanupJobRow {
   next_attempt_at: Date | null;
   last_error: CleanupErrorClass | null;
   workflow_id: string;
+  /** The bulk cleanup's workflow that carries (or carried) this job out, when a batch claimed it. */
+  batch_workflow_id: string | null;
   created_at: Date;
   finished_at: Date | null;
 }
 
-const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, created_at, finished_at';
+const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, batch_workflow_id, created_at, finished_at';
 
 /** Reserves the job: from this row on, the task admits no launch (the partial unique index makes it one per task). */
 export async function reserveJob(
@@ -108,4 +110,36 @@ export async function recordJobState(
       WHERE operation_id = $1 AND state NOT IN ('succeeded', 'cancelled')`,
     [operationId, change.state, change.attempts, change.nextAttemptAt, change.lastError, JSON.stringify(change.report)],
   );
+}
+
+/**
+ * A batch claims the jobs it will carry out: pending ones (and, for a retried batch step, those
+ * this same batch claimed before), each `running` with one attempt more. A job that is not
+ * pending (cancelled meanwhile, taken by a run of its own) is not claimed: its own run decides it.
+ */
+export async function claimForBatch(db: Db, operationIds: string[], batchWorkflowId: string): Promise<CleanupJobRow[]> {
+  const res = await db.query<CleanupJobRow>(
+    `UPDATE cleanup_jobs SET state = 'running', attempts = attempts + 1, batch_workflow_id = $2, next_attempt_at = NULL, updated_at = now()
+      WHERE operation_id = ANY($1::uuid[]) AND (state = 'pending' OR (state = 'running' AND batch_workflow_id = $2))
+      RETURNING ${JOB_COLUMNS}`,
+    [operationIds, batchWorkflowId],
+  );
+  return res.rows;
+}
+
+/**
+ * The batch lets go of jobs it did not finish (an attempt failed, or its host step failed for
+ * good): each waits for its own run, which counts its attempts on from the row.
+ */
+export async function releaseFromBatch(db: Db, operationIds: string[], batchWorkflowId: string, change: { lastError: CleanupErrorClass; report?: CleanupReport }): Promise<void> {
+  await db.query(
+    `UPDATE cleanup_jobs SET batch_workflow_id = NULL, state = 'retry_wait', next_attempt_at = now(), last_error = $3, report = COALESCE($4::jsonb, report), updated_at = now()
+      WHERE operation_id = ANY($1::uuid[]) AND batch_workflow_id = $2 AND state NOT IN ('succeeded', 'cancelled')`,
+    [operationIds, batchWorkflowId, change.lastError, change.report ? JSON.stringify(change.report) : null],
+  );
+}
+
+/** A claim whose batch workflow is no longer running is let go (the job's own run goes on). */
+export async function dropBatchClaim(db: Db, operationId: string, batchWorkflowId: string): Promise<void> {
+  await db.query(`UPDATE cleanup_jobs SET batch_workflow_id = NULL, updated_at = now() WHERE operation_id = $1 AND batch_workflow_id = $2 AND state NOT IN ('succeeded', 'cancelled')`, [operationId, batchWorkflowId]);
 }

@@ -259,3 +259,21 @@ export interface CleanupProgress {
   lastError: CleanupErrorClass | null;
   report: CleanupReport;
 }
+
+/**
+ * The host a batch can carry a job out on (a bulk cleanup's batch step runs on one host), or
+ * null when the job needs more than one place: an agent, an unrecorded start or a borrowed
+ * environment on another host, or a clone on an SSH target. Those jobs get a run of their own.
+ */
+export function batchHostOf(snapshot: CleanupSnapshot): string | null {
+  const host = snapshot.hostId;
+  if (!host) return null;
+  if (snapshot.worktrees.some((w) => w.sshTargetId)) return null;
+  if (snapshot.processes.some((p) => p.hostId !== host || p.sshTargetId)) return null;
+  if ((snapshot.spawnIntents ?? []).some((i) => i.hostId !== host)) return null;
+  if (snapshot.borrowed.some((b) => b.hostId !== host)) return null;
+  return host;
+}
+
+/** A job that ended: nothing more happens to it. */
+export const isTerminalJobState = (state: CleanupJobState): boolean => state === 'succeeded' || state === 'cancelled';

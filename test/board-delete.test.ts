@@ -1,7 +1,9 @@
 /**
  * Board delete is one durable cleanup trigger like the others [R6]: the dirty refusal over every
  * task before anything changes, ONE preparation transaction (every barrier, snapshot and task
- * deletion, and the board's), then one child cleanup per task that survives its worker's death.
+ * deletion, and the board's), then the tasks' cleanups in batches (one host step for many tasks,
+ * their removals in shared turns of the repository's lock; each task keeps its job row), a task
+ * whose batched attempt failed going on in a run of its own; all of it survives its worker's death.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -214,7 +216,50 @@ describe('board delete [R6]', () => {
     expect(branches(repo)).toEqual(['main']);
   });
 
-  it('runs its tasks eight at a time; a task whose job the consistency check started while it waited for its turn goes on in that run, the others are not held up, and the board delete shows its outcome', async () => {
+  it('carries its tasks out in batches: one host step for many tasks, their removals in shared turns of the repository lock; each task keeps its job row, and the board delete shows every outcome (issue 17)', async () => {
+    const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
+    cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+    const gitLog = path.join(wrapperDir, 'git.log');
+    const h = await harness({ gitBinary: gitWrapper(wrapperDir, { logTo: gitLog }) });
+    const name = 'batched';
+    const repo = makeRepo(h.scratch, name);
+    const repoId = await registerRepo(h, repo, name);
+    const board = (await h.api('POST', '/v1/boards', { name })).body.id as string;
+    const tasks: { taskId: string; pid: number }[] = [];
+    for (let i = 0; i < 12; i++) {
+      const taskId = await createTask(h, [repoId], { boardId: board });
+      const launched = await launch(h, taskId);
+      expect(launched.status).toBe(201);
+      tasks.push({ taskId, pid: await pidOf(h, launched.body.sessionId) });
+    }
+    writeFileSync(gitLog, '');
+
+    const accepted = await deleteBoard(h, board, 'discardChanges=true');
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const parent = h.temporal.workflow.getHandle(accepted.body.workflowId);
+    const results = (await parent.result()) as { operationId: string; taskId: string; state: string; attempts: number; report: { worktrees: { outcome: string }[] } }[];
+    // The run shows each task's outcome, in the operation's order.
+    expect(results.map((r) => r.operationId)).toEqual((accepted.body.operations as { operationId: string }[]).map((o) => o.operationId));
+    expect(results.map((r) => [r.state, r.attempts, r.report.worktrees.map((w) => w.outcome)])).toEqual(Array(12).fill(['succeeded', 1, ['removed']]));
+    // Each task's job row: its own state, attempts and report, naming the batch's workflow (the run an operator opens).
+    const rows = await h.pool.query('SELECT state, attempts, last_error, batch_workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId]);
+    expect(rows.rows).toEqual(Array(12).fill({ state: 'succeeded', attempts: 1, last_error: null, batch_workflow_id: accepted.body.workflowId }));
+    const view = await h.api('GET', `/v1/cleanup-jobs/${results[0]!.operationId}`, undefined, OPERATOR_TOKEN);
+    expect(view.body).toMatchObject({ state: 'succeeded', batchWorkflowId: accepted.body.workflowId });
+    // No child run: the batches did the work.
+    const history = await parent.fetchHistory();
+    expect(history.events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
+    // Shared turns: 12 removals, and fewer listings than tasks (a removal alone lists twice).
+    const commands = readFileSync(gitLog, 'utf8').split('\n');
+    expect(commands.filter((c) => c.startsWith('worktree remove'))).toHaveLength(12);
+    expect(commands.filter((c) => c.startsWith('worktree list')).length).toBeLessThan(12);
+    // The world: every worktree and branch gone, every agent stopped.
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(branches(repo)).toEqual(['main']);
+    for (const t of tasks) expect(processAlive(t.pid)).toBe(false);
+  });
+
+  it('a task whose job the consistency check started before its batch reached it goes on in that run (its batched attempt, if any, let go to it), the others are not held up, and the board delete shows its outcome', async () => {
     const h = await harness();
     const name = 'lanes';
     const repo = makeRepo(h.scratch, name);

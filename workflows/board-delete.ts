@@ -6,8 +6,11 @@
  *      worktree of any member is dirty, before anything changes.
  *   2. ONE transaction: every member's job reserved (the barrier), snapshots, tasks deleted, the
  *      board deleted. The caller's 202 waits for it (the `awaitBoardPrepared` update).
- *   3. One child cleanupTask per member (trigger board_delete), each its own job, retried and
- *      watched (and retried by an operator) by itself; BULK_LANES of them at a time.
+ *   3. The members' cleanups in batches (cascade-cleanup.ts cleanMembersInBatches): a host step
+ *      per BATCH_SIZE tasks whose removals share the repositories' turns, each task's job row
+ *      kept and its outcome in this run's result; a task that needs more than one place, or whose
+ *      batched attempt failed, gets a child cleanupTask of its own (retried and watched, and
+ *      retried by an operator, by itself), BULK_LANES of them at a time.
  */
 import { ApplicationFailure, patched, uuid4 } from '@temporalio/workflow';
 import { awaitBoardPreparedUpdate, type BoardPrepared } from './cleanup-messages';
@@ -15,7 +18,7 @@ import type { CascadeMember } from '../activities/cleanup-records';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
-import { BULK_LANES, cleanMembers, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
+import { BULK_LANES, cleanMembers, cleanMembersInBatches, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
 
 const records = recordSteps();
 
@@ -42,6 +45,9 @@ export async function boardDelete(input: BoardDeleteInput): Promise<CleanupProgr
     await barrier.refuse(err);
   }
   barrier.prepared();
+  const memberInput = { trigger: 'board_delete' as const, discardChanges: input.discardChanges, policy: input.policy };
+  // In batches per host, their removals in shared turns per repository (runs recorded before had a child run per task).
+  if (patched('board-delete-in-batches')) return cleanMembersInBatches(members, memberInput, lanes);
   // A board's tasks are independent: their cleanups run BULK_LANES at a time (runs recorded before ran them one by one).
   return cleanMembers(members, { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy }, lanes);
 }

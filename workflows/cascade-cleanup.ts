@@ -3,9 +3,9 @@
  * transaction), then mutate deepest-first, then one child cleanup per task. The steps a board
  * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
-import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, sleep, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@temporalio/common';
-import { emptyReport, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
+import { emptyReport, isTerminalJobState, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import type { CascadeMember } from '../activities/cleanup-records';
@@ -113,6 +113,49 @@ export async function cleanMembers(members: CascadeMember[], input: { trigger: C
   });
   await condition(allHandlersFinished);
   return results;
+}
+
+/** How many tasks one batch step carries out, and how many batch steps run at once. */
+export const BATCH_SIZE = 50;
+export const BATCH_LANES = 4;
+
+/**
+ * A bulk cleanup in batches (issue 17): the members a batch can carry out (every part of the job
+ * on one host, domain/cleanup.ts batchHostOf) are cleaned by host steps of BATCH_SIZE tasks,
+ * whose removals share the repositories' turns; each task keeps its job row (state, attempts,
+ * last error, report), and this run's result shows each task's outcome. The others (and a
+ * batched task whose attempt failed, let go by its batch) get child runs of their own, as before.
+ */
+export async function cleanMembersInBatches(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }, lanes: number): Promise<CleanupProgress[]> {
+  const batchWorkflowId = workflowInfo().workflowId;
+  const taskOf = new Map(members.map((m) => [m.operationId, m.taskId]));
+  const outcomes = new Map<string, CleanupProgress>();
+  const batches = (await records.batchPlan(members.map((m) => m.operationId))).flatMap(({ hostId, operationIds }) =>
+    Array.from({ length: Math.ceil(operationIds.length / BATCH_SIZE) }, (_, i) => ({ hostId, operationIds: operationIds.slice(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) })),
+  );
+  await inLanes(batches, BATCH_LANES, async ({ hostId, operationIds }) => {
+    try {
+      const done = await hostSteps(hostId).cleanupBatchOnHost({ batchWorkflowId, hostId, operationIds, trigger: input.trigger, discardChanges: input.discardChanges });
+      for (const d of done) {
+        if (d.state !== 'succeeded') continue;
+        outcomes.set(d.operationId, { operationId: d.operationId, taskId: taskOf.get(d.operationId)!, trigger: input.trigger, state: 'succeeded', phase: 'succeeded', attempts: d.attempts, nextAttemptAt: null, lastError: null, report: d.report });
+      }
+    } catch {
+      // The step failed for good (its host went away): its tasks are let go, each to a run of its own.
+      await records.releaseBatch({ operationIds, batchWorkflowId });
+    }
+  });
+  // The rest: a job that ended meanwhile (an operator's cancel) is read from its row; the others run on their own.
+  const rest: CascadeMember[] = [];
+  for (const m of members) {
+    if (outcomes.has(m.operationId)) continue;
+    const row = await records.jobProgress(m.operationId);
+    if (row && isTerminalJobState(row.state)) outcomes.set(m.operationId, row);
+    else rest.push(m);
+  }
+  const theirs = await cleanMembers(rest, input, lanes);
+  rest.forEach((m, i) => outcomes.set(m.operationId, theirs[i]!));
+  return members.map((m) => outcomes.get(m.operationId)!);
 }
 
 /** Checks of a member's job carried out by a run this workflow did not start, until it ends. */

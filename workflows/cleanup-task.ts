@@ -6,7 +6,7 @@
  * An `environment_abandon` job runs no attempt: it only abandons. The job row and this workflow
  * tell the same story (the progress query, the Phase attribute).
  */
-import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler, sleep } from '@temporalio/workflow';
 import {
   abandonsOnly,
   CLEANUP_ERROR_CLASSES,
@@ -30,6 +30,9 @@ import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, progressQuery }
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
+
+/** How often a job held by a bulk cleanup's batch is looked at again. */
+const BATCH_HOLD_CHECK_EVERY = '5 seconds';
 
 /** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
 const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'internal');
@@ -112,6 +115,24 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     progress.state = state;
     await records.recordCleanupState(input.operationId, { state, attempts: progress.attempts, nextAttemptInMs, lastError: progress.lastError, report: progress.report });
   };
+
+  // A bulk cleanup's batch may be carrying this job out (this run is then the consistency
+  // check's, or an operator's cancel's): it waits for the batch to finish the job or let it go.
+  if (input.alreadyPrepared && patched('job-waits-for-its-batch')) {
+    for (;;) {
+      const hold = await records.batchHold(input.operationId);
+      if (hold.kind === 'free') break;
+      if (hold.kind === 'ended') {
+        Object.assign(progress, hold.progress);
+        prepared = true;
+        settled = true;
+        phase(progress.state);
+        await condition(allHandlersFinished);
+        return progress;
+      }
+      await sleep(BATCH_HOLD_CHECK_EVERY);
+    }
+  }
 
   // Preparation. A delete without consent is refused before any change if a worktree is dirty.
   try {

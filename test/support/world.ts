@@ -73,12 +73,13 @@ export function killGroup(pid: number): void {
 }
 
 /** A git wrapper that sleeps before `worktree add`, or fails the first N calls of a subcommand: faults through configuration. */
-export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; failSubcommand?: string; failTimes?: number }): string {
+export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; failSubcommand?: string; failTimes?: number; logTo?: string }): string {
   const file = path.join(dir, `git-wrapper-${Math.random().toString(36).slice(2)}`);
   const counter = `${file}.count`;
   writeFileSync(
     file,
     `#!/usr/bin/env bash
+${opts.logTo ? `echo "$*" >> '${opts.logTo}'` : ''}
 if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
 if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ]; then sleep ${opts.sleepOnWorktreeList ?? 0}; fi
 if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ]; then sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi

@@ -23,6 +23,8 @@ const Job = Type.Object({
   nextAttemptAt: Type.Union([Type.String(), Type.Null()]),
   lastError: Type.Union([Type.String(), Type.Null()]),
   workflowId: Type.String(),
+  /** The bulk cleanup's workflow that carried the job out in a batch (a board delete's), else null. */
+  batchWorkflowId: Type.Union([Type.String(), Type.Null()]),
   createdAt: Type.String(),
   finishedAt: Type.Union([Type.String(), Type.Null()]),
   report: Type.Any(),
@@ -55,11 +57,13 @@ export function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
     nextAttemptAt: job.next_attempt_at?.toISOString() ?? null,
     lastError: job.last_error,
     workflowId: job.workflow_id,
+    batchWorkflowId: job.batch_workflow_id,
     createdAt: job.created_at.toISOString(),
     finishedAt: job.finished_at?.toISOString() ?? null,
     // Paths are the owner's own view (as in the workspace route); refs and outcomes per repository.
     report: job.report,
-    links: temporalLinks(config, job.workflow_id),
+    // The run an operator opens: the batch's, when a batch carried the job out.
+    links: temporalLinks(config, job.batch_workflow_id ?? job.workflow_id),
   };
 }
 

@@ -1,0 +1,130 @@
+/**
+ * Cleanup's git administration of one repository, in turns. Steps that arrive while the
+ * repository's lock is held (many tasks' worktrees of one repository: a board delete, archives
+ * at once) wait for the next turn and are served together in it: one hold of the lock, one
+ * listing of the repository's worktrees for their audits, one listing at the turn's end for
+ * every removal to be verified. Each step keeps its own audit and its own outcome; only the
+ * lock and the listings are shared [R6.4, issue 17: bulk removals batched per repository].
+ */
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import type { SimpleGit } from 'simple-git';
+import { withRepositoryLock } from '../db/locks';
+import { gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
+
+/** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
+export const MAX_STEPS_PER_TURN = 16;
+
+export interface Turn {
+  git: SimpleGit;
+  /** The registration at this path as the turn found it (other steps' removals do not change it). */
+  registrationAt(worktreePath: string): Promise<WorktreeEntry | null>;
+  /** The registrations as they are now: read again once a step of the turn removed or pruned. */
+  current(): Promise<WorktreeEntry[]>;
+  /** A step removed or pruned registrations. */
+  changed(): void;
+}
+
+/** What a step answers, and what it checks once every step of its turn ran (on one listing read after them). */
+export interface StepOutcome<T> {
+  value: T;
+  afterTurn?: (turn: Turn) => Promise<void>;
+}
+
+interface Queued {
+  step: (turn: Turn) => Promise<StepOutcome<unknown>>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+const realOrResolved = (p: string) => realpath(p).catch(() => path.resolve(p));
+
+const perPool = new WeakMap<pg.Pool, Map<string, ReturnType<typeof createTurns>>>();
+
+/** One set of turns per pool and git binary in a process: every activity of the process queues on the same turns. */
+export function repositoryTurns(pool: pg.Pool, gitOptions: GitOptions) {
+  let byBinary = perPool.get(pool);
+  if (!byBinary) perPool.set(pool, (byBinary = new Map()));
+  let turns = byBinary.get(gitOptions.binary);
+  if (!turns) byBinary.set(gitOptions.binary, (turns = createTurns(pool, gitOptions)));
+  return turns;
+}
+
+function createTurns(pool: pg.Pool, gitOptions: GitOptions) {
+  const waiting = new Map<string, { sourcePath: string; steps: Queued[] }>();
+
+  function newTurn(sourcePath: string): Turn {
+    const git = gitAt(sourcePath, gitOptions);
+    let found: Promise<Map<string, WorktreeEntry>> | null = null;
+    let now: Promise<WorktreeEntry[]> | null = null;
+    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOrResolved(e.path), e] as const)));
+    return {
+      git,
+      async registrationAt(worktreePath) {
+        found ??= (now ??= listWorktrees(git)).then(byRealPath);
+        return (await found).get(await realOrResolved(worktreePath)) ?? null;
+      },
+      current() {
+        return (now ??= listWorktrees(git));
+      },
+      changed() {
+        now = null;
+      },
+    };
+  }
+
+  async function drain(repositoryId: string): Promise<void> {
+    for (;;) {
+      const entry = waiting.get(repositoryId);
+      if (!entry || entry.steps.length === 0) {
+        waiting.delete(repositoryId);
+        return;
+      }
+      const steps = entry.steps.splice(0, MAX_STEPS_PER_TURN);
+      const settled = new Set<Queued>();
+      try {
+        await withRepositoryLock(pool, repositoryId, async () => {
+          const turn = newTurn(entry.sourcePath);
+          const done: { q: Queued; out: StepOutcome<unknown> }[] = [];
+          for (const q of steps) {
+            try {
+              done.push({ q, out: await q.step(turn) });
+            } catch (err) {
+              settled.add(q);
+              q.reject(err);
+            }
+          }
+          // The checks after the turn read the registrations once, after every step's change.
+          for (const { q, out } of done) {
+            settled.add(q);
+            try {
+              if (out.afterTurn) await out.afterTurn(turn);
+              q.resolve(out.value);
+            } catch (err) {
+              q.reject(err);
+            }
+          }
+        });
+      } catch (err) {
+        // The lock itself failed (the database): every step not answered yet fails with it.
+        for (const q of steps) if (!settled.has(q)) q.reject(err);
+      }
+    }
+  }
+
+  return {
+    /** Runs `step` in the next turn of the repository's lock, with the other steps that wait for it. */
+    inTurn<T>(repositoryId: string, sourcePath: string, step: (turn: Turn) => Promise<StepOutcome<T>>): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        let entry = waiting.get(repositoryId);
+        const first = !entry;
+        if (!entry) waiting.set(repositoryId, (entry = { sourcePath, steps: [] }));
+        entry.steps.push({ step, resolve: resolve as (v: unknown) => void, reject });
+        if (first) void drain(repositoryId);
+      });
+    },
+  };
+}
+
+export type RepositoryTurns = ReturnType<typeof repositoryTurns>;
