@@ -259,6 +259,38 @@ describe('board delete [R6]', () => {
     for (const t of tasks) expect(processAlive(t.pid)).toBe(false);
   });
 
+  it('a job its batch carries out is the batch\'s: the consistency check leaves it, and an operator\'s cancel waits for the batch and answers that the job ended (issue 17)', async () => {
+    const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
+    cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
+    const h = await harness({ gitBinary: gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 3 }) });
+    const repo = makeRepo(h.scratch, 'held');
+    const repoId = await registerRepo(h, repo, 'held');
+    const board = (await h.api('POST', '/v1/boards', { name: 'held' })).body.id as string;
+    for (let i = 0; i < 3; i++) expect((await launch(h, await createTask(h, [repoId], { boardId: board }))).status).toBe(201);
+    const accepted = await deleteBoard(h, board, 'discardChanges=true');
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    const ops = (accepted.body.operations as { operationId: string }[]).map((o) => o.operationId);
+    const held = () => h.pool.query("SELECT operation_id FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'running' AND batch_workflow_id = $2", [accepted.body.operationId, accepted.body.workflowId]);
+    await waitUntil(async () => (await held()).rowCount === 3, 'the batch holding every job');
+
+    // Old enough for the check, whose own runs do not exist: still the batch's, no run started.
+    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE cascade_operation_id = $1", [accepted.body.operationId]);
+    const check = await h.temporal.workflow.execute('reconcileRecords', { workflowId: `reconcile/${randomUUID()}`, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+    expect(check).toMatchObject({ records: { repaired: {} } });
+    const last = ops.at(-1)!;
+    const lastRow = (await h.pool.query('SELECT workflow_id FROM cleanup_jobs WHERE operation_id = $1', [last])).rows[0];
+    await expect(h.temporal.workflow.getHandle(lastRow.workflow_id).describe()).rejects.toThrow();
+
+    // The cancel's run waits while the batch holds the job; the batch finishes it: nothing was cancelled.
+    const cancel = await h.api('POST', `/v1/cleanup-jobs/${last}/cancel`, undefined, OPERATOR_TOKEN);
+    expect(cancel.status, JSON.stringify(cancel.body)).toBe(409);
+    expect(cancel.body.error.code).toBe('cleanup_job_finished');
+    const results = (await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as { state: string }[];
+    expect(results.map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    expect((await h.pool.query('SELECT state, attempts FROM cleanup_jobs WHERE operation_id = $1', [last])).rows).toEqual([{ state: 'succeeded', attempts: 1 }]);
+    expect(worktreePaths(repo)).toEqual([repo]);
+  });
+
   it('a task whose job the consistency check started before its batch reached it goes on in that run (its batched attempt, if any, let go to it), the others are not held up, and the board delete shows its outcome', async () => {
     const h = await harness();
     const name = 'lanes';
