@@ -6,7 +6,11 @@ import { withClient } from './pool';
  * the database: git's own config.lock / index.lock races make parallel `git worktree add` in
  * one repository fail often. Inside one process, callers queue in order (no polling, no
  * connection held while waiting); across processes, a session-level advisory lock is held on
- * one connection for the duration, and a process that finds it taken retries with a short back-off.
+ * one connection for the duration, and a process that finds it taken waits for it on the server
+ * (granted the moment its holder releases it: a polling back-off left the lock idle between a
+ * release and the next poll, up to 100 ms per hand-over between the gateway and the worker). Only
+ * the head of a process's queue waits, on one connection, and for at most WAIT_MS a time, so a
+ * connection is never held indefinitely by a wait.
  */
 const localQueues = new Map<string, Promise<unknown>>();
 
@@ -23,6 +27,8 @@ export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string,
   }
 }
 
+const WAIT_MS = 1000;
+
 async function withAdvisoryLock<T>(
   pool: pg.Pool,
   repositoryId: string,
@@ -30,12 +36,15 @@ async function withAdvisoryLock<T>(
   onWait: () => void = () => {},
 ): Promise<T> {
   const key = `repository-git-admin:${repositoryId}`;
-  for (let attempt = 0; ; attempt++) {
+  for (;;) {
     // A lock connection that breaks while git works is released broken (withClient): the server
     // dropped the session lock with it, and the pool must not hand that connection out again.
-    const outcome = await withClient(pool, async (client) => {
+    const outcome = await withClient(pool, async (client, markBroken) => {
       const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key]);
-      if (!res.rows[0]!.locked) return { locked: false as const };
+      if (!res.rows[0]!.locked) {
+        onWait();
+        if (!(await waitForLock(client, key, markBroken))) return { locked: false as const };
+      }
       try {
         return { locked: true as const, value: await fn() };
       } finally {
@@ -45,7 +54,30 @@ async function withAdvisoryLock<T>(
       }
     });
     if (outcome.locked) return outcome.value;
-    onWait();
-    await new Promise((resolve) => setTimeout(resolve, Math.min(10 + attempt * 5, 100) + Math.random() * 10));
   }
+}
+
+/**
+ * Waits on the server for the lock another process holds, at most WAIT_MS: true once it is this
+ * session's. The wait is bounded by lock_timeout in a transaction of its own (a session-level
+ * advisory lock outlives the transaction it was taken in).
+ */
+async function waitForLock(client: pg.PoolClient, key: string, markBroken: (err: Error) => void): Promise<boolean> {
+  await client.query(`BEGIN; SET LOCAL lock_timeout = '${WAIT_MS}ms'`);
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
+  } catch (err) {
+    await client.query('ROLLBACK').catch(markBroken);
+    if ((err as { code?: string }).code === '55P03') return false; // lock_not_available: the wait timed out
+    throw err;
+  }
+  try {
+    await client.query('COMMIT');
+  } catch (err) {
+    // The lock is this session's already: a connection in an unknown state is destroyed, and the
+    // server releases the lock with it.
+    markBroken(err as Error);
+    throw err;
+  }
+  return true;
 }
