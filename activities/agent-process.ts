@@ -117,8 +117,10 @@ export function agentProcessActivities(deps: ActivityDeps) {
      * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
      * that must exist exactly when the agent started: they go in the transaction that records the
      * start, so a start refused (the command cannot start, a cleanup barrier) leaves none of them.
+     * `afterRecord` writes what follows the recorded start (the session's move) in that same
+     * transaction; it is not called when this call records nothing (the agent was recorded before).
      */
-    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>, afterRecord?: (client: Db) => Promise<void>): Promise<StartedAgent> {
       const recorded = await findExecution(pool, input.executionId);
       if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
       if (input.sshTargetId) return remote.startRemote(input, recordWithStart);
@@ -153,6 +155,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
             // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
             await record(client, leader.pid, leader.startTime);
             await recordWithStart?.(client);
+            if (!stands) await afterRecord?.(client);
             await dropSpawnIntent(client, input.executionId);
             return stands;
           });
@@ -175,6 +178,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
         const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
+        await afterRecord?.(client);
         await dropSpawnIntent(client, input.executionId);
         return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
       }).catch(async (err) => {
