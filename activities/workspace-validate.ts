@@ -3,7 +3,7 @@
  * writes. Every check that fails refuses the launch before any agent process starts.
  */
 import type { LaunchPlan, SlotPlan } from '../domain/launch';
-import { commonDir, gitAt, listWorktrees, showToplevel } from '../git/git';
+import { checkoutIdentity, commonDir, gitAt, listWorktrees } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -55,10 +55,12 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
 
   async function localSlotProblem(slot: SlotPlan): Promise<ValidationProblem | null> {
     const dir = slot.recorded?.worktreePath ?? slot.worktreePath;
-    if (!(await isRealDirectory(dir))) return 'not_a_directory';
-    if (!(await showToplevel(dir, gitOptions))) return 'not_a_checkout';
-    const [mine, source] = await Promise.all([commonDir(dir, gitOptions), commonDir(slot.sourcePath, gitOptions)]);
-    if (!mine || !source || mine !== source) return 'repository_mismatch';
+    // Two git processes side by side (the directory's top level and common dir in one, the
+    // source's common dir in the other), judged in the old order.
+    const [realDirectory, mine, source] = await Promise.all([isRealDirectory(dir), checkoutIdentity(dir, gitOptions), commonDir(slot.sourcePath, gitOptions)]);
+    if (!realDirectory) return 'not_a_directory';
+    if (!mine) return 'not_a_checkout';
+    if (!source || mine.commonDir !== source) return 'repository_mismatch';
     return null;
   }
 
