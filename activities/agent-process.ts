@@ -6,12 +6,12 @@ import { spawn } from 'node:child_process';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
-import { findExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionStatus } from '../db/executions';
+import { claimExecutionStart, findExecution, markStopped, recordExecutionOfIntent, setExecutionStatus, type ExecutionStatus } from '../db/executions';
 import { inTransaction, type Db } from '../db/pool';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
-import { dropSpawnIntent, recordSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
+import { dropSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
 import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
@@ -117,20 +117,33 @@ export function agentProcessActivities(deps: ActivityDeps) {
      * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
      * that must exist exactly when the agent started: they go in the transaction that records the
      * start, so a start refused (the command cannot start, a cleanup barrier) leaves none of them.
+     * `afterRecord` writes what follows the recorded start (the session's move) in that same
+     * transaction; it is not called when this call records nothing (the agent was recorded before).
      */
-    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
-      const recorded = await findExecution(pool, input.executionId);
-      if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
-      if (input.sshTargetId) return remote.startRemote(input, recordWithStart);
-      // The working directory is checked right before use: a stale path is never a launch directory.
-      if (!(await isRealDirectory(input.cwd))) throw typedFailure('workspace_reuse_unsafe');
+    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>, afterRecord?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+      if (input.sshTargetId) {
+        const recorded = await findExecution(pool, input.executionId);
+        if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
+        return remote.startRemote(input, recordWithStart);
+      }
+      // Its record if it has one (a re-run answers it), else its spawn intent, in one statement;
+      // the working directory is checked right before use, meanwhile: a stale path is never a
+      // launch directory, and a refused start leaves no intent of its own behind.
+      const intent = { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId };
+      const [claim, cwdIsDirectory] = await Promise.all([claimExecutionStart(pool, intent), isRealDirectory(input.cwd)]);
+      if (claim.recorded) return { executionId: claim.recorded.id, pid: claim.recorded.pid, status: claim.recorded.status };
+      if (!cwdIsDirectory) {
+        if (claim.claimed) await dropSpawnIntent(pool, input.executionId);
+        throw typedFailure('workspace_reuse_unsafe');
+      }
 
       // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
       const logDir = path.join(config.logDir, input.taskId, input.sessionId);
       await mkdir(logDir, { recursive: true });
       const logPath = path.join(logDir, `${input.executionId}.log`);
+      // With its spawn intent dropped in the same statement.
       const record = (client: Db, pid: number, startTime: string | null) =>
-        insertExecution(client, {
+        recordExecutionOfIntent(client, {
           id: input.executionId,
           session_id: input.sessionId,
           host_id: config.hostId,
@@ -144,7 +157,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
       // At most one agent per execution id, across processes and re-runs: the intent is committed
       // before the spawn. Found already, a process died between an earlier spawn and its record:
       // the agent it started (marked with this execution id) is adopted, not started twice.
-      if (!(await recordSpawnIntent(pool, { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId }))) {
+      if (!claim.claimed) {
         const marked = await findMarkedGroup(input.executionId);
         if (marked?.leader) {
           const leader = marked.leader;
@@ -153,7 +166,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
             // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
             await record(client, leader.pid, leader.startTime);
             await recordWithStart?.(client);
-            await dropSpawnIntent(client, input.executionId);
+            if (!stands) await afterRecord?.(client);
             return stands;
           });
           deps.logger.warn({ sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid }, 'adopted an agent whose start was never recorded');
@@ -175,7 +188,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
         const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
-        await dropSpawnIntent(client, input.executionId);
+        await afterRecord?.(client);
         return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
       }).catch(async (err) => {
         // Refused before anything ran (the command cannot start): no intent is left to adopt.

@@ -5,7 +5,7 @@
  * refuse, defer or fail a launch.
  */
 import { inTransaction, type Db } from '../db/pool';
-import { incrementCounter } from '../db/metric-counters';
+import { labelKey } from '../db/metric-counters';
 import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL, skipReasonOf, type CoresidencyObservation, type CoresidencySite } from '../domain/coresidency';
 import type { ActivityDeps } from './deps';
 
@@ -45,15 +45,24 @@ export function coresidencySteps({ pool, config, logger }: ActivityDeps) {
     if (observation.outcome === 'alone') return false;
     await db.query('SAVEPOINT coresidency');
     try {
-      await db.query('INSERT INTO coresidency_observations (session_id, site, outcome, sibling_session_ids, reason) VALUES ($1, $2, $3, $4, $5)', [
-        input.sessionId,
-        input.site,
-        observation.outcome,
-        observation.outcome === 'coresident' ? observation.siblingSessionIds : [],
-        observation.outcome === 'skipped' ? observation.reason : null,
-      ]);
-      if (observation.outcome === 'coresident') await incrementCounter(db, CORESIDENCY_ADMITTED_TOTAL, { site: input.site });
-      else await incrementCounter(db, CORESIDENCY_SKIPPED_TOTAL, { reason: observation.reason });
+      // The row and its counter in one statement (db/metric-counters.ts `incrementCounter`'s upsert).
+      const counter: { name: string; labels: Record<string, string> } =
+        observation.outcome === 'coresident' ? { name: CORESIDENCY_ADMITTED_TOTAL, labels: { site: input.site } } : { name: CORESIDENCY_SKIPPED_TOTAL, labels: { reason: observation.reason } };
+      await db.query(
+        `WITH observed AS (
+           INSERT INTO coresidency_observations (session_id, site, outcome, sibling_session_ids, reason) VALUES ($1, $2, $3, $4, $5) RETURNING 1)
+         INSERT INTO metric_counters (name, labels, value) SELECT $6, $7, 1 FROM observed
+         ON CONFLICT (name, labels) DO UPDATE SET value = metric_counters.value + EXCLUDED.value`,
+        [
+          input.sessionId,
+          input.site,
+          observation.outcome,
+          observation.outcome === 'coresident' ? observation.siblingSessionIds : [],
+          observation.outcome === 'skipped' ? observation.reason : null,
+          counter.name,
+          labelKey(counter.labels),
+        ],
+      );
       await db.query('RELEASE SAVEPOINT coresidency');
       return true;
     } catch (err) {

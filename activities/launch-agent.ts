@@ -6,7 +6,7 @@
  * names the process).
  */
 import { markSessionStarted, type SessionState } from '../db/sessions';
-import type { CoresidencySite } from '../domain/coresidency';
+import type { CoresidencyObservation, CoresidencySite } from '../domain/coresidency';
 import { ApplicationFailure } from '@temporalio/common';
 import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
 import { outageOf } from '../domain/outage';
@@ -45,16 +45,31 @@ export function launchAgentActivities(deps: ActivityDeps) {
   async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
     const { plan } = input;
     if (input.validate) await validateWorkspace(plan);
-    // Observed before the start and recorded in the start's own transaction [R5.1]: a start that
-    // is refused (the command cannot start) leaves no observation, as it leaves no session.
+    // Observed once validated, before the start, and recorded in the start's own transaction
+    // [R5.1]: a start that is refused (the command cannot start) leaves no observation, as it
+    // leaves no session. The read (it never fails) goes on while the start prepares (its
+    // recorded-execution check, its spawn intent, its barrier) and is awaited before the spawn.
     const coresidency = { sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, site: input.site };
-    const observation = await readCoresidency(coresidency);
+    const observed = readCoresidency(coresidency);
+    let observation: CoresidencyObservation | null = null;
     let recorded = false;
+    let markedWithStart = false;
     const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null), async (client) => {
+      observation = await observed;
       recorded = await recordCoresidency(client, coresidency, observation);
-    });
-    if (recorded) reportCoresidency(coresidency, observation);
-    if (input.markRunningFrom) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
+    }, input.markRunningFrom
+      ? async (client) => {
+          // The session is running in the transaction that records its agent: one commit, and a
+          // reader never sees the execution without the session's move.
+          await markSessionStarted(client, plan.sessionId, input.markRunningFrom!, input.resumeRun ?? null);
+          markedWithStart = true;
+        }
+      : undefined);
+    if (recorded && observation) reportCoresidency(coresidency, observation);
+    // Ended either way before this step ends (a start that found its agent recorded never used it).
+    await observed;
+    // A re-run that found its agent recorded already (no start transaction this time) marks it here.
+    if (input.markRunningFrom && !markedWithStart) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
     return agent;
   }
 

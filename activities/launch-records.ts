@@ -3,7 +3,7 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
-import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction } from '../db/admission';
+import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction, type AdmissionOutcome } from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
 import { canonicalEnvironmentOf, inventoryPublishedBy, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
 import { inTransaction } from '../db/pool';
@@ -52,22 +52,37 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
    * even though its session row still says `starting`: settle that before admission reads it.
    * Any doubt (Temporal unreachable) leaves it alone: it is then treated as alive.
    */
-  async function settleAbandonedMaterializer(taskId: string): Promise<void> {
+  async function settleAbandonedMaterializer(taskId: string): Promise<boolean> {
     const env = await canonicalEnvironmentOf(pool, taskId);
     const materializer = env?.status === 'creating' ? env.materializer_session_id : null;
-    if (!materializer || (await sessionState(pool, materializer)) !== 'starting') return;
+    if (!materializer || (await sessionState(pool, materializer)) !== 'starting') return false;
     const running = await sessionRunRunning(pool, materializer);
-    if (running === null) return;
+    if (running === null) return false;
     if (!running && (await moveSessionState(pool, materializer, ['starting'], 'failed'))) {
       logger.warn({ sessionId: materializer, environmentId: env!.id }, 'materializer launch is no longer running; its session is failed');
+      return true;
     }
+    return false;
+  }
+
+  /**
+   * Admission, with an abandoned materializer settled first where it matters. A materializer
+   * still `starting` makes every mode refuse `workspace_preparing` (domain/admission.ts), and only
+   * then can settling change the answer: so the common admission pays no extra reads, and a
+   * refusal `workspace_preparing` is answered only after the materializer was asked about and,
+   * if it was abandoned, admission ran again on the settled records.
+   */
+  async function admitSettled(taskId: () => Promise<string | null>, admit: () => Promise<AdmissionOutcome>): Promise<AdmissionOutcome> {
+    const outcome = await admit();
+    if (outcome.kind !== 'refused' || outcome.code !== 'workspace_preparing') return outcome;
+    const task = await taskId();
+    return task && (await settleAbandonedMaterializer(task)) ? admit() : outcome;
   }
 
   return {
     /** Admission: elect, attach or refuse, in one transaction [R1]. */
     async admitLaunch(req: LaunchRequest): Promise<LaunchPlan> {
-      await settleAbandonedMaterializer(req.taskId);
-      const outcome = await inTransaction(pool, (client) => admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot));
+      const outcome = await admitSettled(async () => req.taskId, () => inTransaction(pool, (client) => admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot)));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
       return outcome.plan;
     },
@@ -165,10 +180,17 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
 
     /** A resume's admission: the launch's table for the existing session, in one transaction [R1, R2]. */
     async admitResume(req: { sessionId: string; runId: string; hostId: string }): Promise<{ plan: LaunchPlan; session: ResumedAgent }> {
-      const session = await findSession(pool, req.sessionId);
+      // The session's argv and variables (admission never changes them) are read beside the admission.
+      const sessionRead = findSession(pool, req.sessionId);
+      const outcome = await admitSettled(
+        async () => (await sessionRead)?.task_id ?? null,
+        () => inTransaction(pool, (client) => admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot)),
+      ).catch(async (err: unknown) => {
+        await sessionRead.catch(() => null);
+        throw err;
+      });
+      const session = await sessionRead;
       if (!session) throw typedFailure('not_found');
-      await settleAbandonedMaterializer(session.task_id);
-      const outcome = await inTransaction(pool, (client) => admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
       const running = await pool.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [req.sessionId]);
       return {

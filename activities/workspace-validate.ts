@@ -3,13 +3,18 @@
  * writes. Every check that fails refuses the launch before any agent process starts.
  */
 import type { LaunchPlan, SlotPlan } from '../domain/launch';
-import { commonDir, gitAt, listWorktrees, showToplevel } from '../git/git';
+import { checkoutIdentity, commonDir, gitAt, listWorktrees } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { sshWorkspaceActivities } from './ssh-workspace';
 import { workspaceStepsOf } from '../domain/launch-plan';
-import { isRealDirectory, readMarker, sameRealPath } from './workspace-fs';
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { isRealDirectory, readMarker } from './workspace-fs';
+
+/** A path with its symlinks resolved; one that cannot be resolved (gone) as its absolute form, as `sameRealPath` compares. */
+const realPathOrResolved = (p: string): Promise<string> => realpath(p).catch(() => path.resolve(p));
 
 export type ValidationProblem =
   | 'identity_missing'
@@ -28,23 +33,34 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
   async function worktreeSlotProblem(plan: LaunchPlan, slot: SlotPlan): Promise<ValidationProblem | null> {
     const rec = slot.recorded;
     if (!rec?.worktreeId || !rec.worktreePath || !rec.worktreeBranch) return 'identity_missing';
-    if (!(await isRealDirectory(rec.worktreePath))) return 'not_a_directory';
-    const entries = await listWorktrees(gitAt(slot.sourcePath, gitOptions));
+    // Every fact is read at once (all read-only: the git process, lstat, realpath, the marker)
+    // and judged in the same order as before, so a refusal names the same first problem.
+    const [realDirectory, entries, recordedReal, marker] = await Promise.all([
+      isRealDirectory(rec.worktreePath),
+      listWorktrees(gitAt(slot.sourcePath, gitOptions)),
+      realPathOrResolved(rec.worktreePath),
+      readMarker(plan.taskFolder),
+    ]);
+    if (!realDirectory) return 'not_a_directory';
+    // The registered entry whose real path is the recorded one (the last such, as git lists them);
+    // each entry's path resolved once, all at the same time, against the recorded path resolved once.
+    const entryReals = await Promise.all(entries.map((e) => realPathOrResolved(e.path)));
     let entry = null;
-    for (const e of entries) if (await sameRealPath(e.path, rec.worktreePath)) entry = e;
+    for (let i = 0; i < entries.length; i++) if (entryReals[i] === recordedReal) entry = entries[i]!;
     if (!entry || entry.prunable) return 'not_registered';
     if (entry.branch !== rec.worktreeBranch) return 'branch_mismatch';
-    const marker = await readMarker(plan.taskFolder);
     if (!marker || marker.taskId !== plan.environmentTaskId) return 'marker_mismatch';
     return null;
   }
 
   async function localSlotProblem(slot: SlotPlan): Promise<ValidationProblem | null> {
     const dir = slot.recorded?.worktreePath ?? slot.worktreePath;
-    if (!(await isRealDirectory(dir))) return 'not_a_directory';
-    if (!(await showToplevel(dir, gitOptions))) return 'not_a_checkout';
-    const [mine, source] = await Promise.all([commonDir(dir, gitOptions), commonDir(slot.sourcePath, gitOptions)]);
-    if (!mine || !source || mine !== source) return 'repository_mismatch';
+    // Two git processes side by side (the directory's top level and common dir in one, the
+    // source's common dir in the other), judged in the old order.
+    const [realDirectory, mine, source] = await Promise.all([isRealDirectory(dir), checkoutIdentity(dir, gitOptions), commonDir(slot.sourcePath, gitOptions)]);
+    if (!realDirectory) return 'not_a_directory';
+    if (!mine) return 'not_a_checkout';
+    if (!source || mine.commonDir !== source) return 'repository_mismatch';
     return null;
   }
 
@@ -53,12 +69,18 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
       await withHeartbeat('validate', async () => {
         // A remote workspace is validated on its target: host git inspection does not apply.
         if (workspaceStepsOf(plan).remote) return remote.validateRemote(plan);
-        if (plan.executorType === 'worktree' && !(await isRealDirectory(plan.workspacePath))) {
+        // The workspace and every slot are examined at the same time (read-only), then judged in
+        // order: the workspace folder first, then the slots as listed, so the refusal is the same.
+        const [workspaceIsDirectory, problems] = await Promise.all([
+          plan.executorType === 'worktree' ? isRealDirectory(plan.workspacePath) : Promise.resolve(true),
+          Promise.all(plan.slots.map((slot) => (plan.executorType === 'local' ? localSlotProblem(slot) : worktreeSlotProblem(plan, slot)))),
+        ]);
+        if (!workspaceIsDirectory) {
           logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, problem: 'not_a_directory' }, 'workspace validation refused');
           throw typedFailure('workspace_reuse_unsafe');
         }
-        for (const slot of plan.slots) {
-          const problem = plan.executorType === 'local' ? await localSlotProblem(slot) : await worktreeSlotProblem(plan, slot);
+        for (const [i, slot] of plan.slots.entries()) {
+          const problem = problems[i];
           if (problem) {
             logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, repositoryId: slot.repositoryId, problem }, 'workspace validation refused');
             throw typedFailure('workspace_reuse_unsafe', { problem });

@@ -144,7 +144,9 @@ export async function startServices(root: string, log: (msg: string) => void): P
     // BENCH_WORKER_PROF=1 (diagnostic): a V8 CPU profile of the worker, written when it stops.
     const profile = process.env.BENCH_WORKER_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'worker-profile')}`] : [];
     worker = startLogged('worker', process.execPath, [...profile, ...node('worker/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'worker.log') });
-    gateway = startLogged('gateway', process.execPath, node('client/gateway/main.ts'), { cwd: root, env, logFile: path.join(logDir, 'gateway.log') });
+    // BENCH_GATEWAY_PROF=1 (diagnostic): the same for the gateway (it runs this host's launches and resumes).
+    const gatewayProfile = process.env.BENCH_GATEWAY_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'gateway-profile')}`] : [];
+    gateway = startLogged('gateway', process.execPath, [...gatewayProfile, ...node('client/gateway/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'gateway.log') });
     const gatewayChild = gateway.child;
     const apiBase = `http://127.0.0.1:${apiPort}`;
     log('waiting for the worker (workflow bundle) and the gateway');

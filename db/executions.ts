@@ -49,6 +49,42 @@ export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_a
   );
 }
 
+/**
+ * A started agent's record, with its spawn intent (db/spawn-intents.ts) removed in the same
+ * statement: the intent is dropped exactly when the execution is recorded, one round trip.
+ */
+export async function recordExecutionOfIntent(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'>): Promise<void> {
+  await db.query(
+    `WITH intent AS (DELETE FROM spawn_intents WHERE execution_id = $1)
+     INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+    [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status],
+  );
+}
+
+/**
+ * The start of an execution on this host, claimed in one statement: its record if it has one
+ * already (a re-run: nothing is written), else its spawn intent (db/spawn-intents.ts
+ * `recordSpawnIntent`), committed before the spawn. `claimed` is false when an intent was there
+ * already (a process died between a spawn and its record).
+ */
+export async function claimExecutionStart(
+  db: Db,
+  intent: { executionId: string; sessionId: string; taskId: string; hostId: string },
+): Promise<{ recorded: Pick<ExecutionRow, 'id' | 'pid' | 'status'> | null; claimed: boolean }> {
+  const res = await db.query<{ id: string | null; pid: number | null; status: ExecutionStatus | null; claimed: boolean }>(
+    `WITH recorded AS (SELECT id, pid, status FROM executions WHERE id = $1),
+          claimed AS (
+            INSERT INTO spawn_intents (execution_id, session_id, task_id, host_id)
+            SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM recorded)
+            ON CONFLICT (execution_id) DO NOTHING RETURNING 1)
+     SELECT r.id, r.pid, r.status, EXISTS (SELECT 1 FROM claimed) AS claimed FROM (SELECT 1) AS one LEFT JOIN recorded r ON true`,
+    [intent.executionId, intent.sessionId, intent.taskId, intent.hostId],
+  );
+  const row = res.rows[0]!;
+  return { recorded: row.id !== null ? { id: row.id, pid: row.pid!, status: row.status! } : null, claimed: row.claimed };
+}
+
 export async function setExecutionStatus(db: Db, id: string, status: ExecutionStatus): Promise<void> {
   await db.query(`UPDATE executions SET status = $2, ended_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END WHERE id = $1`, [id, status]);
 }

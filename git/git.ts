@@ -273,3 +273,18 @@ export async function saveUncommittedWork(dir: string, ref: string, message: str
   await run(git, ['update-ref', '-m', message, ref, commit]);
   return commit;
 }
+
+/**
+ * A checkout's top level and its absolute common git dir (symlinks resolved), from one git
+ * process (`showToplevel` and `commonDir` in one); null when it is not a checkout with a work tree.
+ */
+export async function checkoutIdentity(dir: string, options: GitOptions): Promise<{ toplevel: string; commonDir: string } | null> {
+  try {
+    const [toplevel, common] = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel', '--git-common-dir'])).split('\n').map((line) => line.trim());
+    if (!toplevel || !common) return null;
+    const [realTop, realCommon] = await Promise.all([realpath(toplevel), realpath(path.resolve(dir, common))]);
+    return { toplevel: realTop, commonDir: realCommon };
+  } catch {
+    return null;
+  }
+}

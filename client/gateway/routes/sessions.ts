@@ -102,9 +102,10 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   }
 
   async function sessionView(id: string) {
-    const session = await findSession(ctx.pool, id);
+    // The session and its latest execution are read side by side; with no session, the execution read is unused.
+    const [session, exec] = await Promise.all([findSession(ctx.pool, id), latestExecution(ctx.pool, id)]);
     if (!session) return runOutcomeView(id);
-    return sessionViewOf(session, await latestExecution(ctx.pool, session.id));
+    return sessionViewOf(session, exec);
   }
 
   /** `Prefer: respond-async` (RFC 7240): answer once admitted. */
@@ -164,10 +165,17 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
         if (sshTargetId !== undefined && executorType !== 'ssh') throw badRequest('sshTargetId is for the ssh executor.');
+        // Read side by side (both only read); judged in the same order: the task, then the target, then the host.
+        const host = launchHost(ctx, { taskId: request.params.id }).then(
+          (id) => ({ id }),
+          (err: unknown) => ({ err }),
+        );
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         if (sshTargetId !== undefined && !(await getSshTarget(ctx.pool, sshTargetId))) throw notFound('SSH target');
         const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
-        const hostId = await launchHost(ctx, { taskId: request.params.id });
+        const placed = await host;
+        if ('err' in placed) throw placed.err;
+        const hostId = placed.id;
         const launchRequest = { sessionId, taskId: request.params.id, executorType, agentProfile, command: agent.command, env: agent.env, prompt: prompt ?? null, name: name ?? null, hostId, sshTargetId: sshTargetId ?? null };
         if (respondAsync(request.headers)) {
           // Answered once admitted; the session tells the outcome [api: Prefer: respond-async].
