@@ -16,7 +16,7 @@ import { prepareServices } from '../client/prepare-services';
 import { resolveTemporalCli } from '../client/temporal-cli';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { buildServices, bundleWorkflowsTo, serviceArgs } from '../client/service-build';
+import { buildServices, bundleWorkflowsTo, serviceArgs, SERVICE_ENV } from '../client/service-build';
 import { gitTraceWrapper } from './git-trace';
 import { freePort, isRunning, sleep, startLogged, stopProcess, type ServiceProcess } from './processes';
 
@@ -116,6 +116,8 @@ export async function startServices(root: string, log: (msg: string) => void): P
     }
     const tokens = { user: randomBytes(18).toString('base64url'), operator: randomBytes(18).toString('base64url') };
     const env: NodeJS.ProcessEnv = {
+      // As the launcher starts them (client/service-build.ts SERVICE_ENV).
+      ...SERVICE_ENV,
       ...process.env,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,

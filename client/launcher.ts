@@ -17,7 +17,7 @@ import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { prepareServices } from './prepare-services';
-import { buildServices, bundleWorkflowsTo, serviceArgs } from './service-build';
+import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 const root = path.resolve(__dirname, '..');
@@ -176,6 +176,7 @@ async function main(): Promise<void> {
     bundleWorkflowsTo(root, workflowBundle);
 
     const env: NodeJS.ProcessEnv = {
+      ...SERVICE_ENV,
       ...process.env,
       TWS_WORKFLOW_BUNDLE: workflowBundle,
       DATABASE_URL: databaseUrl,

@@ -5,6 +5,7 @@
  */
 import { closeSshConnections } from '../../ssh/connection';
 import os from 'node:os';
+import v8 from 'node:v8';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
@@ -15,7 +16,20 @@ import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
 import { agentIsolation } from '../../activities/agent-sandbox';
 
+/** TWS_MEMORY_LOG=<ms> (diagnostic): logs the process's memory split every <ms> to stderr. */
+function logMemory(): void {
+  const every = Number(process.env.TWS_MEMORY_LOG || 0);
+  if (!every) return;
+  const mb = (n: number) => Math.round(n / 1048576);
+  setInterval(() => {
+    const m = process.memoryUsage();
+    const spaces = v8.getHeapSpaceStatistics().map((s) => `${s.space_name.replace('_space', '')}=${mb(s.space_size)}`).join(' ');
+    console.error(`memory rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} ${spaces}`);
+  }, every).unref();
+}
+
 async function main(): Promise<void> {
+  logMemory();
   const logger = pino({ name: 'gateway' });
   Runtime.install({ logger: new DefaultLogger('WARN') });
   const loaded = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
