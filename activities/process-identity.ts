@@ -95,13 +95,21 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
  * ended by the signal takes its pid namespace down with SIGKILL at once, so the agent inside
  * would never get its grace period to save its work. Without a sandbox, or when /proc cannot
  * be read, the whole group is signalled.
+ *
+ * Whether there is a sandbox is read from the leader's descendants (their /proc children lists,
+ * a few files), not from a scan of every process: with none of them a bubblewrap, the group is
+ * signalled at once. Only a sandboxed agent's group is read process by process.
  */
 async function askGroupToStop(pgid: number): Promise<void> {
+  const tree = descendantsOf(pgid);
+  if (tree && !(await Promise.all(tree.map(isBubblewrap))).some(Boolean)) {
+    signalGroup(pgid, 'SIGTERM');
+    return;
+  }
   let signalled = 0;
   try {
     for (const pid of await groupMembers(pgid)) {
-      const exe = await readlink(`/proc/${pid}/exe`).catch(() => '');
-      if (path.basename(exe) === 'bwrap') continue;
+      if (await isBubblewrap(pid)) continue;
       try {
         process.kill(pid, 'SIGTERM');
         signalled++;
@@ -113,6 +121,27 @@ async function askGroupToStop(pgid: number): Promise<void> {
     signalled = 0;
   }
   if (signalled === 0) signalGroup(pgid, 'SIGTERM');
+}
+
+const isBubblewrap = async (pid: number): Promise<boolean> => path.basename(await readlink(`/proc/${pid}/exe`).catch(() => '')) === 'bwrap';
+
+/** A process and its descendants, from /proc/<pid>/task/<tid>/children; null when a list cannot be read. */
+function descendantsOf(root: number): number[] | null {
+  const found: number[] = [];
+  const queue = [root];
+  try {
+    while (queue.length > 0) {
+      const pid = queue.shift()!;
+      found.push(pid);
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' ')) if (child) queue.push(Number(child));
+      }
+    }
+  } catch {
+    // A process that ended while it was read, or no children lists here: the scan decides.
+    return null;
+  }
+  return found;
 }
 
 /** How many /proc entries one synchronous slice of a scan reads before it yields to the event loop. */

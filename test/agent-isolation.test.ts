@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIsolation } from '../activities/agent-sandbox';
+import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
 import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { git, makeRepo } from './support/world';
@@ -65,5 +66,13 @@ describe('agent isolation [issue 11]', () => {
     const { session: launched } = await taskWithSession(h, 'signal', { command: ['sh', '-c', 'kill -KILL $$'] });
     const session = await agentEnded(h, launched.sessionId);
     expect(session.execution).toMatchObject({ state: 'exited', exitCode: null, signal: 'SIGKILL' });
+  });
+  it('a stopped sandboxed agent gets its grace period: the signal reaches the agent, not bubblewrap (whose end would SIGKILL it at once)', async () => {
+    const h = await harness();
+    // The agent saves its work on SIGTERM, a moment after the signal.
+    const { session, taskId } = await taskWithSession(h, 'graceful', { command: ['sh', '-c', 'trap "sleep 0.3; echo saved > saved-on-term.txt; exit 0" TERM; while true; do sleep 0.1; done'] });
+    expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
+    await agentEnded(h, session.sessionId);
+    expect(readFileSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'graceful'), 'saved-on-term.txt'), 'utf8')).toBe('saved\n');
   });
 });
