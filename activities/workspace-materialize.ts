@@ -10,7 +10,7 @@ import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { addWorktree, branchCommit, branchCommits, branchRef, checkOutWorktree, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeCheckoutFacts } from '../git/git';
+import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -22,76 +22,44 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
   const remote = sshWorkspaceActivities(deps);
 
-  /**
-   * One slot in two parts. Under the repository lock only what touches git's shared admin files:
-   * the slot path examined, the task branch created and the worktree registered (`worktree add
-   * --no-checkout`). The checkout (most of `worktree add`'s time with hundreds of files) writes
-   * only the new worktree's own files and admin folder, so it runs after the lock is released,
-   * overlapping other launches' turns; git itself would run the same `reset --hard` and hook next.
-   */
   async function materializeSlot(slot: SlotPlan): Promise<MaterializedSlot> {
-    const git = gitAt(slot.sourcePath, gitOptions);
-    const { createdBranch, createdWorktree } = await withRepositoryLock(pool, slot.repositoryId, () => registerSlot(git, slot));
-    let facts: Awaited<ReturnType<typeof worktreeCheckoutFacts>> = null;
-    try {
-      facts = await worktreeCheckoutFacts(slot.worktreePath, gitOptions);
-      if (!facts) throw new Error('the new worktree is not readable');
-      // A worktree without its own index was never checked out: registered by this call, or by an
-      // earlier attempt of this launch that stopped in between (no agent has run in it yet).
-      if (!(await pathExists(path.join(facts.gitDir, 'index')))) await checkOutWorktree(slot.worktreePath, facts.head, await pathExists(facts.postCheckoutHook), gitOptions);
-    } catch (err) {
-      // What `worktree add` does when its checkout fails, done by the step that registered it.
-      if (createdWorktree) await unregisterUncheckedOut(git, slot, createdBranch, facts?.head ?? null);
-      throw err;
-    }
-    return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: facts.id, branch: slot.branch, headCommit: facts.head, createdBranch, createdWorktree };
-  }
-
-  /** The admin step of a slot, under the repository lock: adopts this launch's registered worktree, or registers a new one (not yet checked out). */
-  async function registerSlot(git: ReturnType<typeof gitAt>, slot: SlotPlan): Promise<{ createdBranch: boolean; createdWorktree: boolean }> {
-    // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
-    // occupied slot path can be one (a fresh launch skips listing the worktrees).
-    const occupied = await pathExists(slot.worktreePath);
-    const existing = occupied ? await findRegistered(await listWorktrees(git), slot.worktreePath) : null;
-    // A task branch is named after the task, so one found registered at the slot path was
-    // created by an earlier attempt of this launch.
-    if (existing) {
-      if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
-      return { createdBranch: slot.createBranch, createdWorktree: false };
-    }
-    if (occupied) throw new Error('the slot path is occupied');
-    // The common case in one git process: create the task branch at the base and register it.
-    // git refuses, before it makes anything, when the branch exists (a create-only ref update)
-    // or the base does not; only then are both read, to check out an existing branch as it is.
-    const refusal = slot.createBranch ? await addWorktree(git, slot.worktreePath, slot.branch, branchRef(slot.baseBranch), false).then(() => null, (err: unknown) => err) : null;
-    if (slot.createBranch && refusal === null) return { createdBranch: true, createdWorktree: true };
-    if (refusal && (await pathExists(slot.worktreePath))) throw refusal; // git failed after it began: the undo decides
-    const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
-    if (!commits.has(slot.branch)) {
-      if (!slot.createBranch) throw new Error('the requested branch does not exist');
-      if (!commits.has(slot.baseBranch)) throw new Error('the base branch does not exist');
-      throw refusal; // both refs are fine: git failed for another reason
-    }
-    // An existing branch is checked out as it is: never moved, never reset.
-    await addWorktree(git, slot.worktreePath, slot.branch, null, false);
-    return { createdBranch: false, createdWorktree: true };
-  }
-
-  /**
-   * Undoes a registration whose checkout failed, as `git worktree add` removes a worktree whose
-   * checkout failed: recursively (--force), because everything in it is that checkout's (the
-   * path was absent, git registered it for this call, no agent has started there), and only
-   * while it is still registered at the slot path on the slot's branch. A branch this call
-   * created goes too, only while it is still at the commit it was created at.
-   */
-  async function unregisterUncheckedOut(git: ReturnType<typeof gitAt>, slot: SlotPlan, createdBranch: boolean, head: string | null): Promise<void> {
-    await withRepositoryLock(pool, slot.repositoryId, async () => {
-      const entry = await findRegistered(await listWorktrees(git), slot.worktreePath);
-      if (!entry || entry.branch !== slot.branch) return;
-      await removeWorktree(git, slot.worktreePath, true);
-      const created = head ?? (createdBranch ? entry.head : null);
-      if (createdBranch && created && (await branchCommit(git, slot.branch)) === created) await deleteBranchIfAt(git, slot.branch, created);
-    }).catch((err: unknown) => logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree whose checkout failed'));
+    return withRepositoryLock(pool, slot.repositoryId, async () => {
+      const git = gitAt(slot.sourcePath, gitOptions);
+      // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
+      // occupied slot path can be one (a fresh launch skips listing the worktrees).
+      const occupied = await pathExists(slot.worktreePath);
+      const existing = occupied ? await findRegistered(await listWorktrees(git), slot.worktreePath) : null;
+      // A task branch is named after the task, so one found registered at the slot path was
+      // created by an earlier attempt of this launch.
+      let createdBranch = existing !== null && slot.createBranch;
+      const createdWorktree = existing === null;
+      if (existing) {
+        if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
+      } else {
+        if (occupied) throw new Error('the slot path is occupied');
+        // The common case in one git process: create the task branch at the base and check it out.
+        // git refuses, before it makes anything, when the branch exists (a create-only ref update)
+        // or the base does not; only then are both read, to check out an existing branch as it is.
+        const refusal = slot.createBranch ? await addWorktree(git, slot.worktreePath, slot.branch, branchRef(slot.baseBranch)).then(() => null, (err: unknown) => err) : null;
+        if (slot.createBranch && refusal === null) {
+          createdBranch = true;
+        } else {
+          if (refusal && (await pathExists(slot.worktreePath))) throw refusal; // git failed after it began: the undo decides
+          const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
+          if (!commits.has(slot.branch)) {
+            if (!slot.createBranch) throw new Error('the requested branch does not exist');
+            if (!commits.has(slot.baseBranch)) throw new Error('the base branch does not exist');
+            throw refusal; // both refs are fine: git failed for another reason
+          }
+          // An existing branch is checked out as it is: never moved, never reset.
+          await addWorktree(git, slot.worktreePath, slot.branch, null);
+        }
+      }
+      const identity = await worktreeIdentity(slot.worktreePath, gitOptions);
+      if (!identity) throw new Error('the new worktree is not readable');
+      const { id, head } = identity;
+      return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch, createdWorktree };
+    });
   }
 
   async function findRegistered(entries: Awaited<ReturnType<typeof listWorktrees>>, worktreePath: string) {

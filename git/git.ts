@@ -136,44 +136,13 @@ export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
 
 /**
  * Adds a worktree. With createFrom, the branch is created there and git refuses if it
- * already exists (a create-only ref update: an existing branch is never moved). With
- * checkout false only git's shared admin step runs (the branch, the registration under
- * <common>/worktrees/<id>, HEAD): checkOutWorktree then does what `worktree add` would have
- * done next, and writes only that worktree's own files.
+ * already exists (a create-only ref update: an existing branch is never moved).
  */
-export async function addWorktree(git: SimpleGit, worktreePath: string, branch: string, createFrom: string | null, checkout = true): Promise<void> {
-  const noCheckout = checkout ? [] : ['--no-checkout'];
+export async function addWorktree(git: SimpleGit, worktreePath: string, branch: string, createFrom: string | null): Promise<void> {
   const args = createFrom
-    ? ['worktree', 'add', ...noCheckout, '--no-track', '-b', branch, worktreePath, createFrom]
-    : ['worktree', 'add', ...noCheckout, worktreePath, branch];
+    ? ['worktree', 'add', '--no-track', '-b', branch, worktreePath, createFrom]
+    : ['worktree', 'add', worktreePath, branch];
   await run(git, args);
-}
-
-/**
- * A registered worktree's administrative id, its git dir, its HEAD commit and where its
- * post-checkout hook would be (core.hooksPath honoured), read by one git process; null when unreadable.
- */
-export async function worktreeCheckoutFacts(worktreeDir: string, options: GitOptions): Promise<{ id: string; gitDir: string; head: string; postCheckoutHook: string } | null> {
-  try {
-    const [gitDir, hook, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', '--git-path', 'hooks/post-checkout', 'HEAD'])).trim().split('\n');
-    const match = /\/worktrees\/([^/]+)$/.exec(gitDir ?? '');
-    if (!match || !hook || !head || !/^[0-9a-f]{40,64}$/.test(head)) return null;
-    return { id: match[1]!, gitDir: gitDir!, head, postCheckoutHook: path.resolve(worktreeDir, hook) };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The checkout `git worktree add` runs in a worktree it just registered (builtin/worktree.c:
- * `reset --hard --no-recurse-submodules`, then the post-checkout hook with the null commit as
- * the previous HEAD). It writes the worktree's files, its own index, ORIG_HEAD and HEAD reflog
- * (all under its own admin folder), none of the repository's shared admin files.
- */
-export async function checkOutWorktree(worktreeDir: string, head: string, runHook: boolean, options: GitOptions): Promise<void> {
-  const git = gitAt(worktreeDir, options);
-  await run(git, ['reset', '--hard', '--no-recurse-submodules', '--quiet']);
-  if (runHook) await run(git, ['hook', 'run', '--ignore-missing', 'post-checkout', '--', '0'.repeat(head.length), head, '1']);
 }
 
 export async function removeWorktree(git: SimpleGit, worktreePath: string, force: boolean): Promise<void> {
