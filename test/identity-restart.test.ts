@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { findMarkedGroup } from '../activities/process-identity';
 import { taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
@@ -213,13 +214,16 @@ describe('a worker that dies during a resume', () => {
     const first = s.body.executionId;
     const pending = h.api('POST', `/v1/sessions/${s.body.sessionId}/resume`);
     // Once the resume was admitted (and counted), hold the session row: the resume then stops right
-    // after its agent started, since marking the session running waits for this lock (starting
-    // the agent does not).
+    // after its agent started, since the transaction that records the start (and moves the session
+    // to running) waits for this lock; the agent itself runs already, known by its spawn intent
+    // and its mark, with no execution row committed.
     await waitUntil(async () => (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].admitted_run !== null, 'the resume admitted');
     const release = await holdSessionRow(h, s.body.sessionId);
     let started: { id: string; pid: number } | undefined;
     await waitUntil(async () => {
-      started = (await h.pool.query("SELECT id, pid FROM executions WHERE session_id = $1 AND id <> $2 AND status = 'running'", [s.body.sessionId, first])).rows[0];
+      const intent = (await h.pool.query('SELECT execution_id FROM spawn_intents WHERE session_id = $1 AND execution_id <> $2', [s.body.sessionId, first])).rows[0];
+      const marked = intent ? await findMarkedGroup(intent.execution_id) : null;
+      started = marked?.leader ? { id: intent.execution_id, pid: marked.leader.pid } : undefined;
       return started !== undefined;
     }, "the resume's agent");
     await kill();
