@@ -55,7 +55,8 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           await addWorktree(git, slot.worktreePath, slot.branch, null);
         }
       }
-      const identity = await worktreeIdentity(slot.worktreePath, gitOptions);
+      // Why git could not read it is logged: the launch's answer says only that nothing was left behind.
+      const identity = await worktreeIdentity(slot.worktreePath, gitOptions, (err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'git could not read the new worktree'));
       if (!identity) throw new Error('the new worktree is not readable');
       const { id, head } = identity;
       return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch, createdWorktree };

@@ -158,13 +158,17 @@ export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected:
   await run(git, ['update-ref', '-d', branchRef(branch), expected]);
 }
 
-/** A worktree's administrative id (its folder under <common>/worktrees) and its HEAD commit, read by one git process; null when unreadable. */
-export async function worktreeIdentity(worktreeDir: string, options: GitOptions): Promise<{ id: string; head: string } | null> {
+/**
+ * A worktree's administrative id (its folder under <common>/worktrees) and its HEAD commit, read
+ * by one git process; null when unreadable (git's error, if it failed, goes to `onError`).
+ */
+export async function worktreeIdentity(worktreeDir: string, options: GitOptions, onError: (err: unknown) => void = () => {}): Promise<{ id: string; head: string } | null> {
   try {
     const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD'])).trim().split('\n');
     const match = /\/worktrees\/([^/]+)$/.exec(gitDir ?? '');
     return match && head && /^[0-9a-f]{40,64}$/.test(head) ? { id: match[1]!, head } : null;
-  } catch {
+  } catch (err) {
+    onError(err);
     return null;
   }
 }

@@ -13,7 +13,7 @@
  *      retried by an operator, by itself), BULK_LANES of them at a time.
  */
 import { ApplicationFailure, patched, uuid4 } from '@temporalio/workflow';
-import { awaitBoardPreparedUpdate, type BoardPrepared } from './cleanup-messages';
+import { awaitBoardPreparedUpdate } from './cleanup-messages';
 import type { CascadeMember } from '../activities/cleanup-records';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
