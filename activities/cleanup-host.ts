@@ -18,7 +18,7 @@ import { withHeartbeat } from './heartbeat';
 import { sshCleanupActivities } from './ssh-cleanup';
 import { stopRecordedAgent } from './agent-process';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup } from './process-identity';
-import { isRealDirectory, lstatIfPresent, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
+import { isRealDirectory, lstatIfPresent, markerOwnedBy, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -144,7 +144,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           if (!entry || entry.prunable || !entry.head) throw failure('worktree_audit_unregistered', 'the folder is not a worktree registered with git');
           if (entry.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the worktree is on another branch than the inventory recorded');
           const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
-          if (!marker || marker.taskId !== req.ownerTaskId) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+          if (!markerOwnedBy(marker, req.ownerTaskId)) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
 
           // A consented delete saves uncommitted work on a hidden ref first, then removes with force.
           // The status is read after the task's agents stopped: what is saved is exactly what is there now.
@@ -208,8 +208,8 @@ export function cleanupHostActivities(deps: ActivityDeps) {
     /** A handed-over environment's marker names its new owner, so the new owner's sessions pass the attach audit. */
     async rewriteMarker(input: { taskFolder: string; fromTaskId: string; toTaskId: string; environmentId: string }): Promise<void> {
       const marker = await readMarker(input.taskFolder);
-      if (marker?.taskId === input.toTaskId) return;
-      if (!marker || marker.taskId !== input.fromTaskId || marker.environmentId !== input.environmentId) {
+      if (markerOwnedBy(marker, input.toTaskId)) return;
+      if (marker === null || marker === 'unreadable' || marker.taskId !== input.fromTaskId || marker.environmentId !== input.environmentId) {
         throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
       }
       await writeFile(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE), ownershipMarkerText(input.toTaskId, input.environmentId));
@@ -221,8 +221,9 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       const entries = await readdir(input.taskFolder);
       // A kept (dirty) worktree keeps its folder and the marker that vouches for it.
       if (entries.some((e) => e !== OWNERSHIP_MARKER_FILE)) return false;
+      // Another task's marker, or one that cannot be read (it may be another task's), keeps the folder.
       const marker = await readMarker(input.taskFolder);
-      if (marker && marker.taskId !== input.ownerTaskId) return false;
+      if (marker !== null && !markerOwnedBy(marker, input.ownerTaskId)) return false;
       // A marker that cannot be removed fails the attempt (retried), never passes as done.
       await unlinkIfPresent(path.join(input.taskFolder, OWNERSHIP_MARKER_FILE));
       return rmdirIfEmpty(input.taskFolder);

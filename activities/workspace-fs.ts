@@ -55,6 +55,21 @@ export async function sameRealPath(a: string, b: string): Promise<boolean> {
   return ra === rb;
 }
 
-export async function readMarker(taskFolder: string): Promise<OwnershipMarker | null> {
-  return parseOwnershipMarker(await readFile(path.join(taskFolder, OWNERSHIP_MARKER_FILE), 'utf8').catch(() => null));
+/**
+ * The task folder's ownership marker: null only when there is no marker file. A marker file that
+ * cannot be read, or does not hold a marker, is `unreadable`: it may name another task, so no
+ * caller takes it for absent (an audit refuses, a materialization does not write over it, a
+ * cleanup keeps it).
+ */
+export async function readMarker(taskFolder: string): Promise<OwnershipMarker | null | 'unreadable'> {
+  let text: string;
+  try {
+    text = await readFile(path.join(taskFolder, OWNERSHIP_MARKER_FILE), 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : 'unreadable';
+  }
+  return parseOwnershipMarker(text) ?? 'unreadable';
 }
+
+/** Whether the task folder's marker names this task (an absent or unreadable one does not). */
+export const markerOwnedBy = (marker: OwnershipMarker | null | 'unreadable', taskId: string): boolean => marker !== null && marker !== 'unreadable' && marker.taskId === taskId;

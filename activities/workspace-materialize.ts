@@ -15,7 +15,7 @@ import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { sshWorkspaceActivities } from './ssh-workspace';
-import { pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
+import { markerOwnedBy, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const { pool, config, logger } = deps;
@@ -101,7 +101,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
     // An undo that cannot remove its marker or folder leaves them (the orphan sweep judges them
     // later) and says so; it never hides the launch's own failure behind its own.
     try {
-      if (marker && marker.environmentId === plan.environmentId) await unlinkIfPresent(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE));
+      if (marker && marker !== 'unreadable' && marker.environmentId === plan.environmentId) await unlinkIfPresent(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE));
       await rmdirIfEmpty(plan.taskFolder); // only when empty: never a recursive delete
     } catch (err) {
       logger.warn({ err, environmentId: plan.environmentId }, 'undo left the task folder in place');
@@ -116,8 +116,9 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         const made: MaterializedSlot[] = [];
         const folderExisted = await pathExists(plan.taskFolder);
         try {
+          // Written only where there is none, or this task's: an unreadable one may be another task's.
           const marker = await readMarker(plan.taskFolder);
-          if (marker && marker.taskId !== plan.environmentTaskId) throw new Error('the task folder belongs to another task');
+          if (marker !== null && !markerOwnedBy(marker, plan.environmentTaskId)) throw new Error('the task folder belongs to another task, or its marker cannot be read');
           await mkdir(plan.taskFolder, { recursive: true });
           await writeFile(path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE), ownershipMarkerText(plan.environmentTaskId, plan.environmentId));
           for (const slot of plan.slots) made.push(await materializeSlot(slot));

@@ -11,7 +11,7 @@ import { sshWorkspaceActivities } from './ssh-workspace';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { isRealDirectory, readMarker } from './workspace-fs';
+import { isRealDirectory, markerOwnedBy, readMarker } from './workspace-fs';
 
 /** A path with its symlinks resolved; one that cannot be resolved (gone) as its absolute form, as `sameRealPath` compares. */
 const realPathOrResolved = (p: string): Promise<string> => realpath(p).catch(() => path.resolve(p));
@@ -49,7 +49,7 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
     for (let i = 0; i < entries.length; i++) if (entryReals[i] === recordedReal) entry = entries[i]!;
     if (!entry || entry.prunable) return 'not_registered';
     if (entry.branch !== rec.worktreeBranch) return 'branch_mismatch';
-    if (!marker || marker.taskId !== plan.environmentTaskId) return 'marker_mismatch';
+    if (!markerOwnedBy(marker, plan.environmentTaskId)) return 'marker_mismatch';
     return null;
   }
 

@@ -25,7 +25,7 @@ import { promisify } from 'node:util';
 import type pg from 'pg';
 import { spawnDetached, stopRecordedAgent } from '../activities/agent-process';
 import { processStartTime } from '../activities/process-identity';
-import { isRealDirectory, readMarker } from '../activities/workspace-fs';
+import { isRealDirectory, markerOwnedBy, readMarker } from '../activities/workspace-fs';
 import { remoteAgentEnvironment, remoteRunFiles } from '../activities/ssh-agents';
 import { loadSshTarget, markerNames } from '../activities/ssh-workspace';
 import { startRemoteAgent } from '../ssh/remote-agent';
@@ -110,7 +110,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
       const entry = parseWorktreeList(await git(slot.sourcePath, ['worktree', 'list', '--porcelain'])).find((e) => e.path === real);
       if (!entry || entry.prunable || entry.branch !== rec.worktreeBranch) throw new Error('floor: not registered on the recorded branch');
       const marker = await readMarker(plan.taskFolder);
-      if (!marker || marker.taskId !== plan.environmentTaskId) throw new Error('floor: marker mismatch');
+      if (!markerOwnedBy(marker, plan.environmentTaskId)) throw new Error('floor: marker mismatch');
     }
   }
 

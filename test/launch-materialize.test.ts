@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -173,6 +173,21 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(again.body.role).toBe('materialized');
     expect(worktreePaths(bad)).toHaveLength(2);
+  });
+
+  it('never writes over a task folder marker it cannot read (it may be another task\'s): typed 409, the marker as it was, no worktree', async () => {
+    const repo = makeRepo(h.scratch, 'unreadable-marker');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'unreadable-marker')]);
+    const folder = path.join(h.config.workspaceRoot, taskDirName(taskId));
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), '{"kind":"task-workspaces/own');
+
+    const res = await launch(h, taskId);
+    expect(res.status).toBe(409);
+    expectSafeError(res.body, 'workspace_materialization_failed');
+    expect(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8')).toBe('{"kind":"task-workspaces/own');
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(branches(repo)).toEqual(['main']);
   });
 
   it('a second launch on the ready workspace attaches to it and starts its own agent [R1.3]', async () => {
