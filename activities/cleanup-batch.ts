@@ -14,6 +14,7 @@ import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities, progressOfRow } from './cleanup-records';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
+import { inLanes } from '../domain/lanes';
 
 export interface CleanupBatchInput {
   /** The bulk cleanup's workflow: it claims the jobs, and the rows name it while it carries them out. */
@@ -46,7 +47,7 @@ export function cleanupBatchActivities(deps: ActivityDeps) {
       return withHeartbeat('cleanup-batch', async () => {
         const claimed = await claimForBatch(pool, input.operationIds, input.batchWorkflowId);
         const outcomes = new Map<string, BatchMemberOutcome>();
-        await atMost(claimed, BATCH_TASKS_AT_ONCE, async (job) => {
+        await inLanes(claimed, BATCH_TASKS_AT_ONCE, async (job) => {
           const snapshot = job.snapshot as CleanupSnapshot;
           let report: CleanupReport = { ...progressOfRow(job).report, borrowed: snapshot.borrowed };
           try {
@@ -65,13 +66,4 @@ export function cleanupBatchActivities(deps: ActivityDeps) {
       });
     },
   };
-}
-
-/** Runs `work` for every item, at most `limit` at once. */
-async function atMost<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await work(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }

@@ -11,14 +11,14 @@ import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { branchCommit, deleteBranchIfAt, isAncestor, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness, type WorktreeEntry } from '../git/git';
+import { branchCommit, deleteBranchIfAt, isAncestor, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import { repositoryTurns, type StepOutcome, type Turn } from './repository-turns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
 import { sshCleanupActivities } from './ssh-cleanup';
 import { stopRecordedAgent } from './agent-process';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup } from './process-identity';
-import { isRealDirectory, lstatIfPresent, markerOwnedBy, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
+import { isRealDirectory, lstatIfPresent, markerOwnedBy, pathExists, readMarker, rmdirIfEmpty, unlinkIfPresent } from './workspace-fs';
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
@@ -39,10 +39,6 @@ export function cleanupHostActivities(deps: ActivityDeps) {
 
   const turns = repositoryTurns(pool, gitOptions);
 
-  async function registrationIn(entries: WorktreeEntry[], worktreePath: string) {
-    for (const entry of entries) if (await sameRealPath(entry.path, worktreePath)) return entry;
-    return null;
-  }
 
   /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */
   async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
@@ -120,7 +116,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       if (!w.worktreePath || !w.worktreeId) return { outcome: 'inventory_only' };
       const worktreePath = w.worktreePath;
       const stillRegistered = (message: string) => async (turn: Turn) => {
-        if (await registrationIn(await turn.current(), worktreePath)) throw failure('worktree_still_registered', message);
+        if (await turn.registeredNow(worktreePath)) throw failure('worktree_still_registered', message);
       };
       // In the repository's next turn, with the other removals waiting for it (one lock hold, shared listings).
       return withHeartbeat('remove-worktree', () =>

@@ -22,6 +22,8 @@ export interface Turn {
   registrationAt(worktreePath: string): Promise<WorktreeEntry | null>;
   /** The registrations as they are now: read again once a step of the turn removed or pruned. */
   current(): Promise<WorktreeEntry[]>;
+  /** Whether a worktree is registered at this path now (on the current registrations, by real path). */
+  registeredNow(worktreePath: string): Promise<boolean>;
   /** A step removed or pruned registrations. */
   changed(): void;
 }
@@ -58,18 +60,23 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions) {
     const git = gitAt(sourcePath, gitOptions);
     let found: Promise<Map<string, WorktreeEntry>> | null = null;
     let now: Promise<WorktreeEntry[]> | null = null;
+    let nowByRealPath: Promise<Map<string, WorktreeEntry>> | null = null;
     const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOrResolved(e.path), e] as const)));
+    const current = () => (now ??= listWorktrees(git));
     return {
       git,
       async registrationAt(worktreePath) {
-        found ??= (now ??= listWorktrees(git)).then(byRealPath);
+        found ??= current().then(byRealPath);
         return (await found).get(await realOrResolved(worktreePath)) ?? null;
       },
-      current() {
-        return (now ??= listWorktrees(git));
+      current,
+      async registeredNow(worktreePath) {
+        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realOrResolved(worktreePath)]);
+        return registered.has(target);
       },
       changed() {
         now = null;
+        nowByRealPath = null;
       },
     };
   }

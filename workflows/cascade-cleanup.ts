@@ -8,6 +8,7 @@ import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@te
 import { emptyReport, isTerminalJobState, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
+import { inLanes } from '../domain/lanes';
 import type { CascadeMember } from '../activities/cleanup-records';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { awaitPreparedUpdate } from './cleanup-messages';
@@ -46,24 +47,6 @@ export function preparationBarrier<T>(update: UpdateDefinition<T, []>, answer: (
       throw refusal;
     },
   };
-}
-
-/**
- * Runs `work` for each item, at most `lanes` at a time, and answers in the items' order. In
- * workflow code this is deterministic: each lane takes the next item when its previous one ends,
- * and a replay sees those ends in the order the history recorded them.
- */
-export async function inLanes<T, R>(items: T[], lanes: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(Math.max(1, lanes), items.length) }, lane));
-  return results;
 }
 
 /**
