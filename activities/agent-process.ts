@@ -2,7 +2,6 @@
  * Agent processes: started detached in their own process group with the workspace as working
  * directory and output in a per-session log file, so they outlive a worker restart.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
@@ -20,6 +19,7 @@ import { agentSandbox } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
+import { processStarter } from '../git/process-starter';
 
 export interface StartAgentInput {
   executionId: string;
@@ -74,12 +74,15 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
     const layout = { workspace: input.cwd, writable: gitDirs, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
+  // Opened here first so that a log that cannot be written fails as itself, not as the command.
   const log = await open(logPath, 'a');
   try {
-    const shim = spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), sandbox ? '1' : '0', ...command], {
+    // Through the process starter (git/process-starter.ts): a fork of this process costs a few
+    // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
+    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), sandbox ? '1' : '0', ...command], {
       cwd: input.cwd,
       detached: true,
-      stdio: ['ignore', log.fd, log.fd],
+      output: { appendTo: logPath },
       env: { ...env, [EXECUTION_MARK]: input.executionId },
     });
     const pid = await new Promise<number>((resolve, reject) => {

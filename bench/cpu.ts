@@ -5,6 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { STARTER_MARK } from '../git/process-starter';
 
 const TICKS_PER_SECOND = (() => {
   try {
@@ -42,7 +43,28 @@ function childrenOf(parent: number): number[] {
   return out;
 }
 
-/** Named groups of processes; a group given as { tree: pid } also counts the pid's live children (PostgreSQL's backends). */
+/** A process's live process starter (git/process-starter.ts): the git and agent processes it reaped are the process's. */
+const knownStarters = new Map<number, { pids: number[]; at: number }>();
+export function startersOf(parent: number): number[] {
+  // Found once and kept while they live: a scan of /proc per memory sample would load the machine.
+  const known = knownStarters.get(parent);
+  if (known && known.pids.length > 0 && known.pids.every((pid) => Number(statFields(pid)?.[1]) === parent)) return known.pids;
+  if (known && known.pids.length === 0 && Date.now() - known.at < 5000) return [];
+  const pids = childrenOf(parent).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(STARTER_MARK);
+    } catch {
+      return false;
+    }
+  });
+  knownStarters.set(parent, { pids, at: Date.now() });
+  return pids;
+}
+
+/**
+ * Named groups of processes: a pid counts with its process starter; a group given as { tree: pid }
+ * also counts the pid's live children (PostgreSQL's backends).
+ */
 export type CpuGroups = Record<string, number | { tree: number }>;
 
 export class CpuMeter {
@@ -51,7 +73,7 @@ export class CpuMeter {
   snapshot(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [name, g] of Object.entries(this.groups)) {
-      out[name] = typeof g === 'number' ? cpuMs(g) : [g.tree, ...childrenOf(g.tree)].reduce((s, pid) => s + cpuMs(pid), 0);
+      out[name] = (typeof g === 'number' ? [g, ...startersOf(g)] : [g.tree, ...childrenOf(g.tree)]).reduce((s, pid) => s + cpuMs(pid), 0);
     }
     return out;
   }

@@ -4,6 +4,16 @@
  * 5 to /proc/<pid>/clear_refs so start-up (bundling the workflows) does not count.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { startersOf } from './cpu';
+
+function pssKb(pid: number): number | null {
+  try {
+    const match = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
 
 export interface MemoryWindowResult {
   /** Highest sampled VmRSS inside the window, in MB. */
@@ -12,6 +22,9 @@ export interface MemoryWindowResult {
   hwmMb: number | null;
   hwmReset: boolean;
   samples: number;
+  /** Its process starter (git/process-starter.ts), a process of its own: highest sampled VmRSS, and its PSS at the end (the node binary's pages are shared), in MB. */
+  starterPeakRssMb?: number | null;
+  starterPssMb?: number | null;
 }
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
@@ -27,7 +40,7 @@ const mb = (kb: number | null): number | null => (kb === null ? null : Math.roun
 
 export class MemorySampler {
   private timer: NodeJS.Timeout | null = null;
-  private window: { peakKb: Record<string, number>; samples: number; reset: Record<string, boolean> } | null = null;
+  private window: { peakKb: Record<string, number>; starterPeakKb: Record<string, number>; samples: number; reset: Record<string, boolean> } | null = null;
   /** The whole run's sampled peak, for the record. */
   readonly runPeakKb: Record<string, number> = {};
 
@@ -48,7 +61,11 @@ export class MemorySampler {
       const kb = statusKb(pid, 'VmRSS');
       if (kb === null) continue;
       this.runPeakKb[name] = Math.max(this.runPeakKb[name] ?? 0, kb);
-      if (this.window) this.window.peakKb[name] = Math.max(this.window.peakKb[name] ?? 0, kb);
+      if (this.window) {
+        this.window.peakKb[name] = Math.max(this.window.peakKb[name] ?? 0, kb);
+        const starterKb = startersOf(pid).reduce((sum, starter) => sum + (statusKb(starter, 'VmRSS') ?? 0), 0);
+        this.window.starterPeakKb[name] = Math.max(this.window.starterPeakKb[name] ?? 0, starterKb);
+      }
     }
     if (this.window) this.window.samples++;
   }
@@ -63,7 +80,7 @@ export class MemorySampler {
         reset[name] = false;
       }
     }
-    this.window = { peakKb: {}, samples: 0, reset };
+    this.window = { peakKb: {}, starterPeakKb: {}, samples: 0, reset };
     this.sample();
   }
 
@@ -73,7 +90,15 @@ export class MemorySampler {
     this.window = null;
     const out: Record<string, MemoryWindowResult> = {};
     for (const [name, pid] of Object.entries(this.pids)) {
-      out[name] = { peakRssMb: mb(w?.peakKb[name] ?? null), hwmMb: mb(statusKb(pid, 'VmHWM')), hwmReset: w?.reset[name] ?? false, samples: w?.samples ?? 0 };
+      const starters = startersOf(pid);
+      out[name] = {
+        peakRssMb: mb(w?.peakKb[name] ?? null),
+        hwmMb: mb(statusKb(pid, 'VmHWM')),
+        hwmReset: w?.reset[name] ?? false,
+        samples: w?.samples ?? 0,
+        starterPeakRssMb: mb(w?.starterPeakKb[name] || null),
+        starterPssMb: mb(starters.length ? starters.reduce((sum, starter) => sum + (pssKb(starter) ?? 0), 0) : null),
+      };
     }
     return out;
   }

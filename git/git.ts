@@ -3,9 +3,12 @@
  * host activities (which change worktrees) and by the gateway's read-only input checks.
  * The git binary is configuration, so fault injection hands in a wrapper script.
  */
+import childProcess from 'node:child_process';
 import { realpath } from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
+import { startFromSpawnOptions } from './process-starter';
 
 export interface GitOptions {
   binary: string;
@@ -27,7 +30,32 @@ function gitEnvironment(): Record<string, string> {
   return env;
 }
 
+/** The git binaries whose processes this process starts through its process starter. */
+const startedThroughStarter = new Set<string>();
+
+/**
+ * simple-git starts git with `child_process.spawn`, and no option of it changes that; git.ts's
+ * binaries are routed to the process starter (git/process-starter.ts: a fork of this large
+ * process costs 4-5 ms of CPU, one of the small helper a fraction of that). Every other spawn
+ * (the agent shim, the services) goes to Node's own, unchanged.
+ */
+function startGitThroughStarter(binary: string): void {
+  if (startedThroughStarter.has(binary)) return;
+  if (startedThroughStarter.size === 0) {
+    const nodeSpawn = childProcess.spawn;
+    const routed = (file: string, args?: unknown, options?: unknown) =>
+      startedThroughStarter.has(file) && Array.isArray(args) && (options === undefined || (typeof options === 'object' && options !== null && (options as { stdio?: unknown }).stdio === undefined))
+        ? startFromSpawnOptions(file, args as string[], options as childProcess.SpawnOptions | undefined)
+        : (nodeSpawn as (...a: unknown[]) => childProcess.ChildProcess)(...[file, args, options].filter((a) => a !== undefined));
+    childProcess.spawn = routed as unknown as typeof childProcess.spawn;
+    // simple-git's ESM build holds a live binding to the builtin's export.
+    syncBuiltinESMExports();
+  }
+  startedThroughStarter.add(binary);
+}
+
 export function gitAt(dir: string, options: GitOptions): SimpleGit {
+  startGitThroughStarter(options.binary);
   return simpleGit({
     baseDir: dir,
     binary: options.binary,

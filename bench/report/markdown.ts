@@ -72,7 +72,7 @@ export function renderTable(r: BenchResults): string {
     const idle = (name: string) => (r.memory!.afterStartMb[name] === null || r.memory!.afterStartMb[name] === undefined ? '' : `; ${mb(r.memory!.afterStartMb[name])} when ready, before any launch`);
     for (const [name, id] of [['worker', 'worker_peak_rss_mb'], ['gateway', 'gateway_peak_rss_mb']] as const) {
       const w = r.memory[name];
-      rows.push([`${name === 'worker' ? 'Worker' : 'Gateway'} peak RSS (${r.memory.window})`, `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle(name)}`, '—', '—', '—', ...t(id)]);
+      rows.push([`${name === 'worker' ? 'Worker' : 'Gateway'} peak RSS (${r.memory.window})`, `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle(name)}${w.starterPeakRssMb ? `; its process starter besides: ${mb(w.starterPeakRssMb)} RSS, ${mb(w.starterPssMb ?? null)} PSS` : ''}`, '—', '—', '—', ...t(id)]);
     }
   }
   const header = ['Measure', 'Product', 'Bare floor', 'Engine floor (its shape)', 'Ratio', 'Target', 'Result'];
