@@ -4,7 +4,7 @@
  * /proc, the service's secrets file, another task's workspace. Every step fails in bubblewrap;
  * the agent's own work (files, commits in its worktree) still succeeds.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIsolation } from '../activities/agent-sandbox';
@@ -14,6 +14,21 @@ import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUnti
 import { git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
+
+/** The live processes of a process group, from every /proc/<pid>/stat: pid, parent and command line. */
+function groupMembers(pgid: number): { pid: number; ppid: number; cmdline: string }[] {
+  const members = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const fields = readFileSync(`/proc/${name}/stat`, 'latin1').split(') ')[1]!.split(' ');
+      if (Number(fields[2]) !== pgid || fields[0] === 'Z') continue;
+      members.push({ pid: Number(name), ppid: Number(fields[1]), cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ') });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return members;
+}
 
 describe('agent isolation [issue 11]', () => {
   it('an agent reads no token from /proc, no secrets file, no other workspace; it still works and commits in its own', async () => {
@@ -69,10 +84,41 @@ describe('agent isolation [issue 11]', () => {
   });
   it('a stopped sandboxed agent gets its grace period: the signal reaches the agent, not bubblewrap (whose end would SIGKILL it at once)', async () => {
     const h = await harness();
-    // The agent saves its work on SIGTERM, a moment after the signal.
-    const { session, taskId } = await taskWithSession(h, 'graceful', { command: ['sh', '-c', 'trap "sleep 0.3; echo saved > saved-on-term.txt; exit 0" TERM; while true; do sleep 0.1; done'] });
+    // The agent saves its work on SIGTERM, a moment after the signal. It is stopped once it runs:
+    // a stop while bubblewrap still sets up finds no agent to signal yet (and it is killed after the grace).
+    const { session, taskId } = await taskWithSession(h, 'graceful', { command: ['sh', '-c', 'trap "sleep 0.3; echo saved > saved-on-term.txt; exit 0" TERM; touch running.txt; while true; do sleep 0.1; done'] });
+    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'graceful');
+    await waitUntil(async () => existsSync(path.join(worktree, 'running.txt')), 'the agent to run');
     expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, session.sessionId);
-    expect(readFileSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'graceful'), 'saved-on-term.txt'), 'utf8')).toBe('saved\n');
+    expect(readFileSync(path.join(worktree, 'saved-on-term.txt'), 'utf8')).toBe('saved\n');
+  });
+  it('a stopped sandboxed agent\'s orphaned process gets the grace period too: it is re-parented inside the sandbox, still a member of the group', async () => {
+    const h = await harness();
+    // The subshell ends at once, so its child is re-parented to the namespace's pid 1 (bubblewrap's
+    // init), no longer below the agent. The agent waits for it to save before it ends itself: the
+    // end of the agent ends the namespace, and so the orphan, with SIGKILL.
+    const orphan = 'trap "echo saved > orphan-saved.txt; exit 0" TERM; while true; do sleep 0.1; done';
+    const agent = `trap "while [ ! -f orphan-saved.txt ]; do sleep 0.05; done; exit 0" TERM; (sh -c '${orphan}' &); while true; do sleep 0.1; done`;
+    const { session, taskId } = await taskWithSession(h, 'orphaned', { command: ['sh', '-c', agent] });
+    const pgid = (await h.pool.query<{ pid: number }>('SELECT pid FROM executions WHERE id = $1', [session.executionId])).rows[0]!.pid;
+    // Started, and its parent is bubblewrap's init: the subshell that spawned it is gone.
+    const isOrphan = (m: { ppid: number; cmdline: string }) => m.cmdline.startsWith('sh -c trap "echo saved') && readlinkSync(`/proc/${m.ppid}/exe`).endsWith('/bwrap');
+    await waitUntil(async () => groupMembers(pgid).some(isOrphan), 'the orphan, re-parented to bubblewrap');
+    expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
+    await agentEnded(h, session.sessionId);
+    expect(readFileSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'orphaned'), 'orphan-saved.txt'), 'utf8')).toBe('saved\n');
+    await waitUntil(async () => groupMembers(pgid).length === 0, 'no process of the group left');
+  });
+  it('a stop of a sandboxed agent signals no descendant that left its process group (setsid), as a signal to the group would not', async () => {
+    const h = await harness();
+    // The agent ends a while after the signal: time enough for the other process to note one.
+    const apart = 'trap "echo termed > apart-termed.txt; exit 0" TERM; while true; do sleep 0.1; done';
+    const agent = `trap "sleep 0.5; exit 0" TERM; setsid sh -c '${apart}' & while true; do sleep 0.1; done`;
+    const { session, taskId } = await taskWithSession(h, 'apart', { command: ['sh', '-c', agent] });
+    await waitUntil(async () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sh\0-c\0trap "echo termed')), 'the process apart to start');
+    expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
+    await agentEnded(h, session.sessionId);
+    expect(existsSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'apart'), 'apart-termed.txt'))).toBe(false);
   });
 });
