@@ -234,19 +234,34 @@ export class ProcessStarter {
     helper.stdout!.on('data', (chunk: string) => {
       pending += chunk;
       for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
-        const event = JSON.parse(pending.slice(0, i)) as StarterEvent;
+        const line = pending.slice(0, i);
         pending = pending.slice(i + 1);
+        let event: StarterEvent;
+        try {
+          event = JSON.parse(line) as StarterEvent;
+        } catch {
+          // Not the helper's protocol: nothing it says can be trusted; what it ran fails (below).
+          helper.kill('SIGKILL');
+          return;
+        }
         this.running.get(event.id)?.receive(event);
       }
     });
     // A write to a helper that just ended: its end is handled below.
     helper.stdin!.on('error', () => {});
-    helper.once('exit', () => {
+    let gone = false;
+    const end = () => {
+      if (gone) return;
+      gone = true;
       if (this.helper === helper) this.helper = null;
       const lost = [...this.running.values()];
       this.running.clear();
       for (const child of lost) child.lost();
-    });
+    };
+    // 'close', not 'exit': every line it wrote before it ended is read first.
+    helper.once('close', end);
+    // It could not be started at all (ENOENT of node itself, EAGAIN): the same as its end.
+    helper.once('error', end);
     this.holdOpen(0);
     return helper;
   }
