@@ -148,7 +148,9 @@ export async function startServices(root: string, log: (msg: string) => void): P
     worker = startLogged('worker', process.execPath, [...profile, ...node('worker/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'worker.log') });
     // BENCH_GATEWAY_PROF=1 (diagnostic): the same for the gateway (it runs this host's launches and resumes).
     const gatewayProfile = process.env.BENCH_GATEWAY_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'gateway-profile')}`] : [];
-    gateway = startLogged('gateway', process.execPath, [...gatewayProfile, ...node('client/gateway/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'gateway.log') });
+    // BENCH_GATEWAY_HEAP=1 (diagnostic): SIGUSR2 writes a heap snapshot of the gateway into the logs folder.
+    const gatewayHeap = process.env.BENCH_GATEWAY_HEAP === '1' ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${logDir}`] : [];
+    gateway = startLogged('gateway', process.execPath, [...gatewayProfile, ...gatewayHeap, ...node('client/gateway/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'gateway.log') });
     const gatewayChild = gateway.child;
     const apiBase = `http://127.0.0.1:${apiPort}`;
     log('waiting for the worker (workflow bundle) and the gateway');
