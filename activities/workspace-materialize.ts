@@ -23,7 +23,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const remote = sshWorkspaceActivities(deps);
 
   async function materializeSlot(slot: SlotPlan): Promise<MaterializedSlot> {
-    return withRepositoryLock(pool, slot.repositoryId, async () => {
+    const made = await withRepositoryLock(pool, slot.repositoryId, async () => {
       const git = gitAt(slot.sourcePath, gitOptions);
       // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
       // occupied slot path can be one (a fresh launch skips listing the worktrees).
@@ -55,12 +55,16 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           await addWorktree(git, slot.worktreePath, slot.branch, null);
         }
       }
-      // Why git could not read it is logged: the launch's answer says only that nothing was left behind.
-      const identity = await worktreeIdentity(slot.worktreePath, gitOptions, (err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'git could not read the new worktree'));
-      if (!identity) throw new Error('the new worktree is not readable');
-      const { id, head } = identity;
-      return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: id, branch: slot.branch, headCommit: head, createdBranch, createdWorktree };
+      return { createdBranch, createdWorktree };
     });
+    // Read once the lock is let go: the worktree is registered and its own admin folder and HEAD
+    // are its alone (another launch's add or a removal of another worktree of the repository does
+    // not touch them), and 200 launches at once on one repository wait for the lock in turn, so
+    // one git process less under it shortens every launch's wait (the bare floor reads it the same
+    // way, outside its turn). Why git could not read it is logged.
+    const identity = await worktreeIdentity(slot.worktreePath, gitOptions, (err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'git could not read the new worktree'));
+    if (!identity) throw new Error('the new worktree is not readable');
+    return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: identity.id, branch: slot.branch, headCommit: identity.head, ...made };
   }
 
   async function findRegistered(entries: Awaited<ReturnType<typeof listWorktrees>>, worktreePath: string) {
