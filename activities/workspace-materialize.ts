@@ -63,7 +63,13 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
     // one git process less under it shortens every launch's wait (the bare floor reads it the same
     // way, outside its turn). Why git could not read it is logged.
     const identity = await worktreeIdentity(slot.worktreePath, gitOptions, (err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'git could not read the new worktree'));
-    if (!identity) throw new Error('the new worktree is not readable');
+    if (!identity) {
+      // What this launch made is undone with the rest: the slot goes to the undo without an
+      // identity or a head (its branch is then deleted only while it is at its base's commit).
+      throw Object.assign(new Error('the new worktree is not readable'), {
+        unreadableSlot: { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: null, branch: slot.branch, headCommit: '', ...made } satisfies MaterializedSlot,
+      });
+    }
     return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: identity.id, branch: slot.branch, headCommit: identity.head, ...made };
   }
 
@@ -95,8 +101,11 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           await removeWorktree(git, slot.worktreePath, false).catch((err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree git would not remove cleanly'));
         }
         if (!slot.createdWorktree) return;
-        if (slot.createdBranch && (await branchCommit(git, slot.branch)) === slot.headCommit) {
-          await deleteBranchIfAt(git, slot.branch, slot.headCommit);
+        // A slot whose head was never read: its branch holds nothing of its own only while it is
+        // where its base is (it was created there a moment ago).
+        const createdAt = slot.headCommit || (await branchCommit(git, source.baseBranch));
+        if (slot.createdBranch && createdAt && (await branchCommit(git, slot.branch)) === createdAt) {
+          await deleteBranchIfAt(git, slot.branch, createdAt);
         }
       });
     }
@@ -128,6 +137,8 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           for (const slot of plan.slots) made.push(await materializeSlot(slot));
           return made;
         } catch (err) {
+          const unreadable = (err as { unreadableSlot?: MaterializedSlot }).unreadableSlot;
+          if (unreadable) made.push(unreadable);
           // The database went away (the repository lock with it): the step is tried again once
           // it answers, and that try adopts what this one made. Nothing to undo.
           if (outageOf(err) === 'database') throw err;

@@ -141,6 +141,28 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     }
   });
 
+  it('undoes a worktree git made but cannot read back: no worktree, no task branch, no folder, typed 409 [R1.4]', async () => {
+    // git adds the worktree, then the read of its identity fails (through the configured git binary).
+    const blind = await createHarness({ gitBinary: gitWrapper(h.scratch, { failSubcommand: 'rev-parse --absolute-git-dir', failTimes: 1 }) });
+    try {
+      const repo = makeRepo(blind.scratch, 'unreadable');
+      const taskId = await createTask(blind, [await registerRepo(blind, repo, 'unreadable')]);
+      const before = branches(repo);
+      const res = await launch(blind, taskId);
+      expect(res.status).toBe(409);
+      expectSafeError(res.body, 'workspace_materialization_failed');
+      expect(worktreePaths(repo)).toEqual([repo]);
+      expect(branches(repo)).toEqual(before);
+      expect(existsSync(path.join(blind.config.workspaceRoot, taskDirName(taskId)))).toBe(false);
+      // The next launch (git reads again) materializes afresh.
+      const again = await launch(blind, taskId);
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect(worktreePaths(repo)).toHaveLength(2);
+    } finally {
+      await blind.close();
+    }
+  });
+
   it('rolls back a launch whose worktree creation fails: nothing on disk, no branch, environment failed, typed 409', async () => {
     const good = makeRepo(h.scratch, 'fail-good');
     const bad = makeRepo(h.scratch, 'fail-bad', { branches: ['release'] });
