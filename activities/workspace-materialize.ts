@@ -56,7 +56,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         }
       }
       return { createdBranch, createdWorktree };
-    });
+    }, undefined, logger);
     // Read once the lock is let go: the worktree is registered and its own admin folder and HEAD
     // are its alone (another launch's add or a removal of another worktree of the repository does
     // not touch them), and 200 launches at once on one repository wait for the lock in turn, so
@@ -107,7 +107,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         if (slot.createdBranch && createdAt && (await branchCommit(git, slot.branch)) === createdAt) {
           await deleteBranchIfAt(git, slot.branch, createdAt);
         }
-      });
+      }, undefined, logger);
     }
     if (!(await mayUndo(plan))) return;
     const marker = await readMarker(plan.taskFolder);

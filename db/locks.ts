@@ -14,11 +14,19 @@ import { withClient } from './pool';
  */
 const localQueues = new Map<string, Promise<unknown>>();
 
-export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string, fn: () => Promise<T>, onWait: () => void = () => {}): Promise<T> {
+/** Where a hold that lasts is reported: every waiter of the repository (here and in other processes) waits for it, silently. */
+export interface LockHoldWatch {
+  warn(details: { repositoryId: string; heldMs: number }, message: string): void;
+  /** How long a hold goes on before it is reported, and again each time as long; a minute unless said. */
+  everyMs?: number;
+}
+
+export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string, fn: () => Promise<T>, onWait: () => void = () => {}, watch?: LockHoldWatch): Promise<T> {
   const previous = localQueues.get(repositoryId) ?? Promise.resolve();
   // The turn comes once the previous holder is done, however it ended: its failure is its own
   // caller's (awaited there), not this one's.
-  const mine = previous.catch(() => {}).then(() => withAdvisoryLock(pool, repositoryId, fn, onWait));
+  const watched = watch ? () => reportingLongHolds(repositoryId, fn, watch) : fn;
+  const mine = previous.catch(() => {}).then(() => withAdvisoryLock(pool, repositoryId, watched, onWait));
   localQueues.set(repositoryId, mine);
   try {
     return await mine;
@@ -28,6 +36,23 @@ export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string,
 }
 
 const WAIT_MS = 1000;
+
+/**
+ * Runs the holder's work and reports, while it lasts, that the lock is still held: a git command
+ * that never ends would otherwise hold up every launch and cleanup of the repository without a
+ * word (the waiters retry in silence).
+ */
+async function reportingLongHolds<T>(repositoryId: string, fn: () => Promise<T>, watch: LockHoldWatch): Promise<T> {
+  const every = watch.everyMs ?? 60_000;
+  const since = Date.now();
+  const timer = setInterval(() => watch.warn({ repositoryId, heldMs: Date.now() - since }, 'the repository lock is still held: every launch and cleanup of this repository waits for it'), every);
+  timer.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}
 
 async function withAdvisoryLock<T>(
   pool: pg.Pool,

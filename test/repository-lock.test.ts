@@ -87,4 +87,19 @@ describe('the per-repository lock across processes', () => {
     }
     expect(await isFree(repositoryId)).toBe(true);
   });
+  it('says while it is held past the watch\'s interval, with the repository and how long, and stops saying it once released', async () => {
+    const repositoryId = randomUUID();
+    const reports: { repositoryId: string; heldMs: number }[] = [];
+    const watch = { everyMs: 200, warn: (details: { repositoryId: string; heldMs: number }) => void reports.push(details) };
+    await withRepositoryLock(h.pool, repositoryId, () => new Promise((r) => setTimeout(r, 700)), undefined, watch);
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    expect(reports.every((r) => r.repositoryId === repositoryId)).toBe(true);
+    expect(reports.map((r) => r.heldMs)).toEqual([...reports.map((r) => r.heldMs)].sort((a, b) => a - b));
+    expect(reports[0]!.heldMs).toBeGreaterThanOrEqual(190);
+    const count = reports.length;
+    await withRepositoryLock(h.pool, repositoryId, async () => {}, undefined, watch); // a short hold says nothing
+    await new Promise((r) => setTimeout(r, 500));
+    expect(reports.length).toBe(count);
+    expect(await isFree(repositoryId)).toBe(true);
+  });
 });
