@@ -37,7 +37,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
   const remote = sshCleanupActivities(deps);
 
-  const turns = repositoryTurns(pool, gitOptions);
+  const turns = repositoryTurns(pool, gitOptions, logger);
 
 
   /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */

@@ -10,7 +10,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
-import { withRepositoryLock } from '../db/locks';
+import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
 import { gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
@@ -45,15 +45,16 @@ const realOrResolved = (p: string) => realpath(p).catch(() => path.resolve(p));
 const perPool = new WeakMap<pg.Pool, Map<string, ReturnType<typeof createTurns>>>();
 
 /** One set of turns per pool and git binary in a process: every activity of the process queues on the same turns. */
-export function repositoryTurns(pool: pg.Pool, gitOptions: GitOptions) {
+export function repositoryTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatch) {
   let byBinary = perPool.get(pool);
   if (!byBinary) perPool.set(pool, (byBinary = new Map()));
   let turns = byBinary.get(gitOptions.binary);
-  if (!turns) byBinary.set(gitOptions.binary, (turns = createTurns(pool, gitOptions)));
+  if (!turns) byBinary.set(gitOptions.binary, (turns = createTurns(pool, gitOptions, watch)));
   return turns;
 }
 
-function createTurns(pool: pg.Pool, gitOptions: GitOptions) {
+/** `watch` reports a turn that holds the repository's lock past a minute (db/locks.ts). */
+function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatch) {
   const waiting = new Map<string, { sourcePath: string; steps: Queued[] }>();
 
   function newTurn(sourcePath: string): Turn {
@@ -112,7 +113,7 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions) {
               q.reject(err);
             }
           }
-        });
+        }, undefined, watch);
       } catch (err) {
         // The lock itself failed (the database): every step not answered yet fails with it.
         for (const q of steps) if (!settled.has(q)) q.reject(err);
