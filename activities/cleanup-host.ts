@@ -39,7 +39,6 @@ export function cleanupHostActivities(deps: ActivityDeps) {
 
   const turns = repositoryTurns(pool, gitOptions, logger);
 
-
   /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */
   async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
     const found = await worktreeDirtiness(worktreePath, gitOptions);

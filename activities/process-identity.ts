@@ -110,23 +110,26 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 async function askGroupToStop(pgid: number): Promise<void> {
   const tree = descendantsOf(pgid);
   if (tree) {
-    if (!(await Promise.all(tree.map(isBubblewrap))).some(Boolean)) {
+    const sandboxed = await Promise.all(tree.map(isBubblewrap));
+    if (!sandboxed.some(Boolean)) {
       signalGroup(pgid, 'SIGTERM');
       return;
     }
     // The leader (the agent's shim) ignores SIGTERM: with no other member to signal, the sandbox
     // has not started its agent yet (or it has ended), and the scan decides, as before.
-    if ((await termAllButBubblewrap(tree.filter((pid) => pid !== pgid && procStatSync(pid)?.pgid === pgid))) > 0) return;
+    if (termEach(tree.filter((pid, i) => !sandboxed[i] && pid !== pgid && procStatSync(pid)?.pgid === pgid)) > 0) return;
   }
-  const signalled = await groupMembers(pgid).then(termAllButBubblewrap, () => 0);
+  const signalled = await groupMembers(pgid).then(async (members) => {
+    const sandboxed = await Promise.all(members.map(isBubblewrap));
+    return termEach(members.filter((_, i) => !sandboxed[i]));
+  }, () => 0);
   if (signalled === 0) signalGroup(pgid, 'SIGTERM');
 }
 
-/** SIGTERM to each of these processes that is not a bubblewrap; how many were signalled. */
-async function termAllButBubblewrap(pids: number[]): Promise<number> {
+/** SIGTERM to each of these processes (none of them a bubblewrap); how many were signalled. */
+function termEach(pids: number[]): number {
   let signalled = 0;
   for (const pid of pids) {
-    if (await isBubblewrap(pid)) continue;
     try {
       process.kill(pid, 'SIGTERM');
       signalled++;

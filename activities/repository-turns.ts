@@ -6,10 +6,9 @@
  * every removal to be verified. Each step keeps its own audit and its own outcome; only the
  * lock and the listings are shared [R6.4, issue 17: bulk removals batched per repository].
  */
-import { realpath } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
+import { realPathOrResolved } from './workspace-fs';
 import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
 import { gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
 
@@ -40,7 +39,6 @@ interface Queued {
   reject: (err: unknown) => void;
 }
 
-const realOrResolved = (p: string) => realpath(p).catch(() => path.resolve(p));
 
 const perPool = new WeakMap<pg.Pool, Map<string, ReturnType<typeof createTurns>>>();
 
@@ -62,17 +60,17 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
     let found: Promise<Map<string, WorktreeEntry>> | null = null;
     let now: Promise<WorktreeEntry[]> | null = null;
     let nowByRealPath: Promise<Map<string, WorktreeEntry>> | null = null;
-    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOrResolved(e.path), e] as const)));
+    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realPathOrResolved(e.path), e] as const)));
     const current = () => (now ??= listWorktrees(git));
     return {
       git,
       async registrationAt(worktreePath) {
         found ??= current().then(byRealPath);
-        return (await found).get(await realOrResolved(worktreePath)) ?? null;
+        return (await found).get(await realPathOrResolved(worktreePath)) ?? null;
       },
       current,
       async registeredNow(worktreePath) {
-        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realOrResolved(worktreePath)]);
+        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realPathOrResolved(worktreePath)]);
         return registered.has(target);
       },
       changed() {

@@ -50,8 +50,11 @@ export async function rmdirIfEmpty(dir: string): Promise<boolean> {
   }
 }
 
+/** A path with its symlinks resolved; one that cannot be resolved (gone) as its absolute form. */
+export const realPathOrResolved = (p: string): Promise<string> => realpath(p).catch(() => path.resolve(p));
+
 export async function sameRealPath(a: string, b: string): Promise<boolean> {
-  const [ra, rb] = await Promise.all([realpath(a).catch(() => path.resolve(a)), realpath(b).catch(() => path.resolve(b))]);
+  const [ra, rb] = await Promise.all([realPathOrResolved(a), realPathOrResolved(b)]);
   return ra === rb;
 }
 

@@ -17,6 +17,13 @@ import { withHeartbeat } from './heartbeat';
 import { sshWorkspaceActivities } from './ssh-workspace';
 import { markerOwnedBy, pathExists, readMarker, rmdirIfEmpty, sameRealPath, unlinkIfPresent } from './workspace-fs';
 
+/** A worktree git added but could not read back: the launch made it, so its undo removes it. */
+class UnreadableWorktree extends Error {
+  constructor(readonly slot: MaterializedSlot) {
+    super('the new worktree is not readable');
+  }
+}
+
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const { pool, config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
@@ -66,9 +73,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
     if (!identity) {
       // What this launch made is undone with the rest: the slot goes to the undo without an
       // identity or a head (its branch is then deleted only while it is at its base's commit).
-      throw Object.assign(new Error('the new worktree is not readable'), {
-        unreadableSlot: { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: null, branch: slot.branch, headCommit: '', ...made } satisfies MaterializedSlot,
-      });
+      throw new UnreadableWorktree({ repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: null, branch: slot.branch, headCommit: '', ...made });
     }
     return { repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: identity.id, branch: slot.branch, headCommit: identity.head, ...made };
   }
@@ -137,8 +142,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           for (const slot of plan.slots) made.push(await materializeSlot(slot));
           return made;
         } catch (err) {
-          const unreadable = (err as { unreadableSlot?: MaterializedSlot }).unreadableSlot;
-          if (unreadable) made.push(unreadable);
+          if (err instanceof UnreadableWorktree) made.push(err.slot);
           // The database went away (the repository lock with it): the step is tried again once
           // it answers, and that try adopts what this one made. Nothing to undo.
           if (outageOf(err) === 'database') throw err;

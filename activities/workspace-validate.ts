@@ -9,12 +9,8 @@ import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
 import { sshWorkspaceActivities } from './ssh-workspace';
 import { workspaceStepsOf } from '../domain/launch-plan';
-import { realpath } from 'node:fs/promises';
-import path from 'node:path';
-import { isRealDirectory, markerOwnedBy, readMarker } from './workspace-fs';
+import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from './workspace-fs';
 
-/** A path with its symlinks resolved; one that cannot be resolved (gone) as its absolute form, as `sameRealPath` compares. */
-const realPathOrResolved = (p: string): Promise<string> => realpath(p).catch(() => path.resolve(p));
 
 export type ValidationProblem =
   | 'identity_missing'

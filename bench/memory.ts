@@ -6,15 +6,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { startersOf } from './cpu';
 
-function pssKb(pid: number): number | null {
-  try {
-    const match = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-    return match ? Number(match[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
 export interface MemoryWindowResult {
   /** Highest sampled VmRSS inside the window, in MB. */
   peakRssMb: number | null;
@@ -27,14 +18,18 @@ export interface MemoryWindowResult {
   starterPssMb?: number | null;
 }
 
-function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+/** A `<field>: <n> kB` line of a /proc file of the process; null when it cannot be read. */
+function procKb(pid: number, file: 'status' | 'smaps_rollup', field: string): number | null {
   try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/${file}`, 'utf8'));
     return match ? Number(match[1]) : null;
   } catch {
     return null;
   }
 }
+
+const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number | null => procKb(pid, 'status', field);
+const pssKb = (pid: number): number | null => procKb(pid, 'smaps_rollup', 'Pss');
 
 const mb = (kb: number | null): number | null => (kb === null ? null : Math.round((kb / 1024) * 10) / 10);
 

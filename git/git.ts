@@ -43,10 +43,12 @@ function startGitThroughStarter(binary: string): void {
   if (startedThroughStarter.has(binary)) return;
   if (startedThroughStarter.size === 0) {
     const nodeSpawn = childProcess.spawn;
-    const routed = (file: string, args?: unknown, options?: unknown) =>
-      startedThroughStarter.has(file) && Array.isArray(args) && (options === undefined || (typeof options === 'object' && options !== null && (options as { stdio?: unknown }).stdio === undefined))
-        ? startFromSpawnOptions(file, args as string[], options as childProcess.SpawnOptions | undefined)
-        : (nodeSpawn as (...a: unknown[]) => childProcess.ChildProcess)(...[file, args, options].filter((a) => a !== undefined));
+    // simple-git's call: (binary, args, { cwd, env }) with the default pipes.
+    function routed(this: unknown, file: string, ...rest: unknown[]) {
+      const [args, options] = rest as [unknown, childProcess.SpawnOptions | undefined];
+      if (startedThroughStarter.has(file) && Array.isArray(args) && options?.stdio === undefined) return startFromSpawnOptions(file, args, options);
+      return Reflect.apply(nodeSpawn, this, [file, ...rest]);
+    }
     childProcess.spawn = routed as unknown as typeof childProcess.spawn;
     // simple-git's ESM build holds a live binding to the builtin's export.
     syncBuiltinESMExports();

@@ -54,10 +54,12 @@ function observe(child: ChildProcess | StartedProcess): Promise<Outcome> {
   );
 }
 
-const parentOf = (pid: number): number => {
+/** The fields of /proc/<pid>/stat after the command: state, ppid, pgid, … */
+const statOf = (pid: number): string[] => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 };
+const parentOf = (pid: number): number => Number(statOf(pid)[1]);
 const cmdlineOf = (pid: number): string => readFileSync(`/proc/${pid}/cmdline`, 'latin1');
 const waitFor = async (what: string, check: () => boolean) => {
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 25));
@@ -96,8 +98,7 @@ describe('the process starter', () => {
     const pid = child.pid!;
     detachedPids.push(pid);
     expect(child.stdout).toBeNull();
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').slice(readFileSync(`/proc/${pid}/stat`, 'utf8').lastIndexOf(')') + 2).split(' ');
-    expect(Number(stat[2])).toBe(pid); // its own process group
+    expect(Number(statOf(pid)[2])).toBe(pid); // its own process group
     expect(cmdlineOf(parentOf(pid))).toContain(STARTER_MARK); // started by the helper, not by this process
     expect(await exited).toBe(5);
     expect(readFileSync(log, 'utf8')).toBe('before\ndetached\n');
