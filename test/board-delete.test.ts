@@ -93,7 +93,9 @@ describe('board delete [R6]', () => {
     // Each worktree removal takes a second: the worker dies while the member cleanups run.
     const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
     cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
-    const slowRemove = gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 1 });
+    const gitLog = path.join(wrapperDir, 'git.log');
+    const slowRemove = gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 1, logTo: gitLog });
+    const removalsStarted = () => (existsSync(gitLog) ? readFileSync(gitLog, 'utf8').split('\n').filter((l) => l.startsWith('worktree remove')).length : 0);
     const h = await harness({ gitBinary: slowRemove }, { inProcessWorker: false });
     const worker = killableWorker(h, cleanups);
     const b = await boardOfTasks(h, 'consented');
@@ -111,11 +113,14 @@ describe('board delete [R6]', () => {
     expect(jobs.rows.map((r) => r.operation_id).sort()).toEqual(operations.map((o) => o.operationId).sort());
     expect(new Set(jobs.rows.map((r) => r.trigger))).toEqual(new Set(['board_delete']));
 
-    // SIGKILL once the first member finished and before the last: the restarted worker goes on.
+    // SIGKILL once the first removal is done and the second under way (removals of one repository
+    // share turns of its lock, one after another, and a turn's members finish together at its end,
+    // so a finished job is no sign of "mid-way"): the restarted worker goes on from a half-removed board.
     const finished = () => count(h, "SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'succeeded'", [accepted.body.operationId]);
-    await waitUntil(async () => (await finished()) >= 1, 'the first member cleanup');
+    await waitUntil(async () => removalsStarted() >= 2, 'the second worktree removal');
     await worker.kill();
     expect(await finished()).toBeLessThan(TASKS);
+    expect(b.tasks.filter((t) => existsSync(t.worktree)).length).toBeGreaterThan(0);
     worker.replace();
 
     for (const o of operations) expect(await waitForJob(h, o.operationId, ['succeeded'], 120_000)).toMatchObject({ trigger: 'board_delete', state: 'succeeded' });
