@@ -11,7 +11,7 @@ import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { branchCommit, deleteBranchIfAt, isAncestor, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
+import { deleteBranchIfAt, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import { repositoryTurns, type StepOutcome, type Turn } from './repository-turns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -45,6 +45,11 @@ export function cleanupHostActivities(deps: ActivityDeps) {
     if (found.state === 'unreadable') logger.warn({ err: found.err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
     return found.state;
   }
+
+  const removeFailed = (err: unknown, repositoryId: string) => {
+    logger.warn({ err, repositoryId }, 'git worktree remove failed');
+    return failure('git_worktree_remove_failed', 'git worktree remove failed');
+  };
 
   /** The task's recorded agents that still run are stopped, each through the one stop; one that will not stop fails the attempt. */
   async function stopAll(processes: SnapshotProcess[]): Promise<number> {
@@ -141,11 +146,20 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
           if (!markerOwnedBy(marker, req.ownerTaskId)) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
 
-          // A consented delete saves uncommitted work on a hidden ref first, then removes with force.
-          // The status is read after the task's agents stopped: what is saved is exactly what is there now.
+          // Without --force git itself refuses a worktree with modified or untracked files (what
+          // `status` shows and a save keeps; ignored files are neither), so a clean one is removed
+          // in one git process and its status is read only on a refusal. Read after the task's
+          // agents stopped: a consented delete saves exactly what is there, on a hidden ref, then
+          // removes with force.
           let savedRef: string | undefined;
           let savedCommit: string | undefined;
-          if (req.dirty === 'save' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') {
+          try {
+            await removeWorktree(git, worktreePath, false);
+          } catch (err) {
+            // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
+            const status = await dirtyStatus(worktreePath, w.repositoryId);
+            if (status === 'clean') throw removeFailed(err, w.repositoryId);
+            if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
             const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
             try {
               const commit = await saveUncommittedWork(worktreePath, ref, `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`, gitOptions);
@@ -155,20 +169,15 @@ export function cleanupHostActivities(deps: ActivityDeps) {
                 // Listed from the moment the ref exists, before anything is removed.
                 await recordSavedWork(pool, { repositoryId: w.repositoryId, ref, taskId: req.ownerTaskId, commit });
               }
-            } catch (err) {
-              logger.warn({ err, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
+            } catch (saveErr) {
+              logger.warn({ err: saveErr, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
               throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
             }
-          }
-          try {
-            // Without --force git itself refuses a worktree with modified or untracked files, so a
-            // clean one is removed in one git process and its status is read only on refusal.
-            await removeWorktree(git, worktreePath, savedRef !== undefined);
-          } catch (err) {
-            // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
-            if (req.dirty === 'keep' && (await dirtyStatus(worktreePath, w.repositoryId)) !== 'clean') return { value: { outcome: 'kept_dirty' } };
-            logger.warn({ err, repositoryId: w.repositoryId }, 'git worktree remove failed');
-            throw failure('git_worktree_remove_failed', 'git worktree remove failed');
+            // Dirty, and nothing to save: git's refusal stands.
+            if (savedRef === undefined) throw removeFailed(err, w.repositoryId);
+            await removeWorktree(git, worktreePath, true).catch((forceErr: unknown) => {
+              throw removeFailed(forceErr, w.repositoryId);
+            });
           } finally {
             turn.changed();
           }
@@ -184,20 +193,27 @@ export function cleanupHostActivities(deps: ActivityDeps) {
     /** Delete removes the task's own branch only when its commits are contained in the base branch. */
     async removeMergedBranch(w: SnapshotWorktree): Promise<'deleted_merged' | 'kept_unmerged' | 'kept'> {
       if (!w.branch || !w.taskOwnsBranch) return 'kept';
-      return turns.inTurn(w.repositoryId, w.sourcePath, async (turn): Promise<StepOutcome<'deleted_merged' | 'kept_unmerged'>> => {
-        const git = turn.git;
-        const commit = await branchCommit(git, w.branch!);
-        if (!commit) return { value: 'deleted_merged' }; // already gone
-        // A worktree still on the branch (kept because dirty) keeps it: read after this turn's removals.
-        if ((await turn.current()).some((e) => e.branch === w.branch)) return { value: 'kept_unmerged' };
-        if (!(await isAncestor(git, commit, `refs/heads/${w.baseBranch}`))) return { value: 'kept_unmerged' };
-        try {
-          await deleteBranchIfAt(git, w.branch!, commit);
-        } catch {
-          throw failure('branch_cleanup_failed', 'the merged task branch could not be deleted');
-        }
-        return { value: 'deleted_merged' };
-      });
+      const branch = w.branch;
+      // Its commit and whether the base contains it are read with the turn's other branches.
+      return turns.inTurn(
+        w.repositoryId,
+        w.sourcePath,
+        async (turn): Promise<StepOutcome<'deleted_merged' | 'kept_unmerged'>> => {
+          const { commit, merged } = await turn.branch(branch, w.baseBranch);
+          if (!commit) return { value: 'deleted_merged' }; // already gone
+          // A worktree still on the branch (kept because dirty) keeps it: read after this turn's removals.
+          if ((await turn.current()).some((e) => e.branch === branch)) return { value: 'kept_unmerged' };
+          if (!merged) return { value: 'kept_unmerged' };
+          try {
+            await deleteBranchIfAt(turn.git, branch, commit);
+          } catch {
+            throw failure('branch_cleanup_failed', 'the merged task branch could not be deleted');
+          }
+          turn.branchDeleted(branch);
+          return { value: 'deleted_merged' };
+        },
+        { name: branch, base: w.baseBranch },
+      );
     },
 
     /** A handed-over environment's marker names its new owner, so the new owner's sessions pass the attach audit. */

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
 import { realPathOrResolved } from './workspace-fs';
 import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
-import { gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
+import { branchCommits, branchesMergedInto, gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
 export const MAX_STEPS_PER_TURN = 16;
@@ -25,6 +25,14 @@ export interface Turn {
   registeredNow(worktreePath: string): Promise<boolean>;
   /** A step removed or pruned registrations. */
   changed(): void;
+  /**
+   * A branch the step named when it queued (`inTurn`'s `branch`): its commit (null: no such
+   * branch) and whether base contains it. Read for every such branch of the turn with that base
+   * at once (two git processes for the turn, not two per step).
+   */
+  branch(name: string, base: string): Promise<{ commit: string | null; merged: boolean }>;
+  /** A step deleted a branch: the turn's later readers see it gone. */
+  branchDeleted(name: string): void;
 }
 
 /** What a step answers, and what it checks once every step of its turn ran (on one listing read after them). */
@@ -35,10 +43,17 @@ export interface StepOutcome<T> {
 
 interface Queued {
   step: (turn: Turn) => Promise<StepOutcome<unknown>>;
+  /** The branch the step reads through `turn.branch`, so the turn reads it with the others. */
+  branch?: BranchOfStep;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
 
+
+export interface BranchOfStep {
+  name: string;
+  base: string;
+}
 
 const perPool = new WeakMap<pg.Pool, Map<string, ReturnType<typeof createTurns>>>();
 
@@ -55,13 +70,26 @@ export function repositoryTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: L
 function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatch) {
   const waiting = new Map<string, { sourcePath: string; steps: Queued[] }>();
 
-  function newTurn(sourcePath: string): Turn {
+  function newTurn(sourcePath: string, steps: Queued[]): Turn {
     const git = gitAt(sourcePath, gitOptions);
     let found: Promise<Map<string, WorktreeEntry>> | null = null;
     let now: Promise<WorktreeEntry[]> | null = null;
     let nowByRealPath: Promise<Map<string, WorktreeEntry>> | null = null;
     const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realPathOrResolved(e.path), e] as const)));
     const current = () => (now ??= listWorktrees(git));
+    const branchesByBase = new Map<string, Promise<{ commits: Map<string, string>; merged: Set<string> }>>();
+    const deleted = new Set<string>();
+    const readBranches = (base: string, name: string) => {
+      const names = [...new Set([name, ...steps.filter((q) => q.branch?.base === base).map((q) => q.branch!.name)])];
+      return (async () => {
+        // The commits first, then what base contains: a branch that moved between the two reads
+        // is judged on its newer tip, and its deletion (guarded by the older commit) fails.
+        const commits = await branchCommits(git, names);
+        // Not readable (no such base): every branch counts unmerged, so none is deleted.
+        const merged = commits.size === 0 ? new Set<string>() : await branchesMergedInto(git, base, [...commits.keys()]).catch(() => new Set<string>());
+        return { commits, merged };
+      })();
+    };
     return {
       git,
       async registrationAt(worktreePath) {
@@ -77,6 +105,21 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
         now = null;
         nowByRealPath = null;
       },
+      async branch(name, base) {
+        // A branch no step named when it queued is read on its own.
+        const named = steps.some((q) => q.branch?.name === name && q.branch.base === base);
+        let read = named ? branchesByBase.get(base) : undefined;
+        if (!read) {
+          read = readBranches(base, name);
+          if (named) branchesByBase.set(base, read);
+        }
+        const { commits, merged } = await read;
+        const commit = deleted.has(name) ? null : (commits.get(name) ?? null);
+        return { commit, merged: commit !== null && merged.has(name) };
+      },
+      branchDeleted(name) {
+        deleted.add(name);
+      },
     };
   }
 
@@ -91,7 +134,7 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       const settled = new Set<Queued>();
       try {
         await withRepositoryLock(pool, repositoryId, async () => {
-          const turn = newTurn(entry.sourcePath);
+          const turn = newTurn(entry.sourcePath, steps);
           const done: { q: Queued; out: StepOutcome<unknown> }[] = [];
           for (const q of steps) {
             try {
@@ -120,13 +163,13 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
   }
 
   return {
-    /** Runs `step` in the next turn of the repository's lock, with the other steps that wait for it. */
-    inTurn<T>(repositoryId: string, sourcePath: string, step: (turn: Turn) => Promise<StepOutcome<T>>): Promise<T> {
+    /** Runs `step` in the next turn of the repository's lock, with the other steps that wait for it; `branch`: the branch it reads (turn.branch). */
+    inTurn<T>(repositoryId: string, sourcePath: string, step: (turn: Turn) => Promise<StepOutcome<T>>, branch?: BranchOfStep): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         let entry = waiting.get(repositoryId);
         const first = !entry;
         if (!entry) waiting.set(repositoryId, (entry = { sourcePath, steps: [] }));
-        entry.steps.push({ step, resolve: resolve as (v: unknown) => void, reject });
+        entry.steps.push({ step, resolve: resolve as (v: unknown) => void, reject, ...(branch ? { branch } : {}) });
         if (first) void drain(repositoryId);
       });
     },

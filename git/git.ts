@@ -254,13 +254,16 @@ export async function aheadBehind(dir: string, base: string, options: GitOptions
  * Whether `ancestor` is contained in `descendant`. Counted, not read from an exit code:
  * simple-git reports a non-zero exit without stderr (as `merge-base --is-ancestor` gives) as success.
  */
-export async function isAncestor(git: SimpleGit, ancestor: string, descendant: string): Promise<boolean> {
-  try {
-    const out = (await run(git, ['rev-list', '--count', `${descendant}..${ancestor}`, '--'])).trim();
-    return /^\d+$/.test(out) && Number(out) === 0;
-  } catch {
-    return false;
-  }
+/**
+ * Which of these branches are contained in `base` (their tips reachable from refs/heads/<base>),
+ * in one git process. A branch that does not exist is not in it; a failure (a base that does
+ * not exist) is thrown, and the caller counts every branch unmerged.
+ */
+export async function branchesMergedInto(git: SimpleGit, base: string, branches: string[]): Promise<Set<string>> {
+  const refs = [...new Set(branches)].map(branchRef);
+  const out = await run(git, ['for-each-ref', '--format=%(refname)', `--merged=${branchRef(base)}`, ...refs]);
+  // A pattern also matches refs below it: keep exact names.
+  return new Set(out.split('\n').filter((ref) => refs.includes(ref)).map((ref) => ref.slice('refs/heads/'.length)));
 }
 
 /**

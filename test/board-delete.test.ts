@@ -237,15 +237,26 @@ describe('board delete [R6]', () => {
       expect(launched.status).toBe(201);
       tasks.push({ taskId, pid: await pidOf(h, launched.body.sessionId) });
     }
+    // Three tasks committed work of their own: their branches are not in main, so they are kept.
+    const committed = tasks.slice(0, 3).map((t) => t.taskId);
+    for (const taskId of committed) {
+      const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), name);
+      writeFileSync(path.join(worktree, 'work.txt'), `work of ${taskId}\n`);
+      git(worktree, 'add', 'work.txt');
+      git(worktree, 'commit', '-q', '-m', 'work');
+    }
     writeFileSync(gitLog, '');
 
     const accepted = await deleteBoard(h, board, 'discardChanges=true');
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
     const parent = h.temporal.workflow.getHandle(accepted.body.workflowId);
-    const results = (await parent.result()) as { operationId: string; taskId: string; state: string; attempts: number; report: { worktrees: { outcome: string }[] } }[];
+    const results = (await parent.result()) as { operationId: string; taskId: string; state: string; attempts: number; report: { worktrees: { outcome: string }[]; branches: { branch: string; outcome: string }[] } }[];
     // The run shows each task's outcome, in the operation's order.
     expect(results.map((r) => r.operationId)).toEqual((accepted.body.operations as { operationId: string }[]).map((o) => o.operationId));
     expect(results.map((r) => [r.state, r.attempts, r.report.worktrees.map((w) => w.outcome)])).toEqual(Array(12).fill(['succeeded', 1, ['removed']]));
+    expect(results.map((r) => r.report.branches.map((b) => [b.branch, b.outcome]))).toEqual(
+      results.map((r) => [[taskBranchName(r.taskId), committed.includes(r.taskId) ? 'kept_unmerged' : 'deleted_merged']]),
+    );
     // Each task's job row: its own state, attempts and report, naming the batch's workflow (the run an operator opens).
     const rows = await h.pool.query('SELECT state, attempts, last_error, batch_workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId]);
     expect(rows.rows).toEqual(Array(12).fill({ state: 'succeeded', attempts: 1, last_error: null, batch_workflow_id: accepted.body.workflowId }));
@@ -258,9 +269,16 @@ describe('board delete [R6]', () => {
     const commands = readFileSync(gitLog, 'utf8').split('\n');
     expect(commands.filter((c) => c.startsWith('worktree remove'))).toHaveLength(12);
     expect(commands.filter((c) => c.startsWith('worktree list')).length).toBeLessThan(12);
-    // The world: every worktree and branch gone, every agent stopped.
+    // The branches too: their commits and what main contains read for many at once, then each
+    // merged one deleted (guarded by the commit read); no per-branch reads.
+    expect(commands.filter((c) => c.startsWith('for-each-ref')).length).toBeLessThan(12);
+    expect(commands.filter((c) => c.startsWith('rev-list') || c.startsWith('rev-parse --verify'))).toEqual([]);
+    expect(commands.filter((c) => c.startsWith('update-ref -d'))).toHaveLength(9);
+    // No clean worktree's status was read: git's own refusal is the check.
+    expect(commands.filter((c) => c.startsWith('status'))).toEqual([]);
+    // The world: every worktree gone, the committed work's branches kept, every agent stopped.
     expect(worktreePaths(repo)).toEqual([repo]);
-    expect(branches(repo)).toEqual(['main']);
+    expect(branches(repo).sort()).toEqual(['main', ...committed.map(taskBranchName)].sort());
     for (const t of tasks) expect(processAlive(t.pid)).toBe(false);
   });
 
