@@ -75,7 +75,16 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
     let found: Promise<Map<string, WorktreeEntry>> | null = null;
     let now: Promise<WorktreeEntry[]> | null = null;
     let nowByRealPath: Promise<Map<string, WorktreeEntry>> | null = null;
-    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realPathOrResolved(e.path), e] as const)));
+    // Real paths are read once a turn, while its folders still exist: a removed worktree's path
+    // is then compared as it resolved before its removal (a symlink in the root included), and
+    // the turn's second listing reads no path again.
+    const realPaths = new Map<string, Promise<string>>();
+    const realOf = (p: string) => {
+      let real = realPaths.get(p);
+      if (!real) realPaths.set(p, (real = realPathOrResolved(p)));
+      return real;
+    };
+    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOf(e.path), e] as const)));
     const current = () => (now ??= listWorktrees(git));
     const branchesByBase = new Map<string, Promise<{ commits: Map<string, string>; merged: Set<string> }>>();
     const deleted = new Set<string>();
@@ -94,11 +103,11 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       git,
       async registrationAt(worktreePath) {
         found ??= current().then(byRealPath);
-        return (await found).get(await realPathOrResolved(worktreePath)) ?? null;
+        return (await found).get(await realOf(worktreePath)) ?? null;
       },
       current,
       async registeredNow(worktreePath) {
-        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realPathOrResolved(worktreePath)]);
+        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realOf(worktreePath)]);
         return registered.has(target);
       },
       changed() {
