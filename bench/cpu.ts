@@ -24,14 +24,22 @@ function statFields(pid: number): string[] | null {
   }
 }
 
-/** Milliseconds of CPU of a process and its reaped children. */
-function cpuMs(pid: number): number {
+/** Milliseconds of CPU of a process and its reaped children (`reaped`: the children's alone). */
+function cpuMs(pid: number, reaped = false): number {
   const f = statFields(pid);
   if (!f) return 0;
   // After the command: state is field 3, so utime (14) … cstime (17) are indexes 11 … 14.
-  const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  const ticks = (reaped ? 0 : Number(f[11]) + Number(f[12])) + Number(f[13]) + Number(f[14]);
   return (ticks * 1000) / TICKS_PER_SECOND;
 }
+
+/**
+ * The suffix of a group's second figure: the CPU of the processes it started that ended and
+ * were reaped in the stretch (git, agents and their shims), already counted in the group's own.
+ * A child's whole life is counted when it is reaped: an agent's shim started at launch is
+ * counted in the cleanup that stops it.
+ */
+export const REAPED_SUFFIX = ': of it, reaped children';
 
 function childrenOf(parent: number): number[] {
   const out: number[] = [];
@@ -73,7 +81,9 @@ export class CpuMeter {
   snapshot(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [name, g] of Object.entries(this.groups)) {
-      out[name] = (typeof g === 'number' ? [g, ...startersOf(g)] : [g.tree, ...childrenOf(g.tree)]).reduce((s, pid) => s + cpuMs(pid), 0);
+      const pids = typeof g === 'number' ? [g, ...startersOf(g)] : [g.tree, ...childrenOf(g.tree)];
+      out[name] = pids.reduce((s, pid) => s + cpuMs(pid), 0);
+      if (typeof g === 'number') out[`${name}${REAPED_SUFFIX}`] = pids.reduce((s, pid) => s + cpuMs(pid, true), 0);
     }
     return out;
   }

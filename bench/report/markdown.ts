@@ -1,6 +1,7 @@
 /** bench/results/latest.md: the table first (also printed at the end of a run), then the evidence. */
 import type { StepTimings } from '../direct-steps';
 import type { HistoryProfile } from '../history';
+import { REAPED_SUFFIX } from '../cpu';
 import { describeShape } from '../engine-floor';
 import type { BenchResults, Outcome } from '../model';
 import type { LaunchComparison } from '../stats';
@@ -127,15 +128,16 @@ function cpuTable(r: BenchResults): string[] {
   if (r.cleanup.ok && r.cleanup.value.status === 'measured') rows.push(['Single archives, product (per worktree)', r.cleanup.value.cpuPerWorktreeMs.product], ['Single archives, floor (per worktree)', r.cleanup.value.cpuPerWorktreeMs.floor]);
   if (r.boardDelete?.ok) rows.push(['Board delete, product (per worktree)', r.boardDelete.value.cpuPerWorktreeMs.product], ['Board delete, floor (per worktree)', r.boardDelete.value.cpuPerWorktreeMs.floor]);
   if (rows.length === 0) return [];
-  const groups = [...new Set(rows.flatMap(([, g]) => Object.keys(g)))];
+  // A reaped-children column only where a process reaped any.
+  const groups = [...new Set(rows.flatMap(([, g]) => Object.keys(g)))].filter((k) => !k.endsWith(REAPED_SUFFIX) || rows.some(([, g]) => (g[k] ?? 0) > 0));
   return [
     '## Where the CPU goes',
     '',
-    'Milliseconds of CPU per unit of work, by process (a process counts the git and agent processes it started); this machine has two cores for all of them.',
+    'Milliseconds of CPU per unit of work, by process (a process counts the git and agent processes it started); this machine has two cores for all of them. A "reaped children" column is the part of the one before it that processes it started used (git, agents, their shims), counted when they ended and were reaped: an agent\'s shim started at launch counts in the cleanup that stops it. The total does not count it twice.',
     '',
     `| | ${groups.join(' | ')} | total |`,
     `| --- | ${groups.map(() => '---').join(' | ')} | --- |`,
-    ...rows.map(([label, g]) => `| ${label} | ${groups.map((k) => (g[k] ?? 0).toFixed(1)).join(' | ')} | ${Object.values(g).reduce((a, b) => a + b, 0).toFixed(1)} |`),
+    ...rows.map(([label, g]) => `| ${label} | ${groups.map((k) => (g[k] ?? 0).toFixed(1)).join(' | ')} | ${Object.entries(g).filter(([k]) => !k.endsWith(REAPED_SUFFIX)).reduce((a, [, v]) => a + v, 0).toFixed(1)} |`),
     '',
     ...(r.manyTasks.ok ? [`Database transactions (pg_stat_database, approximate): ${r.manyTasks.value.transactionsPerLaunch} per launch with ${r.manyTasks.value.tasks} at once on one repository` + (r.cleanup.ok && r.cleanup.value.status === 'measured' ? `; ${r.cleanup.value.productTransactionsPerWorktree} per worktree in the product's cleanup.` : '.'), ''] : []),
   ];
