@@ -1,15 +1,16 @@
 /** Cleanup under injected faults: bounded retries, needs_operator, operator retry, killed worker, restarted Temporal [R6.4, R6.8]. */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForPhase } from './support/phases';
 import { startTemporalDevServer, waitForPort } from './support/processes';
-import { archive, waitForJob } from './support/cleanup';
+import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { clearGitFault, gitWrapper, makeRepo, worktreePaths } from './support/world';
+import { taskBranchName } from '../domain/task-layout';
+import { clearGitFault, git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -82,6 +83,39 @@ describe('bounded retries through a failing git [R6.4]', () => {
     const notRetryable = await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN);
     expect(notRetryable.status).toBe(409);
     expectSafeError(notRetryable.body, 'cleanup_job_not_retryable');
+  });
+
+  it('a task branch that gains a commit after the delete read it is not deleted: the guarded deletion fails, the retry keeps it as unmerged', async () => {
+    // The first `update-ref -d` of a task branch finds it moved on: a commit lands on it between
+    // the turn's read (its commit, contained in main) and the deletion, as a push would.
+    const dir = (await harness()).scratch;
+    const mark = path.join(dir, 'moved-commit');
+    const wrapper = path.join(dir, 'git-moves-branch');
+    writeFileSync(
+      wrapper,
+      `#!/usr/bin/env bash
+if [ "$1" = "update-ref" ] && [ "$2" = "-d" ] && [ ! -e '${mark}' ]; then
+  old=$(git rev-parse "$3")
+  c=$(GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@example.com GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@example.com git commit-tree "$old^{tree}" -p "$old" -m 'pushed meanwhile')
+  git update-ref "$3" "$c" "$old"
+  echo "$c" > '${mark}'
+fi
+exec git "$@"
+`,
+    );
+    chmodSync(wrapper, 0o755);
+    const h = await harness({ gitBinary: wrapper });
+    const t = await taskWithWorktree(h, 'moving');
+    const branch = taskBranchName(t.taskId);
+    const deleted = await deleteTask(h, t.taskId);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const job = await waitForJob(h, deleted.body.operationId);
+    expect(job).toMatchObject({ state: 'succeeded', attempts: 2 });
+    expect(job.report.branches).toEqual([expect.objectContaining({ branch, outcome: 'kept_unmerged' })]);
+    // The commit that landed is on the branch, which is still there; the worktree is gone.
+    const moved = readFileSync(mark, 'utf8').trim();
+    expect(git(t.repo, 'rev-parse', `refs/heads/${branch}`)).toBe(moved);
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
   });
 });
 
