@@ -16,6 +16,8 @@ export interface MemoryWindowResult {
   /** Its process starter (git/process-starter.ts), a process of its own: highest sampled VmRSS, and its PSS at the end (the node binary's pages are shared), in MB. */
   starterPeakRssMb?: number | null;
   starterPssMb?: number | null;
+  /** Highest sampled VmRSS of each scenario in the window (the one running when it was sampled), in MB: where the peak happened. */
+  peakByScenarioMb?: Record<string, number>;
 }
 
 /** A `<field>: <n> kB` line of a /proc file of the process; null when it cannot be read. */
@@ -35,11 +37,12 @@ const mb = (kb: number | null): number | null => (kb === null ? null : Math.roun
 
 export class MemorySampler {
   private timer: NodeJS.Timeout | null = null;
-  private window: { peakKb: Record<string, number>; starterPeakKb: Record<string, number>; samples: number; reset: Record<string, boolean> } | null = null;
+  private window: { peakKb: Record<string, number>; starterPeakKb: Record<string, number>; byScenarioKb: Record<string, Record<string, number>>; samples: number; reset: Record<string, boolean> } | null = null;
   /** The whole run's sampled peak, for the record. */
   readonly runPeakKb: Record<string, number> = {};
 
-  constructor(private readonly pids: Record<string, number>, private readonly everyMs = 200) {}
+  /** `scenario` names what runs when a sample is taken. */
+  constructor(private readonly pids: Record<string, number>, private readonly scenario: () => string = () => '', private readonly everyMs = 200) {}
 
   start(): void {
     this.timer = setInterval(() => this.sample(), this.everyMs);
@@ -51,13 +54,19 @@ export class MemorySampler {
     this.timer = null;
   }
 
-  private sample(): void {
+  /** `opening`: the window's first sample, taken before its first scenario runs (no scenario's). */
+  private sample(opening = false): void {
     for (const [name, pid] of Object.entries(this.pids)) {
       const kb = statusKb(pid, 'VmRSS');
       if (kb === null) continue;
       this.runPeakKb[name] = Math.max(this.runPeakKb[name] ?? 0, kb);
       if (this.window) {
         this.window.peakKb[name] = Math.max(this.window.peakKb[name] ?? 0, kb);
+        if (!opening) {
+          const byScenario = (this.window.byScenarioKb[name] ??= {});
+          const now = this.scenario();
+          byScenario[now] = Math.max(byScenario[now] ?? 0, kb);
+        }
         const starterKb = startersOf(pid).reduce((sum, starter) => sum + (statusKb(starter, 'VmRSS') ?? 0), 0);
         this.window.starterPeakKb[name] = Math.max(this.window.starterPeakKb[name] ?? 0, starterKb);
       }
@@ -75,8 +84,8 @@ export class MemorySampler {
         reset[name] = false;
       }
     }
-    this.window = { peakKb: {}, starterPeakKb: {}, samples: 0, reset };
-    this.sample();
+    this.window = { peakKb: {}, starterPeakKb: {}, byScenarioKb: {}, samples: 0, reset };
+    this.sample(true);
   }
 
   closeWindow(): Record<string, MemoryWindowResult> {
@@ -93,6 +102,7 @@ export class MemorySampler {
         samples: w?.samples ?? 0,
         starterPeakRssMb: mb(w?.starterPeakKb[name] || null),
         starterPssMb: mb(starters.length ? starters.reduce((sum, starter) => sum + (pssKb(starter) ?? 0), 0) : null),
+        peakByScenarioMb: Object.fromEntries(Object.entries(w?.byScenarioKb[name] ?? {}).map(([scenario, kb]) => [scenario, mb(kb)!])),
       };
     }
     return out;

@@ -56,8 +56,12 @@ const log = (message: string) => console.error(`[bench ${((performance.now() - r
 /** BENCH_ONLY=attach,cleanup runs only those scenarios (a diagnostic aid; the others are reported as skipped). */
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 
+/** The scenario running now (the memory samples name it). */
+let running = 'start-up';
+
 async function scenario<T>(name: string, fn: () => Promise<T>): Promise<Outcome<T>> {
   if (only && ![...only].some((key) => name.includes(key))) return { ok: false, error: 'skipped (BENCH_ONLY)', seconds: 0 };
+  running = name;
   const start = performance.now();
   log(`${name}: start`);
   try {
@@ -106,7 +110,7 @@ async function main(): Promise<void> {
     const floorDataDir = path.join(services.scratch, 'floor');
     await mkdir(reposDir, { recursive: true });
     const api = new Api(services.apiBase, services.tokens.user);
-    const sampler = new MemorySampler({ worker: services.worker.pid, gateway: services.gateway.pid });
+    const sampler = new MemorySampler({ worker: services.worker.pid, gateway: services.gateway.pid }, () => running);
     sampler.start();
     const afterStartMb = { worker: sampler.current('worker'), gateway: sampler.current('gateway') };
     const ctx: BenchContext = {

@@ -70,10 +70,11 @@ export function renderTable(r: BenchResults): string {
     rows.push([`Agent exit recorded, starting process SIGKILLed (n=${e.unwatched.n}; p95; checked every ${ms(e.checkEveryMs)})`, `${ms(e.unwatched.p50)} (${ms(e.unwatched.p95)})`, '—', '—', '—', ...t('exit_noticed_unwatched_p50_ms')]);
   } else if (r.exitDetection) rows.push(['Agent exit recorded', failed(r.exitDetection), '', '', '', ...t('exit_noticed_watched_p50_ms')]);
   if (r.memory) {
+    const byScenario = (peaks?: Record<string, number>) => (peaks && Object.keys(peaks).length > 0 ? `; peak by scenario: ${Object.entries(peaks).map(([name, v]) => `${name} ${mb(v)}`).join(', ')}` : '');
     const idle = (name: string) => (r.memory!.afterStartMb[name] === null || r.memory!.afterStartMb[name] === undefined ? '' : `; ${mb(r.memory!.afterStartMb[name])} when ready, before any launch`);
     for (const [name, id] of [['worker', 'worker_peak_rss_mb'], ['gateway', 'gateway_peak_rss_mb']] as const) {
       const w = r.memory[name];
-      rows.push([`${name === 'worker' ? 'Worker' : 'Gateway'} peak RSS (${r.memory.window})`, `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle(name)}${w.starterPeakRssMb ? `; its process starter besides: ${mb(w.starterPeakRssMb)} RSS, ${mb(w.starterPssMb ?? null)} PSS` : ''}`, '—', '—', '—', ...t(id)]);
+      rows.push([`${name === 'worker' ? 'Worker' : 'Gateway'} peak RSS (${r.memory.window})`, `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle(name)}${w.starterPeakRssMb ? `; its process starter besides: ${mb(w.starterPeakRssMb)} RSS, ${mb(w.starterPssMb ?? null)} PSS` : ''}${byScenario(w.peakByScenarioMb)}`, '—', '—', '—', ...t(id)]);
     }
   }
   const header = ['Measure', 'Product', 'Bare floor', 'Engine floor (its shape)', 'Ratio', 'Target', 'Result'];
