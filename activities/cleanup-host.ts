@@ -199,7 +199,11 @@ export function cleanupHostActivities(deps: ActivityDeps) {
         w.repositoryId,
         w.sourcePath,
         async (turn): Promise<StepOutcome<'deleted_merged' | 'kept_unmerged'>> => {
-          const { commit, merged } = await turn.branch(branch, w.baseBranch);
+          // Not readable: the attempt fails (retried), never counts the branch gone.
+          const { commit, merged } = await turn.branch(branch, w.baseBranch).catch((err: unknown) => {
+            logger.warn({ err, repositoryId: w.repositoryId }, 'task branches could not be read');
+            throw failure('branch_cleanup_failed', 'the task branch could not be read');
+          });
           if (!commit) return { value: 'deleted_merged' }; // already gone
           // A worktree still on the branch (kept because dirty) keeps it: read after this turn's removals.
           if ((await turn.current()).some((e) => e.branch === branch)) return { value: 'kept_unmerged' };

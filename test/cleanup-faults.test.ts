@@ -117,6 +117,31 @@ exec git "$@"
     expect(git(t.repo, 'rev-parse', `refs/heads/${branch}`)).toBe(moved);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
   });
+
+  it('a task branch that cannot be read is never counted deleted: the job waits for an operator with branch_cleanup_failed, and their retry deletes it once git reads again', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { failSubcommand: 'for-each-ref --format=%(objectname) %(refname)', failTimes: 1000 });
+    // No fault for the launch (it reads branches the same way): the counter starts past its limit.
+    clearGitFault(wrapper);
+    const h = await harness({ gitBinary: wrapper });
+    const t = await taskWithWorktree(h, 'unreadable');
+    const branch = taskBranchName(t.taskId);
+    writeFileSync(`${wrapper}.count`, '0');
+    const deleted = await deleteTask(h, t.taskId);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const stuck = await waitForJob(h, deleted.body.operationId, ['needs_operator']);
+    expect(stuck).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'branch_cleanup_failed' });
+    // The worktree is gone, the branch is not, and nothing says it was deleted.
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    expect(git(t.repo, 'branch', '--list', branch)).toContain(branch);
+    expect(stuck.report.branches ?? []).not.toContainEqual(expect.objectContaining({ outcome: 'deleted_merged' }));
+
+    clearGitFault(wrapper);
+    expect((await h.api('POST', `/v1/cleanup-jobs/${deleted.body.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    const done = await waitForJob(h, deleted.body.operationId);
+    expect(done.report.branches).toEqual([expect.objectContaining({ branch, outcome: 'deleted_merged' })]);
+    expect(git(t.repo, 'branch', '--list', branch)).toBe('');
+  });
 });
 
 describe('unarchive [R6]', () => {
