@@ -25,10 +25,11 @@ export const STARTER_MARK = 'task-workspaces process starter';
 
 /**
  * Run by `node -e`; plain JavaScript, no imports of ours. stdin carries requests, stdout events;
- * its stdin closing (this process gone) ends it, and the children it started are left to run
- * their course (re-parented), as they would be if this process had started them itself.
+ * its stdin closing, or its stdout's reader gone (this process gone), ends it, and the children
+ * it started are left to run their course (re-parented), as they would be if this process had
+ * started them itself. Exported for its test.
  */
-const STARTER_SOURCE = `// ${STARTER_MARK}
+export const STARTER_SOURCE = `// ${STARTER_MARK}
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const children = new Map();
@@ -64,6 +65,8 @@ process.stdin.on('data', (chunk) => {
   }
 });
 process.stdin.on('end', () => process.exit(0));
+// Its reader gone (the process it serves died): the same end, not a crash on the next event.
+process.stdout.on('error', () => process.exit(0));
 `;
 
 /** Small and quiet: a young generation of 1 MB, one helper thread; it only relays bytes. */

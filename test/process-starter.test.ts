@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gitAt } from '../git/git';
-import { ProcessStarter, STARTER_MARK, type StartedProcess } from '../git/process-starter';
+import { ProcessStarter, STARTER_MARK, STARTER_SOURCE, type StartedProcess } from '../git/process-starter';
 import { processAlive } from './support/world';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tws-starter-'));
@@ -140,5 +140,19 @@ describe('the process starter', () => {
     const next = await observe(starter.spawn('sh', ['-c', 'echo again']));
     expect(next).toMatchObject({ stdout: 'again\n', code: 0 });
     await waitFor('the first helper to be reaped', () => !processAlive(helper));
+  });
+
+  it('a helper whose reader is gone (the process it serves died) ends quietly, as when its requests end', async () => {
+    // The helper's events have no reader: its stdout's read end is closed, its requests still open.
+    const helper = spawn(process.execPath, ['-e', STARTER_SOURCE], { stdio: ['pipe', 'pipe', 'pipe'], env: {} });
+    let stderr = '';
+    helper.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    helper.stdout!.destroy();
+    const ended = new Promise<number | null>((resolve) => helper.once('close', (code) => resolve(code)));
+    // Something to tell: a command's start (and its end).
+    helper.stdin!.write(JSON.stringify({ id: 1, file: 'sh', args: ['-c', 'exit 0'], env: {}, detached: false, output: 'ignore' }) + '\n');
+    expect(await ended).toBe(0);
+    expect(stderr).toBe('');
+    helper.stdin!.destroy();
   });
 });
