@@ -86,19 +86,16 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
     };
     const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOf(e.path), e] as const)));
     const current = () => (now ??= listWorktrees(git));
-    const branchesByBase = new Map<string, Promise<{ commits: Map<string, string>; merged: Set<string> }>>();
     const deleted = new Set<string>();
-    const readBranches = (base: string, name: string) => {
-      const names = [...new Set([name, ...steps.filter((q) => q.branch?.base === base).map((q) => q.branch!.name)])];
-      return (async () => {
-        // The commits first, then what base contains: a branch that moved between the two reads
-        // is judged on its newer tip, and its deletion (guarded by the older commit) fails.
-        const commits = await branchCommits(git, names);
-        // Not readable (no such base): every branch counts unmerged, so none is deleted.
-        const merged = commits.size === 0 ? new Set<string>() : await branchesMergedInto(git, base, [...commits.keys()]).catch(() => new Set<string>());
-        return { commits, merged };
-      })();
+    const readBranches = async (base: string, names: string[]) => {
+      // The commits first, then what base contains: a branch that moved between the two reads
+      // is judged on its newer tip, and its deletion (guarded by the older commit) fails.
+      const commits = await branchCommits(git, names);
+      // Not readable (no such base): every branch counts unmerged, so none is deleted.
+      const merged = commits.size === 0 ? new Set<string>() : await branchesMergedInto(git, base, [...commits.keys()]).catch(() => new Set<string>());
+      return { commits, merged };
     };
+    const branchesByBase = new Map<string, ReturnType<typeof readBranches>>();
     return {
       git,
       async registrationAt(worktreePath) {
@@ -115,13 +112,10 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
         nowByRealPath = null;
       },
       async branch(name, base) {
-        // A branch no step named when it queued is read on its own.
-        const named = steps.some((q) => q.branch?.name === name && q.branch.base === base);
-        let read = named ? branchesByBase.get(base) : undefined;
-        if (!read) {
-          read = readBranches(base, name);
-          if (named) branchesByBase.set(base, read);
-        }
+        // The branches the turn's steps named for this base are read together; another on its own.
+        const named = steps.flatMap((q) => (q.branch?.base === base ? [q.branch.name] : []));
+        let read = named.includes(name) ? branchesByBase.get(base) : readBranches(base, [name]);
+        if (!read) branchesByBase.set(base, (read = readBranches(base, [...new Set(named)])));
         const { commits, merged } = await read;
         const commit = deleted.has(name) ? null : (commits.get(name) ?? null);
         return { commit, merged: commit !== null && merged.has(name) };

@@ -20,7 +20,7 @@ import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { expectReRunAfterTimeout, killableWorker } from './support/processes';
-import { branches, clearGitFault, git, gitWrapper, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+import { branches, clearGitFault, git, gitWrapper, loggedGitCommands, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 const TASKS = 10;
@@ -95,7 +95,7 @@ describe('board delete [R6]', () => {
     cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
     const gitLog = path.join(wrapperDir, 'git.log');
     const slowRemove = gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 1, logTo: gitLog });
-    const removalsStarted = () => (existsSync(gitLog) ? readFileSync(gitLog, 'utf8').split('\n').filter((l) => l.startsWith('worktree remove')).length : 0);
+    const removalsStarted = () => loggedGitCommands(gitLog).filter((c) => c.startsWith('worktree remove')).length;
     const h = await harness({ gitBinary: slowRemove }, { inProcessWorker: false });
     const worker = killableWorker(h, cleanups);
     const b = await boardOfTasks(h, 'consented');
@@ -266,7 +266,7 @@ describe('board delete [R6]', () => {
     const history = await parent.fetchHistory();
     expect(history.events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)).toHaveLength(0);
     // Shared turns: 12 removals, and fewer listings than tasks (a removal alone lists twice).
-    const commands = readFileSync(gitLog, 'utf8').split('\n');
+    const commands = loggedGitCommands(gitLog);
     expect(commands.filter((c) => c.startsWith('worktree remove'))).toHaveLength(12);
     expect(commands.filter((c) => c.startsWith('worktree list')).length).toBeLessThan(12);
     // The branches too: their commits and what main contains read for many at once, then each

@@ -94,6 +94,11 @@ exec git "$@"
   return file;
 }
 
+/** The git commands a wrapper's `logTo` recorded so far, one a line, in order (none before the first). */
+export function loggedGitCommands(logFile: string): string[] {
+  return existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean) : [];
+}
+
 /** Row counts of every table: "changes nothing" is checked against these. */
 export async function rowCounts(pool: pg.Pool): Promise<Record<string, number>> {
   const tables = ['repositories', 'boards', 'workspace_groups', 'tasks', 'task_repositories', 'task_environments', 'environment_repos', 'sessions', 'executions', 'cleanup_jobs', 'git_status_observations'];
