@@ -5,15 +5,17 @@
  */
 import { parsePorcelainZ, type FileStatus } from '../git/git';
 import { runRemote, type SshTarget } from './connection';
+import { REMOTE_GIT_FUNCTION } from './remote-git';
 
 /** Args: the clone, the base branch. Prints branch, HEAD, "behind<TAB>ahead" each NUL-terminated, then the porcelain -z listing. */
 const STATUS_SCRIPT = `
+${REMOTE_GIT_FUNCTION}
 cd -- "$1" 2>/dev/null || exit 3
-b=$(git symbolic-ref --quiet --short HEAD 2>/dev/null || true)
-h=$(git rev-parse --verify --quiet HEAD 2>/dev/null || true)
-ab=$(git rev-list --left-right --count "refs/heads/$2...HEAD" 2>/dev/null || true)
+b=$(g symbolic-ref --quiet --short HEAD 2>/dev/null || true)
+h=$(g rev-parse --verify --quiet HEAD 2>/dev/null || true)
+ab=$(g rev-list --left-right --count "refs/heads/$2...HEAD" 2>/dev/null || true)
 printf "%s\\0%s\\0%s\\0" "$b" "$h" "$ab"
-git --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit 4
+g --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit 4
 `;
 
 export interface RemoteGitStatus {

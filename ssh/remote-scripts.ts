@@ -17,6 +17,7 @@
  * be a template interpolation here, so bash braces are written `\${`.
  */
 import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
+import { REMOTE_GIT_FUNCTION } from './remote-git';
 import { runRemote, SshRefusal, type RemoteResult, type SshTarget } from './connection';
 
 /** A remote operation that did not succeed, by a short reason: never a path, a branch name or git's stderr. */
@@ -31,7 +32,7 @@ const MARKER_FILE_NAME = OWNERSHIP_MARKER_FILE;
 
 /**
  * Shared helpers, prepended to every script.
- * - `g`: git that runs no fsmonitor or hook a clone may configure (the clone is the agent's).
+ * - `g`: git that runs no program a clone may configure (the clone is the agent's): ssh/remote-git.ts.
  * - `present`: 1 only when the path is known to be absent (ENOENT, ENOTDIR); a path that cannot be
  *   examined (permission, I/O) counts as present.
  * - `real_dir`: a directory that is not a symlink.
@@ -40,7 +41,7 @@ const MARKER_FILE_NAME = OWNERSHIP_MARKER_FILE;
  * - `clone_check`: prints why a path is not the expected clean clone (nothing when it is).
  */
 const PRELUDE = `set -u
-g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null "$@"; }
+${REMOTE_GIT_FUNCTION}
 present() {
   local err
   if [ -e "$1" ] || [ -L "$1" ]; then return 0; fi
