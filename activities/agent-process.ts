@@ -15,7 +15,7 @@ import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopM
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
-import { agentSandbox } from './agent-sandbox';
+import { agentSandbox, gitStoreLayout } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
@@ -69,9 +69,8 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
     const home = path.join(path.dirname(logPath), 'home');
     await mkdir(home, { recursive: true });
     env.HOME = home;
-    const gitDirs: string[] = [];
-    for (const dir of input.gitDirs ?? []) if (await isRealDirectory(dir)) gitDirs.push(dir);
-    const layout = { workspace: input.cwd, writable: gitDirs, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
+    const gitBinds = await gitStoreLayout(input.gitDirs ?? [], input.cwd);
+    const layout = { workspace: input.cwd, gitBinds, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.

@@ -3,7 +3,10 @@
  * works here, `bwrap` requires it, `none` never uses it), found once per process by running it.
  */
 import { execFile } from 'node:child_process';
-import type { AgentIsolation, AgentSandboxMode } from '../domain/sandbox';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gitStoreBinds, type AgentIsolation, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
+import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
 
 const PROBE = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'];
@@ -28,4 +31,32 @@ export async function agentSandbox(mode: AgentSandboxMode): Promise<string | nul
 
 export async function agentIsolation(mode: AgentSandboxMode): Promise<AgentIsolation> {
   return (await agentSandbox(mode)) ? 'bwrap' : 'none';
+}
+
+const isWithin = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+
+/**
+ * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
+ * gitStoreBinds): its own worktrees' admin folders are those whose registered path lies in its
+ * workspace. In the source checkout itself (`local`), `hooks/` and `info/` are made when missing,
+ * so that they can be bound read-only: an empty folder, as `git init` makes them.
+ */
+export async function gitStoreLayout(gitDirs: string[], workspace: string): Promise<GitBind[]> {
+  const binds: GitBind[] = [];
+  for (const commonDir of new Set(gitDirs)) {
+    if (!(await isRealDirectory(commonDir))) continue; // gone meanwhile: left out, as before
+    const insideWorkspace = isWithin(commonDir, workspace);
+    if (insideWorkspace) for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
+    const entries = await readdir(commonDir);
+    const ownAdminDirs: string[] = [];
+    if (!insideWorkspace && entries.includes('worktrees')) {
+      for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
+        const adminDir = path.join(commonDir, 'worktrees', id);
+        const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
+        if (registered && isWithin(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
+      }
+    }
+    binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs }));
+  }
+  return binds;
 }

@@ -7,8 +7,8 @@
 export interface SandboxLayout {
   /** The agent's working directory: writable. */
   workspace: string;
-  /** Also writable: the repositories' git folders a worktree writes its commits into. */
-  writable: string[];
+  /** The repositories' git folders, bound in this order (gitStoreBinds): what a commit writes writable, what steers git read-only. */
+  gitBinds: GitBind[];
   /** Hidden behind empty folders: the service's data, every other workspace, every log. */
   hidden: string[];
   /** The agent's own writable home (in its run folder). */
@@ -23,7 +23,8 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
   for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
   // A git folder that went away between the launch and the sandbox's start is left out, not fatal.
-  for (const dir of [...new Set(layout.writable)].filter((d) => d !== layout.workspace)) args.push('--bind-try', dir, dir);
+  // In order: a later mount covers an earlier one, and a mount point cannot be renamed or replaced from inside.
+  for (const [mode, p] of layout.gitBinds) args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', p, p);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
   args.push('--chdir', layout.workspace);
   return args;
@@ -32,3 +33,37 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
 export type AgentSandboxMode = 'auto' | 'bwrap' | 'none';
 /** What agents run in on this host: bubblewrap, or nothing (the service's user, allow-listed environment). */
 export type AgentIsolation = 'bwrap' | 'none';
+
+/**
+ * A repository's common git dir as an agent's sandbox sees it (issues 31 and 32): an agent adds
+ * objects, moves refs, writes reflogs and its own worktree's admin folder (HEAD, index), and never
+ * writes what steers git (config, hooks, attributes, other worktrees' admin folders, packed refs),
+ * whatever it is: a hook or a config it planted would run in the user's own git.
+ */
+export interface GitStore {
+  commonDir: string;
+  /** The common dir lies inside the agent's workspace (a `local` task: the source checkout's `.git`). */
+  insideWorkspace: boolean;
+  /** Names present in the common dir. */
+  entries: string[];
+  /** `worktrees/<id>` folders of the worktrees inside the agent's workspace: its own. */
+  ownAdminDirs: string[];
+}
+
+/** What steers git, in a common dir: never written by an agent. */
+export const GIT_STEERING_ENTRIES = ['config', 'config.worktree', 'commondir', 'hooks', 'info', 'worktrees', 'packed-refs', 'shallow'];
+/** What a commit writes, in a common dir. */
+export const GIT_COMMIT_ENTRIES = ['objects', 'refs', 'logs'];
+
+export type GitBind = readonly ['rw' | 'ro', string];
+
+export function gitStoreBinds(store: GitStore): GitBind[] {
+  const present = (names: string[], mode: 'rw' | 'ro'): GitBind[] => names.filter((name) => store.entries.includes(name)).map((name) => [mode, `${store.commonDir}/${name}`]);
+  if (store.insideWorkspace) {
+    // Writable through the workspace: the folder is bound onto itself (a mount point cannot be
+    // renamed away and replaced by one of the agent's), and what steers git is bound read-only over it.
+    return [['rw', store.commonDir], ...present(GIT_STEERING_ENTRIES, 'ro')];
+  }
+  // Read-only as a whole (also where a hidden folder would cover it), then what a commit writes.
+  return [['ro', store.commonDir], ...present(GIT_COMMIT_ENTRIES, 'rw'), ...store.ownAdminDirs.map((dir): GitBind => ['rw', dir])];
+}

@@ -1,19 +1,44 @@
 import { describe, expect, it } from 'vitest';
-import { bubblewrapArgs } from '../../domain/sandbox';
+import { bubblewrapArgs, gitStoreBinds } from '../../domain/sandbox';
 
 describe('the agent sandbox layout (issue 11)', () => {
-  it('hides the service folders (outer first), binds the workspace and home back, tries the git folders, and starts in the workspace', () => {
-    const args = bubblewrapArgs({ workspace: '/d/w/task-1', writable: ['/r/.git', '/d/w/task-1'], hidden: ['/d/w', '/d', '/d/logs'], home: '/d/logs/t/s/home', readOnlyFiles: ['/d/logs/t/s/e.prompt'] });
+  it('hides the service folders (outer first), binds the workspace and home back, then the git folders in order, and starts in the workspace', () => {
+    const args = bubblewrapArgs({ workspace: '/d/w/task-1', gitBinds: [['ro', '/r/.git'], ['rw', '/r/.git/objects']], hidden: ['/d/w', '/d', '/d/logs'], home: '/d/logs/t/s/home', readOnlyFiles: ['/d/logs/t/s/e.prompt'] });
     const joined = args.join(' ');
     expect(joined).toContain('--unshare-pid');
     expect(joined).toContain('--ro-bind / /');
     expect(joined).toContain('--proc /proc');
     expect(args.indexOf('/d')).toBeLessThan(args.indexOf('/d/w'));
     expect(joined).toContain('--tmpfs /d --tmpfs /d/w --tmpfs /d/logs');
-    expect(joined).toContain('--bind /d/w/task-1 /d/w/task-1 --bind /d/logs/t/s/home /d/logs/t/s/home --bind-try /r/.git /r/.git --ro-bind /d/logs/t/s/e.prompt /d/logs/t/s/e.prompt');
+    expect(joined).toContain('--bind /d/w/task-1 /d/w/task-1 --bind /d/logs/t/s/home /d/logs/t/s/home --ro-bind-try /r/.git /r/.git --bind-try /r/.git/objects /r/.git/objects --ro-bind /d/logs/t/s/e.prompt /d/logs/t/s/e.prompt');
     expect(args.slice(-2)).toEqual(['--chdir', '/d/w/task-1']);
     // Every bind comes after every hiding mount: nothing hidden covers what is given back.
     const lastTmpfs = args.lastIndexOf('--tmpfs');
     expect(args.indexOf('--bind')).toBeGreaterThan(lastTmpfs);
+  });
+});
+
+describe('a repository git folder in the sandbox (issues 31, 32)', () => {
+  const entries = ['HEAD', 'config', 'hooks', 'info', 'objects', 'refs', 'logs', 'worktrees', 'packed-refs'];
+
+  it('outside the workspace: read-only as a whole, then only what a commit writes and its own worktrees admin folders', () => {
+    expect(gitStoreBinds({ commonDir: '/r/.git', insideWorkspace: false, entries, ownAdminDirs: ['/r/.git/worktrees/a'] })).toEqual([
+      ['ro', '/r/.git'],
+      ['rw', '/r/.git/objects'],
+      ['rw', '/r/.git/refs'],
+      ['rw', '/r/.git/logs'],
+      ['rw', '/r/.git/worktrees/a'],
+    ]);
+  });
+
+  it('inside the workspace (local): pinned in place, and everything that steers git read-only over it', () => {
+    expect(gitStoreBinds({ commonDir: '/w/.git', insideWorkspace: true, entries, ownAdminDirs: [] })).toEqual([
+      ['rw', '/w/.git'],
+      ['ro', '/w/.git/config'],
+      ['ro', '/w/.git/hooks'],
+      ['ro', '/w/.git/info'],
+      ['ro', '/w/.git/worktrees'],
+      ['ro', '/w/.git/packed-refs'],
+    ]);
   });
 });
