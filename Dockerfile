@@ -2,7 +2,7 @@
 FROM node:20-bookworm-slim
 # bubblewrap: the agent sandbox. In a container it needs user namespaces (or privileges) to run;
 # where it cannot, agents run without it and /readyz says agentIsolation "none".
-RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap slirp4netns && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund

@@ -15,7 +15,7 @@ import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopM
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
-import { agentSandbox, gitStoreLayout } from './agent-sandbox';
+import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
@@ -64,13 +64,14 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
   // In bubblewrap where this host runs it: the agent's own home in its run folder, everything of
   // the service's hidden, only its workspace (and its repositories' git folders) writable.
   const sandbox = await agentSandbox(config.agentSandbox);
+  const network = sandbox ? await agentNetwork(config.agentSandbox, config.agentNetwork) : null;
   let command = input.command;
   if (sandbox) {
     const home = path.join(path.dirname(logPath), 'home');
     await mkdir(home, { recursive: true });
     env.HOME = home;
     const gitBinds = await gitStoreLayout(input.gitDirs ?? [], input.cwd);
-    const layout = { workspace: input.cwd, gitBinds, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
+    const layout = { workspace: input.cwd, gitBinds, network: network!.policy, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
@@ -78,7 +79,7 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
   try {
     // Through the process starter (git/process-starter.ts): a fork of this process costs a few
     // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
-    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), sandbox ? '1' : '0', ...command], {
+    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), !sandbox ? '0' : network?.egressBinary ? `egress:${network.egressBinary}` : '1', ...command], {
       cwd: input.cwd,
       detached: true,
       output: { appendTo: logPath },

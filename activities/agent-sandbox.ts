@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { gitStoreBinds, type AgentIsolation, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
+import { gitStoreBinds, type AgentIsolation, type AgentNetworkPolicy, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
 
@@ -31,6 +31,28 @@ export async function agentSandbox(mode: AgentSandboxMode): Promise<string | nul
 
 export async function agentIsolation(mode: AgentSandboxMode): Promise<AgentIsolation> {
   return (await agentSandbox(mode)) ? 'bwrap' : 'none';
+}
+
+/** slirp4netns (Debian's package), the user-mode network of `egress`, found once per process by running it. */
+let slirpProbed: Promise<string | null> | null = null;
+function probeSlirp(): Promise<string | null> {
+  slirpProbed ??= new Promise((resolve) => execFile('slirp4netns', ['--version'], { timeout: 10_000 }, (err) => resolve(err ? null : 'slirp4netns')));
+  return slirpProbed;
+}
+
+/**
+ * The network agents really get here (issue 33), and for `egress` the user-mode network's binary.
+ * No sandbox means the host's network. `egress` without slirp4netns: with TWS_AGENT_SANDBOX=bwrap
+ * the service refuses to start; with `auto` agents share the host's network, and /readyz and the
+ * start-up warning say `agentNetwork: "host"`.
+ */
+export async function agentNetwork(mode: AgentSandboxMode, policy: AgentNetworkPolicy): Promise<{ policy: AgentNetworkPolicy; egressBinary: string | null }> {
+  if (!(await agentSandbox(mode))) return { policy: 'host', egressBinary: null };
+  if (policy !== 'egress') return { policy, egressBinary: null };
+  const binary = await probeSlirp();
+  if (binary) return { policy, egressBinary: binary };
+  if (mode === 'bwrap') throw new Error('TWS_AGENT_SANDBOX=bwrap with TWS_AGENT_NETWORK=egress, but slirp4netns does not run on this host (install the Debian package slirp4netns), so agents would reach the service\'s ports: set TWS_AGENT_NETWORK=none or host to choose otherwise');
+  return { policy: 'host', egressBinary: null };
 }
 
 const isWithin = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);

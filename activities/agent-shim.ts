@@ -12,6 +12,12 @@ import path from 'node:path';
 
 /**
  * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, sandboxed, command, ...args]; plain
+ * JavaScript, no imports of ours. `sandboxed` is 0 (no sandbox), 1 (bubblewrap) or `egress:<binary>`
+ * (bubblewrap in a network namespace of its own, given user-mode egress by slirp4netns, issue 33:
+ * bubblewrap names its child on fd 3 and waits on fd 4; slirp4netns is started on that child's
+ * namespace without the host's loopback, says it is ready on its fd 3 and ends when its fd 4
+ * closes, that is with this shim; the agent starts only then. Should it fail, the agent runs with
+ * no network at all, and the log says so). Otherwise plain
  * JavaScript, no imports of ours. The agent's output goes through it into the log, which it keeps
  * within maxLogBytes on disk: past half of it, the log becomes `<log>.1` (the one before is
  * dropped) and a new log begins, so the newest output is always kept.
@@ -49,7 +55,27 @@ function record(outcome) {
   fs.renameSync(tmp, statusFile);
   process.exit(0);
 }
-const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+const egress = sandboxed.startsWith('egress:') ? sandboxed.slice('egress:'.length) : null;
+const child = spawn(command, args, { stdio: egress ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'], env });
+if (egress) {
+  let info = '';
+  let network = null;
+  const release = (note) => {
+    if (note) write(Buffer.from('task-workspaces: ' + note + '\\n'));
+    child.stdio[4].end('1');
+  };
+  child.stdio[4].on('error', () => {});
+  child.stdio[3].on('data', (data) => {
+    info += data;
+    const found = /"child-pid"\\s*:\\s*(\\d+)/.exec(info);
+    if (!found || network) return;
+    network = spawn(egress, ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', found[1], 'tap0'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+    let ready = false;
+    network.stdio[3].once('data', () => { ready = true; release(null); });
+    network.on('error', () => { if (!ready) { ready = true; release('the sandbox network could not start: the agent has no network'); } });
+    network.on('exit', () => { if (!ready) { ready = true; release('the sandbox network could not start: the agent has no network'); } });
+  });
+}
 const drained = () => { if (--open === 0 && exitStatus) record(exitStatus); };
 for (const stream of [child.stdout, child.stderr]) {
   stream.on('data', write);
@@ -59,7 +85,7 @@ child.on('error', (err) => record({ exitCode: 127, signal: null, error: String(e
 // Bubblewrap ends with 128 + N for a child ended by signal N: read back as that signal.
 const signalNames = Object.fromEntries(Object.entries(require('node:os').constants.signals).map(([name, n]) => [n, name]));
 child.on('exit', (exitCode, signal) => {
-  exitStatus = sandboxed === '1' && exitCode > 128 && signalNames[exitCode - 128] ? { exitCode: null, signal: signalNames[exitCode - 128] } : { exitCode, signal };
+  exitStatus = sandboxed !== '0' && exitCode > 128 && signalNames[exitCode - 128] ? { exitCode: null, signal: signalNames[exitCode - 128] } : { exitCode, signal };
   if (open === 0) record(exitStatus);
   // Output of the agent's own children may hold the pipes open: the outcome is not held back for long.
   setTimeout(() => record(exitStatus), 1000).unref();

@@ -5,12 +5,18 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
-import type { AgentSandboxMode } from './sandbox';
+import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 
 function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
   const mode = raw || 'auto';
   if (mode !== 'auto' && mode !== 'bwrap' && mode !== 'none') throw new Error('TWS_AGENT_SANDBOX must be auto, bwrap or none');
   return mode;
+}
+
+function parseNetworkPolicy(raw: string | undefined): AgentNetworkPolicy {
+  const policy = raw || 'egress';
+  if (policy !== 'egress' && policy !== 'none' && policy !== 'host') throw new Error('TWS_AGENT_NETWORK must be egress, none or host');
+  return policy;
 }
 
 export interface AgentProfile {
@@ -39,6 +45,8 @@ export interface Config {
   shellProfile: boolean;
   /** Where agents run: in bubblewrap when it works here (`auto`), always (`bwrap`), or never (`none`). */
   agentSandbox: AgentSandboxMode;
+  /** What network a sandboxed agent has: its own with user-mode egress (`egress`), none, or the host's. */
+  agentNetwork: AgentNetworkPolicy;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -123,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
     shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
     agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
+    agentNetwork: parseNetworkPolicy(env.TWS_AGENT_NETWORK),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),

@@ -15,10 +15,27 @@ export interface SandboxLayout {
   home: string;
   /** Files shown read-only although under a hidden folder (the prompt). */
   readOnlyFiles: string[];
+  /** The network the agent has (issue 33); absent: the host's, as before. */
+  network?: AgentNetworkPolicy;
 }
+
+/**
+ * The sandbox's network (issue 33). `egress` and `none` give the agent a network namespace of its
+ * own, whose loopback is its own: no port of the service on the host (API, Temporal, its UI,
+ * PostgreSQL, metrics, other agents) is in reach. `egress` adds a user-mode network (slirp4netns,
+ * host loopback not mapped) so the internet is; `none` has only its own loopback; `host` shares
+ * the host's network namespace, loopback included.
+ */
+export type AgentNetworkPolicy = 'egress' | 'none' | 'host';
+
+/** The descriptors bubblewrap is given for `egress`: it reports its child on one and waits on the other until the network is up. */
+export const SANDBOX_INFO_FD = 3;
+export const SANDBOX_BLOCK_FD = 4;
 
 export function bubblewrapArgs(layout: SandboxLayout): string[] {
   const args = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  if (layout.network === 'egress' || layout.network === 'none') args.push('--unshare-net');
+  if (layout.network === 'egress') args.push('--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD));
   // Shortest first: a folder inside another hidden one is mounted over it, not under.
   for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
@@ -32,6 +49,7 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
 
 export type AgentSandboxMode = 'auto' | 'bwrap' | 'none';
 /** What agents run in on this host: bubblewrap, or nothing (the service's user, allow-listed environment). */
+// (The network they have is AgentNetworkPolicy, said beside it.)
 export type AgentIsolation = 'bwrap' | 'none';
 
 /**

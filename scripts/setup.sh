@@ -31,12 +31,13 @@ if ! installed; then
 fi
 [ -L node_modules ] || [ "$(cat "$stamp" 2>/dev/null)" = "$lock_hash" ] || echo "$lock_hash" > "$stamp"
 
-# bubblewrap, the agent sandbox (Debian's package): where it cannot be installed (not root, no
-# apt-get), agents run without it and the service says so (README, "Agents"; /readyz).
-if ! command -v bwrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing bubblewrap (the agent sandbox)"
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1; then
-    echo "setup: bubblewrap could not be installed; agents will run without a sandbox"
+# bubblewrap, the agent sandbox, and slirp4netns, its user-mode network (Debian's packages): where
+# they cannot be installed (not root, no apt-get), agents run without them and the service says so
+# (README, "Agents"; /readyz).
+if { ! command -v bwrap || ! command -v slirp4netns; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing bubblewrap and slirp4netns (the agent sandbox and its network)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns; } >/dev/null 2>&1; then
+    echo "setup: bubblewrap or slirp4netns could not be installed; agents will run without a sandbox or share the host's network"
   fi
 fi
 

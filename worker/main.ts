@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
 import { reconcileExecutions } from '../activities/process-reconcile';
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { outageOf } from '../domain/outage';
@@ -23,6 +23,10 @@ async function main(): Promise<void> {
   const isolation = await agentIsolation(config.agentSandbox);
   if (isolation === 'none') logger.warn({ agentIsolation: isolation }, 'agents run as this service\'s OS user with an allow-listed environment and no sandbox (bubblewrap does not run here): they can read what this user can read');
   else logger.info({ agentIsolation: isolation }, 'agents run in bubblewrap: the system read-only, their workspace writable, the service\'s folders hidden, a private /proc');
+  // Refuses to start when TWS_AGENT_SANDBOX=bwrap asks for egress this host cannot give.
+  const network = await agentNetwork(config.agentSandbox, config.agentNetwork);
+  if (network.policy === 'host') logger.warn({ agentNetwork: network.policy }, 'agents share this host\'s network: the service\'s ports on loopback (Temporal, PostgreSQL, the API) are in their reach');
+  else logger.info({ agentNetwork: network.policy }, 'agents have a network namespace of their own: no port of this host\'s loopback is in their reach');
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
   const stopped = new AbortController();

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type pg from 'pg';
 import type { Config } from '../../domain/config';
-import type { AgentIsolation } from '../../domain/sandbox';
+import type { AgentIsolation, AgentNetworkPolicy } from '../../domain/sandbox';
 
 /** What the gateway's routes receive: no activities, only the database, Temporal and configuration. */
 export interface GatewayContext {
@@ -10,4 +10,6 @@ export interface GatewayContext {
   temporal: Client;
   /** What agents run in on this gateway's host (said in /readyz); unknown: `none`. */
   agentIsolation?: AgentIsolation;
+  /** The network agents have on this gateway's host (said in /readyz); unknown: `host`. */
+  agentNetwork?: AgentNetworkPolicy;
 }

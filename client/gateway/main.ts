@@ -14,7 +14,7 @@ import { loadConfig } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
-import { agentIsolation } from '../../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../../activities/agent-sandbox';
 
 /** TWS_MEMORY_LOG=<ms> (diagnostic): logs the process's memory split every <ms> to stderr. */
 function logMemory(): void {
@@ -47,6 +47,7 @@ async function main(): Promise<void> {
   }
   const app = await buildGateway({
     agentIsolation: await agentIsolation(config.agentSandbox),
+    agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy,
     config,
     pool,
     temporal,

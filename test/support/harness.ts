@@ -21,7 +21,7 @@ import { createPool } from '../../db/pool';
 import { serviceArgs } from '../../client/service-build';
 import { loadConfig, type Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
-import { agentIsolation } from '../../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../../activities/agent-sandbox';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 
 // One runtime per test process, logging only what matters.
@@ -110,7 +110,7 @@ export async function createHarness(
   };
   if (opts.inProcessWorker !== false) await runWorker();
 
-  const app: FastifyInstance = await buildGateway({ config, pool, temporal, logger, tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN }, agentIsolation: await agentIsolation(config.agentSandbox) });
+  const app: FastifyInstance = await buildGateway({ config, pool, temporal, logger, tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN }, agentIsolation: await agentIsolation(config.agentSandbox), agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;

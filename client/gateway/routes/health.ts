@@ -36,8 +36,8 @@ export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPub
         schema: {
           tags: ['health'],
           response: {
-            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]) }),
-            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]) }),
+            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]), agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]) }),
+            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]), agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]) }),
           },
         },
       },
@@ -46,8 +46,9 @@ export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPub
         // What agents run in here (bubblewrap, or nothing but the allow-listed environment): said
         // so that an operator sees the trust boundary (README, "Agents").
         const agentIsolation = ctx.agentIsolation ?? 'none';
-        if (database && temporal) return { status: 'ready' as const, agentIsolation };
-        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal), agentIsolation });
+        const agentNetwork = ctx.agentNetwork ?? 'host';
+        if (database && temporal) return { status: 'ready' as const, agentIsolation, agentNetwork };
+        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal), agentIsolation, agentNetwork });
       },
     );
 
