@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { agentIsolation } from '../activities/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
-import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';
 import { git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -59,9 +59,7 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     ].join('; ');
     const res = await launch(h, taskId, { command: ['sh', '-c', script] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0].log_path;
-    let out = '';
-    await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes('done'), 'the agent to try');
+    const out = await agentOutputUntil(h, res.body.executionId, 'done');
     for (const what of [...TRIED, 'other admin folder']) expect(out).toContain(`${what}: refused`);
     expect(out).toContain('committed');
     expect(out).toContain('amended');
@@ -92,9 +90,7 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     const script = ['d=$(git rev-parse --git-common-dir)', attempts(marks, secrets), 'if mv .git .git-moved 2>/dev/null; then echo "git folder move: written"; else echo "git folder move: refused"; fi', 'echo local > local.txt && git add local.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m local && echo committed', 'echo done; sleep 600'].join('; ');
     const res = await launch(h, taskId, { executorType: 'local', command: ['sh', '-c', script] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0].log_path;
-    let out = '';
-    await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes('done'), 'the agent to try');
+    const out = await agentOutputUntil(h, res.body.executionId, 'done');
     for (const what of [...TRIED, 'git folder move']) expect(out).toContain(`${what}: refused`);
     expect(out).toContain('committed');
     expect(git(repo, 'log', '-1', '--format=%s')).toBe('local');

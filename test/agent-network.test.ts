@@ -8,11 +8,10 @@
  */
 import net from 'node:net';
 import os from 'node:os';
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agentIsolation } from '../activities/agent-sandbox';
 import { harnessesPerTest } from './support/harness';
-import { createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';
 import { makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -52,9 +51,7 @@ async function probe(policy: 'egress' | 'none' | 'host', targets: Record<string,
   const taskId = await createTask(h, [await registerRepo(h, repo, `net-${policy}`)]);
   const res = await launch(h, taskId, { command: ['python3', '-c', code] });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
-  const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0].log_path;
-  let out = '';
-  await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes('done'), 'the probe to finish');
+  const out = await agentOutputUntil(h, res.body.executionId, 'done');
   const results: Record<string, boolean> = {};
   for (const name of Object.keys(all)) {
     const line = new RegExp(`^${name}: (connected|failed)`, 'm').exec(out);

@@ -1,4 +1,5 @@
 /** Steps through the public HTTP surface that many tests share. */
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { Harness } from './harness';
 import { USER_TOKEN } from './harness';
@@ -95,6 +96,14 @@ export async function waitUntil(check: () => Promise<boolean>, what: string, tim
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** What an execution's agent printed, once it printed `marker` (read from its log file). */
+export async function agentOutputUntil(h: Harness, executionId: string, marker: string): Promise<string> {
+  const logPath = (await h.pool.query<{ log_path: string }>('SELECT log_path FROM executions WHERE id = $1', [executionId])).rows[0]!.log_path;
+  let out = '';
+  await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes(marker), `the agent to print ${marker}`);
+  return out;
 }
 
 /** The session a launch of this task admitted and has not yet started (`starting`). */
