@@ -69,12 +69,25 @@ if (egress) {
     info += data;
     const found = /"child-pid"\\s*:\\s*(\\d+)/.exec(info);
     if (!found || network) return;
-    network = spawn(egress, ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', found[1], 'tap0'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+    network = 'waiting';
+    // bubblewrap names its child before the child sets up its loopback, and slirp4netns brings the
+    // loopback up too: started at once, the two race and bubblewrap fails. So it starts once the
+    // loopback is up (its broadcast route is in the namespace's table), or after 5 s in any case.
+    const until = Date.now() + 5000;
+    const poll = () => {
+      let up = false;
+      try { up = fs.readFileSync('/proc/' + found[1] + '/net/fib_trie', 'utf8').includes('127.255.255.255'); } catch {}
+      if (up || Date.now() > until) startNetwork(found[1]); else setTimeout(poll, 5);
+    };
+    poll();
+  });
+  function startNetwork(pid) {
+    network = spawn(egress, ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', pid, 'tap0'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
     let ready = false;
     network.stdio[3].once('data', () => { ready = true; release(null); });
     network.on('error', () => { if (!ready) { ready = true; release('the sandbox network could not start: the agent has no network'); } });
     network.on('exit', () => { if (!ready) { ready = true; release('the sandbox network could not start: the agent has no network'); } });
-  });
+  }
 }
 const drained = () => { if (--open === 0 && exitStatus) record(exitStatus); };
 for (const stream of [child.stdout, child.stderr]) {

@@ -1,5 +1,5 @@
 /** Bad input gets a clear 4xx in the contract's error body and changes nothing [R7]. */
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -124,7 +124,7 @@ describe('authentication', () => {
   it('accepts both roles on user routes and leaves health and the OpenAPI document open', async () => {
     expect((await h.api('POST', '/v1/boards', { name: 'by operator' }, OPERATOR_TOKEN)).status).toBe(201);
     expect((await h.api('GET', '/healthz', undefined, null)).body).toEqual({ status: 'ok' });
-    expect((await h.api('GET', '/readyz', undefined, null)).body).toEqual({ status: 'ready', agentIsolation: await agentIsolation(h.config.agentSandbox), agentNetwork: 'egress' });
+    expect((await h.api('GET', '/readyz', undefined, null)).body).toEqual({ status: 'ready', agentIsolation: await agentIsolation(h.config.agentSandbox), agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy });
     const openapi = await h.api('GET', '/openapi.json', undefined, null);
     expect(openapi.status).toBe(200);
     expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/v1/repositories', '/v1/boards', '/v1/tasks', '/v1/tasks/{id}', '/v1/tasks/{id}/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/workspace']));

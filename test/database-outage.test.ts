@@ -3,7 +3,7 @@
  * every route answers a typed 503, /readyz names the missing part, and once PostgreSQL is back the
  * same processes serve again and a cleanup answered 202 before the outage finishes.
  */
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
@@ -74,7 +74,7 @@ describe('Temporal unreachable [issue 10]', () => {
 
       const ready = await app.inject({ method: 'GET', url: '/readyz' });
       expect(ready.statusCode).toBe(503);
-      expect(ready.json()).toEqual({ status: 'not_ready', database: true, temporal: false, reason: 'temporal_unreachable', agentIsolation: 'none' });
+      expect(ready.json()).toEqual({ status: 'not_ready', database: true, temporal: false, reason: 'temporal_unreachable', agentIsolation: 'none', agentNetwork: 'host' });
     } finally {
       await app.close();
       await connection.close();
@@ -122,7 +122,7 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
     const lateWorker = h.spawnWorker({ TWS_GIT_BINARY: git.binary });
     children.push(lateWorker);
     const notReady = await gateway.api('GET', '/readyz', undefined, null);
-    expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable', agentIsolation: await agentIsolation(h.config.agentSandbox) } });
+    expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable', agentIsolation: await agentIsolation(h.config.agentSandbox), agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy } });
     // Long enough for the cleanup's record steps to meet the outage for longer than the old six
     // tries lasted (about 6 s; the slow git ends 4 s after the kill).
     while (Date.now() - outageStart < 15_000) {
