@@ -16,7 +16,7 @@ import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
 import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
-import { commandStartable, exitStatusPath, readExitStatus, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
+import { commandStartable, exitStatusPath, readExitStatus, shimSandboxArgument, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
 import { processStarter } from '../git/process-starter';
@@ -71,7 +71,7 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
     await mkdir(home, { recursive: true });
     env.HOME = home;
     const gitBinds = await gitStoreLayout(input.gitDirs ?? [], input.cwd);
-    const layout = { workspace: input.cwd, gitBinds, network: network!.policy, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
+    const layout = { workspace: input.cwd, gitBinds, network: network?.policy, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
@@ -79,7 +79,7 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
   try {
     // Through the process starter (git/process-starter.ts): a fork of this process costs a few
     // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
-    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), !sandbox ? '0' : network?.egressBinary ? `egress:${network.egressBinary}` : '1', ...command], {
+    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), shimSandboxArgument(network), ...command], {
       cwd: input.cwd,
       detached: true,
       output: { appendTo: logPath },

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gitStoreBinds, type AgentIsolation, type AgentNetworkPolicy, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
+import { isWithinFolder } from '../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
 
@@ -55,8 +56,6 @@ export async function agentNetwork(mode: AgentSandboxMode, policy: AgentNetworkP
   return { policy: 'host', egressBinary: null };
 }
 
-const isWithin = (p: string, dir: string): boolean => p === dir || p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
-
 /**
  * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
  * gitStoreBinds): its own worktrees' admin folders are those whose registered path lies in its
@@ -67,7 +66,7 @@ export async function gitStoreLayout(gitDirs: string[], workspace: string): Prom
   const binds: GitBind[] = [];
   for (const commonDir of new Set(gitDirs)) {
     if (!(await isRealDirectory(commonDir))) continue; // gone meanwhile: left out, as before
-    const insideWorkspace = isWithin(commonDir, workspace);
+    const insideWorkspace = isWithinFolder(commonDir, workspace);
     if (insideWorkspace) for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
     const entries = await readdir(commonDir);
     const ownAdminDirs: string[] = [];
@@ -75,7 +74,7 @@ export async function gitStoreLayout(gitDirs: string[], workspace: string): Prom
       for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
         const adminDir = path.join(commonDir, 'worktrees', id);
         const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-        if (registered && isWithin(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
+        if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
       }
     }
     binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs }));

@@ -9,6 +9,7 @@
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD } from '../domain/sandbox';
 
 /**
  * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, sandboxed, command, ...args]; plain
@@ -56,16 +57,17 @@ function record(outcome) {
   process.exit(0);
 }
 const egress = sandboxed.startsWith('egress:') ? sandboxed.slice('egress:'.length) : null;
+// For egress, descriptors ${SANDBOX_INFO_FD} and ${SANDBOX_BLOCK_FD} of bubblewrap are pipes of this shim (domain/sandbox.ts).
 const child = spawn(command, args, { stdio: egress ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'], env });
 if (egress) {
   let info = '';
   let network = null;
   const release = (note) => {
     if (note) write(Buffer.from('task-workspaces: ' + note + '\\n'));
-    child.stdio[4].end('1');
+    child.stdio[${SANDBOX_BLOCK_FD}].end('1');
   };
-  child.stdio[4].on('error', () => {});
-  child.stdio[3].on('data', (data) => {
+  child.stdio[${SANDBOX_BLOCK_FD}].on('error', () => {});
+  child.stdio[${SANDBOX_INFO_FD}].on('data', (data) => {
     info += data;
     const found = /"child-pid"\\s*:\\s*(\\d+)/.exec(info);
     if (!found || network) return;
@@ -104,6 +106,9 @@ child.on('exit', (exitCode, signal) => {
   setTimeout(() => record(exitStatus), 1000).unref();
 });
 `;
+
+/** The shim's `sandboxed` argument: no sandbox, bubblewrap, or bubblewrap whose network the shim starts with this binary. */
+export const shimSandboxArgument = (network: { egressBinary: string | null } | null): string => (!network ? '0' : network.egressBinary ? `egress:${network.egressBinary}` : '1');
 
 /** Node flags of the shim: it holds one child and a few bytes, so a small heap will do. */
 export const SHIM_NODE_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1'];

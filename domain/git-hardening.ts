@@ -18,7 +18,7 @@
  * - attributes from outside the repository (`core.attributesFile`, the system file) are not read;
  *   attributes inside it (a committed `.gitattributes`, `info/attributes`) may name a filter, a
  *   diff or a merge driver, but a driver runs only what config defines for it, and every driver the
- *   repository's config files define (with their includes) is emptied: `driverNeutralizers`;
+ *   repository's config files define (with their includes) is emptied: `namedSectionOverrides`;
  * - no automatic gc or maintenance in the service's own commands, no submodule recursion,
  *   no signing program.
  * The environment is the service's own (git/git.ts): no system or global config file at all, so
@@ -54,8 +54,11 @@ export const GIT_HARDENING_CONFIG: readonly (readonly [string, string])[] = [
   ['maintenance.auto', 'false'],
 ];
 
-/** The program-naming keys of each kind of driver a config file can define (`[filter "x"]`), and the transports it can allow. */
-export const DRIVER_PROGRAM_KEYS: Readonly<Record<'filter' | 'diff' | 'merge' | 'protocol', readonly (readonly [string, string])[]>> = {
+/**
+ * Sections a config file names (`[filter "x"]`, `[protocol "ext"]`): for each, the settings that
+ * empty the programs of a driver so named, or refuse a transport so named.
+ */
+export const NAMED_SECTION_SETTINGS: Readonly<Record<'filter' | 'diff' | 'merge' | 'protocol', readonly (readonly [string, string])[]>> = {
   filter: [
     ['clean', ''],
     ['smudge', ''],
@@ -74,19 +77,19 @@ export const DRIVER_PROGRAM_KEYS: Readonly<Record<'filter' | 'diff' | 'merge' | 
 /** The one transport the service uses (the SSH executor's bundles, local files): never refused. */
 export const KEPT_PROTOCOL = 'file';
 
-export type DriverKind = keyof typeof DRIVER_PROGRAM_KEYS;
+export type NamedSection = keyof typeof NAMED_SECTION_SETTINGS;
 
-export const isDriverKind = (section: string): section is DriverKind => Object.hasOwn(DRIVER_PROGRAM_KEYS, section);
+export const isNamedSection = (section: string): section is NamedSection => Object.hasOwn(NAMED_SECTION_SETTINGS, section);
 
-/** The settings that empty every program of the named drivers. */
-export function driverNeutralizers(drivers: Iterable<readonly [DriverKind, string]>): [string, string][] {
+/** The settings that empty every program of the named drivers and refuse every named transport but the kept one. */
+export function namedSectionOverrides(sections: Iterable<readonly [NamedSection, string]>): [string, string][] {
   const pairs: [string, string][] = [];
   const seen = new Set<string>();
-  for (const [kind, name] of drivers) {
+  for (const [kind, name] of sections) {
     if (kind === 'protocol' && name === KEPT_PROTOCOL) continue;
     if (seen.has(`${kind}\0${name}`)) continue;
     seen.add(`${kind}\0${name}`);
-    for (const [key, value] of DRIVER_PROGRAM_KEYS[kind]) pairs.push([`${kind}.${name}.${key}`, value]);
+    for (const [key, value] of NAMED_SECTION_SETTINGS[kind]) pairs.push([`${kind}.${name}.${key}`, value]);
   }
   return pairs;
 }

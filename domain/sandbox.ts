@@ -49,7 +49,6 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
 
 export type AgentSandboxMode = 'auto' | 'bwrap' | 'none';
 /** What agents run in on this host: bubblewrap, or nothing (the service's user, allow-listed environment). */
-// (The network they have is AgentNetworkPolicy, said beside it.)
 export type AgentIsolation = 'bwrap' | 'none';
 
 /**

@@ -27,6 +27,12 @@ export function isTaskBranch(branch: string | null, taskId: string): boolean {
   return branch !== null && (branch === own || (branch.startsWith(`${own}-r`) && /^[1-9][0-9]*$/.test(branch.slice(own.length + 2))));
 }
 
+/** Whether an absolute, normalized path is the folder itself or inside it. */
+export function isWithinFolder(p: string, folder: string): boolean {
+  const root = folder.length > 1 ? folder.replace(/\/+$/, '') : folder;
+  return p === root || p.startsWith(root === '/' ? '/' : `${root}/`);
+}
+
 export function joinPath(...parts: string[]): string {
   return parts
     .map((part, i) => (i === 0 ? part.replace(/\/+$/, '') : part.replace(/^\/+|\/+$/g, '')))

@@ -7,17 +7,13 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { branchNameProblem } from '../domain/refs';
+import { isWithinFolder } from '../domain/task-layout';
 import { branchCommit, currentBranch, gitAt, showToplevel } from './git';
 
 /** The refusal when the path is a usable repository but the branch asked for is not in it. */
 export const BRANCH_MISSING = 'The default branch does not exist in the repository.';
 
 export type RepositoryCheck = { ok: true; path: string; defaultBranch: string } | { ok: false; problem: string };
-
-function isUnder(child: string, root: string): boolean {
-  const rel = path.relative(root, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
 
 export async function checkRepository(input: { path: string; defaultBranch?: string }, host: { gitBinary: string; repositoryRoots: string[]; workspaceRoot: string; dataDir: string }): Promise<RepositoryCheck> {
   const gitOptions = { binary: host.gitBinary };
@@ -26,10 +22,10 @@ export async function checkRepository(input: { path: string; defaultBranch?: str
   const real = await realpath(input.path).catch(() => null);
   if (!real || !(await stat(real)).isDirectory()) return refuse('The repository path does not exist or is not a directory.');
   const roots = await Promise.all(host.repositoryRoots.map((root) => realpath(root).catch(() => root)));
-  if (roots.length > 0 && !roots.some((root) => isUnder(real, root))) return refuse('The repository path is outside the allowed repository roots.');
+  if (roots.length > 0 && !roots.some((root) => isWithinFolder(real, root))) return refuse('The repository path is outside the allowed repository roots.');
   // The service's own folders hold task worktrees and its data: never a repository of their own.
   const own = await Promise.all([host.workspaceRoot, host.dataDir].map((root) => realpath(root).catch(() => path.resolve(root))));
-  if (own.some((root) => isUnder(real, root))) return refuse("The path is inside the service's own workspace or data folder.");
+  if (own.some((root) => isWithinFolder(real, root))) return refuse("The path is inside the service's own workspace or data folder.");
   const toplevel = await showToplevel(real, gitOptions);
   if (!toplevel) return refuse('The path is not a git repository with a working tree.');
   if (toplevel !== real) return refuse('The path must be the top level of its git repository.');

@@ -13,7 +13,7 @@
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { isDriverKind, type DriverKind } from '../domain/git-hardening';
+import { isNamedSection, type NamedSection } from '../domain/git-hardening';
 
 export class GitConfigUnreadable extends Error {
   constructor(reason: string) {
@@ -24,11 +24,14 @@ export class GitConfigUnreadable extends Error {
 
 const MAX_INCLUDE_DEPTH = 10; // git's own limit
 
+/** Only a path that is not there reads as absent; one that cannot be examined stops the command (fail closed). */
 const statOrNull = (p: string): Stats | null => {
   try {
     return statSync(p);
-  } catch {
-    return null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw new GitConfigUnreadable('a repository file cannot be examined');
   }
 };
 
@@ -62,13 +65,13 @@ export function discoverRepository(dir: string): { gitDir: string; commonDir: st
 }
 
 interface ParsedConfig {
-  drivers: [DriverKind, string][];
+  drivers: [NamedSection, string][];
   includes: string[];
 }
 
 /** Parses one config file's text as git's config.c does: section headers, keys, values, includes. */
 export function parseConfig(text: string): ParsedConfig {
-  const drivers: [DriverKind, string][] = [];
+  const drivers: [NamedSection, string][] = [];
   const includes: string[] = [];
   let section = '';
   let subsection: string | null = null;
@@ -119,7 +122,7 @@ export function parseConfig(text: string): ParsedConfig {
         name = name.slice(0, dot);
       }
       section = name.toLowerCase();
-      if (isDriverKind(section) && subsection !== null) drivers.push([section, subsection]);
+      if (isNamedSection(section) && subsection !== null) drivers.push([section, subsection]);
       continue;
     }
     if (!/[A-Za-z]/.test(c!)) fail('bad config line');
@@ -216,11 +219,11 @@ function includedPath(value: string, from: string): string {
 }
 
 /** Every driver the config files of the repository at `dir` define, includes followed. */
-export function repositoryDrivers(dir: string): [DriverKind, string][] {
+export function repositoryNamedSections(dir: string): [NamedSection, string][] {
   const repository = discoverRepository(dir);
   if (!repository) return [];
   const roots = [...new Set([path.join(repository.commonDir, 'config'), path.join(repository.commonDir, 'config.worktree'), path.join(repository.gitDir, 'config.worktree')])];
-  const drivers: [DriverKind, string][] = [];
+  const drivers: [NamedSection, string][] = [];
   const visit = (file: string, depth: number) => {
     if (depth > MAX_INCLUDE_DEPTH) throw new GitConfigUnreadable('includes nested too deeply');
     const parsed = parsedFile(file);

@@ -31,7 +31,7 @@ import {
   worktreeIdentity,
 } from '../git/git';
 import { checkRepository } from '../git/repository-check';
-import { parseConfig, repositoryDrivers } from '../git/repository-config';
+import { parseConfig, repositoryNamedSections } from '../git/repository-config';
 import { REMOTE_GIT_FUNCTION } from '../ssh/remote-git';
 import { git, makeRepo } from './support/world';
 
@@ -232,7 +232,7 @@ describe('the service git runs no program a repository names [issue 31]', () => 
     expect(includes).toEqual(['../x.config', '~/y.config']);
     expect(() => parseConfig('[filter "x]\n')).toThrow();
     const armed = arm('included', VECTORS['a driver in an included file outside the repository']!);
-    expect(repositoryDrivers(path.join(armed.repo, 'sub', 'dir'))).toContainEqual(['filter', 'Inc=luded.x']);
+    expect(repositoryNamedSections(path.join(armed.repo, 'sub', 'dir'))).toContainEqual(['filter', 'Inc=luded.x']);
     expect(existsSync(armed.repo)).toBe(true);
   });
 });
