@@ -442,3 +442,34 @@ describe('refusals', () => {
     }
   });
 });
+
+describe('the target runs no program its clone names [issue 31]', () => {
+  it('hooks, fsmonitor and a filter armed in a clone run in none of the remote operations', async () => {
+    const t = await launched('h1');
+    const marks = mkdtempSync(path.join(os.tmpdir(), 'tws-remote-marks-'));
+    const script = (name: string, body = '') => {
+      const file = path.join(marks, `${name}.sh`);
+      writeFileSync(file, `#!/bin/sh\ntouch ${marks}/${name}.ran\n${body}`, { mode: 0o755 });
+      return file;
+    };
+    const gitDir = path.join(t.slot.repoPath, '.git');
+    mkdirSync(path.join(gitDir, 'hooks'), { recursive: true });
+    mkdirSync(path.join(gitDir, 'info'), { recursive: true });
+    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change']) writeFileSync(path.join(gitDir, 'hooks', hook), `#!/bin/sh\n${script(hook)}\nexit 0\n`, { mode: 0o755 });
+    git(t.slot.repoPath, 'config', 'core.fsmonitor', script('fsmonitor', 'exit 1\n'));
+    git(t.slot.repoPath, 'config', 'filter.evil.clean', script('clean', 'cat\n'));
+    writeFileSync(path.join(gitDir, 'info/attributes'), '* filter=evil\n');
+    writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'changed on the target\n');
+    writeFileSync(path.join(t.slot.repoPath, 'new.txt'), 'new\n');
+
+    expect((await readRemoteGitStatus(target, { repoPath: t.slot.repoPath, baseBranch: 'main' }))?.files.length).toBeGreaterThan(0);
+    expect(await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: host, ref: 'refs/tws/saved/h1', message: 'saved' })).toMatch(/^[0-9a-f]{40}$/);
+    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/h1', hostRepository: host })).toBe('present');
+    expect(listDir(marks).filter((f) => f.endsWith('.ran'))).toEqual([]);
+    // The control: the target user's plain git runs them.
+    writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'changed again\n');
+    git(t.slot.repoPath, 'add', '--all');
+    expect(listDir(marks).filter((f) => f.endsWith('.ran')).sort()).toEqual(expect.arrayContaining(['clean.ran', 'fsmonitor.ran']));
+    rmSync(marks, { recursive: true, force: true });
+  });
+});
