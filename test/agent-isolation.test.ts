@@ -30,6 +30,15 @@ function groupMembers(pgid: number): { pid: number; ppid: number; cmdline: strin
   return members;
 }
 
+/** A process's raw command line; '' once it has ended (it may, between the listing and the read). */
+function cmdlineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 describe('agent isolation [issue 11]', () => {
   it('an agent reads no token from /proc, no secrets file, no other workspace; it still works and commits in its own', async () => {
     const h = await harness({}, { inProcessWorker: false });
@@ -116,7 +125,7 @@ describe('agent isolation [issue 11]', () => {
     const apart = 'trap "echo termed > apart-termed.txt; exit 0" TERM; while true; do sleep 0.1; done';
     const agent = `trap "sleep 0.5; exit 0" TERM; setsid sh -c '${apart}' & while true; do sleep 0.1; done`;
     const { session, taskId } = await taskWithSession(h, 'apart', { command: ['sh', '-c', agent] });
-    await waitUntil(async () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8').startsWith('sh\0-c\0trap "echo termed')), 'the process apart to start');
+    await waitUntil(async () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && cmdlineOf(Number(p)).startsWith('sh\0-c\0trap "echo termed')), 'the process apart to start');
     expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, session.sessionId);
     expect(existsSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'apart'), 'apart-termed.txt'))).toBe(false);
