@@ -15,9 +15,9 @@ import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopM
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
-import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
+import { agentNetwork, agentSandbox, gitStoreLayout, type AgentGitSlot } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, shimSandboxArgument, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
-import { collectExit } from './process-reconcile';
+import { collectExit, objectStoresListPath } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
 import { processStarter } from '../git/process-starter';
 
@@ -34,8 +34,10 @@ export interface StartAgentInput {
   env?: Record<string, string>;
   /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
   prompt?: string | null;
-  /** Git folders the agent may write (a worktree's commits go there); absent in older inputs. */
+  /** Git folders of the agent's repositories; older inputs (no gitSlots): no task store, no writable ref. */
   gitDirs?: string[];
+  /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder (issue 32). */
+  gitSlots?: AgentGitSlot[];
   /** `ssh`: the agent runs on this target (activities/ssh-agents.ts); absent or null on the host. */
   sshTargetId?: string | null;
 }
@@ -70,7 +72,10 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
     const home = path.join(path.dirname(logPath), 'home');
     await mkdir(home, { recursive: true });
     env.HOME = home;
-    const gitBinds = await gitStoreLayout(input.gitDirs ?? [], input.cwd);
+    const slots = input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
+    const { binds: gitBinds, storeKeyDirs } = await gitStoreLayout(slots, input.cwd, config.dataDir);
+    // Which task stores the service brings home when this agent ends (activities/process-reconcile.ts).
+    await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
     const layout = { workspace: input.cwd, gitBinds, network: network?.policy, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
@@ -188,7 +193,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           return null;
         }
         await recordWithStart?.(client);
-        const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId));
+        const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId, config.gitBinary));
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await afterRecord?.(client);

@@ -3,12 +3,13 @@
  * works here, `bwrap` requires it, `none` never uses it), found once per process by running it.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { gitStoreBinds, type AgentIsolation, type AgentNetworkPolicy, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
 import { isWithinFolder } from '../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
+import { objectStoreKeyDir, prepareObjectStore } from '../git/agent-objects';
 
 const PROBE = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'];
 let probed: Promise<string | null> | null = null;
@@ -56,28 +57,61 @@ export async function agentNetwork(mode: AgentSandboxMode, policy: AgentNetworkP
   return { policy: 'host', egressBinary: null };
 }
 
+/** A repository slot of the agent's workspace, as the launch plan records it. */
+export interface AgentGitSlot {
+  commonDir: string;
+  /** The slot's worktree (its task store is keyed by it); null for older inputs: no store. */
+  worktreePath: string | null;
+  /** The ref folder its agent moves (domain/task-layout.ts taskRefFolder), or null. */
+  refFolder: string | null;
+}
+
+/** A folder made when missing, and usable only when it is exactly there (no link on the way). */
+async function exactFolder(p: string): Promise<boolean> {
+  await mkdir(p, { recursive: true });
+  return (await realpath(p).catch(() => null)) === path.resolve(p);
+}
+
 /**
  * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
- * gitStoreBinds): its own worktrees' admin folders are those whose registered path lies in its
- * workspace. In the source checkout itself (`local`), `hooks/` and `info/` are made when missing,
- * so that they can be bound read-only: an empty folder, as `git init` makes them.
+ * gitStoreBinds), and the key folders of the task stores made for them (git/agent-objects.ts):
+ * its own worktrees' admin folders are those whose registered path lies in its workspace. In the
+ * source checkout itself (`local`), `hooks/` and `info/` are made when missing, so that they can
+ * be bound read-only: an empty folder, as `git init` makes them.
  */
-export async function gitStoreLayout(gitDirs: string[], workspace: string): Promise<GitBind[]> {
+export async function gitStoreLayout(slots: AgentGitSlot[], workspace: string, dataDir: string): Promise<{ binds: GitBind[]; storeKeyDirs: string[] }> {
   const binds: GitBind[] = [];
-  for (const commonDir of new Set(gitDirs)) {
+  const storeKeyDirs: string[] = [];
+  const byCommonDir = new Map<string, AgentGitSlot[]>();
+  for (const slot of slots) byCommonDir.set(slot.commonDir, [...(byCommonDir.get(slot.commonDir) ?? []), slot]);
+  for (const [commonDir, ofRepository] of byCommonDir) {
     if (!(await isRealDirectory(commonDir))) continue; // gone meanwhile: left out, as before
     const insideWorkspace = isWithinFolder(commonDir, workspace);
     if (insideWorkspace) for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
     const entries = await readdir(commonDir);
     const ownAdminDirs: string[] = [];
-    if (!insideWorkspace && entries.includes('worktrees')) {
-      for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
-        const adminDir = path.join(commonDir, 'worktrees', id);
-        const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-        if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
+    let objectStore: string | null = null;
+    const ownRefFolders: string[] = [];
+    if (!insideWorkspace) {
+      if (entries.includes('worktrees')) {
+        for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
+          const adminDir = path.join(commonDir, 'worktrees', id);
+          const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
+          if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
+        }
+      }
+      // One store per repository of the workspace (a task holds a repository once).
+      const first = ofRepository.find((slot) => slot.worktreePath !== null);
+      if (first?.worktreePath) {
+        objectStore = await prepareObjectStore(dataDir, first.worktreePath, commonDir);
+        if (objectStore) storeKeyDirs.push(objectStoreKeyDir(dataDir, first.worktreePath));
+      }
+      for (const folder of new Set(ofRepository.map((slot) => slot.refFolder).filter((f): f is string => f !== null))) {
+        // A folder reached through a link is not bound: the branch is then read-only (fail closed).
+        if ((await exactFolder(path.join(commonDir, folder))) && (await exactFolder(path.join(commonDir, 'logs', folder)))) ownRefFolders.push(folder);
       }
     }
-    binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs }));
+    binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }));
   }
-  return binds;
+  return { binds, storeKeyDirs };
 }

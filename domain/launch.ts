@@ -1,6 +1,7 @@
 /** The shapes a launch passes between gateway, workflow and activities. */
 import type { ExecutorType, RequestedExecutor } from './admission';
 import type { SessionRoleName } from './session';
+import { taskRefFolder } from './task-layout';
 
 export interface LaunchRequest {
   sessionId: string;
@@ -99,8 +100,9 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     command,
     env,
     prompt,
-    // The repositories' git folders: a worktree's commits are written there.
-    gitDirs: plan.slots.map((slot) => `${slot.sourcePath}/.git`),
+    // The repositories' git folders (a worktree's commits are written there), each with the
+    // worktree its task store is keyed by and the ref folder its agent moves (issue 32).
+    gitSlots: plan.slots.map((slot) => ({ commonDir: `${slot.sourcePath}/.git`, worktreePath: slot.worktreePath, refFolder: taskRefFolder(slot.branch) })),
     sshTargetId: plan.sshTargetId ?? null,
   };
 }

@@ -41,7 +41,7 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
   // A git folder that went away between the launch and the sandbox's start is left out, not fatal.
   // In order: a later mount covers an earlier one, and a mount point cannot be renamed or replaced from inside.
-  for (const [mode, p] of layout.gitBinds) args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', p, p);
+  for (const [mode, p, source] of layout.gitBinds) args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', source ?? p, p);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
   args.push('--chdir', layout.workspace);
   return args;
@@ -52,10 +52,12 @@ export type AgentSandboxMode = 'auto' | 'bwrap' | 'none';
 export type AgentIsolation = 'bwrap' | 'none';
 
 /**
- * A repository's common git dir as an agent's sandbox sees it (issues 31 and 32): an agent adds
- * objects, moves refs, writes reflogs and its own worktree's admin folder (HEAD, index), and never
- * writes what steers git (config, hooks, attributes, other worktrees' admin folders, packed refs),
- * whatever it is: a hook or a config it planted would run in the user's own git.
+ * A repository's common git dir as an agent's sandbox sees it (issues 31 and 32). A worktree agent
+ * adds objects to its task's own store (bound over `objects/`, the repository's objects read-only
+ * inside it), moves only its own branch folder (`refs/heads/tws/<task>/`, and its reflogs) and
+ * writes its own worktree's admin folder (HEAD, index); every other ref, every object already
+ * there and everything that steers git (config, hooks, attributes, other worktrees' admin
+ * folders, packed refs) is read-only: it can add to history and never remove or rewrite it.
  */
 export interface GitStore {
   commonDir: string;
@@ -65,14 +67,20 @@ export interface GitStore {
   entries: string[];
   /** `worktrees/<id>` folders of the worktrees inside the agent's workspace: its own. */
   ownAdminDirs: string[];
+  /** The task's own object store (git/agent-objects.ts), or null: then no object can be added. */
+  objectStore: string | null;
+  /** Ref folders the agent moves (`refs/heads/tws/<task>`), relative to the common dir, made beforehand. */
+  ownRefFolders: string[];
 }
 
 /** What steers git, in a common dir: never written by an agent. */
 export const GIT_STEERING_ENTRIES = ['config', 'config.worktree', 'commondir', 'hooks', 'info', 'worktrees', 'packed-refs', 'shallow'];
-/** What a commit writes, in a common dir. */
-export const GIT_COMMIT_ENTRIES = ['objects', 'refs', 'logs'];
 
-export type GitBind = readonly ['rw' | 'ro', string];
+/** [mode, path in the sandbox, path on the host when another]. */
+export type GitBind = readonly ['rw' | 'ro', string] | readonly ['rw' | 'ro', string, string];
+
+/** The folder of the task store that the repository's own objects are shown in (git/agent-objects.ts BASE_MOUNT). */
+export const OBJECTS_BASE_MOUNT = 'tws-base';
 
 export function gitStoreBinds(store: GitStore): GitBind[] {
   const present = (names: string[], mode: 'rw' | 'ro'): GitBind[] => names.filter((name) => store.entries.includes(name)).map((name) => [mode, `${store.commonDir}/${name}`]);
@@ -81,6 +89,10 @@ export function gitStoreBinds(store: GitStore): GitBind[] {
     // renamed away and replaced by one of the agent's), and what steers git is bound read-only over it.
     return [['rw', store.commonDir], ...present(GIT_STEERING_ENTRIES, 'ro')];
   }
-  // Read-only as a whole (also where a hidden folder would cover it), then what a commit writes.
-  return [['ro', store.commonDir], ...present(GIT_COMMIT_ENTRIES, 'rw'), ...store.ownAdminDirs.map((dir): GitBind => ['rw', dir])];
+  // Read-only as a whole (also where a hidden folder would cover it), then what the agent adds to.
+  const objects = `${store.commonDir}/objects`;
+  const binds: GitBind[] = [['ro', store.commonDir]];
+  if (store.objectStore && store.entries.includes('objects')) binds.push(['rw', objects, store.objectStore], ['ro', `${objects}/${OBJECTS_BASE_MOUNT}`, objects]);
+  for (const folder of store.ownRefFolders) binds.push(['rw', `${store.commonDir}/${folder}`], ['rw', `${store.commonDir}/logs/${folder}`]);
+  return [...binds, ...store.ownAdminDirs.map((dir): GitBind => ['rw', dir])];
 }

@@ -7,24 +7,41 @@ export const OWNERSHIP_MARKER_FILE = '.task-workspace.json';
 /**
  * The layout generation of an environment: 0 for its first folder and branch; each operator
  * abandonment moves it on by one (task_environments.layout_generation). The next materialization
- * then works in `task-<id>-r<n>` on a new task branch `tws/<id>-r<n>` created from the base: the
- * abandoned folder and its branch stay exactly as they are, and nothing collides with them
+ * then works in `task-<id>-r<n>` on a new task branch `tws/<id>/work-r<n>` created from the base:
+ * the abandoned folder and its branch stay exactly as they are, and nothing collides with them
  * (a create-only ref update refuses an existing branch; an occupied path is refused too).
  */
 const generationSuffix = (generation: number): string => (generation > 0 ? `-r${generation}` : '');
 
 export const taskDirName = (taskId: string, generation = 0): string => `task-${taskId}${generationSuffix(generation)}`;
 
-/** The branch a task works on when the caller did not ask for an existing one. */
-export const taskBranchName = (taskId: string): string => `tws/${taskId}`;
+/**
+ * The branch a task works on when the caller did not ask for an existing one (issue 32): in the
+ * task's own ref folder `refs/heads/tws/<id>/`, the one folder of refs its sandboxed agent may
+ * write. Tasks created before kept their flat `tws/<id>` (still theirs for cleanup; see
+ * `taskRefFolder`).
+ */
+export const taskBranchName = (taskId: string): string => `tws/${taskId}/work`;
 
 /** The branch a slot creates in a layout generation: its slug, suffixed after an abandonment. */
 export const generationBranch = (branchSlug: string, generation: number): string => `${branchSlug}${generationSuffix(generation)}`;
 
-/** A branch the task's materializations created (of any generation): delete may remove it when merged. */
+const isGenerationOf = (branch: string, base: string): boolean => branch === base || (branch.startsWith(`${base}-r`) && /^[1-9][0-9]*$/.test(branch.slice(base.length + 2)));
+
+/** A branch the task's materializations created (of any generation, either naming): delete may remove it when merged. */
 export function isTaskBranch(branch: string | null, taskId: string): boolean {
-  const own = taskBranchName(taskId);
-  return branch !== null && (branch === own || (branch.startsWith(`${own}-r`) && /^[1-9][0-9]*$/.test(branch.slice(own.length + 2))));
+  return branch !== null && (isGenerationOf(branch, taskBranchName(taskId)) || isGenerationOf(branch, `tws/${taskId}`));
+}
+
+/**
+ * The ref folder (relative to the common git dir) a sandboxed agent may write for a slot's branch:
+ * that of the task whose service-made branch it is (`refs/heads/tws/<task>`), whichever task now
+ * uses the workspace (a hand-over keeps the branch). Null for any other branch (an existing one
+ * the task checked out, a flat branch of an older task): the agent then reads it and cannot move it.
+ */
+export function taskRefFolder(branch: string): string | null {
+  const m = /^tws\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/work(?:-r[1-9][0-9]*)?$/.exec(branch);
+  return m ? `refs/heads/tws/${m[1]}` : null;
 }
 
 /** Whether an absolute, normalized path is the folder itself or inside it. */

@@ -9,7 +9,7 @@ import { cpSync, existsSync, renameSync, rmSync, symlinkSync, writeFileSync } fr
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { agentEnded, createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
@@ -36,7 +36,7 @@ async function stoppedTask(hh: Harness, name: string) {
   expect((await hh.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
   await agentEnded(hh, first.body.sessionId);
   const folder = path.join(hh.config.workspaceRoot, taskDirName(taskId));
-  return { repo, taskId, folder, worktree: path.join(folder, name), branch: `tws/${taskId}`, environmentId: first.body.taskEnvironmentId as string };
+  return { repo, taskId, folder, worktree: path.join(folder, name), branch: taskBranchName(taskId), environmentId: first.body.taskEnvironmentId as string };
 }
 
 /** git's registration of one worktree: its block of `git worktree list --porcelain`. */

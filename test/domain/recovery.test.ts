@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLEANUP_ERROR_RECOVERY, emptyReport, leftoverWorkspace, waitsForOperatorAtOnce, type CleanupSnapshot, type SnapshotWorktree } from '../../domain/cleanup';
 import { materializeSlots } from '../../domain/launch-plan';
-import { isTaskBranch, taskFolder } from '../../domain/task-layout';
+import { isTaskBranch, taskBranchName, taskFolder, taskRefFolder } from '../../domain/task-layout';
 
 describe('cleanup failures: retried or sent to an operator', () => {
   it('an audit refusal, a changed host key and a remote branch that cannot come back wait for an operator at once; transient git, lock, host and target failures keep the schedule', () => {
@@ -33,7 +33,18 @@ describe('the layout after an abandonment', () => {
     expect(taskFolder('/ws', 't1', 1)).toBe('/ws/task-t1-r1');
   });
   it('every generation\'s task branch is the task\'s own; nothing else is', () => {
+    expect(['tws/t1/work', 'tws/t1/work-r1', 'tws/t1/work-r12'].map((b) => isTaskBranch(b, 't1'))).toEqual([true, true, true]);
+    // Tasks created before issue 32 keep their flat branch, still theirs.
     expect(['tws/t1', 'tws/t1-r1', 'tws/t1-r12'].map((b) => isTaskBranch(b, 't1'))).toEqual([true, true, true]);
+    expect(['tws/t1/work-r0', 'tws/t1/other', 'tws/t1/work/x', 'tws/t2/work'].map((b) => isTaskBranch(b, 't1'))).toEqual([false, false, false, false]);
     expect(['tws/t1-r0', 'tws/t1-rx', 'tws/t1x', 'tws/t2', 'main', null].map((b) => isTaskBranch(b, 't1'))).toEqual([false, false, false, false, false, false]);
+  });
+  it('a sandboxed agent moves the ref folder of a service-made task branch only (issue 32)', () => {
+    const id = '0b6f7c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b';
+    expect(taskBranchName(id)).toBe(`tws/${id}/work`);
+    expect(taskRefFolder(`tws/${id}/work`)).toBe(`refs/heads/tws/${id}`);
+    expect(taskRefFolder(`tws/${id}/work-r3`)).toBe(`refs/heads/tws/${id}`);
+    // A flat branch of an older task, a branch the task checked out, anything else under tws/: none.
+    for (const branch of [`tws/${id}`, `tws/${id}-r1`, 'main', 'feature/x', `tws/${id}/other`, `tws/${id}/work/x`, `tws/${id}/work-r0`, 'tws/../work', `tws/${id.toUpperCase()}/work`]) expect(taskRefFolder(branch)).toBeNull();
   });
 });

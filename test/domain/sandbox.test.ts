@@ -21,18 +21,28 @@ describe('the agent sandbox layout (issue 11)', () => {
 describe('a repository git folder in the sandbox (issues 31, 32)', () => {
   const entries = ['HEAD', 'config', 'hooks', 'info', 'objects', 'refs', 'logs', 'worktrees', 'packed-refs'];
 
-  it('outside the workspace: read-only as a whole, then only what a commit writes and its own worktrees admin folders', () => {
-    expect(gitStoreBinds({ commonDir: '/r/.git', insideWorkspace: false, entries, ownAdminDirs: ['/r/.git/worktrees/a'] })).toEqual([
+  it('outside the workspace: read-only as a whole, then the task store over objects (the real ones read-only inside it), its own ref folder and its own admin folders', () => {
+    const store = { commonDir: '/r/.git', insideWorkspace: false, entries, ownAdminDirs: ['/r/.git/worktrees/a'], objectStore: '/d/agent-objects/k/store', ownRefFolders: ['refs/heads/tws/t1'] };
+    expect(gitStoreBinds(store)).toEqual([
       ['ro', '/r/.git'],
-      ['rw', '/r/.git/objects'],
-      ['rw', '/r/.git/refs'],
-      ['rw', '/r/.git/logs'],
+      ['rw', '/r/.git/objects', '/d/agent-objects/k/store'],
+      ['ro', '/r/.git/objects/tws-base', '/r/.git/objects'],
+      ['rw', '/r/.git/refs/heads/tws/t1'],
+      ['rw', '/r/.git/logs/refs/heads/tws/t1'],
       ['rw', '/r/.git/worktrees/a'],
     ]);
+    // No store (objects reached through a link) and no task branch: nothing of objects or refs is writable.
+    expect(gitStoreBinds({ ...store, objectStore: null, ownRefFolders: [] })).toEqual([
+      ['ro', '/r/.git'],
+      ['rw', '/r/.git/worktrees/a'],
+    ]);
+    // The host path is bound at the sandbox path.
+    const args = bubblewrapArgs({ workspace: '/w', gitBinds: gitStoreBinds(store), hidden: [], home: '/h', readOnlyFiles: [] }).join(' ');
+    expect(args).toContain('--bind-try /d/agent-objects/k/store /r/.git/objects --ro-bind-try /r/.git/objects /r/.git/objects/tws-base');
   });
 
   it('inside the workspace (local): pinned in place, and everything that steers git read-only over it', () => {
-    expect(gitStoreBinds({ commonDir: '/w/.git', insideWorkspace: true, entries, ownAdminDirs: [] })).toEqual([
+    expect(gitStoreBinds({ commonDir: '/w/.git', insideWorkspace: true, entries, ownAdminDirs: [], objectStore: null, ownRefFolders: [] })).toEqual([
       ['rw', '/w/.git'],
       ['ro', '/w/.git/config'],
       ['ro', '/w/.git/hooks'],
