@@ -12,6 +12,7 @@ import { dropSpawnIntent } from '../db/spawn-intents';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
 import { deleteBranchIfAt, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
+import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
 import { repositoryTurns, type StepOutcome, type Turn } from './repository-turns';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -41,6 +42,12 @@ export function cleanupHostActivities(deps: ActivityDeps) {
 
   /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */
   async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
+    // What a sandboxed agent committed is read from the repository's own store (issue 32).
+    const home = await bringObjectsHome(config.dataDir, worktreePath, config.gitBinary).then(
+      () => true,
+      (err: unknown) => (logger.warn({ err, repositoryId }, 'an agent\'s objects could not be brought home; the worktree counts as dirty'), false),
+    );
+    if (!home) return 'unreadable';
     const found = await worktreeDirtiness(worktreePath, gitOptions);
     if (found.state === 'unreadable') logger.warn({ err: found.err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
     return found.state;
@@ -132,6 +139,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
               throw failure('git_prune_failed', 'git worktree prune failed');
             });
             turn.changed();
+            await discardObjectStore(config.dataDir, worktreePath);
             return { value: { outcome: 'already_gone' }, afterTurn: stillRegistered('a removed worktree is still registered') };
           }
           // The audit: any doubt keeps the folder and fails the attempt, naming the reason. These
@@ -181,6 +189,8 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           } finally {
             turn.changed();
           }
+          // Its task store was brought home before (cleanupOnHost): it goes with the worktree.
+          await discardObjectStore(config.dataDir, worktreePath);
           // Verified gone once every removal of the turn ran, on one listing.
           return {
             value: savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' },
@@ -188,6 +198,17 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           };
         }),
       );
+    },
+
+    /** Every host worktree's task store is brought home; one that cannot be fails the attempt (retried) before anything is removed. */
+    async bringAgentObjectsHome(worktrees: SnapshotWorktree[]): Promise<void> {
+      for (const w of worktrees) {
+        if (!w.worktreePath || w.sshTargetId) continue;
+        await bringObjectsHome(config.dataDir, w.worktreePath, config.gitBinary).catch((err: unknown) => {
+          logger.warn({ err, repositoryId: w.repositoryId }, 'an agent\'s objects could not be brought home');
+          throw failure('agent_objects_not_home', 'an agent\'s objects could not be brought into the repository');
+        });
+      }
     },
 
     /** Delete removes the task's own branch only when its commits are contained in the base branch. */

@@ -35,7 +35,11 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       }
       if (snapshot.hostId !== hostId) return report;
 
-      // 2. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
+      // 2. What the task's agents added to their task stores comes home first (issue 32): the
+      // status, the save, the merge check and the removal below all read it.
+      await steps.bringAgentObjectsHome(snapshot.worktrees);
+
+      // 3. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
       const dirty = dirtyWorkHandling(input.trigger, input.discardChanges);
       // Rows with a path first: an inventory-only row of the same repository is then covered by them.
       for (const worktree of [...snapshot.worktrees].sort((a, b) => Number(!a.worktreePath) - Number(!b.worktreePath))) {
@@ -51,19 +55,19 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}) });
       }
 
-      // 3. Branches: archive and reset keep them; delete removes the task's own branch only when merged.
+      // 4. Branches: archive and reset keep them; delete removes the task's own branch only when merged.
       for (const worktree of snapshot.worktrees) {
         if (!worktree.branch) continue;
         const outcome = removesTask(input.trigger) ? await steps.removeMergedBranch(worktree) : 'kept';
         report.branches.push({ repositoryId: worktree.repositoryId, branch: worktree.branch, outcome });
       }
 
-      // 4. The task folders (the host's, a target's) and their markers, when nothing else is left in them.
+      // 5. The task folders (the host's, a target's) and their markers, when nothing else is left in them.
       for (const folder of taskFolders(snapshot)) {
         if (folder.sshTargetId) await remote.removeRemoteFolder({ sshTargetId: folder.sshTargetId, taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId, environmentId: snapshot.environmentId ?? '' });
         else await steps.removeTaskFolder({ taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId });
       }
-      // 5. A deleted task's agent logs go with it.
+      // 6. A deleted task's agent logs go with it.
       if (removesTask(input.trigger)) await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
       return report;
     },

@@ -1,6 +1,7 @@
 /** Git status of the canonical workspace: read on its host, recorded with the time it was taken [R1.5]. */
 import { observationsOf, recordObservation, statusTarget } from '../db/git-status';
 import type { GitStatusObservation, GitStatusTarget } from '../domain/git-status';
+import { bringObjectsHome } from '../git/agent-objects';
 import { aheadBehind, currentBranch, fileStatus, gitAt, resolveCommit } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -8,7 +9,7 @@ import { isRealDirectory } from './workspace-fs';
 import { readRemoteGitStatus } from '../ssh/remote-git-status';
 import { loadSshTarget, typedSsh } from './ssh-workspace';
 
-export function gitStatusHostActivities({ config, pool }: ActivityDeps) {
+export function gitStatusHostActivities({ config, pool, logger }: ActivityDeps) {
   const gitOptions = { binary: config.gitBinary };
   return {
     async readGitStatus(target: GitStatusTarget): Promise<GitStatusObservation[]> {
@@ -29,6 +30,8 @@ export function gitStatusHostActivities({ config, pool }: ActivityDeps) {
         for (const slot of target.slots) {
           const observedAt = new Date().toISOString();
           if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
+          // A running agent's new commits are in its task's store until brought home (issue 32).
+          await bringObjectsHome(config.dataDir, slot.path, config.gitBinary).catch((err: unknown) => logger.warn({ err, repositoryId: slot.repositoryId }, 'an agent\'s objects could not be brought home now'));
           const [branch, head, files, counts] = await Promise.all([
             currentBranch(slot.path, gitOptions),
             resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { hostWorkspaceRoot } from '../db/hosts';
 import { livePaths } from '../db/live-paths';
 import { sweepVerdict, type SweepResult } from '../domain/orphans';
+import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
 import { commonDir, gitAt, pruneWorktrees, removeWorktree, worktreeDirtiness } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { withHeartbeat } from './heartbeat';
@@ -51,6 +52,8 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
     const worktrees = await worktreesIn(folder);
     if (worktrees === null) return null;
     for (const wt of worktrees) {
+      // A store of a sandboxed agent's objects comes home first; one that cannot keeps the folder (issue 32).
+      if (!(await bringObjectsHome(config.dataDir, wt, config.gitBinary).then(() => true, () => false))) return null;
       const found = await worktreeDirtiness(wt, gitOptions);
       if (found.state === 'unreadable') logger.warn({ err: found.err }, 'orphan sweep could not read a worktree status; the folder is kept');
       if (found.state !== 'clean') return null;
@@ -67,6 +70,7 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
       try {
         await removeWorktree(repo, wt, false);
         await pruneWorktrees(repo);
+        await discardObjectStore(config.dataDir, wt);
       } catch (err) {
         logger.warn({ err }, 'orphan sweep kept a worktree git would not remove');
         return 'doubt';

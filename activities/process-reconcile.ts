@@ -8,11 +8,39 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { endExecution, findExecution } from '../db/executions';
+import { readFile } from 'node:fs/promises';
+import { bringStoreHome } from '../git/agent-objects';
 import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
 import { reconcileRemoteExecutions } from './ssh-agents';
 
-async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_path: string }): Promise<'exited' | 'vanished' | null> {
+/** The task stores an agent added objects to (git/agent-objects.ts): listed in its run folder when it started in the sandbox. */
+export const objectStoresListPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.objects.json';
+
+/**
+ * Brings home what the agent added to its task stores (issue 32): when it ends, and on each
+ * periodic check while it runs, so the user's own git in the worktree sees its commits soon.
+ * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
+ */
+export async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: string; log_path: string }, gitBinary: string): Promise<void> {
+  const listed = await readFile(objectStoresListPath(exec.log_path), 'utf8').catch(() => null);
+  if (listed === null) return;
+  let keyDirs: unknown;
+  try {
+    keyDirs = JSON.parse(listed);
+  } catch {
+    return;
+  }
+  if (!Array.isArray(keyDirs)) return;
+  for (const keyDir of keyDirs) {
+    if (typeof keyDir !== 'string') continue;
+    await bringStoreHome(keyDir, gitBinary).catch((err: unknown) => logger.warn({ err, executionId: exec.id }, 'an agent\'s objects could not be brought home now'));
+  }
+}
+
+async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_path: string }, gitBinary: string): Promise<'exited' | 'vanished' | null> {
+  // Before the end is recorded: an ended agent's commits are in the repository's own store.
+  await bringAgentObjectsHome(logger, exec, gitBinary);
   const outcome = await readExitStatus(exec.log_path);
   const status = outcome ? 'exited' : 'vanished';
   const ended = await endExecution(pool, exec.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
@@ -25,12 +53,12 @@ async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_pa
  * The shim of this execution ended while this process watched it. Its row may still be inside the
  * start's transaction for a moment: looked for a few times; the periodic check takes any it misses.
  */
-export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Logger }, executionId: string): Promise<void> {
+export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Logger }, executionId: string, gitBinary = 'git'): Promise<void> {
   try {
     for (let tries = 0; tries < 25; tries++) {
       const exec = await findExecution(pool, executionId);
       if (exec) {
-        if (exec.status === 'running') await collect(pool, logger, exec);
+        if (exec.status === 'running') await collect(pool, logger, exec, gitBinary);
         return;
       }
       await new Promise((r) => setTimeout(r, 200));
@@ -40,7 +68,7 @@ export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Log
   }
 }
 
-export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?: Logger): Promise<{ alive: number; exited: number; vanished: number }> {
+export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?: Logger, gitBinary = 'git'): Promise<{ alive: number; exited: number; vanished: number }> {
   const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string }>(
     `SELECT id, pid, process_start_time, log_path FROM executions WHERE host_id = $1 AND status = 'running' AND ssh_target_id IS NULL`,
     [hostId],
@@ -50,9 +78,10 @@ export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?
   for (const exec of res.rows) {
     if (await isSameProcess(exec.pid, exec.process_start_time)) {
       counts.alive++;
+      await bringAgentObjectsHome(quiet, exec, gitBinary);
       continue;
     }
-    const status = await collect(pool, quiet, exec);
+    const status = await collect(pool, quiet, exec, gitBinary);
     if (status) counts[status]++;
   }
   // Agents on SSH targets: asked of each target, one round trip per target.

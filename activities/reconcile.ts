@@ -72,7 +72,7 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
 
     async reconcileHostProcesses(): Promise<ReconcileReport> {
       const report: ReconcileReport = { repaired: {}, undecided: 0 };
-      await count(report, 'execution_vanished', (await reconcileExecutions(pool, config.hostId)).vanished);
+      await count(report, 'execution_vanished', (await reconcileExecutions(pool, config.hostId, undefined, config.gitBinary)).vanished);
       for (const intent of await staleSpawnIntents(pool, config.hostId, RECONCILE_MIN_AGE_MS)) {
         // Recorded meanwhile (an adoption): only the intent is left over.
         if (await findExecution(pool, intent.executionId)) {

@@ -10,6 +10,7 @@ import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
+import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
 import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
@@ -103,7 +104,17 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         const git = gitAt(source.sourcePath, gitOptions);
         // Only a worktree this launch created, and never with --force: git keeps a dirty one.
         if (slot.createdWorktree && (await findRegistered(await listWorktrees(git), slot.worktreePath))) {
-          await removeWorktree(git, slot.worktreePath, false).catch((err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree git would not remove cleanly'));
+          // An agent that started meanwhile added to its task store: home first, or the worktree stays (issue 32).
+          const home = await bringObjectsHome(config.dataDir, slot.worktreePath, config.gitBinary).then(
+            () => true,
+            (err: unknown) => (logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree whose agent objects could not be brought home'), false),
+          );
+          if (home) {
+            await removeWorktree(git, slot.worktreePath, false).then(
+              () => discardObjectStore(config.dataDir, slot.worktreePath),
+              (err) => logger.warn({ err, repositoryId: slot.repositoryId }, 'undo kept a worktree git would not remove cleanly'),
+            );
+          }
         }
         if (!slot.createdWorktree) return;
         // A slot whose head was never read: its branch holds nothing of its own only while it is

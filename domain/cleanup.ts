@@ -186,6 +186,8 @@ export type CleanupErrorClass =
   | 'ssh_host_key_mismatch'
   /** A remote task branch's commits could not be brought back to the host repository (diverged, or checked out there): the clone is kept. */
   | 'remote_branch_not_brought_back'
+  /** A sandboxed agent's objects could not be brought from its task's store into the repository (issue 32): nothing is removed until they are. */
+  | 'agent_objects_not_home'
   | 'internal';
 
 /**
@@ -212,6 +214,7 @@ export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operat
   ssh_target_unavailable: 'retry',
   ssh_host_key_mismatch: 'operator',
   remote_branch_not_brought_back: 'operator',
+  agent_objects_not_home: 'retry',
   internal: 'retry',
 };
 

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
   const stopped = new AbortController();
-  const reconciled = untilAnswered(() => reconcileExecutions(pool, config.hostId, logger), logger, stopped.signal).then((agents) => {
+  const reconciled = untilAnswered(() => reconcileExecutions(pool, config.hostId, logger, config.gitBinary), logger, stopped.signal).then((agents) => {
     if (agents) logger.info(agents, 'agent processes re-identified after start');
   });
   // Agents that end while no process of theirs watches (started by a gateway or a worker that is
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const exitCheck = setInterval(() => {
     if (checking) return;
     checking = true;
-    reconcileExecutions(pool, config.hostId, logger)
+    reconcileExecutions(pool, config.hostId, logger, config.gitBinary)
       .catch((err) => (outageOf(err) ? undefined : logger.warn({ err }, 'collecting agent exits failed')))
       .finally(() => (checking = false));
   }, config.exitCheckEveryMs);
