@@ -19,6 +19,23 @@ function parseNetworkPolicy(raw: string | undefined): AgentNetworkPolicy {
   return policy;
 }
 
+/**
+ * Who may launch or resume a `local` agent (TWS_LOCAL_EXECUTOR, issue 32): it works in the source
+ * checkout itself, with that checkout's git folder writable (its objects, its refs, the branch the
+ * user has checked out), so it can damage the user's own repository. `operator` (the default):
+ * operator tokens only; `all`: user tokens too; `off`: nobody.
+ */
+export type LocalExecutorPolicy = 'operator' | 'all' | 'off';
+
+function parseLocalExecutor(raw: string | undefined): LocalExecutorPolicy {
+  const policy = raw || 'operator';
+  if (policy !== 'operator' && policy !== 'all' && policy !== 'off') throw new Error('TWS_LOCAL_EXECUTOR must be operator, all or off');
+  return policy;
+}
+
+/** Whether a caller of this role may run a `local` agent under the policy. */
+export const localExecutorAllowed = (policy: LocalExecutorPolicy, role: 'user' | 'operator' | null): boolean => policy === 'all' || (policy === 'operator' && role === 'operator');
+
 export interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
   command: string[];
@@ -47,6 +64,8 @@ export interface Config {
   agentSandbox: AgentSandboxMode;
   /** What network a sandboxed agent has: its own with user-mode egress (`egress`), none, or the host's. */
   agentNetwork: AgentNetworkPolicy;
+  /** Who may run `local` agents (in the source checkout itself): operators (default), everyone, nobody. */
+  localExecutor: LocalExecutorPolicy;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -132,6 +151,7 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
     agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
     agentNetwork: parseNetworkPolicy(env.TWS_AGENT_NETWORK),
+    localExecutor: parseLocalExecutor(env.TWS_LOCAL_EXECUTOR),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),

@@ -30,11 +30,20 @@ export function roleOf(request: FastifyRequest, tokens: { user: string; operator
 
 /** Bearer-token auth with two roles: missing or wrong token → 401, wrong role → 403. */
 export function registerAuth(app: FastifyInstance, tokens: { user: string; operator: string }): void {
+  app.decorateRequest('callerRole', null);
   app.addHook('onRequest', async (request) => {
     const needed = request.routeOptions.config?.role;
     if (!needed) return;
     const role = roleOf(request, tokens);
     if (!role) throw new ApiError('unauthorized');
+    request.callerRole = role;
     if (needed === 'operator' && role !== 'operator') throw new ApiError('forbidden', 'This route needs the operator role.');
   });
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The role of the caller's token, set by the auth hook on every route that needs one. */
+    callerRole: Role | null;
+  }
 }

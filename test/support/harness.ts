@@ -91,6 +91,8 @@ export async function createHarness(
       TWS_USER_TOKEN: USER_TOKEN,
       TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
       TWS_AGENT_STOP_GRACE_MS: '2000',
+      // The tests launch `local` agents with the user token; the default (operators only) has its own test.
+      TWS_LOCAL_EXECUTOR: 'all',
       TWS_CLEANUP_RETRY_WAITS_MS: '200,400',
       TWS_CLEANUP_MAX_ATTEMPTS: '3',
     },
@@ -134,6 +136,7 @@ export async function createHarness(
     TWS_LOG_DIR: config.logDir,
     TWS_GIT_BINARY: config.gitBinary,
     TWS_AGENT_STOP_GRACE_MS: String(config.agentStopGraceMs),
+    TWS_LOCAL_EXECUTOR: config.localExecutor,
     TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
     TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
     ...extra,

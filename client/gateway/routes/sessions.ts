@@ -11,7 +11,7 @@ import { admittedPlanOf, findSession, listSessionsOfTask, type SessionRow } from
 import { findTask, taskRepositories } from '../../../db/tasks';
 import { getSshTarget } from '../../../db/ssh-targets';
 import { agentVariableProblem } from '../../../domain/agent-env';
-import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
+import { BUILTIN_SHELL_PROFILE, localExecutorAllowed } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
@@ -20,6 +20,7 @@ import { launchHost } from '../placement';
 import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
 import { startFollowUps } from '../../engine-cleanup';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
+import type { Role } from '../auth';
 import type { GatewayContext } from '../context';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
 import { AcceptedLaunch, IdParams, LaunchBody, LaunchResponse, ResumeBody, Session, Workspace, errorResponses } from '../schemas';
@@ -156,6 +157,13 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     await runStop(ctx.temporal, ctx.config, sessionId);
   }
 
+  /** A `local` agent works in the source checkout itself: only whom TWS_LOCAL_EXECUTOR allows (issue 32); nothing changed. */
+  const refuseLocal = (executorType: string, role: Role | null) => {
+    if (executorType === 'local' && !localExecutorAllowed(ctx.config.localExecutor, role)) {
+      throw new ApiError('forbidden', ctx.config.localExecutor === 'off' ? 'The local executor is turned off on this service.' : 'The local executor needs the operator role on this service.');
+    }
+  };
+
   return async (app) => {
     app.post(
       '/v1/tasks/:id/sessions',
@@ -165,6 +173,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const agent = resolveAgent(agentProfile, request.body);
         const key = idempotencyKeyOf(request.headers);
         if (sshTargetId !== undefined && executorType !== 'ssh') throw badRequest('sshTargetId is for the ssh executor.');
+        refuseLocal(executorType, request.callerRole);
         // Read side by side (both only read); judged in the same order: the task, then the target, then the host.
         const host = launchHost(ctx, { taskId: request.params.id }).then(
           (id) => ({ id }),
@@ -220,6 +229,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       validateEnv(body.env);
       const session = await findSession(ctx.pool, request.params.id);
       if (!session) throw notFound('Session');
+      refuseLocal(session.executor_type, request.callerRole);
       // The run is this request's: the same key names the same run (and joins it); nothing is
       // counted here, only the run's admission counts it.
       const runId = key ? runIdOfKey(session.id, key) : randomUUID();
