@@ -63,8 +63,6 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     for (const what of [...TRIED, 'other admin folder']) expect(out).toContain(`${what}: refused`);
     expect(out).toContain('committed');
     expect(out).toContain('amended');
-    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'armed');
-    expect(git(worktree, 'log', '-1', '--format=%s')).toBe('agent work, amended');
     // The repository is as the user left it.
     expect(readFileSync(path.join(repo, '.git/config'), 'utf8')).toBe(configBefore);
     expect(readdirSync(path.join(repo, '.git/hooks')).filter((f) => !f.endsWith('.sample'))).toEqual([]);
@@ -73,6 +71,8 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     // The service's git next to it: the status observation and a first launch on the same repository.
     const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
     expect(status.status, JSON.stringify(status.body)).toBe(200);
+    // Its commits are home once the status read them (issue 32).
+    expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe('agent work, amended');
     const third = await createTask(h, [repositoryId]);
     expect((await launch(h, third, { command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
     expect(readdirSync(marks)).toEqual([]);
