@@ -20,9 +20,9 @@
  * with <key> a hash of the worktree's path: one store per worktree, shared by its sessions.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, realpath, rm, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readdir, readFile, realpath, rename, rm, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { inflate } from 'node:zlib';
@@ -97,9 +97,11 @@ export async function prepareObjectStore(dataDir: string, worktreePath: string, 
       return null;
     }
     try {
-      // In the sandbox the store is at <commonDir>/objects and the real objects under it.
-      const file = await open(via(info, 'alternates'), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
-      await file.writeFile(`${path.join(objects, BASE_MOUNT)}\n`).finally(() => file.close());
+      // In the sandbox the store is at <commonDir>/objects and the real objects under it. Replaced
+      // whole (never truncated in place) when it differs: another session's agent may be reading it.
+      const alternates = `${path.join(objects, BASE_MOUNT)}\n`;
+      const current = await readRegularFile(via(info, 'alternates'));
+      if (current?.toString() !== alternates) await replaceFile(info, 'alternates', alternates, 0o644);
     } finally {
       await info.close();
     }
@@ -107,8 +109,19 @@ export async function prepareObjectStore(dataDir: string, worktreePath: string, 
     await root.close();
   }
   const recorded = await readFile(path.join(keyDir, 'common-dir'), 'utf8').catch(() => null);
-  if (recorded !== commonDir) await writeFile(path.join(keyDir, 'common-dir'), commonDir);
+  if (recorded !== commonDir) {
+    const keyFolder = await open(keyDir, DIR_FLAGS);
+    await replaceFile(keyFolder, 'common-dir', commonDir, 0o600).finally(() => keyFolder.close());
+  }
   return store;
+}
+
+/** A file written beside its name and renamed over it: a reader sees the old text or the new, never a part. */
+async function replaceFile(dir: FileHandle, name: string, text: string, mode: number): Promise<void> {
+  const temporary = `.${name}.tws-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const file = await open(via(dir, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  await file.writeFile(text).finally(() => file.close());
+  await rename(via(dir, temporary), via(dir, name));
 }
 
 export interface BroughtHome {
@@ -133,7 +146,8 @@ export async function bringStoreHome(keyDir: string, gitBinary: string): Promise
     if (codeOf(err) === 'ENOENT') return null;
     throw err;
   });
-  if (commonDir === null) return NOTHING;
+  // Written by the service only, whole; anything but an absolute path is no repository of it.
+  if (commonDir === null || !path.isAbsolute(commonDir)) return NOTHING;
   const root = await openDirIfPresent(objectStoreOf(keyDir));
   if (!root) return NOTHING;
   const home = path.join(commonDir, 'objects');
@@ -218,7 +232,7 @@ export async function isObjectNamed(data: Buffer, name: string): Promise<boolean
 
 /** As git writes a loose object: a temporary file, then a link to its name (an object already there is the same object). */
 async function writeObjectFile(dir: FileHandle, name: string, data: Buffer): Promise<void> {
-  const temporary = `tmp_obj_tws_${process.pid}_${createHash('sha1').update(`${name}${Math.random()}`).digest('hex').slice(0, 8)}`;
+  const temporary = `tmp_obj_tws_${process.pid}_${randomBytes(4).toString('hex')}`;
   const file = await open(via(dir, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o444);
   try {
     await file.writeFile(data);
