@@ -163,7 +163,11 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     }
     await bindSession(environmentId, executorType, 'materialized');
     const generation = env?.layout_generation ?? 0;
-    const slots = materializeSlots(target.slots, executorType, workspaceRoot, target.ownerTaskId, generation);
+    // A released environment's folder was on its previous executor's place; a new one is where
+    // this executor works. Its worktrees are planned in it: after a hand-over that is the old
+    // owner's folder, where a kept dirty worktree still is (and its marker names the new owner).
+    const folder = (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation);
+    const slots = materializeSlots(target.slots, executorType, folder, generation);
     return {
       kind: 'admitted',
       plan: {
@@ -175,9 +179,8 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         environmentTaskId: target.ownerTaskId,
         executorType,
         hostId: req.hostId,
-        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, target.ownerTaskId, generation),
-        // A released environment's folder was on its previous executor's place; a new one is where this executor works.
-        taskFolder: (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation),
+        workspacePath: materializedWorkspacePath(slots, executorType, folder),
+        taskFolder: folder,
         slots,
         sshTargetId: ssh?.id ?? null,
       },
@@ -195,7 +198,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     await bindSession(env.id, executorType, 'transitioned');
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
     const folder = (samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
-    const slots = materializeSlots(target.slots, executorType, workspaceRoot, env.task_id, env.layout_generation);
+    const slots = materializeSlots(target.slots, executorType, folder, env.layout_generation);
     return {
       kind: 'admitted',
       plan: {
@@ -207,7 +210,7 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
         environmentTaskId: env.task_id,
         executorType,
         hostId: env.host_id,
-        workspacePath: materializedWorkspacePath(slots, executorType, workspaceRoot, env.task_id, env.layout_generation),
+        workspacePath: materializedWorkspacePath(slots, executorType, folder),
         taskFolder: folder,
         slots,
         transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },

@@ -2,7 +2,7 @@
 import type { ExecutorType } from './admission';
 import type { LaunchPlan, SlotPlan } from './launch';
 import type { SessionRoleName } from './session';
-import { environmentWorkspacePath, generationBranch, worktreePath } from './task-layout';
+import { generationBranch, joinPath } from './task-layout';
 
 export interface RepositorySlot {
   repositoryId: string;
@@ -23,11 +23,12 @@ export interface RecordedRow {
 }
 
 /**
- * Slots a materializer creates: a worktree per repository under the owner's task folder of the
- * environment's layout generation (a new folder and a new task branch after an abandonment), or
- * the source checkout for `local`. A requested existing branch is checked out as it is.
+ * Slots a materializer creates: a worktree per repository in the environment's task folder (the
+ * owner's folder of its layout generation, or the folder it recorded: a handed-over environment
+ * keeps the folder its worktrees, kept dirty ones included, are in), or the source checkout for
+ * `local`. A requested existing branch is checked out as it is.
  */
-export function materializeSlots(repos: RepositorySlot[], executor: ExecutorType, workspaceRoot: string, ownerTaskId: string, generation = 0): SlotPlan[] {
+export function materializeSlots(repos: RepositorySlot[], executor: ExecutorType, folder: string, generation = 0): SlotPlan[] {
   return repos.map((r) => ({
     repositoryId: r.repositoryId,
     repositoryName: r.repositoryName,
@@ -36,14 +37,16 @@ export function materializeSlots(repos: RepositorySlot[], executor: ExecutorType
     branch: r.checkoutBranch ?? generationBranch(r.branchSlug, generation),
     branchSlug: r.branchSlug,
     createBranch: r.checkoutBranch === null,
-    worktreePath: executor === 'local' ? r.repositoryPath : worktreePath(workspaceRoot, ownerTaskId, r.repositoryName, generation),
+    worktreePath: executor === 'local' ? r.repositoryPath : joinPath(folder, r.repositoryName),
     position: r.position,
     recorded: null,
   }));
 }
 
-export function materializedWorkspacePath(slots: SlotPlan[], executor: ExecutorType, workspaceRoot: string, ownerTaskId: string, generation = 0): string {
-  return executor === 'local' ? slots[0]!.sourcePath : environmentWorkspacePath(workspaceRoot, ownerTaskId, slots, generation);
+/** The agent's working directory [R2.2]: the source checkout (`local`), the one worktree, or the task folder that holds several. */
+export function materializedWorkspacePath(slots: SlotPlan[], executor: ExecutorType, folder: string): string {
+  if (executor === 'local') return slots[0]!.sourcePath;
+  return slots.length === 1 ? slots[0]!.worktreePath : folder;
 }
 
 /** Slots an attach validates: exactly what the inventory records for each of the environment's slots. */

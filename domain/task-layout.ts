@@ -72,11 +72,6 @@ export function worktreePath(workspaceRoot: string, taskId: string, repositoryNa
   return joinPath(taskFolder(workspaceRoot, taskId, generation), repositoryName);
 }
 
-/** The agent's working directory for an environment [R2.2]. */
-export function environmentWorkspacePath(workspaceRoot: string, taskId: string, slots: Pick<SlotLayout, 'worktreePath'>[], generation = 0): string {
-  return slots.length === 1 ? slots[0]!.worktreePath : taskFolder(workspaceRoot, taskId, generation);
-}
-
 export interface OwnershipMarker {
   kind: 'task-workspaces/ownership';
   taskId: string;

@@ -66,8 +66,7 @@ describe('the per-repository lock', () => {
       const slots = materializeSlots(
         [{ repositoryId: repoId, repositoryName: 'instant', repositoryPath: repo, position: 0, baseBranch: 'main', checkoutBranch: null, branchSlug: taskBranchName(taskId) }],
         'worktree',
-        h.config.workspaceRoot,
-        taskId,
+        taskFolder(h.config.workspaceRoot, taskId),
       );
       return { role: 'materialized', sessionId: randomUUID(), taskId, environmentId: randomUUID(), environmentTaskId: taskId, executorType: 'worktree', hostId: h.config.hostId, workspacePath: slots[0]!.worktreePath, taskFolder: taskFolder(h.config.workspaceRoot, taskId), slots };
     });

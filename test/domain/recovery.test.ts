@@ -27,9 +27,9 @@ describe('a cancelled delete records what it left', () => {
 describe('the layout after an abandonment', () => {
   const repo = { repositoryId: 'r', repositoryName: 'app', repositoryPath: '/src/app', position: 0, baseBranch: 'main', branchSlug: 'tws/t1', checkoutBranch: null };
   it('generation 0 is the first folder and branch; the next generation a new folder and a new task branch, a requested branch kept as asked', () => {
-    expect(materializeSlots([repo], 'worktree', '/ws', 't1')[0]).toMatchObject({ worktreePath: '/ws/task-t1/app', branch: 'tws/t1', createBranch: true });
-    expect(materializeSlots([repo], 'worktree', '/ws', 't1', 2)[0]).toMatchObject({ worktreePath: '/ws/task-t1-r2/app', branch: 'tws/t1-r2', createBranch: true });
-    expect(materializeSlots([{ ...repo, checkoutBranch: 'feature', branchSlug: 'feature' }], 'worktree', '/ws', 't1', 1)[0]).toMatchObject({ worktreePath: '/ws/task-t1-r1/app', branch: 'feature', createBranch: false });
+    expect(materializeSlots([repo], 'worktree', taskFolder('/ws', 't1'))[0]).toMatchObject({ worktreePath: '/ws/task-t1/app', branch: 'tws/t1', createBranch: true });
+    expect(materializeSlots([repo], 'worktree', taskFolder('/ws', 't1', 2), 2)[0]).toMatchObject({ worktreePath: '/ws/task-t1-r2/app', branch: 'tws/t1-r2', createBranch: true });
+    expect(materializeSlots([{ ...repo, checkoutBranch: 'feature', branchSlug: 'feature' }], 'worktree', taskFolder('/ws', 't1', 1), 1)[0]).toMatchObject({ worktreePath: '/ws/task-t1-r1/app', branch: 'feature', createBranch: false });
     expect(taskFolder('/ws', 't1', 1)).toBe('/ws/task-t1-r1');
   });
   it('every generation\'s task branch is the task\'s own; nothing else is', () => {

@@ -1,0 +1,76 @@
+/**
+ * Issue 24, items 1 and 2: a shared group's workspace handed over at its owner's archive, then
+ * archived by the new owner, launches again. With dirty work kept, the launch adopts the kept
+ * worktree where it is (the environment's recorded folder) and the user's uncommitted file is
+ * there for the agent; without, the worktree is made again in that folder. Either way the
+ * ownership marker is beside the worktrees it vouches for and names the new owner, and no other
+ * folder gets one.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
+import { archive, waitForJob } from './support/cleanup';
+import { createHarness, type Harness } from './support/harness';
+import { agentOutputUntil, createGroupTasks, launch, registerRepo } from './support/scenario';
+import { makeRepo, processCwd, worktreePaths } from './support/world';
+import { pidOf } from './support/scenario';
+
+let h: Harness;
+beforeAll(async () => void (h = await createHarness()));
+afterAll(async () => h?.close());
+
+const markerIn = (folder: string): unknown => (existsSync(path.join(folder, OWNERSHIP_MARKER_FILE)) ? JSON.parse(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8')) : null);
+
+/** G1 materializes, G2 attaches, G1 is archived (the environment goes to G2), then G2 is stopped and archived. */
+async function handedOverAndArchived(dirty: boolean) {
+  const name = `handed-${randomUUID().slice(0, 8)}`;
+  const repo = makeRepo(h.scratch, name);
+  const repositoryId = await registerRepo(h, repo, name);
+  const { tasks } = await createGroupTasks(h, [repositoryId], 2);
+  const [g1, g2] = tasks as [string, string];
+  const first = await launch(h, g1);
+  expect(first.status, JSON.stringify(first.body)).toBe(201);
+  const second = await launch(h, g2);
+  expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+  const folder = path.join(h.config.workspaceRoot, taskDirName(g1));
+  const worktree = path.join(folder, name);
+  if (dirty) writeFileSync(path.join(worktree, 'notes.txt'), 'the user\'s uncommitted work\n');
+
+  const handOver = await waitForJob(h, (await archive(h, g1)).operationId);
+  expect(handOver.report.borrowed).toMatchObject([{ action: 'handed_over', toTaskId: g2 }]);
+  expect((await h.api('POST', `/v1/sessions/${second.body.sessionId}/stop`)).status).toBe(200);
+  const own = await waitForJob(h, (await archive(h, g2)).operationId);
+  expect(own.report.worktrees).toEqual([{ repositoryId, worktreePath: worktree, outcome: dirty ? 'kept_dirty' : 'removed' }]);
+  expect((await h.api('POST', `/v1/tasks/${g2}/unarchive`)).status).toBe(200);
+  return { repo, name, g1, g2, folder, worktree, environmentId: first.body.taskEnvironmentId as string };
+}
+
+describe('a handed-over group workspace launches again after its new owner archived it [issue 24]', () => {
+  it('kept dirty: the launch adopts the kept worktree where it is, the uncommitted file is there for the agent, the marker beside it names the new owner', async () => {
+    const t = await handedOverAndArchived(true);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await launch(h, t.g2, { command: ['sh', '-c', 'cat notes.txt; echo ready; sleep 600'] });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.taskEnvironmentId).toBe(t.environmentId);
+      expect(await agentOutputUntil(h, res.body.executionId, 'ready')).toContain('the user\'s uncommitted work');
+      expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(t.worktree);
+    }
+    expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
+    expect(markerIn(t.folder)).toMatchObject({ taskId: t.g2, environmentId: t.environmentId });
+    expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.g2)))).toBe(false);
+    const env = (await h.pool.query('SELECT status, task_folder, workspace_path FROM task_environments WHERE id = $1', [t.environmentId])).rows[0];
+    expect(env).toEqual({ status: 'ready', task_folder: t.folder, workspace_path: t.worktree });
+  });
+
+  it('clean: the worktree is made again in the recorded folder, with the marker beside it naming the new owner and none elsewhere', async () => {
+    const t = await handedOverAndArchived(false);
+    const res = await launch(h, t.g2);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(t.worktree);
+    expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
+    expect(markerIn(t.folder)).toMatchObject({ taskId: t.g2, environmentId: t.environmentId });
+    expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.g2)))).toBe(false);
+  });
+});
