@@ -68,7 +68,11 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         else await steps.removeTaskFolder({ taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId });
       }
       // 6. A deleted task's agent logs go with it.
-      if (removesTask(input.trigger)) await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
+      if (removesTask(input.trigger)) {
+        await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
+        // And its run folders on the SSH targets its agents ran on (issue 24).
+        await remote.removeRemoteTaskRuns({ taskId: snapshot.taskId, sshTargetIds: snapshot.runSshTargetIds ?? [] });
+      }
       return report;
     },
   };

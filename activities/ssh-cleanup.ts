@@ -18,6 +18,8 @@ import { recordSavedWork } from '../db/saved-work';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { SshRefusal } from '../ssh/connection';
 import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
+import { removeRemoteTaskRuns } from '../ssh/remote-agent';
+import { remoteRunsDir } from '../ssh/remote-log';
 import { readRemoteWorkspace } from '../ssh/remote-workspace';
 import type { ActivityDeps } from './deps';
 import { sshAgentActivities } from './ssh-agents';
@@ -51,8 +53,12 @@ export function sshCleanupActivities(deps: ActivityDeps) {
     async stopRemoteProcesses(processes: SnapshotProcess[]): Promise<number> {
       let stopped = 0;
       for (const p of processes) {
-        // Ended since the snapshot (its exit collected, or stopped): nothing to stop, nothing to count.
-        if ((await findExecution(pool, p.executionId))?.status !== 'running') continue;
+        // Ended since the snapshot (its exit collected, or stopped): nothing to stop, nothing to
+        // count. A row that is gone (a delete removes the task's sessions with their executions in
+        // the transaction that took the snapshot) is no sign of an end: the snapshot's process is
+        // stopped by its identity on the target, pid and start time (issue 24).
+        const row = await findExecution(pool, p.executionId);
+        if (row && row.status !== 'running') continue;
         const status = await agents
           .stopRemote({ id: p.executionId, pid: p.pid, process_start_time: p.processStartTime, log_path: p.logPath ?? '', ssh_target_id: p.sshTargetId ?? null })
           .catch((err: unknown) => {
@@ -141,6 +147,18 @@ export function sshCleanupActivities(deps: ActivityDeps) {
     },
 
     /** The task folder on the target, with its marker, once nothing else is in it. */
+    /** A deleted task's run folders on the SSH targets its agents ran on. */
+    async removeRemoteTaskRuns(input: { taskId: string; sshTargetIds: string[] }): Promise<void> {
+      for (const id of new Set(input.sshTargetIds)) {
+        try {
+          const target = await loadSshTarget(pool, id);
+          await removeRemoteTaskRuns(target, { runsDir: remoteRunsDir(target), taskId: input.taskId });
+        } catch (err) {
+          throw classified(err);
+        }
+      }
+    },
+
     async removeRemoteFolder(input: { sshTargetId: string; taskFolder: string; ownerTaskId: string; environmentId: string }): Promise<boolean> {
       try {
         const target = await loadSshTarget(pool, input.sshTargetId);

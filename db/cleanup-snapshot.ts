@@ -115,7 +115,13 @@ export async function snapshotProcesses(db: Db, taskId: string, environmentId: s
 export async function takeSnapshot(db: Db, taskId: string, trigger: CleanupTrigger): Promise<CleanupSnapshot> {
   const env = await environmentOfTask(db, taskId, true);
   const sessionIds = (await db.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows.map((r) => r.id);
-  const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [], sessionIds };
+  const runSshTargetIds = (
+    await db.query<{ ssh_target_id: string }>(
+      'SELECT DISTINCT x.ssh_target_id FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1 AND x.ssh_target_id IS NOT NULL',
+      [taskId],
+    )
+  ).rows.map((r) => r.ssh_target_id);
+  const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [], sessionIds, runSshTargetIds };
   if (env) {
     const decision = decideBorrowedEnvironment(trigger, await lockedSuccessorCandidates(db, env.id, taskId));
     if (decision.action !== 'clean') {

@@ -84,6 +84,8 @@ export interface CleanupSnapshot {
   spawnIntents?: { executionId: string; hostId: string }[];
   /** The task's sessions, whose agent logs a delete removes (archive keeps them). Absent in older snapshots. */
   sessionIds?: string[];
+  /** SSH targets any agent of the task ran on: a delete removes the task's run folder there (absent in older snapshots). */
+  runSshTargetIds?: string[];
   /** Environments left alone (archive) or handed over (delete) because another task's session uses them. */
   borrowed: { environmentId: string; action: 'kept' | 'handed_over'; toTaskId: string | null; hostId: string; taskFolder: string | null }[];
 }

@@ -204,5 +204,12 @@ present "$1" || exit 0
 tail -c "+$(($2 + 1))" -- "$1" | head -c "$3"
 `);
 
+/** removeRemoteTaskRuns. Args: runsDir taskId. Removes a deleted task's run folder (its agents' logs and statuses); prints removed. */
+export const REMOVE_RUNS = script(`
+case "$2" in ""|*[!0-9a-f-]*) exit 10 ;; esac
+rm -rf -- "$1/$2" || exit 11
+echo removed
+`);
+
 /** The agent's scripts, for the check that none holds a single quote. */
-export const AGENT_SCRIPTS = { AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT, FIND_MARKED, STOP_GROUP, READ_EXIT_STATUS, READ_LOG };
+export const AGENT_SCRIPTS = { AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT, FIND_MARKED, STOP_GROUP, READ_EXIT_STATUS, READ_LOG, REMOVE_RUNS };

@@ -4,7 +4,7 @@
  * identified afterwards by pid plus start time, stopped by group. Each function is one round trip.
  */
 import type { SshTarget } from './connection';
-import { AGENT_RUNNER, FIND_MARKED, PROCESSES, READ_EXIT_STATUS, READ_LOG, START_AGENT, START_NOT_STARTABLE, START_REFUSALS, STOP_AGENT, STOP_GROUP } from './agent-scripts';
+import { AGENT_RUNNER, FIND_MARKED, PROCESSES, READ_EXIT_STATUS, READ_LOG, REMOVE_RUNS, START_AGENT, START_NOT_STARTABLE, START_REFUSALS, STOP_AGENT, STOP_GROUP } from './agent-scripts';
 import { absolutePath, RemoteOperationError, runScript } from './remote-scripts';
 
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
@@ -98,6 +98,13 @@ export async function readRemoteExitStatus(target: SshTarget, statusPath: string
 }
 
 /** Up to maxBytes of the remote log from offset (empty when absent). */
+/** A deleted task's run folder on the target (`<runs>/<taskId>`: its agents' logs and exit statuses), as its host logs go. */
+export async function removeRemoteTaskRuns(target: SshTarget, a: { runsDir: string; taskId: string }): Promise<void> {
+  if (!/^[0-9a-f-]{36}$/.test(a.taskId)) throw new RemoteOperationError('invalid_argument');
+  const result = await runScript(target, REMOVE_RUNS, [absolutePath(a.runsDir), a.taskId]);
+  if (result.code !== 0 || result.stdout.toString('utf8').trim() !== 'removed') throw new RemoteOperationError('remove_failed');
+}
+
 export async function readRemoteLog(target: SshTarget, a: { logPath: string; offset: number; maxBytes: number }): Promise<Buffer> {
   if (!Number.isSafeInteger(a.offset) || a.offset < 0 || !Number.isSafeInteger(a.maxBytes) || a.maxBytes < 0) throw new RemoteOperationError('invalid_argument');
   if (a.maxBytes === 0) return Buffer.alloc(0);

@@ -388,6 +388,25 @@ describe('transitions and cleanup', () => {
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(hostHead);
   });
 
+  it('a delete stops the task\'s agents on the target before it removes anything, and removes the task\'s run folder there (issue 24)', async () => {
+    for (const dirty of [false, true]) {
+      const t = await sshTask();
+      const second = await sshLaunch(t.taskId);
+      expect(second.status, JSON.stringify(second.body)).toBe(201);
+      const pids = [await pidOf(h, t.first.sessionId), await pidOf(h, second.body.sessionId)];
+      const runs = path.join(ssh.workspaceRoot, '.task-workspaces', 'runs', t.taskId);
+      expect(existsSync(runs)).toBe(true);
+      if (dirty) writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
+      const deleted = await h.api('DELETE', `/v1/tasks/${t.taskId}${dirty ? '?discardChanges=true' : ''}`, undefined, OPERATOR_TOKEN);
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+      const job = await waitForJob(h, deleted.body.operationId);
+      expect(job.report.processesStopped).toBe(2);
+      for (const pid of pids) expect(processAlive(pid)).toBe(false);
+      expect(existsSync(t.remoteFolder)).toBe(false);
+      expect(existsSync(runs)).toBe(false);
+    }
+  });
+
   it('archive keeps a dirty remote clone; a consented delete saves its work on the host and removes it', async () => {
     const t = await sshTask();
     writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
