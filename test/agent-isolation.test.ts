@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { bringObjectsHome } from '../git/agent-objects';
 import { agentIsolation } from '../activities/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
@@ -77,7 +78,9 @@ describe('agent isolation [issue 11]', () => {
     expect(Number(/processes: (\d+)/.exec(out)![1])).toBeLessThan(10); // its own few, not the host's
     // Its own work goes on: the commit is on its task branch, seen from outside.
     expect(out).toContain('committed');
+    // (Its objects are in its task's store until the service brings them home, issue 32: as a git status does.)
     const worktree = path.join(h.config.workspaceRoot, `task-${taskId}`, 'isolated');
+    expect((await bringObjectsHome(h.config.dataDir, worktree, h.config.gitBinary)).loose).toBeGreaterThan(0);
     expect(git(worktree, 'log', '-1', '--format=%s')).toBe('agent work');
     // The operator route stays closed to what the agent holds: the user token.
     expect((await gateway.api('POST', '/v1/orphan-sweep', { dryRun: true }, USER_TOKEN)).status).toBe(403);
