@@ -282,3 +282,9 @@ export function batchHostOf(snapshot: CleanupSnapshot): string | null {
 
 /** A job that ended: nothing more happens to it. */
 export const isTerminalJobState = (state: CleanupJobState): boolean => state === 'succeeded' || state === 'cancelled';
+
+/** The hosts an attempt of this snapshot works on, in its order: those that only stop agents first, the workspace's host last. */
+export function cleanupHosts(snapshot: CleanupSnapshot): string[] {
+  const others = [...new Set([...snapshot.processes.map((p) => p.hostId), ...(snapshot.spawnIntents ?? []).map((i) => i.hostId), ...snapshot.borrowed.map((b) => b.hostId)])].filter((h) => h !== snapshot.hostId);
+  return [...others, ...(snapshot.hostId ? [snapshot.hostId] : [])];
+}

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { createHostActivities, createRecordActivities } from '../activities';
 import type { Config } from '../domain/config';
 import { hostTaskQueue } from '../domain/workflow-ids';
+import { wakeCleanupsWaitingOn } from './host-return';
 import { startHostRegistration } from './host-registration';
 
 export interface WorkerHandle {
@@ -107,6 +108,8 @@ export async function startWorker(opts: WorkerDeps & { connection?: NativeConnec
   const host = await hostQueueWorker(connection, deps, workflowBundle, false);
   // Registered once it can poll its host's queue: a live record means work placed here is taken.
   const registration = await startHostRegistration(pool, config, logger);
+  // Back: the cleanups that wait for this host run now.
+  await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
   return handleOf([shared, host], connection, ownsConnection, () => registration.stop());
 }

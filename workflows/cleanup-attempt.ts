@@ -1,6 +1,6 @@
 /** One attempt of a cleanup: each involved host does its part in one activity, the workspace's host last. */
 import { ApplicationFailure, patched } from '@temporalio/workflow';
-import type { CleanupInput, CleanupReport, CleanupSnapshot } from '../domain/cleanup';
+import { cleanupHosts, type CleanupInput, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup';
 import { hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
@@ -8,8 +8,7 @@ const records = recordSteps();
 export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnapshot, report: CleanupReport, phase: (p: string) => void): Promise<CleanupReport> {
   phase('cleaning');
   // Agents on other hosts stop before the workspace's host removes anything.
-  const others = [...new Set([...snapshot.processes.map((p) => p.hostId), ...(snapshot.spawnIntents ?? []).map((i) => i.hostId), ...snapshot.borrowed.map((b) => b.hostId)])].filter((h) => h !== snapshot.hostId);
-  const hosts = [...others, ...(snapshot.hostId ? [snapshot.hostId] : [])];
+  const hosts = cleanupHosts(snapshot);
   // A host that is down fails the attempt at once, before any host does its part: the job waits
   // in its retry schedule (host_unavailable) and the next attempt runs once the host is back,
   // instead of the attempt waiting minutes on a queue nobody polls.

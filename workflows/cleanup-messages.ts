@@ -9,6 +9,11 @@ export const awaitPreparedUpdate = defineUpdate<{ operationId: string }>('awaitP
 /** An operator's fresh round for a job that exhausted its attempts. */
 export const operatorRetrySignal = defineSignal('operatorRetry');
 /**
+ * A host registered again (its worker started): a job waiting in its retry schedule because that
+ * host was down runs its next attempt now (issue 24), instead of at its next scheduled retry.
+ */
+export const hostBackSignal = defineSignal<[string]>('hostBack');
+/**
  * End a job that waits (pending, retry_wait, needs_operator); one in flight finishes its attempt
  * first. Returns the job's final state. Sent by unarchive, by the operator's cancel (route, CLI)
  * and by the operator's abandon of an environment reset (`{ abandon: true }`); the Temporal UI

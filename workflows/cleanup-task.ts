@@ -10,6 +10,7 @@ import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler
 import {
   abandonsOnly,
   CLEANUP_ERROR_CLASSES,
+  cleanupHosts,
   emptyReport,
   leftoverWorkspace,
   removesTask,
@@ -26,7 +27,7 @@ import {
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
 import { setPhase } from './phase';
-import { awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, progressQuery } from './cleanup-messages';
+import { awaitPreparedUpdate, cancelUpdate, hostBackSignal, operatorRetrySignal, progressQuery } from './cleanup-messages';
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
@@ -72,6 +73,10 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   });
   setHandler(operatorRetrySignal, () => {
     if (progress.state === 'needs_operator') retryRequested = true;
+  });
+  let hostBack = false;
+  setHandler(hostBackSignal, (hostId: string) => {
+    if (progress.state === 'retry_wait' && progress.lastError === 'host_unavailable' && snapshot !== null && cleanupHosts(snapshot).includes(hostId)) hostBack = true;
   });
   setHandler(cancelUpdate, async (req?: CancelRequest) => {
     const by = req?.by ?? 'workflow_message';
@@ -233,7 +238,9 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     await record('retry_wait', waitMs);
     attemptInFlight = false;
     // A durable timer: it survives restarts of the worker, the gateway and the Temporal server.
-    await condition(() => cancelRequested, waitMs);
+    // A host of the job that registers again ends the wait at once (hostBackSignal).
+    await condition(() => cancelRequested || hostBack, waitMs);
+    hostBack = false;
   }
 
   // Cancelled (unarchive, operator, abandon): what was already removed stays accounted for; the environment is released.
