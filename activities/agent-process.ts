@@ -5,7 +5,7 @@
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
-import { claimExecutionStart, findExecution, markStopped, recordExecutionOfIntent, setExecutionStatus, type ExecutionStatus } from '../db/executions';
+import { claimExecutionStart, findExecution, lockSessionForStart, markStopped, recordExecutionOfIntent, setExecutionStatus, type ExecutionStatus } from '../db/executions';
 import { inTransaction, type Db } from '../db/pool';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
@@ -120,6 +120,42 @@ export async function stopRecordedAgent(pool: Db, agent: { executionId: string; 
 export function agentProcessActivities(deps: ActivityDeps) {
   const { pool, config } = deps;
   const remote = sshAgentActivities(deps);
+  /**
+   * SIGTERM to the process group, SIGKILL after the grace period; only if it is still the same
+   * process. An execution whose start was never recorded is stopped by its mark.
+   */
+  async function stopAgent(executionId: string): Promise<ExecutionStatus> {
+    const exec = await findExecution(pool, executionId);
+    if (!exec) {
+      if (await spawnIntentExists(pool, executionId)) {
+        if (!(await stopMarkedGroup(executionId, config.agentStopGraceMs))) throw typedFailure('internal');
+        await dropSpawnIntent(pool, executionId);
+      }
+      return 'stopped';
+    }
+    if (exec.status !== 'running') return exec.status;
+    if (exec.ssh_target_id) return remote.stopRemote(exec);
+    if (!(await isSameProcess(exec.pid, exec.process_start_time))) {
+      await setExecutionStatus(pool, executionId, 'vanished');
+      return 'vanished';
+    }
+    if (!(await stopRecordedAgent(pool, { executionId, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs))) throw typedFailure('internal');
+    await markStopped(pool, executionId, await readExitStatus(exec.log_path));
+    return 'stopped';
+  }
+
+  /**
+   * In the transaction that records a start, under the session row's lock: another agent of the
+   * session that runs is stopped first, as a resume after it would (issue 30): two starts at once
+   * end as one after the other, with one agent. One on a host this one cannot reach refuses.
+   */
+  async function oneAgentPerSession(client: Db, input: StartAgentInput): Promise<void> {
+    for (const other of await lockSessionForStart(client, input.sessionId, input.executionId)) {
+      if (!other.ssh_target_id && other.host_id !== config.hostId) throw typedFailure('session_running');
+      await stopAgent(other.id);
+    }
+  }
+
   return {
     /**
      * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
@@ -132,7 +168,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
       if (input.sshTargetId) {
         const recorded = await findExecution(pool, input.executionId);
         if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
-        return remote.startRemote(input, recordWithStart);
+        return remote.startRemote(input, recordWithStart, (client) => oneAgentPerSession(client, input));
       }
       // Its record if it has one (a re-run answers it), else its spawn intent, in one statement;
       // the working directory is checked right before use, meanwhile: a stale path is never a
@@ -192,6 +228,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
+        await oneAgentPerSession(client, input);
         await recordWithStart?.(client);
         const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId, config.gitBinary));
         const startTime = await processStartTime(pid);
@@ -208,29 +245,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
       return { executionId: input.executionId, pid, status };
     },
 
-    /**
-     * SIGTERM to the process group, SIGKILL after the grace period; only if it is still the same
-     * process. An execution whose start was never recorded is stopped by its mark.
-     */
-    async stopAgent(executionId: string): Promise<ExecutionStatus> {
-      const exec = await findExecution(pool, executionId);
-      if (!exec) {
-        if (await spawnIntentExists(pool, executionId)) {
-          if (!(await stopMarkedGroup(executionId, config.agentStopGraceMs))) throw typedFailure('internal');
-          await dropSpawnIntent(pool, executionId);
-        }
-        return 'stopped';
-      }
-      if (exec.status !== 'running') return exec.status;
-      if (exec.ssh_target_id) return remote.stopRemote(exec);
-      if (!(await isSameProcess(exec.pid, exec.process_start_time))) {
-        await setExecutionStatus(pool, executionId, 'vanished');
-        return 'vanished';
-      }
-      if (!(await stopRecordedAgent(pool, { executionId, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs))) throw typedFailure('internal');
-      await markStopped(pool, executionId, await readExitStatus(exec.log_path));
-      return 'stopped';
-    },
+    stopAgent,
   };
 }
 

@@ -45,7 +45,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * lock, as for a host agent: a cleanup either prepares after this (and its snapshot holds the
    * process) or before (and nothing starts). A target that does not answer starts nothing.
    */
-  async function startRemote(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+  async function startRemote(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>, beforeStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
     const target = await loadSshTarget(pool, input.sshTargetId);
     const files = remoteRunFiles(target, input);
     const record = (client: Db, agent: { pid: number; startTime: string }) =>
@@ -88,6 +88,8 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
         await dropSpawnIntent(client, input.executionId);
         return null;
       }
+      // One agent per session: another that runs is stopped first, under the session's lock.
+      await beforeStart?.(client);
       await recordWithStart?.(client);
       const agent = await startRemoteAgent(target, {
         cwd: input.cwd,

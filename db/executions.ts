@@ -21,6 +21,17 @@ export interface ExecutionRow {
 
 const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
 
+/**
+ * One agent per session (issue 30): takes the session row's lock for the rest of the transaction
+ * that records a start, and answers the session's other executions that run. Two starts of one
+ * session (concurrent resumes, a resume racing the launch) take their turns here.
+ */
+export async function lockSessionForStart(client: Db, sessionId: string, executionId: string): Promise<ExecutionRow[]> {
+  await client.query('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+  const res = await client.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running' AND id <> $2`, [sessionId, executionId]);
+  return res.rows;
+}
+
 export async function findExecution(db: Db, id: string): Promise<ExecutionRow | null> {
   const res = await db.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE id = $1`, [id]);
   return res.rows[0] ?? null;
@@ -43,21 +54,24 @@ export async function latestExecutions(db: Db, sessionIds: string[]): Promise<Ma
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
 export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'> & { ssh_target_id?: string | null }): Promise<void> {
   await db.query(
-    `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, ssh_target_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, ssh_target_id, started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp()) ON CONFLICT (id) DO NOTHING`,
     [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status, row.ssh_target_id ?? null],
   );
 }
 
 /**
+ * (started_at is the moment of the record, not of its transaction's start: a start that waited
+ * for the session's lock behind another, issue 30, is the later one, and the session's latest.)
+ *
  * A started agent's record, with its spawn intent (db/spawn-intents.ts) removed in the same
  * statement: the intent is dropped exactly when the execution is recorded, one round trip.
  */
 export async function recordExecutionOfIntent(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'>): Promise<void> {
   await db.query(
     `WITH intent AS (DELETE FROM spawn_intents WHERE execution_id = $1)
-     INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+     INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp()) ON CONFLICT (id) DO NOTHING`,
     [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status],
   );
 }
