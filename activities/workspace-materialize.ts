@@ -4,14 +4,15 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { outageOf } from '../domain/outage';
-import { isMaterializer } from '../db/environments';
+import { isMaterializer, releaseKeptMaterialization } from '../db/environments';
 import { withRepositoryLock } from '../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../domain/launch';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
 import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
-import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, removeWorktree, worktreeIdentity } from '../git/git';
+import { addWorktree, branchCommit, branchCommits, branchRef, deleteBranchIfAt, gitAt, listWorktrees, recreateMissingBranch, removeWorktree, worktreeIdentity } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -43,6 +44,12 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
       const createdWorktree = existing === null;
       if (existing) {
         if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
+        // Registered on a branch that is gone: made again where the worktree's HEAD last was, or refused typed.
+        if (!(await branchCommit(git, slot.branch))) {
+          const restored = await recreateMissingBranch(git, slot.worktreePath, slot.branch, gitOptions);
+          if (!restored) throw typedFailure('workspace_reuse_unsafe', { reason: 'branch_missing' });
+          logger.warn({ repositoryId: slot.repositoryId }, 'a registered worktree\'s branch was gone; made again at its last HEAD');
+        }
       } else {
         if (occupied) throw new Error('the slot path is occupied');
         // The common case in one git process: create the task branch at the base and check it out.
@@ -91,12 +98,20 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
    */
   const mayUndo = async (plan: LaunchPlan): Promise<boolean> => plan.role !== 'materialized' || isMaterializer(pool, plan.environmentId, plan.sessionId);
 
-  /** Removes exactly what a launch made: its worktrees, the branches it created (unless they moved), its marker, its empty folder. */
-  async function discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+  /**
+   * Removes exactly what a launch made: its worktrees, the branches it created (unless they moved,
+   * or a worktree still has them checked out), its marker, its empty folder. A worktree git will not
+   * remove (an agent of a cancelled launch wrote into it: issue 30) is kept with its branch and its
+   * marker, and a published first launch then leaves its environment `released` with that
+   * worktree's row, as an archive that kept a dirty worktree does: visible, cleaned by the next
+   * cleanup, adopted by the next launch. Answers the repositories whose worktree was kept.
+   */
+  async function discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<string[]> {
     if (workspaceStepsOf(plan).remote) {
       if (await mayUndo(plan)) await remote.discardRemote(plan, made);
-      return;
+      return [];
     }
+    const kept: string[] = [];
     for (const slot of [...made].reverse()) {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId)!;
       await withRepositoryLock(pool, slot.repositoryId, async () => {
@@ -117,6 +132,10 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           }
         }
         if (!slot.createdWorktree) return;
+        const listed = await listWorktrees(git);
+        if (await findRegistered(listed, slot.worktreePath)) kept.push(slot.repositoryId);
+        // Never a branch that a worktree has checked out (as `git branch -d` refuses it): the kept one's, or any other's.
+        if (listed.some((entry) => entry.branch === slot.branch)) return;
         // A slot whose head was never read: its branch holds nothing of its own only while it is
         // where its base is (it was created there a moment ago).
         const createdAt = slot.headCommit || (await branchCommit(git, source.baseBranch));
@@ -125,7 +144,17 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         }
       }, undefined, logger);
     }
-    if (!(await mayUndo(plan))) return;
+    if (!(await mayUndo(plan))) return kept;
+    if (kept.length > 0) {
+      // The marker vouches for the kept worktree; the environment keeps its row (issue 30).
+      if (plan.role === 'materialized') {
+        const removed = made.filter((slot) => !kept.includes(slot.repositoryId)).map((slot) => slot.repositoryId);
+        if (!(await releaseKeptMaterialization(pool, { environmentId: plan.environmentId, materializerSessionId: plan.sessionId, removedRepositoryIds: removed }))) {
+          logger.warn({ environmentId: plan.environmentId }, 'undo kept a worktree of an environment it had not published; the orphan sweep judges it');
+        }
+      }
+      return kept;
+    }
     const marker = await readMarker(plan.taskFolder);
     // An undo that cannot remove its marker or folder leaves them (the orphan sweep judges them
     // later) and says so; it never hides the launch's own failure behind its own.
@@ -135,6 +164,7 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
     } catch (err) {
       logger.warn({ err, environmentId: plan.environmentId }, 'undo left the task folder in place');
     }
+    return kept;
   }
 
   return {
@@ -160,6 +190,8 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           logger.warn({ err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'materialization failed; removing what this launch made');
           await discard(plan, made);
           if (!folderExisted && (await mayUndo(plan))) await rmdirIfEmpty(plan.taskFolder).catch((undoErr: unknown) => logger.warn({ err: undoErr, environmentId: plan.environmentId }, 'undo left the task folder in place'));
+          // A refusal with its own reason (a registered worktree that cannot be reused) says so.
+          if (err instanceof ApplicationFailure && err.type === 'workspace_reuse_unsafe') throw err;
           throw typedFailure('workspace_materialization_failed');
         }
       });

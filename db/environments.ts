@@ -85,6 +85,25 @@ export async function unpublishFailedMaterialization(db: Db, envId: string, mate
   return true;
 }
 
+/**
+ * A published first launch whose undo had to keep a worktree (an agent of the cancelled launch
+ * wrote into it, issue 30): the environment is `released`, as an archive that kept a dirty
+ * worktree leaves it, the rows of the worktrees it removed `deleted` and the kept one's row
+ * active, so cleanup, the views and the next launch (which adopts it) see it. Only while it is
+ * still this session's materialization and no other session works in it.
+ */
+export async function releaseKeptMaterialization(db: Db, a: { environmentId: string; materializerSessionId: string; removedRepositoryIds: string[] }): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE task_environments SET status = 'released', updated_at = now()
+      WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2
+        AND NOT EXISTS (SELECT 1 FROM sessions WHERE environment_id = $1 AND id <> $2 AND state IN ('starting', 'running'))`,
+    [a.environmentId, a.materializerSessionId],
+  );
+  if (res.rowCount !== 1) return false;
+  await db.query(`UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active' AND repository_id = ANY($2::uuid[])`, [a.environmentId, a.removedRepositoryIds]);
+  return true;
+}
+
 export interface InventoryRow {
   id: string;
   repository_id: string;

@@ -4,7 +4,7 @@
  * The git binary is configuration, so fault injection hands in a wrapper script.
  */
 import childProcess from 'node:child_process';
-import { realpath } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
@@ -172,6 +172,24 @@ export async function pruneWorktrees(git: SimpleGit): Promise<void> {
 /** Deletes a branch only if it still points at `expected` (compare-and-delete). */
 export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected: string): Promise<void> {
   await run(git, ['update-ref', '-d', branchRef(branch), expected]);
+}
+
+/**
+ * A registered worktree whose branch is gone (deleted while it had it checked out, by an undo of
+ * an older version, issue 30, or by hand): the branch is created again, create-only, at the
+ * commit the worktree's own HEAD reflog last recorded, when that commit is in the repository.
+ * Answers that commit, or null when there is nothing to go by (the caller refuses, typed).
+ */
+export async function recreateMissingBranch(repository: SimpleGit, worktreeDir: string, branch: string, options: GitOptions): Promise<string | null> {
+  const reflog = (await run(gitAt(worktreeDir, options), ['rev-parse', '--path-format=absolute', '--git-path', 'logs/HEAD']).catch(() => '')).trim();
+  if (!reflog) return null;
+  const text = await readFile(reflog, 'utf8').catch(() => '');
+  const last = text.trimEnd().split('\n').pop() ?? '';
+  const commit = last.split(' ')[1] ?? '';
+  if (!/^[0-9a-f]{40,64}$/.test(commit) || !(await resolveCommit(repository, commit))) return null;
+  // Create-only (the old value is zero): a branch that came back meanwhile is never moved.
+  await run(repository, ['update-ref', branchRef(branch), commit, '0'.repeat(commit.length)]);
+  return commit;
 }
 
 /**
