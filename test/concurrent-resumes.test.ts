@@ -73,8 +73,10 @@ describe('one agent per session under concurrent requests [issue 30]', () => {
     });
   }
 
-  it('a resume racing the session\'s own launch leaves exactly one agent', async () => {
+  for (const role of ['materialized', 'attached'] as const)
+  it(`a resume racing the session's own launch (${role}) leaves exactly one agent`, async () => {
     const taskId = await newTask();
+    if (role === 'attached') expect((await launch(h, taskId)).status).toBe(201);
     const started = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/sessions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json', prefer: 'respond-async' },
