@@ -80,10 +80,15 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   });
   setHandler(cancelUpdate, async (req?: CancelRequest) => {
     const by = req?.by ?? 'workflow_message';
+    // A preparation that was refused prepared no job: the cancel answers at once that there is
+    // none to end (issue 24), instead of waiting for a settlement that never comes.
+    const answersRefusal = patched('cancel-answers-a-refused-preparation');
+    const refused = () => answersRefusal && refusal !== null;
     if (req?.abandon && input.trigger === 'environment_reset') {
       // Held from the first moment: a new run of a lost job abandons before any attempt.
       holdAttempts = true;
-      await condition(() => prepared);
+      await condition(() => prepared || refused());
+      if (refused()) return { state: 'refused' };
       if (!settled) await abandonBetweenAttempts(by);
     }
     // A pending cleanup stops at once; one in flight finishes its attempt first.
@@ -91,8 +96,8 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
       cancelRequested = true;
       cancelledBy = by;
     }
-    await condition(() => settled);
-    return { state: progress.state };
+    await condition(() => settled || refused());
+    return { state: refused() ? 'refused' : progress.state };
   });
 
   /**
