@@ -199,7 +199,12 @@ export interface LaunchRunOutcome {
  * (the session was deleted since).
  */
 export async function launchRunOutcome(client: Client, sessionId: string): Promise<LaunchRunOutcome | null> {
-  const handle = client.workflow.getHandle<typeof launchSession>(launchWorkflowId(sessionId));
+  return runOutcomeOf(client, launchWorkflowId(sessionId));
+}
+
+/** The same for any launch or resume run of a session (a failed resume's error, issue 24). */
+export async function runOutcomeOf(client: Client, workflowId: string): Promise<LaunchRunOutcome | null> {
+  const handle = client.workflow.getHandle<typeof launchSession>(workflowId);
   let description;
   try {
     description = await handle.describe();

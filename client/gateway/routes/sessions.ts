@@ -17,7 +17,7 @@ import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { launchHost } from '../placement';
-import { cancelStartingRun, launchRunOutcome, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
+import { cancelStartingRun, launchRunOutcome, runOutcomeOf, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
 import { startFollowUps } from '../../engine-cleanup';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { Role } from '../auth';
@@ -106,7 +106,13 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     // The session and its latest execution are read side by side; with no session, the execution read is unused.
     const [session, exec] = await Promise.all([findSession(ctx.pool, id), latestExecution(ctx.pool, id)]);
     if (!session) return runOutcomeView(id);
-    return sessionViewOf(session, exec);
+    const view = sessionViewOf(session, exec);
+    // A failed session says why, as a failed first launch does: from the run that admitted it last (a resume's).
+    if (session.state === 'failed') {
+      const outcome = await runOutcomeOf(ctx.temporal, sessionRunWorkflowId(session.id, session.admitted_run)).catch(() => null);
+      if (outcome?.error) return { ...view, error: { ...outcome.error, message: ERROR_TABLE[outcome.error.code].message } };
+    }
+    return view;
   }
 
   /** `Prefer: respond-async` (RFC 7240): answer once admitted. */
