@@ -27,6 +27,8 @@ interface CascadePreparation {
   trigger: CleanupTrigger;
   members: CascadeMember[];
   cascadeOperationId: string;
+  /** A cascade delete's consent to discard, kept on each member's job (absent: none). */
+  discardChanges?: boolean;
 }
 
 export type BoardPreparation = { kind: 'prepared'; members: CascadeMember[] } | { kind: 'changed' } | { kind: 'gone' };
@@ -47,7 +49,7 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
       return env ? { hostId: env.host_id, worktrees: await snapshotWorktrees(pool, env) } : { hostId: null, worktrees: [] };
     },
 
-    async prepareCleanup(req: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string }): Promise<CleanupSnapshot> {
+    async prepareCleanup(req: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string; discardChanges?: boolean }): Promise<CleanupSnapshot> {
       const outcome = await inTransaction(pool, (client) => prepareCleanup(client, req));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
       await startReserved(outcome.followUps);
@@ -251,7 +253,7 @@ async function prepareMembers(client: pg.PoolClient, input: CascadePreparation):
   if (locked.rowCount !== ids.length) throw typedFailure('not_found');
   for (const [position, m] of input.members.entries()) {
     try {
-      await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position } });
+      await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position }, discardChanges: input.discardChanges ?? false });
     } catch (err) {
       if (isUniqueViolation(err)) throw typedFailure('task_cleanup_in_progress');
       throw err;

@@ -32,8 +32,8 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
       const ageSecs = RECONCILE_MIN_AGE_MS / 1000;
 
       // 1. Active cleanup jobs (prepared ones have their snapshot) whose workflow is closed.
-      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string; batch_workflow_id: string | null }>(
-        `SELECT operation_id, task_id, trigger, workflow_id, batch_workflow_id FROM cleanup_jobs
+      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string; batch_workflow_id: string | null; discard_changes: boolean }>(
+        `SELECT operation_id, task_id, trigger, workflow_id, batch_workflow_id, discard_changes FROM cleanup_jobs
           WHERE state IN ('pending', 'running', 'retry_wait', 'needs_operator') AND updated_at < now() - make_interval(secs => $1)
           ORDER BY updated_at LIMIT 100`,
         [ageSecs],
@@ -46,7 +46,7 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         // A follow-up whose start was lost after its trigger committed has no run at all: started here too.
-        const started = await startPreparedJob(Context.current().client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id });
+        const started = await startPreparedJob(Context.current().client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, discardChanges: job.discard_changes });
         if (!started) continue; // another check got there first
         logger.warn({ operationId: job.operation_id, taskId: job.task_id }, 'cleanup job outlived its workflow; continued by a new run');
         await count(report, 'cleanup_job_resumed');

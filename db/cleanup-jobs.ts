@@ -17,20 +17,22 @@ export interface CleanupJobRow {
   workflow_id: string;
   /** The bulk cleanup's workflow that carries (or carried) this job out, when a batch claimed it. */
   batch_workflow_id: string | null;
+  /** The consent a delete's request gave to discard uncommitted work (kept for its later runs). */
+  discard_changes: boolean;
   created_at: Date;
   finished_at: Date | null;
 }
 
-const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, batch_workflow_id, created_at, finished_at';
+const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, batch_workflow_id, created_at, finished_at, discard_changes';
 
 /** Reserves the job: from this row on, the task admits no launch (the partial unique index makes it one per task). */
 export async function reserveJob(
   db: Db,
-  job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string; cascade?: { operationId: string; position: number } },
+  job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string; cascade?: { operationId: string; position: number }; discardChanges?: boolean },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id, cascade_operation_id, cascade_position) VALUES ($1, $2, $3, 'prepared', $4, $5, $6)`,
-    [job.operationId, job.taskId, job.trigger, job.workflowId, job.cascade?.operationId ?? null, job.cascade?.position ?? null],
+    `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id, cascade_operation_id, cascade_position, discard_changes) VALUES ($1, $2, $3, 'prepared', $4, $5, $6, $7)`,
+    [job.operationId, job.taskId, job.trigger, job.workflowId, job.cascade?.operationId ?? null, job.cascade?.position ?? null, job.discardChanges ?? false],
   );
 }
 
@@ -69,7 +71,7 @@ export async function findJob(db: Db, operationId: string): Promise<CleanupJobRo
 }
 
 /** What a new run of the job's workflow (and a message to it) needs to know of the row. */
-export const continuedJobOf = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, state: job.state });
+export const continuedJobOf = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, state: job.state, discardChanges: job.discard_changes });
 
 export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJobRow | null> {
   const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled')`, [taskId]);

@@ -19,6 +19,8 @@ export interface PrepareRequest {
   taskId: string;
   trigger: CleanupTrigger;
   workflowId: string;
+  /** A delete's consent to discard uncommitted work: kept on the job for its later runs. */
+  discardChanges?: boolean;
 }
 
 /**

@@ -12,11 +12,13 @@ export interface ContinuedJob {
   taskId: string;
   trigger: CleanupTrigger;
   workflowId: string;
+  /** A delete's consent to discard, as its job keeps it (absent: none). */
+  discardChanges?: boolean;
 }
 
 export function continuationStart(job: ContinuedJob, taskQueue: string, policy: RetryPolicy) {
-  // Consent to discard is not kept on the job: a continued delete keeps dirty work (nothing is lost).
-  const input: CleanupInput = { operationId: job.operationId, taskId: job.taskId, trigger: job.trigger, discardChanges: false, policy, alreadyPrepared: true };
+  // The consent the job's request gave (issue 24); none kept (jobs reserved before): dirty work is kept.
+  const input: CleanupInput = { operationId: job.operationId, taskId: job.taskId, trigger: job.trigger, discardChanges: job.discardChanges ?? false, policy, alreadyPrepared: true };
   return {
     workflowId: job.workflowId,
     taskQueue,

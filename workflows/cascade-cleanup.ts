@@ -171,7 +171,7 @@ export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgre
         members.push({ taskId, operationId, workflowId: cleanupWorkflowId(input.trigger, taskId, operationId) });
       }
       if (input.trigger === 'delete' && !input.discardChanges) await refuseDirtyMembers(members);
-      await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId });
+      await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId, discardChanges: input.discardChanges });
     }
   } catch (err) {
     await barrier.refuse(err);

@@ -164,7 +164,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
         const dirty = preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
         if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: dirty }] });
       }
-      snapshot = await records.prepareCleanup({ operationId: input.operationId, taskId: input.taskId, trigger: input.trigger, workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}` });
+      snapshot = await records.prepareCleanup({ operationId: input.operationId, taskId: input.taskId, trigger: input.trigger, workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}`, discardChanges: input.discardChanges });
     }
   } catch (err) {
     refusal = asTypedFailure(err);
