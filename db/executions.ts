@@ -22,12 +22,14 @@ export interface ExecutionRow {
 const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
 
 /**
- * One agent per session (issue 30): takes the session row's lock for the rest of the transaction
- * that records a start, and answers the session's other executions that run. Two starts of one
- * session (concurrent resumes, a resume racing the launch) take their turns here.
+ * One agent per session (issue 30): takes the session's start lock (a transaction-level advisory
+ * lock keyed by the session, held to the end of the transaction that records a start) and
+ * answers the session's other executions that run. Two starts of one session (concurrent
+ * resumes, a resume racing the launch) take their turns here. Not the session row's own lock:
+ * the row is read and moved by everything else about the session meanwhile (a stop, a view).
  */
 export async function lockSessionForStart(client: Db, sessionId: string, executionId: string): Promise<ExecutionRow[]> {
-  await client.query('SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`session-start:${sessionId}`]);
   const res = await client.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running' AND id <> $2`, [sessionId, executionId]);
   return res.rows;
 }
