@@ -1,0 +1,57 @@
+/**
+ * Requirements the audit of issue 24 (item 5) found weakly tested, each driven end to end:
+ * "already gone counts as done" for a host worktree removed by hand in the middle of a cleanup
+ * [R6.4], and what a launch of a task with no repositories does [R2].
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { OWNERSHIP_MARKER_FILE, taskFolder, worktreePath } from '../domain/task-layout';
+import { archive, waitForJob } from './support/cleanup';
+import { harnessesPerTest } from './support/harness';
+import { agentOutputUntil, createTask, launch, pidOf, registerRepo } from './support/scenario';
+import { clearGitFault, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+
+const { harness } = harnessesPerTest();
+
+describe('requirements driven end to end [issue 24, item 5]', () => {
+  it('a host worktree removed by hand while its cleanup waits to retry counts as done, its registration pruned [R6.4]', async () => {
+    const base = await harness();
+    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });
+    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [1_000], maxAttempts: 10 } });
+    const repo = makeRepo(h.scratch, 'by-hand');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'by-hand')]);
+    const launched = await launch(h, taskId);
+    expect(launched.status).toBe(201);
+    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'by-hand');
+    const job = await archive(h, taskId);
+    const waiting = await waitForJob(h, job.operationId, ['retry_wait']);
+    expect(waiting.lastError).toBe('git_worktree_remove_failed');
+    // The user removes the folder by hand; git works again.
+    rmSync(worktree, { recursive: true, force: true });
+    clearGitFault(wrapper);
+    const done = await waitForJob(h, job.operationId);
+    expect(done.report.worktrees).toEqual([{ repositoryId: expect.any(String), worktreePath: worktree, outcome: 'already_gone' }]);
+    expect(worktreePaths(repo)).toEqual([repo]);
+  });
+
+  it('a task with no repositories: worktree works in an empty task folder of its own (a scratch task), attached again, removed by its archive; local is refused with nothing made', async () => {
+    const h = await harness();
+    const bare = await createTask(h, []);
+    const refused = await launch(h, bare, { executorType: 'local' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.error.code).toBe('workspace_reuse_unsupported');
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [bare])).rows[0].n).toBe(0);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [bare])).rows[0].n).toBe(0);
+
+    const folder = taskFolder(h.config.workspaceRoot, bare);
+    const first = await launch(h, bare, { command: ['sh', '-c', 'pwd; ls -A; echo ready; sleep 600'] });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const out = await agentOutputUntil(h, first.body.executionId, 'ready');
+    expect(out.split('\n').slice(0, 2)).toEqual([folder, OWNERSHIP_MARKER_FILE]);
+    const second = await launch(h, bare);
+    expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+    expect(processCwd(await pidOf(h, second.body.sessionId))).toBe(folder);
+    await waitForJob(h, (await archive(h, bare)).operationId);
+    expect(existsSync(folder)).toBe(false);
+  });
+});
