@@ -48,9 +48,11 @@ export function coresidencySteps({ pool, config, logger }: ActivityDeps) {
       // The row and its counter in one statement (db/metric-counters.ts `incrementCounter`'s upsert).
       const counter: { name: string; labels: Record<string, string> } =
         observation.outcome === 'coresident' ? { name: CORESIDENCY_ADMITTED_TOTAL, labels: { site: input.site } } : { name: CORESIDENCY_SKIPPED_TOTAL, labels: { reason: observation.reason } };
+      // observed_at is the moment of the record (the start's transaction began earlier): it is
+      // before the agent's spawn, which follows in this transaction [R5.1].
       await db.query(
         `WITH observed AS (
-           INSERT INTO coresidency_observations (session_id, site, outcome, sibling_session_ids, reason) VALUES ($1, $2, $3, $4, $5) RETURNING 1)
+           INSERT INTO coresidency_observations (session_id, site, outcome, sibling_session_ids, reason, observed_at) VALUES ($1, $2, $3, $4, $5, clock_timestamp()) RETURNING 1)
          INSERT INTO metric_counters (name, labels, value) SELECT $6, $7, 1 FROM observed
          ON CONFLICT (name, labels) DO UPDATE SET value = metric_counters.value + EXCLUDED.value`,
         [

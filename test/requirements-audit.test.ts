@@ -54,4 +54,18 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     await waitForJob(h, (await archive(h, bare)).operationId);
     expect(existsSync(folder)).toBe(false);
   });
+
+  it('co-residency is recorded before the agent process starts: its observation is older than the agent\'s first instruction [R5.1]', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'order');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'order')]);
+    // A sibling first, so the second launch observes one.
+    expect((await launch(h, taskId)).status).toBe(201);
+    const res = await launch(h, taskId, { command: ['sh', '-c', 'echo "at $(date +%s%N)"; sleep 600'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const agentAt = BigInt(/at (\d+)/.exec(await agentOutputUntil(h, res.body.executionId, 'at '))![1]!);
+    const observed = (await h.pool.query<{ us: string }>("SELECT (extract(epoch FROM observed_at) * 1000000)::bigint::text AS us FROM coresidency_observations WHERE session_id = $1 AND site = 'launch'", [res.body.sessionId])).rows;
+    expect(observed).toHaveLength(1);
+    expect(BigInt(observed[0]!.us) * 1000n).toBeLessThan(agentAt);
+  });
 });
