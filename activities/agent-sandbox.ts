@@ -3,13 +3,13 @@
  * works here, `bwrap` requires it, `none` never uses it), found once per process by running it.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, realpath } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gitStoreBinds, type AgentIsolation, type AgentNetworkPolicy, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
 import { isWithinFolder } from '../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
-import { objectStoreKeyDir, prepareObjectStore } from '../git/agent-objects';
+import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../git/agent-objects';
 
 const PROBE = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'];
 let probed: Promise<string | null> | null = null;
@@ -69,7 +69,7 @@ export interface AgentGitSlot {
 /** A folder made when missing, and usable only when it is exactly there (no link on the way). */
 async function exactFolder(p: string): Promise<boolean> {
   await mkdir(p, { recursive: true });
-  return (await realpath(p).catch(() => null)) === path.resolve(p);
+  return isExactFolder(p);
 }
 
 /**

@@ -42,12 +42,6 @@ export function cleanupHostActivities(deps: ActivityDeps) {
 
   /** `worktreeDirtiness`, with the unreadable case logged (it counts as dirty). */
   async function dirtyStatus(worktreePath: string, repositoryId: string): Promise<'clean' | 'dirty' | 'unreadable'> {
-    // What a sandboxed agent committed is read from the repository's own store (issue 32).
-    const home = await bringObjectsHome(config.dataDir, worktreePath, config.gitBinary).then(
-      () => true,
-      (err: unknown) => (logger.warn({ err, repositoryId }, 'an agent\'s objects could not be brought home; the worktree counts as dirty'), false),
-    );
-    if (!home) return 'unreadable';
     const found = await worktreeDirtiness(worktreePath, gitOptions);
     if (found.state === 'unreadable') logger.warn({ err: found.err, repositoryId }, 'git status unreadable; the worktree counts as dirty');
     return found.state;
@@ -71,6 +65,17 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       stopped++;
     }
     return stopped;
+  }
+
+  /** Every host worktree's task store is brought home (issue 32); one that cannot be fails the attempt (retried) before anything is removed. */
+  async function bringAgentObjectsHome(worktrees: SnapshotWorktree[]): Promise<void> {
+    for (const w of worktrees) {
+      if (!w.worktreePath || w.sshTargetId) continue;
+      await bringObjectsHome(config.dataDir, w.worktreePath, config.gitBinary).catch((err: unknown) => {
+        logger.warn({ err, repositoryId: w.repositoryId }, 'an agent\'s objects could not be brought home');
+        throw failure('agent_objects_not_home', 'an agent\'s objects could not be brought into the repository');
+      });
+    }
   }
 
   return {
@@ -117,7 +122,10 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           return 'unreadable' as const;
         });
         if (found === null || (found !== 'unreadable' && !found.isDirectory())) continue;
-        if (found === 'unreadable' || (await dirtyStatus(w.worktreePath, w.repositoryId)) !== 'clean') dirty.push(w.repositoryId);
+        // What a sandboxed agent committed is read from the repository's own store (issue 32; an
+        // attempt brings it home in cleanupOnHost first): one that cannot come home counts as dirty.
+        const home = found !== 'unreadable' && (await bringAgentObjectsHome([w]).then(() => true, () => false));
+        if (!home || (await dirtyStatus(w.worktreePath, w.repositoryId)) !== 'clean') dirty.push(w.repositoryId);
       }
       return dirty;
     },
@@ -200,16 +208,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       );
     },
 
-    /** Every host worktree's task store is brought home; one that cannot be fails the attempt (retried) before anything is removed. */
-    async bringAgentObjectsHome(worktrees: SnapshotWorktree[]): Promise<void> {
-      for (const w of worktrees) {
-        if (!w.worktreePath || w.sshTargetId) continue;
-        await bringObjectsHome(config.dataDir, w.worktreePath, config.gitBinary).catch((err: unknown) => {
-          logger.warn({ err, repositoryId: w.repositoryId }, 'an agent\'s objects could not be brought home');
-          throw failure('agent_objects_not_home', 'an agent\'s objects could not be brought into the repository');
-        });
-      }
-    },
+    bringAgentObjectsHome,
 
     /** Delete removes the task's own branch only when its commits are contained in the base branch. */
     async removeMergedBranch(w: SnapshotWorktree): Promise<'deleted_merged' | 'kept_unmerged' | 'kept'> {

@@ -23,7 +23,12 @@ export const objectStoresListPath = (logPath: string): string => logPath.replace
  * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
  */
 export async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: string; log_path: string }, gitBinary: string): Promise<void> {
-  const listed = await readFile(objectStoresListPath(exec.log_path), 'utf8').catch(() => null);
+  // None listed (an agent started without the sandbox): nothing to bring. One that cannot be read
+  // is said; the stores then come home at the next git status or cleanup, which bring them too.
+  const listed = await readFile(objectStoresListPath(exec.log_path), 'utf8').catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err, executionId: exec.id }, 'an agent\'s task stores could not be listed now');
+    return null;
+  });
   if (listed === null) return;
   let keyDirs: unknown;
   try {

@@ -288,3 +288,6 @@ export function cleanupHosts(snapshot: CleanupSnapshot): string[] {
   const others = [...new Set([...snapshot.processes.map((p) => p.hostId), ...(snapshot.spawnIntents ?? []).map((i) => i.hostId), ...snapshot.borrowed.map((b) => b.hostId)])].filter((h) => h !== snapshot.hostId);
   return [...others, ...(snapshot.hostId ? [snapshot.hostId] : [])];
 }
+
+/** The name of the signal a host's worker sends, once registered again, to the cleanups waiting for it (workflows/cleanup-messages.ts hostBackSignal). */
+export const HOST_BACK_SIGNAL = 'hostBack';

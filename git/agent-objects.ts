@@ -60,7 +60,7 @@ async function openDirIfPresent(p: string): Promise<FileHandle | null> {
 }
 
 /** Whether a path is a real folder at exactly that path (no link on the way). */
-async function isExactFolder(p: string): Promise<boolean> {
+export async function isExactFolder(p: string): Promise<boolean> {
   try {
     return (await realpath(p)) === path.resolve(p);
   } catch {

@@ -9,7 +9,7 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Db } from '../db/pool';
-import { hostBackSignal } from '../workflows/cleanup-messages';
+import { HOST_BACK_SIGNAL } from '../domain/cleanup';
 
 /** Jobs waiting on a down host whose snapshot names this host (the attempt's hosts: domain/cleanup.ts cleanupHosts). */
 async function jobsWaitingOn(db: Db, hostId: string): Promise<string[]> {
@@ -41,7 +41,7 @@ export async function wakeCleanupsWaitingOn(db: Db, connection: NativeConnection
     // A run that ended meanwhile, or one that is not reachable now: its schedule stands.
     await client.workflow
       .getHandle(workflowId)
-      .signal(hostBackSignal, hostId)
+      .signal(HOST_BACK_SIGNAL, hostId)
       .then(() => woken++)
       .catch((err: unknown) => logger.debug({ err, workflowId }, 'a waiting cleanup was not woken'));
   }

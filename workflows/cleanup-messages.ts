@@ -1,6 +1,6 @@
 /** Queries, updates and signals of the cleanup workflows, defined once at module level. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { CancelRequest, CleanupProgress } from '../domain/cleanup';
+import { HOST_BACK_SIGNAL, type CancelRequest, type CleanupProgress } from '../domain/cleanup';
 
 /** The job's progress: the same story the cleanup_jobs row tells. */
 export const progressQuery = defineQuery<CleanupProgress>('progress');
@@ -12,7 +12,7 @@ export const operatorRetrySignal = defineSignal('operatorRetry');
  * A host registered again (its worker started): a job waiting in its retry schedule because that
  * host was down runs its next attempt now (issue 24), instead of at its next scheduled retry.
  */
-export const hostBackSignal = defineSignal<[string]>('hostBack');
+export const hostBackSignal = defineSignal<[string]>(HOST_BACK_SIGNAL);
 /**
  * End a job that waits (pending, retry_wait, needs_operator); one in flight finishes its attempt
  * first. Returns the job's final state. Sent by unarchive, by the operator's cancel (route, CLI)
