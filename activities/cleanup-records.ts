@@ -13,7 +13,7 @@ import { snapshotWorktrees, takeSnapshot } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction, isUniqueViolation } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
-import { batchHostOf, emptyReport, inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupProgress, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
+import { batchHostOf, cascadeMembersToPrepare, emptyReport, inventoryOutcomes, type CancelledBy, type CleanupErrorClass, type CleanupJobState, type CleanupProgress, type CleanupReport, type CleanupSnapshot, type CleanupTrigger, type SnapshotWorktree } from '../domain/cleanup';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
@@ -29,6 +29,12 @@ interface CascadePreparation {
   cascadeOperationId: string;
   /** A cascade delete's consent to discard, kept on each member's job (absent: none). */
   discardChanges?: boolean;
+}
+
+export interface CascadePrepared {
+  prepared: CascadeMember[];
+  /** Members left out, with why (an archive's already archived members). */
+  skipped: { taskId: string; reason: 'already_archived' }[];
 }
 
 export type BoardPreparation = { kind: 'prepared'; members: CascadeMember[] } | { kind: 'changed' } | { kind: 'gone' };
@@ -106,9 +112,19 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
     },
 
     /** Cascade: every barrier first (one transaction), then snapshot and mutate deepest-first. */
-    async prepareCascade(input: CascadePreparation): Promise<void> {
-      const followUps = await inTransaction(pool, async (client) => reserveEndedBorrows(client, await prepareMembers(client, input)));
+    /**
+     * A cascade archive leaves out the members already archived (their archive had its job); with
+     * none left the whole tree was archived before, and it is refused as a plain archive of an
+     * archived task is (task_archived). Read under the members' locks, so of two cascades of one
+     * tree at once the second sees what the first prepared. Answers who was prepared and who not.
+     */
+    async prepareCascade(input: CascadePreparation): Promise<CascadePrepared> {
+      const { prepared, skipped, followUps } = await inTransaction(pool, async (client) => {
+        const outcome = await prepareMembers(client, input);
+        return { ...outcome, followUps: await reserveEndedBorrows(client, outcome.borrowed) };
+      });
       await startReserved(followUps);
+      return { prepared, skipped };
     },
 
     /** The tasks a delete of the board would clean up (none with a job of its own active); null when the board is gone. */
@@ -138,7 +154,7 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
         const read = new Set(input.members.map((m) => m.taskId));
         if (board.free.some((taskId) => !read.has(taskId))) return { outcome: { kind: 'changed' }, followUps: [] };
         const members = input.members.filter((m) => board.free.includes(m.taskId));
-        const borrowed = await prepareMembers(client, { trigger: 'board_delete', members, cascadeOperationId: input.cascadeOperationId });
+        const { borrowed } = await prepareMembers(client, { trigger: 'board_delete', members, cascadeOperationId: input.cascadeOperationId });
         await deleteBoardDetaching(client, input.boardId, board.busy);
         return { outcome: { kind: 'prepared', members }, followUps: await reserveEndedBorrows(client, borrowed) };
       });
@@ -247,11 +263,13 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
  * rows, reserve every member's job (the barrier), THEN per member in order: snapshot, mutate.
  */
 /** Returns the environments of other tasks the members borrowed (read before their sessions go): the callers reserve their follow-ups. */
-async function prepareMembers(client: pg.PoolClient, input: CascadePreparation): Promise<string[]> {
+async function prepareMembers(client: pg.PoolClient, input: CascadePreparation): Promise<{ borrowed: string[]; prepared: CascadeMember[]; skipped: CascadePrepared['skipped'] }> {
   const ids = input.members.map((m) => m.taskId);
-  const locked = await client.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
+  const locked = await client.query<{ id: string; archived: boolean }>('SELECT id, archived_at IS NOT NULL AS archived FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [ids]);
   if (locked.rowCount !== ids.length) throw typedFailure('not_found');
-  for (const [position, m] of input.members.entries()) {
+  const { prepared: members, skipped } = cascadeMembersToPrepare(input.trigger, input.members, new Set(locked.rows.filter((r) => r.archived).map((r) => r.id)));
+  if (members.length === 0 && skipped.length > 0) throw typedFailure('task_archived');
+  for (const [position, m] of members.entries()) {
     try {
       await reserveJob(client, { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, workflowId: m.workflowId, cascade: { operationId: input.cascadeOperationId, position }, discardChanges: input.discardChanges ?? false });
     } catch (err) {
@@ -264,13 +282,13 @@ async function prepareMembers(client: pg.PoolClient, input: CascadePreparation):
   // after handed a parent's workspace to its inherit_parent child, deleted a moment later with
   // the environment's rows: its worktrees were left on disk with no job to remove them.
   const borrowed: string[] = [];
-  for (const m of input.members) {
+  for (const m of members) {
     await saveSnapshot(client, m.operationId, await takeSnapshot(client, m.taskId, input.trigger));
     borrowed.push(...(await environmentsBorrowedBy(client, m.taskId)));
     await mutateTask(client, m.taskId, input.trigger);
   }
-  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [input.members.map((m) => m.operationId)]);
-  return borrowed;
+  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = ANY($1::uuid[])`, [members.map((m) => m.operationId)]);
+  return { borrowed, prepared: members, skipped };
 }
 
 /** A job's progress as its row tells it. */

@@ -12,10 +12,10 @@ import type { ErrorCode } from '../domain/errors';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId } from '../domain/workflow-ids';
 import type { boardDelete } from '../workflows';
-import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal } from '../workflows/cleanup-messages';
+import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, type PreparedAnswer } from '../workflows/cleanup-messages';
 import { typedRefusalOf } from './typed-outcome';
 
-export type CleanupStart = { ok: true; operationId: string; workflowId: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+export type CleanupStart = { ok: true; operationId: string; workflowId: string; operations?: PreparedAnswer['operations']; skipped?: PreparedAnswer['skipped'] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
  * Starts the cleanup workflow and returns once its preparation committed (barrier, snapshot,
@@ -41,8 +41,8 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
     workflowIdConflictPolicy: 'FAIL',
   });
   try {
-    await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
-    return { ok: true, operationId, workflowId };
+    const answer = await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
+    return { ok: true, operationId, workflowId, ...(req.cascade ? { operations: answer.operations ?? [], skipped: answer.skipped ?? [] } : {}) };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };

@@ -41,6 +41,18 @@ export const takesTaskAway = (trigger: CleanupTrigger): boolean => removesTask(t
 /** Jobs an unarchive cancels (a pending one at once, one in flight once its attempt ends): the archive's own, and its follow-up. */
 export const cancelledByUnarchive = (trigger: CleanupTrigger): boolean => trigger === 'archive' || trigger === 'borrow_ended';
 
+/**
+ * The members of a cascade that its preparation takes: an archive leaves out the tasks already
+ * archived (each had its archive and its job), and says so; other triggers take every member.
+ */
+export function cascadeMembersToPrepare<M extends { taskId: string }>(trigger: CleanupTrigger, members: M[], archived: ReadonlySet<string>): { prepared: M[]; skipped: { taskId: string; reason: 'already_archived' }[] } {
+  if (trigger !== 'archive') return { prepared: members, skipped: [] };
+  return {
+    prepared: members.filter((m) => !archived.has(m.taskId)),
+    skipped: members.filter((m) => archived.has(m.taskId)).map((m) => ({ taskId: m.taskId, reason: 'already_archived' as const })),
+  };
+}
+
 /** Triggers refused while an agent of the environment runs (they would take its workspace away). */
 export const refusedWhileRunning = (trigger: CleanupTrigger): boolean => trigger === 'environment_reset' || trigger === 'environment_abandon';
 

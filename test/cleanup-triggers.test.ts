@@ -66,6 +66,50 @@ describe('triggers', () => {
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
   });
 
+  it('archiving an archived task says the same plain or cascaded: 409 task_archived, no second job; a cascade still archives the live children and names what it left out (issue 24)', async () => {
+    const r = await repo();
+    const root = await createTask(h, [r.id]);
+    const child = await createTask(h, [r.id], { parentTaskId: root });
+    for (const t of [root, child]) await launched(t);
+    // The parent alone first: its child stays live.
+    await waitForJob(h, (await archive(h, root)).operationId);
+    expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).not.toBe('archived');
+    const plain = await h.api('POST', `/v1/tasks/${root}/archive`, {});
+    expect(plain.status).toBe(409);
+    expectSafeError(plain.body, 'task_archived');
+
+    const cascade = await archive(h, root, { cascade: true });
+    const childJobs = await h.pool.query<{ operation_id: string }>('SELECT operation_id FROM cleanup_jobs WHERE task_id = $1', [child]);
+    expect(childJobs.rows).toHaveLength(1);
+    expect(cascade).toMatchObject({ operations: [{ taskId: child, operationId: childJobs.rows[0]!.operation_id }], skipped: [{ taskId: root, reason: 'already_archived' }] });
+    await waitForJob(h, childJobs.rows[0]!.operation_id);
+    expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).toBe('archived');
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+
+    // The whole tree archived: a cascade is refused as the plain archive is.
+    const again = await h.api('POST', `/v1/tasks/${root}/archive`, { cascade: true });
+    expect(again.status).toBe(409);
+    expectSafeError(again.body, 'task_archived');
+    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child]]);
+    expect(jobs.rows).toHaveLength(2);
+  });
+
+  it('two cascade archives of one tree at once give what one after the other gives: one 202, one 409 task_archived, one job per task', async () => {
+    const r = await repo();
+    const root = await createTask(h, [r.id]);
+    const child = await createTask(h, [r.id], { parentTaskId: root });
+    const both = await Promise.all([0, 1].map(() => h.api('POST', `/v1/tasks/${root}/archive`, { cascade: true })));
+    expect(both.map((b) => b.status).sort()).toEqual([202, 409]);
+    const refused = both.find((b) => b.status === 409)!;
+    expectSafeError(refused.body, 'task_archived');
+    const accepted = both.find((b) => b.status === 202)!.body;
+    expect(accepted.skipped).toEqual([]);
+    expect(accepted.operations.map((o: { taskId: string }) => o.taskId)).toEqual([child, root]);
+    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child]]);
+    expect(jobs.rows.map((j) => j.task_id).sort()).toEqual([root, child].sort());
+    await waitForJob(h, accepted.operationId);
+  });
+
   it('cascade delete refuses a dirty worktree anywhere in the tree before any change; with consent deletes the whole tree', async () => {
     const r = await repo();
     const root = await createTask(h, [r.id]);

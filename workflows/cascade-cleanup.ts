@@ -9,7 +9,7 @@ import { emptyReport, isTerminalJobState, type CleanupInput, type CleanupProgres
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { inLanes } from '../domain/lanes';
-import type { CascadeMember } from '../activities/cleanup-records';
+import type { CascadeMember, CascadePrepared } from '../activities/cleanup-records';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { awaitPreparedUpdate } from './cleanup-messages';
 import { cleanupTask } from './cleanup-task';
@@ -154,9 +154,10 @@ async function outcomeOfItsOwnRun(m: CascadeMember, trigger: CleanupTrigger): Pr
 }
 
 export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgress[]> {
-  const barrier = preparationBarrier(awaitPreparedUpdate, () => ({ operationId: input.operationId }));
-
   const members: CascadeMember[] = [];
+  const skipped: CascadePrepared['skipped'] = [];
+  const barrier = preparationBarrier(awaitPreparedUpdate, () => ({ operationId: input.operationId, operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })), skipped }));
+
   try {
     // A re-run after the preparation committed (the engine or the worker died before this
     // workflow task was recorded) continues with the members it prepared: the tree it would read
@@ -171,7 +172,12 @@ export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgre
         members.push({ taskId, operationId, workflowId: cleanupWorkflowId(input.trigger, taskId, operationId) });
       }
       if (input.trigger === 'delete' && !input.discardChanges) await refuseDirtyMembers(members);
-      await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId, discardChanges: input.discardChanges });
+      const outcome = await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId, discardChanges: input.discardChanges });
+      // A history from before the step answered (it prepared every member) has no outcome.
+      if (outcome) {
+        members.splice(0, members.length, ...outcome.prepared);
+        skipped.push(...outcome.skipped);
+      }
     }
   } catch (err) {
     await barrier.refuse(err);

@@ -5,7 +5,13 @@ import { HOST_BACK_SIGNAL, type CancelRequest, type CleanupProgress } from '../d
 /** The job's progress: the same story the cleanup_jobs row tells. */
 export const progressQuery = defineQuery<CleanupProgress>('progress');
 /** Returns once the barrier, the snapshot and the task mutation are done, or throws the typed refusal. */
-export const awaitPreparedUpdate = defineUpdate<{ operationId: string }>('awaitPrepared');
+export const awaitPreparedUpdate = defineUpdate<PreparedAnswer>('awaitPrepared');
+/** A cascade's answer also names each member's job, and the members it left out (with why). */
+export interface PreparedAnswer {
+  operationId: string;
+  operations?: { taskId: string; operationId: string }[];
+  skipped?: { taskId: string; reason: string }[];
+}
 /** An operator's fresh round for a job that exhausted its attempts. */
 export const operatorRetrySignal = defineSignal('operatorRetry');
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CLEANUP_TRIGGERS, dirtyWorkHandling, removesTask } from '../../domain/cleanup';
+import { CLEANUP_TRIGGERS, cascadeMembersToPrepare, dirtyWorkHandling, removesTask } from '../../domain/cleanup';
 
 describe('what each cleanup trigger does with the task and its dirty work', () => {
   it('delete, board delete and quick-chat expiry remove the task; archive and resets keep it', () => {
@@ -16,5 +16,12 @@ describe('what each cleanup trigger does with the task and its dirty work', () =
       ['environment_abandon', 'keep', 'keep'],
       ['borrow_ended', 'keep', 'keep'],
     ]);
+  });
+
+  it('a cascade archive leaves out the members already archived and names them; a delete takes every member', () => {
+    const members = [{ taskId: 'child' }, { taskId: 'root' }];
+    expect(cascadeMembersToPrepare('archive', members, new Set(['root']))).toEqual({ prepared: [{ taskId: 'child' }], skipped: [{ taskId: 'root', reason: 'already_archived' }] });
+    expect(cascadeMembersToPrepare('archive', members, new Set())).toEqual({ prepared: members, skipped: [] });
+    expect(cascadeMembersToPrepare('delete', members, new Set(['root', 'child']))).toEqual({ prepared: members, skipped: [] });
   });
 });

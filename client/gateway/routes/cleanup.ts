@@ -13,7 +13,15 @@ import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
 import { temporalLinks } from '../../temporal-links';
 
-const Accepted = Type.Object({ operationId: Uuid, workflowId: Type.String(), links: Links });
+const Accepted = Type.Object({
+  operationId: Uuid,
+  workflowId: Type.String(),
+  links: Links,
+  /** A cascade's: each member's own job (the root's, when it was taken, has the operation's id). */
+  operations: Type.Optional(Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid }))),
+  /** A cascade's: the members it left out, with why (an archive's already archived tasks). */
+  skipped: Type.Optional(Type.Array(Type.Object({ taskId: Uuid, reason: Type.String() }))),
+});
 const Job = Type.Object({
   operationId: Uuid,
   taskId: Uuid,
@@ -75,7 +83,8 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       const extra = Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {};
       throw new ApiError(started.code, undefined, extra);
     }
-    return { operationId: started.operationId, workflowId: started.workflowId, links: temporalLinks(ctx.config, started.workflowId) };
+    const { operations, skipped } = started;
+    return { operationId: started.operationId, workflowId: started.workflowId, links: temporalLinks(ctx.config, started.workflowId), ...(operations ? { operations, skipped } : {}) };
   }
 
   /**
