@@ -125,6 +125,14 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
           return mine.rowCount === 1 ? ('rebound' as const) : ('changed' as const);
         }
         await client.query(`UPDATE environment_repos SET status = 'retained', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [plan.environmentId]);
+        // Back to a workspace kept from before (worktree → local → worktree): the folder's
+        // retained row is its row, active again, so one row names each folder (the new one
+        // merges into it) and no cleanup reads the folder twice.
+        await client.query(
+          `UPDATE environment_repos SET status = 'active', updated_at = now()
+            WHERE environment_id = $1 AND status = 'retained' AND executor_type = $2 AND ssh_target_id IS NOT DISTINCT FROM $3 AND worktree_path = ANY($4::text[])`,
+          [plan.environmentId, plan.executorType, plan.sshTargetId ?? null, made.map((m) => m.worktreePath)],
+        );
         for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
         return 'rebound' as const;
       });

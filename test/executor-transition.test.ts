@@ -143,6 +143,28 @@ describe('local → worktree', () => {
   });
 });
 
+describe('worktree → local → worktree', () => {
+  it('comes back to the kept worktree: one row per folder, active again, the agent’s uncommitted file there (issue 24, item 2)', async () => {
+    const t = await taskOn(h, 'worktree');
+    killGroup(t.firstPid);
+    const { writeFileSync, readFileSync } = await import('node:fs');
+    writeFileSync(path.join(t.worktree, 'notes.txt'), 'kept across two transitions\n');
+    const local = await launch(h, t.taskId, { executorType: 'local' });
+    expect(local.status, JSON.stringify(local.body)).toBe(201);
+    killGroup(await pidOf(h, local.body.sessionId));
+    const back = await launch(h, t.taskId, { executorType: 'worktree' });
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(processCwd(await pidOf(h, back.body.sessionId))).toBe(t.worktree);
+    expect(readFileSync(path.join(t.worktree, 'notes.txt'), 'utf8')).toBe('kept across two transitions\n');
+    const rows = await rowsOf(h, t.envId);
+    // Each folder is named by one row: the worktree's is active again, the source checkout's retained.
+    expect(rows.filter((r) => r.worktree_path === t.worktree)).toEqual([{ executor_type: 'worktree', worktree_path: t.worktree, status: 'active' }]);
+    expect(rows.filter((r) => r.status === 'active')).toHaveLength(1);
+    expect(rows.filter((r) => r.executor_type === 'local').map((r) => r.status)).toEqual(['retained']);
+    expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
+  });
+});
+
 describe('unsupported executors', () => {
   it('ssh with no target to run on, and a remote kind this build does not run, are refused workspace_reuse_unsupported before any side effect', async () => {
     const t = await taskOn(h, 'worktree');
