@@ -11,7 +11,7 @@ import { recordSavedWork } from '../db/saved-work';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { deleteBranchIfAt, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
+import { deleteBranchIfAt, headAndBranch, pruneWorktrees, removeWorktree, saveUncommittedWork, worktreeDirtiness } from '../git/git';
 import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
 import { repositoryTurns, type StepOutcome, type Turn } from './repository-turns';
 import type { ActivityDeps } from './deps';
@@ -161,6 +161,16 @@ export function cleanupHostActivities(deps: ActivityDeps) {
           if (entry.branch !== w.branch) throw failure('worktree_audit_other_branch', 'the worktree is on another branch than the inventory recorded');
           const marker = req.taskFolder ? await readMarker(req.taskFolder) : null;
           if (!markerOwnedBy(marker, req.ownerTaskId)) throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+          // The judgement holds for the HEAD it was made on [R6.6]: read again just before each
+          // removal, a HEAD that moved (a commit, a detach: something the records do not know
+          // writes there) keeps the folder and waits for an operator. A clean detached worktree
+          // removed on the old judgement would take its commits with it.
+          const judged = { head: entry.head, branch: w.branch };
+          const stillJudged = async () => {
+            const now = await headAndBranch(worktreePath, gitOptions);
+            if (!now || now.head !== judged.head || now.branch !== judged.branch) throw failure('worktree_audit_head_moved', 'the worktree moved after the audit judged it');
+          };
+          await stillJudged();
 
           // Without --force git itself refuses a worktree with modified or untracked files (what
           // `status` shows and a save keeps; ignored files are neither), so a clean one is removed
@@ -191,6 +201,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
             }
             // Dirty, and nothing to save: git's refusal stands.
             if (savedRef === undefined) throw removeFailed(err, w.repositoryId);
+            await stillJudged();
             await removeWorktree(git, worktreePath, true).catch((forceErr: unknown) => {
               throw removeFailed(forceErr, w.repositoryId);
             });

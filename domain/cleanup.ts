@@ -188,6 +188,8 @@ export type CleanupErrorClass =
   | 'worktree_audit_unregistered'
   | 'worktree_audit_other_branch'
   | 'worktree_audit_foreign_marker'
+  /** The worktree's HEAD (or its branch) moved between the audit's judgement and the removal: something the records do not know writes there. */
+  | 'worktree_audit_head_moved'
   | 'worktree_still_registered'
   | 'process_stop_failed'
   | 'branch_cleanup_failed'
@@ -219,6 +221,7 @@ export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operat
   worktree_audit_unregistered: 'operator',
   worktree_audit_other_branch: 'operator',
   worktree_audit_foreign_marker: 'operator',
+  worktree_audit_head_moved: 'operator',
   worktree_still_registered: 'retry',
   process_stop_failed: 'retry',
   branch_cleanup_failed: 'retry',

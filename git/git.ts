@@ -113,6 +113,20 @@ export async function currentBranch(dir: string, options: GitOptions): Promise<s
   }
 }
 
+/**
+ * A checkout's HEAD commit and the branch it is on (null: detached), from one git process; null
+ * when unreadable. The removal audit reads it just before it removes (R6.6).
+ */
+export async function headAndBranch(dir: string, options: GitOptions): Promise<{ head: string; branch: string | null } | null> {
+  try {
+    const [head, ref] = (await run(gitAt(dir, options), ['rev-parse', 'HEAD', '--symbolic-full-name', 'HEAD'])).trim().split('\n').map((line) => line.trim());
+    if (!head || !/^[0-9a-f]{40,64}$/.test(head) || !ref) return null;
+    return { head, branch: ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null };
+  } catch {
+    return null;
+  }
+}
+
 export interface WorktreeEntry {
   path: string;
   head: string | null;

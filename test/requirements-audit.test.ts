@@ -9,7 +9,7 @@ import { OWNERSHIP_MARKER_FILE, taskFolder, worktreePath } from '../domain/task-
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest } from './support/harness';
 import { agentOutputUntil, createTask, launch, pidOf, registerRepo } from './support/scenario';
-import { clearGitFault, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+import { armGitPause, clearGitFault, git, gitWrapper, loggedGitCommands, makeRepo, processCwd, worktreePaths } from './support/world';
 
 const { harness } = harnessesPerTest();
 
@@ -32,6 +32,32 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     const done = await waitForJob(h, job.operationId);
     expect(done.report.worktrees).toEqual([{ repositoryId: expect.any(String), worktreePath: worktree, outcome: 'already_gone' }]);
     expect(worktreePaths(repo)).toEqual([repo]);
+  });
+
+  it('a host worktree whose HEAD moved after the audit judged it is not removed on that judgement: kept, its commit kept, the job waits for an operator [R6.6]', async () => {
+    const base = await harness();
+    const logTo = `${base.scratch}/moved-head.log`;
+    const wrapper = gitWrapper(base.scratch, { pauseAfterWorktreeList: 3, logTo });
+    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [1_000], maxAttempts: 3 } });
+    const repo = makeRepo(h.scratch, 'moved-head');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'moved-head')]);
+    const launched = await launch(h, taskId, { command: ['sleep', '600'] });
+    expect(launched.status).toBe(201);
+    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'moved-head');
+    const judged = git(worktree, 'rev-parse', 'HEAD');
+    // The audit's listing is read (the worktree on its branch at `judged`), then, before the
+    // removal, something the records do not know detaches it and commits there.
+    const paused = await armGitPause(wrapper);
+    const job = await archive(h, taskId);
+    await paused();
+    git(worktree, 'checkout', '-q', '--detach');
+    git(worktree, '-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-q', '--allow-empty', '-m', 'stray');
+    const stray = git(worktree, 'rev-parse', 'HEAD');
+    expect(stray).not.toBe(judged);
+    const waiting = await waitForJob(h, job.operationId, ['needs_operator']);
+    expect(waiting.lastError, JSON.stringify(loggedGitCommands(logTo).slice(-12))).toBe('worktree_audit_head_moved');
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+    expect(git(worktree, 'rev-parse', 'HEAD')).toBe(stray);
   });
 
   it('a task with no repositories: worktree works in an empty task folder of its own (a scratch task), attached again, removed by its archive; local is refused with nothing made', async () => {

@@ -6,7 +6,7 @@ import { isTaskBranch, taskBranchName, taskFolder, taskRefFolder } from '../../d
 
 describe('cleanup failures: retried or sent to an operator', () => {
   it('an audit refusal, a changed host key and a remote branch that cannot come back wait for an operator at once; transient git, lock, host and target failures keep the schedule', () => {
-    const operator = ['worktree_audit_not_directory', 'worktree_audit_unregistered', 'worktree_audit_other_branch', 'worktree_audit_foreign_marker', 'worktree_audit_failed', 'ssh_host_key_mismatch', 'remote_branch_not_brought_back'] as const;
+    const operator = ['worktree_audit_not_directory', 'worktree_audit_unregistered', 'worktree_audit_other_branch', 'worktree_audit_foreign_marker', 'worktree_audit_head_moved', 'worktree_audit_failed', 'ssh_host_key_mismatch', 'remote_branch_not_brought_back'] as const;
     for (const c of operator) expect(waitsForOperatorAtOnce(c), c).toBe(true);
     for (const c of ['git_worktree_remove_failed', 'git_prune_failed', 'worktree_still_registered', 'process_stop_failed', 'host_unavailable', 'ssh_target_unavailable', 'database_failed', 'internal'] as const) expect(waitsForOperatorAtOnce(c), c).toBe(false);
     expect(Object.values(CLEANUP_ERROR_RECOVERY).filter((r) => r === 'operator')).toHaveLength(operator.length);

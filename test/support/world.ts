@@ -1,7 +1,7 @@
 /** Building and reading the real world in tests: git repositories, folders, processes, rows. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, chmodSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 
@@ -73,7 +73,13 @@ export function killGroup(pid: number): void {
 }
 
 /** A git wrapper that sleeps before `worktree add`, or fails the first N calls of a subcommand: faults through configuration. */
-export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; failSubcommand?: string; failTimes?: number; logTo?: string }): string {
+/**
+ * A git that sleeps or fails where a test says. `pauseAfterWorktreeList`: once armed
+ * (`armGitPause`), the next `worktree list` answers its listing only after the pause, having
+ * touched `<wrapper>.paused` when its listing was read: the test changes the world between a
+ * listing and what the caller does with it.
+ */
+export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; pauseAfterWorktreeList?: number; failSubcommand?: string; failTimes?: number; logTo?: string }): string {
   const file = path.join(dir, `git-wrapper-${Math.random().toString(36).slice(2)}`);
   const counter = `${file}.count`;
   writeFileSync(
@@ -87,6 +93,9 @@ if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?
   n=$(cat "${counter}" 2>/dev/null || echo 0)
   if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
 fi
+${opts.pauseAfterWorktreeList ? `if [ "$1" = "worktree" ] && [ "$2" = "list" ] && rm "${file}.pause" 2>/dev/null; then
+  out=$(git "$@"); code=$?; touch "${file}.paused"; sleep ${opts.pauseAfterWorktreeList}; printf '%s\\n' "$out"; exit $code
+fi` : ''}
 exec git "$@"
 `,
   );
@@ -105,6 +114,16 @@ export async function rowCounts(pool: pg.Pool): Promise<Record<string, number>> 
   const counts: Record<string, number> = {};
   for (const t of tables) counts[t] = Number((await pool.query(`SELECT count(*) AS n FROM ${t}`)).rows[0].n);
   return counts;
+}
+
+/** Arms a wrapper's one pause (`pauseAfterWorktreeList`); resolves once a listing was read and the pause began. */
+export async function armGitPause(wrapper: string): Promise<() => Promise<void>> {
+  rmSync(`${wrapper}.paused`, { force: true });
+  writeFileSync(`${wrapper}.pause`, '');
+  return async () => {
+    for (let i = 0; i < 600 && !existsSync(`${wrapper}.paused`); i++) await new Promise((r) => setTimeout(r, 50));
+    if (!existsSync(`${wrapper}.paused`)) throw new Error('the armed git pause never began');
+  };
 }
 
 /** Ends an injected fault: the wrapper's failure counter is set past its limit. */
