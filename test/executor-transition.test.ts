@@ -3,7 +3,7 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
-import { createHarness, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
 import { fingerprint, git, gitWrapper, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -46,7 +46,16 @@ describe('worktree → local', () => {
     expect(fingerprint(t.worktree)).toBe(before.worktree);
     expect(fingerprint(t.repo)).toBe(before.repo);
     expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
-    // The retained worktree is still the task's: cleanup removes it, the orphan sweep keeps it.
+    // The retained worktree is still the task's: the orphan sweep keeps it, however old (its
+    // folder is named only by the retained row now), and cleanup removes it.
+    const { utimesSync } = await import('node:fs');
+    const longAgo = new Date(Date.now() - 48 * 3600_000);
+    utimesSync(path.dirname(t.worktree), longAgo, longAgo);
+    const sweep = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+    expect(sweep.status, JSON.stringify(sweep.body)).toBe(200);
+    expect(sweep.body.removed).toEqual([]);
+    expect(sweep.body.kept).toContainEqual(expect.objectContaining({ name: taskDirName(t.taskId), reason: 'live' }));
+    expect(fingerprint(t.worktree)).toBe(before.worktree);
     const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
     const { waitForJob } = await import('./support/cleanup');
     const job = await waitForJob(h, archived.body.operationId);
