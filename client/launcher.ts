@@ -1,7 +1,8 @@
 /**
  * `make start`: brings up the whole system on one machine. Embedded PostgreSQL unless
  * DATABASE_URL is set; the Temporal dev server (Web UI, SQLite under .data/) unless
- * TEMPORAL_ADDRESS is set; migrations; the worker and the API gateway. Once up, a part that dies
+ * TEMPORAL_ADDRESS is set, closed to everyone without the service's credentials
+ * (client/engine-guard.ts); migrations; the worker and the API gateway. Once up, a part that dies
  * is started again (client/supervisor.ts) and nothing else is touched. Ctrl-C stops what it
  * started: the services, then Temporal, then PostgreSQL.
  */
@@ -16,6 +17,7 @@ import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
+import { engineClientEnv, engineGuardProblem, ensureEngineCredentials, guardedEngineCommand, startEngineFront, type EngineFront } from './engine-guard';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
@@ -66,6 +68,19 @@ async function main(): Promise<void> {
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
   const pgPort = Number(process.env.TWS_PG_PORT || 54329);
   const temporalServer = !process.env.TEMPORAL_ADDRESS;
+  // The bundled engine is closed by default (issue 33); `open` is the old, unguarded dev server.
+  const engineGuard = process.env.TWS_ENGINE_GUARD || 'on';
+  if (engineGuard !== 'on' && engineGuard !== 'open') {
+    console.error('start-up failed: TWS_ENGINE_GUARD must be on or open');
+    process.exit(1);
+  }
+  const engineGuarded = temporalServer && engineGuard === 'on';
+  const guardProblem = engineGuarded ? await engineGuardProblem() : null;
+  if (guardProblem) {
+    console.error(`start-up failed: ${guardProblem}`);
+    process.exit(1);
+  }
+  let engineFront: EngineFront | null = null;
 
   // Before anything starts, so a taken port is one line and nothing is left to stop.
   const taken = await portProblem([
@@ -126,11 +141,13 @@ async function main(): Promise<void> {
 
   const stopAll = async (code: number) => {
     if (stopping) return;
+
     stopping = true;
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
     for (const layer of STOP_ORDER) {
       await Promise.all(parts.filter((p) => p.layer === layer).map((p) => p.part.then((part) => part.stop(), () => {})));
+      if (layer === 'temporal') await engineFront?.close();
     }
     await pidsWritten;
     await rm(pidsFile, { force: true });
@@ -148,6 +165,8 @@ async function main(): Promise<void> {
   }
 
   let databaseUrl = config.databaseUrl;
+  /** The bundled engine's client credentials, for the services (none with TEMPORAL_ADDRESS: the operator's own settings pass through). */
+  const engineEnv: Record<string, string> = {};
   const apiUrl = localApiUrl(config.apiHost, config.apiPort);
   try {
     if (!databaseUrl) {
@@ -164,12 +183,22 @@ async function main(): Promise<void> {
     if (temporalServer) {
       const cli = resolveTemporalCli(root);
       const [ip, port] = temporalAddress.split(':');
-      const args = ['server', 'start-dev', '--ip', ip!, '--port', port!, '--ui-port', String(uiPort), '--db-filename', path.join(config.dataDir, 'temporal.sqlite'),
+      const serverArgs = ['server', 'start-dev', '--db-filename', path.join(config.dataDir, 'temporal.sqlite'),
         '--namespace', config.temporalNamespace, '--log-level', 'warn', ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])];
-      await run('temporal', 'temporal', () => spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+      if (engineGuarded) {
+        // Its own network namespace, reached through the fronts (client/engine-guard.ts).
+        const credentials = await ensureEngineCredentials(config.dataDir);
+        Object.assign(engineEnv, engineClientEnv(credentials));
+        const guarded = await guardedEngineCommand(cli, serverArgs, config.dataDir);
+        engineFront = await startEngineFront({ dataDir: config.dataDir, host: ip!, grpcPort: Number(port), uiPort, credentials, operatorToken: config.operatorToken ?? secrets.operatorToken });
+        await run('temporal', 'temporal', () => spawnPart(guarded.command, guarded.args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+      } else {
+        const args = [...serverArgs, '--ip', ip!, '--port', port!, '--ui-port', String(uiPort)];
+        await run('temporal', 'temporal', () => spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+      }
     }
 
-    await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => startupDeath !== null });
+    await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => startupDeath !== null, engineEnv: { ...process.env, ...engineEnv } });
 
     const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
     buildServices(root);
@@ -178,6 +207,7 @@ async function main(): Promise<void> {
     const env: NodeJS.ProcessEnv = {
       ...SERVICE_ENV,
       ...process.env,
+      ...engineEnv,
       TWS_WORKFLOW_BUNDLE: workflowBundle,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
@@ -201,7 +231,8 @@ async function main(): Promise<void> {
   console.log(`
 task-workspaces is running
   API:          ${apiUrl}  (OpenAPI at /openapi.json)
-  Temporal UI:  ${temporalServer ? `http://127.0.0.1:${uiPort}` : `(your Temporal at ${temporalAddress})`}
+  Temporal UI:  ${temporalServer ? `http://127.0.0.1:${uiPort}${engineGuarded ? '  (any user name; the password is the operator token)' : ''}` : `(your Temporal at ${temporalAddress})`}
+  Temporal:     ${engineGuarded ? `${temporalAddress}, mutual TLS only: the client certificate and key in ${path.join(config.dataDir, 'engine-tls')}` : temporalAddress}
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
   Pids:         launcher ${process.pid}, ${[...running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)

@@ -4,13 +4,15 @@ import { migrate } from '../db/migrate';
 import type { Config } from '../domain/config';
 import { ensureSchedules } from './schedules';
 import { connectClient, ensureSearchAttributes } from './temporal';
+import { engineConnectOptions } from '../worker/engine-connection';
 
-export async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000): Promise<void> {
+export async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const options = engineConnectOptions(address, env);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (isDead()) throw new Error('the Temporal server exited during start-up');
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      const connection = await Connection.connect({ ...options, connectTimeout: 1000 });
       await connection.workflowService.getSystemInfo({});
       await connection.close();
       return;
@@ -21,9 +23,10 @@ export async function waitForTemporal(address: string, isDead: () => boolean = (
   }
 }
 
-export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; config: Config; isTemporalDead?: () => boolean }): Promise<void> {
-  await waitForTemporal(opts.temporalAddress, opts.isTemporalDead);
-  const client = await connectClient(opts.temporalAddress, opts.namespace);
+/** `engineEnv`: the credentials the services will connect with (the launcher's, for its own engine). */
+export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; config: Config; isTemporalDead?: () => boolean; engineEnv?: NodeJS.ProcessEnv }): Promise<void> {
+  await waitForTemporal(opts.temporalAddress, opts.isTemporalDead, undefined, opts.engineEnv);
+  const client = await connectClient(opts.temporalAddress, opts.namespace, opts.engineEnv);
   try {
     await ensureSearchAttributes(client, opts.namespace);
     await ensureSchedules(client, opts.config);

@@ -2,9 +2,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
 import { temporal } from '@temporalio/proto';
+import { engineConnectOptions } from '../worker/engine-connection';
 
-export async function connectClient(address: string, namespace: string): Promise<Client> {
-  const connection = await Connection.connect({ address });
+/** A client of the engine at `address`, with the credentials `env` gives (worker/engine-connection.ts). */
+export async function connectClient(address: string, namespace: string, env: NodeJS.ProcessEnv = process.env): Promise<Client> {
+  const connection = await Connection.connect(engineConnectOptions(address, env));
   return new Client({ connection, namespace });
 }
 

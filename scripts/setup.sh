@@ -33,11 +33,12 @@ fi
 
 # bubblewrap, the agent sandbox, and slirp4netns, its user-mode network (Debian's packages): where
 # they cannot be installed (not root, no apt-get), agents run without them and the service says so
-# (README, "Agents"; /readyz).
-if { ! command -v bwrap || ! command -v slirp4netns; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing bubblewrap and slirp4netns (the agent sandbox and its network)"
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns; } >/dev/null 2>&1; then
-    echo "setup: bubblewrap or slirp4netns could not be installed; agents will run without a sandbox or share the host's network"
+# (README, "Agents"; /readyz). bubblewrap, socat and openssl also close the bundled Temporal dev
+# server (client/engine-guard.ts); without them `make start` refuses unless TWS_ENGINE_GUARD=open.
+if { ! command -v bwrap || ! command -v slirp4netns || ! command -v socat || ! command -v openssl; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing bubblewrap, slirp4netns, socat and openssl (the agent sandbox, its network, the engine's guard)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns socat openssl; } >/dev/null 2>&1; then
+    echo "setup: bubblewrap, slirp4netns, socat or openssl could not be installed; agents will run without a sandbox or share the host's network, and make start needs TWS_ENGINE_GUARD=open"
   fi
 fi
 

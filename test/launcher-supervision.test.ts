@@ -4,9 +4,11 @@
  * while the rest keeps running; Ctrl-C then leaves no process of this instance behind, even with a
  * restart pending. A start-up failure still ends the launcher with one line.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
+import { Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,8 +137,11 @@ async function killAndAwaitRestart(part: PartName): Promise<{ before: number; af
   return { before, after };
 }
 
+let enginePorts = { temporal: 0, ui: 0 };
+
 beforeAll(async () => {
   const ports = await freePorts();
+  enginePorts = { temporal: ports.temporal, ui: ports.ui };
   apiUrl = `http://127.0.0.1:${ports.api}`;
   ({ child: launcher, dir: dataDir } = await startLauncher(ports, (text) => (output += text)));
   seenPids.add(launcher.pid!);
@@ -162,6 +167,63 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
     expect(pids.launcher).toBe(launcher!.pid);
     for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const) expect(await alive(pids[part])).toBe(true);
   });
+
+  it('closes the bundled engine to whoever lacks the service\'s credentials: gRPC takes only the client certificate, the UI only the operator token, the dev server in a network namespace of its own [issue 33]', async () => {
+    const tlsDir = path.join(dataDir, 'engine-tls');
+    const [ca, crt, key] = await Promise.all(['ca.pem', 'client.pem', 'client.key'].map((f) => readFile(path.join(tlsDir, f))));
+    const address = `127.0.0.1:${enginePorts.temporal}`;
+    const attempt = async (options: Record<string, unknown>) => {
+      try {
+        const connection = await Connection.connect({ address, connectTimeout: 3000, ...options });
+        try {
+          await connection.workflowService.getSystemInfo({});
+          return 'answered';
+        } finally {
+          await connection.close();
+        }
+      } catch {
+        return 'refused';
+      }
+    };
+    expect(await attempt({})).toBe('refused');
+    expect(await attempt({ tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine' } })).toBe('refused');
+    // A certificate of another CA (made here, as any local process could) is refused too.
+    const otherDir = await mkdtemp(path.join(os.tmpdir(), 'tws-other-ca-'));
+    try {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(otherDir, 'k'), '-out', path.join(otherDir, 'c'), '-days', '1', '-subj', '/CN=intruder'], { stdio: 'ignore' });
+      const other = { crt: await readFile(path.join(otherDir, 'c')), key: await readFile(path.join(otherDir, 'k')) };
+      expect(await attempt({ tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: other } })).toBe('refused');
+    } finally {
+      await rm(otherDir, { recursive: true, force: true });
+    }
+    expect(await attempt({ tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: { crt, key } } })).toBe('answered');
+    // The keys are the service's alone.
+    for (const f of ['ca.key', 'client.key', 'server.key']) expect((await stat(path.join(tlsDir, f))).mode & 0o077).toBe(0);
+    expect((await stat(tlsDir)).mode & 0o077).toBe(0);
+
+    // The Web UI (it can terminate and signal workflows too): the operator token, nothing less.
+    const ui = `http://127.0.0.1:${enginePorts.ui}/api/v1/namespaces`;
+    const secrets = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { userToken: string; operatorToken: string };
+    const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`op:${password}`).toString('base64')}` });
+    expect((await fetch(ui)).status).toBe(401);
+    expect((await fetch(ui, { headers: basic(secrets.userToken) })).status).toBe(401);
+    const answered = await fetch(ui, { headers: basic(secrets.operatorToken) });
+    expect(answered.status).toBe(200);
+    expect(JSON.stringify(await answered.json())).toContain('"default"');
+
+    // The dev server itself (its gRPC, UI, HTTP API and metrics ports) is in another network namespace.
+    const ownNet = readlinkSync('/proc/self/ns/net');
+    const cmdline = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    };
+    const servers = (await processesOf(dataDir)).filter((pid) => cmdline(pid).includes('start-dev') && !cmdline(pid).startsWith('bwrap'));
+    expect(servers.length).toBeGreaterThan(0);
+    for (const pid of servers) expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(ownNet);
+  }, 60_000);
 
   it('starts a killed worker again and leaves the rest running', async () => {
     const others = await readPids();

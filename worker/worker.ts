@@ -3,6 +3,7 @@
  * (`<queue>-host-<hostId>`) the launch and resume workflows with all their steps, and the file and
  * process activities other workflows send here.
  */
+import { engineConnectOptions } from './engine-connection';
 import { existsSync } from 'node:fs';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type pg from 'pg';
@@ -87,7 +88,7 @@ function handleOf(workers: Worker[], connection: NativeConnection, ownsConnectio
 export async function startWorker(opts: WorkerDeps & { connection?: NativeConnection; workflowBundle?: Bundle }): Promise<WorkerHandle> {
   const { config, pool, logger } = opts;
   const ownsConnection = !opts.connection;
-  const connection = opts.connection ?? (await NativeConnection.connect({ address: config.temporalAddress }));
+  const connection = opts.connection ?? (await NativeConnection.connect(engineConnectOptions(config.temporalAddress)));
   const deps = { pool, config, logger };
   const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
 

@@ -3,6 +3,7 @@
  * default), its Temporal client shares one connection with a worker on this host's queue, so a
  * launch or resume it starts comes back in the start call's answer (eager workflow start).
  */
+import { engineConnectOptions } from '../../worker/engine-connection';
 import { closeSshConnections } from '../../ssh/connection';
 import os from 'node:os';
 import v8 from 'node:v8';
@@ -39,7 +40,7 @@ async function main(): Promise<void> {
   if (!config.userToken || !config.operatorToken) throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
   // Launch steps hold a transaction or a repository lock each: room for every local-activity slot.
   const pool = createPool(config.databaseUrl, config.gatewayRunsLaunches ? 40 : 20);
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const connection = await NativeConnection.connect(engineConnectOptions(config.temporalAddress));
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   let launches: WorkerHandle | null = null;
   if (config.gatewayRunsLaunches) {

@@ -1,0 +1,195 @@
+/**
+ * The bundled engine, closed to everyone without the service's credentials (issue 33). The dev
+ * server takes no credentials of its own, so it runs in a network namespace of its own
+ * (bubblewrap), where its gRPC port, Web UI, HTTP API and metrics are reachable only through two
+ * Unix sockets in the data folder (mode 0700, the service's account). In front of them, on the
+ * loopback ports the operator knows:
+ * - gRPC behind mutual TLS: a private CA made here (openssl), a server certificate and one client
+ *   certificate, which the worker, the gateway and the launcher present (through the standard
+ *   `TEMPORAL_TLS_*` variables: worker/engine-connection.ts). No certificate, no handshake.
+ * - the Web UI behind HTTP basic authentication with the operator token as the password (it can
+ *   terminate, signal and reset workflows, as the gRPC port can).
+ * Agents never see the data folder (the sandbox hides it) and have no route to the host's
+ * loopback (their own network namespace).
+ */
+import { execFile } from 'node:child_process';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The name the engine's certificate carries; clients ask for it (TEMPORAL_TLS_SERVER_NAME). */
+export const ENGINE_SERVER_NAME = 'tws-engine';
+
+export interface EngineCredentials {
+  dir: string;
+  caCert: string;
+  serverCert: string;
+  serverKey: string;
+  clientCert: string;
+  clientKey: string;
+}
+
+export function engineCredentialPaths(dataDir: string): EngineCredentials {
+  const dir = path.join(dataDir, 'engine-tls');
+  const at = (name: string) => path.join(dir, name);
+  return { dir, caCert: at('ca.pem'), serverCert: at('server.pem'), serverKey: at('server.key'), clientCert: at('client.pem'), clientKey: at('client.key') };
+}
+
+/**
+ * The engine's CA, server and client certificates, made once per data folder (kept across
+ * restarts; keys 0600 in a 0700 folder). A half-made set (a crash while making it) is made again.
+ */
+export async function ensureEngineCredentials(dataDir: string): Promise<EngineCredentials> {
+  const c = engineCredentialPaths(dataDir);
+  if ([c.caCert, c.serverCert, c.serverKey, c.clientCert, c.clientKey].every((f) => existsSync(f))) return c;
+  await rm(c.dir, { recursive: true, force: true });
+  await mkdir(c.dir, { recursive: true, mode: 0o700 });
+  const caKey = path.join(c.dir, 'ca.key');
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  await run('openssl', ['req', '-x509', ...key, '-keyout', caKey, '-out', c.caCert, '-days', '3650', '-subj', '/CN=task-workspaces engine CA']);
+  for (const [name, cert, certKey, usage] of [
+    ['server', c.serverCert, c.serverKey, `subjectAltName=DNS:${ENGINE_SERVER_NAME}\nextendedKeyUsage=serverAuth\n`],
+    ['client', c.clientCert, c.clientKey, 'extendedKeyUsage=clientAuth\n'],
+  ] as const) {
+    const csr = path.join(c.dir, `${name}.csr`);
+    const ext = path.join(c.dir, `${name}.ext`);
+    await writeFile(ext, `basicConstraints=CA:FALSE\n${usage}`);
+    await run('openssl', ['req', ...key, '-keyout', certKey, '-out', csr, '-subj', `/CN=${name === 'server' ? ENGINE_SERVER_NAME : 'task-workspaces service'}`]);
+    await run('openssl', ['x509', '-req', '-in', csr, '-CA', c.caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '3650', '-extfile', ext]);
+    await rm(csr);
+    await rm(ext);
+  }
+  for (const f of [caKey, c.serverKey, c.clientKey]) await chmod(f, 0o600);
+  return c;
+}
+
+/** What the services connect to the guarded engine with (worker/engine-connection.ts reads it). */
+export function engineClientEnv(c: EngineCredentials): Record<string, string> {
+  return {
+    TEMPORAL_TLS: 'true',
+    TEMPORAL_TLS_CLIENT_CERT_PATH: c.clientCert,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: c.clientKey,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: c.caCert,
+    TEMPORAL_TLS_SERVER_NAME: ENGINE_SERVER_NAME,
+  };
+}
+
+/** The engine's two Unix sockets (gRPC, Web UI), in a folder only the service's account enters. */
+export function engineSockets(dataDir: string): { dir: string; grpc: string; ui: string } {
+  const dir = path.join(dataDir, 'engine-run');
+  return { dir, grpc: path.join(dir, 'grpc.sock'), ui: path.join(dir, 'ui.sock') };
+}
+
+/** Ports the dev server uses inside its own network namespace (nobody outside reaches them). */
+const INNER_GRPC_PORT = 7233;
+const INNER_UI_PORT = 8233;
+
+/**
+ * The command that runs the dev server in a network namespace of its own, its gRPC port and Web
+ * UI bridged to the Unix sockets (socat). `--die-with-parent` and a pid namespace: when the
+ * supervised bubblewrap goes, the server and the bridges go with it.
+ */
+export async function guardedEngineCommand(temporalCli: string, serverArgs: string[], dataDir: string): Promise<{ command: string; args: string[] }> {
+  const sockets = engineSockets(dataDir);
+  await mkdir(sockets.dir, { recursive: true, mode: 0o700 });
+  await chmod(sockets.dir, 0o700);
+  const bridge = (sock: string, port: number) => `socat UNIX-LISTEN:${sock},fork,unlink-early,mode=600 TCP:127.0.0.1:${port} 2>/dev/null &`;
+  const script = `${bridge(sockets.grpc, INNER_GRPC_PORT)} ${bridge(sockets.ui, INNER_UI_PORT)} exec "$0" "$@"`;
+  return {
+    command: 'bwrap',
+    args: ['--unshare-net', '--unshare-pid', '--die-with-parent', '--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'sh', '-c', script, temporalCli,
+      ...serverArgs, '--ip', '127.0.0.1', '--port', String(INNER_GRPC_PORT), '--ui-port', String(INNER_UI_PORT)],
+  };
+}
+
+/**
+ * Why the guard cannot run here (a tool missing, or no network namespace to be had), in one line
+ * that names the way out; null when it can.
+ */
+export async function engineGuardProblem(): Promise<string | null> {
+  for (const tool of ['bwrap', 'socat', 'openssl']) {
+    if (!(await run('sh', ['-c', `command -v ${tool}`]).then(() => true, () => false))) return `the Temporal dev server's guard needs ${tool} (scripts/setup.sh installs it as root); TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
+  }
+  const netns = await run('bwrap', ['--unshare-net', '--dev-bind', '/', '/', 'true']).then(() => true, () => false);
+  if (!netns) return `the Temporal dev server's guard needs a network namespace, which bubblewrap cannot make here; TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
+  return null;
+}
+
+export interface EngineFront {
+  close(): Promise<void>;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether a request's basic authentication carries the operator token as its password. */
+function operatorAuthorized(header: string | undefined, operatorToken: string): boolean {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)$/.exec(header ?? '');
+  if (!match) return false;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const password = decoded.slice(decoded.indexOf(':') + 1);
+  return decoded.includes(':') && timingSafeEqual(digest(password), digest(operatorToken));
+}
+
+/**
+ * The fronts on the host's loopback: gRPC behind mutual TLS (a client without the CA's client
+ * certificate is refused in the handshake), the Web UI behind the operator token. Each accepted
+ * connection or request is carried to the engine's socket, bytes unchanged.
+ */
+export async function startEngineFront(opts: { dataDir: string; host: string; grpcPort: number; uiPort: number; credentials: EngineCredentials; operatorToken: string }): Promise<EngineFront> {
+  const sockets = engineSockets(opts.dataDir);
+  const c = opts.credentials;
+  const [key, cert, ca] = await Promise.all([readFile(c.serverKey), readFile(c.serverCert), readFile(c.caCert)]);
+  const open = new Set<net.Socket>();
+  const grpc = tls.createServer({ key, cert, ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' }, (client) => {
+    const engine = net.connect(sockets.grpc);
+    const end = () => {
+      client.destroy();
+      engine.destroy();
+    };
+    open.add(client);
+    client.on('close', () => open.delete(client));
+    client.on('error', end).on('close', end);
+    engine.on('error', end).on('close', end);
+    client.pipe(engine).pipe(client);
+  });
+  grpc.on('tlsClientError', () => {}); // a client without the certificate: refused, nothing to log per attempt
+  const ui = http.createServer((req, res) => {
+    if (!operatorAuthorized(req.headers.authorization, opts.operatorToken)) {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="task-workspaces Temporal UI (password: the operator token)"', 'Content-Type': 'text/plain' });
+      res.end('The Temporal UI needs the operator token as the password.\n');
+      return;
+    }
+    const headers = { ...req.headers };
+    delete headers.authorization; // the engine's UI needs none, and gets none of ours
+    const upstream = http.request({ socketPath: sockets.ui, method: req.method, path: req.url, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => {
+      if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'text/plain' });
+      res.end('The Temporal UI does not answer.\n');
+    });
+    req.pipe(upstream);
+  });
+  const listen = (server: net.Server, port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, opts.host, () => resolve());
+    });
+  await listen(grpc, opts.grpcPort);
+  await listen(ui, opts.uiPort);
+  return {
+    async close() {
+      for (const socket of open) socket.destroy();
+      ui.closeAllConnections();
+      await Promise.all([grpc, ui].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    },
+  };
+}
