@@ -5,7 +5,8 @@
  * so a chunk that ends inside a character arrives whole.
  */
 import path from 'node:path';
-import { localLog, type LogSource } from '../client/agent-log';
+import type { LogSource } from '../domain/agent-log';
+import { localLog } from './agent-log';
 import type { Db } from '../db/pool';
 import { isRemoteRunLog, remoteLog } from '../ssh/remote-log';
 import { loadSshTarget, typedSsh } from './ssh-workspace';

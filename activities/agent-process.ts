@@ -19,34 +19,8 @@ import { agentNetwork, agentSandbox, gitStoreLayout, type AgentGitSlot } from '.
 import { commandStartable, exitStatusPath, readExitStatus, shimSandboxArgument, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit, objectStoresListPath } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
+import type { StartAgentInput, StartedAgent } from './agent-start';
 import { processStarter } from '../git/process-starter';
-
-export interface StartAgentInput {
-  executionId: string;
-  sessionId: string;
-  taskId: string;
-  environmentId: string;
-  /** The environment's owner: its cleanup barrier also stops this start. */
-  environmentTaskId: string;
-  cwd: string;
-  command: string[];
-  /** The profile's and the request's variables (validated names); absent in older inputs. */
-  env?: Record<string, string>;
-  /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
-  prompt?: string | null;
-  /** Git folders of the agent's repositories; older inputs (no gitSlots): no task store, no writable ref. */
-  gitDirs?: string[];
-  /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder (issue 32). */
-  gitSlots?: AgentGitSlot[];
-  /** `ssh`: the agent runs on this target (activities/ssh-agents.ts); absent or null on the host. */
-  sshTargetId?: string | null;
-}
-
-export interface StartedAgent {
-  executionId: string;
-  pid: number;
-  status: ExecutionStatus;
-}
 
 /**
  * Starts the agent under its supervising parent (activities/agent-shim.ts), detached in its own

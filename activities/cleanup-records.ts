@@ -1,7 +1,7 @@
 /** Database steps of cleanup, as local activities: prepare (barrier → snapshot → mutate), record state, finish. */
 import { Context } from '@temporalio/activity';
 import type pg from 'pg';
-import { startFollowUps } from '../client/engine-cleanup';
+import { startFollowUps } from './follow-up-starts';
 import { abandonInventory } from '../db/abandon';
 import { boardMembers, deleteBoardDetaching, lockBoard } from '../db/board-delete';
 import { environmentsBorrowedBy, reserveEndedBorrows } from '../db/borrow-follow-up';

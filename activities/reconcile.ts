@@ -11,7 +11,7 @@ import { moveSessionState } from '../db/sessions';
 import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
-import { startPreparedJob } from '../client/engine-cleanup';
+import { startPreparedJob } from './follow-up-starts';
 import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind } from '../domain/reconcile';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';

@@ -17,7 +17,7 @@ import type { SshTarget } from '../ssh/connection';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { loadSshTarget, typedSsh } from './ssh-workspace';
-import type { StartAgentInput, StartedAgent } from './agent-process';
+import type { StartAgentInput, StartedAgent } from './agent-start';
 import { EXECUTION_MARK } from './process-identity';
 import { exitStatusPath } from './agent-shim';
 import { remoteRunsDir } from '../ssh/remote-log';

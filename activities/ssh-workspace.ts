@@ -7,7 +7,7 @@
  * `ssh_host_key_mismatch`; neither ever leads to a new clone.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { LaunchPlan, MaterializedSlot } from '../domain/launch';
+import type { LaunchPlan, MaterializedSlot, ValidationProblem } from '../domain/launch';
 import { ownershipMarkerText, parseOwnershipMarker } from '../domain/task-layout';
 import type { Db } from '../db/pool';
 import { getSshTarget } from '../db/ssh-targets';
@@ -15,7 +15,6 @@ import { SshRefusal, type SshTarget } from '../ssh/connection';
 import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, type RemoteSlotFacts } from '../ssh/remote-workspace';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
-import type { ValidationProblem } from './workspace-validate';
 
 /** Whether a marker's text names the task (any environment of it: a handed-over marker names its new owner). */
 export const markerNames = (text: string | null, taskId: string): boolean => parseOwnershipMarker(text)?.taskId === taskId;

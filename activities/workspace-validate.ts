@@ -2,7 +2,7 @@
  * Attach is read-only validation [R1.2]: nothing here creates, fetches, checks out, resets or
  * writes. Every check that fails refuses the launch before any agent process starts.
  */
-import type { LaunchPlan, SlotPlan } from '../domain/launch';
+import type { LaunchPlan, SlotPlan, ValidationProblem } from '../domain/launch';
 import { checkoutIdentity, commonDir, gitAt, listWorktrees } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
@@ -11,15 +11,6 @@ import { sshWorkspaceActivities } from './ssh-workspace';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from './workspace-fs';
 
-
-export type ValidationProblem =
-  | 'identity_missing'
-  | 'not_a_directory'
-  | 'not_registered'
-  | 'branch_mismatch'
-  | 'marker_mismatch'
-  | 'not_a_checkout'
-  | 'repository_mismatch';
 
 export function workspaceValidateActivities(deps: ActivityDeps) {
   const { config, logger } = deps;

@@ -14,6 +14,7 @@ import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId } from '../
 import type { boardDelete } from '../workflows';
 import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, type PreparedAnswer } from '../workflows/cleanup-messages';
 import { typedRefusalOf } from './typed-outcome';
+import { startPreparedJob } from '../activities/follow-up-starts';
 
 export type CleanupStart = { ok: true; operationId: string; workflowId: string; operations?: PreparedAnswer['operations']; skipped?: PreparedAnswer['skipped'] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
@@ -140,26 +141,4 @@ export async function continueIfClosed(client: Client, config: Config, job: Cont
   return true;
 }
 
-/**
- * Starts the run of a job whose row is prepared (it has its snapshot): a job continued after its
- * run was lost, or a follow-up reserved in its trigger's transaction. False when a run of its id
- * was started already (by another caller meanwhile).
- */
-export async function startPreparedJob(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, job: ContinuedJob): Promise<boolean> {
-  try {
-    await client.workflow.start('cleanupTask', continuationStart(job, config.taskQueue, config.cleanupPolicy));
-    return true;
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
-    throw err;
-  }
-}
 
-/**
- * Starts the follow-up jobs a change reserved in its transaction (`borrow_ended`). A start that
- * fails is reported to `lost` and left: the job row is committed, and the consistency check
- * starts a `pending` job that has no run.
- */
-export async function startFollowUps(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, jobs: ContinuedJob[], lost: (job: ContinuedJob, err: unknown) => void): Promise<void> {
-  for (const job of jobs) await startPreparedJob(client, config, job).catch((err: unknown) => lost(job, err));
-}

@@ -12,7 +12,7 @@ import { agentLogWorkflowId, gitStatusWorkflowId, orphanSweepWorkflowId, reposit
 import type { SshTarget } from '../ssh/connection';
 import type { RepositoryCheck } from '../git/repository-check';
 import type { checkRepositoryOnHost, checkSshTargetOnHost, observeGitStatus, orphanSweep, readAgentLogOnHost } from '../workflows';
-import type { LogSource } from './agent-log';
+import type { LogSource } from '../domain/agent-log';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
 /** git-status/<environmentId>: concurrent readers of one environment share one observation run. */

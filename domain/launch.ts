@@ -106,3 +106,13 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     sshTargetId: plan.sshTargetId ?? null,
   };
 }
+
+/** Why attaching to a recorded workspace was refused (R1.2): host and remote validation alike. */
+export type ValidationProblem =
+  | 'identity_missing'
+  | 'not_a_directory'
+  | 'not_registered'
+  | 'branch_mismatch'
+  | 'marker_mismatch'
+  | 'not_a_checkout'
+  | 'repository_mismatch';

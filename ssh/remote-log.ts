@@ -3,7 +3,7 @@
  * not rotated): the same LogSource a host log is, so tail and follow work alike.
  */
 import path from 'node:path';
-import { lastLines, type LogSource } from '../client/agent-log';
+import { lastLines, type LogSource } from '../domain/agent-log';
 import type { SshTarget } from './connection';
 import { readRemoteLog } from './remote-agent';
 

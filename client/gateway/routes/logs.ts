@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { findExecution, latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
-import { followLog, localLog } from '../../agent-log';
+import { followLog, localLog } from '../../../activities/agent-log';
 import { logOnHost } from '../../engine-hosts';
 import { notFound, refusalError } from '../api-error';
 import { EngineRefusal } from '../../typed-outcome';

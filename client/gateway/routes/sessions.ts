@@ -18,7 +18,7 @@ import { outageOf } from '../../../domain/outage';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { launchHost } from '../placement';
 import { cancelStartingRun, launchRunOutcome, runOutcomeOf, runLaunch, runResume, runStop, startLaunch, startResume } from '../../engine-client';
-import { startFollowUps } from '../../engine-cleanup';
+import { startFollowUps } from '../../../activities/follow-up-starts';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { Role } from '../auth';
 import type { GatewayContext } from '../context';

@@ -5,6 +5,7 @@
  */
 import { open, readFile, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
+import { lastLines, type LogSource } from '../domain/agent-log';
 
 /** A log file not written yet (or rotated away) reads as nothing; any other failure is an error, never an empty log. */
 function absentAs<T>(read: Promise<T>, absent: T): Promise<T> {
@@ -26,15 +27,6 @@ async function tailOf(logPath: string, lines: number | null): Promise<{ text: st
   return { text: lastLines(text, lines), offset: newest.length };
 }
 
-/** The last `lines` lines of a text (all of it for null). */
-export function lastLines(text: string, lines: number | null): string {
-  if (lines === null) return text;
-  if (lines === 0) return '';
-  const parts = text.split('\n');
-  const trailing = parts[parts.length - 1] === '' ? parts.pop() : undefined;
-  return parts.slice(-lines).join('\n') + (trailing === undefined ? '' : '\n');
-}
-
 const sizeOf = (file: string) => absentAs(stat(file).then((s) => s.size), 0);
 
 async function readFrom(file: string, offset: number): Promise<Buffer> {
@@ -49,14 +41,6 @@ async function readFrom(file: string, offset: number): Promise<Buffer> {
   } finally {
     await handle.close();
   }
-}
-
-/** Where a log is read from: its file on this machine, or its host through that host's queue. */
-export interface LogSource {
-  /** The whole kept log, or its last `lines` lines, and the offset a follow continues from. */
-  tail(lines: number | null): Promise<{ text: Buffer; offset: number }>;
-  /** What was written since `offset` (a rotated log is read to its end under its new name first), and the new offset. */
-  since(offset: number): Promise<{ chunk: Buffer; offset: number }>;
 }
 
 /** The part of a log after `offset`, reading a rotation that happened meanwhile. */

@@ -1,0 +1,30 @@
+/** What starting an agent takes and answers, on the host and on an SSH target alike. */
+import type { ExecutionStatus } from '../db/executions';
+import type { AgentGitSlot } from './agent-sandbox';
+
+export interface StartAgentInput {
+  executionId: string;
+  sessionId: string;
+  taskId: string;
+  environmentId: string;
+  /** The environment's owner: its cleanup barrier also stops this start. */
+  environmentTaskId: string;
+  cwd: string;
+  command: string[];
+  /** The profile's and the request's variables (validated names); absent in older inputs. */
+  env?: Record<string, string>;
+  /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
+  prompt?: string | null;
+  /** Git folders of the agent's repositories; older inputs (no gitSlots): no task store, no writable ref. */
+  gitDirs?: string[];
+  /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder (issue 32). */
+  gitSlots?: AgentGitSlot[];
+  /** `ssh`: the agent runs on this target (activities/ssh-agents.ts); absent or null on the host. */
+  sshTargetId?: string | null;
+}
+
+export interface StartedAgent {
+  executionId: string;
+  pid: number;
+  status: ExecutionStatus;
+}
