@@ -44,7 +44,7 @@ async function readFrom(file: string, offset: number): Promise<Buffer> {
 }
 
 /** The part of a log after `offset`, reading a rotation that happened meanwhile. */
-export async function readSince(logPath: string, offset: number): Promise<{ chunk: Buffer; offset: number }> {
+async function readSince(logPath: string, offset: number): Promise<{ chunk: Buffer; offset: number }> {
   const parts: Buffer[] = [];
   if ((await sizeOf(logPath)) < offset) {
     parts.push(await readFrom(`${logPath}.1`, offset));

@@ -15,7 +15,7 @@ import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopM
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
-import { agentNetwork, agentSandbox, gitStoreLayout, type AgentGitSlot } from './agent-sandbox';
+import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
 import { commandStartable, exitStatusPath, readExitStatus, shimSandboxArgument, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
 import { collectExit, objectStoresListPath } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
@@ -222,5 +222,3 @@ export function agentProcessActivities(deps: ActivityDeps) {
     stopAgent,
   };
 }
-
-export type AgentProcessActivities = ReturnType<typeof agentProcessActivities>;

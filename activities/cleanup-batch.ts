@@ -33,7 +33,7 @@ export type BatchMemberOutcome =
   | { operationId: string; state: 'not_claimed' };
 
 /** How many of a batch's tasks are cleaned at once on the host: their removals share the repositories' turns. */
-export const BATCH_TASKS_AT_ONCE = 16;
+const BATCH_TASKS_AT_ONCE = 16;
 
 const classOf = (err: unknown): CleanupErrorClass =>
   err instanceof ApplicationFailure && CLEANUP_ERROR_CLASSES.includes(err.type as CleanupErrorClass) ? (err.type as CleanupErrorClass) : 'internal';

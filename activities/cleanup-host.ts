@@ -23,7 +23,7 @@ import { isRealDirectory, lstatIfPresent, markerOwnedBy, pathExists, readMarker,
 
 const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
 
-export const savedWorkRef = (taskId: string, repositoryId: string): string => `refs/task-workspaces/saved/${taskId}/${repositoryId}`;
+const savedWorkRef = (taskId: string, repositoryId: string): string => `refs/task-workspaces/saved/${taskId}/${repositoryId}`;
 
 export interface RemovalRequest {
   worktree: SnapshotWorktree;
@@ -276,5 +276,3 @@ export function cleanupHostActivities(deps: ActivityDeps) {
     },
   };
 }
-
-export type CleanupHostActivities = ReturnType<typeof cleanupHostActivities>;

@@ -296,5 +296,3 @@ export function progressOfRow(job: CleanupJobRow): CleanupProgress {
   const report = Array.isArray(job.report) || !('worktrees' in job.report) ? emptyReport() : (job.report as CleanupReport);
   return { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, state: job.state, phase: job.state, attempts: job.attempts, nextAttemptAt: job.next_attempt_at?.toISOString() ?? null, lastError: job.last_error, report };
 }
-
-export type CleanupRecordActivities = ReturnType<typeof cleanupRecordActivities>;

@@ -33,7 +33,7 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
 }
 
 /** Whether the run that last admitted a session (its launch or a resume) still runs, asked through the activity's client; null when Temporal cannot say. */
-export async function sessionRunRunning(db: Db, sessionId: string): Promise<boolean | null> {
+async function sessionRunRunning(db: Db, sessionId: string): Promise<boolean | null> {
   const run = (await db.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run ?? null;
   const liveness = await workflowLiveness(sessionRunWorkflowId(sessionId, run));
   return liveness === 'unknown' ? null : liveness === 'running';
@@ -221,5 +221,3 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     },
   };
 }
-
-export type LaunchRecordActivities = ReturnType<typeof launchRecordActivities>;

@@ -22,7 +22,7 @@ export const objectStoresListPath = (logPath: string): string => logPath.replace
  * periodic check while it runs, so the user's own git in the worktree sees its commits soon.
  * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
  */
-export async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: string; log_path: string }, gitBinary: string): Promise<void> {
+async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: string; log_path: string }, gitBinary: string): Promise<void> {
   // None listed (an agent started without the sandbox): nothing to bring. One that cannot be read
   // is said; the stores then come home at the next git status or cleanup, which bring them too.
   const listed = await readFile(objectStoresListPath(exec.log_path), 'utf8').catch((err: unknown) => {

@@ -13,7 +13,7 @@ import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
 import { branchCommits, branchesMergedInto, gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
-export const MAX_STEPS_PER_TURN = 16;
+const MAX_STEPS_PER_TURN = 16;
 
 export interface Turn {
   git: SimpleGit;
@@ -50,7 +50,7 @@ interface Queued {
 }
 
 
-export interface BranchOfStep {
+interface BranchOfStep {
   name: string;
   base: string;
 }
@@ -178,5 +178,3 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
     },
   };
 }
-
-export type RepositoryTurns = ReturnType<typeof repositoryTurns>;

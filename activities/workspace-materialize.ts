@@ -202,5 +202,3 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
     },
   };
 }
-
-export type WorkspaceMaterializeActivities = ReturnType<typeof workspaceMaterializeActivities>;

@@ -77,5 +77,3 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
     },
   };
 }
-
-export type WorkspaceValidateActivities = ReturnType<typeof workspaceValidateActivities>;

@@ -72,6 +72,8 @@ export async function shapeOfWorkflow(client: Client, workflowId: string, childS
         else steps.push({ kind: 'update_done' });
         break;
       }
+      default:
+        break; // other events: not measured
     }
   }
   for (const s of steps) {

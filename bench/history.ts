@@ -107,6 +107,8 @@ export async function profileWorkflow(client: Client, workflowId: string, httpMs
       case EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
         profile.searchAttributeUpserts++;
         break;
+      default:
+        break; // other events: not measured
     }
   }
   for (const key of ['workflowTaskQueuedMs', 'workflowTaskRunningMs', 'activityQueuedMs', 'activityRunningMs'] as const) profile[key] = round(profile[key]);

@@ -11,7 +11,7 @@ export interface LatencySummary {
 }
 
 /** Linear interpolation between closest ranks (the usual "type 7" quantile). */
-export function quantile(sorted: number[], q: number): number {
+function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   const pos = (sorted.length - 1) * q;
   const lo = Math.floor(pos);

@@ -20,7 +20,7 @@ export async function gitAsync(dir: string, ...args: string[]): Promise<string> 
   return (await execFileAsync('git', args, { cwd: dir, encoding: 'utf8', env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
 }
 
-export function git(dir: string, ...args: string[]): string {
+function git(dir: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: dir, encoding: 'utf8', env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 }).trim();
 }
 
@@ -33,7 +33,7 @@ export interface Repo {
 }
 
 /** A repository with `files` source files in nested folders and a few commits on `main`. */
-export function makeRepoOnDisk(parent: string, name: string, files: number): string {
+function makeRepoOnDisk(parent: string, name: string, files: number): string {
   const dir = path.join(parent, name);
   mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');

@@ -2,7 +2,7 @@
  * Starting and steering the cleanup workflows (one job, a cascade, a board delete; cancel,
  * retry, continue a job whose run was lost, start follow-ups). Refusals come back typed.
  */
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';

@@ -23,7 +23,7 @@ export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; co
  * gateway's and this process runs a worker on its queue on its client's connection
  * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
-export function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
+function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
   return { taskQueue: hostTaskQueue(config.taskQueue, hostId), requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId };
 }
 

@@ -25,7 +25,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /** The name the engine's certificate carries; clients ask for it (TEMPORAL_TLS_SERVER_NAME). */
-export const ENGINE_SERVER_NAME = 'tws-engine';
+const ENGINE_SERVER_NAME = 'tws-engine';
 
 export interface EngineCredentials {
   dir: string;
@@ -36,7 +36,7 @@ export interface EngineCredentials {
   clientKey: string;
 }
 
-export function engineCredentialPaths(dataDir: string): EngineCredentials {
+function engineCredentialPaths(dataDir: string): EngineCredentials {
   const dir = path.join(dataDir, 'engine-tls');
   const at = (name: string) => path.join(dir, name);
   return { dir, caCert: at('ca.pem'), serverCert: at('server.pem'), serverKey: at('server.key'), clientCert: at('client.pem'), clientKey: at('client.key') };
@@ -82,7 +82,7 @@ export function engineClientEnv(c: EngineCredentials): Record<string, string> {
 }
 
 /** The engine's two Unix sockets (gRPC, Web UI), in a folder only the service's account enters. */
-export function engineSockets(dataDir: string): { dir: string; grpc: string; ui: string } {
+function engineSockets(dataDir: string): { dir: string; grpc: string; ui: string } {
   const dir = path.join(dataDir, 'engine-run');
   return { dir, grpc: path.join(dir, 'grpc.sock'), ui: path.join(dir, 'ui.sock') };
 }

@@ -6,7 +6,7 @@ import { ensureSchedules } from './schedules';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
 
-export async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const options = engineConnectOptions(address, env);
   const deadline = Date.now() + timeoutMs;
   for (;;) {

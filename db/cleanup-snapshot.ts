@@ -98,7 +98,7 @@ export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<Sn
 }
 
 /** Running agent processes of the task's sessions, and of any session in the environment when it is cleaned. */
-export async function snapshotProcesses(db: Db, taskId: string, environmentId: string | null): Promise<SnapshotProcess[]> {
+async function snapshotProcesses(db: Db, taskId: string, environmentId: string | null): Promise<SnapshotProcess[]> {
   const res = await db.query<{ id: string; host_id: string; pid: number; process_start_time: string; ssh_target_id: string | null; log_path: string }>(
     `SELECT x.id, x.host_id, x.pid, x.process_start_time, x.ssh_target_id, x.log_path FROM executions x JOIN sessions s ON s.id = x.session_id
       WHERE x.status = 'running' AND (s.task_id = $1 OR ($2::uuid IS NOT NULL AND s.environment_id = $2::uuid))`,

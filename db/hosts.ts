@@ -5,7 +5,7 @@
 import type { Db } from './pool';
 
 /** A host is live while its last heartbeat is younger than this many of its own intervals. */
-export const LIVE_WITHIN_INTERVALS = 3;
+const LIVE_WITHIN_INTERVALS = 3;
 const LIVE = `last_seen_at > now() - make_interval(secs => ${LIVE_WITHIN_INTERVALS} * heartbeat_every_ms / 1000.0)`;
 
 export interface HostRecord {

@@ -20,7 +20,9 @@ export async function livePaths(db: Db, workspaceRoot: string): Promise<string[]
   for (const t of tasks.rows) paths.add(taskFolder(workspaceRoot, t.id));
   const envs = await db.query<{ task_id: string; layout_generation: number }>('SELECT task_id, layout_generation FROM task_environments WHERE layout_generation > 0');
   for (const e of envs.rows) paths.add(taskFolder(workspaceRoot, e.task_id, e.layout_generation));
-  const jobs = await db.query<{ snapshot: any; report: any; active: boolean }>(
+  // Each job's snapshot and report as far as paths go (older rows may lack any part of them).
+  type PathsOf = { taskFolder?: string | null; worktrees?: { worktreePath?: string | null; outcome?: string }[] };
+  const jobs = await db.query<{ snapshot: (PathsOf & unknown[]) | PathsOf | null; report: (PathsOf & { abandoned?: PathsOf }) | null; active: boolean }>(
     `SELECT snapshot, report, state NOT IN ('succeeded', 'cancelled') AS active FROM cleanup_jobs
       WHERE state NOT IN ('succeeded', 'cancelled') OR report::text LIKE '%kept_dirty%' OR report ? 'abandoned'`,
   );

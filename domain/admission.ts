@@ -5,8 +5,7 @@
  */
 import type { RefusalCode } from './errors';
 
-export const WORKSPACE_MODES = ['new_workspace', 'inherit_parent', 'shared_group'] as const;
-export type WorkspaceMode = (typeof WORKSPACE_MODES)[number];
+export type WorkspaceMode = 'new_workspace' | 'inherit_parent' | 'shared_group';
 
 /**
  * Executors a host runs: `worktree` and `local` keep their files on the host (git on the host
@@ -20,8 +19,7 @@ export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
  * Remote executor kinds the contract knows but this build does not run: a launch asking for one
  * is refused `workspace_reuse_unsupported` before any side effect.
  */
-export const UNSUPPORTED_EXECUTOR_KINDS = ['container', 'sandbox'] as const;
-export type RequestedExecutor = ExecutorType | (typeof UNSUPPORTED_EXECUTOR_KINDS)[number];
+export type RequestedExecutor = ExecutorType | 'container' | 'sandbox';
 
 export const isRunnableExecutor = (kind: string): kind is ExecutorType => (EXECUTOR_TYPES as readonly string[]).includes(kind);
 
@@ -91,7 +89,7 @@ export function decideAdmission(mode: WorkspaceMode, situation: EnvironmentSitua
 }
 
 /** Session states in which a materializer still counts as alive. */
-export const WORKING_SESSION_STATES = ['starting', 'running'] as const;
+const WORKING_SESSION_STATES = ['starting', 'running'] as const;
 
 export interface EnvironmentFacts {
   status: EnvironmentStatus;

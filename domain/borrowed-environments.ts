@@ -30,9 +30,9 @@ export interface SuccessorCandidate {
  *   launching and attaching; a borrower outside the group only keeps it from being cleaned.
  * - `keep`: the owner stays (a reset or an abandonment): a borrower keeps it from being cleaned.
  */
-export type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'keep';
+type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'keep';
 
-export const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
+const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   archive: 'hand_over_to_group',
   // The follow-up cleans as the owner's archive would have.
   borrow_ended: 'hand_over_to_group',

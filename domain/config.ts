@@ -36,7 +36,7 @@ function parseLocalExecutor(raw: string | undefined): LocalExecutorPolicy {
 /** Whether a caller of this role may run a `local` agent under the policy. */
 export const localExecutorAllowed = (policy: LocalExecutorPolicy, role: 'user' | 'operator' | null): boolean => policy === 'all' || (policy === 'operator' && role === 'operator');
 
-export interface AgentProfile {
+interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
   command: string[];
   /** Variables the profile's agents get (a request's own `env` wins). */

@@ -2,11 +2,9 @@
  * Co-residency observation [R5]: a counter and a structured warning, never a change of outcome.
  * Labels are a closed set: the admission site and the skip reason, never an identifier.
  */
-export const CORESIDENCY_SITES = ['launch', 'resume'] as const;
-export type CoresidencySite = (typeof CORESIDENCY_SITES)[number];
+export type CoresidencySite = 'launch' | 'resume';
 
-export const CORESIDENCY_SKIP_REASONS = ['sibling_read_timeout', 'sibling_read_failed'] as const;
-export type CoresidencySkipReason = (typeof CORESIDENCY_SKIP_REASONS)[number];
+export type CoresidencySkipReason = 'sibling_read_timeout' | 'sibling_read_failed';
 
 export const CORESIDENCY_ADMITTED_TOTAL = 'session_coresidency_admitted_total';
 export const CORESIDENCY_SKIPPED_TOTAL = 'session_coresidency_observation_skipped_total';

@@ -18,7 +18,7 @@ export type RefusalCode =
   | 'ssh_host_key_mismatch'
   | 'ssh_target_name_taken';
 
-export type InputErrorCode =
+type InputErrorCode =
   | 'invalid_request'
   | 'not_found'
   | 'unauthorized'
@@ -28,10 +28,10 @@ export type InputErrorCode =
   | 'uri_too_long'
   | 'headers_too_large';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
-export type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
+type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
-export type ErrorAction =
+type ErrorAction =
   | 'retry'
   | 'reset_environment'
   | 'choose_executor'
@@ -96,10 +96,6 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   ssh_target_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The SSH target is not reachable from here.' },
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
-
-export const REFUSAL_CODES = Object.keys(ERROR_TABLE).filter(
-  (code) => ERROR_TABLE[code as ErrorCode].status === 409,
-) as RefusalCode[];
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);

@@ -4,7 +4,7 @@
  *   but never clears or replaces an existing worktree id, path or branch [R4.1].
  * - An incoming row with a worktree id replaces id, path and branch together [R4.2].
  */
-export interface WorktreeIdentity {
+interface WorktreeIdentity {
   /** git's worktree id on the host; null for a remote executor's row (inventory-only plus its remote path). */
   worktreeId: string | null;
   worktreePath: string;

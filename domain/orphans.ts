@@ -6,7 +6,7 @@ function within(child: string, parent: string): boolean {
 }
 
 /** A folder is live when a live record names it, something inside it, or one of its ancestors. */
-export function isReferenced(folder: string, livePaths: string[]): boolean {
+function isReferenced(folder: string, livePaths: string[]): boolean {
   return livePaths.some((live) => within(live, folder) || within(folder, live));
 }
 

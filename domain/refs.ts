@@ -22,8 +22,6 @@ export function branchNameProblem(name: string): string | null {
   return null;
 }
 
-export const isValidBranchName = (name: string): boolean => branchNameProblem(name) === null;
-
 /** A repository name becomes a folder name inside the task folder. */
 export const REPOSITORY_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$';
 const REPOSITORY_NAME = new RegExp(REPOSITORY_NAME_PATTERN);

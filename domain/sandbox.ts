@@ -74,7 +74,7 @@ export interface GitStore {
 }
 
 /** What steers git, in a common dir: never written by an agent. */
-export const GIT_STEERING_ENTRIES = ['config', 'config.worktree', 'commondir', 'hooks', 'info', 'worktrees', 'packed-refs', 'shallow'];
+const GIT_STEERING_ENTRIES = ['config', 'config.worktree', 'commondir', 'hooks', 'info', 'worktrees', 'packed-refs', 'shallow'];
 
 /** [mode, path in the sandbox, path on the host when another]. */
 export type GitBind = readonly ['rw' | 'ro', string] | readonly ['rw' | 'ro', string, string];

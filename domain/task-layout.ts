@@ -57,13 +57,6 @@ export function joinPath(...parts: string[]): string {
     .join('/');
 }
 
-export interface SlotLayout {
-  repositoryId: string;
-  repositoryName: string;
-  worktreePath: string;
-  branch: string;
-}
-
 export function taskFolder(workspaceRoot: string, taskId: string, generation = 0): string {
   return joinPath(workspaceRoot, taskDirName(taskId, generation));
 }

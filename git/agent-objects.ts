@@ -216,7 +216,7 @@ async function readRegularFile(p: string): Promise<Buffer | null> {
 }
 
 /** A loose object: zlib of `<type> <size>\0<content>`, whose hash (SHA-1, or SHA-256 for a 64-digit name) is its name. */
-export async function isObjectNamed(data: Buffer, name: string): Promise<boolean> {
+async function isObjectNamed(data: Buffer, name: string): Promise<boolean> {
   let raw: Buffer;
   try {
     raw = await inflateAsync(data);

@@ -79,7 +79,7 @@ type StarterEvent =
   | { id: number; ev: 'exit' | 'close'; code: number | null; signal: NodeJS.Signals | null };
 
 /** Where a started child's stdout and stderr go: to the caller as streams, nowhere, or appended to a file. */
-export type StartedOutput = 'pipe' | 'ignore' | { appendTo: string };
+type StartedOutput = 'pipe' | 'ignore' | { appendTo: string };
 
 export interface StartOptions {
   cwd?: string;

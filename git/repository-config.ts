@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isNamedSection, type NamedSection } from '../domain/git-hardening';
 
-export class GitConfigUnreadable extends Error {
+class GitConfigUnreadable extends Error {
   constructor(reason: string) {
     super(`a repository config file cannot be read safely: ${reason}`);
     this.name = 'GitConfigUnreadable';
@@ -38,7 +38,7 @@ const statOrNull = (p: string): Stats | null => {
 const isGitDirectory = (dir: string): boolean => statOrNull(path.join(dir, 'HEAD'))?.isFile() === true && (statOrNull(path.join(dir, 'objects'))?.isDirectory() === true || statOrNull(path.join(dir, 'commondir'))?.isFile() === true);
 
 /** The git dir and common dir git would use for `dir` (discovery upwards), or null outside any repository. */
-export function discoverRepository(dir: string): { gitDir: string; commonDir: string } | null {
+function discoverRepository(dir: string): { gitDir: string; commonDir: string } | null {
   let current = path.resolve(dir);
   for (;;) {
     const dotGit = path.join(current, '.git');

@@ -20,7 +20,7 @@ function packageVersion(): string {
   }
 }
 
-export function hostRecordOf(config: Config): HostRecord {
+function hostRecordOf(config: Config): HostRecord {
   return { hostId: config.hostId, workspaceRoot: config.workspaceRoot, version: packageVersion(), executors: [...EXECUTOR_TYPES], heartbeatEveryMs: config.hostHeartbeatEveryMs };
 }
 

@@ -99,8 +99,8 @@ export async function cleanMembers(members: CascadeMember[], input: { trigger: C
 }
 
 /** How many tasks one batch step carries out, and how many batch steps run at once. */
-export const BATCH_SIZE = 50;
-export const BATCH_LANES = 4;
+const BATCH_SIZE = 50;
+const BATCH_LANES = 4;
 
 /**
  * A bulk cleanup in batches (issue 17): the members a batch can carry out (every part of the job

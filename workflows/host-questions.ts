@@ -5,7 +5,7 @@
  * agent-log/<id> (a part of an agent's log). A host whose worker does not take the question in
  * time is refused `host_unavailable` (nothing is recorded).
  */
-import { ActivityFailure, ApplicationFailure, TemporalFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, type TemporalFailure } from '@temporalio/workflow';
 import type { LogRead } from '../activities/agent-log-read';
 import type { RepositoryCheck } from '../git/repository-check';
 import type { SshTarget } from '../ssh/connection';
@@ -16,7 +16,7 @@ export async function checkRepositoryOnHost(input: { hostId: string; path: strin
 }
 
 /** A question to a host: its answer, or `host_unavailable` when no worker of the host took it in time. */
-export async function askHost<T>(question: () => Promise<T>): Promise<T> {
+async function askHost<T>(question: () => Promise<T>): Promise<T> {
   try {
     return await question();
   } catch (err) {

@@ -1,4 +1,4 @@
-import { ApplicationFailure, isCancellation, TemporalFailure } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, type TemporalFailure } from '@temporalio/workflow';
 import { isErrorCode } from '../domain/errors';
 
 /**

@@ -13,7 +13,7 @@ import { growTasksTo } from '../seed';
 import { ratio, round, summarize, type LatencySummary } from '../stats';
 import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
 
-export interface GrowthPhase {
+interface GrowthPhase {
   tasksInDatabase: number;
   seededTasks: number;
   /** Rows in sessions after seeding. */

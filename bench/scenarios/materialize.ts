@@ -14,7 +14,7 @@ import type { FloorPhases } from '../floor';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo, type Repo } from '../world';
 
-export interface MaterializeVariant extends LaunchComparison {
+interface MaterializeVariant extends LaunchComparison {
   repositories: number;
 }
 

@@ -19,7 +19,7 @@ export class ApiError extends Error {
 export const badRequest = (message: string) => new ApiError('invalid_request', message);
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
 
-export function sendError(reply: FastifyReply, code: ErrorCode, message?: string, extra: Record<string, unknown> = {}, errorId = randomUUID()) {
+function sendError(reply: FastifyReply, code: ErrorCode, message?: string, extra: Record<string, unknown> = {}, errorId = randomUUID()) {
   const rule = ERROR_TABLE[code];
   if (rule.retryAfterMs > 0) reply.header('retry-after', Math.ceil(rule.retryAfterMs / 1000));
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));
@@ -76,8 +76,8 @@ export function refusalError(refusal: { code: ErrorCode; details: Record<string,
  * Errors the router meets before any route (Fastify's `frameworkErrors`): a malformed percent
  * escape or a path segment longer than the router takes. Fastify's own answers quote the URL.
  */
-export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  return sendError(reply, 'invalid_request', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The request URL is malformed.');
+export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, 'invalid_request', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The request URL is malformed.');
 }
 
 /** The longest request line (method, URL, version) a request may have: a longer URL is `uri_too_long`. */

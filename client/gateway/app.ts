@@ -90,7 +90,7 @@ function requestForLog(request: { method: string; url: string; host?: string; ip
   return { method: request.method, url: redactQuery(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
 }
 
-export function redactQuery(url: string): string {
+function redactQuery(url: string): string {
   const at = url.indexOf('?');
   if (at === -1) return url;
   const names = url.slice(at + 1).split('&').map((pair) => pair.split('=')[0]!.slice(0, 64));

@@ -18,7 +18,7 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** From the Authorization header only, never the query: a URL ends up in logs, proxies and histories. */
-export function roleOf(request: FastifyRequest, tokens: { user: string; operator: string }): Role | null {
+function roleOf(request: FastifyRequest, tokens: { user: string; operator: string }): Role | null {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)$/i.exec(header) : null;
   if (!match) return null;

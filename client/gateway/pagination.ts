@@ -23,7 +23,7 @@ export const pageOf = <T extends TSchema>(item: T) => Type.Object({ items: Type.
 const PG_TIMESTAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d)?$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Lists keyed by a row id (every list but saved work, which is keyed by its ref). */
-export const isUuidKey = (key: string): boolean => UUID.test(key);
+const isUuidKey = (key: string): boolean => UUID.test(key);
 
 /** What a list's query asks for: how many rows, after which one. A cursor this API did not give is a 400. */
 export function pageRequest(query: { limit?: string; cursor?: string }, isKey: (key: string) => boolean = isUuidKey): PageOf {

@@ -6,7 +6,7 @@ export const Uuid = Type.String({ format: 'uuid' });
 export const IdParams = Type.Object({ id: Uuid });
 export type IdParams = Static<typeof IdParams>;
 
-export const ErrorResponse = Type.Object({
+const ErrorResponse = Type.Object({
   error: Type.Object(
     {
       code: Type.String(),
@@ -63,8 +63,8 @@ export const CreateTaskBody = Type.Object(
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
-export const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean(), sshTargetId: Type.Optional(Uuid) });
-export const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
+const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean(), sshTargetId: Type.Optional(Uuid) });
+const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
 /** A task in a list: its own row only (one query per page); the full view, environment and sessions included, is GET /v1/tasks/:id. */
 export const TaskItem = Type.Object({
   id: Uuid,

@@ -7,7 +7,7 @@ import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { liveHostIds } from '../../../db/hosts';
 import { repositoryNameProblem } from '../../../domain/refs';
-import { ApiError, badRequest, notFound } from '../api-error';
+import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';

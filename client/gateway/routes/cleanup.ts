@@ -55,7 +55,7 @@ const ResetBody = Type.Optional(Type.Object({ abandon: Type.Optional(Type.Boolea
 /** Query flags are spelled out: `true` or `false`. */
 const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
 
-export function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
+function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
   return {
     operationId: job.operation_id,
     taskId: job.task_id,

@@ -2,7 +2,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { TypedSearchAttributes } from '@temporalio/common';
 import { environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution, latestExecutions, type ExecutionRow } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
@@ -13,7 +12,6 @@ import { getSshTarget } from '../../../db/ssh-targets';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE, localExecutorAllowed } from '../../../domain/config';
 import { ERROR_TABLE } from '../../../domain/errors';
-import { SessionIdAttr } from '../../../domain/search-attributes';
 import { outageOf } from '../../../domain/outage';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { launchHost } from '../placement';
