@@ -6,20 +6,71 @@
 const product = '^(domain|db|git|ssh|activities|workflows|worker|client)/';
 module.exports = {
   forbidden: [
-    { name: 'no-circular', severity: 'error', comment: 'Imports run one way: a circle makes every file in it depend on all the others.', from: {}, to: { circular: true } },
-    { name: 'domain-imports-nothing-of-ours', severity: 'error', comment: 'domain/ is pure rules and types: it imports nothing of ours.', from: { path: '^domain/' }, to: { path: '^(db|git|ssh|activities|workflows|worker|client|bench|test)/' } },
-    { name: 'adapters-stay-low', severity: 'error', comment: 'db/, git/ and ssh/ import only domain/ and each other, never a layer above.', from: { path: '^(db|git|ssh)/' }, to: { path: '^(activities|workflows|worker|client|bench|test)/' } },
-    { name: 'activities-never-import-up', severity: 'error', comment: 'Activities never import workflows/, worker/ or client/: a step that starts a workflow gets its starter below (activities/follow-up-starts.ts).', from: { path: '^activities/' }, to: { path: '^(workflows|worker|client|bench|test)/' } },
-    { name: 'workflows-import-activities-as-types', severity: 'error', comment: "Workflow code runs in Temporal's sandbox: activities, db/, git/ and ssh/ only as types (import type).", from: { path: '^workflows/' }, to: { path: '^(activities|db|git|ssh)/', dependencyTypesNot: ['type-only'] } },
-    { name: 'workflows-never-import-up', severity: 'error', comment: 'Workflows never import the worker or the client.', from: { path: '^workflows/' }, to: { path: '^(worker|client|bench|test)/' } },
-    { name: 'worker-never-imports-client', severity: 'error', comment: 'The worker is below the client (the gateway runs a launch worker, not the other way round).', from: { path: '^worker/' }, to: { path: '^(client|bench|test)/' } },
-    { name: 'product-never-imports-tests-or-bench', severity: 'error', from: { path: product }, to: { path: '^(test|bench)/' } },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Imports run one way: a circle makes every file in it depend on all the others.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'domain-imports-nothing-of-ours',
+      severity: 'error',
+      comment: 'domain/ is pure rules and types: it imports nothing of ours.',
+      from: { path: '^domain/' },
+      to: { path: '^(db|git|ssh|activities|workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'adapters-stay-low',
+      severity: 'error',
+      comment: 'db/, git/ and ssh/ import only domain/ and each other, never a layer above.',
+      from: { path: '^(db|git|ssh)/' },
+      to: { path: '^(activities|workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'activities-never-import-up',
+      severity: 'error',
+      comment:
+        'Activities never import workflows/, worker/ or client/: a step that starts a workflow gets its starter below (activities/follow-up-starts.ts).',
+      from: { path: '^activities/' },
+      to: { path: '^(workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'workflows-import-activities-as-types',
+      severity: 'error',
+      comment: "Workflow code runs in Temporal's sandbox: activities, db/, git/ and ssh/ only as types (import type).",
+      from: { path: '^workflows/' },
+      to: { path: '^(activities|db|git|ssh)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'workflows-never-import-up',
+      severity: 'error',
+      comment: 'Workflows never import the worker or the client.',
+      from: { path: '^workflows/' },
+      to: { path: '^(worker|client|bench|test)/' },
+    },
+    {
+      name: 'worker-never-imports-client',
+      severity: 'error',
+      comment: 'The worker is below the client (the gateway runs a launch worker, not the other way round).',
+      from: { path: '^worker/' },
+      to: { path: '^(client|bench|test)/' },
+    },
+    {
+      name: 'product-never-imports-tests-or-bench',
+      severity: 'error',
+      from: { path: product },
+      to: { path: '^(test|bench)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
     exclude: { path: '^(node_modules|\\.tools|\\.data)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
   },
 };

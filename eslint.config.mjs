@@ -2,7 +2,29 @@
 // Temporal's workflow sandbox needs in workflows/. `make test` runs it (scripts/check-code.sh).
 import tseslint from 'typescript-eslint';
 
-const nodeBuiltins = ['fs', 'path', 'os', 'child_process', 'crypto', 'net', 'http', 'https', 'tls', 'stream', 'util', 'events', 'worker_threads', 'timers', 'process', 'dns', 'url', 'zlib', 'readline', 'buffer', 'assert'];
+const nodeBuiltins = [
+  'fs',
+  'path',
+  'os',
+  'child_process',
+  'crypto',
+  'net',
+  'http',
+  'https',
+  'tls',
+  'stream',
+  'util',
+  'events',
+  'worker_threads',
+  'timers',
+  'process',
+  'dns',
+  'url',
+  'zlib',
+  'readline',
+  'buffer',
+  'assert',
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.tools/**', '.data/**', 'bench/results/**', 'test/histories/**'] },
@@ -12,11 +34,20 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
-      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-misused-promises': [
+        'error',
+        { checksVoidReturn: { arguments: false, attributes: false } },
+      ],
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       '@typescript-eslint/await-thenable': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
-      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports', disallowTypeAnnotations: false }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+      '@typescript-eslint/consistent-type-imports': [
+        'error',
+        { fixStyle: 'inline-type-imports', disallowTypeAnnotations: false },
+      ],
     },
   },
   {
@@ -28,12 +59,38 @@ export default tseslint.config(
     // Workflow code replays: no I/O, no clock, no randomness, no timers outside the SDK.
     files: ['workflows/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        paths: nodeBuiltins.flatMap((m) => [{ name: m, message: 'No Node built-ins in workflow code (it runs in the workflow sandbox).' }, { name: `node:${m}`, message: 'No Node built-ins in workflow code (it runs in the workflow sandbox).' }]),
-        patterns: [{ group: ['../activities/*', '../db/*', '../git/*', '../ssh/*'], allowTypeImports: true, message: 'Workflows import activities (and what they use) only as types: call them through proxies.' }],
-      }],
-      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'Use the workflow clock (Date in a workflow is replayed by the SDK; Date.now() reads it too, but keep it explicit: workflowInfo or sleep).' }, { object: 'Math', property: 'random', message: 'Use the SDK (uuid4) for randomness.' }],
-      'no-restricted-globals': ['error', { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' }, { name: 'setInterval', message: 'Use sleep() in a loop.' }, { name: 'process', message: 'No process in workflow code.' }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.flatMap((m) => [
+            { name: m, message: 'No Node built-ins in workflow code (it runs in the workflow sandbox).' },
+            { name: `node:${m}`, message: 'No Node built-ins in workflow code (it runs in the workflow sandbox).' },
+          ]),
+          patterns: [
+            {
+              group: ['../activities/*', '../db/*', '../git/*', '../ssh/*'],
+              allowTypeImports: true,
+              message: 'Workflows import activities (and what they use) only as types: call them through proxies.',
+            },
+          ],
+        },
+      ],
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'Date',
+          property: 'now',
+          message:
+            'Use the workflow clock (Date in a workflow is replayed by the SDK; Date.now() reads it too, but keep it explicit: workflowInfo or sleep).',
+        },
+        { object: 'Math', property: 'random', message: 'Use the SDK (uuid4) for randomness.' },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' },
+        { name: 'setInterval', message: 'Use sleep() in a loop.' },
+        { name: 'process', message: 'No process in workflow code.' },
+      ],
     },
   },
 );

@@ -25,8 +25,13 @@ export interface LogRead {
 export function agentLogReadActivities({ config, pool }: ActivityDeps) {
   return {
     async readAgentLog(input: LogRead): Promise<{ base64: string; offset: number }> {
-      const log = input.sshTargetId ? await remoteLogOf(pool, input.sshTargetId, input.logPath) : localLogOf(config.logDir, input.logPath);
-      const read = input.since === undefined ? await log.tail(input.lines ?? null).then((t) => ({ chunk: t.text, offset: t.offset })) : await log.since(input.since);
+      const log = input.sshTargetId
+        ? await remoteLogOf(pool, input.sshTargetId, input.logPath)
+        : localLogOf(config.logDir, input.logPath);
+      const read =
+        input.since === undefined
+          ? await log.tail(input.lines ?? null).then((t) => ({ chunk: t.text, offset: t.offset }))
+          : await log.since(input.since);
       return { base64: read.chunk.toString('base64'), offset: read.offset };
     },
   };
@@ -35,7 +40,8 @@ export function agentLogReadActivities({ config, pool }: ActivityDeps) {
 /** A log of this host's log folder, and nothing else. */
 function localLogOf(logDir: string, logPath: string): LogSource {
   const resolved = path.resolve(logPath);
-  if (!resolved.startsWith(path.resolve(logDir) + path.sep) || !resolved.endsWith('.log')) throw typedFailure('not_found');
+  if (!resolved.startsWith(path.resolve(logDir) + path.sep) || !resolved.endsWith('.log'))
+    throw typedFailure('not_found');
   return localLog(resolved);
 }
 

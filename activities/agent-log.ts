@@ -27,7 +27,11 @@ async function tailOf(logPath: string, lines: number | null): Promise<{ text: st
   return { text: lastLines(text, lines), offset: newest.length };
 }
 
-const sizeOf = (file: string) => absentAs(stat(file).then((s) => s.size), 0);
+const sizeOf = (file: string) =>
+  absentAs(
+    stat(file).then((s) => s.size),
+    0,
+  );
 
 async function readFrom(file: string, offset: number): Promise<Buffer> {
   const handle = await absentAs(open(file, 'r'), null);

@@ -5,18 +5,40 @@
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../db/barrier';
-import { claimExecutionStart, findExecution, lockSessionForStart, markStopped, recordExecutionOfIntent, setExecutionStatus, type ExecutionStatus } from '../db/executions';
+import {
+  claimExecutionStart,
+  findExecution,
+  lockSessionForStart,
+  markStopped,
+  recordExecutionOfIntent,
+  setExecutionStatus,
+  type ExecutionStatus,
+} from '../db/executions';
 import { inTransaction, type Db } from '../db/pool';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { dropSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
-import { EXECUTION_MARK, findMarkedGroup, isSameProcess, processStartTime, stopMarkedGroup, stopProcessGroup } from './process-identity';
+import {
+  EXECUTION_MARK,
+  findMarkedGroup,
+  isSameProcess,
+  processStartTime,
+  stopMarkedGroup,
+  stopProcessGroup,
+} from './process-identity';
 import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../domain/agent-env';
 import { bubblewrapArgs } from '../domain/sandbox';
 import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
-import { commandStartable, exitStatusPath, readExitStatus, shimSandboxArgument, SHIM_NODE_FLAGS, SHIM_SOURCE } from './agent-shim';
+import {
+  commandStartable,
+  exitStatusPath,
+  readExitStatus,
+  shimSandboxArgument,
+  SHIM_NODE_FLAGS,
+  SHIM_SOURCE,
+} from './agent-shim';
 import { collectExit, objectStoresListPath } from './process-reconcile';
 import { sshAgentActivities } from './ssh-agents';
 import type { StartAgentInput, StartedAgent } from './agent-start';
@@ -29,9 +51,19 @@ import { processStarter } from '../git/process-starter';
  * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
  * this process still runs: the agent's outcome is then in its status file.
  */
-export async function spawnDetached(input: StartAgentInput, logPath: string, config: ActivityDeps['config'], onExit: () => void): Promise<number> {
-  const env = agentEnvironment(process.env, { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd }, input.env ?? {});
-  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH))) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
+export async function spawnDetached(
+  input: StartAgentInput,
+  logPath: string,
+  config: ActivityDeps['config'],
+  onExit: () => void,
+): Promise<number> {
+  const env = agentEnvironment(
+    process.env,
+    { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
+    input.env ?? {},
+  );
+  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH)))
+    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
   if (input.prompt != null) {
     await writeFile(promptPath, input.prompt, { mode: 0o600 });
@@ -46,11 +78,19 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
     const home = path.join(path.dirname(logPath), 'home');
     await mkdir(home, { recursive: true });
     env.HOME = home;
-    const slots = input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
+    const slots =
+      input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
     const { binds: gitBinds, storeKeyDirs } = await gitStoreLayout(slots, input.cwd, config.dataDir);
     // Which task stores the service brings home when this agent ends (activities/process-reconcile.ts).
     await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
-    const layout = { workspace: input.cwd, gitBinds, network: network?.policy, hidden: [config.dataDir, config.workspaceRoot, config.logDir], home, readOnlyFiles: input.prompt != null ? [promptPath] : [] };
+    const layout = {
+      workspace: input.cwd,
+      gitBinds,
+      network: network?.policy,
+      hidden: [config.dataDir, config.workspaceRoot, config.logDir],
+      home,
+      readOnlyFiles: input.prompt != null ? [promptPath] : [],
+    };
     command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
@@ -58,12 +98,25 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
   try {
     // Through the process starter (git/process-starter.ts): a fork of this process costs a few
     // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
-    const shim = processStarter().spawn(process.execPath, [...SHIM_NODE_FLAGS, '-e', SHIM_SOURCE, exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), shimSandboxArgument(network), ...command], {
-      cwd: input.cwd,
-      detached: true,
-      output: { appendTo: logPath },
-      env: { ...env, [EXECUTION_MARK]: input.executionId },
-    });
+    const shim = processStarter().spawn(
+      process.execPath,
+      [
+        ...SHIM_NODE_FLAGS,
+        '-e',
+        SHIM_SOURCE,
+        exitStatusPath(logPath),
+        logPath,
+        String(config.agentLogMaxBytes),
+        shimSandboxArgument(network),
+        ...command,
+      ],
+      {
+        cwd: input.cwd,
+        detached: true,
+        output: { appendTo: logPath },
+        env: { ...env, [EXECUTION_MARK]: input.executionId },
+      },
+    );
     const pid = await new Promise<number>((resolve, reject) => {
       shim.once('spawn', () => resolve(shim.pid!));
       shim.once('error', reject);
@@ -84,7 +137,11 @@ export async function spawnDetached(input: StartAgentInput, logPath: string, con
  * is the service's doing, not the agent's own), then its group is stopped. False when it would not
  * stop: the execution reads running again. One stop for a session stop, a resume and a cleanup.
  */
-export async function stopRecordedAgent(pool: Db, agent: { executionId: string; pid: number; processStartTime: string }, graceMs: number): Promise<boolean> {
+export async function stopRecordedAgent(
+  pool: Db,
+  agent: { executionId: string; pid: number; processStartTime: string },
+  graceMs: number,
+): Promise<boolean> {
   await setExecutionStatus(pool, agent.executionId, 'stopped');
   if (await stopProcessGroup(agent.pid, agent.processStartTime, graceMs)) return true;
   await setExecutionStatus(pool, agent.executionId, 'running');
@@ -113,7 +170,14 @@ export function agentProcessActivities(deps: ActivityDeps) {
       await setExecutionStatus(pool, executionId, 'vanished');
       return 'vanished';
     }
-    if (!(await stopRecordedAgent(pool, { executionId, pid: exec.pid, processStartTime: exec.process_start_time }, config.agentStopGraceMs))) throw typedFailure('internal');
+    if (
+      !(await stopRecordedAgent(
+        pool,
+        { executionId, pid: exec.pid, processStartTime: exec.process_start_time },
+        config.agentStopGraceMs,
+      ))
+    )
+      throw typedFailure('internal');
     await markStopped(pool, executionId, await readExitStatus(exec.log_path));
     return 'stopped';
   }
@@ -138,7 +202,11 @@ export function agentProcessActivities(deps: ActivityDeps) {
      * `afterRecord` writes what follows the recorded start (the session's move) in that same
      * transaction; it is not called when this call records nothing (the agent was recorded before).
      */
-    async startAgent(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>, afterRecord?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+    async startAgent(
+      input: StartAgentInput,
+      recordWithStart?: (client: Db) => Promise<void>,
+      afterRecord?: (client: Db) => Promise<void>,
+    ): Promise<StartedAgent> {
       if (input.sshTargetId) {
         const recorded = await findExecution(pool, input.executionId);
         if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
@@ -147,9 +215,18 @@ export function agentProcessActivities(deps: ActivityDeps) {
       // Its record if it has one (a re-run answers it), else its spawn intent, in one statement;
       // the working directory is checked right before use, meanwhile: a stale path is never a
       // launch directory, and a refused start leaves no intent of its own behind.
-      const intent = { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId };
-      const [claim, cwdIsDirectory] = await Promise.all([claimExecutionStart(pool, intent), isRealDirectory(input.cwd)]);
-      if (claim.recorded) return { executionId: claim.recorded.id, pid: claim.recorded.pid, status: claim.recorded.status };
+      const intent = {
+        executionId: input.executionId,
+        sessionId: input.sessionId,
+        taskId: input.taskId,
+        hostId: config.hostId,
+      };
+      const [claim, cwdIsDirectory] = await Promise.all([
+        claimExecutionStart(pool, intent),
+        isRealDirectory(input.cwd),
+      ]);
+      if (claim.recorded)
+        return { executionId: claim.recorded.id, pid: claim.recorded.pid, status: claim.recorded.status };
       if (!cwdIsDirectory) {
         if (claim.claimed) await dropSpawnIntent(pool, input.executionId);
         throw typedFailure('workspace_reuse_unsafe');
@@ -187,7 +264,10 @@ export function agentProcessActivities(deps: ActivityDeps) {
             if (!stands) await afterRecord?.(client);
             return stands;
           });
-          deps.logger.warn({ sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid }, 'adopted an agent whose start was never recorded');
+          deps.logger.warn(
+            { sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid },
+            'adopted an agent whose start was never recorded',
+          );
           if (barred) throw typedFailure('task_cleanup_in_progress');
           return { executionId: input.executionId, pid: leader.pid, status: 'running' };
         }
@@ -204,14 +284,20 @@ export function agentProcessActivities(deps: ActivityDeps) {
         }
         await oneAgentPerSession(client, input);
         await recordWithStart?.(client);
-        const pid = await spawnDetached(input, logPath, config, () => void collectExit(deps, input.executionId, config.gitBinary));
+        const pid = await spawnDetached(
+          input,
+          logPath,
+          config,
+          () => void collectExit(deps, input.executionId, config.gitBinary),
+        );
         const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await afterRecord?.(client);
         return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
       }).catch(async (err) => {
         // Refused before anything ran (the command cannot start): no intent is left to adopt.
-        if (err instanceof ApplicationFailure && err.type === 'invalid_request') await dropSpawnIntent(pool, input.executionId);
+        if (err instanceof ApplicationFailure && err.type === 'invalid_request')
+          await dropSpawnIntent(pool, input.executionId);
         throw err;
       });
       if (!started) throw typedFailure('task_cleanup_in_progress');

@@ -5,7 +5,13 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { gitStoreBinds, type AgentIsolation, type AgentNetworkPolicy, type AgentSandboxMode, type GitBind } from '../domain/sandbox';
+import {
+  gitStoreBinds,
+  type AgentIsolation,
+  type AgentNetworkPolicy,
+  type AgentSandboxMode,
+  type GitBind,
+} from '../domain/sandbox';
 import { isWithinFolder } from '../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
@@ -18,7 +24,9 @@ let probed: Promise<string | null> | null = null;
 function probeBubblewrap(): Promise<string | null> {
   probed ??= (async () => {
     if (!(await commandStartable('bwrap', '/', process.env.PATH))) return null;
-    return new Promise<string | null>((resolve) => execFile('bwrap', PROBE, { timeout: 10_000 }, (err) => resolve(err ? null : 'bwrap')));
+    return new Promise<string | null>((resolve) =>
+      execFile('bwrap', PROBE, { timeout: 10_000 }, (err) => resolve(err ? null : 'bwrap')),
+    );
   })();
   return probed;
 }
@@ -27,7 +35,10 @@ function probeBubblewrap(): Promise<string | null> {
 export async function agentSandbox(mode: AgentSandboxMode): Promise<string | null> {
   if (mode === 'none') return null;
   const binary = await probeBubblewrap();
-  if (!binary && mode === 'bwrap') throw new Error('TWS_AGENT_SANDBOX=bwrap, but bubblewrap does not run a sandbox on this host (install the Debian package bubblewrap; user namespaces or root are needed)');
+  if (!binary && mode === 'bwrap')
+    throw new Error(
+      'TWS_AGENT_SANDBOX=bwrap, but bubblewrap does not run a sandbox on this host (install the Debian package bubblewrap; user namespaces or root are needed)',
+    );
   return binary;
 }
 
@@ -38,7 +49,9 @@ export async function agentIsolation(mode: AgentSandboxMode): Promise<AgentIsola
 /** slirp4netns (Debian's package), the user-mode network of `egress`, found once per process by running it. */
 let slirpProbed: Promise<string | null> | null = null;
 function probeSlirp(): Promise<string | null> {
-  slirpProbed ??= new Promise((resolve) => execFile('slirp4netns', ['--version'], { timeout: 10_000 }, (err) => resolve(err ? null : 'slirp4netns')));
+  slirpProbed ??= new Promise((resolve) =>
+    execFile('slirp4netns', ['--version'], { timeout: 10_000 }, (err) => resolve(err ? null : 'slirp4netns')),
+  );
   return slirpProbed;
 }
 
@@ -48,12 +61,18 @@ function probeSlirp(): Promise<string | null> {
  * the service refuses to start; with `auto` agents share the host's network, and /readyz and the
  * start-up warning say `agentNetwork: "host"`.
  */
-export async function agentNetwork(mode: AgentSandboxMode, policy: AgentNetworkPolicy): Promise<{ policy: AgentNetworkPolicy; egressBinary: string | null }> {
+export async function agentNetwork(
+  mode: AgentSandboxMode,
+  policy: AgentNetworkPolicy,
+): Promise<{ policy: AgentNetworkPolicy; egressBinary: string | null }> {
   if (!(await agentSandbox(mode))) return { policy: 'host', egressBinary: null };
   if (policy !== 'egress') return { policy, egressBinary: null };
   const binary = await probeSlirp();
   if (binary) return { policy, egressBinary: binary };
-  if (mode === 'bwrap') throw new Error('TWS_AGENT_SANDBOX=bwrap with TWS_AGENT_NETWORK=egress, but slirp4netns does not run on this host (install the Debian package slirp4netns), so agents would reach the service\'s ports: set TWS_AGENT_NETWORK=none or host to choose otherwise');
+  if (mode === 'bwrap')
+    throw new Error(
+      "TWS_AGENT_SANDBOX=bwrap with TWS_AGENT_NETWORK=egress, but slirp4netns does not run on this host (install the Debian package slirp4netns), so agents would reach the service's ports: set TWS_AGENT_NETWORK=none or host to choose otherwise",
+    );
   return { policy: 'host', egressBinary: null };
 }
 
@@ -79,7 +98,11 @@ async function exactFolder(p: string): Promise<boolean> {
  * source checkout itself (`local`), `hooks/` and `info/` are made when missing, so that they can
  * be bound read-only: an empty folder, as `git init` makes them.
  */
-export async function gitStoreLayout(slots: AgentGitSlot[], workspace: string, dataDir: string): Promise<{ binds: GitBind[]; storeKeyDirs: string[] }> {
+export async function gitStoreLayout(
+  slots: AgentGitSlot[],
+  workspace: string,
+  dataDir: string,
+): Promise<{ binds: GitBind[]; storeKeyDirs: string[] }> {
   const binds: GitBind[] = [];
   const storeKeyDirs: string[] = [];
   const byCommonDir = new Map<string, AgentGitSlot[]>();
@@ -87,7 +110,8 @@ export async function gitStoreLayout(slots: AgentGitSlot[], workspace: string, d
   for (const [commonDir, ofRepository] of byCommonDir) {
     if (!(await isRealDirectory(commonDir))) continue; // gone meanwhile: left out, as before
     const insideWorkspace = isWithinFolder(commonDir, workspace);
-    if (insideWorkspace) for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
+    if (insideWorkspace)
+      for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
     const entries = await readdir(commonDir);
     const ownAdminDirs: string[] = [];
     let objectStore: string | null = null;
@@ -97,7 +121,8 @@ export async function gitStoreLayout(slots: AgentGitSlot[], workspace: string, d
         for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
           const adminDir = path.join(commonDir, 'worktrees', id);
           const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-          if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir))) ownAdminDirs.push(adminDir);
+          if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir)))
+            ownAdminDirs.push(adminDir);
         }
       }
       // One store per repository of the workspace (a task holds a repository once).
@@ -108,7 +133,11 @@ export async function gitStoreLayout(slots: AgentGitSlot[], workspace: string, d
       }
       for (const folder of new Set(ofRepository.map((slot) => slot.refFolder).filter((f): f is string => f !== null))) {
         // A folder reached through a link is not bound: the branch is then read-only (fail closed).
-        if ((await exactFolder(path.join(commonDir, folder))) && (await exactFolder(path.join(commonDir, 'logs', folder)))) ownRefFolders.push(folder);
+        if (
+          (await exactFolder(path.join(commonDir, folder))) &&
+          (await exactFolder(path.join(commonDir, 'logs', folder)))
+        )
+          ownRefFolders.push(folder);
       }
     }
     binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }));

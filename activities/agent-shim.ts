@@ -108,7 +108,8 @@ child.on('exit', (exitCode, signal) => {
 `;
 
 /** The shim's `sandboxed` argument: no sandbox, bubblewrap, or bubblewrap whose network the shim starts with this binary. */
-export const shimSandboxArgument = (network: { egressBinary: string | null } | null): string => (!network ? '0' : network.egressBinary ? `egress:${network.egressBinary}` : '1');
+export const shimSandboxArgument = (network: { egressBinary: string | null } | null): string =>
+  !network ? '0' : network.egressBinary ? `egress:${network.egressBinary}` : '1';
 
 /** Node flags of the shim: it holds one child and a few bytes, so a small heap will do. */
 export const SHIM_NODE_FLAGS = ['--max-old-space-size=16', '--max-semi-space-size=1'];
@@ -126,7 +127,11 @@ export const exitStatusPath = (logPath: string): string => logPath.replace(/\.lo
 export async function readExitStatus(logPath: string): Promise<ExitStatus | null> {
   try {
     const parsed = JSON.parse(await readFile(exitStatusPath(logPath), 'utf8')) as Partial<ExitStatus>;
-    return { exitCode: typeof parsed.exitCode === 'number' ? parsed.exitCode : null, signal: typeof parsed.signal === 'string' ? parsed.signal : null, endedAt: String(parsed.endedAt) };
+    return {
+      exitCode: typeof parsed.exitCode === 'number' ? parsed.exitCode : null,
+      signal: typeof parsed.signal === 'string' ? parsed.signal : null,
+      endedAt: String(parsed.endedAt),
+    };
   } catch {
     return null;
   }
@@ -144,6 +149,7 @@ export async function commandStartable(command: string, cwd: string, pathVar: st
       () => false,
     );
   if (command.includes('/')) return executable(path.resolve(cwd, command));
-  for (const dir of (pathVar ?? '').split(':').filter(Boolean)) if (await executable(path.join(dir, command))) return true;
+  for (const dir of (pathVar ?? '').split(':').filter(Boolean))
+    if (await executable(path.join(dir, command))) return true;
   return false;
 }

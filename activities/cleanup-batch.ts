@@ -9,7 +9,13 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { claimForBatch, releaseFromBatch } from '../db/cleanup-jobs';
-import { CLEANUP_ERROR_CLASSES, type CleanupErrorClass, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import {
+  CLEANUP_ERROR_CLASSES,
+  type CleanupErrorClass,
+  type CleanupReport,
+  type CleanupSnapshot,
+  type CleanupTrigger,
+} from '../domain/cleanup';
 import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities, progressOfRow } from './cleanup-records';
 import type { ActivityDeps } from './deps';
@@ -36,7 +42,9 @@ export type BatchMemberOutcome =
 const BATCH_TASKS_AT_ONCE = 16;
 
 const classOf = (err: unknown): CleanupErrorClass =>
-  err instanceof ApplicationFailure && CLEANUP_ERROR_CLASSES.includes(err.type as CleanupErrorClass) ? (err.type as CleanupErrorClass) : 'internal';
+  err instanceof ApplicationFailure && CLEANUP_ERROR_CLASSES.includes(err.type as CleanupErrorClass)
+    ? (err.type as CleanupErrorClass)
+    : 'internal';
 
 export function cleanupBatchActivities(deps: ActivityDeps) {
   const { pool, logger } = deps;
@@ -51,16 +59,42 @@ export function cleanupBatchActivities(deps: ActivityDeps) {
           const snapshot = job.snapshot as CleanupSnapshot;
           let report: CleanupReport = { ...progressOfRow(job).report, borrowed: snapshot.borrowed };
           try {
-            report = await onHost.cleanupOnHost({ hostId: input.hostId, trigger: input.trigger, discardChanges: input.discardChanges, snapshot, report });
+            report = await onHost.cleanupOnHost({
+              hostId: input.hostId,
+              trigger: input.trigger,
+              discardChanges: input.discardChanges,
+              snapshot,
+              report,
+            });
           } catch (err) {
             const lastError = classOf(err);
-            if (lastError === 'internal') logger.warn({ err, operationId: job.operation_id }, 'a batched cleanup attempt failed; its own run retries it');
+            if (lastError === 'internal')
+              logger.warn(
+                { err, operationId: job.operation_id },
+                'a batched cleanup attempt failed; its own run retries it',
+              );
             await releaseFromBatch(pool, [job.operation_id], input.batchWorkflowId, { lastError, report });
-            outcomes.set(job.operation_id, { operationId: job.operation_id, state: 'released', attempts: job.attempts, lastError });
+            outcomes.set(job.operation_id, {
+              operationId: job.operation_id,
+              state: 'released',
+              attempts: job.attempts,
+              lastError,
+            });
             return;
           }
-          await records.finishCleanup({ operationId: job.operation_id, state: 'succeeded', snapshot, report, attempts: job.attempts });
-          outcomes.set(job.operation_id, { operationId: job.operation_id, state: 'succeeded', attempts: job.attempts, report });
+          await records.finishCleanup({
+            operationId: job.operation_id,
+            state: 'succeeded',
+            snapshot,
+            report,
+            attempts: job.attempts,
+          });
+          outcomes.set(job.operation_id, {
+            operationId: job.operation_id,
+            state: 'succeeded',
+            attempts: job.attempts,
+            report,
+          });
         });
         return input.operationIds.map((id) => outcomes.get(id) ?? { operationId: id, state: 'not_claimed' });
       });

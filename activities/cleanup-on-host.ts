@@ -4,7 +4,15 @@
  * every worktree, the branch decisions and the task folder. Idempotent: a retried attempt finds
  * what is already gone and counts it done [R6.4, R6.6].
  */
-import { dirtyWorkHandling, isDoneOutcome, removesTask, reportedOutcome, type CleanupReport, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import {
+  dirtyWorkHandling,
+  isDoneOutcome,
+  removesTask,
+  reportedOutcome,
+  type CleanupReport,
+  type CleanupSnapshot,
+  type CleanupTrigger,
+} from '../domain/cleanup';
 import { cleanupHostActivities } from './cleanup-host';
 import type { ActivityDeps } from './deps';
 import { taskFolderOf, sshCleanupActivities } from './ssh-cleanup';
@@ -27,10 +35,17 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       // 1. The task's agents first.
       // (Agents on SSH targets this host talks to are stopped over SSH: pid + start time on the target.)
       report.processesStopped += await steps.stopProcesses(snapshot.processes.filter((p) => p.hostId === hostId));
-      report.processesStopped += await steps.stopUnrecordedStarts((snapshot.spawnIntents ?? []).filter((i) => i.hostId === hostId));
+      report.processesStopped += await steps.stopUnrecordedStarts(
+        (snapshot.spawnIntents ?? []).filter((i) => i.hostId === hostId),
+      );
       for (const b of snapshot.borrowed) {
         if (b.action === 'handed_over' && b.toTaskId && b.taskFolder && b.hostId === hostId) {
-          await steps.rewriteMarker({ taskFolder: b.taskFolder, fromTaskId: snapshot.taskId, toTaskId: b.toTaskId, environmentId: b.environmentId });
+          await steps.rewriteMarker({
+            taskFolder: b.taskFolder,
+            fromTaskId: snapshot.taskId,
+            toTaskId: b.toTaskId,
+            environmentId: b.environmentId,
+          });
         }
       }
       if (snapshot.hostId !== hostId) return report;
@@ -42,7 +57,9 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       // 3. Each worktree: dirty work is kept (archive, reset) or saved first (consented delete).
       const dirty = dirtyWorkHandling(input.trigger, input.discardChanges);
       // Rows with a path first: an inventory-only row of the same repository is then covered by them.
-      for (const worktree of [...snapshot.worktrees].sort((a, b) => Number(!a.worktreePath) - Number(!b.worktreePath))) {
+      for (const worktree of [...snapshot.worktrees].sort(
+        (a, b) => Number(!a.worktreePath) - Number(!b.worktreePath),
+      )) {
         if (isDoneOutcome(reportedOutcome(report, worktree))) continue;
         // An inventory-only row (no path) has nothing to remove: a repository reported already covers it.
         if (!worktree.worktreePath && report.worktrees.some((w) => w.repositoryId === worktree.repositoryId)) continue;
@@ -50,9 +67,21 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         // (the environment's folder may be on a target after a transition).
         const result = worktree.sshTargetId
           ? await remote.removeRemoteAudited({ worktree, ownerTaskId: snapshot.taskId, dirty })
-          : await steps.removeWorktreeAudited({ worktree, ownerTaskId: snapshot.taskId, taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder, dirty });
-        report.worktrees = report.worktrees.filter((w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath));
-        report.worktrees.push({ repositoryId: worktree.repositoryId, worktreePath: worktree.worktreePath, outcome: result.outcome, ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}) });
+          : await steps.removeWorktreeAudited({
+              worktree,
+              ownerTaskId: snapshot.taskId,
+              taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder,
+              dirty,
+            });
+        report.worktrees = report.worktrees.filter(
+          (w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath),
+        );
+        report.worktrees.push({
+          repositoryId: worktree.repositoryId,
+          worktreePath: worktree.worktreePath,
+          outcome: result.outcome,
+          ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}),
+        });
       }
 
       // 4. Branches: archive and reset keep them; delete removes the task's own branch only when merged.
@@ -64,7 +93,13 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
 
       // 5. The task folders (the host's, a target's) and their markers, when nothing else is left in them.
       for (const folder of taskFolders(snapshot)) {
-        if (folder.sshTargetId) await remote.removeRemoteFolder({ sshTargetId: folder.sshTargetId, taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId, environmentId: snapshot.environmentId ?? '' });
+        if (folder.sshTargetId)
+          await remote.removeRemoteFolder({
+            sshTargetId: folder.sshTargetId,
+            taskFolder: folder.taskFolder,
+            ownerTaskId: snapshot.taskId,
+            environmentId: snapshot.environmentId ?? '',
+          });
         else await steps.removeTaskFolder({ taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId });
       }
       // 6. A deleted task's agent logs go with it.
@@ -85,8 +120,10 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
  */
 function taskFolders(snapshot: CleanupSnapshot): { taskFolder: string; sshTargetId: string | null }[] {
   const folders = new Map<string, { taskFolder: string; sshTargetId: string | null }>();
-  const add = (taskFolder: string, sshTargetId: string | null) => folders.set(`${sshTargetId ?? ''}\0${taskFolder}`, { taskFolder, sshTargetId });
-  for (const w of snapshot.worktrees) if (w.worktreePath && (w.worktreeId || w.sshTargetId)) add(taskFolderOf(w.worktreePath), w.sshTargetId ?? null);
+  const add = (taskFolder: string, sshTargetId: string | null) =>
+    folders.set(`${sshTargetId ?? ''}\0${taskFolder}`, { taskFolder, sshTargetId });
+  for (const w of snapshot.worktrees)
+    if (w.worktreePath && (w.worktreeId || w.sshTargetId)) add(taskFolderOf(w.worktreePath), w.sshTargetId ?? null);
   if (snapshot.taskFolder && ![...folders.values()].some((f) => f.taskFolder === snapshot.taskFolder)) {
     // The environment's folder, on its own place: a target's when its active rows are remote.
     const remoteRow = snapshot.worktrees.find((w) => w.status === 'active' && w.sshTargetId);

@@ -6,7 +6,13 @@
  */
 import { inTransaction, type Db } from '../db/pool';
 import { labelKey } from '../db/metric-counters';
-import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL, skipReasonOf, type CoresidencyObservation, type CoresidencySite } from '../domain/coresidency';
+import {
+  CORESIDENCY_ADMITTED_TOTAL,
+  CORESIDENCY_SKIPPED_TOTAL,
+  skipReasonOf,
+  type CoresidencyObservation,
+  type CoresidencySite,
+} from '../domain/coresidency';
 import type { ActivityDeps } from './deps';
 
 export interface CoresidencyInput {
@@ -41,13 +47,19 @@ export function coresidencySteps({ pool, config, logger }: ActivityDeps) {
    * start that is refused records nothing). A savepoint keeps a failed write from failing the
    * start; it is logged instead. True when something was written.
    */
-  async function recordCoresidency(db: Db, input: CoresidencyInput, observation: CoresidencyObservation): Promise<boolean> {
+  async function recordCoresidency(
+    db: Db,
+    input: CoresidencyInput,
+    observation: CoresidencyObservation,
+  ): Promise<boolean> {
     if (observation.outcome === 'alone') return false;
     await db.query('SAVEPOINT coresidency');
     try {
       // The row and its counter in one statement (db/metric-counters.ts `incrementCounter`'s upsert).
       const counter: { name: string; labels: Record<string, string> } =
-        observation.outcome === 'coresident' ? { name: CORESIDENCY_ADMITTED_TOTAL, labels: { site: input.site } } : { name: CORESIDENCY_SKIPPED_TOTAL, labels: { reason: observation.reason } };
+        observation.outcome === 'coresident'
+          ? { name: CORESIDENCY_ADMITTED_TOTAL, labels: { site: input.site } }
+          : { name: CORESIDENCY_SKIPPED_TOTAL, labels: { reason: observation.reason } };
       // observed_at is the moment of the record (the start's transaction began earlier): it is
       // before the agent's spawn, which follows in this transaction [R5.1].
       await db.query(
@@ -77,9 +89,26 @@ export function coresidencySteps({ pool, config, logger }: ActivityDeps) {
   /** The structured warning of a recorded observation (after its start committed). */
   function reportCoresidency(input: CoresidencyInput, observation: CoresidencyObservation): void {
     if (observation.outcome === 'coresident') {
-      logger.warn({ event: 'session_coresidency', site: input.site, sessionId: input.sessionId, taskId: input.taskId, siblingSessionIds: observation.siblingSessionIds }, 'agent session starts beside other working sessions of the task');
+      logger.warn(
+        {
+          event: 'session_coresidency',
+          site: input.site,
+          sessionId: input.sessionId,
+          taskId: input.taskId,
+          siblingSessionIds: observation.siblingSessionIds,
+        },
+        'agent session starts beside other working sessions of the task',
+      );
     } else if (observation.outcome === 'skipped') {
-      logger.warn({ event: 'session_coresidency_skipped', site: input.site, sessionId: input.sessionId, reason: observation.reason }, 'co-residency observation skipped');
+      logger.warn(
+        {
+          event: 'session_coresidency_skipped',
+          site: input.site,
+          sessionId: input.sessionId,
+          reason: observation.reason,
+        },
+        'co-residency observation skipped',
+      );
     }
   }
 
@@ -97,10 +126,12 @@ export function coresidencyActivities(deps: ActivityDeps) {
     async observeCoresidency(input: CoresidencyInput): Promise<CoresidencyObservation> {
       const observation = await readCoresidency(input);
       // An observation never changes a launch's outcome: a failed write is logged and not reported.
-      const recorded = await inTransaction(deps.pool, (client) => recordCoresidency(client, input, observation)).catch((err: unknown) => {
-        deps.logger.warn({ err, sessionId: input.sessionId }, 'co-residency observation not recorded');
-        return false;
-      });
+      const recorded = await inTransaction(deps.pool, (client) => recordCoresidency(client, input, observation)).catch(
+        (err: unknown) => {
+          deps.logger.warn({ err, sessionId: input.sessionId }, 'co-residency observation not recorded');
+          return false;
+        },
+      );
       if (recorded) reportCoresidency(input, observation);
       return observation;
     },

@@ -26,7 +26,10 @@ export const HOST_FAULT_ATTEMPTS = 4;
  * tries it fails for good, so a broken step ends its workflow (and its request) instead of
  * hanging it for ever. Typed outcomes pass as they are.
  */
-export function outlastingOutages<T extends Record<string, (...args: any[]) => Promise<unknown>>>(steps: T, faultAttempts: number): T {
+export function outlastingOutages<T extends Record<string, (...args: any[]) => Promise<unknown>>>(
+  steps: T,
+  faultAttempts: number,
+): T {
   const wrapped: Record<string, (...args: unknown[]) => Promise<unknown>> = {};
   for (const [name, step] of Object.entries(steps)) {
     wrapped[name] = async (...args: unknown[]) => {
@@ -35,7 +38,12 @@ export function outlastingOutages<T extends Record<string, (...args: any[]) => P
       } catch (err) {
         if (err instanceof ApplicationFailure || outageOf(err) === 'database') throw err;
         if (Context.current().info.attempt < faultAttempts) throw err;
-        throw ApplicationFailure.create({ type: 'step_failed', message: err instanceof Error ? err.message : String(err), nonRetryable: true, cause: err instanceof Error ? err : undefined });
+        throw ApplicationFailure.create({
+          type: 'step_failed',
+          message: err instanceof Error ? err.message : String(err),
+          nonRetryable: true,
+          cause: err instanceof Error ? err : undefined,
+        });
       }
     };
   }

@@ -12,7 +12,11 @@ import type { Config } from '../domain/config';
  * run was lost, or a follow-up reserved in its trigger's transaction. False when a run of its id
  * was started already (by another caller meanwhile).
  */
-export async function startPreparedJob(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, job: ContinuedJob): Promise<boolean> {
+export async function startPreparedJob(
+  client: Client,
+  config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>,
+  job: ContinuedJob,
+): Promise<boolean> {
   try {
     await client.workflow.start('cleanupTask', continuationStart(job, config.taskQueue, config.cleanupPolicy));
     return true;
@@ -27,6 +31,11 @@ export async function startPreparedJob(client: Client, config: Pick<Config, 'tas
  * fails is reported to `lost` and left: the job row is committed, and the consistency check
  * starts a `pending` job that has no run.
  */
-export async function startFollowUps(client: Client, config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>, jobs: ContinuedJob[], lost: (job: ContinuedJob, err: unknown) => void): Promise<void> {
+export async function startFollowUps(
+  client: Client,
+  config: Pick<Config, 'taskQueue' | 'cleanupPolicy'>,
+  jobs: ContinuedJob[],
+  lost: (job: ContinuedJob, err: unknown) => void,
+): Promise<void> {
   for (const job of jobs) await startPreparedJob(client, config, job).catch((err: unknown) => lost(job, err));
 }

@@ -20,10 +20,13 @@ export function gitStatusHostActivities({ config, pool, logger }: ActivityDeps) 
           const ssh = await loadSshTarget(pool, target.sshTargetId);
           for (const slot of target.slots) {
             const observedAt = new Date().toISOString();
-            const status = await readRemoteGitStatus(ssh, { repoPath: slot.path, baseBranch: slot.baseBranch }).catch((err: unknown) => {
-              throw typedSsh(err);
-            });
-            if (status) observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, ...status });
+            const status = await readRemoteGitStatus(ssh, { repoPath: slot.path, baseBranch: slot.baseBranch }).catch(
+              (err: unknown) => {
+                throw typedSsh(err);
+              },
+            );
+            if (status)
+              observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, ...status });
           }
           return observations;
         }
@@ -31,14 +34,25 @@ export function gitStatusHostActivities({ config, pool, logger }: ActivityDeps) 
           const observedAt = new Date().toISOString();
           if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
           // A running agent's new commits are in its task's store until brought home (issue 32).
-          await bringObjectsHome(config.dataDir, slot.path, config.gitBinary).catch((err: unknown) => logger.warn({ err, repositoryId: slot.repositoryId }, 'an agent\'s objects could not be brought home now'));
+          await bringObjectsHome(config.dataDir, slot.path, config.gitBinary).catch((err: unknown) =>
+            logger.warn({ err, repositoryId: slot.repositoryId }, "an agent's objects could not be brought home now"),
+          );
           const [branch, head, files, counts] = await Promise.all([
             currentBranch(slot.path, gitOptions),
             resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),
             fileStatus(slot.path, gitOptions),
             aheadBehind(slot.path, slot.baseBranch, gitOptions),
           ]);
-          observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, branch, head, ahead: counts?.ahead ?? 0, behind: counts?.behind ?? 0, files });
+          observations.push({
+            repositoryId: slot.repositoryId,
+            workspacePath: slot.path,
+            observedAt,
+            branch,
+            head,
+            ahead: counts?.ahead ?? 0,
+            behind: counts?.behind ?? 0,
+            files,
+          });
         }
         return observations;
       });

@@ -20,26 +20,40 @@ import { workspaceValidateActivities } from './workspace-validate';
 
 /** Activities of the shared queue: database steps, run as local activities by the workflows. */
 export function createRecordActivities(deps: ActivityDeps) {
-  return outlastingOutages({ ...launchRecordActivities(deps), ...coresidencyActivities(deps), ...gitStatusRecordActivities(deps), ...cleanupRecordActivities(deps), ...orphanSweepRecordActivities(deps), ...hostRecordActivities(deps), repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords }, RECORD_FAULT_ATTEMPTS);
+  return outlastingOutages(
+    {
+      ...launchRecordActivities(deps),
+      ...coresidencyActivities(deps),
+      ...gitStatusRecordActivities(deps),
+      ...cleanupRecordActivities(deps),
+      ...orphanSweepRecordActivities(deps),
+      ...hostRecordActivities(deps),
+      repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords,
+    },
+    RECORD_FAULT_ATTEMPTS,
+  );
 }
 
 /** Activities of this host's queue: everything that touches the host's files and processes. */
 export function createHostActivities(deps: ActivityDeps) {
-  return outlastingOutages({
-    ...workspaceMaterializeActivities(deps),
-    ...workspaceValidateActivities(deps),
-    ...agentProcessActivities(deps),
-    ...launchAgentActivities(deps),
-    ...gitStatusHostActivities(deps),
-    ...cleanupHostActivities(deps),
-    ...cleanupOnHostActivities(deps),
-    ...cleanupBatchActivities(deps),
-    ...orphanSweepHostActivities(deps),
-    ...repositoryCheckActivities(deps),
-    ...agentLogReadActivities(deps),
-    ...sshTargetCheckActivities(deps),
-    reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
-  }, HOST_FAULT_ATTEMPTS);
+  return outlastingOutages(
+    {
+      ...workspaceMaterializeActivities(deps),
+      ...workspaceValidateActivities(deps),
+      ...agentProcessActivities(deps),
+      ...launchAgentActivities(deps),
+      ...gitStatusHostActivities(deps),
+      ...cleanupHostActivities(deps),
+      ...cleanupOnHostActivities(deps),
+      ...cleanupBatchActivities(deps),
+      ...orphanSweepHostActivities(deps),
+      ...repositoryCheckActivities(deps),
+      ...agentLogReadActivities(deps),
+      ...sshTargetCheckActivities(deps),
+      reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
+    },
+    HOST_FAULT_ATTEMPTS,
+  );
 }
 
 export type RecordActivities = ReturnType<typeof createRecordActivities>;

@@ -50,27 +50,37 @@ export function launchAgentActivities(deps: ActivityDeps) {
     // [R5.1]: a start that is refused (the command cannot start) leaves no observation, as it
     // leaves no session. The read (it never fails) goes on while the start prepares (its
     // recorded-execution check, its spawn intent, its barrier) and is awaited before the spawn.
-    const coresidency = { sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, site: input.site };
+    const coresidency = {
+      sessionId: plan.sessionId,
+      taskId: plan.taskId,
+      environmentId: plan.environmentId,
+      site: input.site,
+    };
     const observed = readCoresidency(coresidency);
     let observation: CoresidencyObservation | null = null;
     let recorded = false;
     let markedWithStart = false;
-    const agent = await startAgent(agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null), async (client) => {
-      observation = await observed;
-      recorded = await recordCoresidency(client, coresidency, observation);
-    }, input.markRunningFrom
-      ? async (client) => {
-          // The session is running in the transaction that records its agent: one commit, and a
-          // reader never sees the execution without the session's move.
-          await markSessionStarted(client, plan.sessionId, input.markRunningFrom!, input.resumeRun ?? null);
-          markedWithStart = true;
-        }
-      : undefined);
+    const agent = await startAgent(
+      agentStartOf(plan, input.command, input.executionId, input.env ?? {}, input.prompt ?? null),
+      async (client) => {
+        observation = await observed;
+        recorded = await recordCoresidency(client, coresidency, observation);
+      },
+      input.markRunningFrom
+        ? async (client) => {
+            // The session is running in the transaction that records its agent: one commit, and a
+            // reader never sees the execution without the session's move.
+            await markSessionStarted(client, plan.sessionId, input.markRunningFrom!, input.resumeRun ?? null);
+            markedWithStart = true;
+          }
+        : undefined,
+    );
     if (recorded && observation) reportCoresidency(coresidency, observation);
     // Ended either way before this step ends (a start that found its agent recorded never used it).
     await observed;
     // A re-run that found its agent recorded already (no start transaction this time) marks it here.
-    if (input.markRunningFrom && !markedWithStart) await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
+    if (input.markRunningFrom && !markedWithStart)
+      await markSessionStarted(deps.pool, plan.sessionId, input.markRunningFrom, input.resumeRun ?? null);
     return agent;
   }
 
@@ -83,7 +93,13 @@ export function launchAgentActivities(deps: ActivityDeps) {
      * while at its recorded commit). For a cancelled first launch whose own step had succeeded,
      * what that step made is read from what it published. The workflow then only records.
      */
-    async undoLaunch(input: { plan: LaunchPlan; executionId: string; agentRequested: boolean; made: MaterializedSlot[]; fromPublished: boolean }): Promise<void> {
+    async undoLaunch(input: {
+      plan: LaunchPlan;
+      executionId: string;
+      agentRequested: boolean;
+      made: MaterializedSlot[];
+      fromPublished: boolean;
+    }): Promise<void> {
       if (input.agentRequested) await stopAgent(input.executionId);
       const made = input.made.length === 0 && input.fromPublished ? await publishedBy(input.plan) : input.made;
       if (input.plan.role === 'materialized' || made.length > 0) await discardMaterialization(input.plan, made);
@@ -115,7 +131,10 @@ export function launchAgentActivities(deps: ActivityDeps) {
         await stopAgent(input.executionId);
         await discardMaterialization(plan, made);
         if (err instanceof ApplicationFailure && err.nonRetryable) throw err;
-        deps.logger.warn({ err, sessionId: plan.sessionId }, 'first launch failed after materializing; removed what it made');
+        deps.logger.warn(
+          { err, sessionId: plan.sessionId },
+          'first launch failed after materializing; removed what it made',
+        );
         throw typedFailure('internal');
       }
     },

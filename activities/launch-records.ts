@@ -3,11 +3,30 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
-import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction, type AdmissionOutcome } from '../db/admission';
+import {
+  admitLaunch as admitInTransaction,
+  admitResume as admitResumeInTransaction,
+  type AdmissionOutcome,
+} from '../db/admission';
 import { cleanupBarrierStands } from '../db/barrier';
-import { canonicalEnvironmentOf, inventoryPublishedBy, markCreatingEnvironmentFailed, publishReady, unpublishFailedMaterialization, upsertInventoryRow, type IncomingInventoryRow } from '../db/environments';
+import {
+  canonicalEnvironmentOf,
+  inventoryPublishedBy,
+  markCreatingEnvironmentFailed,
+  publishReady,
+  unpublishFailedMaterialization,
+  upsertInventoryRow,
+  type IncomingInventoryRow,
+} from '../db/environments';
 import { inTransaction } from '../db/pool';
-import { deleteFailedSession, findSession, markSessionStarted, moveSessionState, sessionState, type SessionState } from '../db/sessions';
+import {
+  deleteFailedSession,
+  findSession,
+  markSessionStarted,
+  moveSessionState,
+  sessionState,
+  type SessionState,
+} from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { Db } from '../db/pool';
@@ -34,7 +53,9 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
 
 /** Whether the run that last admitted a session (its launch or a resume) still runs, asked through the activity's client; null when Temporal cannot say. */
 async function sessionRunRunning(db: Db, sessionId: string): Promise<boolean | null> {
-  const run = (await db.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run ?? null;
+  const run =
+    (await db.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId]))
+      .rows[0]?.admitted_run ?? null;
   const liveness = await workflowLiveness(sessionRunWorkflowId(sessionId, run));
   return liveness === 'unknown' ? null : liveness === 'running';
 }
@@ -59,7 +80,10 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     const running = await sessionRunRunning(pool, materializer);
     if (running === null) return false;
     if (!running && (await moveSessionState(pool, materializer, ['starting'], 'failed'))) {
-      logger.warn({ sessionId: materializer, environmentId: env!.id }, 'materializer launch is no longer running; its session is failed');
+      logger.warn(
+        { sessionId: materializer, environmentId: env!.id },
+        'materializer launch is no longer running; its session is failed',
+      );
       return true;
     }
     return false;
@@ -72,7 +96,10 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
    * refusal `workspace_preparing` is answered only after the materializer was asked about and,
    * if it was abandoned, admission ran again on the settled records.
    */
-  async function admitSettled(taskId: () => Promise<string | null>, admit: () => Promise<AdmissionOutcome>): Promise<AdmissionOutcome> {
+  async function admitSettled(
+    taskId: () => Promise<string | null>,
+    admit: () => Promise<AdmissionOutcome>,
+  ): Promise<AdmissionOutcome> {
     const outcome = await admit();
     if (outcome.kind !== 'refused' || outcome.code !== 'workspace_preparing') return outcome;
     const task = await taskId();
@@ -82,7 +109,13 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
   return {
     /** Admission: elect, attach or refuse, in one transaction [R1]. */
     async admitLaunch(req: LaunchRequest): Promise<LaunchPlan> {
-      const outcome = await admitSettled(async () => req.taskId, () => inTransaction(pool, (client) => admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot)));
+      const outcome = await admitSettled(
+        async () => req.taskId,
+        () =>
+          inTransaction(pool, (client) =>
+            admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot),
+          ),
+      );
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
       return outcome.plan;
     },
@@ -115,7 +148,16 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
               SET executor_type = $2, workspace_path = $3, task_folder = $4, status = 'ready', materialized = true,
                   ownership_generation = ownership_generation + 1, materializer_session_id = $7, ssh_target_id = $8, updated_at = now()
             WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
-          [plan.environmentId, plan.executorType, plan.workspacePath, plan.taskFolder, from.fromExecutorType, from.ownershipGeneration, plan.sessionId, plan.sshTargetId ?? null],
+          [
+            plan.environmentId,
+            plan.executorType,
+            plan.workspacePath,
+            plan.taskFolder,
+            from.fromExecutorType,
+            from.ownershipGeneration,
+            plan.sessionId,
+            plan.sshTargetId ?? null,
+          ],
         );
         if (moved.rowCount !== 1) {
           const mine = await client.query(
@@ -124,7 +166,10 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
           );
           return mine.rowCount === 1 ? ('rebound' as const) : ('changed' as const);
         }
-        await client.query(`UPDATE environment_repos SET status = 'retained', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [plan.environmentId]);
+        await client.query(
+          `UPDATE environment_repos SET status = 'retained', updated_at = now() WHERE environment_id = $1 AND status = 'active'`,
+          [plan.environmentId],
+        );
         // Back to a workspace kept from before (worktree → local → worktree): the folder's
         // retained row is its row, active again, so one row names each folder (the new one
         // merges into it) and no cleanup reads the folder twice.
@@ -164,7 +209,10 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
      * that could not be stopped keeps its row). A resume's session existed before: it reads
      * `failed`. Absent in runs recorded before it, `firstLaunch` is then true.
      */
-    async settleRefusedSession(sessionId: string, opts: { firstLaunch: boolean } = { firstLaunch: true }): Promise<void> {
+    async settleRefusedSession(
+      sessionId: string,
+      opts: { firstLaunch: boolean } = { firstLaunch: true },
+    ): Promise<void> {
       if (opts.firstLaunch) await deleteFailedSession(pool, sessionId);
       await moveSessionState(pool, sessionId, ['starting', 'running'], 'failed');
     },
@@ -176,7 +224,11 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
      * (the workflow history keeps the cause); a resume's session, which existed before, reads
      * `failed`. Absent in runs recorded before it, `firstLaunch` is then true.
      */
-    async recordMaterializationFailed(plan: LaunchPlan, reason: string, opts: { firstLaunch: boolean } = { firstLaunch: true }): Promise<void> {
+    async recordMaterializationFailed(
+      plan: LaunchPlan,
+      reason: string,
+      opts: { firstLaunch: boolean } = { firstLaunch: true },
+    ): Promise<void> {
       await inTransaction(pool, async (client) => {
         if (!(await markCreatingEnvironmentFailed(client, plan.environmentId, plan.sessionId, reason))) {
           await unpublishFailedMaterialization(client, plan.environmentId, plan.sessionId, reason);
@@ -187,12 +239,19 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     },
 
     /** A resume's admission: the launch's table for the existing session, in one transaction [R1, R2]. */
-    async admitResume(req: { sessionId: string; runId: string; hostId: string }): Promise<{ plan: LaunchPlan; session: ResumedAgent }> {
+    async admitResume(req: {
+      sessionId: string;
+      runId: string;
+      hostId: string;
+    }): Promise<{ plan: LaunchPlan; session: ResumedAgent }> {
       // The session's argv and variables (admission never changes them) are read beside the admission.
       const sessionRead = findSession(pool, req.sessionId);
       const outcome = await admitSettled(
         async () => (await sessionRead)?.task_id ?? null,
-        () => inTransaction(pool, (client) => admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot)),
+        () =>
+          inTransaction(pool, (client) =>
+            admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot),
+          ),
       ).catch(async (err: unknown) => {
         await sessionRead.catch(() => null);
         throw err;
@@ -200,15 +259,25 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       const session = await sessionRead;
       if (!session) throw typedFailure('not_found');
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
-      const running = await pool.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [req.sessionId]);
+      const running = await pool.query<{ id: string; host_id: string }>(
+        `SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`,
+        [req.sessionId],
+      );
       return {
         plan: outcome.plan,
-        session: { command: session.command ?? [], env: session.agent_env ?? {}, runningExecutions: running.rows.map((r) => ({ executionId: r.id, hostId: r.host_id })) },
+        session: {
+          command: session.command ?? [],
+          env: session.agent_env ?? {},
+          runningExecutions: running.rows.map((r) => ({ executionId: r.id, hostId: r.host_id })),
+        },
       };
     },
 
     async runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
-      const res = await pool.query<{ id: string; host_id: string }>(`SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`, [sessionId]);
+      const res = await pool.query<{ id: string; host_id: string }>(
+        `SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`,
+        [sessionId],
+      );
       return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id }));
     },
 
@@ -216,7 +285,11 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');
     },
 
-    async markSessionRunning(sessionId: string, from: SessionState[] = ['starting'], resumeRun: string | null = null): Promise<void> {
+    async markSessionRunning(
+      sessionId: string,
+      from: SessionState[] = ['starting'],
+      resumeRun: string | null = null,
+    ): Promise<void> {
       await markSessionStarted(pool, sessionId, from, resumeRun);
     },
   };

@@ -53,9 +53,16 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
     if (worktrees === null) return null;
     for (const wt of worktrees) {
       // A store of a sandboxed agent's objects comes home first; one that cannot keeps the folder (issue 32).
-      if (!(await bringObjectsHome(config.dataDir, wt, config.gitBinary).then(() => true, () => false))) return null;
+      if (
+        !(await bringObjectsHome(config.dataDir, wt, config.gitBinary).then(
+          () => true,
+          () => false,
+        ))
+      )
+        return null;
       const found = await worktreeDirtiness(wt, gitOptions);
-      if (found.state === 'unreadable') logger.warn({ err: found.err }, 'orphan sweep could not read a worktree status; the folder is kept');
+      if (found.state === 'unreadable')
+        logger.warn({ err: found.err }, 'orphan sweep could not read a worktree status; the folder is kept');
       if (found.state !== 'clean') return null;
     }
     return worktrees;
@@ -95,7 +102,13 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
             result.kept.push({ name: entry.name, reason: 'doubt' });
             continue;
           }
-          const verdict = sweepVerdict({ name: entry.name, folder, livePaths: input.livePaths, ageMs: now - st.mtimeMs, graceMs: input.graceMs });
+          const verdict = sweepVerdict({
+            name: entry.name,
+            folder,
+            livePaths: input.livePaths,
+            ageMs: now - st.mtimeMs,
+            graceMs: input.graceMs,
+          });
           if (verdict.action === 'keep') {
             result.kept.push({ name: entry.name, reason: verdict.reason });
             continue;

@@ -117,12 +117,16 @@ async function askGroupToStop(pgid: number): Promise<void> {
     }
     // The leader (the agent's shim) ignores SIGTERM: with no other member to signal, the sandbox
     // has not started its agent yet (or it has ended), and the scan decides, as before.
-    if (termEach(tree.filter((pid, i) => !sandboxed[i] && pid !== pgid && procStatSync(pid)?.pgid === pgid)) > 0) return;
+    if (termEach(tree.filter((pid, i) => !sandboxed[i] && pid !== pgid && procStatSync(pid)?.pgid === pgid)) > 0)
+      return;
   }
-  const signalled = await groupMembers(pgid).then(async (members) => {
-    const sandboxed = await Promise.all(members.map(isBubblewrap));
-    return termEach(members.filter((_, i) => !sandboxed[i]));
-  }, () => 0);
+  const signalled = await groupMembers(pgid).then(
+    async (members) => {
+      const sandboxed = await Promise.all(members.map(isBubblewrap));
+      return termEach(members.filter((_, i) => !sandboxed[i]));
+    },
+    () => 0,
+  );
   if (signalled === 0) signalGroup(pgid, 'SIGTERM');
 }
 
@@ -140,7 +144,8 @@ function termEach(pids: number[]): number {
   return signalled;
 }
 
-const isBubblewrap = async (pid: number): Promise<boolean> => path.basename(await readlink(`/proc/${pid}/exe`).catch(() => '')) === 'bwrap';
+const isBubblewrap = async (pid: number): Promise<boolean> =>
+  path.basename(await readlink(`/proc/${pid}/exe`).catch(() => '')) === 'bwrap';
 
 /** A process and its descendants, from /proc/<pid>/task/<tid>/children; null when a list cannot be read. */
 function descendantsOf(root: number): number[] | null {
@@ -151,7 +156,8 @@ function descendantsOf(root: number): number[] | null {
       const pid = queue.shift()!;
       found.push(pid);
       for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' ')) if (child) queue.push(Number(child));
+        for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' '))
+          if (child) queue.push(Number(child));
       }
     }
   } catch {
@@ -208,7 +214,8 @@ export async function stopProcessGroup(pid: number, startTime: string, graceMs: 
   await askGroupToStop(pid);
   const deadline = Date.now() + graceMs;
   // Most agents end within milliseconds of the signal: checked soon, then less often.
-  for (let wait = 5; Date.now() < deadline && (await isSameProcess(pid, startTime)); wait = Math.min(wait * 2, 50)) await new Promise((r) => setTimeout(r, wait));
+  for (let wait = 5; Date.now() < deadline && (await isSameProcess(pid, startTime)); wait = Math.min(wait * 2, 50))
+    await new Promise((r) => setTimeout(r, wait));
   if (await isSameProcess(pid, startTime)) {
     signalGroup(pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 100));

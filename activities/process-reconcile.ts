@@ -22,11 +22,16 @@ export const objectStoresListPath = (logPath: string): string => logPath.replace
  * periodic check while it runs, so the user's own git in the worktree sees its commits soon.
  * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
  */
-async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: string; log_path: string }, gitBinary: string): Promise<void> {
+async function bringAgentObjectsHome(
+  logger: Pick<Logger, 'warn'>,
+  exec: { id: string; log_path: string },
+  gitBinary: string,
+): Promise<void> {
   // None listed (an agent started without the sandbox): nothing to bring. One that cannot be read
   // is said; the stores then come home at the next git status or cleanup, which bring them too.
   const listed = await readFile(objectStoresListPath(exec.log_path), 'utf8').catch((err: unknown) => {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') logger.warn({ err, executionId: exec.id }, 'an agent\'s task stores could not be listed now');
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      logger.warn({ err, executionId: exec.id }, "an agent's task stores could not be listed now");
     return null;
   });
   if (listed === null) return;
@@ -39,18 +44,39 @@ async function bringAgentObjectsHome(logger: Pick<Logger, 'warn'>, exec: { id: s
   if (!Array.isArray(keyDirs)) return;
   for (const keyDir of keyDirs) {
     if (typeof keyDir !== 'string') continue;
-    await bringStoreHome(keyDir, gitBinary).catch((err: unknown) => logger.warn({ err, executionId: exec.id }, 'an agent\'s objects could not be brought home now'));
+    await bringStoreHome(keyDir, gitBinary).catch((err: unknown) =>
+      logger.warn({ err, executionId: exec.id }, "an agent's objects could not be brought home now"),
+    );
   }
 }
 
-async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_path: string }, gitBinary: string): Promise<'exited' | 'vanished' | null> {
+async function collect(
+  pool: pg.Pool,
+  logger: Logger,
+  exec: { id: string; log_path: string },
+  gitBinary: string,
+): Promise<'exited' | 'vanished' | null> {
   // Before the end is recorded: an ended agent's commits are in the repository's own store.
   await bringAgentObjectsHome(logger, exec, gitBinary);
   const outcome = await readExitStatus(exec.log_path);
   const status = outcome ? 'exited' : 'vanished';
-  const ended = await endExecution(pool, exec.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
+  const ended = await endExecution(pool, exec.id, {
+    status,
+    exitCode: outcome?.exitCode ?? null,
+    signal: outcome?.signal ?? null,
+    endedAt: outcome?.endedAt ?? null,
+  });
   if (!ended) return null;
-  logger.info({ sessionId: ended.sessionId, executionId: exec.id, status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null }, 'agent ended');
+  logger.info(
+    {
+      sessionId: ended.sessionId,
+      executionId: exec.id,
+      status,
+      exitCode: outcome?.exitCode ?? null,
+      signal: outcome?.signal ?? null,
+    },
+    'agent ended',
+  );
   return status;
 }
 
@@ -58,7 +84,11 @@ async function collect(pool: pg.Pool, logger: Logger, exec: { id: string; log_pa
  * The shim of this execution ended while this process watched it. Its row may still be inside the
  * start's transaction for a moment: looked for a few times; the periodic check takes any it misses.
  */
-export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Logger }, executionId: string, gitBinary = 'git'): Promise<void> {
+export async function collectExit(
+  { pool, logger }: { pool: pg.Pool; logger: Logger },
+  executionId: string,
+  gitBinary = 'git',
+): Promise<void> {
   try {
     for (let tries = 0; tries < 25; tries++) {
       const exec = await findExecution(pool, executionId);
@@ -73,7 +103,12 @@ export async function collectExit({ pool, logger }: { pool: pg.Pool; logger: Log
   }
 }
 
-export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?: Logger, gitBinary = 'git'): Promise<{ alive: number; exited: number; vanished: number }> {
+export async function reconcileExecutions(
+  pool: pg.Pool,
+  hostId: string,
+  logger?: Logger,
+  gitBinary = 'git',
+): Promise<{ alive: number; exited: number; vanished: number }> {
   const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string }>(
     `SELECT id, pid, process_start_time, log_path FROM executions WHERE host_id = $1 AND status = 'running' AND ssh_target_id IS NULL`,
     [hostId],
@@ -91,5 +126,9 @@ export async function reconcileExecutions(pool: pg.Pool, hostId: string, logger?
   }
   // Agents on SSH targets: asked of each target, one round trip per target.
   const remote = await reconcileRemoteExecutions(pool, hostId, quiet);
-  return { alive: counts.alive + remote.alive, exited: counts.exited + remote.exited, vanished: counts.vanished + remote.vanished };
+  return {
+    alive: counts.alive + remote.alive,
+    exited: counts.exited + remote.exited,
+    vanished: counts.vanished + remote.vanished,
+  };
 }

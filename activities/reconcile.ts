@@ -12,7 +12,13 @@ import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
 import { startPreparedJob } from './follow-up-starts';
-import { isStranded, RECONCILE_MIN_AGE_MS, RECONCILE_REPAIRED_TOTAL, type ReconcileReport, type RepairKind } from '../domain/reconcile';
+import {
+  isStranded,
+  RECONCILE_MIN_AGE_MS,
+  RECONCILE_REPAIRED_TOTAL,
+  type ReconcileReport,
+  type RepairKind,
+} from '../domain/reconcile';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { ActivityDeps } from './deps';
 import { reconcileExecutions } from './process-reconcile';
@@ -32,7 +38,14 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
       const ageSecs = RECONCILE_MIN_AGE_MS / 1000;
 
       // 1. Active cleanup jobs (prepared ones have their snapshot) whose workflow is closed.
-      const jobs = await pool.query<{ operation_id: string; task_id: string; trigger: CleanupTrigger; workflow_id: string; batch_workflow_id: string | null; discard_changes: boolean }>(
+      const jobs = await pool.query<{
+        operation_id: string;
+        task_id: string;
+        trigger: CleanupTrigger;
+        workflow_id: string;
+        batch_workflow_id: string | null;
+        discard_changes: boolean;
+      }>(
         `SELECT operation_id, task_id, trigger, workflow_id, batch_workflow_id, discard_changes FROM cleanup_jobs
           WHERE state IN ('pending', 'running', 'retry_wait', 'needs_operator') AND updated_at < now() - make_interval(secs => $1)
           ORDER BY updated_at LIMIT 100`,
@@ -46,9 +59,18 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         // A follow-up whose start was lost after its trigger committed has no run at all: started here too.
-        const started = await startPreparedJob(Context.current().client, config, { operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, discardChanges: job.discard_changes });
+        const started = await startPreparedJob(Context.current().client, config, {
+          operationId: job.operation_id,
+          taskId: job.task_id,
+          trigger: job.trigger,
+          workflowId: job.workflow_id,
+          discardChanges: job.discard_changes,
+        });
         if (!started) continue; // another check got there first
-        logger.warn({ operationId: job.operation_id, taskId: job.task_id }, 'cleanup job outlived its workflow; continued by a new run');
+        logger.warn(
+          { operationId: job.operation_id, taskId: job.task_id },
+          'cleanup job outlived its workflow; continued by a new run',
+        );
         await count(report, 'cleanup_job_resumed');
       }
 
@@ -62,7 +84,9 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
         if (liveness === 'unknown') report.undecided++;
         if (!isStranded(liveness)) continue;
         const settled = await inTransaction(pool, async (client) => {
-          const running = await client.query(`SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running'`, [s.id]);
+          const running = await client.query(`SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running'`, [
+            s.id,
+          ]);
           return moveSessionState(client, s.id, ['starting'], running.rowCount ? 'running' : 'failed');
         });
         if (settled) await count(report, 'session_settled');
@@ -72,7 +96,11 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
 
     async reconcileHostProcesses(): Promise<ReconcileReport> {
       const report: ReconcileReport = { repaired: {}, undecided: 0 };
-      await count(report, 'execution_vanished', (await reconcileExecutions(pool, config.hostId, undefined, config.gitBinary)).vanished);
+      await count(
+        report,
+        'execution_vanished',
+        (await reconcileExecutions(pool, config.hostId, undefined, config.gitBinary)).vanished,
+      );
       for (const intent of await staleSpawnIntents(pool, config.hostId, RECONCILE_MIN_AGE_MS)) {
         // Recorded meanwhile (an adoption): only the intent is left over.
         if (await findExecution(pool, intent.executionId)) {

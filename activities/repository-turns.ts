@@ -10,7 +10,14 @@ import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
 import { realPathOrResolved } from './workspace-fs';
 import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
-import { branchCommits, branchesMergedInto, gitAt, listWorktrees, type GitOptions, type WorktreeEntry } from '../git/git';
+import {
+  branchCommits,
+  branchesMergedInto,
+  gitAt,
+  listWorktrees,
+  type GitOptions,
+  type WorktreeEntry,
+} from '../git/git';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
 const MAX_STEPS_PER_TURN = 16;
@@ -49,7 +56,6 @@ interface Queued {
   reject: (err: unknown) => void;
 }
 
-
 interface BranchOfStep {
   name: string;
   base: string;
@@ -84,7 +90,8 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       if (!real) realPaths.set(p, (real = realPathOrResolved(p)));
       return real;
     };
-    const byRealPath = async (entries: WorktreeEntry[]) => new Map(await Promise.all(entries.map(async (e) => [await realOf(e.path), e] as const)));
+    const byRealPath = async (entries: WorktreeEntry[]) =>
+      new Map(await Promise.all(entries.map(async (e) => [await realOf(e.path), e] as const)));
     const current = () => (now ??= listWorktrees(git));
     const deleted = new Set<string>();
     const readBranches = async (base: string, names: string[]) => {
@@ -92,7 +99,10 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       // is judged on its newer tip, and its deletion (guarded by the older commit) fails.
       const commits = await branchCommits(git, names);
       // Not readable (no such base): every branch counts unmerged, so none is deleted.
-      const merged = commits.size === 0 ? new Set<string>() : await branchesMergedInto(git, base, [...commits.keys()]).catch(() => new Set<string>());
+      const merged =
+        commits.size === 0
+          ? new Set<string>()
+          : await branchesMergedInto(git, base, [...commits.keys()]).catch(() => new Set<string>());
       return { commits, merged };
     };
     const branchesByBase = new Map<string, ReturnType<typeof readBranches>>();
@@ -104,7 +114,10 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       },
       current,
       async registeredNow(worktreePath) {
-        const [registered, target] = await Promise.all([(nowByRealPath ??= current().then(byRealPath)), realOf(worktreePath)]);
+        const [registered, target] = await Promise.all([
+          (nowByRealPath ??= current().then(byRealPath)),
+          realOf(worktreePath),
+        ]);
         return registered.has(target);
       },
       changed() {
@@ -136,28 +149,34 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
       const steps = entry.steps.splice(0, MAX_STEPS_PER_TURN);
       const settled = new Set<Queued>();
       try {
-        await withRepositoryLock(pool, repositoryId, async () => {
-          const turn = newTurn(entry.sourcePath, steps);
-          const done: { q: Queued; out: StepOutcome<unknown> }[] = [];
-          for (const q of steps) {
-            try {
-              done.push({ q, out: await q.step(turn) });
-            } catch (err) {
+        await withRepositoryLock(
+          pool,
+          repositoryId,
+          async () => {
+            const turn = newTurn(entry.sourcePath, steps);
+            const done: { q: Queued; out: StepOutcome<unknown> }[] = [];
+            for (const q of steps) {
+              try {
+                done.push({ q, out: await q.step(turn) });
+              } catch (err) {
+                settled.add(q);
+                q.reject(err);
+              }
+            }
+            // The checks after the turn read the registrations once, after every step's change.
+            for (const { q, out } of done) {
               settled.add(q);
-              q.reject(err);
+              try {
+                if (out.afterTurn) await out.afterTurn(turn);
+                q.resolve(out.value);
+              } catch (err) {
+                q.reject(err);
+              }
             }
-          }
-          // The checks after the turn read the registrations once, after every step's change.
-          for (const { q, out } of done) {
-            settled.add(q);
-            try {
-              if (out.afterTurn) await out.afterTurn(turn);
-              q.resolve(out.value);
-            } catch (err) {
-              q.reject(err);
-            }
-          }
-        }, undefined, watch);
+          },
+          undefined,
+          watch,
+        );
       } catch (err) {
         // The lock itself failed (the database): every step not answered yet fails with it.
         for (const q of steps) if (!settled.has(q)) q.reject(err);
@@ -167,7 +186,12 @@ function createTurns(pool: pg.Pool, gitOptions: GitOptions, watch?: LockHoldWatc
 
   return {
     /** Runs `step` in the next turn of the repository's lock, with the other steps that wait for it; `branch`: the branch it reads (turn.branch). */
-    inTurn<T>(repositoryId: string, sourcePath: string, step: (turn: Turn) => Promise<StepOutcome<T>>, branch?: BranchOfStep): Promise<T> {
+    inTurn<T>(
+      repositoryId: string,
+      sourcePath: string,
+      step: (turn: Turn) => Promise<StepOutcome<T>>,
+      branch?: BranchOfStep,
+    ): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         let entry = waiting.get(repositoryId);
         const first = !entry;

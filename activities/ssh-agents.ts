@@ -8,11 +8,25 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { cleanupBarrierStands } from '../db/barrier';
-import { endExecution, insertExecution, markStopped, setExecutionStatus, type ExecutionRow, type ExecutionStatus } from '../db/executions';
+import {
+  endExecution,
+  insertExecution,
+  markStopped,
+  setExecutionStatus,
+  type ExecutionRow,
+  type ExecutionStatus,
+} from '../db/executions';
 import { inTransaction, type Db, type Pool } from '../db/pool';
 import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
 import { agentVariableProblem } from '../domain/agent-env';
-import { findRemoteMarked, readRemoteExitStatus, remoteProcesses, startRemoteAgent, stopRemoteAgent, stopRemoteGroup } from '../ssh/remote-agent';
+import {
+  findRemoteMarked,
+  readRemoteExitStatus,
+  remoteProcesses,
+  startRemoteAgent,
+  stopRemoteAgent,
+  stopRemoteGroup,
+} from '../ssh/remote-agent';
 import type { SshTarget } from '../ssh/connection';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
@@ -31,7 +45,8 @@ export function remoteRunFiles(target: SshTarget, input: { taskId: string; sessi
 /** The agent's variables on the target: the profile's and the request's, then the service's identity of it; nothing of the service's own environment. */
 export function remoteAgentEnvironment(input: StartAgentInput): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(input.env ?? {})) if (agentVariableProblem(name) === null) env[name] = value;
+  for (const [name, value] of Object.entries(input.env ?? {}))
+    if (agentVariableProblem(name) === null) env[name] = value;
   env.TWS_SESSION_ID = input.sessionId;
   env.TWS_TASK_ID = input.taskId;
   env.TWS_WORKSPACE = input.cwd;
@@ -45,7 +60,11 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * lock, as for a host agent: a cleanup either prepares after this (and its snapshot holds the
    * process) or before (and nothing starts). A target that does not answer starts nothing.
    */
-  async function startRemote(input: StartAgentInput, recordWithStart?: (client: Db) => Promise<void>, beforeStart?: (client: Db) => Promise<void>): Promise<StartedAgent> {
+  async function startRemote(
+    input: StartAgentInput,
+    recordWithStart?: (client: Db) => Promise<void>,
+    beforeStart?: (client: Db) => Promise<void>,
+  ): Promise<StartedAgent> {
     const target = await loadSshTarget(pool, input.sshTargetId);
     const files = remoteRunFiles(target, input);
     const record = (client: Db, agent: { pid: number; startTime: string }) =>
@@ -63,8 +82,17 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
     // At most one agent per execution id: the intent is committed before the start. Found
     // already, a worker died between an earlier start and its record: the agent it started
     // (found on the target by its mark, TWS_EXECUTION_ID) is adopted, never started twice.
-    if (!(await recordSpawnIntent(pool, { executionId: input.executionId, sessionId: input.sessionId, taskId: input.taskId, hostId: config.hostId }))) {
-      const marked = await findRemoteMarked(target, { name: EXECUTION_MARK, value: input.executionId }).catch((err: unknown) => Promise.reject(typedSsh(err)));
+    if (
+      !(await recordSpawnIntent(pool, {
+        executionId: input.executionId,
+        sessionId: input.sessionId,
+        taskId: input.taskId,
+        hostId: config.hostId,
+      }))
+    ) {
+      const marked = await findRemoteMarked(target, { name: EXECUTION_MARK, value: input.executionId }).catch(
+        (err: unknown) => Promise.reject(typedSsh(err)),
+      );
       if (marked?.leader) {
         const leader = marked.leader;
         const barred = await inTransaction(pool, async (client) => {
@@ -75,12 +103,19 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
           await dropSpawnIntent(client, input.executionId);
           return stands;
         });
-        logger.warn({ sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid }, 'adopted a remote agent whose start was never recorded');
+        logger.warn(
+          { sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid },
+          'adopted a remote agent whose start was never recorded',
+        );
         if (barred) throw typedFailure('task_cleanup_in_progress');
         return { executionId: input.executionId, pid: leader.pid, status: 'running' };
       }
       // Members of a group whose runner ended: leftovers of that start, never this one's agent.
-      if (marked && (await stopRemoteGroup(target, { pgid: marked.pgid, graceMs: config.agentStopGraceMs })) !== 'stopped') throw typedFailure('internal');
+      if (
+        marked &&
+        (await stopRemoteGroup(target, { pgid: marked.pgid, graceMs: config.agentStopGraceMs })) !== 'stopped'
+      )
+        throw typedFailure('internal');
     }
     let spawned = false;
     const started = await inTransaction(pool, async (client) => {
@@ -109,7 +144,10 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
       // Nothing started (refused before the spawn, or the target did not answer): no intent is
       // left. An agent that started but was not recorded keeps the intent: no second one starts.
       // (An intent that cannot be dropped only makes a re-run look for a start first: never a second agent.)
-      if (!spawned) await dropSpawnIntent(pool, input.executionId).catch((dropErr: unknown) => logger.warn({ err: dropErr, executionId: input.executionId }, 'spawn intent left in place'));
+      if (!spawned)
+        await dropSpawnIntent(pool, input.executionId).catch((dropErr: unknown) =>
+          logger.warn({ err: dropErr, executionId: input.executionId }, 'spawn intent left in place'),
+        );
       throw typedSsh(err);
     });
     if (!started) throw typedFailure('task_cleanup_in_progress');
@@ -121,12 +159,18 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * (only while the pid still has its start time), the outcome read from the target. False when it
    * would not stop (the execution reads running again). A target that does not answer throws.
    */
-  async function stopRemote(exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>): Promise<ExecutionStatus> {
+  async function stopRemote(
+    exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>,
+  ): Promise<ExecutionStatus> {
     const target = await loadSshTarget(pool, exec.ssh_target_id);
     await setExecutionStatus(pool, exec.id, 'stopped');
     let outcome: Awaited<ReturnType<typeof stopRemoteAgent>>;
     try {
-      outcome = await stopRemoteAgent(target, { pid: exec.pid, startTime: exec.process_start_time, graceMs: config.agentStopGraceMs });
+      outcome = await stopRemoteAgent(target, {
+        pid: exec.pid,
+        startTime: exec.process_start_time,
+        graceMs: config.agentStopGraceMs,
+      });
     } catch (err) {
       await setExecutionStatus(pool, exec.id, 'running');
       throw typedSsh(err);
@@ -142,7 +186,10 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
       // Its outcome cannot be read now: nothing is concluded from that. Stopped by this stop, it
       // is `stopped` (how it ended unknown); gone before it, it reads running again, for the exit
       // check to conclude once the target answers.
-      logger.warn({ err: err instanceof Error ? err.message : err, executionId: exec.id }, 'remote exit status unreadable');
+      logger.warn(
+        { err: err instanceof Error ? err.message : err, executionId: exec.id },
+        'remote exit status unreadable',
+      );
       if (outcome === 'gone') {
         await setExecutionStatus(pool, exec.id, 'running');
         throw typedSsh(err);
@@ -165,9 +212,19 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
  * the status file the runner wrote (none: `vanished`). A target that does not answer leaves its
  * agents as they are: nothing is concluded from silence.
  */
-export async function reconcileRemoteExecutions(pool: Pool, hostId: string, logger: Pick<Logger, 'info' | 'warn'>): Promise<{ alive: number; exited: number; vanished: number }> {
+export async function reconcileRemoteExecutions(
+  pool: Pool,
+  hostId: string,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<{ alive: number; exited: number; vanished: number }> {
   const counts = { alive: 0, exited: 0, vanished: 0 };
-  const res = await pool.query<{ id: string; pid: number; process_start_time: string; log_path: string; ssh_target_id: string }>(
+  const res = await pool.query<{
+    id: string;
+    pid: number;
+    process_start_time: string;
+    log_path: string;
+    ssh_target_id: string;
+  }>(
     `SELECT id, pid, process_start_time, log_path, ssh_target_id FROM executions WHERE host_id = $1 AND status = 'running' AND ssh_target_id IS NOT NULL ORDER BY ssh_target_id`,
     [hostId],
   );
@@ -176,7 +233,10 @@ export async function reconcileRemoteExecutions(pool: Pool, hostId: string, logg
   for (const [targetId, rows] of byTarget) {
     try {
       const target = await loadSshTarget(pool, targetId);
-      const alive = await remoteProcesses(target, rows.map((r) => ({ pid: r.pid, startTime: r.process_start_time })));
+      const alive = await remoteProcesses(
+        target,
+        rows.map((r) => ({ pid: r.pid, startTime: r.process_start_time })),
+      );
       for (const [i, row] of rows.entries()) {
         if (alive[i]!.alive) {
           counts.alive++;
@@ -184,14 +244,25 @@ export async function reconcileRemoteExecutions(pool: Pool, hostId: string, logg
         }
         const outcome = await readRemoteExitStatus(target, exitStatusPath(row.log_path));
         const status = outcome ? 'exited' : 'vanished';
-        const ended = await endExecution(pool, row.id, { status, exitCode: outcome?.exitCode ?? null, signal: outcome?.signal ?? null, endedAt: outcome?.endedAt ?? null });
+        const ended = await endExecution(pool, row.id, {
+          status,
+          exitCode: outcome?.exitCode ?? null,
+          signal: outcome?.signal ?? null,
+          endedAt: outcome?.endedAt ?? null,
+        });
         if (ended) {
           counts[status]++;
-          logger.info({ sessionId: ended.sessionId, executionId: row.id, status, exitCode: outcome?.exitCode ?? null }, 'remote agent ended');
+          logger.info(
+            { sessionId: ended.sessionId, executionId: row.id, status, exitCode: outcome?.exitCode ?? null },
+            'remote agent ended',
+          );
         }
       }
     } catch (err) {
-      logger.warn({ err: err instanceof Error ? err.message : err, sshTargetId: targetId }, 'remote agents not checked now; the target did not answer');
+      logger.warn(
+        { err: err instanceof Error ? err.message : err, sshTargetId: targetId },
+        'remote agents not checked now; the target did not answer',
+      );
     }
   }
   return counts;

@@ -17,7 +17,12 @@ import { findExecution } from '../db/executions';
 import { recordSavedWork } from '../db/saved-work';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import { SshRefusal } from '../ssh/connection';
-import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
+import {
+  bringBranchBack,
+  removeRemoteClone,
+  removeRemoteTaskFolderIfEmpty,
+  saveRemoteWork,
+} from '../ssh/remote-cleanup';
 import { removeRemoteTaskRuns } from '../ssh/remote-agent';
 import { remoteRunsDir } from '../ssh/remote-log';
 import { readRemoteWorkspace } from '../ssh/remote-workspace';
@@ -26,11 +31,19 @@ import { sshAgentActivities } from './ssh-agents';
 import { ownershipMarkerText } from '../domain/task-layout';
 import { loadSshTarget, remoteCloneProblem } from './ssh-workspace';
 
-const failure = (type: CleanupErrorClass, message: string) => ApplicationFailure.create({ type, message, nonRetryable: true });
+const failure = (type: CleanupErrorClass, message: string) =>
+  ApplicationFailure.create({ type, message, nonRetryable: true });
 
 /** A transport refusal as the cleanup failure class of the same name (retried, or an operator's for a changed host key). */
 function classified(err: unknown): unknown {
-  return err instanceof SshRefusal ? failure(err.code, err.code === 'ssh_host_key_mismatch' ? 'the target presented another host key' : 'the SSH target did not answer') : err;
+  return err instanceof SshRefusal
+    ? failure(
+        err.code,
+        err.code === 'ssh_host_key_mismatch'
+          ? 'the target presented another host key'
+          : 'the SSH target did not answer',
+      )
+    : err;
 }
 
 /** What a cleanup names each audit problem of a remote clone: the classes a host worktree's audit uses. */
@@ -60,10 +73,21 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         const row = await findExecution(pool, p.executionId);
         if (row && row.status !== 'running') continue;
         const status = await agents
-          .stopRemote({ id: p.executionId, pid: p.pid, process_start_time: p.processStartTime, log_path: p.logPath ?? '', ssh_target_id: p.sshTargetId ?? null })
+          .stopRemote({
+            id: p.executionId,
+            pid: p.pid,
+            process_start_time: p.processStartTime,
+            log_path: p.logPath ?? '',
+            ssh_target_id: p.sshTargetId ?? null,
+          })
           .catch((err: unknown) => {
-            if (err instanceof ApplicationFailure && err.type === 'internal') throw failure('process_stop_failed', 'an agent process did not stop');
-            if (err instanceof ApplicationFailure && (err.type === 'ssh_target_unavailable' || err.type === 'ssh_host_key_mismatch')) throw failure(err.type, 'the SSH target did not answer');
+            if (err instanceof ApplicationFailure && err.type === 'internal')
+              throw failure('process_stop_failed', 'an agent process did not stop');
+            if (
+              err instanceof ApplicationFailure &&
+              (err.type === 'ssh_target_unavailable' || err.type === 'ssh_host_key_mismatch')
+            )
+              throw failure(err.type, 'the SSH target did not answer');
             throw err;
           });
         if (status === 'stopped') stopped++;
@@ -78,37 +102,66 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         if (!w.worktreePath) continue;
         try {
           const target = await loadSshTarget(pool, w.sshTargetId);
-          const facts = await readRemoteWorkspace(target, { taskFolder: taskFolderOf(w.worktreePath), workspacePath: w.worktreePath, repoPaths: [w.worktreePath], withDirty: true });
+          const facts = await readRemoteWorkspace(target, {
+            taskFolder: taskFolderOf(w.worktreePath),
+            workspacePath: w.worktreePath,
+            repoPaths: [w.worktreePath],
+            withDirty: true,
+          });
           const slot = facts.slots[0]!;
           if (slot.exists && slot.realDirectory && slot.dirty !== 'clean') dirty.push(w.repositoryId);
         } catch (err) {
-          logger.warn({ err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId }, 'remote clone not examinable; it counts as dirty');
+          logger.warn(
+            { err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId },
+            'remote clone not examinable; it counts as dirty',
+          );
           dirty.push(w.repositoryId);
         }
       }
       return dirty;
     },
 
-    async removeRemoteAudited(req: { worktree: SnapshotWorktree; ownerTaskId: string; dirty: 'keep' | 'save' }): Promise<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }> {
+    async removeRemoteAudited(req: {
+      worktree: SnapshotWorktree;
+      ownerTaskId: string;
+      dirty: 'keep' | 'save';
+    }): Promise<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }> {
       const w = req.worktree;
       if (!w.worktreePath || !w.branch) return { outcome: 'inventory_only' };
       const repoPath = w.worktreePath;
       const taskFolder = taskFolderOf(repoPath);
       try {
         const target = await loadSshTarget(pool, w.sshTargetId);
-        const facts = await readRemoteWorkspace(target, { taskFolder, workspacePath: repoPath, repoPaths: [repoPath], withDirty: true });
+        const facts = await readRemoteWorkspace(target, {
+          taskFolder,
+          workspacePath: repoPath,
+          repoPaths: [repoPath],
+          withDirty: true,
+        });
         const slot = facts.slots[0]!;
         const problem = remoteCloneProblem(slot, { path: repoPath, branch: w.branch }, facts.marker, req.ownerTaskId);
         if (problem === 'gone') return { outcome: 'already_gone' };
-        if (problem || !slot.head) throw failure(AUDIT_FAILURES[problem ?? 'not_registered'], 'the remote clone is not what the inventory recorded');
+        if (problem || !slot.head)
+          throw failure(
+            AUDIT_FAILURES[problem ?? 'not_registered'],
+            'the remote clone is not what the inventory recorded',
+          );
 
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
         let saved: { savedRef: string; savedCommit: string } | null = null;
         if (slot.dirty !== 'clean') {
           const ref = `refs/task-workspaces/saved/${req.ownerTaskId}/${w.repositoryId}`;
-          const commit = await saveRemoteWork(target, { repoPath, hostRepository: w.sourcePath, ref, message: `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion` }).catch((err: unknown) => {
+          const commit = await saveRemoteWork(target, {
+            repoPath,
+            hostRepository: w.sourcePath,
+            ref,
+            message: `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`,
+          }).catch((err: unknown) => {
             if (err instanceof SshRefusal) throw err;
-            logger.warn({ err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId }, 'saving remote uncommitted work failed');
+            logger.warn(
+              { err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId },
+              'saving remote uncommitted work failed',
+            );
             throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
           });
           if (commit) {
@@ -118,8 +171,19 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         }
         // The branch's commits on the host before the clone goes: nothing of the agent's is lost.
         const back = await bringBranchBack(target, { repoPath, branch: w.branch, hostRepository: w.sourcePath });
-        if (back === 'refused') throw failure('remote_branch_not_brought_back', 'the remote task branch could not be brought back to the host repository');
-        const removed = await removeRemoteClone(target, { taskFolder, markerText: ownershipMarkerText(req.ownerTaskId, w.environmentId), repoPath, expectedBranch: w.branch, expectedHead: slot.head, savedCommit: saved?.savedCommit ?? null });
+        if (back === 'refused')
+          throw failure(
+            'remote_branch_not_brought_back',
+            'the remote task branch could not be brought back to the host repository',
+          );
+        const removed = await removeRemoteClone(target, {
+          taskFolder,
+          markerText: ownershipMarkerText(req.ownerTaskId, w.environmentId),
+          repoPath,
+          expectedBranch: w.branch,
+          expectedHead: slot.head,
+          savedCommit: saved?.savedCommit ?? null,
+        });
         switch (removed) {
           case 'removed':
             return saved ? { outcome: 'saved_and_removed', ...saved } : { outcome: 'removed' };
@@ -159,10 +223,20 @@ export function sshCleanupActivities(deps: ActivityDeps) {
       }
     },
 
-    async removeRemoteFolder(input: { sshTargetId: string; taskFolder: string; ownerTaskId: string; environmentId: string }): Promise<boolean> {
+    async removeRemoteFolder(input: {
+      sshTargetId: string;
+      taskFolder: string;
+      ownerTaskId: string;
+      environmentId: string;
+    }): Promise<boolean> {
       try {
         const target = await loadSshTarget(pool, input.sshTargetId);
-        return (await removeRemoteTaskFolderIfEmpty(target, { taskFolder: input.taskFolder, markerText: ownershipMarkerText(input.ownerTaskId, input.environmentId) })) !== 'kept';
+        return (
+          (await removeRemoteTaskFolderIfEmpty(target, {
+            taskFolder: input.taskFolder,
+            markerText: ownershipMarkerText(input.ownerTaskId, input.environmentId),
+          })) !== 'kept'
+        );
       } catch (err) {
         throw classified(err);
       }

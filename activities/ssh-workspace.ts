@@ -12,19 +12,30 @@ import { ownershipMarkerText, parseOwnershipMarker } from '../domain/task-layout
 import type { Db } from '../db/pool';
 import { getSshTarget } from '../db/ssh-targets';
 import { SshRefusal, type SshTarget } from '../ssh/connection';
-import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, type RemoteSlotFacts } from '../ssh/remote-workspace';
+import {
+  discardRemoteSlots,
+  materializeRemoteSlot,
+  readRemoteWorkspace,
+  type RemoteSlotFacts,
+} from '../ssh/remote-workspace';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 
 /** Whether a marker's text names the task (any environment of it: a handed-over marker names its new owner). */
-export const markerNames = (text: string | null, taskId: string): boolean => parseOwnershipMarker(text)?.taskId === taskId;
+export const markerNames = (text: string | null, taskId: string): boolean =>
+  parseOwnershipMarker(text)?.taskId === taskId;
 
 /**
  * The one audit of a recorded clone, from what the target said of it: a real directory, the git
  * top level at its recorded path, on its recorded branch, in a folder whose marker names the
  * task. Attach refuses on any problem; cleanup keeps the clone and names it (`gone`: nothing to do).
  */
-export function remoteCloneProblem(slot: RemoteSlotFacts, recorded: { path: string; branch: string }, marker: string | null, taskId: string): 'gone' | 'not_a_directory' | 'not_registered' | 'branch_mismatch' | 'marker_mismatch' | null {
+export function remoteCloneProblem(
+  slot: RemoteSlotFacts,
+  recorded: { path: string; branch: string },
+  marker: string | null,
+  taskId: string,
+): 'gone' | 'not_a_directory' | 'not_registered' | 'branch_mismatch' | 'marker_mismatch' | null {
   if (!slot.exists) return 'gone';
   if (!slot.realDirectory) return 'not_a_directory';
   if (slot.toplevel !== recorded.path) return 'not_registered';
@@ -48,17 +59,35 @@ export function typedSsh(err: unknown): unknown {
 export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
   /** Removes exactly what a launch made on its target (a clone only while clean and where it was made); the marker and folder only when empty. */
   async function discardRemote(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
-    const slots = made.filter((m) => m.createdWorktree).map((m) => ({ repoPath: m.worktreePath, branch: m.branch, headCommit: m.headCommit }));
+    const slots = made
+      .filter((m) => m.createdWorktree)
+      .map((m) => ({ repoPath: m.worktreePath, branch: m.branch, headCommit: m.headCommit }));
     try {
       const target = await loadSshTarget(pool, plan.sshTargetId);
-      const outcome = await discardRemoteSlots(target, { taskFolder: plan.taskFolder, markerText: ownershipMarkerText(plan.environmentTaskId, plan.environmentId), slots });
-      if (outcome.kept > 0) logger.warn({ environmentId: plan.environmentId, kept: outcome.kept }, 'undo kept remote clones that changed since they were made');
+      const outcome = await discardRemoteSlots(target, {
+        taskFolder: plan.taskFolder,
+        markerText: ownershipMarkerText(plan.environmentTaskId, plan.environmentId),
+        slots,
+      });
+      if (outcome.kept > 0)
+        logger.warn(
+          { environmentId: plan.environmentId, kept: outcome.kept },
+          'undo kept remote clones that changed since they were made',
+        );
     } catch (err) {
       // A target that does not answer cannot be undone on now: the undo never hides the launch's
       // own failure behind its own. What it made stays, known to nobody but this log, only when
       // the target went away after it made something (then the clones are left for an operator).
       if (!(err instanceof SshRefusal) && !(err instanceof ApplicationFailure)) throw err;
-      if (slots.length > 0) logger.warn({ environmentId: plan.environmentId, clones: slots.length, reason: err instanceof SshRefusal ? err.reason : err.type }, 'undo could not reach the target; its clones are left for an operator');
+      if (slots.length > 0)
+        logger.warn(
+          {
+            environmentId: plan.environmentId,
+            clones: slots.length,
+            reason: err instanceof SshRefusal ? err.reason : err.type,
+          },
+          'undo could not reach the target; its clones are left for an operator',
+        );
     }
   }
 
@@ -78,14 +107,41 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
           const clone = await materializeRemoteSlot(target, {
             taskFolder: plan.taskFolder,
             markerText: ownershipMarkerText(plan.environmentTaskId, plan.environmentId),
-            slot: { repoPath: slot.worktreePath, branch: slot.branch, baseBranch: slot.baseBranch, createBranch: slot.createBranch, sourcePath: slot.sourcePath },
+            slot: {
+              repoPath: slot.worktreePath,
+              branch: slot.branch,
+              baseBranch: slot.baseBranch,
+              createBranch: slot.createBranch,
+              sourcePath: slot.sourcePath,
+            },
           });
-          made.push({ repositoryId: slot.repositoryId, worktreePath: slot.worktreePath, worktreeId: null, branch: slot.branch, headCommit: clone.headCommit, createdBranch: clone.createdBranch, createdWorktree: clone.createdClone });
+          made.push({
+            repositoryId: slot.repositoryId,
+            worktreePath: slot.worktreePath,
+            worktreeId: null,
+            branch: slot.branch,
+            headCommit: clone.headCommit,
+            createdBranch: clone.createdBranch,
+            createdWorktree: clone.createdClone,
+          });
         }
         return made;
       } catch (err) {
-        logger.warn({ err: err instanceof SshRefusal ? err.reason : err, environmentId: plan.environmentId, sessionId: plan.sessionId }, 'remote materialization failed; removing what this launch made');
-        if (made.length > 0) await discardRemote(plan, made).catch((undoErr: unknown) => logger.warn({ err: undoErr, environmentId: plan.environmentId }, 'undo on the target failed; the clones are left for an operator'));
+        logger.warn(
+          {
+            err: err instanceof SshRefusal ? err.reason : err,
+            environmentId: plan.environmentId,
+            sessionId: plan.sessionId,
+          },
+          'remote materialization failed; removing what this launch made',
+        );
+        if (made.length > 0)
+          await discardRemote(plan, made).catch((undoErr: unknown) =>
+            logger.warn(
+              { err: undoErr, environmentId: plan.environmentId },
+              'undo on the target failed; the clones are left for an operator',
+            ),
+          );
         if (err instanceof SshRefusal) throw typedSsh(err);
         throw typedFailure('workspace_materialization_failed');
       }
@@ -100,19 +156,33 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
       const target = await loadSshTarget(pool, plan.sshTargetId);
       const recorded = plan.slots.map((slot) => slot.recorded);
       const refuse = (problem: ValidationProblem) => {
-        logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, problem }, 'remote workspace validation refused');
+        logger.warn(
+          { environmentId: plan.environmentId, sessionId: plan.sessionId, problem },
+          'remote workspace validation refused',
+        );
         return typedFailure('workspace_reuse_unsafe', { problem });
       };
       if (recorded.some((r) => !r?.worktreePath || !r.worktreeBranch)) throw refuse('identity_missing');
-      const facts = await readRemoteWorkspace(target, { taskFolder: plan.taskFolder, workspacePath: plan.workspacePath, repoPaths: recorded.map((r) => r!.worktreePath!), withDirty: false }).catch((err: unknown) => {
+      const facts = await readRemoteWorkspace(target, {
+        taskFolder: plan.taskFolder,
+        workspacePath: plan.workspacePath,
+        repoPaths: recorded.map((r) => r!.worktreePath!),
+        withDirty: false,
+      }).catch((err: unknown) => {
         throw typedSsh(err);
       });
       if (!facts.workspaceIsRealDirectory) throw refuse('not_a_directory');
       for (const [i, slot] of facts.slots.entries()) {
-        const problem = remoteCloneProblem(slot, { path: recorded[i]!.worktreePath!, branch: recorded[i]!.worktreeBranch! }, facts.marker, plan.environmentTaskId);
+        const problem = remoteCloneProblem(
+          slot,
+          { path: recorded[i]!.worktreePath!, branch: recorded[i]!.worktreeBranch! },
+          facts.marker,
+          plan.environmentTaskId,
+        );
         if (problem) throw refuse(problem === 'gone' ? 'not_a_directory' : problem);
       }
-      if (facts.slots.length === 0 && !markerNames(facts.marker, plan.environmentTaskId)) throw refuse('marker_mismatch');
+      if (facts.slots.length === 0 && !markerNames(facts.marker, plan.environmentTaskId))
+        throw refuse('marker_mismatch');
     },
   };
 }

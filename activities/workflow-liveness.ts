@@ -5,7 +5,9 @@ import type { WorkflowLiveness } from '../domain/reconcile';
 
 export async function workflowLiveness(workflowId: string): Promise<WorkflowLiveness> {
   try {
-    return (await Context.current().client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING' ? 'running' : 'closed';
+    return (await Context.current().client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING'
+      ? 'running'
+      : 'closed';
   } catch (err) {
     return err instanceof WorkflowNotFoundError ? 'not_found' : 'unknown';
   }
@@ -19,4 +21,3 @@ export function servedWorkflowId(): string | null {
     return null;
   }
 }
-

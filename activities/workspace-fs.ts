@@ -75,4 +75,5 @@ export async function readMarker(taskFolder: string): Promise<OwnershipMarker | 
 }
 
 /** Whether the task folder's marker names this task (an absent or unreadable one does not). */
-export const markerOwnedBy = (marker: OwnershipMarker | null | 'unreadable', taskId: string): boolean => marker !== null && marker !== 'unreadable' && marker.taskId === taskId;
+export const markerOwnedBy = (marker: OwnershipMarker | null | 'unreadable', taskId: string): boolean =>
+  marker !== null && marker !== 'unreadable' && marker.taskId === taskId;

@@ -11,7 +11,6 @@ import { sshWorkspaceActivities } from './ssh-workspace';
 import { workspaceStepsOf } from '../domain/launch-plan';
 import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from './workspace-fs';
 
-
 export function workspaceValidateActivities(deps: ActivityDeps) {
   const { config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
@@ -44,7 +43,11 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
     const dir = slot.recorded?.worktreePath ?? slot.worktreePath;
     // Two git processes side by side (the directory's top level and common dir in one, the
     // source's common dir in the other), judged in the old order.
-    const [realDirectory, mine, source] = await Promise.all([isRealDirectory(dir), checkoutIdentity(dir, gitOptions), commonDir(slot.sourcePath, gitOptions)]);
+    const [realDirectory, mine, source] = await Promise.all([
+      isRealDirectory(dir),
+      checkoutIdentity(dir, gitOptions),
+      commonDir(slot.sourcePath, gitOptions),
+    ]);
     if (!realDirectory) return 'not_a_directory';
     if (!mine) return 'not_a_checkout';
     if (!source || mine.commonDir !== source) return 'repository_mismatch';
@@ -60,16 +63,31 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
         // order: the workspace folder first, then the slots as listed, so the refusal is the same.
         const [workspaceIsDirectory, problems] = await Promise.all([
           plan.executorType === 'worktree' ? isRealDirectory(plan.workspacePath) : Promise.resolve(true),
-          Promise.all(plan.slots.map((slot) => (plan.executorType === 'local' ? localSlotProblem(slot) : worktreeSlotProblem(plan, slot)))),
+          Promise.all(
+            plan.slots.map((slot) =>
+              plan.executorType === 'local' ? localSlotProblem(slot) : worktreeSlotProblem(plan, slot),
+            ),
+          ),
         ]);
         if (!workspaceIsDirectory) {
-          logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, problem: 'not_a_directory' }, 'workspace validation refused');
+          logger.warn(
+            { environmentId: plan.environmentId, sessionId: plan.sessionId, problem: 'not_a_directory' },
+            'workspace validation refused',
+          );
           throw typedFailure('workspace_reuse_unsafe');
         }
         for (const [i, slot] of plan.slots.entries()) {
           const problem = problems[i];
           if (problem) {
-            logger.warn({ environmentId: plan.environmentId, sessionId: plan.sessionId, repositoryId: slot.repositoryId, problem }, 'workspace validation refused');
+            logger.warn(
+              {
+                environmentId: plan.environmentId,
+                sessionId: plan.sessionId,
+                repositoryId: slot.repositoryId,
+                problem,
+              },
+              'workspace validation refused',
+            );
             throw typedFailure('workspace_reuse_unsafe', { problem });
           }
         }

@@ -31,7 +31,11 @@ export class Api {
     const headers: Record<string, string> = { authorization: `Bearer ${this.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const start = performance.now();
-    const res = await fetch(this.baseUrl + url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(this.baseUrl + url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     const ms = elapsedMs(start);
     let parsed: unknown = text;
@@ -48,8 +52,12 @@ export class Api {
     const items: T[] = [];
     for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
       const sep = url.includes('?') ? '&' : '?';
-      const res: ApiResponse<{ items?: T[]; nextCursor?: string | null }> = await this.call('GET', `${url}${sep}limit=200${cursor ? `&cursor=${cursor}` : ''}`);
-      if (res.status !== 200 || !Array.isArray(res.body.items)) throw new Error(`listing ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+      const res: ApiResponse<{ items?: T[]; nextCursor?: string | null }> = await this.call(
+        'GET',
+        `${url}${sep}limit=200${cursor ? `&cursor=${cursor}` : ''}`,
+      );
+      if (res.status !== 200 || !Array.isArray(res.body.items))
+        throw new Error(`listing ${url}: ${res.status} ${JSON.stringify(res.body)}`);
       items.push(...res.body.items);
       cursor = res.body.nextCursor ?? null;
     }
@@ -63,7 +71,11 @@ export class Api {
   }
 
   async createTask(title: string, repositoryIds: string[], boardId?: string): Promise<string> {
-    const res = await this.call<{ id: string }>('POST', '/v1/tasks', { title, ...(boardId ? { boardId } : {}), repositories: repositoryIds.map((repositoryId) => ({ repositoryId })) });
+    const res = await this.call<{ id: string }>('POST', '/v1/tasks', {
+      title,
+      ...(boardId ? { boardId } : {}),
+      repositories: repositoryIds.map((repositoryId) => ({ repositoryId })),
+    });
     if (res.status !== 201) throw new Error(`creating a task: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.id;
   }
@@ -76,13 +88,18 @@ export class Api {
 
   /** POST /v1/tasks/:id/sessions with the shell profile running `sleep 600`; 201 when the agent runs. */
   launch(taskId: string): Promise<ApiResponse<LaunchBody & ErrorBody>> {
-    return this.call('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: AGENT_COMMAND });
+    return this.call('POST', `/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: AGENT_COMMAND,
+    });
   }
 
   /** A launch that must succeed (set-up steps, not measurements). */
   async launchOk(taskId: string, role?: LaunchBody['role']): Promise<LaunchBody> {
     const res = await this.launch(taskId);
-    if (res.status !== 201 || (role && res.body.role !== role)) throw new Error(`launch on ${taskId}: ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.status !== 201 || (role && res.body.role !== role))
+      throw new Error(`launch on ${taskId}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body;
   }
 }

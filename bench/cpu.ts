@@ -56,7 +56,8 @@ const knownStarters = new Map<number, { pids: number[]; at: number }>();
 export function startersOf(parent: number): number[] {
   // Found once and kept while they live: a scan of /proc per memory sample would load the machine.
   const known = knownStarters.get(parent);
-  if (known && known.pids.length > 0 && known.pids.every((pid) => Number(statFields(pid)?.[1]) === parent)) return known.pids;
+  if (known && known.pids.length > 0 && known.pids.every((pid) => Number(statFields(pid)?.[1]) === parent))
+    return known.pids;
   if (known && known.pids.length === 0 && Date.now() - known.at < 5000) return [];
   const pids = childrenOf(parent).filter((pid) => {
     try {
@@ -101,12 +102,15 @@ export class CpuAccount {
       return await fn();
     } finally {
       const after = this.meter.snapshot();
-      for (const name of Object.keys(after)) this.totalMs[name] = (this.totalMs[name] ?? 0) + Math.max(0, after[name]! - (before[name] ?? 0));
+      for (const name of Object.keys(after))
+        this.totalMs[name] = (this.totalMs[name] ?? 0) + Math.max(0, after[name]! - (before[name] ?? 0));
     }
   }
 
   /** Milliseconds of CPU per unit of work (one launch, one worktree), by group. */
   per(units: number): Record<string, number> {
-    return Object.fromEntries(Object.entries(this.totalMs).map(([name, ms]) => [name, Math.round((ms / Math.max(1, units)) * 10) / 10]));
+    return Object.fromEntries(
+      Object.entries(this.totalMs).map(([name, ms]) => [name, Math.round((ms / Math.max(1, units)) * 10) / 10]),
+    );
   }
 }

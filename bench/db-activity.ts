@@ -7,7 +7,9 @@ import type pg from 'pg';
 import { sleep } from './processes';
 
 async function transactions(pool: pg.Pool): Promise<number> {
-  const res = await pool.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
+  const res = await pool.query<{ n: string }>(
+    'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
   return Number(res.rows[0]?.n ?? 0);
 }
 

@@ -15,9 +15,16 @@ import { summarize, type LatencySummary } from './stats';
 
 export type StepTimings = Record<string, LatencySummary>;
 
-export async function timeLaunchSteps(ctx: BenchContext, taskIds: string[], role: LaunchPlan['role']): Promise<StepTimings> {
+export async function timeLaunchSteps(
+  ctx: BenchContext,
+  taskIds: string[],
+  role: LaunchPlan['role'],
+): Promise<StepTimings> {
   const config = {
-    ...loadConfig({ TWS_DATA_DIR: `${ctx.floorRoot}/../direct`, TWS_HOST_ID: 'bench' }, { cwd: ctx.services.scratch, hostname: 'bench' }),
+    ...loadConfig(
+      { TWS_DATA_DIR: `${ctx.floorRoot}/../direct`, TWS_HOST_ID: 'bench' },
+      { cwd: ctx.services.scratch, hostname: 'bench' },
+    ),
     workspaceRoot: ctx.services.workspaceRoot,
   };
   const deps = { pool: ctx.pool, config, logger: pino({ level: 'silent' }) };
@@ -32,7 +39,15 @@ export async function timeLaunchSteps(ctx: BenchContext, taskIds: string[], role
   };
 
   for (const taskId of taskIds) {
-    const req: LaunchRequest = { sessionId: randomUUID(), taskId, executorType: 'worktree', agentProfile: 'shell', command: AGENT_COMMAND, name: null, hostId: 'bench' };
+    const req: LaunchRequest = {
+      sessionId: randomUUID(),
+      taskId,
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: AGENT_COMMAND,
+      name: null,
+      hostId: 'bench',
+    };
     const start = performance.now();
     const plan = await timed('admitLaunch', () => records.admitLaunch(req));
     if (plan.role !== role) throw new Error(`direct steps: ${plan.role}, expected ${role}`);
@@ -42,9 +57,19 @@ export async function timeLaunchSteps(ctx: BenchContext, taskIds: string[], role
     } else {
       await timed('validateWorkspace', () => host.validateWorkspace(plan));
     }
-    await timed('observeCoresidency', () => records.observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: 'launch' }));
+    await timed('observeCoresidency', () =>
+      records.observeCoresidency({ sessionId: plan.sessionId, taskId: plan.taskId, site: 'launch' }),
+    );
     await timed('startAgent', () =>
-      host.startAgent({ executionId: randomUUID(), sessionId: plan.sessionId, taskId: plan.taskId, environmentId: plan.environmentId, environmentTaskId: plan.environmentTaskId, cwd: plan.workspacePath, command: AGENT_COMMAND }),
+      host.startAgent({
+        executionId: randomUUID(),
+        sessionId: plan.sessionId,
+        taskId: plan.taskId,
+        environmentId: plan.environmentId,
+        environmentTaskId: plan.environmentTaskId,
+        cwd: plan.workspacePath,
+        command: AGENT_COMMAND,
+      }),
     );
     await timed('markSessionRunning', () => records.markSessionRunning(plan.sessionId));
     (samples.total ??= []).push(performance.now() - start);

@@ -25,7 +25,11 @@ export interface WorkflowShape {
 const EventType = temporal.api.enums.v1.EventType;
 
 /** The steps of a history, in order. Local activities are markers; remote activities and children scheduled by one workflow task completion run side by side. */
-export async function shapeOfWorkflow(client: Client, workflowId: string, childShape?: (childWorkflowId: string) => Promise<ShapeStep[]>): Promise<WorkflowShape> {
+export async function shapeOfWorkflow(
+  client: Client,
+  workflowId: string,
+  childShape?: (childWorkflowId: string) => Promise<ShapeStep[]>,
+): Promise<WorkflowShape> {
   const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   const steps: ShapeStep[] = [];
   const counts = { localActivities: 0, activities: 0, updates: 0, children: 0, workflowTasks: 0 };
@@ -104,22 +108,41 @@ export interface EngineFloor {
 
 export async function startEngineFloor(client: Client, address: string, namespace: string): Promise<EngineFloor> {
   const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error };
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./temporal-floor-workflows'), logger: quiet });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./temporal-floor-workflows'),
+    logger: quiet,
+  });
   const connection = await NativeConnection.connect({ address });
   const sharing = new Client({ connection, namespace });
   const taskQueue = `bench-engine-floor-${randomUUID()}`;
-  const worker = await Worker.create({ connection, namespace, taskQueue, workflowBundle, activities: { nothing: async () => {} } });
+  const worker = await Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    workflowBundle,
+    activities: { nothing: async () => {} },
+  });
   const running = worker.run();
 
   const once = async (shape: WorkflowShape): Promise<void> => {
-    const options = { workflowId: `bench-engine-floor/${randomUUID()}`, taskQueue, args: [shape.steps] as [ShapeStep[]] };
+    const options = {
+      workflowId: `bench-engine-floor/${randomUUID()}`,
+      taskQueue,
+      args: [shape.steps] as [ShapeStep[]],
+    };
     if (shape.updateWithStart) {
-      const startWorkflowOperation = new WithStartWorkflowOperation('shaped', { ...options, workflowIdConflictPolicy: 'FAIL' });
+      const startWorkflowOperation = new WithStartWorkflowOperation('shaped', {
+        ...options,
+        workflowIdConflictPolicy: 'FAIL',
+      });
       await client.workflow.executeUpdateWithStart(shapedReady, { startWorkflowOperation });
       await (await startWorkflowOperation.workflowHandle()).result();
       return;
     }
-    const handle = await (shape.eager ? sharing : client).workflow.start('shaped', { ...options, requestEagerStart: shape.eager });
+    const handle = await (shape.eager ? sharing : client).workflow.start('shaped', {
+      ...options,
+      requestEagerStart: shape.eager,
+    });
     await handle.result();
   };
   const floor: EngineFloor = {
@@ -140,7 +163,13 @@ export async function startEngineFloor(client: Client, address: string, namespac
     },
   };
   // Warm-up: the first runs pay the bundle's first load and the connection's first calls.
-  for (let i = 0; i < 3; i++) await floor.time({ eager: true, updateWithStart: false, steps: [{ kind: 'local' }], counts: { localActivities: 1, activities: 0, updates: 0, children: 0, workflowTasks: 1 } });
+  for (let i = 0; i < 3; i++)
+    await floor.time({
+      eager: true,
+      updateWithStart: false,
+      steps: [{ kind: 'local' }],
+      counts: { localActivities: 1, activities: 0, updates: 0, children: 0, workflowTasks: 1 },
+    });
   return floor;
 }
 
@@ -151,7 +180,10 @@ export function describeShape(s: WorkflowShape): string {
   if (c.activities) parts.push(`${c.activities} activit${c.activities === 1 ? 'y' : 'ies'}`);
   if (c.updates) parts.push(`${c.updates} update${c.updates === 1 ? '' : 's'} (with start)`);
   const lanes = s.steps.find((x) => x.kind === 'children');
-  if (c.children) parts.push(`${c.children} child workflow${c.children === 1 ? '' : 's'}${lanes?.kind === 'children' ? `, ${lanes.lanes} at a time` : ''}`);
+  if (c.children)
+    parts.push(
+      `${c.children} child workflow${c.children === 1 ? '' : 's'}${lanes?.kind === 'children' ? `, ${lanes.lanes} at a time` : ''}`,
+    );
   parts.push(`${c.workflowTasks} workflow task${c.workflowTasks === 1 ? '' : 's'}`);
   parts.push(s.eager ? 'eager' : 'polled');
   return parts.join(', ');

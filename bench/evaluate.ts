@@ -3,34 +3,116 @@ import type { BenchResults, Outcome } from './model';
 import { judge, TARGETS, type TargetResult } from './targets';
 
 export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[] {
-  const failed = (o: { ok: boolean; error?: string } | undefined) => (!o ? { status: 'not_available' as const, note: 'not run' } : o.ok ? undefined : { status: 'error' as const, note: o.error ?? 'failed' });
+  const failed = (o: { ok: boolean; error?: string } | undefined) =>
+    !o
+      ? { status: 'not_available' as const, note: 'not run' }
+      : o.ok
+        ? undefined
+        : { status: 'error' as const, note: o.error ?? 'failed' };
   const value = <T, V>(o: Outcome<T> | undefined, f: (v: T) => V): V | null => (o?.ok ? f(o.value) : null);
   const out: TargetResult[] = [];
-  out.push(judge(TARGETS.attachRatio, value(r.attach, (a) => a.ratioToFloorsP50), failed(r.attach)));
-  out.push(judge(TARGETS.materialize1Ratio, value(r.materialize, (m) => m.oneRepository.ratioToFloorsP50), failed(r.materialize)));
-  out.push(judge(TARGETS.materialize3Ratio, value(r.materialize, (m) => m.threeRepositories.ratioToFloorsP50), failed(r.materialize)));
-  out.push(judge(TARGETS.resumeRatio, value(r.resume, (x) => x.ratioToFloorsP50), failed(r.resume)));
-  out.push(judge(TARGETS.sshAttachRatio, value(r.sshAttach, (x) => x.ratioToFloorsP50), failed(r.sshAttach)));
+  out.push(
+    judge(
+      TARGETS.attachRatio,
+      value(r.attach, (a) => a.ratioToFloorsP50),
+      failed(r.attach),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.materialize1Ratio,
+      value(r.materialize, (m) => m.oneRepository.ratioToFloorsP50),
+      failed(r.materialize),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.materialize3Ratio,
+      value(r.materialize, (m) => m.threeRepositories.ratioToFloorsP50),
+      failed(r.materialize),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.resumeRatio,
+      value(r.resume, (x) => x.ratioToFloorsP50),
+      failed(r.resume),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.sshAttachRatio,
+      value(r.sshAttach, (x) => x.ratioToFloorsP50),
+      failed(r.sshAttach),
+    ),
+  );
   if (r.cleanup.ok && r.cleanup.value.status === 'not_available') {
-    out.push(judge(TARGETS.cleanupThroughput, null, { status: 'not_available', note: `archive route answers ${r.cleanup.value.probe.httpStatus} ${r.cleanup.value.probe.code}` }));
+    out.push(
+      judge(TARGETS.cleanupThroughput, null, {
+        status: 'not_available',
+        note: `archive route answers ${r.cleanup.value.probe.httpStatus} ${r.cleanup.value.probe.code}`,
+      }),
+    );
   } else {
-    out.push(judge(TARGETS.cleanupThroughput, r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.throughputRatioToFloors : null, failed(r.cleanup)));
+    out.push(
+      judge(
+        TARGETS.cleanupThroughput,
+        r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.throughputRatioToFloors : null,
+        failed(r.cleanup),
+      ),
+    );
   }
   const board = r.boardDelete?.ok ? r.boardDelete.value : null;
   if (board && (board.product.leftBehind > 0 || board.product.failures > 0)) {
     // "Until every worktree is verified gone" never came: no throughput to judge, a miss.
-    out.push({ ...TARGETS.boardDeleteThroughput, measured: 0, status: 'miss', note: `${board.product.leftBehind} of ${board.tasks} worktrees left behind, ${board.product.failures} jobs failed` });
+    out.push({
+      ...TARGETS.boardDeleteThroughput,
+      measured: 0,
+      status: 'miss',
+      note: `${board.product.leftBehind} of ${board.tasks} worktrees left behind, ${board.product.failures} jobs failed`,
+    });
   } else out.push(judge(TARGETS.boardDeleteThroughput, board?.throughputRatio, failed(r.boardDelete)));
-  out.push(judge(TARGETS.manyTasksFailures, value(r.manyTasks, (m) => m.failures), failed(r.manyTasks)));
-  out.push(judge(TARGETS.manyTasksWall, value(r.manyTasks, (m) => m.wallRatio), failed(r.manyTasks)));
-  out.push(judge(TARGETS.growthRatio, value(r.growth, (g) => g.ratioP50), failed(r.growth)));
+  out.push(
+    judge(
+      TARGETS.manyTasksFailures,
+      value(r.manyTasks, (m) => m.failures),
+      failed(r.manyTasks),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.manyTasksWall,
+      value(r.manyTasks, (m) => m.wallRatio),
+      failed(r.manyTasks),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.growthRatio,
+      value(r.growth, (g) => g.ratioP50),
+      failed(r.growth),
+    ),
+  );
   if (r.exitDetection) {
     const e = r.exitDetection;
     out.push(judge(TARGETS.exitWatched, e.ok ? e.value.watched.p50 : null, failed(e)));
     out.push(judge(TARGETS.exitUnwatched, e.ok ? e.value.unwatched.p50 : null, failed(e)));
   }
-  const peak = (w: BenchResults['memory'] extends infer M ? (M extends { worker: infer W } ? W : never) : never) => Math.max(w.peakRssMb ?? 0, w.hwmReset ? (w.hwmMb ?? 0) : 0);
-  out.push(judge(TARGETS.workerRss, r.memory ? peak(r.memory.worker) : null, r.memory ? undefined : { status: 'error', note: 'memory not sampled' }));
-  out.push(judge(TARGETS.gatewayRss, r.memory ? peak(r.memory.gateway) : null, r.memory ? undefined : { status: 'error', note: 'memory not sampled' }));
+  const peak = (w: BenchResults['memory'] extends infer M ? (M extends { worker: infer W } ? W : never) : never) =>
+    Math.max(w.peakRssMb ?? 0, w.hwmReset ? (w.hwmMb ?? 0) : 0);
+  out.push(
+    judge(
+      TARGETS.workerRss,
+      r.memory ? peak(r.memory.worker) : null,
+      r.memory ? undefined : { status: 'error', note: 'memory not sampled' },
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.gatewayRss,
+      r.memory ? peak(r.memory.gateway) : null,
+      r.memory ? undefined : { status: 'error', note: 'memory not sampled' },
+    ),
+  );
   return out;
 }

@@ -63,14 +63,37 @@ async function captureAttachStatements(pool: pg.Pool, taskId: string, workspaceR
     step = 'admitLaunch: settle abandoned materializer';
     await canonicalEnvironmentOf(db, taskId);
     step = 'admitLaunch: admission transaction';
-    const outcome = await admitLaunch(db, { sessionId, taskId, executorType: 'worktree', agentProfile: 'shell', command: AGENT_COMMAND, name: null, hostId: 'bench' }, { newEnvironmentId: randomUUID() }, workspaceRoot);
-    if (outcome.kind !== 'admitted' || outcome.plan.role !== 'attached') throw new Error('explain: the task must be ready for attach');
+    const outcome = await admitLaunch(
+      db,
+      {
+        sessionId,
+        taskId,
+        executorType: 'worktree',
+        agentProfile: 'shell',
+        command: AGENT_COMMAND,
+        name: null,
+        hostId: 'bench',
+      },
+      { newEnvironmentId: randomUUID() },
+      workspaceRoot,
+    );
+    if (outcome.kind !== 'admitted' || outcome.plan.role !== 'attached')
+      throw new Error('explain: the task must be ready for attach');
     step = 'observeCoresidency';
     await db.query(CORESIDENCY_SIBLINGS_SQL, [taskId, sessionId]);
     step = 'startAgent';
     await findExecution(db, executionId);
     await cleanupBarrierStands(db, [taskId, outcome.plan.environmentTaskId]);
-    await insertExecution(db, { id: executionId, session_id: sessionId, host_id: 'bench', pid: 2, process_start_time: '0', cwd: outcome.plan.workspacePath, log_path: '/dev/null', status: 'exited' });
+    await insertExecution(db, {
+      id: executionId,
+      session_id: sessionId,
+      host_id: 'bench',
+      pid: 2,
+      process_start_time: '0',
+      cwd: outcome.plan.workspacePath,
+      log_path: '/dev/null',
+      status: 'exited',
+    });
     step = 'markSessionRunning';
     await moveSessionState(db, sessionId, ['starting'], 'running');
   } finally {
@@ -80,7 +103,11 @@ async function captureAttachStatements(pool: pg.Pool, taskId: string, workspaceR
   return captured;
 }
 
-export async function explainAttachPath(pool: pg.Pool, taskId: string, workspaceRoot: string): Promise<ExplainedStatement[]> {
+export async function explainAttachPath(
+  pool: pg.Pool,
+  taskId: string,
+  workspaceRoot: string,
+): Promise<ExplainedStatement[]> {
   return explainCaptured(pool, await captureAttachStatements(pool, taskId, workspaceRoot));
 }
 
@@ -112,10 +139,19 @@ async function explainCaptured(pool: pg.Pool, statements: Captured[]): Promise<E
     // In order and in one transaction, so each statement sees what the earlier ones wrote.
     await client.query('BEGIN');
     for (const s of statements) {
-      const res = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS off, COSTS off) ${s.text}`, s.values);
+      const res = await client.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN (ANALYZE, BUFFERS off, COSTS off) ${s.text}`,
+        s.values,
+      );
       const plan = res.rows.map((r) => r['QUERY PLAN']).join('\n');
       const seqScans = [...new Set([...plan.matchAll(/Seq Scan on (\w+)/g)].map((m) => m[1]!))];
-      out.push({ step: s.step, sql: s.text.replace(/\s+/g, ' ').trim(), plan, seqScans, largeSeqScans: seqScans.filter((t) => (sizes[t] ?? 0) >= 1000) });
+      out.push({
+        step: s.step,
+        sql: s.text.replace(/\s+/g, ' ').trim(),
+        plan,
+        seqScans,
+        largeSeqScans: seqScans.filter((t) => (sizes[t] ?? 0) >= 1000),
+      });
     }
   } finally {
     await client.query('ROLLBACK').catch(() => {});
@@ -125,8 +161,20 @@ async function explainCaptured(pool: pg.Pool, statements: Captured[]): Promise<E
 }
 
 export async function tableSizes(pool: pg.Pool): Promise<Record<string, number>> {
-  const tables = ['repositories', 'workspace_groups', 'tasks', 'task_repositories', 'task_environments', 'environment_repos', 'sessions', 'executions', 'cleanup_jobs', 'coresidency_observations'];
+  const tables = [
+    'repositories',
+    'workspace_groups',
+    'tasks',
+    'task_repositories',
+    'task_environments',
+    'environment_repos',
+    'sessions',
+    'executions',
+    'cleanup_jobs',
+    'coresidency_observations',
+  ];
   const sizes: Record<string, number> = {};
-  for (const t of tables) sizes[t] = Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${t}`)).rows[0]!.n);
+  for (const t of tables)
+    sizes[t] = Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${t}`)).rows[0]!.n);
   return sizes;
 }

@@ -31,13 +31,25 @@ export async function measureGitLayer(repoPath: string, n = 9): Promise<GitLayer
   const git = gitAt(repoPath, { binary: 'git' });
   const plain = (args: string[]) => execFileAsync('git', args, { cwd: repoPath });
   return [
-    { command: 'git worktree prune', printsOutput: false, productLayerMs: await medianOf(n, () => pruneWorktrees(git)), plainGitMs: await medianOf(n, () => plain(['worktree', 'prune'])) },
+    {
+      command: 'git worktree prune',
+      printsOutput: false,
+      productLayerMs: await medianOf(n, () => pruneWorktrees(git)),
+      plainGitMs: await medianOf(n, () => plain(['worktree', 'prune'])),
+    },
     {
       command: 'git rev-parse --verify --quiet <missing branch>',
       printsOutput: false,
       productLayerMs: await medianOf(n, () => resolveCommit(git, 'refs/heads/bench/no-such-branch')),
-      plainGitMs: await medianOf(n, () => plain(['rev-parse', '--verify', '--quiet', '--end-of-options', 'refs/heads/bench/no-such-branch^{commit}'])),
+      plainGitMs: await medianOf(n, () =>
+        plain(['rev-parse', '--verify', '--quiet', '--end-of-options', 'refs/heads/bench/no-such-branch^{commit}']),
+      ),
     },
-    { command: 'git worktree list --porcelain', printsOutput: true, productLayerMs: await medianOf(n, () => listWorktrees(git)), plainGitMs: await medianOf(n, () => plain(['worktree', 'list', '--porcelain'])) },
+    {
+      command: 'git worktree list --porcelain',
+      printsOutput: true,
+      productLayerMs: await medianOf(n, () => listWorktrees(git)),
+      plainGitMs: await medianOf(n, () => plain(['worktree', 'list', '--porcelain'])),
+    },
   ];
 }

@@ -42,14 +42,22 @@ function tsMs(ts: Ts): number {
 const EventType = temporal.api.enums.v1.EventType;
 
 /** The benchmark's service processes by pid, to name the worker identities in a history. */
-export function serviceRoles(services: { worker: { child: { pid?: number } }; gateway: { child: { pid?: number } } }): Map<number, string> {
+export function serviceRoles(services: {
+  worker: { child: { pid?: number } };
+  gateway: { child: { pid?: number } };
+}): Map<number, string> {
   return new Map([
     [services.worker.child.pid ?? -1, 'worker'],
     [services.gateway.child.pid ?? -1, 'gateway'],
   ]);
 }
 
-export async function profileWorkflow(client: Client, workflowId: string, httpMs: number | null, roles: Map<number, string>): Promise<HistoryProfile> {
+export async function profileWorkflow(
+  client: Client,
+  workflowId: string,
+  httpMs: number | null,
+  roles: Map<number, string>,
+): Promise<HistoryProfile> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
   const t0 = tsMs(events[0]?.eventTime);
@@ -83,23 +91,29 @@ export async function profileWorkflow(client: Client, workflowId: string, httpMs
         scheduledAt.set(id, t);
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-        profile.workflowTaskQueuedMs += t - (scheduledAt.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? t);
-        profile.workflowTasksRanIn.push(roles.get(Number.parseInt(e.workflowTaskStartedEventAttributes?.identity ?? '', 10)) ?? 'another process');
+        profile.workflowTaskQueuedMs +=
+          t - (scheduledAt.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? t);
+        profile.workflowTasksRanIn.push(
+          roles.get(Number.parseInt(e.workflowTaskStartedEventAttributes?.identity ?? '', 10)) ?? 'another process',
+        );
         startedAt.set(id, t);
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-        profile.workflowTaskRunningMs += t - (startedAt.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? t);
+        profile.workflowTaskRunningMs +=
+          t - (startedAt.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? t);
         break;
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
         profile.remoteActivities.push(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
         scheduledAt.set(id, t);
         break;
       case EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-        profile.activityQueuedMs += t - (scheduledAt.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? t);
+        profile.activityQueuedMs +=
+          t - (scheduledAt.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? t);
         startedAt.set(id, t);
         break;
       case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-        profile.activityRunningMs += t - (startedAt.get(String(e.activityTaskCompletedEventAttributes?.startedEventId)) ?? t);
+        profile.activityRunningMs +=
+          t - (startedAt.get(String(e.activityTaskCompletedEventAttributes?.startedEventId)) ?? t);
         break;
       case EventType.EVENT_TYPE_MARKER_RECORDED:
         profile.localActivityMarkers++;
@@ -111,6 +125,7 @@ export async function profileWorkflow(client: Client, workflowId: string, httpMs
         break; // other events: not measured
     }
   }
-  for (const key of ['workflowTaskQueuedMs', 'workflowTaskRunningMs', 'activityQueuedMs', 'activityRunningMs'] as const) profile[key] = round(profile[key]);
+  for (const key of ['workflowTaskQueuedMs', 'workflowTaskRunningMs', 'activityQueuedMs', 'activityRunningMs'] as const)
+    profile[key] = round(profile[key]);
   return profile;
 }

@@ -26,10 +26,20 @@ export async function interleaved(
   plan: { samples: number; block: number; label: string },
   run: { product: () => Promise<ProductSample>; floor: () => Promise<FloorPhases>; engine: () => Promise<number> },
 ): Promise<InterleavedSamples> {
-  const out: InterleavedSamples = { product: [], floorMs: [], floorParts: [], engineMs: [], productCpu: new CpuAccount(ctx.cpu), floorCpu: new CpuAccount(ctx.cpu), failureCodes: {} };
+  const out: InterleavedSamples = {
+    product: [],
+    floorMs: [],
+    floorParts: [],
+    engineMs: [],
+    productCpu: new CpuAccount(ctx.cpu),
+    floorCpu: new CpuAccount(ctx.cpu),
+    failureCodes: {},
+  };
   for (let b = 0; b * plan.block < plan.samples; b++) {
     const n = Math.min(plan.block, plan.samples - b * plan.block);
-    for (const kind of b % 2 === 0 ? (['product', 'floor', 'engine'] as const) : (['engine', 'floor', 'product'] as const)) {
+    for (const kind of b % 2 === 0
+      ? (['product', 'floor', 'engine'] as const)
+      : (['engine', 'floor', 'product'] as const)) {
       if (kind === 'engine') {
         for (let i = 0; i < n; i++) out.engineMs.push(await run.engine());
         continue;
@@ -48,7 +58,10 @@ export async function interleaved(
         }
       });
     }
-    if ((b + 1) % 5 === 0) ctx.log(`${plan.label}: ${out.product.length}/${plan.samples} product, ${out.floorMs.length}/${plan.samples} floor`);
+    if ((b + 1) % 5 === 0)
+      ctx.log(
+        `${plan.label}: ${out.product.length}/${plan.samples} product, ${out.floorMs.length}/${plan.samples} floor`,
+      );
   }
   return out;
 }
@@ -59,7 +72,13 @@ export function compared<S>(s: InterleavedSamples, shape: S) {
   const floor = summarize(s.floorMs);
   const engine = summarize(s.engineMs);
   return {
-    nearest: s.product[indexNearest(s.product.map((p) => p.ms), product.p50)] ?? null,
+    nearest:
+      s.product[
+        indexNearest(
+          s.product.map((p) => p.ms),
+          product.p50,
+        )
+      ] ?? null,
     report: {
       product,
       floor,
@@ -71,7 +90,11 @@ export function compared<S>(s: InterleavedSamples, shape: S) {
       cpuPerLaunchMs: { product: s.productCpu.per(s.product.length), floor: s.floorCpu.per(s.floorMs.length) },
       failures: Object.values(s.failureCodes).reduce((sum, n) => sum + n, 0),
       failureCodes: s.failureCodes,
-      samplesMs: { product: s.product.map((p) => round(p.ms, 1)), floor: s.floorMs.map((x) => round(x, 1)), engine: s.engineMs.map((x) => round(x, 1)) },
+      samplesMs: {
+        product: s.product.map((p) => round(p.ms, 1)),
+        floor: s.floorMs.map((x) => round(x, 1)),
+        engine: s.engineMs.map((x) => round(x, 1)),
+      },
     },
   };
 }

@@ -37,12 +37,22 @@ const mb = (kb: number | null): number | null => (kb === null ? null : Math.roun
 
 export class MemorySampler {
   private timer: NodeJS.Timeout | null = null;
-  private window: { peakKb: Record<string, number>; starterPeakKb: Record<string, number>; byScenarioKb: Record<string, Record<string, number>>; samples: number; reset: Record<string, boolean> } | null = null;
+  private window: {
+    peakKb: Record<string, number>;
+    starterPeakKb: Record<string, number>;
+    byScenarioKb: Record<string, Record<string, number>>;
+    samples: number;
+    reset: Record<string, boolean>;
+  } | null = null;
   /** The whole run's sampled peak, for the record. */
   readonly runPeakKb: Record<string, number> = {};
 
   /** `scenario` names what runs when a sample is taken. */
-  constructor(private readonly pids: Record<string, number>, private readonly scenario: () => string = () => '', private readonly everyMs = 200) {}
+  constructor(
+    private readonly pids: Record<string, number>,
+    private readonly scenario: () => string = () => '',
+    private readonly everyMs = 200,
+  ) {}
 
   start(): void {
     this.timer = setInterval(() => this.sample(), this.everyMs);
@@ -102,7 +112,9 @@ export class MemorySampler {
         samples: w?.samples ?? 0,
         starterPeakRssMb: mb(w?.starterPeakKb[name] || null),
         starterPssMb: mb(starters.length ? starters.reduce((sum, starter) => sum + (pssKb(starter) ?? 0), 0) : null),
-        peakByScenarioMb: Object.fromEntries(Object.entries(w?.byScenarioKb[name] ?? {}).map(([scenario, kb]) => [scenario, mb(kb)!])),
+        peakByScenarioMb: Object.fromEntries(
+          Object.entries(w?.byScenarioKb[name] ?? {}).map(([scenario, kb]) => [scenario, mb(kb)!]),
+        ),
       };
     }
     return out;

@@ -25,7 +25,12 @@ export interface ServiceProcess {
 }
 
 /** Starts a command with stdout and stderr appended to a log file, watching stdout for readiness lines. */
-export function startLogged(name: string, command: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; logFile: string }): ServiceProcess {
+export function startLogged(
+  name: string,
+  command: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; logFile: string },
+): ServiceProcess {
   const log = createWriteStream(opts.logFile, { flags: 'a' });
   const child = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.pipe(log, { end: false });
@@ -44,11 +49,15 @@ export function startLogged(name: string, command: string, args: string[], opts:
     waitForOutput(text, timeoutMs) {
       return new Promise((resolve, reject) => {
         if (seen.includes(text)) return resolve();
-        const timer = setTimeout(() => finish(new Error(`${name}: no "${text}" within ${timeoutMs} ms (log: ${opts.logFile})`)), timeoutMs);
+        const timer = setTimeout(
+          () => finish(new Error(`${name}: no "${text}" within ${timeoutMs} ms (log: ${opts.logFile})`)),
+          timeoutMs,
+        );
         const onData = () => {
           if (seen.includes(text)) finish();
         };
-        const onExit = (code: number | null) => finish(new Error(`${name} exited (${code}) during start-up (log: ${opts.logFile})`));
+        const onExit = (code: number | null) =>
+          finish(new Error(`${name} exited (${code}) during start-up (log: ${opts.logFile})`));
         const finish = (err?: Error) => {
           clearTimeout(timer);
           child.stdout!.off('data', onData);
@@ -78,7 +87,11 @@ export async function stopProcess(child: ChildProcess | null, graceMs = 10_000):
 }
 
 /** Runs fn over items with at most `limit` in flight; results keep the input order. */
-export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {

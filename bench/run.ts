@@ -46,12 +46,16 @@ function gitHead(root: string): string {
 }
 function gitClean(root: string): boolean {
   try {
-    return execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() === '';
+    return (
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() ===
+      ''
+    );
   } catch {
     return false;
   }
 }
-const log = (message: string) => console.error(`[bench ${((performance.now() - runStart) / 1000).toFixed(1).padStart(6)} s] ${message}`);
+const log = (message: string) =>
+  console.error(`[bench ${((performance.now() - runStart) / 1000).toFixed(1).padStart(6)} s] ${message}`);
 
 /** BENCH_ONLY=attach,cleanup runs only those scenarios (a diagnostic aid; the others are reported as skipped). */
 const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
@@ -60,7 +64,8 @@ const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').
 let running = 'start-up';
 
 async function scenario<T>(name: string, fn: () => Promise<T>): Promise<Outcome<T>> {
-  if (only && ![...only].some((key) => name.includes(key))) return { ok: false, error: 'skipped (BENCH_ONLY)', seconds: 0 };
+  if (only && ![...only].some((key) => name.includes(key)))
+    return { ok: false, error: 'skipped (BENCH_ONLY)', seconds: 0 };
   running = name;
   const start = performance.now();
   log(`${name}: start`);
@@ -130,7 +135,11 @@ async function main(): Promise<void> {
         ...(services.postgresPid ? { postgres: { tree: services.postgresPid } } : {}),
         bench: process.pid,
       }),
-      catalogRepos: [await makeRepo(api, reposDir, 'catalog-1', 20), await makeRepo(api, reposDir, 'catalog-2', 20), await makeRepo(api, reposDir, 'catalog-3', 20)],
+      catalogRepos: [
+        await makeRepo(api, reposDir, 'catalog-1', 20),
+        await makeRepo(api, reposDir, 'catalog-2', 20),
+        await makeRepo(api, reposDir, 'catalog-3', 20),
+      ],
       log,
     };
 
@@ -146,7 +155,9 @@ async function main(): Promise<void> {
     const boardDelete = await scenario('8 board delete', () => runBoardDelete(ctx));
     const window = sampler.closeWindow();
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
-    const temporalFloor = await scenario('diagnostics: temporal floor', () => measureTemporalFloor(temporal, services.temporalAddress, 'default'));
+    const temporalFloor = await scenario('diagnostics: temporal floor', () =>
+      measureTemporalFloor(temporal, services.temporalAddress, 'default'),
+    );
     sampler.stop();
     // Last: it SIGKILLs the gateway (the process that started its agents).
     const exitDetection = await scenario('6 exit detection', () => runExitDetection(ctx, config.exitDetection.samples));
@@ -156,7 +167,9 @@ async function main(): Promise<void> {
       worker: window.worker!,
       gateway: window.gateway!,
       afterStartMb,
-      runPeakMb: Object.fromEntries(Object.entries(sampler.runPeakKb).map(([k, kb]) => [k, Math.round(kb / 102.4) / 10])),
+      runPeakMb: Object.fromEntries(
+        Object.entries(sampler.runPeakKb).map(([k, kb]) => [k, Math.round(kb / 102.4) / 10]),
+      ),
     };
 
     const tasksInDb = growth.ok ? growth.value.large.tasksInDatabase : null;
@@ -167,14 +180,43 @@ async function main(): Promise<void> {
         durationSeconds: Math.round((performance.now() - runStart) / 1000),
         quick: config.quick,
         loadAverage: { atStart: loadAtStart, atEnd: os.loadavg().map((x) => Math.round(x * 100) / 100) },
-        machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown', memoryGb: Math.round(os.totalmem() / 2 ** 30), kernel: os.release() },
-        versions: { node: process.version, git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(), postgres: services.versions.postgres, temporalCli: services.versions.temporalCli },
+        machine: {
+          cpus: os.cpus().length,
+          cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+          memoryGb: Math.round(os.totalmem() / 2 ** 30),
+          kernel: os.release(),
+        },
+        versions: {
+          node: process.version,
+          git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(),
+          postgres: services.versions.postgres,
+          temporalCli: services.versions.temporalCli,
+        },
         database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
-        order: ['5 growth (small, then large)', '1 attach', '2 materialize', '7 resume', '9 ssh attach', '3 many tasks', '4 single archives', '8 board delete', 'diagnostics (git layer, Temporal with no work)', '6 exit detection (kills the gateway)'],
+        order: [
+          '5 growth (small, then large)',
+          '1 attach',
+          '2 materialize',
+          '7 resume',
+          '9 ssh attach',
+          '3 many tasks',
+          '4 single archives',
+          '8 board delete',
+          'diagnostics (git layer, Temporal with no work)',
+          '6 exit detection (kills the gateway)',
+        ],
         commit,
         notes: [
-          ...(process.env.BENCH_GIT_TRACE === '1' ? ['DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.'] : []),
-          ...(process.env.BENCH_WORKER_PROF === '1' ? ['DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.'] : []),
+          ...(process.env.BENCH_GIT_TRACE === '1'
+            ? [
+                'DIAGNOSTIC RUN: git is traced through a wrapper script (BENCH_GIT_TRACE=1); its figures are not comparable.',
+              ]
+            : []),
+          ...(process.env.BENCH_WORKER_PROF === '1'
+            ? [
+                'DIAGNOSTIC RUN: the worker runs under --cpu-prof (BENCH_WORKER_PROF=1); its figures are not comparable.',
+              ]
+            : []),
           ...(only ? [`PARTIAL RUN: only ${[...only].join(', ')} (BENCH_ONLY).`] : []),
           `Scenarios 1–4 run on the grown database (${tasksInDb?.toLocaleString('en') ?? '?'} tasks and more): growth runs first so its two sizes are measured back to back.`,
           `Repositories have ${config.repoFiles} source files (a checkout is real work); agents are \`sleep 600\` in their own process group, killed after each scenario.`,

@@ -9,7 +9,13 @@
 import type pg from 'pg';
 import type { Repo } from './world';
 
-export async function growTasksTo(pool: pg.Pool, total: number, repos: Repo[], workspaceRoot: string, sessionsPerTask = 3): Promise<number> {
+export async function growTasksTo(
+  pool: pg.Pool,
+  total: number,
+  repos: Repo[],
+  workspaceRoot: string,
+  sessionsPerTask = 3,
+): Promise<number> {
   if (repos.length < 3) throw new Error('seeding needs three repositories');
   const current = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM tasks')).rows[0]!.n);
   const missing = total - current;

@@ -84,7 +84,10 @@ export async function startServices(root: string, log: (msg: string) => void): P
     if (postgres) await postgres.stop().catch(() => {});
     if (externalDb) {
       const admin = new pg.Client({ connectionString: `${externalDb.serverUrl}/postgres` });
-      await admin.connect().then(() => admin.query(`DROP DATABASE IF EXISTS "${externalDb!.name}" WITH (FORCE)`)).catch(() => {});
+      await admin
+        .connect()
+        .then(() => admin.query(`DROP DATABASE IF EXISTS "${externalDb!.name}" WITH (FORCE)`))
+        .catch(() => {});
       await admin.end().catch(() => {});
     }
     if (process.env.BENCH_KEEP_SCRATCH === '1') log(`scratch kept: ${scratch}`);
@@ -98,8 +101,18 @@ export async function startServices(root: string, log: (msg: string) => void): P
     const temporalLog = createWriteStream(path.join(logDir, 'temporal.log'));
     temporal = spawn(
       cli,
-      ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--headless', '--log-level', 'warn',
-        ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])],
+      [
+        'server',
+        'start-dev',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(temporalPort),
+        '--headless',
+        '--log-level',
+        'warn',
+        ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+      ],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     temporal.stdout!.pipe(temporalLog);
@@ -107,11 +120,18 @@ export async function startServices(root: string, log: (msg: string) => void): P
 
     let databaseUrl: string;
     if (process.env.DATABASE_URL) {
-      externalDb = { serverUrl: serverPart(process.env.DATABASE_URL), name: `tws_bench_${randomBytes(6).toString('hex')}` };
+      externalDb = {
+        serverUrl: serverPart(process.env.DATABASE_URL),
+        name: `tws_bench_${randomBytes(6).toString('hex')}`,
+      };
       databaseUrl = await ensureDatabase(externalDb.serverUrl, externalDb.name);
     } else {
       log(`embedded PostgreSQL on port ${pgPort}`);
-      postgres = await startEmbeddedPostgres({ dataDir: path.join(scratch, 'pg'), port: pgPort, password: randomBytes(12).toString('hex') });
+      postgres = await startEmbeddedPostgres({
+        dataDir: path.join(scratch, 'pg'),
+        port: pgPort,
+        password: randomBytes(12).toString('hex'),
+      });
       databaseUrl = await ensureDatabase(postgres.serverUrl, 'task_workspaces');
     }
     const tokens = { user: randomBytes(18).toString('base64url'), operator: randomBytes(18).toString('base64url') };
@@ -135,7 +155,13 @@ export async function startServices(root: string, log: (msg: string) => void): P
     // The same configuration the worker and the gateway will read (the Temporal schedules are made from it).
     const config = loadConfig(env, { cwd: root, hostname: 'bench' });
     const temporalProcess = temporal;
-    await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => !isRunning(temporalProcess) });
+    await prepareServices({
+      databaseUrl,
+      temporalAddress,
+      namespace: config.temporalNamespace,
+      config,
+      isTemporalDead: () => !isRunning(temporalProcess),
+    });
 
     // As `make start` does: the services run compiled (client/service-build.ts).
     buildServices(root);
@@ -144,24 +170,46 @@ export async function startServices(root: string, log: (msg: string) => void): P
     env.TWS_WORKFLOW_BUNDLE = path.join(scratch, 'workflow-bundle.js');
     bundleWorkflowsTo(root, env.TWS_WORKFLOW_BUNDLE);
     // BENCH_WORKER_PROF=1 (diagnostic): a V8 CPU profile of the worker, written when it stops.
-    const profile = process.env.BENCH_WORKER_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'worker-profile')}`] : [];
-    worker = startLogged('worker', process.execPath, [...profile, ...node('worker/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'worker.log') });
+    const profile =
+      process.env.BENCH_WORKER_PROF === '1'
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'worker-profile')}`]
+        : [];
+    worker = startLogged('worker', process.execPath, [...profile, ...node('worker/main.ts')], {
+      cwd: root,
+      env,
+      logFile: path.join(logDir, 'worker.log'),
+    });
     // BENCH_GATEWAY_PROF=1 (diagnostic): the same for the gateway (it runs this host's launches and resumes).
-    const gatewayProfile = process.env.BENCH_GATEWAY_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'gateway-profile')}`] : [];
+    const gatewayProfile =
+      process.env.BENCH_GATEWAY_PROF === '1'
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.join(logDir, 'gateway-profile')}`]
+        : [];
     // BENCH_GATEWAY_HEAP=1 (diagnostic): SIGUSR2 writes a heap snapshot of the gateway into the logs folder.
-    const gatewayHeap = process.env.BENCH_GATEWAY_HEAP === '1' ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${logDir}`] : [];
-    gateway = startLogged('gateway', process.execPath, [...gatewayProfile, ...gatewayHeap, ...node('client/gateway/main.ts')], { cwd: root, env, logFile: path.join(logDir, 'gateway.log') });
+    const gatewayHeap =
+      process.env.BENCH_GATEWAY_HEAP === '1' ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${logDir}`] : [];
+    gateway = startLogged(
+      'gateway',
+      process.execPath,
+      [...gatewayProfile, ...gatewayHeap, ...node('client/gateway/main.ts')],
+      { cwd: root, env, logFile: path.join(logDir, 'gateway.log') },
+    );
     const gatewayChild = gateway.child;
     const apiBase = `http://127.0.0.1:${apiPort}`;
     log('waiting for the worker (workflow bundle) and the gateway');
-    await Promise.all([worker.waitForOutput('worker running', 180_000), waitForReady(`${apiBase}/readyz`, () => isRunning(gatewayChild), 120_000)]);
+    await Promise.all([
+      worker.waitForOutput('worker running', 180_000),
+      waitForReady(`${apiBase}/readyz`, () => isRunning(gatewayChild), 120_000),
+    ]);
 
     const versionClient = new pg.Client({ connectionString: databaseUrl });
     await versionClient.connect();
-    const pgVersion = (await versionClient.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+    const pgVersion = (await versionClient.query<{ server_version: string }>('SHOW server_version')).rows[0]!
+      .server_version;
     await versionClient.end();
     const workspaceRoot = await realpath(path.join(dataDir, 'workspaces'));
-    const postgresPid = postgres ? Number((await readFile(path.join(scratch, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]) || null : null;
+    const postgresPid = postgres
+      ? Number((await readFile(path.join(scratch, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]) || null
+      : null;
     return {
       root,
       scratch,

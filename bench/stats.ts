@@ -33,7 +33,11 @@ export function summarize(samples: number[]): LatencySummary {
   };
 }
 
-export const median = (samples: number[]): number => quantile([...samples].sort((a, b) => a - b), 0.5);
+export const median = (samples: number[]): number =>
+  quantile(
+    [...samples].sort((a, b) => a - b),
+    0.5,
+  );
 
 export function ratio(numerator: number, denominator: number): number {
   return denominator > 0 && Number.isFinite(numerator) ? round(numerator / denominator, 3) : NaN;
@@ -48,7 +52,8 @@ export function round(x: number, digits = 2): number {
 /** The index of the sample closest to the median: the launch whose history we profile. */
 export function indexNearest(samples: number[], value: number): number {
   let best = 0;
-  for (let i = 1; i < samples.length; i++) if (Math.abs(samples[i]! - value) < Math.abs(samples[best]! - value)) best = i;
+  for (let i = 1; i < samples.length; i++)
+    if (Math.abs(samples[i]! - value) < Math.abs(samples[best]! - value)) best = i;
   return best;
 }
 

@@ -20,26 +20,120 @@ export interface TargetResult extends Target {
  * as a ratio product / (bare + engine); the cleanups by throughput.
  */
 export const TARGETS = {
-  attachRatio: { id: 'attach_p50_vs_floors', label: 'Attach p50 / (bare floor + engine floor)', comparator: '<=', value: 1.15, unit: 'x' },
-  materialize1Ratio: { id: 'materialize_1_repo_p50_vs_floors', label: 'First launch (1 repository) p50 / (bare + engine floor)', comparator: '<=', value: 1.15, unit: 'x' },
-  materialize3Ratio: { id: 'materialize_3_repos_p50_vs_floors', label: 'First launch (3 repositories) p50 / (bare + engine floor)', comparator: '<=', value: 1.15, unit: 'x' },
-  resumeRatio: { id: 'resume_p50_vs_floors', label: 'Resume p50 / (bare floor + engine floor)', comparator: '<=', value: 1.15, unit: 'x' },
-  sshAttachRatio: { id: 'ssh_attach_p50_vs_floors', label: 'SSH attach p50 / (ssh floor + engine floor)', comparator: '<=', value: 1.15, unit: 'x' },
-  cleanupThroughput: { id: 'archive_throughput_vs_floors', label: 'Single archives: throughput / throughput of (bare + engine floor per task)', comparator: '>=', value: 0.8, unit: 'x' },
-  boardDeleteThroughput: { id: 'board_delete_throughput_vs_bare', label: 'Board delete: throughput / bare floor throughput', comparator: '>=', value: 0.5, unit: 'x' },
-  manyTasksFailures: { id: 'many_tasks_failures', label: 'Simultaneous first launches on one repository: failures', comparator: '==', value: 0, unit: 'failures' },
-  manyTasksWall: { id: 'many_tasks_wall_vs_floor', label: 'Simultaneous first launches on one repository: wall time / floor wall time', comparator: '<=', value: 1.3, unit: 'x' },
-  growthRatio: { id: 'growth_attach_p50_ratio', label: 'Attach p50 at the large database / at 100 tasks', comparator: '<=', value: 1.1, unit: 'x' },
-  exitWatched: { id: 'exit_noticed_watched_p50_ms', label: 'Agent exit recorded, its starting process alive, p50', comparator: '<=', value: 1000, unit: 'ms' },
-  exitUnwatched: { id: 'exit_noticed_unwatched_p50_ms', label: 'Agent exit recorded, its starting process killed, p50', comparator: '<=', value: 10_000, unit: 'ms' },
-  workerRss: { id: 'worker_peak_rss_mb', label: 'Worker peak RSS during scenarios 3, 4 and 8', comparator: '<=', value: 300, unit: 'MB' },
-  gatewayRss: { id: 'gateway_peak_rss_mb', label: 'Gateway peak RSS during scenarios 3, 4 and 8', comparator: '<=', value: 200, unit: 'MB' },
+  attachRatio: {
+    id: 'attach_p50_vs_floors',
+    label: 'Attach p50 / (bare floor + engine floor)',
+    comparator: '<=',
+    value: 1.15,
+    unit: 'x',
+  },
+  materialize1Ratio: {
+    id: 'materialize_1_repo_p50_vs_floors',
+    label: 'First launch (1 repository) p50 / (bare + engine floor)',
+    comparator: '<=',
+    value: 1.15,
+    unit: 'x',
+  },
+  materialize3Ratio: {
+    id: 'materialize_3_repos_p50_vs_floors',
+    label: 'First launch (3 repositories) p50 / (bare + engine floor)',
+    comparator: '<=',
+    value: 1.15,
+    unit: 'x',
+  },
+  resumeRatio: {
+    id: 'resume_p50_vs_floors',
+    label: 'Resume p50 / (bare floor + engine floor)',
+    comparator: '<=',
+    value: 1.15,
+    unit: 'x',
+  },
+  sshAttachRatio: {
+    id: 'ssh_attach_p50_vs_floors',
+    label: 'SSH attach p50 / (ssh floor + engine floor)',
+    comparator: '<=',
+    value: 1.15,
+    unit: 'x',
+  },
+  cleanupThroughput: {
+    id: 'archive_throughput_vs_floors',
+    label: 'Single archives: throughput / throughput of (bare + engine floor per task)',
+    comparator: '>=',
+    value: 0.8,
+    unit: 'x',
+  },
+  boardDeleteThroughput: {
+    id: 'board_delete_throughput_vs_bare',
+    label: 'Board delete: throughput / bare floor throughput',
+    comparator: '>=',
+    value: 0.5,
+    unit: 'x',
+  },
+  manyTasksFailures: {
+    id: 'many_tasks_failures',
+    label: 'Simultaneous first launches on one repository: failures',
+    comparator: '==',
+    value: 0,
+    unit: 'failures',
+  },
+  manyTasksWall: {
+    id: 'many_tasks_wall_vs_floor',
+    label: 'Simultaneous first launches on one repository: wall time / floor wall time',
+    comparator: '<=',
+    value: 1.3,
+    unit: 'x',
+  },
+  growthRatio: {
+    id: 'growth_attach_p50_ratio',
+    label: 'Attach p50 at the large database / at 100 tasks',
+    comparator: '<=',
+    value: 1.1,
+    unit: 'x',
+  },
+  exitWatched: {
+    id: 'exit_noticed_watched_p50_ms',
+    label: 'Agent exit recorded, its starting process alive, p50',
+    comparator: '<=',
+    value: 1000,
+    unit: 'ms',
+  },
+  exitUnwatched: {
+    id: 'exit_noticed_unwatched_p50_ms',
+    label: 'Agent exit recorded, its starting process killed, p50',
+    comparator: '<=',
+    value: 10_000,
+    unit: 'ms',
+  },
+  workerRss: {
+    id: 'worker_peak_rss_mb',
+    label: 'Worker peak RSS during scenarios 3, 4 and 8',
+    comparator: '<=',
+    value: 300,
+    unit: 'MB',
+  },
+  gatewayRss: {
+    id: 'gateway_peak_rss_mb',
+    label: 'Gateway peak RSS during scenarios 3, 4 and 8',
+    comparator: '<=',
+    value: 200,
+    unit: 'MB',
+  },
 } satisfies Record<string, Target>;
 
-export function judge(target: Target, measured: number | null | undefined, unavailable?: { status: 'not_available' | 'error'; note: string }): TargetResult {
+export function judge(
+  target: Target,
+  measured: number | null | undefined,
+  unavailable?: { status: 'not_available' | 'error'; note: string },
+): TargetResult {
   if (unavailable) return { ...target, measured: null, status: unavailable.status, note: unavailable.note };
-  if (measured === null || measured === undefined || !Number.isFinite(measured)) return { ...target, measured: null, status: 'error', note: 'not measured' };
-  const ok = target.comparator === '<=' ? measured <= target.value : target.comparator === '>=' ? measured >= target.value : measured === target.value;
+  if (measured === null || measured === undefined || !Number.isFinite(measured))
+    return { ...target, measured: null, status: 'error', note: 'not measured' };
+  const ok =
+    target.comparator === '<='
+      ? measured <= target.value
+      : target.comparator === '>='
+        ? measured >= target.value
+        : measured === target.value;
   return { ...target, measured, status: ok ? 'pass' : 'miss' };
 }
 

@@ -6,7 +6,15 @@
  * (its lanes: the most started by one workflow task), and an update that completes where
  * the product's did (update-with-start: the caller's answer waits for it).
  */
-import { condition, defineUpdate, executeChild, proxyActivities, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  defineUpdate,
+  executeChild,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 
 const { nothing } = proxyLocalActivities<{ nothing(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
 const remote = proxyActivities<{ nothing(): Promise<void> }>({ startToCloseTimeout: '10 seconds' });
@@ -39,7 +47,11 @@ export async function shaped(steps: ShapeStep[]): Promise<void> {
       // At most `lanes` at once, each lane taking the next child when its previous one ends.
       let next = 0;
       const lane = async () => {
-        while (next < step.count) await executeChild(shaped, { workflowId: `${workflowInfo().workflowId}/child-${next++}`, args: [step.shape] });
+        while (next < step.count)
+          await executeChild(shaped, {
+            workflowId: `${workflowInfo().workflowId}/child-${next++}`,
+            args: [step.shape],
+          });
       };
       await Promise.all(Array.from({ length: Math.max(1, Math.min(step.lanes, step.count)) }, lane));
     }

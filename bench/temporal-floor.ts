@@ -21,18 +21,37 @@ export interface TemporalFloor {
   eagerTwoLocalActivitiesMs: number;
 }
 
-export async function measureTemporalFloor(client: Client, address: string, namespace: string, samples = 30): Promise<TemporalFloor> {
+export async function measureTemporalFloor(
+  client: Client,
+  address: string,
+  namespace: string,
+  samples = 30,
+): Promise<TemporalFloor> {
   const quiet = { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error };
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./temporal-floor-workflows'), logger: quiet });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./temporal-floor-workflows'),
+    logger: quiet,
+  });
   const connection = await NativeConnection.connect({ address });
   const sharing = new Client({ connection, namespace });
   const taskQueue = `bench-temporal-floor-${randomUUID()}`;
   try {
-    const worker = await Worker.create({ connection, namespace, taskQueue, workflowBundle, activities: { nothing: async () => {} } });
+    const worker = await Worker.create({
+      connection,
+      namespace,
+      taskQueue,
+      workflowBundle,
+      activities: { nothing: async () => {} },
+    });
     return await worker.runUntil(async () => {
       const timed = async (workflowType: string, eager: boolean): Promise<number> => {
         const start = performance.now();
-        const handle = await (eager ? sharing : client).workflow.start(workflowType, { workflowId: `bench-floor/${randomUUID()}`, taskQueue, args: [], requestEagerStart: eager });
+        const handle = await (eager ? sharing : client).workflow.start(workflowType, {
+          workflowId: `bench-floor/${randomUUID()}`,
+          taskQueue,
+          args: [],
+          requestEagerStart: eager,
+        });
         await handle.result();
         if (eager && !handle.eagerlyStarted) throw new Error('the server did not start the workflow eagerly');
         return performance.now() - start;

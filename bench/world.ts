@@ -13,11 +13,19 @@ import { mapLimit } from './processes';
 
 const execFileAsync = promisify(execFile);
 
-const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@example.com', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@example.com' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@example.com',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@example.com',
+};
 
 /** Asynchronous, for set-up work that runs while memory is sampled (a sync call would stall the sampler). */
 export async function gitAsync(dir: string, ...args: string[]): Promise<string> {
-  return (await execFileAsync('git', args, { cwd: dir, encoding: 'utf8', env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 })).stdout.trim();
+  return (
+    await execFileAsync('git', args, { cwd: dir, encoding: 'utf8', env: GIT_ENV, maxBuffer: 64 * 1024 * 1024 })
+  ).stdout.trim();
 }
 
 function git(dir: string, ...args: string[]): string {
@@ -59,8 +67,23 @@ export async function makeRepo(api: Api, reposDir: string, name: string, files: 
   return { id: await api.registerRepository(name, dir), name, path: dir, head: git(dir, 'rev-parse', 'main') };
 }
 
-export async function createTasks(api: Api, count: number, repos: Repo[], title: string, boardId?: string): Promise<string[]> {
-  return mapLimit(Array.from({ length: count }, (_, i) => i), 4, (i) => api.createTask(`${title} ${i + 1}`, repos.map((r) => r.id), boardId));
+export async function createTasks(
+  api: Api,
+  count: number,
+  repos: Repo[],
+  title: string,
+  boardId?: string,
+): Promise<string[]> {
+  return mapLimit(
+    Array.from({ length: count }, (_, i) => i),
+    4,
+    (i) =>
+      api.createTask(
+        `${title} ${i + 1}`,
+        repos.map((r) => r.id),
+        boardId,
+      ),
+  );
 }
 
 /** First launches of new tasks (the set-up of attach scenarios): every environment ends ready. */
@@ -70,7 +93,12 @@ export async function materializeTasks(api: Api, taskIds: string[], concurrency 
 
 /** Registered worktree paths of a repository (`git worktree list --porcelain`). */
 export function registeredWorktrees(repoPath: string): Set<string> {
-  return new Set(git(repoPath, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9)));
+  return new Set(
+    git(repoPath, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .filter((l) => l.startsWith('worktree '))
+      .map((l) => l.slice(9)),
+  );
 }
 
 /**
@@ -78,7 +106,11 @@ export function registeredWorktrees(repoPath: string): Set<string> {
  * `executions`): by process group, and only when pid and start time still name the same process.
  */
 export async function killAgents(pool: pg.Pool): Promise<number> {
-  const rows = (await pool.query<{ pid: number; process_start_time: string }>(`SELECT pid, process_start_time FROM executions WHERE host_id = 'bench' AND status = 'running'`)).rows;
+  const rows = (
+    await pool.query<{ pid: number; process_start_time: string }>(
+      `SELECT pid, process_start_time FROM executions WHERE host_id = 'bench' AND status = 'running'`,
+    )
+  ).rows;
   let killed = 0;
   for (const row of rows) {
     if (row.pid <= 1 || (await processStartTime(row.pid)) !== row.process_start_time) continue;

@@ -44,9 +44,15 @@ interface Target {
 function target(env: NodeJS.ProcessEnv): Target {
   const config = loadConfig(env, { cwd: process.cwd(), hostname: os.hostname() });
   const secretsFile = path.join(config.dataDir, 'secrets.json');
-  const secrets = existsSync(secretsFile) ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string }) : {};
+  const secrets = existsSync(secretsFile)
+    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string })
+    : {};
   const token = env.TWS_OPERATOR_TOKEN || config.operatorToken || secrets.operatorToken;
-  if (!token) throw new CliError(`no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`, EXIT.usage);
+  if (!token)
+    throw new CliError(
+      `no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`,
+      EXIT.usage,
+    );
   return { url: (env.TWS_API_URL || localApiUrl(config.apiHost, config.apiPort)).replace(/\/+$/, ''), token };
 }
 
@@ -55,11 +61,17 @@ async function call(t: Target, method: string, route: string, body?: unknown): P
   try {
     res = await fetch(t.url + route, {
       method,
-      headers: { authorization: `Bearer ${t.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
-    throw new CliError(`the API at ${t.url} does not answer (is \`make start\` running? TWS_API_URL moves it)`, EXIT.unavailable);
+    throw new CliError(
+      `the API at ${t.url} does not answer (is \`make start\` running? TWS_API_URL moves it)`,
+      EXIT.unavailable,
+    );
   }
   if (res.ok) return res;
   const text = await res.text();
@@ -75,14 +87,19 @@ async function call(t: Target, method: string, route: string, body?: unknown): P
   throw new CliError(`refused (${reason})`, EXIT.refused);
 }
 
-const json = async (t: Target, method: string, route: string, body?: unknown): Promise<any> => (await call(t, method, route, body)).json();
+const json = async (t: Target, method: string, route: string, body?: unknown): Promise<any> =>
+  (await call(t, method, route, body)).json();
 
 /** Every page of a list route (`{ items, nextCursor }`). */
 async function all(t: Target, route: string, query: Record<string, string | undefined>): Promise<any[]> {
   const items: any[] = [];
   let cursor: string | null = null;
   do {
-    const q = new URLSearchParams(Object.entries({ ...query, limit: '200', ...(cursor ? { cursor } : {}) }).filter((e): e is [string, string] => e[1] !== undefined));
+    const q = new URLSearchParams(
+      Object.entries({ ...query, limit: '200', ...(cursor ? { cursor } : {}) }).filter(
+        (e): e is [string, string] => e[1] !== undefined,
+      ),
+    );
     const page = await json(t, 'GET', `${route}?${q}`);
     items.push(...page.items);
     cursor = page.nextCursor;
@@ -93,9 +110,19 @@ async function all(t: Target, route: string, query: Record<string, string | unde
 /** Columns padded to their widest cell. */
 function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
-  const cells = [columns, ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c]))))];
+  const cells = [
+    columns,
+    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c])))),
+  ];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
-  return cells.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 interface Parsed {
@@ -146,9 +173,19 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   switch (command) {
     case 'jobs': {
       const t = target(env);
-      const flag = (name: string) => (typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined);
-      const jobs = await all(t, '/v1/cleanup-jobs', { state: flag('--state'), taskId: flag('--task'), trigger: flag('--trigger') });
-      print(jobs, () => table(jobs.map((j) => ({ ...j, lastError: j.lastError, next: j.nextAttemptAt })), ['operationId', 'taskId', 'trigger', 'state', 'attempts', 'next', 'lastError']));
+      const flag = (name: string) =>
+        typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined;
+      const jobs = await all(t, '/v1/cleanup-jobs', {
+        state: flag('--state'),
+        taskId: flag('--task'),
+        trigger: flag('--trigger'),
+      });
+      print(jobs, () =>
+        table(
+          jobs.map((j) => ({ ...j, lastError: j.lastError, next: j.nextAttemptAt })),
+          ['operationId', 'taskId', 'trigger', 'state', 'attempts', 'next', 'lastError'],
+        ),
+      );
       return EXIT.ok;
     }
     case 'job': {
@@ -171,24 +208,36 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       return EXIT.ok;
     }
     case 'abandon': {
-      const res = await json(target(env), 'POST', `/v1/tasks/${one(p, 'task id')}/environment/reset`, { abandon: true });
+      const res = await json(target(env), 'POST', `/v1/tasks/${one(p, 'task id')}/environment/reset`, {
+        abandon: true,
+      });
       print(res, () => `${res.operationId} ${res.state}: the environment is released; its files are left as they are`);
       return EXIT.ok;
     }
     case 'sessions': {
       const sessions = await all(target(env), `/v1/tasks/${one(p, 'task id')}/sessions`, {});
-      print(sessions, () => table(sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })), ['id', 'state', 'role', 'executorType', 'agentProfile', 'pid', 'exit']));
+      print(sessions, () =>
+        table(
+          sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })),
+          ['id', 'state', 'role', 'executorType', 'agentProfile', 'pid', 'exit'],
+        ),
+      );
       return EXIT.ok;
     }
     case 'logs': {
       const id = one(p, 'session id');
       const tail = p.flags.get('--tail');
-      if (tail !== undefined && (typeof tail !== 'string' || !/^[0-9]{1,6}$/.test(tail))) throw new CliError('--tail takes a number of lines', EXIT.usage);
-      const q = new URLSearchParams({ ...(typeof tail === 'string' ? { tail } : {}), ...(p.flags.has('--follow') ? { follow: '1' } : {}) });
+      if (tail !== undefined && (typeof tail !== 'string' || !/^[0-9]{1,6}$/.test(tail)))
+        throw new CliError('--tail takes a number of lines', EXIT.usage);
+      const q = new URLSearchParams({
+        ...(typeof tail === 'string' ? { tail } : {}),
+        ...(p.flags.has('--follow') ? { follow: '1' } : {}),
+      });
       const res = await call(target(env), 'GET', `/v1/sessions/${id}/logs?${q}`);
       // Streamed as it comes (with -f, until the agent ends).
       const decoder = new TextDecoder();
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) out(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+        out(decoder.decode(chunk, { stream: true }));
       return EXIT.ok;
     }
     case 'hosts': {
@@ -205,8 +254,17 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     case 'sweep': {
       const dryRun = p.flags.has('--dry-run');
       const host = p.flags.get('--host');
-      const res = await json(target(env), 'POST', '/v1/orphan-sweep', { dryRun, ...(typeof host === 'string' ? { hostId: host } : {}) });
-      print(res, () => [`${dryRun ? 'would remove' : 'removed'}: ${res.removed.length ? res.removed.join(', ') : '(nothing)'}`, 'kept:', table(res.kept, ['name', 'reason'])].join('\n'));
+      const res = await json(target(env), 'POST', '/v1/orphan-sweep', {
+        dryRun,
+        ...(typeof host === 'string' ? { hostId: host } : {}),
+      });
+      print(res, () =>
+        [
+          `${dryRun ? 'would remove' : 'removed'}: ${res.removed.length ? res.removed.join(', ') : '(nothing)'}`,
+          'kept:',
+          table(res.kept, ['name', 'reason']),
+        ].join('\n'),
+      );
       return EXIT.ok;
     }
     default:

@@ -5,34 +5,77 @@
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import { ACTIVE_JOB_STATES, type CancelRequest, type CleanupInput, type CleanupJobState, type CleanupTrigger } from '../domain/cleanup';
+import {
+  ACTIVE_JOB_STATES,
+  type CancelRequest,
+  type CleanupInput,
+  type CleanupJobState,
+  type CleanupTrigger,
+} from '../domain/cleanup';
 import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId } from '../domain/workflow-ids';
 import type { boardDelete } from '../workflows';
-import { awaitBoardPreparedUpdate, awaitPreparedUpdate, cancelUpdate, operatorRetrySignal, type PreparedAnswer } from '../workflows/cleanup-messages';
+import {
+  awaitBoardPreparedUpdate,
+  awaitPreparedUpdate,
+  cancelUpdate,
+  operatorRetrySignal,
+  type PreparedAnswer,
+} from '../workflows/cleanup-messages';
 import { typedRefusalOf } from './typed-outcome';
 import { startPreparedJob } from '../activities/follow-up-starts';
 
-export type CleanupStart = { ok: true; operationId: string; workflowId: string; operations?: PreparedAnswer['operations']; skipped?: PreparedAnswer['skipped'] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+export type CleanupStart =
+  | {
+      ok: true;
+      operationId: string;
+      workflowId: string;
+      operations?: PreparedAnswer['operations'];
+      skipped?: PreparedAnswer['skipped'];
+    }
+  | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
  * Starts the cleanup workflow and returns once its preparation committed (barrier, snapshot,
  * task mutation), so the caller's 202 means the task is already archived or deleted [R6.3].
  */
-export async function startCleanup(client: Client, config: Config, req: { taskId: string; trigger: CleanupTrigger; discardChanges?: boolean; cascade?: boolean }): Promise<CleanupStart> {
+export async function startCleanup(
+  client: Client,
+  config: Config,
+  req: { taskId: string; trigger: CleanupTrigger; discardChanges?: boolean; cascade?: boolean },
+): Promise<CleanupStart> {
   const operationId = randomUUID();
   const searchAttributes = new TypedSearchAttributes([
     { key: TaskIdAttr, value: req.taskId },
     { key: TriggerAttr, value: req.trigger },
   ]);
   const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
-  const workflowId = req.cascade ? cascadeWorkflowId(req.trigger, req.taskId, operationId) : cleanupWorkflowId(req.trigger, req.taskId, operationId);
+  const workflowId = req.cascade
+    ? cascadeWorkflowId(req.trigger, req.taskId, operationId)
+    : cleanupWorkflowId(req.trigger, req.taskId, operationId);
   const args = req.cascade
-    ? [{ rootTaskId: req.taskId, operationId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy }]
-    : [{ operationId, taskId: req.taskId, trigger: req.trigger, discardChanges: req.discardChanges ?? false, policy: config.cleanupPolicy, alreadyPrepared: false } satisfies CleanupInput];
+    ? [
+        {
+          rootTaskId: req.taskId,
+          operationId,
+          trigger: req.trigger,
+          discardChanges: req.discardChanges ?? false,
+          policy: config.cleanupPolicy,
+        },
+      ]
+    : [
+        {
+          operationId,
+          taskId: req.taskId,
+          trigger: req.trigger,
+          discardChanges: req.discardChanges ?? false,
+          policy: config.cleanupPolicy,
+          alreadyPrepared: false,
+        } satisfies CleanupInput,
+      ];
   // Update-with-start: the start and the wait for preparation are one request, so even a
   // refusal that ends the workflow at once reaches the caller as the update's typed failure.
   const startWorkflowOperation = new WithStartWorkflowOperation(req.cascade ? 'cascadeCleanup' : 'cleanupTask', {
@@ -43,7 +86,12 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
   });
   try {
     const answer = await client.workflow.executeUpdateWithStart(awaitPreparedUpdate, { startWorkflowOperation });
-    return { ok: true, operationId, workflowId, ...(req.cascade ? { operations: answer.operations ?? [], skipped: answer.skipped ?? [] } : {}) };
+    return {
+      ok: true,
+      operationId,
+      workflowId,
+      ...(req.cascade ? { operations: answer.operations ?? [], skipped: answer.skipped ?? [] } : {}),
+    };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };
@@ -51,14 +99,20 @@ export async function startCleanup(client: Client, config: Config, req: { taskId
   }
 }
 
-export type BoardDeleteStart = { ok: true; operationId: string; workflowId: string; operations: { taskId: string; operationId: string }[] } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+export type BoardDeleteStart =
+  | { ok: true; operationId: string; workflowId: string; operations: { taskId: string; operationId: string }[] }
+  | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
  * Starts the delete of a board and returns once its one preparation transaction committed
  * (every task's barrier, snapshot and deletion, and the board's), with one operation per task;
  * or its typed refusal (a dirty worktree without consent), nothing changed.
  */
-export async function startBoardDelete(client: Client, config: Config, req: { boardId: string; discardChanges: boolean }): Promise<BoardDeleteStart> {
+export async function startBoardDelete(
+  client: Client,
+  config: Config,
+  req: { boardId: string; discardChanges: boolean },
+): Promise<BoardDeleteStart> {
   const operationId = randomUUID();
   const workflowId = boardDeleteWorkflowId(req.boardId, operationId);
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof boardDelete>('boardDelete', {
@@ -84,10 +138,22 @@ export async function startBoardDelete(client: Client, config: Config, req: { bo
  * job is active) gets a new run with the cancel as its first message, so it ends before any
  * attempt. A typed refusal (an abandonment while an agent runs) is returned, not thrown.
  */
-export async function cancelCleanup(client: Client, config: Config, job: ContinuedJob, req: CancelRequest = {}): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
-  const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', { ...continuationStart(job, config.taskQueue, config.cleanupPolicy), workflowIdConflictPolicy: 'USE_EXISTING' });
+export async function cancelCleanup(
+  client: Client,
+  config: Config,
+  job: ContinuedJob,
+  req: CancelRequest = {},
+): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+  const startWorkflowOperation = new WithStartWorkflowOperation('cleanupTask', {
+    ...continuationStart(job, config.taskQueue, config.cleanupPolicy),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
   try {
-    return { ok: true, state: (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation, args: [req] })).state };
+    return {
+      ok: true,
+      state: (await client.workflow.executeUpdateWithStart(cancelUpdate, { startWorkflowOperation, args: [req] }))
+        .state,
+    };
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };
@@ -99,7 +165,11 @@ export async function cancelCleanup(client: Client, config: Config, job: Continu
  * An abandonment with no job active: a job of its own (trigger `environment_abandon`), whose
  * preparation refuses while an agent runs; returns once it ended, with its state.
  */
-export async function abandonEnvironment(client: Client, config: Config, taskId: string): Promise<CleanupStart & { state?: string }> {
+export async function abandonEnvironment(
+  client: Client,
+  config: Config,
+  taskId: string,
+): Promise<CleanupStart & { state?: string }> {
   const started = await startCleanup(client, config, { taskId, trigger: 'environment_abandon' });
   if (!started.ok) return started;
   try {
@@ -116,7 +186,11 @@ export async function abandonEnvironment(client: Client, config: Config, taskId:
  * The operator's cancel (route and CLI): a job that has ended is refused `cleanup_job_finished`,
  * and so is one whose attempt in flight finished it first (nothing was cancelled).
  */
-export async function operatorCancel(client: Client, config: Config, job: ContinuedJob & { state: CleanupJobState }): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+export async function operatorCancel(
+  client: Client,
+  config: Config,
+  job: ContinuedJob & { state: CleanupJobState },
+): Promise<{ ok: true; state: string } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
   if (!ACTIVE_JOB_STATES.includes(job.state)) return { ok: false, code: 'cleanup_job_finished', details: {} };
   const ended = await cancelCleanup(client, config, job, { by: 'operator' });
   if (ended.ok && ended.state !== 'cancelled') return { ok: false, code: 'cleanup_job_finished', details: {} };
@@ -140,5 +214,3 @@ export async function continueIfClosed(client: Client, config: Config, job: Cont
   await startPreparedJob(client, config, job);
   return true;
 }
-
-

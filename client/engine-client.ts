@@ -15,7 +15,8 @@ import type { launchSession, resumeSession, stopSession } from '../workflows';
 import type { ResumeInput } from '../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
 
-export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
+export type LaunchOutcome =
+  { ok: true; result: LaunchResult } | { ok: false; code: ErrorCode; details: Record<string, unknown> };
 
 /**
  * Where a launch or resume starts: on the queue of the task's host (client/gateway/placement.ts),
@@ -24,7 +25,10 @@ export type LaunchOutcome = { ok: true; result: LaunchResult } | { ok: false; co
  * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
 function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
-  return { taskQueue: hostTaskQueue(config.taskQueue, hostId), requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId };
+  return {
+    taskQueue: hostTaskQueue(config.taskQueue, hostId),
+    requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId,
+  };
 }
 
 /**
@@ -55,7 +59,11 @@ const ADMISSION_WAIT_MS = 30_000;
  * admitted (`admitted()` reads that from the records), or at once with its refusal. A run
  * slower than the bound is answered as admitted-pending: the session tells the outcome.
  */
-async function untilAdmitted(client: Client, workflowId: string, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+async function untilAdmitted(
+  client: Client,
+  workflowId: string,
+  admitted: () => Promise<boolean>,
+): Promise<AsyncOutcome> {
   // How the run ended, once it has: a typed refusal is the answer; any other end is told by the session.
   const ended: { outcome?: AsyncOutcome } = {};
   void client.workflow
@@ -102,13 +110,23 @@ async function startOnce(start: () => Promise<unknown>): Promise<void> {
   }
 }
 
-export async function runLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>): Promise<LaunchOutcome | null> {
+export async function runLaunch(
+  client: Client,
+  config: Config,
+  req: Omit<LaunchRequest, 'sharedQueue'>,
+): Promise<LaunchOutcome | null> {
   const options = launchStart(config, req);
-  return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof launchSession>('launchSession', options));
+  return outcomeOf(client, options.workflowId, () =>
+    client.workflow.execute<typeof launchSession>('launchSession', options),
+  );
 }
 
 /** A run's typed outcome: its result, its refusal, or null when the engine no longer holds the run it joined. */
-async function outcomeOf(client: Client, workflowId: string, execute: () => Promise<LaunchResult>): Promise<LaunchOutcome | null> {
+async function outcomeOf(
+  client: Client,
+  workflowId: string,
+  execute: () => Promise<LaunchResult>,
+): Promise<LaunchOutcome | null> {
   try {
     const result = await startOrJoin(client, workflowId, execute);
     return result === null ? null : { ok: true, result };
@@ -120,20 +138,32 @@ async function outcomeOf(client: Client, workflowId: string, execute: () => Prom
 }
 
 /** A launch answered once admitted (`Prefer: respond-async`). */
-export async function startLaunch(client: Client, config: Config, req: Omit<LaunchRequest, 'sharedQueue'>, admitted: () => Promise<boolean>): Promise<AsyncOutcome> {
+export async function startLaunch(
+  client: Client,
+  config: Config,
+  req: Omit<LaunchRequest, 'sharedQueue'>,
+  admitted: () => Promise<boolean>,
+): Promise<AsyncOutcome> {
   const options = launchStart(config, req);
   await startOnce(() => client.workflow.start<typeof launchSession>('launchSession', options));
   return untilAdmitted(client, options.workflowId, admitted);
 }
 
 /** resume/<sessionId>/<run>: the run is the request's own (an Idempotency-Key derives it), so a retry joins the same run. */
-function resumeStart(config: Config, session: { id: string; taskId: string; executorType: string; hostId: string }, runId: string, extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null }) {
+function resumeStart(
+  config: Config,
+  session: { id: string; taskId: string; executorType: string; hostId: string },
+  runId: string,
+  extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null },
+) {
   return {
     workflowId: resumeWorkflowId(session.id, runId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
     // Where a launch starts: its host steps run as local activities there.
     ...onHost(config, session.hostId),
-    args: [{ sessionId: session.id, runId, hostId: session.hostId, sharedQueue: config.taskQueue, ...extra }] as [ResumeInput],
+    args: [{ sessionId: session.id, runId, hostId: session.hostId, sharedQueue: config.taskQueue, ...extra }] as [
+      ResumeInput,
+    ],
     // Found in the Temporal UI the way launches are: by task, session and executor.
     typedSearchAttributes: new TypedSearchAttributes([
       { key: TaskIdAttr, value: session.taskId },
@@ -151,7 +181,9 @@ export async function runResume(
   extra: { args?: string[]; env?: Record<string, string>; prompt?: string | null } = {},
 ): Promise<LaunchOutcome | null> {
   const options = resumeStart(config, session, runId, extra);
-  return outcomeOf(client, options.workflowId, () => client.workflow.execute<typeof resumeSession>('resumeSession', options));
+  return outcomeOf(client, options.workflowId, () =>
+    client.workflow.execute<typeof resumeSession>('resumeSession', options),
+  );
 }
 
 /** A resume answered once admitted (`Prefer: respond-async`). */
@@ -221,10 +253,22 @@ export async function runOutcomeOf(client: Client, workflowId: string): Promise<
   };
   if (status === 'RUNNING') return { ...base, state: 'starting', error: null };
   if (status === 'CANCELLED') return { ...base, state: 'cancelled', error: { code: 'launch_cancelled' } };
-  const refusal = await handle.result().then(() => null, (err: unknown) => typedRefusalOf(err));
+  const refusal = await handle.result().then(
+    () => null,
+    (err: unknown) => typedRefusalOf(err),
+  );
   const code: ErrorCode = refusal?.code ?? 'internal';
-  const reason = typeof refusal?.details.reason === 'string' ? refusal.details.reason : typeof refusal?.details.problem === 'string' ? refusal.details.problem : undefined;
-  return { ...base, state: code === 'launch_cancelled' ? 'cancelled' : 'failed', error: { code, ...(reason ? { reason } : {}) } };
+  const reason =
+    typeof refusal?.details.reason === 'string'
+      ? refusal.details.reason
+      : typeof refusal?.details.problem === 'string'
+        ? refusal.details.problem
+        : undefined;
+  return {
+    ...base,
+    state: code === 'launch_cancelled' ? 'cancelled' : 'failed',
+    error: { code, ...(reason ? { reason } : {}) },
+  };
 }
 
 /** stop/<sessionId>/<operationId>: stops the session's agents and marks it stopped. */

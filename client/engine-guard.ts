@@ -39,7 +39,14 @@ export interface EngineCredentials {
 function engineCredentialPaths(dataDir: string): EngineCredentials {
   const dir = path.join(dataDir, 'engine-tls');
   const at = (name: string) => path.join(dir, name);
-  return { dir, caCert: at('ca.pem'), serverCert: at('server.pem'), serverKey: at('server.key'), clientCert: at('client.pem'), clientKey: at('client.key') };
+  return {
+    dir,
+    caCert: at('ca.pem'),
+    serverCert: at('server.pem'),
+    serverKey: at('server.key'),
+    clientCert: at('client.pem'),
+    clientKey: at('client.key'),
+  };
 }
 
 /**
@@ -53,7 +60,19 @@ export async function ensureEngineCredentials(dataDir: string): Promise<EngineCr
   await mkdir(c.dir, { recursive: true, mode: 0o700 });
   const caKey = path.join(c.dir, 'ca.key');
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  await run('openssl', ['req', '-x509', ...key, '-keyout', caKey, '-out', c.caCert, '-days', '3650', '-subj', '/CN=task-workspaces engine CA']);
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    caKey,
+    '-out',
+    c.caCert,
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=task-workspaces engine CA',
+  ]);
   for (const [name, cert, certKey, usage] of [
     ['server', c.serverCert, c.serverKey, `subjectAltName=DNS:${ENGINE_SERVER_NAME}\nextendedKeyUsage=serverAuth\n`],
     ['client', c.clientCert, c.clientKey, 'extendedKeyUsage=clientAuth\n'],
@@ -61,8 +80,33 @@ export async function ensureEngineCredentials(dataDir: string): Promise<EngineCr
     const csr = path.join(c.dir, `${name}.csr`);
     const ext = path.join(c.dir, `${name}.ext`);
     await writeFile(ext, `basicConstraints=CA:FALSE\n${usage}`);
-    await run('openssl', ['req', ...key, '-keyout', certKey, '-out', csr, '-subj', `/CN=${name === 'server' ? ENGINE_SERVER_NAME : 'task-workspaces service'}`]);
-    await run('openssl', ['x509', '-req', '-in', csr, '-CA', c.caCert, '-CAkey', caKey, '-CAcreateserial', '-out', cert, '-days', '3650', '-extfile', ext]);
+    await run('openssl', [
+      'req',
+      ...key,
+      '-keyout',
+      certKey,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=${name === 'server' ? ENGINE_SERVER_NAME : 'task-workspaces service'}`,
+    ]);
+    await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      c.caCert,
+      '-CAkey',
+      caKey,
+      '-CAcreateserial',
+      '-out',
+      cert,
+      '-days',
+      '3650',
+      '-extfile',
+      ext,
+    ]);
     await rm(csr);
     await rm(ext);
   }
@@ -96,16 +140,43 @@ const INNER_UI_PORT = 8233;
  * UI bridged to the Unix sockets (socat). `--die-with-parent` and a pid namespace: when the
  * supervised bubblewrap goes, the server and the bridges go with it.
  */
-export async function guardedEngineCommand(temporalCli: string, serverArgs: string[], dataDir: string): Promise<{ command: string; args: string[] }> {
+export async function guardedEngineCommand(
+  temporalCli: string,
+  serverArgs: string[],
+  dataDir: string,
+): Promise<{ command: string; args: string[] }> {
   const sockets = engineSockets(dataDir);
   await mkdir(sockets.dir, { recursive: true, mode: 0o700 });
   await chmod(sockets.dir, 0o700);
-  const bridge = (sock: string, port: number) => `socat UNIX-LISTEN:${sock},fork,unlink-early,mode=600 TCP:127.0.0.1:${port} 2>/dev/null &`;
+  const bridge = (sock: string, port: number) =>
+    `socat UNIX-LISTEN:${sock},fork,unlink-early,mode=600 TCP:127.0.0.1:${port} 2>/dev/null &`;
   const script = `${bridge(sockets.grpc, INNER_GRPC_PORT)} ${bridge(sockets.ui, INNER_UI_PORT)} exec "$0" "$@"`;
   return {
     command: 'bwrap',
-    args: ['--unshare-net', '--unshare-pid', '--die-with-parent', '--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'sh', '-c', script, temporalCli,
-      ...serverArgs, '--ip', '127.0.0.1', '--port', String(INNER_GRPC_PORT), '--ui-port', String(INNER_UI_PORT)],
+    args: [
+      '--unshare-net',
+      '--unshare-pid',
+      '--die-with-parent',
+      '--bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--',
+      'sh',
+      '-c',
+      script,
+      temporalCli,
+      ...serverArgs,
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(INNER_GRPC_PORT),
+      '--ui-port',
+      String(INNER_UI_PORT),
+    ],
   };
 }
 
@@ -115,10 +186,20 @@ export async function guardedEngineCommand(temporalCli: string, serverArgs: stri
  */
 export async function engineGuardProblem(): Promise<string | null> {
   for (const tool of ['bwrap', 'socat', 'openssl']) {
-    if (!(await run('sh', ['-c', `command -v ${tool}`]).then(() => true, () => false))) return `the Temporal dev server's guard needs ${tool} (scripts/setup.sh installs it as root); TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
+    if (
+      !(await run('sh', ['-c', `command -v ${tool}`]).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return `the Temporal dev server's guard needs ${tool} (scripts/setup.sh installs it as root); TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
   }
-  const netns = await run('bwrap', ['--unshare-net', '--dev-bind', '/', '/', 'true']).then(() => true, () => false);
-  if (!netns) return `the Temporal dev server's guard needs a network namespace, which bubblewrap cannot make here; TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
+  const netns = await run('bwrap', ['--unshare-net', '--dev-bind', '/', '/', 'true']).then(
+    () => true,
+    () => false,
+  );
+  if (!netns)
+    return `the Temporal dev server's guard needs a network namespace, which bubblewrap cannot make here; TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
   return null;
 }
 
@@ -142,27 +223,40 @@ function operatorAuthorized(header: string | undefined, operatorToken: string): 
  * certificate is refused in the handshake), the Web UI behind the operator token. Each accepted
  * connection or request is carried to the engine's socket, bytes unchanged.
  */
-export async function startEngineFront(opts: { dataDir: string; host: string; grpcPort: number; uiPort: number; credentials: EngineCredentials; operatorToken: string }): Promise<EngineFront> {
+export async function startEngineFront(opts: {
+  dataDir: string;
+  host: string;
+  grpcPort: number;
+  uiPort: number;
+  credentials: EngineCredentials;
+  operatorToken: string;
+}): Promise<EngineFront> {
   const sockets = engineSockets(opts.dataDir);
   const c = opts.credentials;
   const [key, cert, ca] = await Promise.all([readFile(c.serverKey), readFile(c.serverCert), readFile(c.caCert)]);
   const open = new Set<net.Socket>();
-  const grpc = tls.createServer({ key, cert, ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' }, (client) => {
-    const engine = net.connect(sockets.grpc);
-    const end = () => {
-      client.destroy();
-      engine.destroy();
-    };
-    open.add(client);
-    client.on('close', () => open.delete(client));
-    client.on('error', end).on('close', end);
-    engine.on('error', end).on('close', end);
-    client.pipe(engine).pipe(client);
-  });
+  const grpc = tls.createServer(
+    { key, cert, ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'], minVersion: 'TLSv1.2' },
+    (client) => {
+      const engine = net.connect(sockets.grpc);
+      const end = () => {
+        client.destroy();
+        engine.destroy();
+      };
+      open.add(client);
+      client.on('close', () => open.delete(client));
+      client.on('error', end).on('close', end);
+      engine.on('error', end).on('close', end);
+      client.pipe(engine).pipe(client);
+    },
+  );
   grpc.on('tlsClientError', () => {}); // a client without the certificate: refused, nothing to log per attempt
   const ui = http.createServer((req, res) => {
     if (!operatorAuthorized(req.headers.authorization, opts.operatorToken)) {
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="task-workspaces Temporal UI (password: the operator token)"', 'Content-Type': 'text/plain' });
+      res.writeHead(401, {
+        'WWW-Authenticate': 'Basic realm="task-workspaces Temporal UI (password: the operator token)"',
+        'Content-Type': 'text/plain',
+      });
       res.end('The Temporal UI needs the operator token as the password.\n');
       return;
     }

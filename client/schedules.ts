@@ -4,8 +4,16 @@ import type { Config } from '../domain/config';
 import { TriggerAttr } from '../domain/search-attributes';
 import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID, RECONCILE_SCHEDULE_ID } from '../domain/workflow-ids';
 
-export async function ensureSchedules(client: Client, config: Config, idSuffix = ''): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string }> {
-  const ids = { quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix, orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}`, reconcile: `${RECONCILE_SCHEDULE_ID}-${config.hostId}${idSuffix}` };
+export async function ensureSchedules(
+  client: Client,
+  config: Config,
+  idSuffix = '',
+): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string }> {
+  const ids = {
+    quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix,
+    orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}`,
+    reconcile: `${RECONCILE_SCHEDULE_ID}-${config.hostId}${idSuffix}`,
+  };
   const schedules = [
     {
       scheduleId: ids.quickChatExpiry,
@@ -23,13 +31,23 @@ export async function ensureSchedules(client: Client, config: Config, idSuffix =
       // One sweep per host: each host sweeps its own workspace root.
       scheduleId: ids.orphanSweep,
       every: config.orphanSweepEveryMs,
-      action: { type: 'startWorkflow' as const, workflowType: 'orphanSweep', taskQueue: config.taskQueue, args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun: false }] },
+      action: {
+        type: 'startWorkflow' as const,
+        workflowType: 'orphanSweep',
+        taskQueue: config.taskQueue,
+        args: [{ hostId: config.hostId, graceMs: config.orphanGraceMs, dryRun: false }],
+      },
     },
     {
       // One check per host: each host re-identifies its own agents and unrecorded starts.
       scheduleId: ids.reconcile,
       every: config.reconcileEveryMs,
-      action: { type: 'startWorkflow' as const, workflowType: 'reconcileRecords', taskQueue: config.taskQueue, args: [{ hostId: config.hostId }] },
+      action: {
+        type: 'startWorkflow' as const,
+        workflowType: 'reconcileRecords',
+        taskQueue: config.taskQueue,
+        args: [{ hostId: config.hostId }],
+      },
     },
   ];
   for (const s of schedules) {
@@ -43,7 +61,9 @@ export async function ensureSchedules(client: Client, config: Config, idSuffix =
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;
       // Configuration may have changed since it was created: bring it up to date.
-      await client.schedule.getHandle(s.scheduleId).update((previous) => ({ ...previous, spec: { intervals: [{ every: s.every }] }, action: s.action }));
+      await client.schedule
+        .getHandle(s.scheduleId)
+        .update((previous) => ({ ...previous, spec: { intervals: [{ every: s.every }] }, action: s.action }));
     }
   }
   return ids;

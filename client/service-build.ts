@@ -23,7 +23,8 @@ export function buildServices(root: string): void {
  * maps stack traces to the TypeScript when debugging): mapping costs CPU on every stack.
  */
 export function serviceArgs(root: string, entry: string): string[] {
-  const heap = entry === 'worker/main.ts' ? WORKER_HEAP_FLAGS : entry === 'client/gateway/main.ts' ? GATEWAY_HEAP_FLAGS : [];
+  const heap =
+    entry === 'worker/main.ts' ? WORKER_HEAP_FLAGS : entry === 'client/gateway/main.ts' ? GATEWAY_HEAP_FLAGS : [];
   return [...heap, path.join(root, '.build', entry.replace(/\.ts$/, '.js'))];
 }
 
@@ -42,6 +43,9 @@ export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX:
 
 /** Bundles the workflow code into `file` with the compiled bundler, in a short-lived process; throws when it fails. */
 export function bundleWorkflowsTo(root: string, file: string): void {
-  const bundled = spawnSync(process.execPath, [...serviceArgs(root, 'worker/bundle.ts'), file], { cwd: root, stdio: 'inherit' });
+  const bundled = spawnSync(process.execPath, [...serviceArgs(root, 'worker/bundle.ts'), file], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (bundled.status !== 0) throw new Error('the workflow code did not bundle');
 }

@@ -38,16 +38,25 @@ export interface SuperviseOptions {
   onDeath?: (exit: PartExit) => void;
 }
 
-export const describeExit = (exit: PartExit): string => (exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`);
+export const describeExit = (exit: PartExit): string =>
+  exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
 /** The first line of an error's message: what a person reads, without a stack. */
-export const errorLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n').find((line) => line.trim())?.trim() ?? 'unknown error';
+export const errorLine = (err: unknown): string =>
+  (err instanceof Error ? err.message : String(err))
+    .split('\n')
+    .find((line) => line.trim())
+    ?.trim() ?? 'unknown error';
 const seconds = (ms: number): string => `${ms / 1000} s`;
 
 /**
  * Starts the part and keeps it running until stop(). A failed first start throws (the caller's
  * start-up failure); a failed restart is logged and tried again after a longer wait.
  */
-export async function supervise(name: string, start: () => Promise<PartRun>, opts: SuperviseOptions): Promise<SupervisedPart> {
+export async function supervise(
+  name: string,
+  start: () => Promise<PartRun>,
+  opts: SuperviseOptions,
+): Promise<SupervisedPart> {
   let run = await start();
   let stopping = false;
   let cancelWait = (): void => {};
@@ -82,7 +91,9 @@ export async function supervise(name: string, start: () => Promise<PartRun>, opt
         } catch (err) {
           if (stopping) return;
           waitMs = nextRestartWait(opts.backoff, waitMs, 0);
-          opts.log(`${name} did not start (${err instanceof Error ? err.message : String(err)}); retrying in ${seconds(waitMs)}`);
+          opts.log(
+            `${name} did not start (${err instanceof Error ? err.message : String(err)}); retrying in ${seconds(waitMs)}`,
+          );
         }
       }
       if (stopping) return; // stop() ends the run that just started
@@ -112,7 +123,13 @@ export async function supervise(name: string, start: () => Promise<PartRun>, opt
  * `graceMs`. In its own process group, so a Ctrl-C in the terminal reaches the launcher alone,
  * which stops the parts in order.
  */
-export async function spawnPart(command: string, args: string[], options: SpawnOptions, stopSignal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<PartRun> {
+export async function spawnPart(
+  command: string,
+  args: string[],
+  options: SpawnOptions,
+  stopSignal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 10_000,
+): Promise<PartRun> {
   const child = spawn(command, args, { ...options, detached: true });
   const exited = new Promise<PartExit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   await new Promise<void>((resolve, reject) => {
@@ -124,7 +141,12 @@ export async function spawnPart(command: string, args: string[], options: SpawnO
 }
 
 /** Sends `signal`, then SIGKILL after `graceMs`; resolves once the child has exited. */
-export async function stopChild(child: ChildProcess, exited: Promise<unknown>, signal: NodeJS.Signals, graceMs: number): Promise<void> {
+export async function stopChild(
+  child: ChildProcess,
+  exited: Promise<unknown>,
+  signal: NodeJS.Signals,
+  graceMs: number,
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill(signal);
   const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);

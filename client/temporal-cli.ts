@@ -26,7 +26,9 @@ export function resolveTemporalCli(projectRoot: string): string {
   if (executable(local)) return local;
   const found = onPath('temporal');
   if (found) return found;
-  throw new Error('The Temporal CLI was not found: run `make start` or `bash scripts/setup.sh` to install it into .tools/');
+  throw new Error(
+    'The Temporal CLI was not found: run `make start` or `bash scripts/setup.sh` to install it into .tools/',
+  );
 }
 
 export function resolveTimeSkippingServer(projectRoot: string): string {

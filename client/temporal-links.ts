@@ -6,6 +6,9 @@
  */
 import type { Config } from '../domain/config';
 
-export const temporalLinks = (config: Pick<Config, 'temporalUiUrl' | 'temporalNamespace'>, workflowId: string): { temporal: string } => ({
+export const temporalLinks = (
+  config: Pick<Config, 'temporalUiUrl' | 'temporalNamespace'>,
+  workflowId: string,
+): { temporal: string } => ({
   temporal: `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows/${encodeURIComponent(workflowId)}`,
 });

@@ -5,7 +5,11 @@ import { temporal } from '@temporalio/proto';
 import { engineConnectOptions } from '../worker/engine-connection';
 
 /** A client of the engine at `address`, with the credentials `env` gives (worker/engine-connection.ts). */
-export async function connectClient(address: string, namespace: string, env: NodeJS.ProcessEnv = process.env): Promise<Client> {
+export async function connectClient(
+  address: string,
+  namespace: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Client> {
   const connection = await Connection.connect(engineConnectOptions(address, env));
   return new Client({ connection, namespace });
 }
@@ -17,6 +21,8 @@ export async function ensureSearchAttributes(client: Client, namespace: string):
   if (missing.length === 0) return;
   await client.connection.operatorService.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(missing.map((key) => [key.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+    searchAttributes: Object.fromEntries(
+      missing.map((key) => [key.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+    ),
   });
 }

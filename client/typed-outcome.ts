@@ -11,7 +11,8 @@ export interface TypedRefusal {
 /** The refusal a workflow or an update failed with, or null when the error is anything else (rethrow it). */
 export function typedRefusalOf(err: unknown): TypedRefusal | null {
   const cause = err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError ? err.cause : null;
-  if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
+  if (cause instanceof ApplicationFailure && isErrorCode(cause.type))
+    return { code: cause.type, details: (cause.details?.[0] ?? {}) as Record<string, unknown> };
   return null;
 }
 

@@ -7,12 +7,19 @@ import type { AbandonedWorkspace } from '../domain/cleanup';
 import type { Db } from './pool';
 import { agentRunningInEnvironmentOf } from './sessions';
 
-export type AbandonOutcome = { kind: 'abandoned'; abandoned: AbandonedWorkspace } | { kind: 'refused'; code: 'session_running' };
+export type AbandonOutcome =
+  { kind: 'abandoned'; abandoned: AbandonedWorkspace } | { kind: 'refused'; code: 'session_running' };
 
-export async function abandonInventory(db: Db, env: { taskId: string; environmentId: string | null }): Promise<AbandonOutcome> {
+export async function abandonInventory(
+  db: Db,
+  env: { taskId: string; environmentId: string | null },
+): Promise<AbandonOutcome> {
   if (!env.environmentId) return { kind: 'abandoned', abandoned: { taskFolder: null, worktrees: [] } };
   // The environment row is the point concurrent launches and cleanups meet.
-  const locked = await db.query<{ task_folder: string | null }>('SELECT task_folder FROM task_environments WHERE id = $1 AND task_id = $2 FOR UPDATE', [env.environmentId, env.taskId]);
+  const locked = await db.query<{ task_folder: string | null }>(
+    'SELECT task_folder FROM task_environments WHERE id = $1 AND task_id = $2 FOR UPDATE',
+    [env.environmentId, env.taskId],
+  );
   const row = locked.rows[0];
   if (!row) return { kind: 'abandoned', abandoned: { taskFolder: null, worktrees: [] } };
   if (await agentRunningInEnvironmentOf(db, env.taskId)) return { kind: 'refused', code: 'session_running' };
@@ -32,7 +39,9 @@ export async function abandonInventory(db: Db, env: { taskId: string; environmen
     kind: 'abandoned',
     abandoned: {
       taskFolder: row.task_folder,
-      worktrees: rows.rows.filter((r) => r.worktree_path).map((r) => ({ repositoryId: r.repository_id, worktreePath: r.worktree_path!, branch: r.worktree_branch })),
+      worktrees: rows.rows
+        .filter((r) => r.worktree_path)
+        .map((r) => ({ repositoryId: r.repository_id, worktreePath: r.worktree_path!, branch: r.worktree_branch })),
     },
   };
 }

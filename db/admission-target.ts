@@ -42,31 +42,51 @@ interface TaskLink {
 }
 
 async function taskLink(client: pg.PoolClient, id: string): Promise<TaskLink | null> {
-  const res = await client.query<TaskLink>('SELECT id, workspace_mode, parent_task_id, group_id, archived_at FROM tasks WHERE id = $1', [id]);
+  const res = await client.query<TaskLink>(
+    'SELECT id, workspace_mode, parent_task_id, group_id, archived_at FROM tasks WHERE id = $1',
+    [id],
+  );
   return res.rows[0] ?? null;
 }
 
 export async function admissionTarget(client: pg.PoolClient, task: TaskLink): Promise<AdmissionTarget> {
   if (task.workspace_mode === 'new_workspace') {
     const env = await environmentOfTask(client, task.id, true);
-    return { env, ownerTaskId: task.id, unavailable: false, groupId: null, slots: await repositorySlots(client, task.id) };
+    return {
+      env,
+      ownerTaskId: task.id,
+      unavailable: false,
+      groupId: null,
+      slots: await repositorySlots(client, task.id),
+    };
   }
   if (task.workspace_mode === 'shared_group') {
     // The group row is the election point: one materializer for the whole group.
-    const group = await client.query<{ environment_id: string | null }>('SELECT environment_id FROM workspace_groups WHERE id = $1 FOR UPDATE', [task.group_id]);
+    const group = await client.query<{ environment_id: string | null }>(
+      'SELECT environment_id FROM workspace_groups WHERE id = $1 FOR UPDATE',
+      [task.group_id],
+    );
     const envId = group.rows[0]?.environment_id ?? null;
     const env = envId ? await environmentById(client, envId) : null;
     const ownerTaskId = env?.task_id ?? task.id;
-    return { env, ownerTaskId, unavailable: false, groupId: task.group_id, slots: await repositorySlots(client, ownerTaskId) };
+    return {
+      env,
+      ownerTaskId,
+      unavailable: false,
+      groupId: task.group_id,
+      slots: await repositorySlots(client, ownerTaskId),
+    };
   }
   // inherit_parent: follow the chain of parents to the environment that is canonical for it.
   let current = task;
   for (let depth = 0; depth < 32 && current.workspace_mode === 'inherit_parent'; depth++) {
     const parent = current.parent_task_id ? await taskLink(client, current.parent_task_id) : null;
-    if (!parent || parent.archived_at) return { env: null, ownerTaskId: task.id, unavailable: true, groupId: null, slots: [] };
+    if (!parent || parent.archived_at)
+      return { env: null, ownerTaskId: task.id, unavailable: true, groupId: null, slots: [] };
     current = parent;
   }
-  if (current.workspace_mode === 'inherit_parent') return { env: null, ownerTaskId: task.id, unavailable: true, groupId: null, slots: [] };
+  if (current.workspace_mode === 'inherit_parent')
+    return { env: null, ownerTaskId: task.id, unavailable: true, groupId: null, slots: [] };
   const upstream = await admissionTarget(client, { ...current, workspace_mode: current.workspace_mode });
   return { ...upstream, unavailable: upstream.env === null };
 }

@@ -4,17 +4,39 @@
  * the unique constraints and compare-and-set updates are what make the election correct.
  */
 import type pg from 'pg';
-import { classifyEnvironment, decideAdmission, isRemoteExecutor, isRunnableExecutor, type EnvironmentFacts, type EnvironmentSituation, type ExecutorType, type WorkspaceMode } from '../domain/admission';
+import {
+  classifyEnvironment,
+  decideAdmission,
+  isRemoteExecutor,
+  isRunnableExecutor,
+  type EnvironmentFacts,
+  type EnvironmentSituation,
+  type ExecutorType,
+  type WorkspaceMode,
+} from '../domain/admission';
 import type { RefusalCode } from '../domain/errors';
 import type { LaunchPlan, LaunchRequest } from '../domain/launch';
-import { attachSlots, decideWorkspaceSteps, executorFitsSlots, materializedWorkspacePath, materializeSlots } from '../domain/launch-plan';
+import {
+  attachSlots,
+  decideWorkspaceSteps,
+  executorFitsSlots,
+  materializedWorkspacePath,
+  materializeSlots,
+} from '../domain/launch-plan';
 import { taskFolder } from '../domain/task-layout';
 import { admissionTarget, repositorySlots, type AdmissionTarget } from './admission-target';
-import { activeRowsPerSlot, insertCreatingEnvironment, inventoryOf, markCreatingEnvironmentFailed, reelectMaterializer } from './environments';
+import {
+  activeRowsPerSlot,
+  insertCreatingEnvironment,
+  inventoryOf,
+  markCreatingEnvironmentFailed,
+  reelectMaterializer,
+} from './environments';
 import { isUniqueViolation } from './pool';
 import { insertSession, sessionState } from './sessions';
 
-export type AdmissionOutcome = { kind: 'admitted'; plan: LaunchPlan } | { kind: 'refused'; code: RefusalCode | 'not_found' };
+export type AdmissionOutcome =
+  { kind: 'admitted'; plan: LaunchPlan } | { kind: 'refused'; code: RefusalCode | 'not_found' };
 
 interface LockedTask {
   id: string;
@@ -44,12 +66,33 @@ async function situationOf(client: pg.PoolClient, target: AdmissionTarget): Prom
  * a worker died before its workflow task completed), it answers the plan it admitted the first
  * time: the session row holds it.
  */
-export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
-  const prior = await client.query<{ admitted_plan: LaunchPlan | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [req.sessionId]);
+export async function admitLaunch(
+  client: pg.PoolClient,
+  req: LaunchRequest,
+  ids: { newEnvironmentId: string },
+  workspaceRoot: string,
+): Promise<AdmissionOutcome> {
+  const prior = await client.query<{ admitted_plan: LaunchPlan | null }>(
+    'SELECT admitted_plan FROM sessions WHERE id = $1',
+    [req.sessionId],
+  );
   if (prior.rows[0]?.admitted_plan) return { kind: 'admitted', plan: prior.rows[0].admitted_plan };
-  const session = { id: req.sessionId, taskId: req.taskId, agentProfile: req.agentProfile, command: req.command, env: req.env ?? {}, name: req.name };
-  const outcome = await admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role) => insertSession(client, { ...session, executorType, environmentId, role }));
-  if (outcome.kind === 'admitted') await client.query('UPDATE sessions SET admitted_plan = $2 WHERE id = $1', [req.sessionId, JSON.stringify(outcome.plan)]);
+  const session = {
+    id: req.sessionId,
+    taskId: req.taskId,
+    agentProfile: req.agentProfile,
+    command: req.command,
+    env: req.env ?? {},
+    name: req.name,
+  };
+  const outcome = await admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role) =>
+    insertSession(client, { ...session, executorType, environmentId, role }),
+  );
+  if (outcome.kind === 'admitted')
+    await client.query('UPDATE sessions SET admitted_plan = $2 WHERE id = $1', [
+      req.sessionId,
+      JSON.stringify(outcome.plan),
+    ]);
   return outcome;
 }
 
@@ -59,9 +102,23 @@ export async function admitLaunch(client: pg.PoolClient, req: LaunchRequest, ids
  * counted (`resume_count`) once its agent started (db/sessions.ts `markSessionStarted`). Run again for the same run (a worker died
  * before its workflow task completed), it answers the plan it admitted the first time.
  */
-export async function admitResume(client: pg.PoolClient, req: { sessionId: string; runId: string; hostId: string }, ids: { newEnvironmentId: string }, workspaceRoot: string): Promise<AdmissionOutcome> {
+export async function admitResume(
+  client: pg.PoolClient,
+  req: { sessionId: string; runId: string; hostId: string },
+  ids: { newEnvironmentId: string },
+  workspaceRoot: string,
+): Promise<AdmissionOutcome> {
   const row = (
-    await client.query<{ task_id: string; executor_type: string; agent_profile: string; command: string[] | null; agent_env: Record<string, string>; name: string | null; admitted_run: string | null; admitted_plan: LaunchPlan | null }>(
+    await client.query<{
+      task_id: string;
+      executor_type: string;
+      agent_profile: string;
+      command: string[] | null;
+      agent_env: Record<string, string>;
+      name: string | null;
+      admitted_run: string | null;
+      admitted_plan: LaunchPlan | null;
+    }>(
       'SELECT task_id, executor_type, agent_profile, command, agent_env, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
       [req.sessionId],
     )
@@ -90,13 +147,21 @@ export async function admitResume(client: pg.PoolClient, req: { sessionId: strin
     );
   });
   if (outcome.kind === 'admitted') {
-    await client.query('UPDATE sessions SET admitted_plan = $2, admitted_run = $3 WHERE id = $1', [req.sessionId, JSON.stringify(outcome.plan), req.runId]);
+    await client.query('UPDATE sessions SET admitted_plan = $2, admitted_run = $3 WHERE id = $1', [
+      req.sessionId,
+      JSON.stringify(outcome.plan),
+      req.runId,
+    ]);
   }
   return outcome;
 }
 
 /** Binds the admitted session to its environment: a new row for a launch, the existing one for a resume. */
-type BindSession = (environmentId: string, executorType: ExecutorType, role: 'materialized' | 'attached' | 'transitioned') => Promise<void>;
+type BindSession = (
+  environmentId: string,
+  executorType: ExecutorType,
+  role: 'materialized' | 'attached' | 'transitioned',
+) => Promise<void>;
 
 /** An SSH target as admission needs it: where its workspaces go, and the host whose worker talks to it. */
 interface AdmittedSshTarget {
@@ -107,10 +172,19 @@ interface AdmittedSshTarget {
 
 async function sshTargetOf(client: pg.PoolClient, id: string | null | undefined): Promise<AdmittedSshTarget | null> {
   if (!id) return null;
-  return (await client.query<AdmittedSshTarget>('SELECT id, workspace_root, host_id FROM ssh_targets WHERE id = $1', [id])).rows[0] ?? null;
+  return (
+    (await client.query<AdmittedSshTarget>('SELECT id, workspace_root, host_id FROM ssh_targets WHERE id = $1', [id]))
+      .rows[0] ?? null
+  );
 }
 
-async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEnvironmentId: string }, hostWorkspaceRoot: string, bindSession: BindSession): Promise<AdmissionOutcome> {
+async function admitAnew(
+  client: pg.PoolClient,
+  req: LaunchRequest,
+  ids: { newEnvironmentId: string },
+  hostWorkspaceRoot: string,
+  bindSession: BindSession,
+): Promise<AdmissionOutcome> {
   const taskRes = await client.query<LockedTask>(
     `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
             EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
@@ -130,29 +204,56 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
   // `ssh` works on the target the request names, else the one its canonical environment is on,
   // from the repositories of the host whose worker talks to that target; a target unknown, or
   // held by another host, cannot take it.
-  const ssh = executorType === 'ssh' ? await sshTargetOf(client, req.sshTargetId ?? (target.env?.executor_type === 'ssh' ? target.env.ssh_target_id : null)) : null;
-  if (executorType === 'ssh' && (!ssh || ssh.host_id !== (target.env?.host_id ?? req.hostId))) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  const ssh =
+    executorType === 'ssh'
+      ? await sshTargetOf(
+          client,
+          req.sshTargetId ?? (target.env?.executor_type === 'ssh' ? target.env.ssh_target_id : null),
+        )
+      : null;
+  if (executorType === 'ssh' && (!ssh || ssh.host_id !== (target.env?.host_id ?? req.hostId)))
+    return { kind: 'refused', code: 'workspace_reuse_unsupported' };
   const workspaceRoot = ssh?.workspace_root ?? hostWorkspaceRoot;
   const decision = decideAdmission(task.workspace_mode, await situationOf(client, target));
   if (decision.kind === 'refuse') {
-    if (decision.markEnvironmentFailed && target.env) await markCreatingEnvironmentFailed(client, target.env.id, null, 'materializer_gone');
+    if (decision.markEnvironmentFailed && target.env)
+      await markCreatingEnvironmentFailed(client, target.env.id, null, 'materializer_gone');
     return { kind: 'refused', code: decision.code };
   }
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(executorType, target.slots.length))
+      return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
-      if (!(await reelectMaterializer(client, { id: env.id, executorType, hostId: req.hostId, materializerSessionId: req.sessionId, sshTargetId: ssh?.id ?? null }))) {
+      if (
+        !(await reelectMaterializer(client, {
+          id: env.id,
+          executorType,
+          hostId: req.hostId,
+          materializerSessionId: req.sessionId,
+          sshTargetId: ssh?.id ?? null,
+        }))
+      ) {
         return { kind: 'refused', code: 'workspace_preparing' };
       }
     } else {
       try {
-        await insertCreatingEnvironment(client, { id: environmentId, taskId: target.ownerTaskId, executorType, hostId: req.hostId, materializerSessionId: req.sessionId, sshTargetId: ssh?.id ?? null });
+        await insertCreatingEnvironment(client, {
+          id: environmentId,
+          taskId: target.ownerTaskId,
+          executorType,
+          hostId: req.hostId,
+          materializerSessionId: req.sessionId,
+          sshTargetId: ssh?.id ?? null,
+        });
         if (target.groupId) {
-          const elected = await client.query('UPDATE workspace_groups SET environment_id = $2 WHERE id = $1 AND environment_id IS NULL', [target.groupId, environmentId]);
+          const elected = await client.query(
+            'UPDATE workspace_groups SET environment_id = $2 WHERE id = $1 AND environment_id IS NULL',
+            [target.groupId, environmentId],
+          );
           if (elected.rowCount !== 1) return { kind: 'refused', code: 'workspace_preparing' };
         }
       } catch (err) {
@@ -166,7 +267,9 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     // A released environment's folder was on its previous executor's place; a new one is where
     // this executor works. Its worktrees are planned in it: after a hand-over that is the old
     // owner's folder, where a kept dirty worktree still is (and its marker names the new owner).
-    const folder = (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, target.ownerTaskId, generation);
+    const folder =
+      (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ??
+      taskFolder(workspaceRoot, target.ownerTaskId, generation);
     const slots = materializeSlots(target.slots, executorType, folder, generation);
     return {
       kind: 'admitted',
@@ -194,10 +297,13 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
     if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
-    if (!executorFitsSlots(executorType, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(executorType, target.slots.length))
+      return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     await bindSession(env.id, executorType, 'transitioned');
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
-    const folder = (samePlace(env, executorType, ssh) ? env.task_folder : null) ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation);
+    const folder =
+      (samePlace(env, executorType, ssh) ? env.task_folder : null) ??
+      taskFolder(workspaceRoot, env.task_id, env.layout_generation);
     const slots = materializeSlots(target.slots, executorType, folder, env.layout_generation);
     return {
       kind: 'admitted',
@@ -221,7 +327,8 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
   if (env.task_id !== req.taskId) {
     // A borrowing task may only ask for repositories the environment holds.
     const own = await repositorySlots(client, req.taskId);
-    if (!own.every((mine) => target.slots.some((s) => s.repositoryId === mine.repositoryId))) return { kind: 'refused', code: 'workspace_reuse_unsafe' };
+    if (!own.every((mine) => target.slots.some((s) => s.repositoryId === mine.repositoryId)))
+      return { kind: 'refused', code: 'workspace_reuse_unsafe' };
   }
   const rows = await inventoryOf(client, env.id);
   await bindSession(env.id, executorType, 'attached');
@@ -240,7 +347,13 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
       taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),
       slots: attachSlots(
         target.slots,
-        rows.map((r) => ({ repositoryId: r.repository_id, branchSlug: r.branch_slug, worktreeId: r.worktree_id, worktreePath: r.worktree_path, worktreeBranch: r.worktree_branch })),
+        rows.map((r) => ({
+          repositoryId: r.repository_id,
+          branchSlug: r.branch_slug,
+          worktreeId: r.worktree_id,
+          worktreePath: r.worktree_path,
+          worktreeBranch: r.worktree_branch,
+        })),
       ),
       sshTargetId: env.ssh_target_id,
     },
@@ -248,5 +361,9 @@ async function admitAnew(client: pg.PoolClient, req: LaunchRequest, ids: { newEn
 }
 
 /** Whether an environment's folder is where an executor works: both on the host, or both on the same target. */
-const samePlace = (env: { executor_type: ExecutorType; ssh_target_id: string | null }, executor: ExecutorType, ssh: AdmittedSshTarget | null): boolean =>
+const samePlace = (
+  env: { executor_type: ExecutorType; ssh_target_id: string | null },
+  executor: ExecutorType,
+  ssh: AdmittedSshTarget | null,
+): boolean =>
   isRemoteExecutor(env.executor_type) === isRemoteExecutor(executor) && env.ssh_target_id === (ssh?.id ?? null);

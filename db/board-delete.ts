@@ -10,7 +10,10 @@ const ACTIVE_JOB = `EXISTS (SELECT 1 FROM cleanup_jobs j WHERE j.task_id = t.id 
 /** The tasks a delete of the board would clean up, newest first (children before the parents they were made under); null when the board is gone. */
 export async function boardMembers(db: Db, boardId: string): Promise<string[] | null> {
   if ((await db.query('SELECT 1 FROM boards WHERE id = $1', [boardId])).rowCount !== 1) return null;
-  const res = await db.query<{ id: string }>(`SELECT t.id FROM tasks t WHERE t.board_id = $1 AND NOT ${ACTIVE_JOB} ORDER BY t.created_at DESC, t.id`, [boardId]);
+  const res = await db.query<{ id: string }>(
+    `SELECT t.id FROM tasks t WHERE t.board_id = $1 AND NOT ${ACTIVE_JOB} ORDER BY t.created_at DESC, t.id`,
+    [boardId],
+  );
   return res.rows.map((r) => r.id);
 }
 
@@ -22,9 +25,13 @@ export async function boardMembers(db: Db, boardId: string): Promise<string[] | 
  */
 export async function lockBoard(db: Db, boardId: string): Promise<{ free: string[]; busy: string[] } | null> {
   if ((await db.query('SELECT id FROM boards WHERE id = $1 FOR UPDATE', [boardId])).rowCount !== 1) return null;
-  const onBoard = (await db.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY id FOR UPDATE', [boardId])).rows.map((r) => r.id);
+  const onBoard = (
+    await db.query<{ id: string }>('SELECT id FROM tasks WHERE board_id = $1 ORDER BY id FOR UPDATE', [boardId])
+  ).rows.map((r) => r.id);
   // Read after the locks are held (a statement of its own sees what committed while it waited).
-  const busy = (await db.query<{ id: string }>(`SELECT t.id FROM tasks t WHERE t.id = ANY($1::uuid[]) AND ${ACTIVE_JOB}`, [onBoard])).rows.map((r) => r.id);
+  const busy = (
+    await db.query<{ id: string }>(`SELECT t.id FROM tasks t WHERE t.id = ANY($1::uuid[]) AND ${ACTIVE_JOB}`, [onBoard])
+  ).rows.map((r) => r.id);
   return { free: onBoard.filter((id) => !busy.includes(id)), busy };
 }
 

@@ -38,17 +38,35 @@ export async function environmentsBorrowedBy(db: Db, taskId: string): Promise<st
 export async function reserveEndedBorrows(client: pg.PoolClient, environmentIds: string[]): Promise<ContinuedJob[]> {
   const jobs: ContinuedJob[] = [];
   for (const environmentId of [...new Set(environmentIds)].sort()) {
-    const env = (await client.query<{ task_id: string }>(`SELECT task_id FROM task_environments WHERE id = $1 AND status IN ('ready', 'stopped', 'failed') FOR UPDATE`, [environmentId])).rows[0];
+    const env = (
+      await client.query<{ task_id: string }>(
+        `SELECT task_id FROM task_environments WHERE id = $1 AND status IN ('ready', 'stopped', 'failed') FOR UPDATE`,
+        [environmentId],
+      )
+    ).rows[0];
     if (!env) continue;
-    const owner = (await client.query<{ archived_at: Date | null }>('SELECT archived_at FROM tasks WHERE id = $1', [env.task_id])).rows[0];
+    const owner = (
+      await client.query<{ archived_at: Date | null }>('SELECT archived_at FROM tasks WHERE id = $1', [env.task_id])
+    ).rows[0];
     if (!owner?.archived_at || (await activeJobOfTask(client, env.task_id))) continue;
-    if (decideBorrowedEnvironment(FOLLOW_UP, await lockedSuccessorCandidates(client, environmentId, env.task_id)).action === 'kept') continue;
+    if (
+      decideBorrowedEnvironment(FOLLOW_UP, await lockedSuccessorCandidates(client, environmentId, env.task_id))
+        .action === 'kept'
+    )
+      continue;
     const operationId = randomUUID();
-    const job: ContinuedJob = { operationId, taskId: env.task_id, trigger: FOLLOW_UP, workflowId: cleanupWorkflowId(FOLLOW_UP, env.task_id, operationId) };
+    const job: ContinuedJob = {
+      operationId,
+      taskId: env.task_id,
+      trigger: FOLLOW_UP,
+      workflowId: cleanupWorkflowId(FOLLOW_UP, env.task_id, operationId),
+    };
     // Taken: a job of the owner committed meanwhile (an operator's delete), which cleans the environment.
     if (!(await reserveJobUnlessTaken(client, job))) continue;
     await saveSnapshot(client, operationId, await takeSnapshot(client, env.task_id, FOLLOW_UP));
-    await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [operationId]);
+    await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [
+      operationId,
+    ]);
     jobs.push(job);
   }
   return jobs;
@@ -57,7 +75,11 @@ export async function reserveEndedBorrows(client: pg.PoolClient, environmentIds:
 /** Forgets a session (its agent already stopped); if that ended the last borrow of an archived owner's environment, its follow-up job. */
 export async function deleteSessionEndingBorrow(pool: pg.Pool, sessionId: string): Promise<ContinuedJob[]> {
   return inTransaction(pool, async (client) => {
-    const borrowed = (await client.query<{ environment_id: string | null }>('SELECT environment_id FROM sessions WHERE id = $1', [sessionId])).rows[0]?.environment_id;
+    const borrowed = (
+      await client.query<{ environment_id: string | null }>('SELECT environment_id FROM sessions WHERE id = $1', [
+        sessionId,
+      ])
+    ).rows[0]?.environment_id;
     await deleteSession(client, sessionId);
     return borrowed ? reserveEndedBorrows(client, [borrowed]) : [];
   });

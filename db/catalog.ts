@@ -12,11 +12,20 @@ export interface RepositoryRow {
 }
 
 export async function insertRepository(db: Db, row: RepositoryRow & { host_id: string }): Promise<void> {
-  await db.query('INSERT INTO repositories (id, name, path, default_branch, host_id) VALUES ($1, $2, $3, $4, $5)', [row.id, row.name, row.path, row.default_branch, row.host_id]);
+  await db.query('INSERT INTO repositories (id, name, path, default_branch, host_id) VALUES ($1, $2, $3, $4, $5)', [
+    row.id,
+    row.name,
+    row.path,
+    row.default_branch,
+    row.host_id,
+  ]);
 }
 
 export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {
-  const res = await db.query<RepositoryRow>('SELECT id, name, path, default_branch, host_id FROM repositories WHERE id = ANY($1::uuid[])', [ids]);
+  const res = await db.query<RepositoryRow>(
+    'SELECT id, name, path, default_branch, host_id FROM repositories WHERE id = ANY($1::uuid[])',
+    [ids],
+  );
   return res.rows;
 }
 
@@ -30,9 +39,17 @@ export async function boardExists(db: Db, id: string): Promise<boolean> {
 
 /** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
 export async function listRepositories(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string; default_branch: string }>(db, { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
+  return newestFirst<{ id: string; name: string; default_branch: string }>(
+    db,
+    { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid' },
+    page,
+  );
 }
 
 export async function listBoards(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string }>(db, { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
+  return newestFirst<{ id: string; name: string }>(
+    db,
+    { columns: 'id, name', table: 'boards', time: 'created_at', key: 'id', keyType: 'uuid' },
+    page,
+  );
 }

@@ -1,5 +1,11 @@
 /** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
-import type { CleanupErrorClass, CleanupJobState, CleanupReport, CleanupSnapshot, CleanupTrigger } from '../domain/cleanup';
+import type {
+  CleanupErrorClass,
+  CleanupJobState,
+  CleanupReport,
+  CleanupSnapshot,
+  CleanupTrigger,
+} from '../domain/cleanup';
 import type pg from 'pg';
 import { newestFirst, type PageOf } from './keyset';
 import { isUniqueViolation, type Db } from './pool';
@@ -23,16 +29,32 @@ export interface CleanupJobRow {
   finished_at: Date | null;
 }
 
-const JOB_COLUMNS = 'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, batch_workflow_id, created_at, finished_at, discard_changes';
+const JOB_COLUMNS =
+  'operation_id, task_id, trigger, state, snapshot, report, attempts, next_attempt_at, last_error, workflow_id, batch_workflow_id, created_at, finished_at, discard_changes';
 
 /** Reserves the job: from this row on, the task admits no launch (the partial unique index makes it one per task). */
 export async function reserveJob(
   db: Db,
-  job: { operationId: string; taskId: string; trigger: CleanupTrigger; workflowId: string; cascade?: { operationId: string; position: number }; discardChanges?: boolean },
+  job: {
+    operationId: string;
+    taskId: string;
+    trigger: CleanupTrigger;
+    workflowId: string;
+    cascade?: { operationId: string; position: number };
+    discardChanges?: boolean;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id, cascade_operation_id, cascade_position, discard_changes) VALUES ($1, $2, $3, 'prepared', $4, $5, $6, $7)`,
-    [job.operationId, job.taskId, job.trigger, job.workflowId, job.cascade?.operationId ?? null, job.cascade?.position ?? null, job.discardChanges ?? false],
+    [
+      job.operationId,
+      job.taskId,
+      job.trigger,
+      job.workflowId,
+      job.cascade?.operationId ?? null,
+      job.cascade?.position ?? null,
+      job.discardChanges ?? false,
+    ],
   );
 }
 
@@ -40,7 +62,10 @@ export async function reserveJob(
  * Reserves the job unless an active job of the task (or a job of this operation) already stands:
  * false then, with nothing written and the caller's transaction still usable (a savepoint).
  */
-export async function reserveJobUnlessTaken(client: pg.PoolClient, job: Parameters<typeof reserveJob>[1]): Promise<boolean> {
+export async function reserveJobUnlessTaken(
+  client: pg.PoolClient,
+  job: Parameters<typeof reserveJob>[1],
+): Promise<boolean> {
   try {
     await client.query('SAVEPOINT reserve');
     await reserveJob(client, job);
@@ -53,7 +78,10 @@ export async function reserveJobUnlessTaken(client: pg.PoolClient, job: Paramete
 }
 
 /** The members a cascade prepared, deepest first (empty while it has not prepared). */
-export async function cascadeMembers(db: Db, cascadeOperationId: string): Promise<{ taskId: string; operationId: string; workflowId: string }[]> {
+export async function cascadeMembers(
+  db: Db,
+  cascadeOperationId: string,
+): Promise<{ taskId: string; operationId: string; workflowId: string }[]> {
   const res = await db.query<{ task_id: string; operation_id: string; workflow_id: string }>(
     'SELECT task_id, operation_id, workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1 ORDER BY cascade_position',
     [cascadeOperationId],
@@ -62,19 +90,34 @@ export async function cascadeMembers(db: Db, cascadeOperationId: string): Promis
 }
 
 export async function saveSnapshot(db: Db, operationId: string, snapshot: CleanupSnapshot): Promise<void> {
-  await db.query('UPDATE cleanup_jobs SET snapshot = $2, updated_at = now() WHERE operation_id = $1', [operationId, JSON.stringify(snapshot)]);
+  await db.query('UPDATE cleanup_jobs SET snapshot = $2, updated_at = now() WHERE operation_id = $1', [
+    operationId,
+    JSON.stringify(snapshot),
+  ]);
 }
 
 export async function findJob(db: Db, operationId: string): Promise<CleanupJobRow | null> {
-  const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE operation_id = $1`, [operationId]);
+  const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE operation_id = $1`, [
+    operationId,
+  ]);
   return res.rows[0] ?? null;
 }
 
 /** What a new run of the job's workflow (and a message to it) needs to know of the row. */
-export const continuedJobOf = (job: CleanupJobRow) => ({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, workflowId: job.workflow_id, state: job.state, discardChanges: job.discard_changes });
+export const continuedJobOf = (job: CleanupJobRow) => ({
+  operationId: job.operation_id,
+  taskId: job.task_id,
+  trigger: job.trigger,
+  workflowId: job.workflow_id,
+  state: job.state,
+  discardChanges: job.discard_changes,
+});
 
 export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJobRow | null> {
-  const res = await db.query<CleanupJobRow>(`SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled')`, [taskId]);
+  const res = await db.query<CleanupJobRow>(
+    `SELECT ${JOB_COLUMNS} FROM cleanup_jobs WHERE task_id = $1 AND state NOT IN ('succeeded', 'cancelled')`,
+    [taskId],
+  );
   return res.rows[0] ?? null;
 }
 
@@ -104,7 +147,13 @@ export async function listJobs(db: Db, filter: JobFilter, page: PageOf) {
 export async function recordJobState(
   db: Db,
   operationId: string,
-  change: { state: CleanupJobState; attempts: number; nextAttemptAt: string | null; lastError: CleanupErrorClass | null; report: CleanupReport },
+  change: {
+    state: CleanupJobState;
+    attempts: number;
+    nextAttemptAt: string | null;
+    lastError: CleanupErrorClass | null;
+    report: CleanupReport;
+  },
 ): Promise<void> {
   await db.query(
     `UPDATE cleanup_jobs SET state = $2, attempts = $3, next_attempt_at = $4, last_error = $5, report = $6, updated_at = now(),
@@ -133,7 +182,12 @@ export async function claimForBatch(db: Db, operationIds: string[], batchWorkflo
  * The batch lets go of jobs it did not finish (an attempt failed, or its host step failed for
  * good): each waits for its own run, which counts its attempts on from the row.
  */
-export async function releaseFromBatch(db: Db, operationIds: string[], batchWorkflowId: string, change: { lastError: CleanupErrorClass; report?: CleanupReport }): Promise<void> {
+export async function releaseFromBatch(
+  db: Db,
+  operationIds: string[],
+  batchWorkflowId: string,
+  change: { lastError: CleanupErrorClass; report?: CleanupReport },
+): Promise<void> {
   await db.query(
     `UPDATE cleanup_jobs SET batch_workflow_id = NULL, state = 'retry_wait', next_attempt_at = now(), last_error = $3, report = COALESCE($4::jsonb, report), updated_at = now()
       WHERE operation_id = ANY($1::uuid[]) AND batch_workflow_id = $2 AND state NOT IN ('succeeded', 'cancelled')`,
@@ -143,5 +197,8 @@ export async function releaseFromBatch(db: Db, operationIds: string[], batchWork
 
 /** A claim whose batch workflow is no longer running is let go (the job's own run goes on). */
 export async function dropBatchClaim(db: Db, operationId: string, batchWorkflowId: string): Promise<void> {
-  await db.query(`UPDATE cleanup_jobs SET batch_workflow_id = NULL, updated_at = now() WHERE operation_id = $1 AND batch_workflow_id = $2 AND state NOT IN ('succeeded', 'cancelled')`, [operationId, batchWorkflowId]);
+  await db.query(
+    `UPDATE cleanup_jobs SET batch_workflow_id = NULL, updated_at = now() WHERE operation_id = $1 AND batch_workflow_id = $2 AND state NOT IN ('succeeded', 'cancelled')`,
+    [operationId, batchWorkflowId],
+  );
 }

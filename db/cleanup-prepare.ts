@@ -3,7 +3,13 @@
  * THEN snapshot the inventory into the job, THEN mutate the task. Files are touched only after.
  */
 import type pg from 'pg';
-import { refusedWhileRunning, removesTask, takesTaskAway, type CleanupSnapshot, type CleanupTrigger } from '../domain/cleanup';
+import {
+  refusedWhileRunning,
+  removesTask,
+  takesTaskAway,
+  type CleanupSnapshot,
+  type CleanupTrigger,
+} from '../domain/cleanup';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
 import type { RefusalCode } from '../domain/errors';
 import { environmentsBorrowedBy, reserveEndedBorrows } from './borrow-follow-up';
@@ -12,7 +18,9 @@ import { takeSnapshot } from './cleanup-snapshot';
 import { agentRunningInEnvironmentOf } from './sessions';
 
 /** `followUps`: the `borrow_ended` jobs this change reserved (its task was the last borrower of an archived owner's environment), to start once committed. */
-export type PrepareOutcome = { kind: 'prepared'; snapshot: CleanupSnapshot; followUps: ContinuedJob[] } | { kind: 'refused'; code: RefusalCode | 'not_found' };
+export type PrepareOutcome =
+  | { kind: 'prepared'; snapshot: CleanupSnapshot; followUps: ContinuedJob[] }
+  | { kind: 'refused'; code: RefusalCode | 'not_found' };
 
 export interface PrepareRequest {
   operationId: string;
@@ -32,10 +40,17 @@ export interface PrepareRequest {
 export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest): Promise<PrepareOutcome> {
   const own = await preparedJob(client, req);
   if (own) return own;
-  const task = (await client.query<{ id: string; archived_at: Date | null }>('SELECT id, archived_at FROM tasks WHERE id = $1 FOR UPDATE', [req.taskId])).rows[0];
+  const task = (
+    await client.query<{ id: string; archived_at: Date | null }>(
+      'SELECT id, archived_at FROM tasks WHERE id = $1 FOR UPDATE',
+      [req.taskId],
+    )
+  ).rows[0];
   if (!task) return { kind: 'refused', code: 'not_found' };
-  if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at) return { kind: 'refused', code: 'task_archived' };
-  if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId))) return { kind: 'refused', code: 'session_running' };
+  if ((req.trigger === 'archive' || req.trigger === 'quick_chat_expiry') && task.archived_at)
+    return { kind: 'refused', code: 'task_archived' };
+  if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId)))
+    return { kind: 'refused', code: 'session_running' };
 
   if (!(await reserveJobUnlessTaken(client, req))) {
     // A concurrent run of the same preparation committed first: that job is this one.
@@ -46,7 +61,9 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
   await saveSnapshot(client, req.operationId, snapshot);
   const borrowed = takesTaskAway(req.trigger) ? await environmentsBorrowedBy(client, req.taskId) : [];
   await mutateTask(client, req.taskId, req.trigger);
-  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [req.operationId]);
+  await client.query(`UPDATE cleanup_jobs SET state = 'pending', updated_at = now() WHERE operation_id = $1`, [
+    req.operationId,
+  ]);
   return { kind: 'prepared', snapshot, followUps: await reserveEndedBorrows(client, borrowed) };
 }
 
@@ -55,7 +72,8 @@ async function preparedJob(client: pg.PoolClient, req: PrepareRequest): Promise<
   const job = await findJob(client, req.operationId);
   if (!job) return null;
   // An operation id names one job: another task or trigger under it is not this preparation.
-  if (job.task_id !== req.taskId || job.trigger !== req.trigger || Array.isArray(job.snapshot)) return { kind: 'refused', code: 'task_cleanup_in_progress' };
+  if (job.task_id !== req.taskId || job.trigger !== req.trigger || Array.isArray(job.snapshot))
+    return { kind: 'refused', code: 'task_cleanup_in_progress' };
   // Its follow-ups, if any, were reserved with it: started by the first run, or by the consistency check.
   return { kind: 'prepared', snapshot: job.snapshot, followUps: [] };
 }
@@ -65,7 +83,10 @@ export async function mutateTask(client: pg.PoolClient, taskId: string, trigger:
   if (removesTask(trigger)) {
     // Children that inherited this task's workspace stand on their own from now on (one of them
     // may just have been handed the environment).
-    await client.query(`UPDATE tasks SET workspace_mode = 'new_workspace', parent_task_id = NULL WHERE parent_task_id = $1 AND workspace_mode = 'inherit_parent'`, [taskId]);
+    await client.query(
+      `UPDATE tasks SET workspace_mode = 'new_workspace', parent_task_id = NULL WHERE parent_task_id = $1 AND workspace_mode = 'inherit_parent'`,
+      [taskId],
+    );
     // One ledger: the inventory rows outlive the task, taken over by the removal's job (reserved
     // above in this transaction), which marks each `deleted`, `kept` (dirty) or `abandoned` when
     // it ends. A handed-over environment is the borrower's now and keeps its rows.

@@ -3,7 +3,14 @@
  * it finds worktrees after the last session was deleted and after any restart.
  */
 import { decideBorrowedEnvironment, type SuccessorCandidate } from '../domain/borrowed-environments';
-import { CLEANUP_TRIGGERS, takesTaskAway, type CleanupSnapshot, type CleanupTrigger, type SnapshotProcess, type SnapshotWorktree } from '../domain/cleanup';
+import {
+  CLEANUP_TRIGGERS,
+  takesTaskAway,
+  type CleanupSnapshot,
+  type CleanupTrigger,
+  type SnapshotProcess,
+  type SnapshotWorktree,
+} from '../domain/cleanup';
 import { isTaskBranch } from '../domain/task-layout';
 import { environmentOfTask, type EnvironmentRow } from './environments';
 import type { Db } from './pool';
@@ -37,7 +44,11 @@ async function successorCandidates(db: Db, environmentId: string, ownerTaskId: s
  * The candidates once their rows are share-locked: an archive or delete of one of them that is
  * being prepared meanwhile commits first, and is seen (a successor is never a task on its way out).
  */
-export async function lockedSuccessorCandidates(db: Db, environmentId: string, ownerTaskId: string): Promise<SuccessorCandidate[]> {
+export async function lockedSuccessorCandidates(
+  db: Db,
+  environmentId: string,
+  ownerTaskId: string,
+): Promise<SuccessorCandidate[]> {
   const first = await successorCandidates(db, environmentId, ownerTaskId);
   if (first.length === 0) return first;
   await db.query('SELECT id FROM tasks WHERE id = ANY($1::uuid[]) ORDER BY id FOR SHARE', [first.map((c) => c.taskId)]);
@@ -99,12 +110,25 @@ export async function snapshotWorktrees(db: Db, env: EnvironmentRow): Promise<Sn
 
 /** Running agent processes of the task's sessions, and of any session in the environment when it is cleaned. */
 async function snapshotProcesses(db: Db, taskId: string, environmentId: string | null): Promise<SnapshotProcess[]> {
-  const res = await db.query<{ id: string; host_id: string; pid: number; process_start_time: string; ssh_target_id: string | null; log_path: string }>(
+  const res = await db.query<{
+    id: string;
+    host_id: string;
+    pid: number;
+    process_start_time: string;
+    ssh_target_id: string | null;
+    log_path: string;
+  }>(
     `SELECT x.id, x.host_id, x.pid, x.process_start_time, x.ssh_target_id, x.log_path FROM executions x JOIN sessions s ON s.id = x.session_id
       WHERE x.status = 'running' AND (s.task_id = $1 OR ($2::uuid IS NOT NULL AND s.environment_id = $2::uuid))`,
     [taskId, environmentId],
   );
-  return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id, pid: r.pid, processStartTime: r.process_start_time, ...(r.ssh_target_id ? { sshTargetId: r.ssh_target_id, logPath: r.log_path } : {}) }));
+  return res.rows.map((r) => ({
+    executionId: r.id,
+    hostId: r.host_id,
+    pid: r.pid,
+    processStartTime: r.process_start_time,
+    ...(r.ssh_target_id ? { sshTargetId: r.ssh_target_id, logPath: r.log_path } : {}),
+  }));
 }
 
 /**
@@ -114,20 +138,38 @@ async function snapshotProcesses(db: Db, taskId: string, environmentId: string |
  */
 export async function takeSnapshot(db: Db, taskId: string, trigger: CleanupTrigger): Promise<CleanupSnapshot> {
   const env = await environmentOfTask(db, taskId, true);
-  const sessionIds = (await db.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows.map((r) => r.id);
+  const sessionIds = (await db.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows.map(
+    (r) => r.id,
+  );
   const runSshTargetIds = (
     await db.query<{ ssh_target_id: string }>(
       'SELECT DISTINCT x.ssh_target_id FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1 AND x.ssh_target_id IS NOT NULL',
       [taskId],
     )
   ).rows.map((r) => r.ssh_target_id);
-  const snapshot: CleanupSnapshot = { taskId, environmentId: null, hostId: null, taskFolder: null, worktrees: [], processes: [], borrowed: [], sessionIds, runSshTargetIds };
+  const snapshot: CleanupSnapshot = {
+    taskId,
+    environmentId: null,
+    hostId: null,
+    taskFolder: null,
+    worktrees: [],
+    processes: [],
+    borrowed: [],
+    sessionIds,
+    runSshTargetIds,
+  };
   if (env) {
     const decision = decideBorrowedEnvironment(trigger, await lockedSuccessorCandidates(db, env.id, taskId));
     if (decision.action !== 'clean') {
       const toTaskId = decision.action === 'handed_over' ? decision.toTaskId : null;
       if (toTaskId) await handOver(db, env, taskId, toTaskId);
-      snapshot.borrowed.push({ environmentId: env.id, action: decision.action, toTaskId, hostId: env.host_id, taskFolder: env.task_folder });
+      snapshot.borrowed.push({
+        environmentId: env.id,
+        action: decision.action,
+        toTaskId,
+        hostId: env.host_id,
+        taskFolder: env.task_folder,
+      });
       snapshot.processes = await snapshotProcesses(db, taskId, null);
       snapshot.spawnIntents = await spawnIntentsOf(db, taskId, null);
       return snapshot;

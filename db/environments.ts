@@ -19,10 +19,14 @@ export interface EnvironmentRow {
   ssh_target_id: string | null;
 }
 
-const ENV_COLUMNS = 'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder, layout_generation, ssh_target_id';
+const ENV_COLUMNS =
+  'id, task_id, executor_type, host_id, status, workspace_path, materializer_session_id, materialized, ownership_generation, task_folder, layout_generation, ssh_target_id';
 
 export async function environmentOfTask(db: Db, taskId: string, forUpdate = false): Promise<EnvironmentRow | null> {
-  const res = await db.query<EnvironmentRow>(`SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [taskId]);
+  const res = await db.query<EnvironmentRow>(
+    `SELECT ${ENV_COLUMNS} FROM task_environments WHERE task_id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [taskId],
+  );
   return res.rows[0] ?? null;
 }
 
@@ -33,7 +37,14 @@ export async function environmentById(db: Db, id: string): Promise<EnvironmentRo
 
 export async function insertCreatingEnvironment(
   db: Db,
-  env: { id: string; taskId: string; executorType: ExecutorType; hostId: string; materializerSessionId: string; sshTargetId: string | null },
+  env: {
+    id: string;
+    taskId: string;
+    executorType: ExecutorType;
+    hostId: string;
+    materializerSessionId: string;
+    sshTargetId: string | null;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO task_environments (id, task_id, executor_type, host_id, status, materializer_session_id, ssh_target_id)
@@ -45,7 +56,13 @@ export async function insertCreatingEnvironment(
 /** Re-elects a failed environment that never materialized, or one cleanup released: compare-and-set on its state. */
 export async function reelectMaterializer(
   db: Db,
-  env: { id: string; executorType: ExecutorType; hostId: string; materializerSessionId: string; sshTargetId: string | null },
+  env: {
+    id: string;
+    executorType: ExecutorType;
+    hostId: string;
+    materializerSessionId: string;
+    sshTargetId: string | null;
+  },
 ): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments
@@ -58,7 +75,12 @@ export async function reelectMaterializer(
 }
 
 /** Marks a creating environment failed, only while it is still this materializer's (or anyone's when null). */
-export async function markCreatingEnvironmentFailed(db: Db, envId: string, materializerSessionId: string | null, reason: string): Promise<boolean> {
+export async function markCreatingEnvironmentFailed(
+  db: Db,
+  envId: string,
+  materializerSessionId: string | null,
+  reason: string,
+): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments SET status = 'failed', failure_reason = $3, updated_at = now()
       WHERE id = $1 AND status = 'creating' AND ($2::uuid IS NULL OR materializer_session_id = $2::uuid)`,
@@ -73,7 +95,12 @@ export async function markCreatingEnvironmentFailed(db: Db, envId: string, mater
  * materialized) and its inventory rows are `deleted`, so no row names a removed path [R1.4]. Only
  * while it is still this session's materialization and no other session works in it.
  */
-export async function unpublishFailedMaterialization(db: Db, envId: string, materializerSessionId: string, reason: string): Promise<boolean> {
+export async function unpublishFailedMaterialization(
+  db: Db,
+  envId: string,
+  materializerSessionId: string,
+  reason: string,
+): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments SET status = 'failed', materialized = false, workspace_path = NULL, failure_reason = $3, updated_at = now()
       WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2
@@ -81,7 +108,10 @@ export async function unpublishFailedMaterialization(db: Db, envId: string, mate
     [envId, materializerSessionId, reason],
   );
   if (res.rowCount !== 1) return false;
-  await db.query(`UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active'`, [envId]);
+  await db.query(
+    `UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active'`,
+    [envId],
+  );
   return true;
 }
 
@@ -92,7 +122,10 @@ export async function unpublishFailedMaterialization(db: Db, envId: string, mate
  * active, so cleanup, the views and the next launch (which adopts it) see it. Only while it is
  * still this session's materialization and no other session works in it.
  */
-export async function releaseKeptMaterialization(db: Db, a: { environmentId: string; materializerSessionId: string; removedRepositoryIds: string[] }): Promise<boolean> {
+export async function releaseKeptMaterialization(
+  db: Db,
+  a: { environmentId: string; materializerSessionId: string; removedRepositoryIds: string[] },
+): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments SET status = 'released', updated_at = now()
       WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2
@@ -100,7 +133,10 @@ export async function releaseKeptMaterialization(db: Db, a: { environmentId: str
     [a.environmentId, a.materializerSessionId],
   );
   if (res.rowCount !== 1) return false;
-  await db.query(`UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active' AND repository_id = ANY($2::uuid[])`, [a.environmentId, a.removedRepositoryIds]);
+  await db.query(
+    `UPDATE environment_repos SET status = 'deleted', updated_at = now() WHERE environment_id = $1 AND status = 'active' AND repository_id = ANY($2::uuid[])`,
+    [a.environmentId, a.removedRepositoryIds],
+  );
   return true;
 }
 
@@ -118,7 +154,11 @@ export interface InventoryRow {
   error: string | null;
 }
 
-export async function inventoryOf(db: Db, environmentId: string, status: InventoryRow['status'] | null = 'active'): Promise<InventoryRow[]> {
+export async function inventoryOf(
+  db: Db,
+  environmentId: string,
+  status: InventoryRow['status'] | null = 'active',
+): Promise<InventoryRow[]> {
   const res = await db.query<InventoryRow>(
     `SELECT id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, status, error
        FROM environment_repos WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) ORDER BY position, created_at`,
@@ -148,7 +188,14 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
     current
       ? {
           // A remote row has no host worktree id: its remote path and branch are its identity.
-          identity: current.worktree_path && current.worktree_branch ? { worktreeId: current.worktree_id, worktreePath: current.worktree_path, worktreeBranch: current.worktree_branch } : null,
+          identity:
+            current.worktree_path && current.worktree_branch
+              ? {
+                  worktreeId: current.worktree_id,
+                  worktreePath: current.worktree_path,
+                  worktreeBranch: current.worktree_branch,
+                }
+              : null,
           headCommit: current.head_commit,
           position: current.position,
           error: current.error,
@@ -156,7 +203,14 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
       : null,
     incoming,
   );
-  const values = [merged.identity?.worktreeId ?? null, merged.identity?.worktreePath ?? null, merged.identity?.worktreeBranch ?? null, merged.headCommit, merged.position, merged.error];
+  const values = [
+    merged.identity?.worktreeId ?? null,
+    merged.identity?.worktreePath ?? null,
+    merged.identity?.worktreeBranch ?? null,
+    merged.headCommit,
+    merged.position,
+    merged.error,
+  ];
   if (current) {
     await db.query(
       `UPDATE environment_repos SET worktree_id = $2, worktree_path = $3, worktree_branch = $4, head_commit = $5, position = $6, error = $7, updated_at = now()
@@ -167,7 +221,15 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
     await db.query(
       `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error, ssh_target_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [incoming.id, environmentId, incoming.repositoryId, incoming.branchSlug, incoming.executorType, ...values, incoming.sshTargetId ?? null],
+      [
+        incoming.id,
+        environmentId,
+        incoming.repositoryId,
+        incoming.branchSlug,
+        incoming.executorType,
+        ...values,
+        incoming.sshTargetId ?? null,
+      ],
     );
   }
 }
@@ -176,7 +238,14 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
  * Publishes the complete inventory and `ready` in one step, guarded by "still creating and still
  * this materializer". Must run inside a transaction. Returns false when the guard failed.
  */
-export async function publishReady(db: Db, environmentId: string, materializerSessionId: string, workspacePath: string, taskFolder: string, rows: IncomingInventoryRow[]): Promise<boolean> {
+export async function publishReady(
+  db: Db,
+  environmentId: string,
+  materializerSessionId: string,
+  workspacePath: string,
+  taskFolder: string,
+  rows: IncomingInventoryRow[],
+): Promise<boolean> {
   const res = await db.query(
     `UPDATE task_environments SET status = 'ready', materialized = true, workspace_path = $3, task_folder = $4, updated_at = now()
       WHERE id = $1 AND status = 'creating' AND materializer_session_id = $2`,
@@ -184,7 +253,10 @@ export async function publishReady(db: Db, environmentId: string, materializerSe
   );
   if (res.rowCount !== 1) {
     // Already published by this very materializer (a step re-run after a crash): done.
-    const mine = await db.query(`SELECT 1 FROM task_environments WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2 AND workspace_path = $3`, [environmentId, materializerSessionId, workspacePath]);
+    const mine = await db.query(
+      `SELECT 1 FROM task_environments WHERE id = $1 AND status = 'ready' AND materializer_session_id = $2 AND workspace_path = $3`,
+      [environmentId, materializerSessionId, workspacePath],
+    );
     return mine.rowCount === 1;
   }
   for (const row of rows) await upsertInventoryRow(db, environmentId, row);
@@ -193,30 +265,40 @@ export async function publishReady(db: Db, environmentId: string, materializerSe
 
 /** Whether this session is still the environment's elected materializer (a re-election names another). */
 export async function isMaterializer(db: Db, environmentId: string, sessionId: string): Promise<boolean> {
-  const res = await db.query('SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2', [environmentId, sessionId]);
+  const res = await db.query('SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2', [
+    environmentId,
+    sessionId,
+  ]);
   return res.rowCount === 1;
 }
 
 /** For each requested slot, how many active inventory rows it has (1 each = complete [R1.1]). */
-export async function activeRowsPerSlot(db: Db, environmentId: string, slots: { repositoryId: string; branchSlug: string }[]): Promise<number[]> {
+export async function activeRowsPerSlot(
+  db: Db,
+  environmentId: string,
+  slots: { repositoryId: string; branchSlug: string }[],
+): Promise<number[]> {
   if (slots.length === 0) return [];
   const res = await db.query<{ repository_id: string; branch_slug: string; n: number }>(
     `SELECT repository_id, branch_slug, count(*)::int AS n FROM environment_repos
       WHERE environment_id = $1 AND status = 'active' GROUP BY repository_id, branch_slug`,
     [environmentId],
   );
-  return slots.map((slot) => res.rows.find((r) => r.repository_id === slot.repositoryId && r.branch_slug === slot.branchSlug)?.n ?? 0);
+  return slots.map(
+    (slot) => res.rows.find((r) => r.repository_id === slot.repositoryId && r.branch_slug === slot.branchSlug)?.n ?? 0,
+  );
 }
 
 /** The environment that is canonical for a task (its own, its group's, or its nearest ancestor's), read without locks. */
 export async function canonicalEnvironmentOf(db: Db, taskId: string): Promise<EnvironmentRow | null> {
   let current: string | null = taskId;
   for (let depth = 0; current && depth < 32; depth++) {
-    const res: { rows: { workspace_mode: string; parent_task_id: string | null; group_env: string | null }[] } = await db.query(
-      `SELECT t.workspace_mode, t.parent_task_id, g.environment_id AS group_env
+    const res: { rows: { workspace_mode: string; parent_task_id: string | null; group_env: string | null }[] } =
+      await db.query(
+        `SELECT t.workspace_mode, t.parent_task_id, g.environment_id AS group_env
          FROM tasks t LEFT JOIN workspace_groups g ON g.id = t.group_id WHERE t.id = $1`,
-      [current],
-    );
+        [current],
+      );
     const task = res.rows[0];
     if (!task) return null;
     if (task.workspace_mode === 'new_workspace') return environmentOfTask(db, current);
@@ -227,7 +309,11 @@ export async function canonicalEnvironmentOf(db: Db, taskId: string): Promise<En
 }
 
 /** The active rows with a worktree identity of an environment, while this session is its materializer. */
-export async function inventoryPublishedBy(db: Db, environmentId: string, materializerSessionId: string): Promise<InventoryRow[]> {
+export async function inventoryPublishedBy(
+  db: Db,
+  environmentId: string,
+  materializerSessionId: string,
+): Promise<InventoryRow[]> {
   const res = await db.query<InventoryRow>(
     `SELECT r.id, r.repository_id, r.branch_slug, r.executor_type, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit, r.position, r.status, r.error
        FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id

@@ -19,7 +19,8 @@ export interface ExecutionRow {
   ssh_target_id: string | null;
 }
 
-const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
+const EXECUTION_COLUMNS =
+  'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
 
 /**
  * One agent per session (issue 30): takes the session's start lock (a transaction-level advisory
@@ -30,7 +31,10 @@ const EXECUTION_COLUMNS = 'id, session_id, host_id, pid, process_start_time, cwd
  */
 export async function lockSessionForStart(client: Db, sessionId: string, executionId: string): Promise<ExecutionRow[]> {
   await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`session-start:${sessionId}`]);
-  const res = await client.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running' AND id <> $2`, [sessionId, executionId]);
+  const res = await client.query<ExecutionRow>(
+    `SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running' AND id <> $2`,
+    [sessionId, executionId],
+  );
   return res.rows;
 }
 
@@ -40,7 +44,10 @@ export async function findExecution(db: Db, id: string): Promise<ExecutionRow | 
 }
 
 export async function latestExecution(db: Db, sessionId: string): Promise<ExecutionRow | null> {
-  const res = await db.query<ExecutionRow>(`SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 ORDER BY started_at DESC LIMIT 1`, [sessionId]);
+  const res = await db.query<ExecutionRow>(
+    `SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 ORDER BY started_at DESC LIMIT 1`,
+    [sessionId],
+  );
   return res.rows[0] ?? null;
 }
 
@@ -54,11 +61,26 @@ export async function latestExecutions(db: Db, sessionIds: string[]): Promise<Ma
 }
 
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
-export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'> & { ssh_target_id?: string | null }): Promise<void> {
+export async function insertExecution(
+  db: Db,
+  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'> & {
+    ssh_target_id?: string | null;
+  },
+): Promise<void> {
   await db.query(
     `INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, ssh_target_id, started_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp()) ON CONFLICT (id) DO NOTHING`,
-    [row.id, row.session_id, row.host_id, row.pid, row.process_start_time, row.cwd, row.log_path, row.status, row.ssh_target_id ?? null],
+    [
+      row.id,
+      row.session_id,
+      row.host_id,
+      row.pid,
+      row.process_start_time,
+      row.cwd,
+      row.log_path,
+      row.status,
+      row.ssh_target_id ?? null,
+    ],
   );
 }
 
@@ -69,7 +91,10 @@ export async function insertExecution(db: Db, row: Omit<ExecutionRow, 'started_a
  * A started agent's record, with its spawn intent (db/spawn-intents.ts) removed in the same
  * statement: the intent is dropped exactly when the execution is recorded, one round trip.
  */
-export async function recordExecutionOfIntent(db: Db, row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'>): Promise<void> {
+export async function recordExecutionOfIntent(
+  db: Db,
+  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'>,
+): Promise<void> {
   await db.query(
     `WITH intent AS (DELETE FROM spawn_intents WHERE execution_id = $1)
      INSERT INTO executions (id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at)
@@ -88,7 +113,12 @@ export async function claimExecutionStart(
   db: Db,
   intent: { executionId: string; sessionId: string; taskId: string; hostId: string },
 ): Promise<{ recorded: Pick<ExecutionRow, 'id' | 'pid' | 'status'> | null; claimed: boolean }> {
-  const res = await db.query<{ id: string | null; pid: number | null; status: ExecutionStatus | null; claimed: boolean }>(
+  const res = await db.query<{
+    id: string | null;
+    pid: number | null;
+    status: ExecutionStatus | null;
+    claimed: boolean;
+  }>(
     `WITH recorded AS (SELECT id, pid, status FROM executions WHERE id = $1),
           claimed AS (
             INSERT INTO spawn_intents (execution_id, session_id, task_id, host_id)
@@ -98,11 +128,17 @@ export async function claimExecutionStart(
     [intent.executionId, intent.sessionId, intent.taskId, intent.hostId],
   );
   const row = res.rows[0]!;
-  return { recorded: row.id !== null ? { id: row.id, pid: row.pid!, status: row.status! } : null, claimed: row.claimed };
+  return {
+    recorded: row.id !== null ? { id: row.id, pid: row.pid!, status: row.status! } : null,
+    claimed: row.claimed,
+  };
 }
 
 export async function setExecutionStatus(db: Db, id: string, status: ExecutionStatus): Promise<void> {
-  await db.query(`UPDATE executions SET status = $2, ended_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END WHERE id = $1`, [id, status]);
+  await db.query(
+    `UPDATE executions SET status = $2, ended_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END WHERE id = $1`,
+    [id, status],
+  );
 }
 
 /**
@@ -111,7 +147,11 @@ export async function setExecutionStatus(db: Db, id: string, status: ExecutionSt
  * transaction (`exited`, once no other execution of it runs): a reader never sees one without the
  * other. False when it was no longer running (stopped meanwhile, or collected already).
  */
-export async function endExecution(pool: Pool, id: string, end: { status: 'exited' | 'vanished'; exitCode: number | null; signal: string | null; endedAt: string | null }): Promise<{ sessionId: string } | null> {
+export async function endExecution(
+  pool: Pool,
+  id: string,
+  end: { status: 'exited' | 'vanished'; exitCode: number | null; signal: string | null; endedAt: string | null },
+): Promise<{ sessionId: string } | null> {
   return inTransaction(pool, async (client) => {
     const ended = await client.query<{ session_id: string }>(
       `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = COALESCE($5::timestamptz, now()) WHERE id = $1 AND status = 'running' RETURNING session_id`,
@@ -131,7 +171,11 @@ export async function endExecution(pool: Pool, id: string, end: { status: 'exite
 }
 
 /** Stopped by the service: with the outcome its shim recorded, when it had time to. */
-export async function markStopped(db: Db, id: string, outcome: { exitCode: number | null; signal: string | null } | null): Promise<void> {
+export async function markStopped(
+  db: Db,
+  id: string,
+  outcome: { exitCode: number | null; signal: string | null } | null,
+): Promise<void> {
   await db.query(
     `UPDATE executions SET status = 'stopped', exit_code = COALESCE($2, exit_code), signal = COALESCE($3, signal), ended_at = COALESCE(ended_at, now()) WHERE id = $1`,
     [id, outcome?.exitCode ?? null, outcome?.signal ?? null],

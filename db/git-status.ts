@@ -23,18 +23,34 @@ export async function recordObservation(db: Db, environmentId: string, obs: GitS
 }
 
 export async function observationsOf(db: Db, environmentId: string): Promise<GitStatusObservation[]> {
-  const res = await db.query<{ repository_id: string; workspace_path: string; observed_at: Date; payload: Omit<GitStatusObservation, 'repositoryId' | 'workspacePath' | 'observedAt'> }>(
+  const res = await db.query<{
+    repository_id: string;
+    workspace_path: string;
+    observed_at: Date;
+    payload: Omit<GitStatusObservation, 'repositoryId' | 'workspacePath' | 'observedAt'>;
+  }>(
     `SELECT o.repository_id, o.workspace_path, o.observed_at, o.payload FROM git_status_observations o
        JOIN environment_repos er ON er.environment_id = o.environment_id AND er.repository_id = o.repository_id AND er.status = 'active'
       WHERE o.environment_id = $1 ORDER BY er.position`,
     [environmentId],
   );
-  return res.rows.map((r) => ({ repositoryId: r.repository_id, workspacePath: r.workspace_path, observedAt: r.observed_at.toISOString(), ...r.payload }));
+  return res.rows.map((r) => ({
+    repositoryId: r.repository_id,
+    workspacePath: r.workspace_path,
+    observedAt: r.observed_at.toISOString(),
+    ...r.payload,
+  }));
 }
 
 /** Where to look: the canonical workspace of each active slot, never the source checkout of a worktree slot. */
 export async function statusTarget(db: Db, environmentId: string): Promise<GitStatusTarget | null> {
-  const res = await db.query<{ host_id: string; ssh_target_id: string | null; repository_id: string; path: string; base_branch: string | null }>(
+  const res = await db.query<{
+    host_id: string;
+    ssh_target_id: string | null;
+    repository_id: string;
+    path: string;
+    base_branch: string | null;
+  }>(
     `SELECT e.host_id, e.ssh_target_id, er.repository_id, COALESCE(er.worktree_path, e.workspace_path) AS path,
             (SELECT tr.base_branch FROM task_repositories tr WHERE tr.task_id = e.task_id AND tr.repository_id = er.repository_id) AS base_branch
        FROM task_environments e JOIN environment_repos er ON er.environment_id = e.id AND er.status = 'active'

@@ -36,38 +36,63 @@ export async function registerHost(db: Db, host: HostRecord): Promise<void> {
        executors = EXCLUDED.executors, heartbeat_every_ms = EXCLUDED.heartbeat_every_ms, last_seen_at = now()`,
     [host.hostId, host.workspaceRoot, host.version, host.executors, host.heartbeatEveryMs],
   );
-  await db.query(`UPDATE repositories SET host_id = $1 WHERE host_id IS NULL AND (SELECT count(*) FROM hosts) = 1`, [host.hostId]);
+  await db.query(`UPDATE repositories SET host_id = $1 WHERE host_id IS NULL AND (SELECT count(*) FROM hosts) = 1`, [
+    host.hostId,
+  ]);
 }
 
 /** One page of hosts by id, after `afterHostId` (keyset). */
 export async function listHosts(db: Db, limit: number, afterHostId: string | null): Promise<HostView[]> {
-  const res = await db.query<{ host_id: string; live: boolean; last_seen_at: Date; workspace_root: string; executors: string[]; version: string }>(
+  const res = await db.query<{
+    host_id: string;
+    live: boolean;
+    last_seen_at: Date;
+    workspace_root: string;
+    executors: string[];
+    version: string;
+  }>(
     `SELECT host_id, ${LIVE} AS live, last_seen_at, workspace_root, executors, version FROM hosts
       WHERE $2::text IS NULL OR host_id > $2 ORDER BY host_id LIMIT $1`,
     [limit, afterHostId],
   );
-  return res.rows.map((r) => ({ hostId: r.host_id, live: r.live, lastSeenAt: r.last_seen_at.toISOString(), workspaceRoot: r.workspace_root, executors: r.executors, version: r.version }));
+  return res.rows.map((r) => ({
+    hostId: r.host_id,
+    live: r.live,
+    lastSeenAt: r.last_seen_at.toISOString(),
+    workspaceRoot: r.workspace_root,
+    executors: r.executors,
+    version: r.version,
+  }));
 }
 
 /** The live hosts' ids. */
 export async function liveHostIds(db: Db): Promise<string[]> {
-  return (await db.query<{ host_id: string }>(`SELECT host_id FROM hosts WHERE ${LIVE} ORDER BY host_id`)).rows.map((r) => r.host_id);
+  return (await db.query<{ host_id: string }>(`SELECT host_id FROM hosts WHERE ${LIVE} ORDER BY host_id`)).rows.map(
+    (r) => r.host_id,
+  );
 }
 
 /** `live` or `down` for a host with a record; `unknown` for one that never registered. */
 export async function hostLiveness(db: Db, hostId: string): Promise<'live' | 'down' | 'unknown'> {
-  const row = (await db.query<{ live: boolean }>(`SELECT ${LIVE} AS live FROM hosts WHERE host_id = $1`, [hostId])).rows[0];
+  const row = (await db.query<{ live: boolean }>(`SELECT ${LIVE} AS live FROM hosts WHERE host_id = $1`, [hostId]))
+    .rows[0];
   return row ? (row.live ? 'live' : 'down') : 'unknown';
 }
 
 /** The workspace root a host registered, if it did. */
 export async function hostWorkspaceRoot(db: Db, hostId: string): Promise<string | null> {
-  return (await db.query<{ workspace_root: string }>('SELECT workspace_root FROM hosts WHERE host_id = $1', [hostId])).rows[0]?.workspace_root ?? null;
+  return (
+    (await db.query<{ workspace_root: string }>('SELECT workspace_root FROM hosts WHERE host_id = $1', [hostId]))
+      .rows[0]?.workspace_root ?? null
+  );
 }
 
 /** The distinct hosts of these repositories (null: one registered before hosts and not yet adopted). */
 export async function repositoryHosts(db: Db, repositoryIds: string[]): Promise<(string | null)[]> {
-  const res = await db.query<{ host_id: string | null }>('SELECT DISTINCT host_id FROM repositories WHERE id = ANY($1::uuid[])', [repositoryIds]);
+  const res = await db.query<{ host_id: string | null }>(
+    'SELECT DISTINCT host_id FROM repositories WHERE id = ANY($1::uuid[])',
+    [repositoryIds],
+  );
   return res.rows.map((r) => r.host_id);
 }
 
@@ -91,6 +116,9 @@ export async function taskHost(db: Db, taskId: string): Promise<string | null> {
 
 /** The host of an environment that exists for the task already (its work stays where its files are). */
 export async function environmentHostOfSession(db: Db, sessionId: string): Promise<string | null> {
-  const res = await db.query<{ host_id: string }>('SELECT e.host_id FROM sessions s JOIN task_environments e ON e.id = s.environment_id WHERE s.id = $1', [sessionId]);
+  const res = await db.query<{ host_id: string }>(
+    'SELECT e.host_id FROM sessions s JOIN task_environments e ON e.id = s.environment_id WHERE s.id = $1',
+    [sessionId],
+  );
   return res.rows[0]?.host_id ?? null;
 }

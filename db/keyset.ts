@@ -34,10 +34,15 @@ export async function newestFirst<R>(db: Db, list: KeysetList, page: PageOf): Pr
   const params: unknown[] = [];
   const param = (value: unknown) => `$${params.push(value)}`;
   const conditions = [
-    ...Object.entries(list.equal ?? {}).flatMap(([column, value]) => (value === undefined ? [] : [`${column} = ${param(value)}`])),
+    ...Object.entries(list.equal ?? {}).flatMap(([column, value]) =>
+      value === undefined ? [] : [`${column} = ${param(value)}`],
+    ),
     ...(list.where ?? []).filter((c): c is string => c !== null),
   ];
-  if (page.after) conditions.push(`(${list.time}, ${list.key}) < (${param(page.after.at)}::timestamptz, ${param(page.after.key)}::${list.keyType})`);
+  if (page.after)
+    conditions.push(
+      `(${list.time}, ${list.key}) < (${param(page.after.at)}::timestamptz, ${param(page.after.key)}::${list.keyType})`,
+    );
   const res = await db.query<R & { exact_at: string }>(
     `SELECT ${list.columns}, ${list.time}::text AS exact_at FROM ${list.table}
       ${conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : ''}

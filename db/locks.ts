@@ -21,7 +21,13 @@ export interface LockHoldWatch {
   everyMs?: number;
 }
 
-export async function withRepositoryLock<T>(pool: pg.Pool, repositoryId: string, fn: () => Promise<T>, onWait: () => void = () => {}, watch?: LockHoldWatch): Promise<T> {
+export async function withRepositoryLock<T>(
+  pool: pg.Pool,
+  repositoryId: string,
+  fn: () => Promise<T>,
+  onWait: () => void = () => {},
+  watch?: LockHoldWatch,
+): Promise<T> {
   const previous = localQueues.get(repositoryId) ?? Promise.resolve();
   // The turn comes once the previous holder is done, however it ended: its failure is its own
   // caller's (awaited there), not this one's.
@@ -45,7 +51,14 @@ const WAIT_MS = 1000;
 async function reportingLongHolds<T>(repositoryId: string, fn: () => Promise<T>, watch: LockHoldWatch): Promise<T> {
   const every = watch.everyMs ?? 60_000;
   const since = Date.now();
-  const timer = setInterval(() => watch.warn({ repositoryId, heldMs: Date.now() - since }, 'the repository lock is still held: every launch and cleanup of this repository waits for it'), every);
+  const timer = setInterval(
+    () =>
+      watch.warn(
+        { repositoryId, heldMs: Date.now() - since },
+        'the repository lock is still held: every launch and cleanup of this repository waits for it',
+      ),
+    every,
+  );
   timer.unref();
   try {
     return await fn();
@@ -65,7 +78,10 @@ async function withAdvisoryLock<T>(
     // A lock connection that breaks while git works is released broken (withClient): the server
     // dropped the session lock with it, and the pool must not hand that connection out again.
     const outcome = await withClient(pool, async (client, markBroken) => {
-      const res = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key]);
+      const res = await client.query<{ locked: boolean }>(
+        'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
+        [key],
+      );
       if (!res.rows[0]!.locked) {
         onWait();
         if (!(await waitForLock(client, key, markBroken))) return { locked: false as const };

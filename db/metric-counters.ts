@@ -14,6 +14,9 @@ export async function incrementCounter(db: Db, name: string, labels: Record<stri
 }
 
 export async function readCounters(db: Db, name: string): Promise<{ labels: Record<string, string>; value: number }[]> {
-  const res = await db.query<{ labels: string; value: string }>('SELECT labels, value FROM metric_counters WHERE name = $1', [name]);
+  const res = await db.query<{ labels: string; value: string }>(
+    'SELECT labels, value FROM metric_counters WHERE name = $1',
+    [name],
+  );
   return res.rows.map((r) => ({ labels: JSON.parse(r.labels) as Record<string, string>, value: Number(r.value) }));
 }

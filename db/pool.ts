@@ -34,7 +34,10 @@ export function createPool(databaseUrl: string, max = 20): pg.Pool {
  * A client checked out for several statements. One whose connection broke is released with the
  * error, so the pool destroys it instead of handing it to the next caller.
  */
-export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient, markBroken: (err: Error) => void) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient, markBroken: (err: Error) => void) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => {

@@ -22,16 +22,37 @@ export interface SessionRow {
   created_at: Date;
 }
 
-const SESSION_COLUMNS = 'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, admitted_run, created_at';
+const SESSION_COLUMNS =
+  'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, admitted_run, created_at';
 
 export async function insertSession(
   db: Db,
-  s: { id: string; taskId: string; environmentId: string; executorType: ExecutorType; agentProfile: string; command: string[] | null; env?: Record<string, string>; name: string | null; role: SessionRole },
+  s: {
+    id: string;
+    taskId: string;
+    environmentId: string;
+    executorType: ExecutorType;
+    agentProfile: string;
+    command: string[] | null;
+    env?: Record<string, string>;
+    name: string | null;
+    role: SessionRole;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role)
      VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9)`,
-    [s.id, s.taskId, s.environmentId, s.executorType, s.agentProfile, s.command === null ? null : JSON.stringify(s.command), JSON.stringify(s.env ?? {}), s.name, s.role],
+    [
+      s.id,
+      s.taskId,
+      s.environmentId,
+      s.executorType,
+      s.agentProfile,
+      s.command === null ? null : JSON.stringify(s.command),
+      JSON.stringify(s.env ?? {}),
+      s.name,
+      s.role,
+    ],
   );
 }
 
@@ -41,13 +62,27 @@ export async function findSession(db: Db, id: string): Promise<SessionRow | null
 }
 
 export async function sessionsOfTask(db: Db, taskId: string): Promise<SessionRow[]> {
-  const res = await db.query<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE task_id = $1 ORDER BY created_at`, [taskId]);
+  const res = await db.query<SessionRow>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE task_id = $1 ORDER BY created_at`,
+    [taskId],
+  );
   return res.rows;
 }
 
 /** A task's sessions, newest first. */
 export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
-  return newestFirst<SessionRow>(db, { columns: SESSION_COLUMNS, table: 'sessions', time: 'created_at', key: 'id', keyType: 'uuid', equal: { task_id: taskId } }, page);
+  return newestFirst<SessionRow>(
+    db,
+    {
+      columns: SESSION_COLUMNS,
+      table: 'sessions',
+      time: 'created_at',
+      key: 'id',
+      keyType: 'uuid',
+      equal: { task_id: taskId },
+    },
+    page,
+  );
 }
 
 export async function sessionState(db: Db, id: string): Promise<SessionState | null> {
@@ -57,7 +92,10 @@ export async function sessionState(db: Db, id: string): Promise<SessionState | n
 
 /** Compare-and-set of a session's state; returns whether it moved. */
 export async function moveSessionState(db: Db, id: string, from: SessionState[], to: SessionState): Promise<boolean> {
-  const res = await db.query('UPDATE sessions SET state = $3, updated_at = now() WHERE id = $1 AND state = ANY($2::text[])', [id, from, to]);
+  const res = await db.query(
+    'UPDATE sessions SET state = $3, updated_at = now() WHERE id = $1 AND state = ANY($2::text[])',
+    [id, from, to],
+  );
   return res.rowCount === 1;
 }
 
@@ -66,7 +104,12 @@ export async function moveSessionState(db: Db, id: string, from: SessionState[],
  * `exited` when it already ended before this write (its exit may be collected first). A resume's
  * run is counted here, once (`counted_run`), so a refused or failed resume never counts.
  */
-export async function markSessionStarted(db: Db, id: string, from: SessionState[], resumeRun: string | null = null): Promise<boolean> {
+export async function markSessionStarted(
+  db: Db,
+  id: string,
+  from: SessionState[],
+  resumeRun: string | null = null,
+): Promise<boolean> {
   const res = await db.query(
     `UPDATE sessions SET state = CASE WHEN EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running') THEN 'running' ELSE 'exited' END,
             resume_count = resume_count + CASE WHEN $3::text IS NOT NULL AND counted_run IS DISTINCT FROM $3::text THEN 1 ELSE 0 END,
@@ -84,7 +127,10 @@ export async function markSessionStarted(db: Db, id: string, from: SessionState[
  * the row is its only record, kept).
  */
 export async function deleteFailedSession(db: Db, id: string): Promise<void> {
-  await db.query(`DELETE FROM sessions s WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id AND e.status = 'running')`, [id]);
+  await db.query(
+    `DELETE FROM sessions s WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM executions e WHERE e.session_id = s.id AND e.status = 'running')`,
+    [id],
+  );
 }
 
 /** Whether an agent of the task's environment is starting or running (a reset or an abandonment would take its workspace away). */
@@ -99,7 +145,10 @@ export async function agentRunningInEnvironmentOf(db: Db, taskId: string): Promi
 
 /** The plan a launch was admitted with; null before (or without) its admission. */
 export async function admittedPlanOf(db: Db, id: string): Promise<unknown | null> {
-  return (await db.query<{ admitted_plan: unknown | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [id])).rows[0]?.admitted_plan ?? null;
+  return (
+    (await db.query<{ admitted_plan: unknown | null }>('SELECT admitted_plan FROM sessions WHERE id = $1', [id]))
+      .rows[0]?.admitted_plan ?? null
+  );
 }
 
 /** Forgets a session (its agent already stopped); files, worktrees and branches are never touched here. */

@@ -30,7 +30,11 @@ export async function spawnIntentExists(db: Db, executionId: string): Promise<bo
 }
 
 /** Intents of the task's sessions (or of sessions in the environment being cleaned): their agents may be running unrecorded. */
-export async function spawnIntentsOf(db: Db, taskId: string, environmentId: string | null): Promise<{ executionId: string; hostId: string }[]> {
+export async function spawnIntentsOf(
+  db: Db,
+  taskId: string,
+  environmentId: string | null,
+): Promise<{ executionId: string; hostId: string }[]> {
   const res = await db.query<{ execution_id: string; host_id: string }>(
     `SELECT i.execution_id, i.host_id FROM spawn_intents i
       WHERE i.task_id = $1 OR ($2::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = i.session_id AND s.environment_id = $2::uuid))`,
@@ -46,5 +50,10 @@ export async function staleSpawnIntents(db: Db, hostId: string, olderThanMs: num
       WHERE host_id = $1 AND created_at < now() - make_interval(secs => $2::double precision / 1000)`,
     [hostId, olderThanMs],
   );
-  return res.rows.map((r) => ({ executionId: r.execution_id, sessionId: r.session_id, taskId: r.task_id, hostId: r.host_id }));
+  return res.rows.map((r) => ({
+    executionId: r.execution_id,
+    sessionId: r.session_id,
+    taskId: r.task_id,
+    hostId: r.host_id,
+  }));
 }

@@ -43,7 +43,17 @@ export async function insertSshTarget(db: Db, target: Omit<SshTargetRecord, 'cre
   const res = await db.query<SshTargetRow>(
     `INSERT INTO ssh_targets (id, name, host, port, username, private_key_path, known_hosts, workspace_root, host_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-    [target.id, target.name, target.host, target.port, target.user, target.privateKeyPath, target.knownHosts, target.workspaceRoot, target.hostId],
+    [
+      target.id,
+      target.name,
+      target.host,
+      target.port,
+      target.user,
+      target.privateKeyPath,
+      target.knownHosts,
+      target.workspaceRoot,
+      target.hostId,
+    ],
   );
   return record(res.rows[0]!);
 }
@@ -55,6 +65,10 @@ export async function getSshTarget(db: Db, id: string): Promise<SshTargetRecord 
 
 /** Targets, newest first, a keyset page at a time. */
 export async function listSshTargets(db: Db, page: PageOf): Promise<(SshTargetRecord & { exact_at: string })[]> {
-  const rows = await newestFirst<SshTargetRow>(db, { columns: COLUMNS, table: 'ssh_targets', time: 'created_at', key: 'id', keyType: 'uuid' }, page);
+  const rows = await newestFirst<SshTargetRow>(
+    db,
+    { columns: COLUMNS, table: 'ssh_targets', time: 'created_at', key: 'id', keyType: 'uuid' },
+    page,
+  );
   return rows.map((row) => ({ ...record(row), exact_at: row.exact_at }));
 }

@@ -14,7 +14,8 @@ export interface NewTask {
 }
 
 export async function insertTask(db: Db, task: NewTask): Promise<void> {
-  if (task.groupId) await db.query('INSERT INTO workspace_groups (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [task.groupId]);
+  if (task.groupId)
+    await db.query('INSERT INTO workspace_groups (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [task.groupId]);
   await db.query(
     `INSERT INTO tasks (id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -46,7 +47,8 @@ export interface TaskRow {
   created_at: Date;
 }
 
-const TASK_COLUMNS = 'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at';
+const TASK_COLUMNS =
+  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at';
 
 export async function findTask(db: Db, id: string): Promise<TaskRow | null> {
   const res = await db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
@@ -70,7 +72,9 @@ export async function listTasks(db: Db, filter: TaskFilter, page: PageOf) {
       key: 'id',
       keyType: 'uuid',
       equal: { board_id: filter.boardId, parent_task_id: filter.parentTaskId },
-      where: [filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL'],
+      where: [
+        filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL',
+      ],
     },
     page,
   );

@@ -21,7 +21,8 @@ export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
  */
 export type RequestedExecutor = ExecutorType | 'container' | 'sandbox';
 
-export const isRunnableExecutor = (kind: string): kind is ExecutorType => (EXECUTOR_TYPES as readonly string[]).includes(kind);
+export const isRunnableExecutor = (kind: string): kind is ExecutorType =>
+  (EXECUTOR_TYPES as readonly string[]).includes(kind);
 
 /** Whether an executor's files live on a remote place the host cannot inspect with its own git. */
 export const isRemoteExecutor = (kind: string): boolean => kind === 'ssh';
@@ -41,11 +42,13 @@ export type EnvironmentSituation =
   | 'unavailable'; // inherit_parent: missing, parent archived
 
 export type AdmissionDecision =
-  | { kind: 'materialize' }
-  | { kind: 'attach' }
-  | { kind: 'refuse'; code: RefusalCode; markEnvironmentFailed?: boolean };
+  { kind: 'materialize' } | { kind: 'attach' } | { kind: 'refuse'; code: RefusalCode; markEnvironmentFailed?: boolean };
 
-const refuse = (code: RefusalCode, markEnvironmentFailed = false): AdmissionDecision => ({ kind: 'refuse', code, markEnvironmentFailed });
+const refuse = (code: RefusalCode, markEnvironmentFailed = false): AdmissionDecision => ({
+  kind: 'refuse',
+  code,
+  markEnvironmentFailed,
+});
 
 export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation, AdmissionDecision>> = {
   new_workspace: {
@@ -102,7 +105,8 @@ export function classifyEnvironment(facts: EnvironmentFacts | null): Environment
   if (!facts) return 'none';
   switch (facts.status) {
     case 'creating':
-      return facts.materializerState !== null && (WORKING_SESSION_STATES as readonly string[]).includes(facts.materializerState)
+      return facts.materializerState !== null &&
+        (WORKING_SESSION_STATES as readonly string[]).includes(facts.materializerState)
         ? 'creating_materializer_alive'
         : 'creating_materializer_gone';
     case 'ready':

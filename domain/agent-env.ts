@@ -4,7 +4,8 @@
  */
 /** A variable a profile or a request may give an agent: upper-case, and not of the service's own TWS_ namespace. */
 export function agentVariableProblem(name: string): string | null {
-  if (!/^[A-Z_][A-Z0-9_]*$/.test(name)) return 'names are upper-case letters, digits and underscores, not starting with a digit';
+  if (!/^[A-Z_][A-Z0-9_]*$/.test(name))
+    return 'names are upper-case letters, digits and underscores, not starting with a digit';
   if (name.startsWith('TWS_')) return 'TWS_ names are reserved';
   return null;
 }
@@ -17,7 +18,11 @@ export interface AgentIdentity {
   workspace: string;
 }
 
-export function agentEnvironment(service: NodeJS.ProcessEnv, agent: AgentIdentity, extra: Record<string, string> = {}): Record<string, string> {
+export function agentEnvironment(
+  service: NodeJS.ProcessEnv,
+  agent: AgentIdentity,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(service)) {
     if (value !== undefined && (INHERITED.includes(name) || name.startsWith('LC_'))) env[name] = value;

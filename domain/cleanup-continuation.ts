@@ -18,7 +18,14 @@ export interface ContinuedJob {
 
 export function continuationStart(job: ContinuedJob, taskQueue: string, policy: RetryPolicy) {
   // The consent the job's request gave (issue 24); none kept (jobs reserved before): dirty work is kept.
-  const input: CleanupInput = { operationId: job.operationId, taskId: job.taskId, trigger: job.trigger, discardChanges: job.discardChanges ?? false, policy, alreadyPrepared: true };
+  const input: CleanupInput = {
+    operationId: job.operationId,
+    taskId: job.taskId,
+    trigger: job.trigger,
+    discardChanges: job.discardChanges ?? false,
+    policy,
+    alreadyPrepared: true,
+  };
   return {
     workflowId: job.workflowId,
     taskQueue,

@@ -7,10 +7,26 @@
  * sessions, once the last of those borrowers is archived, deleted or has no session left in it;
  * it cleans the archived owner's environment as that archive would have (domain/borrowed-environments.ts).
  */
-export const CLEANUP_TRIGGERS = ['archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon', 'borrow_ended'] as const;
+export const CLEANUP_TRIGGERS = [
+  'archive',
+  'delete',
+  'board_delete',
+  'quick_chat_expiry',
+  'environment_reset',
+  'environment_abandon',
+  'borrow_ended',
+] as const;
 export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 
-export const CLEANUP_JOB_STATES = ['prepared', 'pending', 'running', 'retry_wait', 'needs_operator', 'succeeded', 'cancelled'] as const;
+export const CLEANUP_JOB_STATES = [
+  'prepared',
+  'pending',
+  'running',
+  'retry_wait',
+  'needs_operator',
+  'succeeded',
+  'cancelled',
+] as const;
 export type CleanupJobState = (typeof CLEANUP_JOB_STATES)[number];
 export const ACTIVE_JOB_STATES: CleanupJobState[] = ['prepared', 'pending', 'running', 'retry_wait', 'needs_operator'];
 
@@ -18,7 +34,8 @@ export const ACTIVE_JOB_STATES: CleanupJobState[] = ['prepared', 'pending', 'run
  * Triggers that remove the task (and so may remove its merged branch); the others keep the branch.
  * Quick-chat expiry deletes, as the original system does: a quick chat no one returned to.
  */
-export const removesTask = (trigger: CleanupTrigger): boolean => trigger === 'delete' || trigger === 'board_delete' || trigger === 'quick_chat_expiry';
+export const removesTask = (trigger: CleanupTrigger): boolean =>
+  trigger === 'delete' || trigger === 'board_delete' || trigger === 'quick_chat_expiry';
 
 /**
  * What a removal does with a dirty worktree: `save` (uncommitted work on the task's hidden
@@ -39,22 +56,30 @@ export const abandonsOnly = (trigger: CleanupTrigger): boolean => trigger === 'e
 export const takesTaskAway = (trigger: CleanupTrigger): boolean => removesTask(trigger) || trigger === 'archive';
 
 /** Jobs an unarchive cancels (a pending one at once, one in flight once its attempt ends): the archive's own, and its follow-up. */
-export const cancelledByUnarchive = (trigger: CleanupTrigger): boolean => trigger === 'archive' || trigger === 'borrow_ended';
+export const cancelledByUnarchive = (trigger: CleanupTrigger): boolean =>
+  trigger === 'archive' || trigger === 'borrow_ended';
 
 /**
  * The members of a cascade that its preparation takes: an archive leaves out the tasks already
  * archived (each had its archive and its job), and says so; other triggers take every member.
  */
-export function cascadeMembersToPrepare<M extends { taskId: string }>(trigger: CleanupTrigger, members: M[], archived: ReadonlySet<string>): { prepared: M[]; skipped: { taskId: string; reason: 'already_archived' }[] } {
+export function cascadeMembersToPrepare<M extends { taskId: string }>(
+  trigger: CleanupTrigger,
+  members: M[],
+  archived: ReadonlySet<string>,
+): { prepared: M[]; skipped: { taskId: string; reason: 'already_archived' }[] } {
   if (trigger !== 'archive') return { prepared: members, skipped: [] };
   return {
     prepared: members.filter((m) => !archived.has(m.taskId)),
-    skipped: members.filter((m) => archived.has(m.taskId)).map((m) => ({ taskId: m.taskId, reason: 'already_archived' as const })),
+    skipped: members
+      .filter((m) => archived.has(m.taskId))
+      .map((m) => ({ taskId: m.taskId, reason: 'already_archived' as const })),
   };
 }
 
 /** Triggers refused while an agent of the environment runs (they would take its workspace away). */
-export const refusedWhileRunning = (trigger: CleanupTrigger): boolean => trigger === 'environment_reset' || trigger === 'environment_abandon';
+export const refusedWhileRunning = (trigger: CleanupTrigger): boolean =>
+  trigger === 'environment_reset' || trigger === 'environment_abandon';
 
 /** One worktree (or inventory-only slot) the job must account for, copied from the inventory. */
 export interface SnapshotWorktree {
@@ -99,15 +124,16 @@ export interface CleanupSnapshot {
   /** SSH targets any agent of the task ran on: a delete removes the task's run folder there (absent in older snapshots). */
   runSshTargetIds?: string[];
   /** Environments left alone (archive) or handed over (delete) because another task's session uses them. */
-  borrowed: { environmentId: string; action: 'kept' | 'handed_over'; toTaskId: string | null; hostId: string; taskFolder: string | null }[];
+  borrowed: {
+    environmentId: string;
+    action: 'kept' | 'handed_over';
+    toTaskId: string | null;
+    hostId: string;
+    taskFolder: string | null;
+  }[];
 }
 
-export type WorktreeOutcome =
-  | 'removed'
-  | 'already_gone'
-  | 'kept_dirty'
-  | 'saved_and_removed'
-  | 'inventory_only';
+export type WorktreeOutcome = 'removed' | 'already_gone' | 'kept_dirty' | 'saved_and_removed' | 'inventory_only';
 
 /** What an abandonment left on disk, known from now on so that nothing removes it (the orphan sweep included). */
 export interface AbandonedWorkspace {
@@ -125,7 +151,13 @@ export interface CancelRequest {
 }
 
 export interface CleanupReport {
-  worktrees: { repositoryId: string; worktreePath: string | null; outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }[];
+  worktrees: {
+    repositoryId: string;
+    worktreePath: string | null;
+    outcome: WorktreeOutcome;
+    savedRef?: string;
+    savedCommit?: string;
+  }[];
   branches: { repositoryId: string; branch: string; outcome: 'kept' | 'deleted_merged' | 'kept_unmerged' }[];
   processesStopped: number;
   borrowed: CleanupSnapshot['borrowed'];
@@ -145,19 +177,26 @@ const DONE_OUTCOMES: WorktreeOutcome[] = ['removed', 'saved_and_removed', 'alrea
  * row is found by repository AND path (every report entry carries the row's path). A row with
  * no path (inventory-only: a `local` slot) shares its repository's entry.
  */
-export function reportedOutcome(report: CleanupReport, row: Pick<SnapshotWorktree, 'repositoryId' | 'worktreePath'>): WorktreeOutcome | undefined {
+export function reportedOutcome(
+  report: CleanupReport,
+  row: Pick<SnapshotWorktree, 'repositoryId' | 'worktreePath'>,
+): WorktreeOutcome | undefined {
   const mine = report.worktrees.filter((w) => w.repositoryId === row.repositoryId);
-  return (mine.find((w) => w.worktreePath === row.worktreePath) ?? (row.worktreePath === null ? mine[0] : undefined))?.outcome;
+  return (mine.find((w) => w.worktreePath === row.worktreePath) ?? (row.worktreePath === null ? mine[0] : undefined))
+    ?.outcome;
 }
 
-export const isDoneOutcome = (outcome: WorktreeOutcome | undefined): boolean => outcome !== undefined && DONE_OUTCOMES.includes(outcome);
+export const isDoneOutcome = (outcome: WorktreeOutcome | undefined): boolean =>
+  outcome !== undefined && DONE_OUTCOMES.includes(outcome);
 
 /** The worktrees of the snapshot an ended job did not remove: what a cancelled delete leaves on disk. */
 export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupReport): AbandonedWorkspace {
   const done = (row: SnapshotWorktree) => DONE_OUTCOMES.includes(reportedOutcome(report, row) as WorktreeOutcome);
   return {
     taskFolder: snapshot.taskFolder,
-    worktrees: snapshot.worktrees.filter((w) => w.worktreePath && !done(w)).map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
+    worktrees: snapshot.worktrees
+      .filter((w) => w.worktreePath && !done(w))
+      .map((w) => ({ repositoryId: w.repositoryId, worktreePath: w.worktreePath!, branch: w.branch })),
   };
 }
 
@@ -167,7 +206,11 @@ export function leftoverWorkspace(snapshot: CleanupSnapshot, report: CleanupRepo
  * job did not reach is `abandoned`. (The rows of a task that stays keep their state when kept or
  * left: only the rows of a removed task, which the job owns, take the last two.)
  */
-export function inventoryOutcomes(snapshot: CleanupSnapshot, report: CleanupReport, state: 'succeeded' | 'cancelled'): Record<'deleted' | 'kept' | 'abandoned', string[]> {
+export function inventoryOutcomes(
+  snapshot: CleanupSnapshot,
+  report: CleanupReport,
+  state: 'succeeded' | 'cancelled',
+): Record<'deleted' | 'kept' | 'abandoned', string[]> {
   const out: Record<'deleted' | 'kept' | 'abandoned', string[]> = { deleted: [], kept: [], abandoned: [] };
   for (const w of snapshot.worktrees) {
     const outcome = reportedOutcome(report, w);
@@ -237,7 +280,8 @@ export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operat
 
 export const CLEANUP_ERROR_CLASSES = Object.keys(CLEANUP_ERROR_RECOVERY) as CleanupErrorClass[];
 
-export const waitsForOperatorAtOnce = (error: CleanupErrorClass): boolean => CLEANUP_ERROR_RECOVERY[error] === 'operator';
+export const waitsForOperatorAtOnce = (error: CleanupErrorClass): boolean =>
+  CLEANUP_ERROR_RECOVERY[error] === 'operator';
 
 export interface RetryPolicy {
   /** Waits between attempts, in milliseconds; the last one repeats if attempts outnumber it. */
@@ -300,7 +344,13 @@ export const isTerminalJobState = (state: CleanupJobState): boolean => state ===
 
 /** The hosts an attempt of this snapshot works on, in its order: those that only stop agents first, the workspace's host last. */
 export function cleanupHosts(snapshot: CleanupSnapshot): string[] {
-  const others = [...new Set([...snapshot.processes.map((p) => p.hostId), ...(snapshot.spawnIntents ?? []).map((i) => i.hostId), ...snapshot.borrowed.map((b) => b.hostId)])].filter((h) => h !== snapshot.hostId);
+  const others = [
+    ...new Set([
+      ...snapshot.processes.map((p) => p.hostId),
+      ...(snapshot.spawnIntents ?? []).map((i) => i.hostId),
+      ...snapshot.borrowed.map((b) => b.hostId),
+    ]),
+  ].filter((h) => h !== snapshot.hostId);
   return [...others, ...(snapshot.hostId ? [snapshot.hostId] : [])];
 }
 

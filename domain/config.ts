@@ -9,13 +9,15 @@ import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 
 function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
   const mode = raw || 'auto';
-  if (mode !== 'auto' && mode !== 'bwrap' && mode !== 'none') throw new Error('TWS_AGENT_SANDBOX must be auto, bwrap or none');
+  if (mode !== 'auto' && mode !== 'bwrap' && mode !== 'none')
+    throw new Error('TWS_AGENT_SANDBOX must be auto, bwrap or none');
   return mode;
 }
 
 function parseNetworkPolicy(raw: string | undefined): AgentNetworkPolicy {
   const policy = raw || 'egress';
-  if (policy !== 'egress' && policy !== 'none' && policy !== 'host') throw new Error('TWS_AGENT_NETWORK must be egress, none or host');
+  if (policy !== 'egress' && policy !== 'none' && policy !== 'host')
+    throw new Error('TWS_AGENT_NETWORK must be egress, none or host');
   return policy;
 }
 
@@ -29,12 +31,14 @@ export type LocalExecutorPolicy = 'operator' | 'all' | 'off';
 
 function parseLocalExecutor(raw: string | undefined): LocalExecutorPolicy {
   const policy = raw || 'operator';
-  if (policy !== 'operator' && policy !== 'all' && policy !== 'off') throw new Error('TWS_LOCAL_EXECUTOR must be operator, all or off');
+  if (policy !== 'operator' && policy !== 'all' && policy !== 'off')
+    throw new Error('TWS_LOCAL_EXECUTOR must be operator, all or off');
   return policy;
 }
 
 /** Whether a caller of this role may run a `local` agent under the policy. */
-export const localExecutorAllowed = (policy: LocalExecutorPolicy, role: 'user' | 'operator' | null): boolean => policy === 'all' || (policy === 'operator' && role === 'operator');
+export const localExecutorAllowed = (policy: LocalExecutorPolicy, role: 'user' | 'operator' | null): boolean =>
+  policy === 'all' || (policy === 'operator' && role === 'operator');
 
 interface AgentProfile {
   /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
@@ -101,7 +105,8 @@ const HOUR_MS = 3_600_000;
 function parseWaits(raw: string | undefined): number[] {
   if (!raw) return DEFAULT_RETRY_POLICY.waitsMs;
   const waits = raw.split(',').map((w) => Number(w.trim()));
-  if (waits.length === 0 || waits.some((w) => !Number.isFinite(w) || w < 0)) throw new Error('TWS_CLEANUP_RETRY_WAITS_MS must be a comma-separated list of milliseconds');
+  if (waits.length === 0 || waits.some((w) => !Number.isFinite(w) || w < 0))
+    throw new Error('TWS_CLEANUP_RETRY_WAITS_MS must be a comma-separated list of milliseconds');
   return waits;
 }
 
@@ -124,7 +129,11 @@ function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
       throw new Error(`TWS_AGENT_PROFILES.${name}.command must be a non-empty array of strings`);
     }
     const env = (value as { env?: unknown }).env ?? {};
-    if (typeof env !== 'object' || env === null || Object.entries(env).some(([k, v]) => agentVariableProblem(k) !== null || typeof v !== 'string')) {
+    if (
+      typeof env !== 'object' ||
+      env === null ||
+      Object.entries(env).some(([k, v]) => agentVariableProblem(k) !== null || typeof v !== 'string')
+    ) {
       throw new Error(`TWS_AGENT_PROFILES.${name}.env must map upper-case names (not TWS_*) to strings`);
     }
     profiles[name] = { command: command as string[], env: env as Record<string, string> };
@@ -132,7 +141,10 @@ function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
   return profiles;
 }
 
-export function loadConfig(env: Record<string, string | undefined>, defaults: { cwd: string; hostname: string }): Config {
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  defaults: { cwd: string; hostname: string },
+): Config {
   const dataDir = env.TWS_DATA_DIR ?? `${defaults.cwd}/.data`;
   return {
     dataDir,
@@ -140,7 +152,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     // Default: the UI of `make start`'s dev server (client/launcher.ts serves it on TWS_TEMPORAL_UI_PORT).
-    temporalUiUrl: (env.TWS_TEMPORAL_UI_URL || `http://127.0.0.1:${env.TWS_TEMPORAL_UI_PORT || 8233}`).replace(/\/+$/, ''),
+    temporalUiUrl: (env.TWS_TEMPORAL_UI_URL || `http://127.0.0.1:${env.TWS_TEMPORAL_UI_PORT || 8233}`).replace(
+      /\/+$/,
+      '',
+    ),
     taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
     hostId: env.TWS_HOST_ID || defaults.hostname,
     workspaceRoot: env.TWS_WORKSPACE_ROOT || `${dataDir}/workspaces`,
@@ -159,7 +174,10 @@ export function loadConfig(env: Record<string, string | undefined>, defaults: { 
     operatorToken: env.TWS_OPERATOR_TOKEN || null,
     agentStopGraceMs: Number(env.TWS_AGENT_STOP_GRACE_MS || 5000),
     observationLockTimeoutMs: Number(env.TWS_OBSERVATION_LOCK_TIMEOUT_MS || 2000),
-    cleanupPolicy: { waitsMs: parseWaits(env.TWS_CLEANUP_RETRY_WAITS_MS), maxAttempts: Number(env.TWS_CLEANUP_MAX_ATTEMPTS || DEFAULT_RETRY_POLICY.maxAttempts) },
+    cleanupPolicy: {
+      waitsMs: parseWaits(env.TWS_CLEANUP_RETRY_WAITS_MS),
+      maxAttempts: Number(env.TWS_CLEANUP_MAX_ATTEMPTS || DEFAULT_RETRY_POLICY.maxAttempts),
+    },
     quickChatExpiryEveryMs: Number(env.TWS_QUICK_CHAT_EXPIRY_EVERY_MS || 24 * HOUR_MS),
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),

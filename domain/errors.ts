@@ -54,46 +54,190 @@ export interface ErrorRule {
 }
 
 export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
-  workspace_preparing: { status: 409, recoverable: true, retryAfterMs: 1000, action: 'retry', message: 'The task workspace is being prepared by another session.' },
-  workspace_reuse_unsafe: { status: 409, recoverable: true, retryAfterMs: 0, action: 'reset_environment', message: 'The task workspace cannot be reused safely.' },
-  workspace_reuse_unsupported: { status: 409, recoverable: false, retryAfterMs: 0, action: 'choose_executor', message: 'This executor cannot run a session against the task workspace.' },
+  workspace_preparing: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 1000,
+    action: 'retry',
+    message: 'The task workspace is being prepared by another session.',
+  },
+  workspace_reuse_unsafe: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'reset_environment',
+    message: 'The task workspace cannot be reused safely.',
+  },
+  workspace_reuse_unsupported: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'choose_executor',
+    message: 'This executor cannot run a session against the task workspace.',
+  },
   // Not a refusal of the admission table: the materializer was elected but git could not
   // create the worktrees (for example the base branch vanished). Everything it made is
   // rolled back and the environment is re-electable, so retrying after a fix can help.
-  workspace_materialization_failed: { status: 409, recoverable: true, retryAfterMs: 0, action: 'retry', message: 'The task workspace could not be created; nothing was left behind.' },
-  task_cleanup_in_progress: { status: 409, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The task is being cleaned up.' },
-  task_archived: { status: 409, recoverable: false, retryAfterMs: 0, action: 'unarchive', message: 'The task is archived.' },
-  task_delete_dirty_worktree: { status: 409, recoverable: true, retryAfterMs: 0, action: 'discard_or_commit', message: 'The task has uncommitted changes.' },
-  session_running: { status: 409, recoverable: true, retryAfterMs: 0, action: 'stop_session', message: 'A session of the task is running.' },
+  workspace_materialization_failed: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'retry',
+    message: 'The task workspace could not be created; nothing was left behind.',
+  },
+  task_cleanup_in_progress: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 5000,
+    action: 'retry',
+    message: 'The task is being cleaned up.',
+  },
+  task_archived: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'unarchive',
+    message: 'The task is archived.',
+  },
+  task_delete_dirty_worktree: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'discard_or_commit',
+    message: 'The task has uncommitted changes.',
+  },
+  session_running: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'stop_session',
+    message: 'A session of the task is running.',
+  },
   // An operator retry is only for a job that is waiting for one (needs_operator).
-  cleanup_job_not_retryable: { status: 409, recoverable: false, retryAfterMs: 0, action: 'wait', message: 'The cleanup job is not waiting for an operator.' },
+  cleanup_job_not_retryable: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'wait',
+    message: 'The cleanup job is not waiting for an operator.',
+  },
   // A cancel of a job that already ended (succeeded or cancelled): there is nothing left to end.
-  cleanup_job_finished: { status: 409, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The cleanup job has already ended.' },
+  cleanup_job_finished: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'The cleanup job has already ended.',
+  },
   // A stop or delete of a session still starting cancelled its launch (or resume): what it made was undone.
-  launch_cancelled: { status: 409, recoverable: true, retryAfterMs: 0, action: 'retry', message: 'The launch was cancelled by a stop or delete of its session.' },
+  launch_cancelled: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'retry',
+    message: 'The launch was cancelled by a stop or delete of its session.',
+  },
   // The SSH target presented a host key other than the pinned one (or none pinned matches): it is
   // not provably the machine the operator registered, and only an operator can say whether it is.
-  ssh_host_key_mismatch: { status: 409, recoverable: false, retryAfterMs: 0, action: 'operator', message: 'The SSH target did not present its pinned host key.' },
-  ssh_target_name_taken: { status: 409, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'An SSH target with this name is already registered.' },
-  invalid_request: { status: 400, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request is invalid.' },
+  ssh_host_key_mismatch: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'operator',
+    message: 'The SSH target did not present its pinned host key.',
+  },
+  ssh_target_name_taken: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'An SSH target with this name is already registered.',
+  },
+  invalid_request: {
+    status: 400,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'The request is invalid.',
+  },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
-  unauthorized: { status: 401, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'A valid bearer token is required.' },
-  forbidden: { status: 403, recoverable: false, retryAfterMs: 0, action: 'authenticate', message: 'This token may not do that.' },
+  unauthorized: {
+    status: 401,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'authenticate',
+    message: 'A valid bearer token is required.',
+  },
+  forbidden: {
+    status: 403,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'authenticate',
+    message: 'This token may not do that.',
+  },
   // Refused before a route reads anything: the request as sent can never succeed, so nothing changed.
-  payload_too_large: { status: 413, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request body is too large.' },
-  unsupported_media_type: { status: 415, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'A request body must be JSON (Content-Type: application/json).' },
-  uri_too_long: { status: 414, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request URL is too long.' },
+  payload_too_large: {
+    status: 413,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'The request body is too large.',
+  },
+  unsupported_media_type: {
+    status: 415,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'A request body must be JSON (Content-Type: application/json).',
+  },
+  uri_too_long: {
+    status: 414,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'The request URL is too long.',
+  },
   // The header section as a whole overflows the HTTP parser's limit (the URL alone is uri_too_long).
-  headers_too_large: { status: 431, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'The request headers are too large.' },
+  headers_too_large: {
+    status: 431,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'The request headers are too large.',
+  },
   // The database does not answer: the gateway changed nothing it could not finish; retry.
-  service_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The service database is unavailable; retry shortly.' },
+  service_unavailable: {
+    status: 503,
+    recoverable: true,
+    retryAfterMs: 2000,
+    action: 'retry',
+    message: 'The service database is unavailable; retry shortly.',
+  },
   // Temporal does not answer. For a launch or resume the outcome may be pending: retrying with
   // the same Idempotency-Key returns the one session it made, never a second.
-  engine_unavailable: { status: 503, recoverable: true, retryAfterMs: 2000, action: 'retry', message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.' },
+  engine_unavailable: {
+    status: 503,
+    recoverable: true,
+    retryAfterMs: 2000,
+    action: 'retry',
+    message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.',
+  },
   // What is asked for lives on a host this process cannot reach (an agent's log on another host).
-  host_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The host that holds this is not reachable from here.' },
+  host_unavailable: {
+    status: 503,
+    recoverable: true,
+    retryAfterMs: 5000,
+    action: 'retry',
+    message: 'The host that holds this is not reachable from here.',
+  },
   // The SSH target cannot be reached or refuses this service's key (reason says which): nothing ran there.
-  ssh_target_unavailable: { status: 503, recoverable: true, retryAfterMs: 5000, action: 'retry', message: 'The SSH target is not reachable from here.' },
+  ssh_target_unavailable: {
+    status: 503,
+    recoverable: true,
+    retryAfterMs: 5000,
+    action: 'retry',
+    message: 'The SSH target is not reachable from here.',
+  },
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
 
@@ -113,7 +257,12 @@ export interface ErrorBody {
   };
 }
 
-export function errorBody(code: ErrorCode, errorId: string, message?: string, extra: Record<string, unknown> = {}): ErrorBody {
+export function errorBody(
+  code: ErrorCode,
+  errorId: string,
+  message?: string,
+  extra: Record<string, unknown> = {},
+): ErrorBody {
   const rule = ERROR_TABLE[code];
   return {
     error: {

@@ -58,7 +58,9 @@ export const GIT_HARDENING_CONFIG: readonly (readonly [string, string])[] = [
  * Sections a config file names (`[filter "x"]`, `[protocol "ext"]`): for each, the settings that
  * empty the programs of a driver so named, or refuse a transport so named.
  */
-export const NAMED_SECTION_SETTINGS: Readonly<Record<'filter' | 'diff' | 'merge' | 'protocol', readonly (readonly [string, string])[]>> = {
+export const NAMED_SECTION_SETTINGS: Readonly<
+  Record<'filter' | 'diff' | 'merge' | 'protocol', readonly (readonly [string, string])[]>
+> = {
   filter: [
     ['clean', ''],
     ['smudge', ''],
@@ -79,7 +81,8 @@ export const KEPT_PROTOCOL = 'file';
 
 export type NamedSection = keyof typeof NAMED_SECTION_SETTINGS;
 
-export const isNamedSection = (section: string): section is NamedSection => Object.hasOwn(NAMED_SECTION_SETTINGS, section);
+export const isNamedSection = (section: string): section is NamedSection =>
+  Object.hasOwn(NAMED_SECTION_SETTINGS, section);
 
 /** The settings that empty every program of the named drivers and refuse every named transport but the kept one. */
 export function namedSectionOverrides(sections: Iterable<readonly [NamedSection, string]>): [string, string][] {

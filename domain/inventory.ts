@@ -21,7 +21,17 @@ export interface InventoryFields {
 export function mergeInventoryRow(existing: InventoryFields | null, incoming: InventoryFields): InventoryFields {
   if (!existing) return incoming;
   if (incoming.identity) {
-    return { identity: { ...incoming.identity }, headCommit: incoming.headCommit, position: incoming.position, error: incoming.error };
+    return {
+      identity: { ...incoming.identity },
+      headCommit: incoming.headCommit,
+      position: incoming.position,
+      error: incoming.error,
+    };
   }
-  return { identity: existing.identity, headCommit: existing.headCommit, position: incoming.position, error: incoming.error };
+  return {
+    identity: existing.identity,
+    headCommit: existing.headCommit,
+    position: incoming.position,
+    error: incoming.error,
+  };
 }

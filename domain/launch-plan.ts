@@ -28,7 +28,12 @@ export interface RecordedRow {
  * keeps the folder its worktrees, kept dirty ones included, are in), or the source checkout for
  * `local`. A requested existing branch is checked out as it is.
  */
-export function materializeSlots(repos: RepositorySlot[], executor: ExecutorType, folder: string, generation = 0): SlotPlan[] {
+export function materializeSlots(
+  repos: RepositorySlot[],
+  executor: ExecutorType,
+  folder: string,
+  generation = 0,
+): SlotPlan[] {
   return repos.map((r) => ({
     repositoryId: r.repositoryId,
     repositoryName: r.repositoryName,
@@ -63,7 +68,9 @@ export function attachSlots(repos: RepositorySlot[], rows: RecordedRow[]): SlotP
       createBranch: false,
       worktreePath: row?.worktreePath ?? r.repositoryPath,
       position: r.position,
-      recorded: row ? { worktreeId: row.worktreeId, worktreePath: row.worktreePath, worktreeBranch: row.worktreeBranch } : null,
+      recorded: row
+        ? { worktreeId: row.worktreeId, worktreePath: row.worktreePath, worktreeBranch: row.worktreeBranch }
+        : null,
     };
   });
 }
@@ -81,11 +88,15 @@ export interface WorkspaceSteps {
 export function decideWorkspaceSteps(role: SessionRoleName, executor: ExecutorType): WorkspaceSteps {
   const remote = executor === 'ssh';
   if (role === 'attached') return { validate: true, createWorktrees: false, remote };
-  return executor === 'local' ? { validate: true, createWorktrees: false, remote } : { validate: false, createWorktrees: true, remote };
+  return executor === 'local'
+    ? { validate: true, createWorktrees: false, remote }
+    : { validate: false, createWorktrees: true, remote };
 }
 
 /** The plan's own decision; plans admitted before it carried one decide the same from their role and executor. */
-export const workspaceStepsOf = (plan: Pick<LaunchPlan, 'role' | 'executorType' | 'workspace'>): WorkspaceSteps => plan.workspace ?? decideWorkspaceSteps(plan.role, plan.executorType);
+export const workspaceStepsOf = (plan: Pick<LaunchPlan, 'role' | 'executorType' | 'workspace'>): WorkspaceSteps =>
+  plan.workspace ?? decideWorkspaceSteps(plan.role, plan.executorType);
 
 /** `local` runs in the source checkout itself: one checkout, one working directory. */
-export const executorFitsSlots = (executor: ExecutorType, slotCount: number): boolean => executor !== 'local' || slotCount === 1;
+export const executorFitsSlots = (executor: ExecutorType, slotCount: number): boolean =>
+  executor !== 'local' || slotCount === 1;

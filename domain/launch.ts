@@ -89,7 +89,13 @@ export interface LaunchResult {
 }
 
 /** What starting the agent of a plan needs: its own execution id, the plan's workspace as working directory. */
-export function agentStartOf(plan: LaunchPlan, command: string[], executionId: string, env: Record<string, string> = {}, prompt: string | null = null) {
+export function agentStartOf(
+  plan: LaunchPlan,
+  command: string[],
+  executionId: string,
+  env: Record<string, string> = {},
+  prompt: string | null = null,
+) {
   return {
     executionId,
     sessionId: plan.sessionId,
@@ -102,7 +108,11 @@ export function agentStartOf(plan: LaunchPlan, command: string[], executionId: s
     prompt,
     // The repositories' git folders (a worktree's commits are written there), each with the
     // worktree its task store is keyed by and the ref folder its agent moves (issue 32).
-    gitSlots: plan.slots.map((slot) => ({ commonDir: `${slot.sourcePath}/.git`, worktreePath: slot.worktreePath, refFolder: taskRefFolder(slot.branch) })),
+    gitSlots: plan.slots.map((slot) => ({
+      commonDir: `${slot.sourcePath}/.git`,
+      worktreePath: slot.worktreePath,
+      refFolder: taskRefFolder(slot.branch),
+    })),
     sshTargetId: plan.sshTargetId ?? null,
   };
 }

@@ -10,7 +10,13 @@ function isReferenced(folder: string, livePaths: string[]): boolean {
   return livePaths.some((live) => within(live, folder) || within(folder, live));
 }
 
-export function sweepVerdict(input: { name: string; folder: string; livePaths: string[]; ageMs: number; graceMs: number }): SweepVerdict {
+export function sweepVerdict(input: {
+  name: string;
+  folder: string;
+  livePaths: string[];
+  ageMs: number;
+  graceMs: number;
+}): SweepVerdict {
   if (input.name.startsWith('.')) return { action: 'keep', reason: 'hidden' };
   if (isReferenced(input.folder, input.livePaths)) return { action: 'keep', reason: 'live' };
   if (!(input.ageMs >= input.graceMs)) return { action: 'keep', reason: 'young' };

@@ -34,9 +34,19 @@ export function outageOf(err: unknown): Outage | null {
   const visit = (cur: unknown): Outage | null => {
     if (cur === null || typeof cur !== 'object' || seen.has(cur) || seen.size > 16) return null;
     seen.add(cur);
-    const e = cur as { code?: unknown; name?: unknown; message?: unknown; details?: unknown; metadata?: unknown; cause?: unknown; errors?: unknown };
+    const e = cur as {
+      code?: unknown;
+      name?: unknown;
+      message?: unknown;
+      details?: unknown;
+      metadata?: unknown;
+      cause?: unknown;
+      errors?: unknown;
+    };
     // A gRPC error (grpc-js, or the Temporal core bridge's ServiceError) has a numeric status and details or metadata.
-    const grpc = typeof e.code === 'number' && (typeof e.details === 'string' || (typeof e.metadata === 'object' && e.metadata !== null));
+    const grpc =
+      typeof e.code === 'number' &&
+      (typeof e.details === 'string' || (typeof e.metadata === 'object' && e.metadata !== null));
     if (grpc && (e.code === GRPC_UNAVAILABLE || e.code === GRPC_DEADLINE_EXCEEDED)) return 'engine';
     // The core bridge's failure to reach the server at all.
     if (e.name === 'TransportError') return 'engine';

@@ -27,7 +27,8 @@ export const REPOSITORY_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$';
 const REPOSITORY_NAME = new RegExp(REPOSITORY_NAME_PATTERN);
 
 export function repositoryNameProblem(name: string): string | null {
-  if (!REPOSITORY_NAME.test(name)) return 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit';
+  if (!REPOSITORY_NAME.test(name))
+    return 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit';
   if (name.endsWith('.lock') || name === '.' || name === '..') return 'is reserved';
   return null;
 }

@@ -33,15 +33,29 @@ export const SANDBOX_INFO_FD = 3;
 export const SANDBOX_BLOCK_FD = 4;
 
 export function bubblewrapArgs(layout: SandboxLayout): string[] {
-  const args = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const args = [
+    '--die-with-parent',
+    '--unshare-pid',
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+  ];
   if (layout.network === 'egress' || layout.network === 'none') args.push('--unshare-net');
-  if (layout.network === 'egress') args.push('--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD));
+  if (layout.network === 'egress')
+    args.push('--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD));
   // Shortest first: a folder inside another hidden one is mounted over it, not under.
   for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
   // A git folder that went away between the launch and the sandbox's start is left out, not fatal.
   // In order: a later mount covers an earlier one, and a mount point cannot be renamed or replaced from inside.
-  for (const [mode, p, source] of layout.gitBinds) args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', source ?? p, p);
+  for (const [mode, p, source] of layout.gitBinds)
+    args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', source ?? p, p);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
   args.push('--chdir', layout.workspace);
   return args;
@@ -74,7 +88,16 @@ export interface GitStore {
 }
 
 /** What steers git, in a common dir: never written by an agent. */
-const GIT_STEERING_ENTRIES = ['config', 'config.worktree', 'commondir', 'hooks', 'info', 'worktrees', 'packed-refs', 'shallow'];
+const GIT_STEERING_ENTRIES = [
+  'config',
+  'config.worktree',
+  'commondir',
+  'hooks',
+  'info',
+  'worktrees',
+  'packed-refs',
+  'shallow',
+];
 
 /** [mode, path in the sandbox, path on the host when another]. */
 export type GitBind = readonly ['rw' | 'ro', string] | readonly ['rw' | 'ro', string, string];
@@ -83,7 +106,8 @@ export type GitBind = readonly ['rw' | 'ro', string] | readonly ['rw' | 'ro', st
 export const OBJECTS_BASE_MOUNT = 'tws-base';
 
 export function gitStoreBinds(store: GitStore): GitBind[] {
-  const present = (names: string[], mode: 'rw' | 'ro'): GitBind[] => names.filter((name) => store.entries.includes(name)).map((name) => [mode, `${store.commonDir}/${name}`]);
+  const present = (names: string[], mode: 'rw' | 'ro'): GitBind[] =>
+    names.filter((name) => store.entries.includes(name)).map((name) => [mode, `${store.commonDir}/${name}`]);
   if (store.insideWorkspace) {
     // Writable through the workspace: the folder is bound onto itself (a mount point cannot be
     // renamed away and replaced by one of the agent's), and what steers git is bound read-only over it.
@@ -92,7 +116,9 @@ export function gitStoreBinds(store: GitStore): GitBind[] {
   // Read-only as a whole (also where a hidden folder would cover it), then what the agent adds to.
   const objects = `${store.commonDir}/objects`;
   const binds: GitBind[] = [['ro', store.commonDir]];
-  if (store.objectStore && store.entries.includes('objects')) binds.push(['rw', objects, store.objectStore], ['ro', `${objects}/${OBJECTS_BASE_MOUNT}`, objects]);
-  for (const folder of store.ownRefFolders) binds.push(['rw', `${store.commonDir}/${folder}`], ['rw', `${store.commonDir}/logs/${folder}`]);
+  if (store.objectStore && store.entries.includes('objects'))
+    binds.push(['rw', objects, store.objectStore], ['ro', `${objects}/${OBJECTS_BASE_MOUNT}`, objects]);
+  for (const folder of store.ownRefFolders)
+    binds.push(['rw', `${store.commonDir}/${folder}`], ['rw', `${store.commonDir}/logs/${folder}`]);
   return [...binds, ...store.ownAdminDirs.map((dir): GitBind => ['rw', dir])];
 }

@@ -24,9 +24,11 @@ export const taskDirName = (taskId: string, generation = 0): string => `task-${t
 export const taskBranchName = (taskId: string): string => `tws/${taskId}/work`;
 
 /** The branch a slot creates in a layout generation: its slug, suffixed after an abandonment. */
-export const generationBranch = (branchSlug: string, generation: number): string => `${branchSlug}${generationSuffix(generation)}`;
+export const generationBranch = (branchSlug: string, generation: number): string =>
+  `${branchSlug}${generationSuffix(generation)}`;
 
-const isGenerationOf = (branch: string, base: string): boolean => branch === base || (branch.startsWith(`${base}-r`) && /^[1-9][0-9]*$/.test(branch.slice(base.length + 2)));
+const isGenerationOf = (branch: string, base: string): boolean =>
+  branch === base || (branch.startsWith(`${base}-r`) && /^[1-9][0-9]*$/.test(branch.slice(base.length + 2)));
 
 /** A branch the task's materializations created (of any generation, either naming): delete may remove it when merged. */
 export function isTaskBranch(branch: string | null, taskId: string): boolean {
@@ -40,7 +42,9 @@ export function isTaskBranch(branch: string | null, taskId: string): boolean {
  * the task checked out, a flat branch of an older task): the agent then reads it and cannot move it.
  */
 export function taskRefFolder(branch: string): string | null {
-  const m = /^tws\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/work(?:-r[1-9][0-9]*)?$/.exec(branch);
+  const m = /^tws\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/work(?:-r[1-9][0-9]*)?$/.exec(
+    branch,
+  );
   return m ? `refs/heads/tws/${m[1]}` : null;
 }
 
@@ -73,7 +77,8 @@ export interface OwnershipMarker {
 
 /** The marker file's text, the same on a host and on an SSH target (compared byte for byte there). */
 export const ownershipMarkerText = (taskId: string, environmentId: string): string =>
-  JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId } satisfies OwnershipMarker, null, 2) + '\n';
+  JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId } satisfies OwnershipMarker, null, 2) +
+  '\n';
 
 /** A marker's text read back: the marker, or null for anything that is not one (unreadable text is no marker). */
 export function parseOwnershipMarker(text: string | null): OwnershipMarker | null {

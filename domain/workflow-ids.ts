@@ -3,16 +3,19 @@ export const launchWorkflowId = (sessionId: string): string => `launch/${session
 /** A resume's run: `run` is the request's own (derived from its Idempotency-Key, else fresh), so a retry joins the same run. */
 export const resumeWorkflowId = (sessionId: string, run: string): string => `resume/${sessionId}/${run}`;
 /** The run that last admitted a session: its resume when one was admitted, else its launch. */
-export const sessionRunWorkflowId = (sessionId: string, admittedRun: string | null): string => (admittedRun ? resumeWorkflowId(sessionId, admittedRun) : launchWorkflowId(sessionId));
+export const sessionRunWorkflowId = (sessionId: string, admittedRun: string | null): string =>
+  admittedRun ? resumeWorkflowId(sessionId, admittedRun) : launchWorkflowId(sessionId);
 export const cleanupWorkflowId = (trigger: string, taskId: string, operationId: string): string =>
   `cleanup/${trigger}/${taskId}/${operationId}`;
 
 /** Activities that touch files run on the queue of the host that holds the workspace. */
 export const hostTaskQueue = (sharedQueue: string, hostId: string): string => `${sharedQueue}-host-${hostId}`;
 export const gitStatusWorkflowId = (environmentId: string): string => `git-status/${environmentId}`;
-export const cascadeWorkflowId = (trigger: string, rootTaskId: string, operationId: string): string => `cascade/${trigger}/${rootTaskId}/${operationId}`;
+export const cascadeWorkflowId = (trigger: string, rootTaskId: string, operationId: string): string =>
+  `cascade/${trigger}/${rootTaskId}/${operationId}`;
 /** A board delete is a cascade over the board's tasks: cascade/board_delete/<boardId>/<operationId>. */
-export const boardDeleteWorkflowId = (boardId: string, operationId: string): string => cascadeWorkflowId('board_delete', boardId, operationId);
+export const boardDeleteWorkflowId = (boardId: string, operationId: string): string =>
+  cascadeWorkflowId('board_delete', boardId, operationId);
 export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${runId}`;
 export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
 export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';

@@ -41,7 +41,12 @@ const LOOSE_FILE = /^(?:[0-9a-f]{38}|[0-9a-f]{62})$/;
 const PACK_FILE = /^pack-([0-9a-f]{40}|[0-9a-f]{64})\.pack$/;
 const HEADER = /^(blob|tree|commit|tag) (0|[1-9][0-9]*)$/;
 
-export const objectStoreKeyDir = (dataDir: string, worktreePath: string): string => path.join(dataDir, 'agent-objects', createHash('sha256').update(path.resolve(worktreePath)).digest('hex').slice(0, 32));
+export const objectStoreKeyDir = (dataDir: string, worktreePath: string): string =>
+  path.join(
+    dataDir,
+    'agent-objects',
+    createHash('sha256').update(path.resolve(worktreePath)).digest('hex').slice(0, 32),
+  );
 export const objectStoreOf = (keyDir: string): string => path.join(keyDir, 'store');
 
 /** A path through an open folder's descriptor: resolved from that folder, whatever its path is now. */
@@ -74,7 +79,11 @@ export async function isExactFolder(p: string): Promise<boolean> {
  * folder at its own path (a link): then nothing is bound writable and the agent cannot add
  * objects (fail closed).
  */
-export async function prepareObjectStore(dataDir: string, worktreePath: string, commonDir: string): Promise<string | null> {
+export async function prepareObjectStore(
+  dataDir: string,
+  worktreePath: string,
+  commonDir: string,
+): Promise<string | null> {
   const objects = path.join(commonDir, 'objects');
   if (!(await isExactFolder(commonDir)) || !(await isExactFolder(objects))) return null;
   const keyDir = objectStoreKeyDir(dataDir, worktreePath);
@@ -90,7 +99,10 @@ export async function prepareObjectStore(dataDir: string, worktreePath: string, 
         if (codeOf(err) !== 'EEXIST') throw err;
       });
     }
-    const [info, base] = await Promise.all([openDirIfPresent(via(root, 'info')), openDirIfPresent(via(root, BASE_MOUNT))]);
+    const [info, base] = await Promise.all([
+      openDirIfPresent(via(root, 'info')),
+      openDirIfPresent(via(root, BASE_MOUNT)),
+    ]);
     await base?.close();
     if (!info || !base) {
       await info?.close();
@@ -119,7 +131,11 @@ export async function prepareObjectStore(dataDir: string, worktreePath: string, 
 /** A file written beside its name and renamed over it: a reader sees the old text or the new, never a part. */
 async function replaceFile(dir: FileHandle, name: string, text: string, mode: number): Promise<void> {
   const temporary = `.${name}.tws-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const file = await open(via(dir, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const file = await open(
+    via(dir, temporary),
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   await file.writeFile(text).finally(() => file.close());
   await rename(via(dir, temporary), via(dir, name));
 }
@@ -154,7 +170,7 @@ export async function bringStoreHome(keyDir: string, gitBinary: string): Promise
   const homeRoot = await openDirIfPresent(home);
   if (!homeRoot) {
     await root.close();
-    throw new Error('the repository\'s objects folder is not a real folder');
+    throw new Error("the repository's objects folder is not a real folder");
   }
   const done = { ...NOTHING };
   try {
@@ -168,7 +184,12 @@ export async function bringStoreHome(keyDir: string, gitBinary: string): Promise
   return done;
 }
 
-async function bringLooseHome(root: FileHandle, dirName: string, homeRoot: FileHandle, done: BroughtHome): Promise<void> {
+async function bringLooseHome(
+  root: FileHandle,
+  dirName: string,
+  homeRoot: FileHandle,
+  done: BroughtHome,
+): Promise<void> {
   const dir = await openDirIfPresent(via(root, dirName));
   if (!dir) return;
   let homeDir: FileHandle | null = null;
@@ -186,7 +207,7 @@ async function bringLooseHome(root: FileHandle, dirName: string, homeRoot: FileH
           if (codeOf(err) !== 'EEXIST') throw err;
         });
         homeDir = await openDirIfPresent(via(homeRoot, dirName));
-        if (!homeDir) throw new Error('a folder of the repository\'s objects is not a real folder');
+        if (!homeDir) throw new Error("a folder of the repository's objects is not a real folder");
       }
       await writeObjectFile(homeDir, name, data);
       // Home now: the agent reads it through the alternate; the store keeps only what is new.
@@ -227,13 +248,21 @@ async function isObjectNamed(data: Buffer, name: string): Promise<boolean> {
   if (nul < 0 || nul > 32) return false;
   const header = HEADER.exec(raw.subarray(0, nul).toString('latin1'));
   if (!header || Number(header[2]) !== raw.length - nul - 1) return false;
-  return createHash(name.length === 40 ? 'sha1' : 'sha256').update(raw).digest('hex') === name;
+  return (
+    createHash(name.length === 40 ? 'sha1' : 'sha256')
+      .update(raw)
+      .digest('hex') === name
+  );
 }
 
 /** As git writes a loose object: a temporary file, then a link to its name (an object already there is the same object). */
 async function writeObjectFile(dir: FileHandle, name: string, data: Buffer): Promise<void> {
   const temporary = `tmp_obj_tws_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const file = await open(via(dir, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o444);
+  const file = await open(
+    via(dir, temporary),
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o444,
+  );
   try {
     await file.writeFile(data);
     await file.sync();
@@ -250,7 +279,12 @@ async function writeObjectFile(dir: FileHandle, name: string, data: Buffer): Pro
 }
 
 /** Complete packs (their index is written last) are re-indexed into the repository by git, then leave the store. */
-async function bringPacksHome(root: FileHandle, commonDir: string, gitBinary: string, done: BroughtHome): Promise<void> {
+async function bringPacksHome(
+  root: FileHandle,
+  commonDir: string,
+  gitBinary: string,
+  done: BroughtHome,
+): Promise<void> {
   const dir = await openDirIfPresent(via(root, 'pack'));
   if (!dir) return;
   try {
@@ -264,7 +298,8 @@ async function bringPacksHome(root: FileHandle, commonDir: string, gitBinary: st
         done.refused++;
         continue;
       }
-      for (const part of names.filter((n) => n.startsWith(`pack-${pack[1]}.`))) await unlink(via(dir, part)).catch(() => undefined);
+      for (const part of names.filter((n) => n.startsWith(`pack-${pack[1]}.`)))
+        await unlink(via(dir, part)).catch(() => undefined);
       done.packs++;
     }
   } finally {
@@ -275,7 +310,11 @@ async function bringPacksHome(root: FileHandle, commonDir: string, gitBinary: st
 /** `git index-pack --stdin` in the repository: every object hashed by git, thin packs completed from the repository. */
 function indexPack(commonDir: string, gitBinary: string, data: Buffer): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const child = spawn(gitBinary, ['--git-dir', commonDir, 'index-pack', '--stdin', '--fix-thin'], { cwd: commonDir, env: gitEnvironment(commonDir), stdio: ['pipe', 'ignore', 'ignore'] });
+    const child = spawn(gitBinary, ['--git-dir', commonDir, 'index-pack', '--stdin', '--fix-thin'], {
+      cwd: commonDir,
+      env: gitEnvironment(commonDir),
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     child.once('error', reject);
     child.stdin.once('error', () => undefined); // git refused the data early: its exit status says so
     child.once('close', (code) => resolve(code === 0));

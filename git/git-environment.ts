@@ -2,7 +2,12 @@
  * The environment every git command of this process runs in (git/git.ts hands it to simple-git),
  * and what simple-git's own guard is told about it.
  */
-import { configEnvironment, GIT_HARDENING_CONFIG, GIT_HARDENING_ENVIRONMENT, namedSectionOverrides } from '../domain/git-hardening';
+import {
+  configEnvironment,
+  GIT_HARDENING_CONFIG,
+  GIT_HARDENING_ENVIRONMENT,
+  namedSectionOverrides,
+} from '../domain/git-hardening';
 import { repositoryNamedSections } from './repository-config';
 
 /**
@@ -23,7 +28,11 @@ const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL',
 export function gitEnvironment(dir: string): Record<string, string> {
   const env: Record<string, string> = { GIT_TRACE: '2' };
   for (const key of PASSED_ENVIRONMENT) if (process.env[key] !== undefined) env[key] = process.env[key]!;
-  Object.assign(env, GIT_HARDENING_ENVIRONMENT, configEnvironment([...GIT_HARDENING_CONFIG, ...namedSectionOverrides(repositoryNamedSections(dir))]));
+  Object.assign(
+    env,
+    GIT_HARDENING_ENVIRONMENT,
+    configEnvironment([...GIT_HARDENING_CONFIG, ...namedSectionOverrides(repositoryNamedSections(dir))]),
+  );
   return env;
 }
 

@@ -31,7 +31,8 @@ function startGitThroughStarter(binary: string): void {
     // simple-git's call: (binary, args, { cwd, env }) with the default pipes.
     function routed(this: unknown, file: string, ...rest: unknown[]) {
       const [args, options] = rest as [unknown, childProcess.SpawnOptions | undefined];
-      if (startedThroughStarter.has(file) && Array.isArray(args) && options?.stdio === undefined) return startFromSpawnOptions(file, args, options);
+      if (startedThroughStarter.has(file) && Array.isArray(args) && options?.stdio === undefined)
+        return startFromSpawnOptions(file, args, options);
       return Reflect.apply(nodeSpawn, this, [file, ...rest]);
     }
     childProcess.spawn = routed as unknown as typeof childProcess.spawn;
@@ -60,7 +61,9 @@ async function run(git: SimpleGit, args: string[]): Promise<string> {
 
 /** The commit a ref points at, or null when the ref does not exist. */
 export async function resolveCommit(git: SimpleGit, ref: string): Promise<string | null> {
-  const out = (await run(git, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).catch(() => '')).trim();
+  const out = (
+    await run(git, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).catch(() => '')
+  ).trim();
   return /^[0-9a-f]{40,64}$/.test(out) ? out : null;
 }
 
@@ -117,9 +120,15 @@ export async function currentBranch(dir: string, options: GitOptions): Promise<s
  * A checkout's HEAD commit and the branch it is on (null: detached), from one git process; null
  * when unreadable. The removal audit reads it just before it removes (R6.6).
  */
-export async function headAndBranch(dir: string, options: GitOptions): Promise<{ head: string; branch: string | null } | null> {
+export async function headAndBranch(
+  dir: string,
+  options: GitOptions,
+): Promise<{ head: string; branch: string | null } | null> {
   try {
-    const [head, ref] = (await run(gitAt(dir, options), ['rev-parse', 'HEAD', '--symbolic-full-name', 'HEAD'])).trim().split('\n').map((line) => line.trim());
+    const [head, ref] = (await run(gitAt(dir, options), ['rev-parse', 'HEAD', '--symbolic-full-name', 'HEAD']))
+      .trim()
+      .split('\n')
+      .map((line) => line.trim());
     if (!head || !/^[0-9a-f]{40,64}$/.test(head) || !ref) return null;
     return { head, branch: ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null };
   } catch {
@@ -141,7 +150,14 @@ export function parseWorktreeList(porcelain: string): WorktreeEntry[] {
   let current: WorktreeEntry | null = null;
   for (const line of porcelain.split('\n')) {
     if (line.startsWith('worktree ')) {
-      current = { path: line.slice('worktree '.length), head: null, branch: null, bare: false, prunable: false, locked: false };
+      current = {
+        path: line.slice('worktree '.length),
+        head: null,
+        branch: null,
+        bare: false,
+        prunable: false,
+        locked: false,
+      };
       entries.push(current);
     } else if (!current) {
       continue;
@@ -168,7 +184,12 @@ export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
  * Adds a worktree. With createFrom, the branch is created there and git refuses if it
  * already exists (a create-only ref update: an existing branch is never moved).
  */
-export async function addWorktree(git: SimpleGit, worktreePath: string, branch: string, createFrom: string | null): Promise<void> {
+export async function addWorktree(
+  git: SimpleGit,
+  worktreePath: string,
+  branch: string,
+  createFrom: string | null,
+): Promise<void> {
   const args = createFrom
     ? ['worktree', 'add', '--no-track', '-b', branch, worktreePath, createFrom]
     : ['worktree', 'add', worktreePath, branch];
@@ -194,8 +215,17 @@ export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected:
  * commit the worktree's own HEAD reflog last recorded, when that commit is in the repository.
  * Answers that commit, or null when there is nothing to go by (the caller refuses, typed).
  */
-export async function recreateMissingBranch(repository: SimpleGit, worktreeDir: string, branch: string, options: GitOptions): Promise<string | null> {
-  const reflog = (await run(gitAt(worktreeDir, options), ['rev-parse', '--path-format=absolute', '--git-path', 'logs/HEAD']).catch(() => '')).trim();
+export async function recreateMissingBranch(
+  repository: SimpleGit,
+  worktreeDir: string,
+  branch: string,
+  options: GitOptions,
+): Promise<string | null> {
+  const reflog = (
+    await run(gitAt(worktreeDir, options), ['rev-parse', '--path-format=absolute', '--git-path', 'logs/HEAD']).catch(
+      () => '',
+    )
+  ).trim();
   if (!reflog) return null;
   const text = await readFile(reflog, 'utf8').catch(() => '');
   const last = text.trimEnd().split('\n').pop() ?? '';
@@ -210,9 +240,15 @@ export async function recreateMissingBranch(repository: SimpleGit, worktreeDir: 
  * A worktree's administrative id (its folder under <common>/worktrees) and its HEAD commit, read
  * by one git process; null when unreadable (git's error, if it failed, goes to `onError`).
  */
-export async function worktreeIdentity(worktreeDir: string, options: GitOptions, onError: (err: unknown) => void = () => {}): Promise<{ id: string; head: string } | null> {
+export async function worktreeIdentity(
+  worktreeDir: string,
+  options: GitOptions,
+  onError: (err: unknown) => void = () => {},
+): Promise<{ id: string; head: string } | null> {
   try {
-    const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD'])).trim().split('\n');
+    const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD']))
+      .trim()
+      .split('\n');
     const match = /\/worktrees\/([^/]+)$/.exec(gitDir ?? '');
     return match && head && /^[0-9a-f]{40,64}$/.test(head) ? { id: match[1]!, head } : null;
   } catch (err) {
@@ -230,7 +266,10 @@ export interface FileStatus {
  * Whether a worktree holds uncommitted work, failing closed: a status git cannot read is
  * `unreadable` (with its error), which every caller treats as dirty: never removed, never clean.
  */
-export async function worktreeDirtiness(dir: string, options: GitOptions): Promise<{ state: 'clean' | 'dirty' } | { state: 'unreadable'; err: unknown }> {
+export async function worktreeDirtiness(
+  dir: string,
+  options: GitOptions,
+): Promise<{ state: 'clean' | 'dirty' } | { state: 'unreadable'; err: unknown }> {
   try {
     return { state: (await fileStatus(dir, options)).length > 0 ? 'dirty' : 'clean' };
   } catch (err) {
@@ -258,9 +297,15 @@ export function parsePorcelainZ(out: string): FileStatus[] {
 }
 
 /** Commits HEAD has that `base` has not (ahead) and the reverse (behind). */
-export async function aheadBehind(dir: string, base: string, options: GitOptions): Promise<{ ahead: number; behind: number } | null> {
+export async function aheadBehind(
+  dir: string,
+  base: string,
+  options: GitOptions,
+): Promise<{ ahead: number; behind: number } | null> {
   try {
-    const out = (await run(gitAt(dir, options), ['rev-list', '--left-right', '--count', `${branchRef(base)}...HEAD`])).trim();
+    const out = (
+      await run(gitAt(dir, options), ['rev-list', '--left-right', '--count', `${branchRef(base)}...HEAD`])
+    ).trim();
     const [behind, ahead] = out.split(/\s+/).map(Number);
     return { ahead: ahead ?? 0, behind: behind ?? 0 };
   } catch {
@@ -281,7 +326,12 @@ export async function branchesMergedInto(git: SimpleGit, base: string, branches:
   const refs = [...new Set(branches)].map(branchRef);
   const out = await run(git, ['for-each-ref', '--format=%(refname)', `--merged=${branchRef(base)}`, ...refs]);
   // A pattern also matches refs below it: keep exact names.
-  return new Set(out.split('\n').filter((ref) => refs.includes(ref)).map((ref) => ref.slice('refs/heads/'.length)));
+  return new Set(
+    out
+      .split('\n')
+      .filter((ref) => refs.includes(ref))
+      .map((ref) => ref.slice('refs/heads/'.length)),
+  );
 }
 
 /**
@@ -289,7 +339,12 @@ export async function branchesMergedInto(git: SimpleGit, base: string, branches:
  * are not ignored) as a commit on `ref`, without touching its files. Returns the commit, or null
  * when there was nothing to save.
  */
-export async function saveUncommittedWork(dir: string, ref: string, message: string, options: GitOptions): Promise<string | null> {
+export async function saveUncommittedWork(
+  dir: string,
+  ref: string,
+  message: string,
+  options: GitOptions,
+): Promise<string | null> {
   const git = gitAt(dir, options);
   await run(git, ['add', '--all']); // the index of a worktree about to be removed, so untracked files are included
   const commit = (await run(git, ['stash', 'create', message])).trim();
@@ -302,9 +357,14 @@ export async function saveUncommittedWork(dir: string, ref: string, message: str
  * A checkout's top level and its absolute common git dir (symlinks resolved), from one git
  * process (`showToplevel` and `commonDir` in one); null when it is not a checkout with a work tree.
  */
-export async function checkoutIdentity(dir: string, options: GitOptions): Promise<{ toplevel: string; commonDir: string } | null> {
+export async function checkoutIdentity(
+  dir: string,
+  options: GitOptions,
+): Promise<{ toplevel: string; commonDir: string } | null> {
   try {
-    const [toplevel, common] = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel', '--git-common-dir'])).split('\n').map((line) => line.trim());
+    const [toplevel, common] = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel', '--git-common-dir']))
+      .split('\n')
+      .map((line) => line.trim());
     if (!toplevel || !common) return null;
     const [realTop, realCommon] = await Promise.all([realpath(toplevel), realpath(path.resolve(dir, common))]);
     return { toplevel: realTop, commonDir: realCommon };

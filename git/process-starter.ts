@@ -136,7 +136,10 @@ export class StartedProcess extends EventEmitter {
         this.emit('spawn');
         return;
       case 'error':
-        this.emit('error', Object.assign(new Error(event.message), { code: event.code, errno: event.errno, syscall: event.syscall }));
+        this.emit(
+          'error',
+          Object.assign(new Error(event.message), { code: event.code, errno: event.errno, syscall: event.syscall }),
+        );
         return;
       case 'out':
         (event.fd === 1 ? this.stdout : this.stderr)?.push(Buffer.from(event.data, 'base64'));
@@ -178,8 +181,14 @@ export class StartedProcess extends EventEmitter {
       if (this.refed) this.starter.holdOpen(-1);
       return;
     }
-    this.receive({ id: this.id, ev: 'error', code: 'ESTARTERGONE', message: 'the process starter ended while the command ran' });
-    if (this.exitCode === null && this.signalCode === null) this.receive({ id: this.id, ev: 'exit', code: 1, signal: null });
+    this.receive({
+      id: this.id,
+      ev: 'error',
+      code: 'ESTARTERGONE',
+      message: 'the process starter ended while the command ran',
+    });
+    if (this.exitCode === null && this.signalCode === null)
+      this.receive({ id: this.id, ev: 'exit', code: 1, signal: null });
     this.finish(this.exitCode ?? 1, this.signalCode);
   }
 }
@@ -229,7 +238,10 @@ export class ProcessStarter {
 
   private ensureHelper(): ChildProcess {
     if (this.helper) return this.helper;
-    const helper = forkAndExec(process.execPath, [...STARTER_NODE_FLAGS, '-e', STARTER_SOURCE], { stdio: ['pipe', 'pipe', 'inherit'], env: {} });
+    const helper = forkAndExec(process.execPath, [...STARTER_NODE_FLAGS, '-e', STARTER_SOURCE], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: {},
+    });
     this.helper = helper;
     helper.unref();
     let pending = '';
@@ -279,6 +291,14 @@ export function processStarter(): ProcessStarter {
 }
 
 /** The subset of spawn options the starter is handed by simple-git (cwd, env; it pipes stdio). */
-export function startFromSpawnOptions(file: string, args: readonly string[], options: SpawnOptions | undefined): StartedProcess {
-  return processStarter().spawn(file, args, { cwd: typeof options?.cwd === 'string' ? options.cwd : options?.cwd?.toString(), env: options?.env, detached: options?.detached });
+export function startFromSpawnOptions(
+  file: string,
+  args: readonly string[],
+  options: SpawnOptions | undefined,
+): StartedProcess {
+  return processStarter().spawn(file, args, {
+    cwd: typeof options?.cwd === 'string' ? options.cwd : options?.cwd?.toString(),
+    env: options?.env,
+    detached: options?.detached,
+  });
 }

@@ -15,17 +15,25 @@ export const BRANCH_MISSING = 'The default branch does not exist in the reposito
 
 export type RepositoryCheck = { ok: true; path: string; defaultBranch: string } | { ok: false; problem: string };
 
-export async function checkRepository(input: { path: string; defaultBranch?: string }, host: { gitBinary: string; repositoryRoots: string[]; workspaceRoot: string; dataDir: string }): Promise<RepositoryCheck> {
+export async function checkRepository(
+  input: { path: string; defaultBranch?: string },
+  host: { gitBinary: string; repositoryRoots: string[]; workspaceRoot: string; dataDir: string },
+): Promise<RepositoryCheck> {
   const gitOptions = { binary: host.gitBinary };
   const refuse = (problem: string): RepositoryCheck => ({ ok: false, problem });
   if (!path.isAbsolute(input.path)) return refuse('The repository path must be absolute.');
   const real = await realpath(input.path).catch(() => null);
-  if (!real || !(await stat(real)).isDirectory()) return refuse('The repository path does not exist or is not a directory.');
+  if (!real || !(await stat(real)).isDirectory())
+    return refuse('The repository path does not exist or is not a directory.');
   const roots = await Promise.all(host.repositoryRoots.map((root) => realpath(root).catch(() => root)));
-  if (roots.length > 0 && !roots.some((root) => isWithinFolder(real, root))) return refuse('The repository path is outside the allowed repository roots.');
+  if (roots.length > 0 && !roots.some((root) => isWithinFolder(real, root)))
+    return refuse('The repository path is outside the allowed repository roots.');
   // The service's own folders hold task worktrees and its data: never a repository of their own.
-  const own = await Promise.all([host.workspaceRoot, host.dataDir].map((root) => realpath(root).catch(() => path.resolve(root))));
-  if (own.some((root) => isWithinFolder(real, root))) return refuse("The path is inside the service's own workspace or data folder.");
+  const own = await Promise.all(
+    [host.workspaceRoot, host.dataDir].map((root) => realpath(root).catch(() => path.resolve(root))),
+  );
+  if (own.some((root) => isWithinFolder(real, root)))
+    return refuse("The path is inside the service's own workspace or data folder.");
   const toplevel = await showToplevel(real, gitOptions);
   if (!toplevel) return refuse('The path is not a git repository with a working tree.');
   if (toplevel !== real) return refuse('The path must be the top level of its git repository.');

@@ -35,7 +35,10 @@ const statOrNull = (p: string): Stats | null => {
   }
 };
 
-const isGitDirectory = (dir: string): boolean => statOrNull(path.join(dir, 'HEAD'))?.isFile() === true && (statOrNull(path.join(dir, 'objects'))?.isDirectory() === true || statOrNull(path.join(dir, 'commondir'))?.isFile() === true);
+const isGitDirectory = (dir: string): boolean =>
+  statOrNull(path.join(dir, 'HEAD'))?.isFile() === true &&
+  (statOrNull(path.join(dir, 'objects'))?.isDirectory() === true ||
+    statOrNull(path.join(dir, 'commondir'))?.isFile() === true);
 
 /** The git dir and common dir git would use for `dir` (discovery upwards), or null outside any repository. */
 function discoverRepository(dir: string): { gitDir: string; commonDir: string } | null {
@@ -138,7 +141,8 @@ export function parseConfig(text: string): ParsedConfig {
       while (i < text.length && at() !== '\n') i++;
     } else fail('bad config line');
     if (section === '') fail('key outside a section');
-    if (key.toLowerCase() === 'path' && value !== null && (section === 'include' || section === 'includeif')) includes.push(value);
+    if (key.toLowerCase() === 'path' && value !== null && (section === 'include' || section === 'includeif'))
+      includes.push(value);
   }
   return { drivers, includes };
 
@@ -222,7 +226,13 @@ function includedPath(value: string, from: string): string {
 export function repositoryNamedSections(dir: string): [NamedSection, string][] {
   const repository = discoverRepository(dir);
   if (!repository) return [];
-  const roots = [...new Set([path.join(repository.commonDir, 'config'), path.join(repository.commonDir, 'config.worktree'), path.join(repository.gitDir, 'config.worktree')])];
+  const roots = [
+    ...new Set([
+      path.join(repository.commonDir, 'config'),
+      path.join(repository.commonDir, 'config.worktree'),
+      path.join(repository.gitDir, 'config.worktree'),
+    ]),
+  ];
   const drivers: [NamedSection, string][] = [];
   const visit = (file: string, depth: number) => {
     if (depth > MAX_INCLUDE_DEPTH) throw new GitConfigUnreadable('includes nested too deeply');

@@ -80,7 +80,9 @@ group_alive() {
  * exec would find it (type -P on the agent's PATH, or an executable file for a path with a slash,
  * relative to cwd) before anything is written. Prints `started <pid> <startTime>`.
  */
-export const START_AGENT = script(PROC_STAT + `
+export const START_AGENT = script(
+  PROC_STAT +
+    `
 runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
 shift 6
 drain() { if [ -n "$prompt" ]; then cat >/dev/null; fi; }
@@ -116,16 +118,24 @@ done
 if [ "$state" != T ] || [ "$pgrp" != "$pid" ]; then kill -KILL "$pid" 2>/dev/null; exit 14; fi
 kill -CONT "$pid" || exit 14
 printf "started %s %s\\n" "$pid" "$start"
-`);
+`,
+);
 
-export const START_REFUSALS: Record<number, string> = { 10: 'cwd_missing', 12: 'env_rejected', 13: 'paths_unwritable', 14: 'start_failed' };
+export const START_REFUSALS: Record<number, string> = {
+  10: 'cwd_missing',
+  12: 'env_rejected',
+  13: 'paths_unwritable',
+  14: 'start_failed',
+};
 export const START_NOT_STARTABLE = 11;
 
 /**
  * remoteProcesses. Args: (pid startTime)... Prints per process, NUL-terminated: `alive` then
  * `cwd` + the path or `nocwd`; or `gone`. A zombie is gone.
  */
-export const PROCESSES = script(PROC_STAT + `
+export const PROCESSES = script(
+  PROC_STAT +
+    `
 while [ $# -ge 2 ]; do
   pid=$1 want=$2
   shift 2
@@ -136,14 +146,18 @@ while [ $# -ge 2 ]; do
     printf "gone\\0"
   fi
 done
-`);
+`,
+);
 
 /**
  * stopRemoteAgent. Args: pid startTime graceMs. The group is alive while any member is not a
  * zombie (read from /proc: kill -0 would count zombies an init that does not reap keeps around).
  * Prints gone | stopped | would_not_stop.
  */
-export const STOP_AGENT = script(PROC_STAT + GROUP_ALIVE + `
+export const STOP_AGENT = script(
+  PROC_STAT +
+    GROUP_ALIVE +
+    `
 pid=$1 want=$2 grace=$3
 case "$grace" in ""|*[!0-9]*) exit 10 ;; esac
 if ! proc_stat "$pid" || [ "$state" = Z ] || [ "$start" != "$want" ]; then echo gone; exit 0; fi
@@ -159,7 +173,8 @@ for _ in $(seq 1 40); do
   sleep 0.05
 done
 echo would_not_stop
-`);
+`,
+);
 
 /**
  * findRemoteMarked. Args: mark (NAME=value, exactly one environment entry). The processes whose
@@ -167,7 +182,9 @@ echo would_not_stop
  * Prints "leader <pid> <start>" when the group's leader (the runner) still runs, "members <pgid>"
  * when only others of its group do, "none" when nothing carries the mark.
  */
-export const FIND_MARKED = script(PROC_STAT + `
+export const FIND_MARKED = script(
+  PROC_STAT +
+    `
 mark=$1 pgid=
 for d in /proc/[0-9]*; do
   grep -qzxF -- "$mark" "$d/environ" 2>/dev/null || continue
@@ -178,10 +195,14 @@ done
 [ -n "$pgid" ] || { echo none; exit 0; }
 # The runner leads the group (it gets the variables through a pipe: its own environment has no mark).
 if proc_stat "$pgid" && [ "$state" != Z ] && [ "$pgrp" = "$pgid" ]; then echo "leader $pgid $start"; else echo "members $pgid"; fi
-`);
+`,
+);
 
 /** stopRemoteGroup. Args: pgid graceMs. TERM to the group, KILL after the grace; prints stopped | would_not_stop. */
-export const STOP_GROUP = script(PROC_STAT + GROUP_ALIVE + `
+export const STOP_GROUP = script(
+  PROC_STAT +
+    GROUP_ALIVE +
+    `
 pgid=$1 grace=$2
 case "$pgid$grace" in *[!0-9]*) exit 10 ;; esac
 kill -TERM -- "-$pgid" 2>/dev/null
@@ -189,7 +210,8 @@ for _ in $(seq 1 $((grace / 50))); do group_alive "$pgid" || { echo stopped; exi
 kill -KILL -- "-$pgid" 2>/dev/null
 for _ in $(seq 1 40); do group_alive "$pgid" || { echo stopped; exit 0; }; sleep 0.05; done
 echo would_not_stop
-`);
+`,
+);
 
 /** readRemoteExitStatus. Args: statusPath. Prints the file; exit 10 when absent. */
 export const READ_EXIT_STATUS = script(`
@@ -212,4 +234,14 @@ echo removed
 `);
 
 /** The agent's scripts, for the check that none holds a single quote. */
-export const AGENT_SCRIPTS = { AGENT_RUNNER, START_AGENT, PROCESSES, STOP_AGENT, FIND_MARKED, STOP_GROUP, READ_EXIT_STATUS, READ_LOG, REMOVE_RUNS };
+export const AGENT_SCRIPTS = {
+  AGENT_RUNNER,
+  START_AGENT,
+  PROCESSES,
+  STOP_AGENT,
+  FIND_MARKED,
+  STOP_GROUP,
+  READ_EXIT_STATUS,
+  READ_LOG,
+  REMOVE_RUNS,
+};

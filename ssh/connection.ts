@@ -74,8 +74,10 @@ export async function runRemote(
   opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number } = {},
 ): Promise<RemoteResult> {
   // Programming errors, not refusals: the script is code of this service and must stay constant.
-  if (script.includes("'")) throw new Error('runRemote: a remote script may not contain a single quote (it is sent single-quoted)');
-  if (args.some((arg) => arg.includes('\0'))) throw new Error('runRemote: an argument may not contain NUL (NUL ends each argument)');
+  if (script.includes("'"))
+    throw new Error('runRemote: a remote script may not contain a single quote (it is sent single-quoted)');
+  if (args.some((arg) => arg.includes('\0')))
+    throw new Error('runRemote: an argument may not contain NUL (NUL ends each argument)');
   let connection = await connectionFor(target);
   await connection.acquire();
   if (connection.lost) {
@@ -95,14 +97,28 @@ export async function runRemote(
 export async function closeSshConnections(): Promise<void> {
   const all = [...pool.values()];
   pool.clear();
-  await Promise.all(all.map((pending) => pending.then((connection) => connection.close(), () => {})));
+  await Promise.all(
+    all.map((pending) =>
+      pending.then(
+        (connection) => connection.close(),
+        () => {},
+      ),
+    ),
+  );
 }
 
 /** Ends the pooled connection of one target, if any (the gateway's one-off check of a target it registers). */
 export async function closeSshConnection(targetId: string): Promise<void> {
   const mine = [...pool].filter(([key]) => key.startsWith(`${targetId}\n`));
   for (const [key] of mine) pool.delete(key);
-  await Promise.all(mine.map(([, pending]) => pending.then((connection) => connection.close(), () => {})));
+  await Promise.all(
+    mine.map(([, pending]) =>
+      pending.then(
+        (connection) => connection.close(),
+        () => {},
+      ),
+    ),
+  );
 }
 
 /** One connection to a target, with a small queue in front of its channels. */
@@ -152,7 +168,9 @@ class PooledConnection {
 const pool = new Map<string, Promise<PooledConnection>>();
 
 function poolKey(target: SshTarget): string {
-  const settings = createHash('sha256').update(JSON.stringify([target.host, target.port, target.user, target.privateKeyPath, target.knownHosts])).digest('hex');
+  const settings = createHash('sha256')
+    .update(JSON.stringify([target.host, target.port, target.user, target.privateKeyPath, target.knownHosts]))
+    .digest('hex');
   return `${target.id}\n${settings}`;
 }
 
@@ -163,7 +181,10 @@ function connectionFor(target: SshTarget): Promise<PooledConnection> {
   for (const [other, stale] of pool) {
     if (other.startsWith(`${target.id}\n`)) {
       pool.delete(other);
-      stale.then((connection) => connection.close(), () => {});
+      stale.then(
+        (connection) => connection.close(),
+        () => {},
+      );
     }
   }
   const forget = () => {
@@ -237,10 +258,12 @@ function connectFailure(err: Error & { level?: string; code?: string }, hostKeyR
   if (hostKeyRefused) return new SshRefusal('ssh_host_key_mismatch', 'host_key_mismatch');
   if (err.level === 'handshake') return new SshRefusal('ssh_host_key_mismatch', 'host_key_not_offered');
   if (err.level === 'client-authentication') return new SshRefusal('ssh_target_unavailable', 'auth_failed');
-  if (err.level === 'client-timeout' || err.code === 'ETIMEDOUT') return new SshRefusal('ssh_target_unavailable', 'timeout');
+  if (err.level === 'client-timeout' || err.code === 'ETIMEDOUT')
+    return new SshRefusal('ssh_target_unavailable', 'timeout');
   if (err.level === 'client-dns') return new SshRefusal('ssh_target_unavailable', 'dns_failed');
   if (err.code === 'ECONNREFUSED') return new SshRefusal('ssh_target_unavailable', 'connect_refused');
-  if (err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH') return new SshRefusal('ssh_target_unavailable', 'unreachable');
+  if (err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH')
+    return new SshRefusal('ssh_target_unavailable', 'unreachable');
   return new SshRefusal('ssh_target_unavailable', 'connection_lost');
 }
 
@@ -259,7 +282,8 @@ function execOn(
       clearTimeout(timer);
       outcome();
     };
-    const lost = () => new SshRefusal('ssh_target_unavailable', connection.lost ? 'connection_lost' : 'channel_refused');
+    const lost = () =>
+      new SshRefusal('ssh_target_unavailable', connection.lost ? 'connection_lost' : 'channel_refused');
 
     const onChannel = (err: Error | undefined, channel: ClientChannel) => {
       if (err) return settle(() => reject(lost()));
@@ -273,7 +297,8 @@ function execOn(
       };
       channel.on('data', (chunk: Buffer) => {
         stdoutBytes += chunk.length;
-        if (stdoutBytes > STDOUT_LIMIT) return abandon(new Error(`runRemote: the remote script wrote more than ${STDOUT_LIMIT} bytes to stdout`));
+        if (stdoutBytes > STDOUT_LIMIT)
+          return abandon(new Error(`runRemote: the remote script wrote more than ${STDOUT_LIMIT} bytes to stdout`));
         stdout.push(chunk);
       });
       channel.stderr.on('data', (chunk: Buffer) => {
@@ -288,7 +313,11 @@ function execOn(
       channel.on('close', () =>
         settle(() => {
           if (exit === null && connection.lost) return reject(lost());
-          resolve({ ...(exit ?? { code: null, signal: null }), stdout: Buffer.concat(stdout), stderr: stderr.subarray(-STDERR_LIMIT).toString('utf8') });
+          resolve({
+            ...(exit ?? { code: null, signal: null }),
+            stdout: Buffer.concat(stdout),
+            stderr: stderr.subarray(-STDERR_LIMIT).toString('utf8'),
+          });
         }),
       );
       if (opts.timeoutMs !== undefined) {

@@ -39,7 +39,8 @@ export function parseKnownHosts(text: string): KnownHostEntry[] {
       fields.shift();
     }
     const [names, keyType, base64] = fields;
-    if (names === undefined || keyType === undefined || base64 === undefined || !(keyType in HOST_KEY_ALGORITHMS)) continue;
+    if (names === undefined || keyType === undefined || base64 === undefined || !(keyType in HOST_KEY_ALGORITHMS))
+      continue;
     const key = decodeKeyBlob(base64, keyType);
     if (!key) continue;
     const exact = names.split(',').filter((name) => name !== '' && !/[*?!]/.test(name));
@@ -84,5 +85,9 @@ export function pinnedHostKeys(entries: KnownHostEntry[], host: string, port: nu
   const revoked = matching.filter((entry) => entry.revoked).map((entry) => entry.key);
   const pinned = matching.filter((entry) => !entry.revoked && !revoked.some((key) => key.equals(entry.key)));
   const keyTypes = [...new Set(pinned.map((entry) => entry.keyType))];
-  return { keys: pinned.map((entry) => entry.key), keyTypes, algorithms: keyTypes.flatMap((type) => HOST_KEY_ALGORITHMS[type]!) };
+  return {
+    keys: pinned.map((entry) => entry.key),
+    keyTypes,
+    algorithms: keyTypes.flatMap((type) => HOST_KEY_ALGORITHMS[type]!),
+  };
 }

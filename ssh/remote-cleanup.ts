@@ -9,7 +9,16 @@ import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { branchCommit, branchRef, gitAt, resolveCommit } from '../git/git';
 import type { SshTarget } from './connection';
-import { absolutePath, BUNDLE_BRANCH, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, RemoteOperationError, runScript, SAVE_WORK } from './remote-scripts';
+import {
+  absolutePath,
+  BUNDLE_BRANCH,
+  LOCAL_HEADS,
+  REMOVE_CLONE,
+  REMOVE_FOLDER,
+  RemoteOperationError,
+  runScript,
+  SAVE_WORK,
+} from './remote-scripts';
 import { HOST_GIT, validBranch } from './remote-workspace';
 
 /** Bundling a clone's history back: minutes, not seconds. */
@@ -25,10 +34,21 @@ const COMMIT = /^[0-9a-f]{40,64}$/;
  * the host repository already has: a bundle leaves their history out, so only new work crosses
  * the channel (a reply is capped in size by the transport).
  */
-async function remoteHeads(target: SshTarget, host: SimpleGit, repoPath: string, branch: string): Promise<{ branchCommit: string | null; known: string[] }> {
+async function remoteHeads(
+  target: SshTarget,
+  host: SimpleGit,
+  repoPath: string,
+  branch: string,
+): Promise<{ branchCommit: string | null; known: string[] }> {
   const result = await runScript(target, LOCAL_HEADS, [absolutePath(repoPath), branch]);
   const [first, ...heads] = result.stdout.toString('utf8').split('\n').filter(Boolean);
-  if (result.code !== 0 || first === undefined || (first !== '-' && !COMMIT.test(first)) || !heads.every((h) => COMMIT.test(h))) throw new RemoteOperationError('branch_unreadable');
+  if (
+    result.code !== 0 ||
+    first === undefined ||
+    (first !== '-' && !COMMIT.test(first)) ||
+    !heads.every((h) => COMMIT.test(h))
+  )
+    throw new RemoteOperationError('branch_unreadable');
   const known: string[] = [];
   for (const head of new Set(heads)) if ((await resolveCommit(host, head)) === head) known.push(head);
   return { branchCommit: first === '-' ? null : first, known };
@@ -50,10 +70,15 @@ async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Pro
  * `stash create`, as git/git.ts saveUncommittedWork), bundled back and stored on the host
  * repository at `ref`. Returns the commit, or null when the clone was clean.
  */
-export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; hostRepository: string; ref: string; message: string }): Promise<string | null> {
+export async function saveRemoteWork(
+  target: SshTarget,
+  a: { repoPath: string; hostRepository: string; ref: string; message: string },
+): Promise<string | null> {
   const host = gitAt(a.hostRepository, HOST_GIT);
   const { known } = await remoteHeads(target, host, a.repoPath, '');
-  const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF, ...known], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF, ...known], {
+    timeoutMs: BUNDLE_TIMEOUT_MS,
+  });
   if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'not_a_checkout' : 'save_failed');
   const newline = result.stdout.indexOf(0x0a);
   const header = result.stdout.subarray(0, newline).toString('utf8');
@@ -79,13 +104,18 @@ export async function saveRemoteWork(target: SshTarget, a: { repoPath: string; h
  * into the host branch without force: 'fetched' when it was absent or fast-forwarded, 'refused'
  * when git refuses (diverged, or checked out in a host worktree): the caller keeps the remote folder.
  */
-export async function bringBranchBack(target: SshTarget, a: { repoPath: string; branch: string; hostRepository: string }): Promise<'present' | 'fetched' | 'refused'> {
+export async function bringBranchBack(
+  target: SshTarget,
+  a: { repoPath: string; branch: string; hostRepository: string },
+): Promise<'present' | 'fetched' | 'refused'> {
   if (!(await validBranch(a.branch))) throw new RemoteOperationError('invalid_branch');
   const host = gitAt(a.hostRepository, HOST_GIT);
   const { branchCommit: remoteCommit, known } = await remoteHeads(target, host, a.repoPath, a.branch);
   if (remoteCommit === null) throw new RemoteOperationError('branch_unreadable');
   if ((await resolveCommit(host, remoteCommit)) === remoteCommit) return 'present';
-  const bundle = await runScript(target, BUNDLE_BRANCH, [absolutePath(a.repoPath), a.branch, ...known], { timeoutMs: BUNDLE_TIMEOUT_MS });
+  const bundle = await runScript(target, BUNDLE_BRANCH, [absolutePath(a.repoPath), a.branch, ...known], {
+    timeoutMs: BUNDLE_TIMEOUT_MS,
+  });
   if (bundle.code !== 0) throw new RemoteOperationError('bundle_failed');
   const ref = branchRef(a.branch);
   return withHostBundle(bundle.stdout, async (bundlePath) => {
@@ -99,7 +129,16 @@ export async function bringBranchBack(target: SshTarget, a: { repoPath: string; 
   });
 }
 
-const REMOVE_ANSWERS = ['removed', 'already_gone', 'not_a_directory', 'not_a_checkout', 'other_branch', 'moved', 'dirty', 'marker_mismatch'] as const;
+const REMOVE_ANSWERS = [
+  'removed',
+  'already_gone',
+  'not_a_directory',
+  'not_a_checkout',
+  'other_branch',
+  'moved',
+  'dirty',
+  'marker_mismatch',
+] as const;
 type RemoveAnswer = (typeof REMOVE_ANSWERS)[number];
 
 /**
@@ -110,9 +149,24 @@ type RemoveAnswer = (typeof REMOVE_ANSWERS)[number];
  */
 export async function removeRemoteClone(
   target: SshTarget,
-  a: { taskFolder: string; markerText: string; repoPath: string; expectedBranch: string; expectedHead: string; /** Its uncommitted work was saved as this commit: removable while it is exactly that. */ savedCommit?: string | null },
+  a: {
+    taskFolder: string;
+    markerText: string;
+    repoPath: string;
+    expectedBranch: string;
+    expectedHead: string;
+    /** Its uncommitted work was saved as this commit: removable while it is exactly that. */ savedCommit?:
+      string | null;
+  },
 ): Promise<RemoveAnswer> {
-  const args = [absolutePath(a.taskFolder), a.markerText, absolutePath(a.repoPath), a.expectedBranch, a.expectedHead, a.savedCommit ?? ''];
+  const args = [
+    absolutePath(a.taskFolder),
+    a.markerText,
+    absolutePath(a.repoPath),
+    a.expectedBranch,
+    a.expectedHead,
+    a.savedCommit ?? '',
+  ];
   const result = await runScript(target, REMOVE_CLONE, args, { timeoutMs: BUNDLE_TIMEOUT_MS });
   const answer = result.stdout.toString('utf8').trim() as RemoveAnswer;
   if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'removal_incomplete' : 'remove_failed');
@@ -121,9 +175,13 @@ export async function removeRemoteClone(
 }
 
 /** When every clone of the folder is gone: its marker (only when it is markerText) and the folder (rmdir, never recursive). */
-export async function removeRemoteTaskFolderIfEmpty(target: SshTarget, a: { taskFolder: string; markerText: string }): Promise<'removed' | 'kept' | 'already_gone'> {
+export async function removeRemoteTaskFolderIfEmpty(
+  target: SshTarget,
+  a: { taskFolder: string; markerText: string },
+): Promise<'removed' | 'kept' | 'already_gone'> {
   const result = await runScript(target, REMOVE_FOLDER, [absolutePath(a.taskFolder), a.markerText]);
   const answer = result.stdout.toString('utf8').trim();
-  if (result.code !== 0 || (answer !== 'removed' && answer !== 'kept' && answer !== 'already_gone')) throw new RemoteOperationError('remove_failed');
+  if (result.code !== 0 || (answer !== 'removed' && answer !== 'kept' && answer !== 'already_gone'))
+    throw new RemoteOperationError('remove_failed');
   return answer;
 }

@@ -27,7 +27,10 @@ export interface RemoteGitStatus {
 }
 
 /** The status, or null when the clone is not there (nothing to observe: the stored status stays). */
-export async function readRemoteGitStatus(target: SshTarget, a: { repoPath: string; baseBranch: string }): Promise<RemoteGitStatus | null> {
+export async function readRemoteGitStatus(
+  target: SshTarget,
+  a: { repoPath: string; baseBranch: string },
+): Promise<RemoteGitStatus | null> {
   const result = await runRemote(target, STATUS_SCRIPT, [a.repoPath, a.baseBranch]);
   if (result.code === 3) return null;
   if (result.code !== 0) throw new Error('git status failed on the SSH target');
@@ -35,5 +38,11 @@ export async function readRemoteGitStatus(target: SshTarget, a: { repoPath: stri
   const [branch, head, counts] = out.split('\0', 3);
   const rest = out.split('\0').slice(3).join('\0');
   const [behind, ahead] = (counts ?? '').trim().split(/\s+/).map(Number);
-  return { branch: branch || null, head: head || null, ahead: Number.isFinite(ahead) ? ahead! : 0, behind: Number.isFinite(behind) ? behind! : 0, files: parsePorcelainZ(rest) };
+  return {
+    branch: branch || null,
+    head: head || null,
+    ahead: Number.isFinite(ahead) ? ahead! : 0,
+    behind: Number.isFinite(behind) ? behind! : 0,
+    files: parsePorcelainZ(rest),
+  };
 }

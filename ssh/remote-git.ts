@@ -5,7 +5,12 @@
  * only reads files) and empties every one of them, as git/git.ts does on the host. Needs git 2.31
  * or newer on the target (GIT_CONFIG_COUNT).
  */
-import { NAMED_SECTION_SETTINGS, GIT_HARDENING_CONFIG, GIT_HARDENING_ENVIRONMENT, KEPT_PROTOCOL } from '../domain/git-hardening';
+import {
+  NAMED_SECTION_SETTINGS,
+  GIT_HARDENING_CONFIG,
+  GIT_HARDENING_ENVIRONMENT,
+  KEPT_PROTOCOL,
+} from '../domain/git-hardening';
 
 const shellWord = (text: string): string => {
   // The transport forbids single quotes, and these are the service's own constants.
@@ -15,11 +20,17 @@ const shellWord = (text: string): string => {
 
 const fixedVariables = [
   ...Object.entries(GIT_HARDENING_ENVIRONMENT).map(([name, value]) => `${name}=${value}`),
-  ...GIT_HARDENING_CONFIG.flatMap(([key, value], i) => [`GIT_CONFIG_KEY_${i}=${key}`, `GIT_CONFIG_VALUE_${i}=${value}`]),
+  ...GIT_HARDENING_CONFIG.flatMap(([key, value], i) => [
+    `GIT_CONFIG_KEY_${i}=${key}`,
+    `GIT_CONFIG_VALUE_${i}=${value}`,
+  ]),
 ];
 
 const driverCases = Object.entries(NAMED_SECTION_SETTINGS)
-  .map(([kind, keys]) => `      ${kind}) for key in ${keys.map(([key, value]) => shellWord(`${key}=${value}`)).join(' ')}; do vars+=("GIT_CONFIG_KEY_$n=${kind}.$sub.\${key%%=*}" "GIT_CONFIG_VALUE_$n=\${key#*=}"); n=$((n + 1)); done ;;`)
+  .map(
+    ([kind, keys]) =>
+      `      ${kind}) for key in ${keys.map(([key, value]) => shellWord(`${key}=${value}`)).join(' ')}; do vars+=("GIT_CONFIG_KEY_$n=${kind}.$sub.\${key%%=*}" "GIT_CONFIG_VALUE_$n=\${key#*=}"); n=$((n + 1)); done ;;`,
+  )
   .join('\n');
 
 export const REMOTE_GIT_FUNCTION = `g() {

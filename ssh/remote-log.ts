@@ -12,7 +12,8 @@ const TAIL_MAX_BYTES = 8 * 1024 * 1024;
 const CHUNK_MAX_BYTES = 1024 * 1024;
 
 /** Where the target's agents' logs and exit statuses are: outside every task folder, so an agent never sees them in its workspace. */
-export const remoteRunsDir = (target: Pick<SshTarget, 'workspaceRoot'>): string => path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs');
+export const remoteRunsDir = (target: Pick<SshTarget, 'workspaceRoot'>): string =>
+  path.posix.join(target.workspaceRoot, '.task-workspaces', 'runs');
 
 /** Whether a path is one of the target's run logs (a path from a row is still checked: nothing else is read on anyone's word). */
 export function isRemoteRunLog(target: SshTarget, logPath: string): boolean {

@@ -319,7 +319,16 @@ remove_folder_if_empty "$1" "$2"
 `);
 
 /** The workspace and cleanup scripts (the agent's are in ssh/agent-scripts.ts), for the check that none holds a single quote. */
-export const WORKSPACE_SCRIPTS = { MATERIALIZE_SLOT, DISCARD_SLOTS, READ_WORKSPACE, LOCAL_HEADS, SAVE_WORK, BUNDLE_BRANCH, REMOVE_CLONE, REMOVE_FOLDER };
+export const WORKSPACE_SCRIPTS = {
+  MATERIALIZE_SLOT,
+  DISCARD_SLOTS,
+  READ_WORKSPACE,
+  LOCAL_HEADS,
+  SAVE_WORK,
+  BUNDLE_BRANCH,
+  REMOVE_CLONE,
+  REMOVE_FOLDER,
+};
 
 /**
  * Runs one script; arguments are checked here (no NUL byte, which no argument can carry). A
@@ -327,7 +336,12 @@ export const WORKSPACE_SCRIPTS = { MATERIALIZE_SLOT, DISCARD_SLOTS, READ_WORKSPA
  * typed; any other failure of the transport (a reply past its size cap, a stdin that failed) is
  * a RemoteOperationError.
  */
-export async function runScript(target: SshTarget, source: string, args: string[], opts?: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number }): Promise<RemoteResult> {
+export async function runScript(
+  target: SshTarget,
+  source: string,
+  args: string[],
+  opts?: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number },
+): Promise<RemoteResult> {
   if (args.some((arg) => arg.includes('\0'))) throw new RemoteOperationError('invalid_argument');
   let result: RemoteResult;
   try {

@@ -10,7 +10,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { branchCommits, branchRef, gitAt } from '../git/git';
 import type { SshTarget } from './connection';
-import { absolutePath, DISCARD_SLOTS, MATERIALIZE_REFUSALS, MATERIALIZE_SLOT, READ_WORKSPACE, RemoteOperationError, runScript } from './remote-scripts';
+import {
+  absolutePath,
+  DISCARD_SLOTS,
+  MATERIALIZE_REFUSALS,
+  MATERIALIZE_SLOT,
+  READ_WORKSPACE,
+  RemoteOperationError,
+  runScript,
+} from './remote-scripts';
 
 export const HOST_GIT = { binary: 'git' };
 
@@ -37,8 +45,13 @@ export async function validBranch(name: string): Promise<boolean> {
 }
 
 /** What the remote clone starts from, decided from the host's refs: the bundle then holds exactly those refs. */
-function cloneMode(hostHas: Map<string, string>, slot: RemoteSlotSpec): { mode: 'checkout' | 'create' | 'branch_missing' | 'base_missing'; refs: string[] } {
-  const refs = [slot.baseBranch, slot.branch].filter((b, i, all) => hostHas.has(b) && all.indexOf(b) === i).map(branchRef);
+function cloneMode(
+  hostHas: Map<string, string>,
+  slot: RemoteSlotSpec,
+): { mode: 'checkout' | 'create' | 'branch_missing' | 'base_missing'; refs: string[] } {
+  const refs = [slot.baseBranch, slot.branch]
+    .filter((b, i, all) => hostHas.has(b) && all.indexOf(b) === i)
+    .map(branchRef);
   if (hostHas.has(slot.branch)) return { mode: 'checkout', refs };
   if (!slot.createBranch) return { mode: 'branch_missing', refs };
   return { mode: hostHas.has(slot.baseBranch) ? 'create' : 'base_missing', refs };
@@ -54,7 +67,8 @@ export async function materializeRemoteSlot(
   a: { taskFolder: string; markerText: string; slot: RemoteSlotSpec },
 ): Promise<{ headCommit: string; createdBranch: boolean; createdClone: boolean }> {
   const { slot } = a;
-  if (!(await validBranch(slot.branch)) || !(await validBranch(slot.baseBranch))) throw new RemoteOperationError('invalid_branch');
+  if (!(await validBranch(slot.branch)) || !(await validBranch(slot.baseBranch)))
+    throw new RemoteOperationError('invalid_branch');
   const source = gitAt(slot.sourcePath, HOST_GIT);
   const { mode, refs } = cloneMode(await branchCommits(source, [slot.branch, slot.baseBranch]), slot);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-bundle-'));
@@ -65,7 +79,14 @@ export async function materializeRemoteSlot(
       await source.raw(['bundle', 'create', '--quiet', bundle, ...refs]);
       stdin = createReadStream(bundle);
     }
-    const args = [absolutePath(a.taskFolder), a.markerText, absolutePath(slot.repoPath), slot.branch, slot.baseBranch, mode];
+    const args = [
+      absolutePath(a.taskFolder),
+      a.markerText,
+      absolutePath(slot.repoPath),
+      slot.branch,
+      slot.baseBranch,
+      mode,
+    ];
     const result = await runScript(target, MATERIALIZE_SLOT, args, { stdin, timeoutMs: MATERIALIZE_TIMEOUT_MS });
     if (result.code !== 0) throw new RemoteOperationError(MATERIALIZE_REFUSALS[result.code!] ?? 'materialize_failed');
     const match = /^(adopted|created) ([0-9a-f]{40,64})\n$/.exec(result.stdout.toString('utf8'));
@@ -86,7 +107,11 @@ export async function discardRemoteSlots(
   target: SshTarget,
   a: { taskFolder: string; markerText: string; slots: { repoPath: string; branch: string; headCommit: string }[] },
 ): Promise<{ removed: number; kept: number }> {
-  const args = [absolutePath(a.taskFolder), a.markerText, ...a.slots.flatMap((s) => [absolutePath(s.repoPath), s.branch, s.headCommit])];
+  const args = [
+    absolutePath(a.taskFolder),
+    a.markerText,
+    ...a.slots.flatMap((s) => [absolutePath(s.repoPath), s.branch, s.headCommit]),
+  ];
   const result = await runScript(target, DISCARD_SLOTS, args);
   const tokens = result.stdout.toString('utf8').split('\n').filter(Boolean);
   if (result.code !== 0 || tokens.length !== a.slots.length) throw new RemoteOperationError('discard_failed');
@@ -113,10 +138,16 @@ export async function readRemoteWorkspace(
   target: SshTarget,
   a: { taskFolder: string; workspacePath: string; repoPaths: string[]; withDirty: boolean },
 ): Promise<{ marker: string | null; workspaceIsRealDirectory: boolean; slots: RemoteSlotFacts[] }> {
-  const args = [absolutePath(a.taskFolder), absolutePath(a.workspacePath), a.withDirty ? '1' : '0', ...a.repoPaths.map(absolutePath)];
+  const args = [
+    absolutePath(a.taskFolder),
+    absolutePath(a.workspacePath),
+    a.withDirty ? '1' : '0',
+    ...a.repoPaths.map(absolutePath),
+  ];
   const result = await runScript(target, READ_WORKSPACE, args);
   const fields = result.stdout.toString('utf8').split('\0');
-  if (result.code !== 0 || fields.length !== 2 + 6 * a.repoPaths.length + 1 || fields.at(-1) !== '') throw new RemoteOperationError('facts_unreadable');
+  if (result.code !== 0 || fields.length !== 2 + 6 * a.repoPaths.length + 1 || fields.at(-1) !== '')
+    throw new RemoteOperationError('facts_unreadable');
   let i = 0;
   const next = (): string => fields[i++]!;
   const nullable = (): string | null => {
@@ -124,7 +155,12 @@ export async function readRemoteWorkspace(
     return field.startsWith('=') ? field.slice(1) : null;
   };
   const markerField = next();
-  const marker = markerField === 'n' ? null : markerField.startsWith('m') ? Buffer.from(markerField.slice(1), 'base64').toString('utf8') : '';
+  const marker =
+    markerField === 'n'
+      ? null
+      : markerField.startsWith('m')
+        ? Buffer.from(markerField.slice(1), 'base64').toString('utf8')
+        : '';
   const workspaceIsRealDirectory = next() === '1';
   const slots = a.repoPaths.map((repoPath): RemoteSlotFacts => {
     const exists = next() === '1';
@@ -133,8 +169,15 @@ export async function readRemoteWorkspace(
     const branch = nullable();
     const head = nullable();
     const dirty = nullable();
-    return { repoPath, exists, realDirectory, toplevel, branch, head, dirty: dirty === 'clean' || dirty === 'dirty' ? dirty : dirty === null ? null : 'unreadable' };
+    return {
+      repoPath,
+      exists,
+      realDirectory,
+      toplevel,
+      branch,
+      head,
+      dirty: dirty === 'clean' || dirty === 'dirty' ? dirty : dirty === null ? null : 'unreadable',
+    };
   });
   return { marker, workspaceIsRealDirectory, slots };
 }
-

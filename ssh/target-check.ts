@@ -7,13 +7,16 @@ import { closeSshConnection, runRemote, type SshTarget } from './connection';
 
 // "$1" is the workspace root (absolute: validated before). A probe folder, made and removed,
 // proves writability where `test -w` would trust permission bits alone (a read-only mount).
-const CHECK_WORKSPACE_ROOT = '[ -d "$1" ] && [ "$(realpath -e -- "$1")" = "$1" ] && probe=$(mktemp -d "$1/.tws-probe.XXXXXX") && rmdir -- "$probe"';
+const CHECK_WORKSPACE_ROOT =
+  '[ -d "$1" ] && [ "$(realpath -e -- "$1")" = "$1" ] && probe=$(mktemp -d "$1/.tws-probe.XXXXXX") && rmdir -- "$probe"';
 const CHECK_TIMEOUT_MS = 30_000;
 
 /** `usable`, or why not; a target that cannot be reached or is not the pinned host throws its SshRefusal. */
 export async function checkSshTarget(target: SshTarget): Promise<'usable' | 'workspace_root_unusable'> {
   try {
-    const result = await runRemote(target, CHECK_WORKSPACE_ROOT, [target.workspaceRoot], { timeoutMs: CHECK_TIMEOUT_MS });
+    const result = await runRemote(target, CHECK_WORKSPACE_ROOT, [target.workspaceRoot], {
+      timeoutMs: CHECK_TIMEOUT_MS,
+    });
     return result.code === 0 ? 'usable' : 'workspace_root_unusable';
   } finally {
     // The worker that uses the target makes its own connection; this process keeps none open.

@@ -29,7 +29,12 @@ describe('agent exits [issue 11]', () => {
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       const session = await ended(h, res.body.sessionId);
       expect(session.state).toBe('exited');
-      expect(session.execution).toMatchObject({ id: res.body.executionId, state: 'exited', exitCode: c.exitCode, signal: c.signal });
+      expect(session.execution).toMatchObject({
+        id: res.body.executionId,
+        state: 'exited',
+        exitCode: c.exitCode,
+        signal: c.signal,
+      });
       expect(Date.parse(session.execution.endedAt)).toBeGreaterThanOrEqual(Date.parse(session.execution.startedAt));
     }
   });
@@ -68,15 +73,50 @@ describe('the agent environment [issue 11]', () => {
     const taskId = await createTask(h, [await registerRepo(h, repo, 'env')]);
     const res = await launch(h, taskId, { command: ['sh', '-c', 'env; sleep 600'] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const exec = (await h.pool.query('SELECT pid, log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    const exec = (await h.pool.query('SELECT pid, log_path FROM executions WHERE id = $1', [res.body.executionId]))
+      .rows[0];
     let printed = '';
-    await waitUntil(async () => (printed = readFileSync(exec.log_path, 'utf8')).includes('TWS_WORKSPACE='), 'the agent to print its environment');
-    const names = (text: string, sep: string) => text.split(sep).filter(Boolean).map((line) => line.split('=')[0] ?? '');
+    await waitUntil(
+      async () => (printed = readFileSync(exec.log_path, 'utf8')).includes('TWS_WORKSPACE='),
+      'the agent to print its environment',
+    );
+    const names = (text: string, sep: string) =>
+      text
+        .split(sep)
+        .filter(Boolean)
+        .map((line) => line.split('=')[0] ?? '');
     const secrets = [h.databaseUrl, USER_TOKEN, OPERATOR_TOKEN];
-    for (const [what, text, sep] of [['agent', printed, '\n'], ['shim', readFileSync(`/proc/${exec.pid}/environ`, 'utf8'), '\0']] as const) {
+    for (const [what, text, sep] of [
+      ['agent', printed, '\n'],
+      ['shim', readFileSync(`/proc/${exec.pid}/environ`, 'utf8'), '\0'],
+    ] as const) {
       const seen = names(text, sep);
-      expect(seen.filter((n) => !['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'TERM', 'TZ', 'PWD', 'SHLVL', '_', 'OLDPWD'].includes(n) && !n.startsWith('LC_')).sort(), what).toEqual(
-        (what === 'shim' ? ['TWS_EXECUTION_ID', 'TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE'] : ['TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']).sort(),
+      expect(
+        seen
+          .filter(
+            (n) =>
+              ![
+                'PATH',
+                'HOME',
+                'USER',
+                'LOGNAME',
+                'SHELL',
+                'LANG',
+                'TERM',
+                'TZ',
+                'PWD',
+                'SHLVL',
+                '_',
+                'OLDPWD',
+              ].includes(n) && !n.startsWith('LC_'),
+          )
+          .sort(),
+        what,
+      ).toEqual(
+        (what === 'shim'
+          ? ['TWS_EXECUTION_ID', 'TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
+          : ['TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
+        ).sort(),
       );
       for (const secret of secrets) expect(text, what).not.toContain(secret);
     }
@@ -93,7 +133,13 @@ describe('agent logs through the API [issue 11]', () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'logs');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'logs')]);
-    const res = await launch(h, taskId, { command: ['sh', '-c', 'for i in 1 2 3 4 5; do echo line $i; done; sleep 1; echo late; sleep 1; echo last; exit 0'] });
+    const res = await launch(h, taskId, {
+      command: [
+        'sh',
+        '-c',
+        'for i in 1 2 3 4 5; do echo line $i; done; sleep 1; echo late; sleep 1; echo last; exit 0',
+      ],
+    });
     expect(res.status).toBe(201);
     const route = `/v1/sessions/${res.body.sessionId}/logs`;
     // Follow from the start: it ends by itself once the agent has ended, with everything it printed.
@@ -116,12 +162,15 @@ describe('agent logs through the API [issue 11]', () => {
     const repo = makeRepo(h.scratch, 'bounded');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'bounded')]);
     // About 600 KB of numbered lines.
-    const res = await launch(h, taskId, { command: ['sh', '-c', 'i=0; while [ $i -lt 60000 ]; do echo "line $i"; i=$((i+1)); done; exit 0'] });
+    const res = await launch(h, taskId, {
+      command: ['sh', '-c', 'i=0; while [ $i -lt 60000 ]; do echo "line $i"; i=$((i+1)); done; exit 0'],
+    });
     expect(res.status).toBe(201);
     await ended(h, res.body.sessionId);
     const exec = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
     const { statSync, existsSync } = await import('node:fs');
-    const onDisk = statSync(exec.log_path).size + (existsSync(`${exec.log_path}.1`) ? statSync(`${exec.log_path}.1`).size : 0);
+    const onDisk =
+      statSync(exec.log_path).size + (existsSync(`${exec.log_path}.1`) ? statSync(`${exec.log_path}.1`).size : 0);
     expect(onDisk).toBeLessThanOrEqual(64 * 1024);
     expect((await text(h, `/v1/sessions/${res.body.sessionId}/logs?tail=1`)).body).toBe('line 59999\n');
 
@@ -129,7 +178,8 @@ describe('agent logs through the API [issue 11]', () => {
     expect(existsSync(exec.log_path)).toBe(true);
     const other = await launch(h, taskId, { command: ['sh', '-c', 'echo hello; exit 0'] });
     expect(other.status).toBe(201);
-    const otherLog = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [other.body.executionId])).rows[0].log_path;
+    const otherLog = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [other.body.executionId]))
+      .rows[0].log_path;
     await ended(h, other.body.sessionId);
     const deleted = await h.api('DELETE', `/v1/tasks/${taskId}`, undefined, OPERATOR_TOKEN);
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
@@ -142,10 +192,27 @@ describe('agent logs through the API [issue 11]', () => {
 
 describe('per-session arguments [issue 11]', () => {
   it('args are appended, env is given, the prompt is a file named by TWS_PROMPT_FILE; a resume keeps the env', async () => {
-    const h = await harness({ agentProfiles: { printer: { command: ['sh', '-c', 'echo "$0 $* $GREETING $PROFILE_VAR"; cat "$TWS_PROMPT_FILE" 2>/dev/null; echo; sleep 600'], env: { PROFILE_VAR: 'from-profile' } } } });
+    const h = await harness({
+      agentProfiles: {
+        printer: {
+          command: [
+            'sh',
+            '-c',
+            'echo "$0 $* $GREETING $PROFILE_VAR"; cat "$TWS_PROMPT_FILE" 2>/dev/null; echo; sleep 600',
+          ],
+          env: { PROFILE_VAR: 'from-profile' },
+        },
+      },
+    });
     const repo = makeRepo(h.scratch, 'args');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'args')]);
-    const res = await launch(h, taskId, { agentProfile: 'printer', command: undefined, args: ['first', 'second'], env: { GREETING: 'hello' }, prompt: 'fix the bug' });
+    const res = await launch(h, taskId, {
+      agentProfile: 'printer',
+      command: undefined,
+      args: ['first', 'second'],
+      env: { GREETING: 'hello' },
+      prompt: 'fix the bug',
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const exec = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
     // Until the echo after the prompt: the line's end is written a moment after its text.
@@ -153,15 +220,26 @@ describe('per-session arguments [issue 11]', () => {
     expect(readFileSync(exec.log_path, 'utf8')).toBe('first second hello from-profile\nfix the bug\n');
     const resumed = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`);
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
-    const again = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [resumed.body.execution.id])).rows[0];
+    const again = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [resumed.body.execution.id]))
+      .rows[0];
     await waitUntil(async () => readFileSync(again.log_path, 'utf8').includes('hello'), 'the resumed agent output');
     expect(readFileSync(again.log_path, 'utf8').split('\n')[0]).toBe('first second hello from-profile');
     // A resume may add to its own run: args after the command, env over the session's, a prompt.
-    expect((await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { env: { TWS_X: '1' } })).status).toBe(400);
-    const more = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { args: ['third'], env: { GREETING: 'again' }, prompt: 'next step' });
+    expect((await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, { env: { TWS_X: '1' } })).status).toBe(
+      400,
+    );
+    const more = await h.api('POST', `/v1/sessions/${res.body.sessionId}/resume`, {
+      args: ['third'],
+      env: { GREETING: 'again' },
+      prompt: 'next step',
+    });
     expect(more.status, JSON.stringify(more.body)).toBe(200);
-    const third = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [more.body.execution.id])).rows[0];
-    await waitUntil(async () => readFileSync(third.log_path, 'utf8').includes('next step\n'), 'the second resume output');
+    const third = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [more.body.execution.id]))
+      .rows[0];
+    await waitUntil(
+      async () => readFileSync(third.log_path, 'utf8').includes('next step\n'),
+      'the second resume output',
+    );
     expect(readFileSync(third.log_path, 'utf8')).toBe('first second third again from-profile\nnext step\n');
   });
 
@@ -169,7 +247,13 @@ describe('per-session arguments [issue 11]', () => {
     const h = await harness({ shellProfile: false });
     const repo = makeRepo(h.scratch, 'bad-args');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'bad-args')]);
-    for (const body of [{ env: { TWS_OPERATOR_TOKEN: 'x' } }, { env: { 'lower-case': 'x' } }, { args: [1] }, { env: { A: 1 } }, {}]) {
+    for (const body of [
+      { env: { TWS_OPERATOR_TOKEN: 'x' } },
+      { env: { 'lower-case': 'x' } },
+      { args: [1] },
+      { env: { A: 1 } },
+      {},
+    ]) {
       const res = await launch(h, taskId, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');

@@ -21,17 +21,29 @@ function attempts(marks: string, secrets: string): string {
   const payload = `#!/bin/sh\\nid > ${marks}/ran-as; cat ${secrets} > ${marks}/secrets; touch ${marks}/$(basename $0)\\n`;
   const tries = [
     ['post-checkout hook', `printf '${payload}' > "$d/hooks/post-checkout" && chmod +x "$d/hooks/post-checkout"`],
-    ['reference-transaction hook', `printf '${payload}' > "$d/hooks/reference-transaction" && chmod +x "$d/hooks/reference-transaction"`],
+    [
+      'reference-transaction hook',
+      `printf '${payload}' > "$d/hooks/reference-transaction" && chmod +x "$d/hooks/reference-transaction"`,
+    ],
     ['fsmonitor script', `printf '${payload}' > "$d/fsmonitor.sh" && chmod +x "$d/fsmonitor.sh"`],
     ['fsmonitor config', `git config core.fsmonitor "$d/fsmonitor.sh"`],
     ['filter config', `git config filter.evil.clean "touch ${marks}/filter; cat"`],
     ['attributes', `echo "* filter=evil" >> "$d/info/attributes"`],
     ['hooksPath config', `git config core.hooksPath "$d/hooks"`],
   ];
-  return tries.map(([what, cmd]) => `if (${cmd}) 2>/dev/null; then echo "${what}: written"; else echo "${what}: refused"; fi`).join('; ');
+  return tries
+    .map(([what, cmd]) => `if (${cmd}) 2>/dev/null; then echo "${what}: written"; else echo "${what}: refused"; fi`)
+    .join('; ');
 }
 
-const TRIED = ['post-checkout hook', 'reference-transaction hook', 'fsmonitor config', 'filter config', 'attributes', 'hooksPath config'];
+const TRIED = [
+  'post-checkout hook',
+  'reference-transaction hook',
+  'fsmonitor config',
+  'filter config',
+  'attributes',
+  'hooksPath config',
+];
 
 describe('an agent cannot run code as the service through git [issue 31]', () => {
   it('a worktree agent: every write that steers git is refused, its commits work, and the service git after it runs nothing', async () => {
@@ -72,7 +84,9 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
     expect(status.status, JSON.stringify(status.body)).toBe(200);
     // Its commits are home once the status read them (issue 32).
-    expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe('agent work, amended');
+    expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe(
+      'agent work, amended',
+    );
     const third = await createTask(h, [repositoryId]);
     expect((await launch(h, third, { command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
     expect(readdirSync(marks)).toEqual([]);
@@ -87,7 +101,13 @@ describe('an agent cannot run code as the service through git [issue 31]', () =>
     const repo = makeRepo(h.scratch, 'own');
     const configBefore = readFileSync(path.join(repo, '.git/config'), 'utf8');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'own')]);
-    const script = ['d=$(git rev-parse --git-common-dir)', attempts(marks, secrets), 'if mv .git .git-moved 2>/dev/null; then echo "git folder move: written"; else echo "git folder move: refused"; fi', 'echo local > local.txt && git add local.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m local && echo committed', 'echo done; sleep 600'].join('; ');
+    const script = [
+      'd=$(git rev-parse --git-common-dir)',
+      attempts(marks, secrets),
+      'if mv .git .git-moved 2>/dev/null; then echo "git folder move: written"; else echo "git folder move: refused"; fi',
+      'echo local > local.txt && git add local.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m local && echo committed',
+      'echo done; sleep 600',
+    ].join('; ');
     const res = await launch(h, taskId, { executorType: 'local', command: ['sh', '-c', script] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const out = await agentOutputUntil(h, res.body.executionId, 'done');

@@ -23,7 +23,11 @@ function groupMembers(pgid: number): { pid: number; ppid: number; cmdline: strin
     try {
       const fields = readFileSync(`/proc/${name}/stat`, 'latin1').split(') ')[1]!.split(' ');
       if (Number(fields[2]) !== pgid || fields[0] === 'Z') continue;
-      members.push({ pid: Number(name), ppid: Number(fields[1]), cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ') });
+      members.push({
+        pid: Number(name),
+        ppid: Number(fields[1]),
+        cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '),
+      });
     } catch {
       // gone meanwhile
     }
@@ -64,9 +68,14 @@ describe('agent isolation [issue 11]', () => {
       'echo work > agent.txt && git add agent.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent work" && echo "committed"',
       'echo done; sleep 600',
     ].join('; ');
-    const res = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: ['sh', '-c', script] });
+    const res = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: ['sh', '-c', script],
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0].log_path;
+    const logPath = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [res.body.executionId]))
+      .rows[0].log_path;
     let out = '';
     await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes('done'), 'the agent to try');
 
@@ -85,7 +94,10 @@ describe('agent isolation [issue 11]', () => {
     // The operator route stays closed to what the agent holds: the user token.
     expect((await gateway.api('POST', '/v1/orphan-sweep', { dryRun: true }, USER_TOKEN)).status).toBe(403);
     // /readyz says what agents run in.
-    expect((await gateway.api('GET', '/readyz', undefined, null)).body).toMatchObject({ status: 'ready', agentIsolation: 'bwrap' });
+    expect((await gateway.api('GET', '/readyz', undefined, null)).body).toMatchObject({
+      status: 'ready',
+      agentIsolation: 'bwrap',
+    });
   });
 
   it('a signal that ends a sandboxed agent is recorded as that signal', async () => {
@@ -98,14 +110,20 @@ describe('agent isolation [issue 11]', () => {
     const h = await harness();
     // The agent saves its work on SIGTERM, a moment after the signal. It is stopped once it runs:
     // a stop while bubblewrap still sets up finds no agent to signal yet (and it is killed after the grace).
-    const { session, taskId } = await taskWithSession(h, 'graceful', { command: ['sh', '-c', 'trap "sleep 0.3; echo saved > saved-on-term.txt; exit 0" TERM; touch running.txt; while true; do sleep 0.1; done'] });
+    const { session, taskId } = await taskWithSession(h, 'graceful', {
+      command: [
+        'sh',
+        '-c',
+        'trap "sleep 0.3; echo saved > saved-on-term.txt; exit 0" TERM; touch running.txt; while true; do sleep 0.1; done',
+      ],
+    });
     const worktree = worktreePath(h.config.workspaceRoot, taskId, 'graceful');
     await waitUntil(async () => existsSync(path.join(worktree, 'running.txt')), 'the agent to run');
     expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, session.sessionId);
     expect(readFileSync(path.join(worktree, 'saved-on-term.txt'), 'utf8')).toBe('saved\n');
   });
-  it('a stopped sandboxed agent\'s orphaned process gets the grace period too: it is re-parented inside the sandbox, still a member of the group', async () => {
+  it("a stopped sandboxed agent's orphaned process gets the grace period too: it is re-parented inside the sandbox, still a member of the group", async () => {
     const h = await harness();
     // The subshell ends at once, so its child is re-parented to the namespace's pid 1 (bubblewrap's
     // init), no longer below the agent. The agent waits for it to save before it ends itself: the
@@ -113,13 +131,18 @@ describe('agent isolation [issue 11]', () => {
     const orphan = 'trap "echo saved > orphan-saved.txt; exit 0" TERM; while true; do sleep 0.1; done';
     const agent = `trap "while [ ! -f orphan-saved.txt ]; do sleep 0.05; done; exit 0" TERM; (sh -c '${orphan}' &); while true; do sleep 0.1; done`;
     const { session, taskId } = await taskWithSession(h, 'orphaned', { command: ['sh', '-c', agent] });
-    const pgid = (await h.pool.query<{ pid: number }>('SELECT pid FROM executions WHERE id = $1', [session.executionId])).rows[0]!.pid;
+    const pgid = (
+      await h.pool.query<{ pid: number }>('SELECT pid FROM executions WHERE id = $1', [session.executionId])
+    ).rows[0]!.pid;
     // Started, and its parent is bubblewrap's init: the subshell that spawned it is gone.
-    const isOrphan = (m: { ppid: number; cmdline: string }) => m.cmdline.startsWith('sh -c trap "echo saved') && readlinkSync(`/proc/${m.ppid}/exe`).endsWith('/bwrap');
+    const isOrphan = (m: { ppid: number; cmdline: string }) =>
+      m.cmdline.startsWith('sh -c trap "echo saved') && readlinkSync(`/proc/${m.ppid}/exe`).endsWith('/bwrap');
     await waitUntil(async () => groupMembers(pgid).some(isOrphan), 'the orphan, re-parented to bubblewrap');
     expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, session.sessionId);
-    expect(readFileSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'orphaned'), 'orphan-saved.txt'), 'utf8')).toBe('saved\n');
+    expect(
+      readFileSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'orphaned'), 'orphan-saved.txt'), 'utf8'),
+    ).toBe('saved\n');
     await waitUntil(async () => groupMembers(pgid).length === 0, 'no process of the group left');
   });
   it('a stop of a sandboxed agent signals no descendant that left its process group (setsid), as a signal to the group would not', async () => {
@@ -128,9 +151,17 @@ describe('agent isolation [issue 11]', () => {
     const apart = 'trap "echo termed > apart-termed.txt; exit 0" TERM; while true; do sleep 0.1; done';
     const agent = `trap "sleep 0.5; exit 0" TERM; setsid sh -c '${apart}' & while true; do sleep 0.1; done`;
     const { session, taskId } = await taskWithSession(h, 'apart', { command: ['sh', '-c', agent] });
-    await waitUntil(async () => readdirSync('/proc').some((p) => /^\d+$/.test(p) && cmdlineOf(Number(p)).startsWith('sh\0-c\0trap "echo termed')), 'the process apart to start');
+    await waitUntil(
+      async () =>
+        readdirSync('/proc').some(
+          (p) => /^\d+$/.test(p) && cmdlineOf(Number(p)).startsWith('sh\0-c\0trap "echo termed'),
+        ),
+      'the process apart to start',
+    );
     expect((await h.api('POST', `/v1/sessions/${session.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, session.sessionId);
-    expect(existsSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'apart'), 'apart-termed.txt'))).toBe(false);
+    expect(existsSync(path.join(worktreePath(h.config.workspaceRoot, taskId, 'apart'), 'apart-termed.txt'))).toBe(
+      false,
+    );
   });
 });

@@ -37,7 +37,10 @@ async function listener(host: string): Promise<number> {
 const portOf = (url: string): number => Number(new URL(url).port);
 
 /** Runs a probe agent under `policy` and returns, per target name, whether it connected. */
-async function probe(policy: 'egress' | 'none' | 'host', targets: Record<string, [string, number]>): Promise<{ results: Record<string, boolean>; readyNetwork: string }> {
+async function probe(
+  policy: 'egress' | 'none' | 'host',
+  targets: Record<string, [string, number]>,
+): Promise<{ results: Record<string, boolean>; readyNetwork: string }> {
   const h = await harness({ agentNetwork: policy });
   expect(await agentIsolation(h.config.agentSandbox)).toBe('bwrap');
   const all: Record<string, [string, number]> = {
@@ -48,7 +51,10 @@ async function probe(policy: 'egress' | 'none' | 'host', targets: Record<string,
   };
   const code = [
     'import socket',
-    ...Object.entries(all).map(([name, [host, port]]) => `try:\n  socket.create_connection(("${host}", ${port}), timeout=3).close(); print("${name}: connected")\nexcept Exception as e:\n  print("${name}: failed", type(e).__name__)`),
+    ...Object.entries(all).map(
+      ([name, [host, port]]) =>
+        `try:\n  socket.create_connection(("${host}", ${port}), timeout=3).close(); print("${name}: connected")\nexcept Exception as e:\n  print("${name}: failed", type(e).__name__)`,
+    ),
     'print("done")',
   ].join('\n');
   const repo = makeRepo(h.scratch, `net-${policy}`);
@@ -69,21 +75,41 @@ async function probe(policy: 'egress' | 'none' | 'host', targets: Record<string,
 describe('agents reach none of the service ports [issue 33]', () => {
   it('egress (the default): every port on the host loopback fails, an address outside still answers', async () => {
     expect(outsideAddress, 'a non-loopback address of this machine').toBeTruthy();
-    const targets: Record<string, [string, number]> = { 'loopback listener': ['127.0.0.1', await listener('127.0.0.1')], outside: [outsideAddress!, await listener(outsideAddress!)] };
+    const targets: Record<string, [string, number]> = {
+      'loopback listener': ['127.0.0.1', await listener('127.0.0.1')],
+      outside: [outsideAddress!, await listener(outsideAddress!)],
+    };
     const { results, readyNetwork } = await probe('egress', targets);
     expect(readyNetwork).toBe('egress');
-    expect(results).toEqual({ api: false, temporal: false, postgres: false, 'loopback listener': false, outside: true });
+    expect(results).toEqual({
+      api: false,
+      temporal: false,
+      postgres: false,
+      'loopback listener': false,
+      outside: true,
+    });
   });
 
   it('none: nothing is in reach, not even an address outside', async () => {
-    const targets: Record<string, [string, number]> = { 'loopback listener': ['127.0.0.1', await listener('127.0.0.1')], outside: [outsideAddress!, await listener(outsideAddress!)] };
+    const targets: Record<string, [string, number]> = {
+      'loopback listener': ['127.0.0.1', await listener('127.0.0.1')],
+      outside: [outsideAddress!, await listener(outsideAddress!)],
+    };
     const { results, readyNetwork } = await probe('none', targets);
     expect(readyNetwork).toBe('none');
-    expect(results).toEqual({ api: false, temporal: false, postgres: false, 'loopback listener': false, outside: false });
+    expect(results).toEqual({
+      api: false,
+      temporal: false,
+      postgres: false,
+      'loopback listener': false,
+      outside: false,
+    });
   });
 
   it('host: the old behaviour, every port of the host in reach (what the README warns of)', async () => {
-    const targets: Record<string, [string, number]> = { 'loopback listener': ['127.0.0.1', await listener('127.0.0.1')] };
+    const targets: Record<string, [string, number]> = {
+      'loopback listener': ['127.0.0.1', await listener('127.0.0.1')],
+    };
     const { results, readyNetwork } = await probe('host', targets);
     expect(readyNetwork).toBe('host');
     expect(results).toEqual({ api: true, temporal: true, postgres: true, 'loopback listener': true });

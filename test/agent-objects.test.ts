@@ -6,12 +6,27 @@
  * came home leaves the store.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bringObjectsHome, discardObjectStore, objectStoreKeyDir, objectStoreOf, prepareObjectStore } from '../git/agent-objects';
+import {
+  bringObjectsHome,
+  discardObjectStore,
+  objectStoreKeyDir,
+  objectStoreOf,
+  prepareObjectStore,
+} from '../git/agent-objects';
 import { git, makeRepo } from './support/world';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tws-agent-objects-'));
@@ -19,8 +34,15 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** A loose object file as git writes it, for content `body` of `type`, under the name git gives it. */
 function looseObject(repoForHash: string, type: string, body: string): { name: string; data: Buffer } {
-  const name = execFileSync('git', ['hash-object', '-t', type, '--stdin'], { cwd: repoForHash, input: body, encoding: 'utf8' }).trim();
-  return { name, data: deflateSync(Buffer.concat([Buffer.from(`${type} ${Buffer.byteLength(body)}\0`), Buffer.from(body)])) };
+  const name = execFileSync('git', ['hash-object', '-t', type, '--stdin'], {
+    cwd: repoForHash,
+    input: body,
+    encoding: 'utf8',
+  }).trim();
+  return {
+    name,
+    data: deflateSync(Buffer.concat([Buffer.from(`${type} ${Buffer.byteLength(body)}\0`), Buffer.from(body)])),
+  };
 }
 
 function put(store: string, name: string, data: Buffer): void {
@@ -45,9 +67,11 @@ describe('bringing a task store home [issue 32]', () => {
     const worktree = path.join(scratch, 'ws', 'task-x', 'home');
     const store = (await prepareObjectStore(dataDir, worktree, path.join(repo, '.git')))!;
     expect(store).toBe(objectStoreOf(objectStoreKeyDir(dataDir, worktree)));
-    expect(readFileSync(path.join(store, 'info', 'alternates'), 'utf8')).toBe(`${path.join(repo, '.git', 'objects', 'tws-base')}\n`);
+    expect(readFileSync(path.join(store, 'info', 'alternates'), 'utf8')).toBe(
+      `${path.join(repo, '.git', 'objects', 'tws-base')}\n`,
+    );
 
-    const real = looseObject(repo, 'blob', 'the agent\'s work\n');
+    const real = looseObject(repo, 'blob', "the agent's work\n");
     put(store, real.name, real.data);
     // A forged object: real content under another object's name.
     const claimed = looseObject(repo, 'blob', 'what the name promises\n');
@@ -57,18 +81,22 @@ describe('bringing a task store home [issue 32]', () => {
     put(store, garbage.name, Buffer.from('not zlib at all'));
     // A folder swapped for a link to another repository's objects: never followed.
     const victimObject = git(victim, 'rev-parse', 'HEAD');
-    symlinkSync(path.join(victim, '.git', 'objects', victimObject.slice(0, 2)), path.join(store, victimObject.slice(0, 2)));
+    symlinkSync(
+      path.join(victim, '.git', 'objects', victimObject.slice(0, 2)),
+      path.join(store, victimObject.slice(0, 2)),
+    );
     // A pack the agent's git wrote (a repack, a fetch): re-indexed by git at home.
     const packed = makeRepo(scratch, 'packed', { files: { 'p.txt': 'packed work\n' } });
     git(packed, 'repack', '-q', '-a', '-d');
     const packDir = path.join(packed, '.git', 'objects', 'pack');
-    for (const file of readdirSync(packDir)) writeFileSync(path.join(store, 'pack', file), readFileSync(path.join(packDir, file)));
+    for (const file of readdirSync(packDir))
+      writeFileSync(path.join(store, 'pack', file), readFileSync(path.join(packDir, file)));
     const packedHead = git(packed, 'rev-parse', 'HEAD');
 
     const done = await bringObjectsHome(dataDir, worktree, 'git');
     expect(done).toEqual({ loose: 1, packs: 1, refused: 2 });
     expect(hasObject(repo, real.name)).toBe(true);
-    expect(git(repo, 'cat-file', '-p', real.name)).toBe('the agent\'s work');
+    expect(git(repo, 'cat-file', '-p', real.name)).toBe("the agent's work");
     expect(hasObject(repo, packedHead)).toBe(true);
     expect(hasObject(repo, claimed.name)).toBe(false);
     expect(hasObject(repo, garbage.name)).toBe(false);
@@ -94,6 +122,12 @@ describe('bringing a task store home [issue 32]', () => {
     const elsewhere = path.join(scratch, 'elsewhere-objects');
     execFileSync('mv', [path.join(repo, '.git', 'objects'), elsewhere]);
     symlinkSync(elsewhere, path.join(repo, '.git', 'objects'));
-    expect(await prepareObjectStore(path.join(scratch, 'data2'), path.join(scratch, 'ws2', 'linked'), path.join(repo, '.git'))).toBeNull();
+    expect(
+      await prepareObjectStore(
+        path.join(scratch, 'data2'),
+        path.join(scratch, 'ws2', 'linked'),
+        path.join(repo, '.git'),
+      ),
+    ).toBeNull();
   });
 });

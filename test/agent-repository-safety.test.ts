@@ -40,9 +40,20 @@ function destructiveAttempts(otherBranch: string): string {
     ['rewrite packed-refs', 'echo > "$d/packed-refs"'],
     ['pack the refs', 'git pack-refs --all'],
   ];
-  return tries.map(([what, cmd]) => `if (${cmd}) >/dev/null 2>&1; then echo "${what}: written"; else echo "${what}: refused"; fi`).join('; ');
+  return tries
+    .map(([what, cmd]) => `if (${cmd}) >/dev/null 2>&1; then echo "${what}: written"; else echo "${what}: refused"; fi`)
+    .join('; ');
 }
-const ATTEMPTS = ['delete another task branch', 'move the base branch', 'delete the base branch', 'tag', 'saved-work ref', 'delete the objects', 'rewrite packed-refs', 'pack the refs'];
+const ATTEMPTS = [
+  'delete another task branch',
+  'move the base branch',
+  'delete the base branch',
+  'tag',
+  'saved-work ref',
+  'delete the objects',
+  'rewrite packed-refs',
+  'pack the refs',
+];
 
 /** The agent: every destructive attempt, then its own commit, a second one, an amend and a reset, then its head. */
 function agentScript(otherBranch: string): string {
@@ -111,8 +122,12 @@ describe('an agent can only add to its own task [issue 32]', () => {
     // It ends: its task store keeps nothing that is not home.
     expect((await h.api('POST', `/v1/sessions/${sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, sessionId);
-    const store = objectStoreOf(objectStoreKeyDir(h.config.dataDir, worktreePath(h.config.workspaceRoot, taskId, 'guarded')));
-    expect(readdirSync(store).filter((name) => /^[0-9a-f]{2}$/.test(name) && readdirSync(path.join(store, name)).length > 0)).toEqual([]);
+    const store = objectStoreOf(
+      objectStoreKeyDir(h.config.dataDir, worktreePath(h.config.workspaceRoot, taskId, 'guarded')),
+    );
+    expect(
+      readdirSync(store).filter((name) => /^[0-9a-f]{2}$/.test(name) && readdirSync(path.join(store, name)).length > 0),
+    ).toEqual([]);
     expectHome(repo, head);
 
     // Archived: the worktree and its store are gone, the branch and its commits stay.
@@ -124,7 +139,7 @@ describe('an agent can only add to its own task [issue 32]', () => {
     expectRepositoryIntact(repo, before, taskBranchName(taskId));
   });
 
-  it('the merge check of a delete, with the agent still running, sees the agent\'s commits: the unmerged branch is kept, readable', async () => {
+  it("the merge check of a delete, with the agent still running, sees the agent's commits: the unmerged branch is kept, readable", async () => {
     const h = await harness();
     const { repo, repositoryId, otherBranch } = await repositoryWithOtherTask(h, 'checked');
     const { taskId, head } = await launchDestructiveAgent(h, repositoryId, otherBranch);
@@ -145,20 +160,36 @@ describe('an agent can only add to its own task [issue 32]', () => {
     const refused = await launch(h, taskId, { executorType: 'local', command: ['sleep', '600'] });
     expect(refused.status, JSON.stringify(refused.body)).toBe(403);
     expectSafeError(refused.body, 'forbidden', [repo]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
-    const byOperator = await h.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'local', agentProfile: 'shell', command: ['sleep', '600'] }, OPERATOR_TOKEN);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(
+      0,
+    );
+    const byOperator = await h.api(
+      'POST',
+      `/v1/tasks/${taskId}/sessions`,
+      { executorType: 'local', agentProfile: 'shell', command: ['sleep', '600'] },
+      OPERATOR_TOKEN,
+    );
     expect(byOperator.status, JSON.stringify(byOperator.body)).toBe(201);
     // A user token cannot resume it either; an operator can.
-    expect((await h.api('POST', `/v1/sessions/${byOperator.body.sessionId}/stop`, undefined, OPERATOR_TOKEN)).status).toBe(200);
+    expect(
+      (await h.api('POST', `/v1/sessions/${byOperator.body.sessionId}/stop`, undefined, OPERATOR_TOKEN)).status,
+    ).toBe(200);
     expect((await h.api('POST', `/v1/sessions/${byOperator.body.sessionId}/resume`, {})).status).toBe(403);
-    expect((await h.api('POST', `/v1/sessions/${byOperator.body.sessionId}/resume`, {}, OPERATOR_TOKEN)).status).toBe(200);
+    expect((await h.api('POST', `/v1/sessions/${byOperator.body.sessionId}/resume`, {}, OPERATOR_TOKEN)).status).toBe(
+      200,
+    );
     // A worktree agent is anyone's.
     const other = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'tree'), 'tree')]);
     expect((await launch(h, other, { command: ['sleep', '600'] })).status).toBe(201);
 
     const off = await harness({ localExecutor: 'off' });
     const offTask = await createTask(off, [await registerRepo(off, makeRepo(off.scratch, 'own'), 'own')]);
-    const res = await off.api('POST', `/v1/tasks/${offTask}/sessions`, { executorType: 'local', agentProfile: 'shell', command: ['sleep', '600'] }, OPERATOR_TOKEN);
+    const res = await off.api(
+      'POST',
+      `/v1/tasks/${offTask}/sessions`,
+      { executorType: 'local', agentProfile: 'shell', command: ['sleep', '600'] },
+      OPERATOR_TOKEN,
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(403);
     expectSafeError(res.body, 'forbidden');
   });

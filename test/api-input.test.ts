@@ -22,8 +22,21 @@ beforeAll(async () => {
 afterAll(async () => h?.close());
 
 /** Runs a request that must be refused and proves that no row, folder, branch or worktree changed. */
-async function expectRefusedWithoutChange(method: string, url: string, body: unknown, status: number, code: string, token: string | null = USER_TOKEN) {
-  const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot), repo: fingerprint(repo), branches: branches(repo), worktrees: worktreePaths(repo) };
+async function expectRefusedWithoutChange(
+  method: string,
+  url: string,
+  body: unknown,
+  status: number,
+  code: string,
+  token: string | null = USER_TOKEN,
+) {
+  const before = {
+    rows: await rowCounts(h.pool),
+    root: listDir(h.config.workspaceRoot),
+    repo: fingerprint(repo),
+    branches: branches(repo),
+    worktrees: worktreePaths(repo),
+  };
   const res = await h.api(method, url, body, token);
   expect(res.status, JSON.stringify(res.body)).toBe(status);
   expectSafeError(res.body, code, [USER_TOKEN, OPERATOR_TOKEN, repo]);
@@ -37,57 +50,160 @@ async function expectRefusedWithoutChange(method: string, url: string, body: unk
 
 describe('repositories', () => {
   it('refuses a path that does not exist', async () => {
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'nope', path: path.join(h.scratch, 'missing') }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'nope', path: path.join(h.scratch, 'missing') },
+      400,
+      'invalid_request',
+    );
   });
   it('refuses a folder that is not a git repository', async () => {
     const plain = path.join(h.scratch, 'plain');
     mkdirSync(plain, { recursive: true });
     writeFileSync(path.join(plain, 'file.txt'), 'x');
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'plain', path: plain }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'plain', path: plain },
+      400,
+      'invalid_request',
+    );
   });
   it('refuses a relative path, a sub-folder of a repository and a bad name', async () => {
     mkdirSync(path.join(repo, 'sub'), { recursive: true });
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'rel', path: 'relative/path' }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'sub', path: path.join(repo, 'sub') }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: '../escape', path: repo }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'rel', path: 'relative/path' },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'sub', path: path.join(repo, 'sub') },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: '../escape', path: repo },
+      400,
+      'invalid_request',
+    );
     await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'dup', path: repo }, 400, 'invalid_request');
   });
   it('refuses a default branch that does not exist or that git would reject', async () => {
     const other = makeRepo(h.scratch, 'other-repo');
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'other', path: other, defaultBranch: 'nope' }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'other', path: other, defaultBranch: '-main' }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'other', path: other, defaultBranch: 'nope' },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'other', path: other, defaultBranch: '-main' },
+      400,
+      'invalid_request',
+    );
   });
 });
 
 describe('tasks', () => {
   it('refuses branch names git would reject or that start with "-"', async () => {
     for (const bad of ['-evil', 'a..b', 'has space', 'end.lock', 'x~1', 'a:b', 'trailing/', '.hidden', 'at@{1}']) {
-      await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: repoId, baseBranch: bad }] }, 400, 'invalid_request');
-      await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: repoId, checkoutBranch: bad }] }, 400, 'invalid_request');
+      await expectRefusedWithoutChange(
+        'POST',
+        '/v1/tasks',
+        { title: 't', repositories: [{ repositoryId: repoId, baseBranch: bad }] },
+        400,
+        'invalid_request',
+      );
+      await expectRefusedWithoutChange(
+        'POST',
+        '/v1/tasks',
+        { title: 't', repositories: [{ repositoryId: repoId, checkoutBranch: bad }] },
+        400,
+        'invalid_request',
+      );
     }
   });
   it('refuses a base or checkout branch the repository does not have', async () => {
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: repoId, baseBranch: 'missing' }] }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: repoId, checkoutBranch: 'missing' }] }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [{ repositoryId: repoId, baseBranch: 'missing' }] },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [{ repositoryId: repoId, checkoutBranch: 'missing' }] },
+      400,
+      'invalid_request',
+    );
   });
   it('answers 404 for unknown repository, board, parent and task ids', async () => {
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: randomUUID() }] }, 404, 'not_found');
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [], boardId: randomUUID() }, 404, 'not_found');
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [], parentTaskId: randomUUID() }, 404, 'not_found');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [{ repositoryId: randomUUID() }] },
+      404,
+      'not_found',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [], boardId: randomUUID() },
+      404,
+      'not_found',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [], parentTaskId: randomUUID() },
+      404,
+      'not_found',
+    );
     await expectRefusedWithoutChange('GET', `/v1/tasks/${randomUUID()}`, undefined, 404, 'not_found');
     await expectRefusedWithoutChange('GET', `/v1/sessions/${randomUUID()}`, undefined, 404, 'not_found');
     await expectRefusedWithoutChange('GET', `/v1/sessions/${randomUUID()}/workspace`, undefined, 404, 'not_found');
   });
   it('refuses malformed bodies and ids', async () => {
     await expectRefusedWithoutChange('POST', '/v1/tasks', { repositories: [] }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [{ repositoryId: repoId }, { repositoryId: repoId }] }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', '/v1/tasks', { title: 't', repositories: [], workspace: { mode: 'inherit_parent' } }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [{ repositoryId: repoId }, { repositoryId: repoId }] },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      '/v1/tasks',
+      { title: 't', repositories: [], workspace: { mode: 'inherit_parent' } },
+      400,
+      'invalid_request',
+    );
     await expectRefusedWithoutChange('GET', '/v1/tasks/not-a-uuid', undefined, 400, 'invalid_request');
-    const raw = await fetch(`${h.baseUrl}/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' }, body: '{"title": ' });
+    const raw = await fetch(`${h.baseUrl}/v1/tasks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"title": ',
+    });
     expect(raw.status).toBe(400);
     expectSafeError(await raw.json(), 'invalid_request');
     // No body at all is an empty object: refused by a route with required fields.
-    const empty = await fetch(`${h.baseUrl}/v1/tasks`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' } });
+    const empty = await fetch(`${h.baseUrl}/v1/tasks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' },
+    });
     expect(empty.status).toBe(400);
     expectSafeError(await empty.json(), 'invalid_request');
   });
@@ -95,9 +211,16 @@ describe('tasks', () => {
   it('takes a POST without a body, with or without a JSON content type, as an empty object (archive)', async () => {
     for (const headers of [{ 'content-type': 'application/json' }, {}] as Record<string, string>[]) {
       const taskId = await createTask(h, [repoId]);
-      const res = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/archive`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, ...headers } });
+      const res = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/archive`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${USER_TOKEN}`, ...headers },
+      });
       expect(res.status, await res.clone().text()).toBe(202);
-      const job = (await h.pool.query('SELECT task_id, trigger FROM cleanup_jobs WHERE operation_id = $1', [((await res.json()) as { operationId: string }).operationId])).rows;
+      const job = (
+        await h.pool.query('SELECT task_id, trigger FROM cleanup_jobs WHERE operation_id = $1', [
+          ((await res.json()) as { operationId: string }).operationId,
+        ])
+      ).rows;
       expect(job).toEqual([{ task_id: taskId, trigger: 'archive' }]);
     }
   });
@@ -105,12 +228,36 @@ describe('tasks', () => {
 
 describe('launches', () => {
   it('refuses an unknown executor type, an unknown profile and a shell profile without a command', async () => {
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'teleport', agentProfile: 'shell', command: ['true'] }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'nobody', command: ['true'] }, 400, 'invalid_request');
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell' }, 400, 'invalid_request');
+    await expectRefusedWithoutChange(
+      'POST',
+      `/v1/tasks/${taskId}/sessions`,
+      { executorType: 'teleport', agentProfile: 'shell', command: ['true'] },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      `/v1/tasks/${taskId}/sessions`,
+      { executorType: 'worktree', agentProfile: 'nobody', command: ['true'] },
+      400,
+      'invalid_request',
+    );
+    await expectRefusedWithoutChange(
+      'POST',
+      `/v1/tasks/${taskId}/sessions`,
+      { executorType: 'worktree', agentProfile: 'shell' },
+      400,
+      'invalid_request',
+    );
   });
   it('answers 404 for a launch on an unknown task', async () => {
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${randomUUID()}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: ['true'] }, 404, 'not_found');
+    await expectRefusedWithoutChange(
+      'POST',
+      `/v1/tasks/${randomUUID()}/sessions`,
+      { executorType: 'worktree', agentProfile: 'shell', command: ['true'] },
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -118,16 +265,37 @@ describe('authentication', () => {
   it('answers 401 for a missing or wrong token on every /v1 route', async () => {
     await expectRefusedWithoutChange('POST', '/v1/boards', { name: 'b' }, 401, 'unauthorized', null);
     await expectRefusedWithoutChange('POST', '/v1/boards', { name: 'b' }, 401, 'unauthorized', 'wrong-token');
-    await expectRefusedWithoutChange('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: ['true'] }, 401, 'unauthorized', null);
+    await expectRefusedWithoutChange(
+      'POST',
+      `/v1/tasks/${taskId}/sessions`,
+      { executorType: 'worktree', agentProfile: 'shell', command: ['true'] },
+      401,
+      'unauthorized',
+      null,
+    );
     await expectRefusedWithoutChange('GET', `/v1/tasks/${taskId}`, undefined, 401, 'unauthorized', `${USER_TOKEN}x`);
   });
   it('accepts both roles on user routes and leaves health and the OpenAPI document open', async () => {
     expect((await h.api('POST', '/v1/boards', { name: 'by operator' }, OPERATOR_TOKEN)).status).toBe(201);
     expect((await h.api('GET', '/healthz', undefined, null)).body).toEqual({ status: 'ok' });
-    expect((await h.api('GET', '/readyz', undefined, null)).body).toEqual({ status: 'ready', agentIsolation: await agentIsolation(h.config.agentSandbox), agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy });
+    expect((await h.api('GET', '/readyz', undefined, null)).body).toEqual({
+      status: 'ready',
+      agentIsolation: await agentIsolation(h.config.agentSandbox),
+      agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy,
+    });
     const openapi = await h.api('GET', '/openapi.json', undefined, null);
     expect(openapi.status).toBe(200);
-    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/v1/repositories', '/v1/boards', '/v1/tasks', '/v1/tasks/{id}', '/v1/tasks/{id}/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/workspace']));
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/repositories',
+        '/v1/boards',
+        '/v1/tasks',
+        '/v1/tasks/{id}',
+        '/v1/tasks/{id}/sessions',
+        '/v1/sessions/{id}',
+        '/v1/sessions/{id}/workspace',
+      ]),
+    );
   });
 });
 

@@ -20,12 +20,23 @@ import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { expectReRunAfterTimeout, killableWorker } from './support/processes';
-import { branches, clearGitFault, git, gitWrapper, loggedGitCommands, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+import {
+  branches,
+  clearGitFault,
+  git,
+  gitWrapper,
+  loggedGitCommands,
+  makeRepo,
+  processAlive,
+  rowCounts,
+  worktreePaths,
+} from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 const TASKS = 10;
 
-const deleteBoard = (h: Harness, boardId: string, query = '') => h.api('DELETE', `/v1/boards/${boardId}${query ? `?${query}` : ''}`, undefined, OPERATOR_TOKEN);
+const deleteBoard = (h: Harness, boardId: string, query = '') =>
+  h.api('DELETE', `/v1/boards/${boardId}${query ? `?${query}` : ''}`, undefined, OPERATOR_TOKEN);
 const count = async (h: Harness, sql: string, params: unknown[]) => Number((await h.pool.query(sql, params)).rows[0].n);
 
 /** A board of TASKS tasks on one repository, each with its worktree and a running agent; the first one's worktree is dirty. */
@@ -38,7 +49,11 @@ async function boardOfTasks(h: Harness, name: string) {
     const taskId = await createTask(h, [repoId], { boardId: board });
     const res = await launch(h, taskId);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    tasks.push({ taskId, pid: await pidOf(h, res.body.sessionId), worktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name) });
+    tasks.push({
+      taskId,
+      pid: await pidOf(h, res.body.sessionId),
+      worktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name),
+    });
   }
   const dirty = tasks[0]!;
   writeFileSync(path.join(dirty.worktree, 'wip.txt'), 'uncommitted work\n');
@@ -53,10 +68,19 @@ async function boardOfTasks(h: Harness, name: string) {
 async function holdBoardDeleteCommit(h: Harness) {
   const holder = await h.pool.connect();
   await holder.query('SELECT pg_advisory_lock(7013)');
-  await h.pool.query('CREATE FUNCTION board_delete_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(7013); RETURN OLD; END $$');
-  await h.pool.query('CREATE CONSTRAINT TRIGGER board_delete_hold AFTER DELETE ON boards DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION board_delete_hold()');
+  await h.pool.query(
+    'CREATE FUNCTION board_delete_hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock_shared(7013); RETURN OLD; END $$',
+  );
+  await h.pool.query(
+    'CREATE CONSTRAINT TRIGGER board_delete_hold AFTER DELETE ON boards DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION board_delete_hold()',
+  );
   return {
-    held: () => waitUntil(async () => (await h.pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount! > 0, 'a board delete commit held'),
+    held: () =>
+      waitUntil(
+        async () =>
+          (await h.pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rowCount! > 0,
+        'a board delete commit held',
+      ),
     async release() {
       await holder.query('SELECT pg_advisory_unlock(7013)');
       holder.release();
@@ -108,22 +132,34 @@ describe('board delete [R6]', () => {
 
     // The 202 came after the one preparation transaction: board and tasks gone, every barrier reserved.
     expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(0);
-    expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = ANY($1::uuid[])', [b.tasks.map((t) => t.taskId)])).toBe(0);
-    const jobs = await h.pool.query("SELECT operation_id, trigger FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state <> 'prepared'", [accepted.body.operationId]);
+    expect(
+      await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = ANY($1::uuid[])', [b.tasks.map((t) => t.taskId)]),
+    ).toBe(0);
+    const jobs = await h.pool.query(
+      "SELECT operation_id, trigger FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state <> 'prepared'",
+      [accepted.body.operationId],
+    );
     expect(jobs.rows.map((r) => r.operation_id).sort()).toEqual(operations.map((o) => o.operationId).sort());
     expect(new Set(jobs.rows.map((r) => r.trigger))).toEqual(new Set(['board_delete']));
 
     // SIGKILL once the first removal is done and the second under way (removals of one repository
     // share turns of its lock, one after another, and a turn's members finish together at its end,
     // so a finished job is no sign of "mid-way"): the restarted worker goes on from a half-removed board.
-    const finished = () => count(h, "SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'succeeded'", [accepted.body.operationId]);
+    const finished = () =>
+      count(h, "SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'succeeded'", [
+        accepted.body.operationId,
+      ]);
     await waitUntil(async () => removalsStarted() >= 2, 'the second worktree removal');
     await worker.kill();
     expect(await finished()).toBeLessThan(TASKS);
     expect(b.tasks.filter((t) => existsSync(t.worktree)).length).toBeGreaterThan(0);
     worker.replace();
 
-    for (const o of operations) expect(await waitForJob(h, o.operationId, ['succeeded'], 120_000)).toMatchObject({ trigger: 'board_delete', state: 'succeeded' });
+    for (const o of operations)
+      expect(await waitForJob(h, o.operationId, ['succeeded'], 120_000)).toMatchObject({
+        trigger: 'board_delete',
+        state: 'succeeded',
+      });
     expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(TASKS);
 
     // The world: every worktree gone from disk and from git, every agent stopped, the branches
@@ -134,41 +170,56 @@ describe('board delete [R6]', () => {
       expect(processAlive(t.pid)).toBe(false);
     }
     expect(branches(b.repo)).toEqual(['main']);
-    expect(git(b.repo, 'show', `refs/task-workspaces/saved/${b.dirty.taskId}/${b.repoId}:wip.txt`)).toBe('uncommitted work');
+    expect(git(b.repo, 'show', `refs/task-workspaces/saved/${b.dirty.taskId}/${b.repoId}:wip.txt`)).toBe(
+      'uncommitted work',
+    );
     expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [b.board])).toBe(0);
   });
 
   // Without consent the preparation follows recorded host steps (the dirty check): its own re-run
   // finds what it committed. With consent every step is local to one workflow task: the
   // workflow's re-run starts over and finds its members.
-  it.each(['', 'discardChanges=true'])('whose preparation committed while its worker died is continued by the re-run (%s): 202, one job per task, the board gone is no refusal', async (query) => {
-    const h = await harness({}, { inProcessWorker: false });
-    const worker = killableWorker(h, cleanups);
-    const repo = makeRepo(h.scratch, 'rerun');
-    const repoId = await registerRepo(h, repo, 'rerun');
-    const board = (await h.api('POST', '/v1/boards', { name: 'rerun' })).body.id as string;
-    const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
-    for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
+  it.each(['', 'discardChanges=true'])(
+    'whose preparation committed while its worker died is continued by the re-run (%s): 202, one job per task, the board gone is no refusal',
+    async (query) => {
+      const h = await harness({}, { inProcessWorker: false });
+      const worker = killableWorker(h, cleanups);
+      const repo = makeRepo(h.scratch, 'rerun');
+      const repoId = await registerRepo(h, repo, 'rerun');
+      const board = (await h.api('POST', '/v1/boards', { name: 'rerun' })).body.id as string;
+      const tasks = [
+        await createTask(h, [repoId], { boardId: board }),
+        await createTask(h, [repoId], { boardId: board }),
+      ];
+      for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
 
-    const hold = await holdBoardDeleteCommit(h);
-    const pending = deleteBoard(h, board, query);
-    await hold.held();
-    await worker.kill();
-    await hold.release();
-    await waitUntil(async () => (await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])) === 0, 'the committed preparation');
-    worker.replace();
+      const hold = await holdBoardDeleteCommit(h);
+      const pending = deleteBoard(h, board, query);
+      await hold.held();
+      await worker.kill();
+      await hold.release();
+      await waitUntil(
+        async () => (await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])) === 0,
+        'the committed preparation',
+      );
+      worker.replace();
 
-    const accepted = await pending;
-    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
-    expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId).sort()).toEqual([...tasks].sort());
-    for (const o of accepted.body.operations) await waitForJob(h, o.operationId, ['succeeded'], 90_000);
-    // The re-run prepared nothing twice: one job per task, all under this operation.
-    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [tasks])).toBe(2);
-    expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId])).toBe(2);
-    expect(worktreePaths(repo)).toEqual([repo]);
-    expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(2);
-    await expectReRunAfterTimeout(h, accepted.body.workflowId);
-  });
+      const accepted = await pending;
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+      expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId).sort()).toEqual([...tasks].sort());
+      for (const o of accepted.body.operations) await waitForJob(h, o.operationId, ['succeeded'], 90_000);
+      // The re-run prepared nothing twice: one job per task, all under this operation.
+      expect(await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [tasks])).toBe(2);
+      expect(
+        await count(h, 'SELECT count(*) AS n FROM cleanup_jobs WHERE cascade_operation_id = $1', [
+          accepted.body.operationId,
+        ]),
+      ).toBe(2);
+      expect(worktreePaths(repo)).toEqual([repo]);
+      expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as unknown[]).toHaveLength(2);
+      await expectReRunAfterTimeout(h, accepted.body.workflowId);
+    },
+  );
 
   it('leaves a task under a cleanup job of its own out (detached, its job goes on); each member job waits for and is retried by an operator on its own', async () => {
     const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
@@ -178,7 +229,10 @@ describe('board delete [R6]', () => {
     const repo = makeRepo(h.scratch, 'busy');
     const repoId = await registerRepo(h, repo, 'busy');
     const board = (await h.api('POST', '/v1/boards', { name: 'busy' })).body.id as string;
-    const [archived, member] = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    const [archived, member] = [
+      await createTask(h, [repoId], { boardId: board }),
+      await createTask(h, [repoId], { boardId: board }),
+    ];
     for (const taskId of [archived!, member!]) expect((await launch(h, taskId)).status).toBe(201);
     const archiveJob = (await h.api('POST', `/v1/tasks/${archived}/archive`, {})).body.operationId as string;
     await waitForJob(h, archiveJob, ['needs_operator']);
@@ -187,13 +241,19 @@ describe('board delete [R6]', () => {
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
     expect(accepted.body.operations.map((o: { taskId: string }) => o.taskId)).toEqual([member]);
     expect(await count(h, 'SELECT count(*) AS n FROM boards WHERE id = $1', [board])).toBe(0);
-    expect((await h.pool.query('SELECT board_id, archived_at FROM tasks WHERE id = $1', [archived])).rows).toEqual([{ board_id: null, archived_at: expect.any(Date) }]);
+    expect((await h.pool.query('SELECT board_id, archived_at FROM tasks WHERE id = $1', [archived])).rows).toEqual([
+      { board_id: null, archived_at: expect.any(Date) },
+    ]);
     expect((await waitForJob(h, archiveJob, ['needs_operator'])).trigger).toBe('archive');
 
     const memberJob = accepted.body.operations[0].operationId as string;
-    expect(await waitForJob(h, memberJob, ['needs_operator'])).toMatchObject({ trigger: 'board_delete', lastError: 'git_worktree_remove_failed' });
+    expect(await waitForJob(h, memberJob, ['needs_operator'])).toMatchObject({
+      trigger: 'board_delete',
+      lastError: 'git_worktree_remove_failed',
+    });
     clearGitFault(failingRemove);
-    for (const job of [memberJob, archiveJob]) expect((await h.api('POST', `/v1/cleanup-jobs/${job}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    for (const job of [memberJob, archiveJob])
+      expect((await h.api('POST', `/v1/cleanup-jobs/${job}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
     for (const job of [memberJob, archiveJob]) await waitForJob(h, job);
     expect(worktreePaths(repo)).toEqual([repo]);
     expect(await count(h, 'SELECT count(*) AS n FROM tasks WHERE id = $1', [archived])).toBe(1);
@@ -207,7 +267,11 @@ describe('board delete [R6]', () => {
     const board = (await h.api('POST', '/v1/boards', { name: 'family' })).body.id as string;
     const parent = await createTask(h, [repoId], { boardId: board });
     expect((await launch(h, parent)).status).toBe(201);
-    const child = await createTask(h, [repoId], { boardId: board, parentTaskId: parent, workspace: { mode: 'inherit_parent' } });
+    const child = await createTask(h, [repoId], {
+      boardId: board,
+      parentTaskId: parent,
+      workspace: { mode: 'inherit_parent' },
+    });
     const attached = await launch(h, child);
     expect(attached.body.role, JSON.stringify(attached.body)).toBe('attached');
     const workspace = path.join(h.config.workspaceRoot, taskDirName(parent), 'family');
@@ -250,16 +314,38 @@ describe('board delete [R6]', () => {
     const accepted = await deleteBoard(h, board, 'discardChanges=true');
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
     const parent = h.temporal.workflow.getHandle(accepted.body.workflowId);
-    const results = (await parent.result()) as { operationId: string; taskId: string; state: string; attempts: number; report: { worktrees: { outcome: string }[]; branches: { branch: string; outcome: string }[] } }[];
+    const results = (await parent.result()) as {
+      operationId: string;
+      taskId: string;
+      state: string;
+      attempts: number;
+      report: { worktrees: { outcome: string }[]; branches: { branch: string; outcome: string }[] };
+    }[];
     // The run shows each task's outcome, in the operation's order.
-    expect(results.map((r) => r.operationId)).toEqual((accepted.body.operations as { operationId: string }[]).map((o) => o.operationId));
-    expect(results.map((r) => [r.state, r.attempts, r.report.worktrees.map((w) => w.outcome)])).toEqual(Array(12).fill(['succeeded', 1, ['removed']]));
+    expect(results.map((r) => r.operationId)).toEqual(
+      (accepted.body.operations as { operationId: string }[]).map((o) => o.operationId),
+    );
+    expect(results.map((r) => [r.state, r.attempts, r.report.worktrees.map((w) => w.outcome)])).toEqual(
+      Array(12).fill(['succeeded', 1, ['removed']]),
+    );
     expect(results.map((r) => r.report.branches.map((b) => [b.branch, b.outcome]))).toEqual(
-      results.map((r) => [[taskBranchName(r.taskId), committed.includes(r.taskId) ? 'kept_unmerged' : 'deleted_merged']]),
+      results.map((r) => [
+        [taskBranchName(r.taskId), committed.includes(r.taskId) ? 'kept_unmerged' : 'deleted_merged'],
+      ]),
     );
     // Each task's job row: its own state, attempts and report, naming the batch's workflow (the run an operator opens).
-    const rows = await h.pool.query('SELECT state, attempts, last_error, batch_workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1', [accepted.body.operationId]);
-    expect(rows.rows).toEqual(Array(12).fill({ state: 'succeeded', attempts: 1, last_error: null, batch_workflow_id: accepted.body.workflowId }));
+    const rows = await h.pool.query(
+      'SELECT state, attempts, last_error, batch_workflow_id FROM cleanup_jobs WHERE cascade_operation_id = $1',
+      [accepted.body.operationId],
+    );
+    expect(rows.rows).toEqual(
+      Array(12).fill({
+        state: 'succeeded',
+        attempts: 1,
+        last_error: null,
+        batch_workflow_id: accepted.body.workflowId,
+      }),
+    );
     const view = await h.api('GET', `/v1/cleanup-jobs/${results[0]!.operationId}`, undefined, OPERATOR_TOKEN);
     expect(view.body).toMatchObject({ state: 'succeeded', batchWorkflowId: accepted.body.workflowId });
     // No child run: the batches did the work.
@@ -282,26 +368,39 @@ describe('board delete [R6]', () => {
     for (const t of tasks) expect(processAlive(t.pid)).toBe(false);
   });
 
-  it('a job its batch carries out is the batch\'s: the consistency check leaves it, and an operator\'s cancel waits for the batch and answers that the job ended (issue 17)', async () => {
+  it("a job its batch carries out is the batch's: the consistency check leaves it, and an operator's cancel waits for the batch and answers that the job ended (issue 17)", async () => {
     const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
     cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
     const h = await harness({ gitBinary: gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 3 }) });
     const repo = makeRepo(h.scratch, 'held');
     const repoId = await registerRepo(h, repo, 'held');
     const board = (await h.api('POST', '/v1/boards', { name: 'held' })).body.id as string;
-    for (let i = 0; i < 3; i++) expect((await launch(h, await createTask(h, [repoId], { boardId: board }))).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await launch(h, await createTask(h, [repoId], { boardId: board }))).status).toBe(201);
     const accepted = await deleteBoard(h, board, 'discardChanges=true');
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
     const ops = (accepted.body.operations as { operationId: string }[]).map((o) => o.operationId);
-    const held = () => h.pool.query("SELECT operation_id FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'running' AND batch_workflow_id = $2", [accepted.body.operationId, accepted.body.workflowId]);
+    const held = () =>
+      h.pool.query(
+        "SELECT operation_id FROM cleanup_jobs WHERE cascade_operation_id = $1 AND state = 'running' AND batch_workflow_id = $2",
+        [accepted.body.operationId, accepted.body.workflowId],
+      );
     await waitUntil(async () => (await held()).rowCount === 3, 'the batch holding every job');
 
     // Old enough for the check, whose own runs do not exist: still the batch's, no run started.
-    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE cascade_operation_id = $1", [accepted.body.operationId]);
-    const check = await h.temporal.workflow.execute('reconcileRecords', { workflowId: `reconcile/${randomUUID()}`, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+    await h.pool.query(
+      "UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE cascade_operation_id = $1",
+      [accepted.body.operationId],
+    );
+    const check = await h.temporal.workflow.execute('reconcileRecords', {
+      workflowId: `reconcile/${randomUUID()}`,
+      taskQueue: h.config.taskQueue,
+      args: [{ hostId: h.config.hostId }],
+    });
     expect(check).toMatchObject({ records: { repaired: {} } });
     const last = ops.at(-1)!;
-    const lastRow = (await h.pool.query('SELECT workflow_id FROM cleanup_jobs WHERE operation_id = $1', [last])).rows[0];
+    const lastRow = (await h.pool.query('SELECT workflow_id FROM cleanup_jobs WHERE operation_id = $1', [last]))
+      .rows[0];
     await expect(h.temporal.workflow.getHandle(lastRow.workflow_id).describe()).rejects.toThrow();
 
     // The cancel's run waits while the batch holds the job; the batch finishes it: nothing was cancelled.
@@ -310,7 +409,9 @@ describe('board delete [R6]', () => {
     expect(cancel.body.error.code).toBe('cleanup_job_finished');
     const results = (await h.temporal.workflow.getHandle(accepted.body.workflowId).result()) as { state: string }[];
     expect(results.map((r) => r.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
-    expect((await h.pool.query('SELECT state, attempts FROM cleanup_jobs WHERE operation_id = $1', [last])).rows).toEqual([{ state: 'succeeded', attempts: 1 }]);
+    expect(
+      (await h.pool.query('SELECT state, attempts FROM cleanup_jobs WHERE operation_id = $1', [last])).rows,
+    ).toEqual([{ state: 'succeeded', attempts: 1 }]);
     expect(worktreePaths(repo)).toEqual([repo]);
   });
 
@@ -336,12 +437,23 @@ describe('board delete [R6]', () => {
     const lastFolder = path.join(h.config.workspaceRoot, taskDirName(last.taskId));
     const markerPath = path.join(lastFolder, '.task-workspace.json');
     const marker = readFileSync(markerPath, 'utf8');
-    writeFileSync(markerPath, JSON.stringify({ ...JSON.parse(marker), taskId: '00000000-0000-4000-8000-000000000000' }));
-    const started = await startPreparedJob(h.temporal, h.config, { operationId: last.operationId, taskId: last.taskId, trigger: 'board_delete', workflowId: cleanupWorkflowId('board_delete', last.taskId, last.operationId) });
+    writeFileSync(
+      markerPath,
+      JSON.stringify({ ...JSON.parse(marker), taskId: '00000000-0000-4000-8000-000000000000' }),
+    );
+    const started = await startPreparedJob(h.temporal, h.config, {
+      operationId: last.operationId,
+      taskId: last.taskId,
+      trigger: 'board_delete',
+      workflowId: cleanupWorkflowId('board_delete', last.taskId, last.operationId),
+    });
     expect(started).toBe(true);
     await waitForJob(h, last.operationId, ['needs_operator']);
     // Every other task is cleaned meanwhile; the board delete waits for that one's run, as for a child of its own.
-    for (const op of (accepted.body.operations as { operationId: string }[]).filter((op) => op.operationId !== last.operationId)) await waitForJob(h, op.operationId);
+    for (const op of (accepted.body.operations as { operationId: string }[]).filter(
+      (op) => op.operationId !== last.operationId,
+    ))
+      await waitForJob(h, op.operationId);
     expect(worktreePaths(repo)).toEqual([repo, path.join(lastFolder, name)]);
     const parent = h.temporal.workflow.getHandle(accepted.body.workflowId);
     expect((await parent.describe()).status.name).toBe('RUNNING');
@@ -350,7 +462,9 @@ describe('board delete [R6]', () => {
     expect((await h.api('POST', `/v1/cleanup-jobs/${last.operationId}/retry`, {}, OPERATOR_TOKEN)).status).toBe(202);
     const results = (await parent.result()) as { operationId: string; state: string }[];
     expect(results.map((r) => r.state)).toEqual(Array(12).fill('succeeded'));
-    expect(results.map((r) => r.operationId)).toEqual((accepted.body.operations as { operationId: string }[]).map((op) => op.operationId));
+    expect(results.map((r) => r.operationId)).toEqual(
+      (accepted.body.operations as { operationId: string }[]).map((op) => op.operationId),
+    );
     expect(worktreePaths(repo)).toEqual([repo]);
   });
 
@@ -358,7 +472,10 @@ describe('board delete [R6]', () => {
     const h = await harness();
     const repoId = await registerRepo(h, makeRepo(h.scratch, 'slow-prep'), 'slow-prep');
     const board = (await h.api('POST', '/v1/boards', { name: 'slow-prep' })).body.id as string;
-    const tasks = [await createTask(h, [repoId], { boardId: board }), await createTask(h, [repoId], { boardId: board })];
+    const tasks = [
+      await createTask(h, [repoId], { boardId: board }),
+      await createTask(h, [repoId], { boardId: board }),
+    ];
     const cascadeOperationId = randomUUID();
     const members = tasks.map((taskId) => {
       const operationId = randomUUID();
@@ -367,11 +484,19 @@ describe('board delete [R6]', () => {
     const steps = cleanupRecordActivities({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) });
     const hold = await holdBoardDeleteCommit(h);
     // The first try's commit is held (as a step still running past its timeout would be); its retry starts meanwhile.
-    const step = () => new MockActivityEnvironment(undefined, { client: h.temporal }).run(steps.prepareBoardDelete, { boardId: board, members, cascadeOperationId });
+    const step = () =>
+      new MockActivityEnvironment(undefined, { client: h.temporal }).run(steps.prepareBoardDelete, {
+        boardId: board,
+        members,
+        cascadeOperationId,
+      });
     const first = step();
     await hold.held();
     const retry = step();
-    await waitUntil(async () => (await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n >= 2, 'the retry waiting for the board');
+    await waitUntil(
+      async () => (await h.pool.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')).rows[0].n >= 2,
+      'the retry waiting for the board',
+    );
     await hold.release();
     expect(((await first) as { kind: string }).kind).toBe('prepared');
     const continued = (await retry) as { kind: string; members?: { operationId: string }[] };

@@ -13,7 +13,15 @@ import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/ta
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, type Harness } from './support/harness';
 import { createGroupTasks, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { branches, clearGitFault, gitWrapper, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import {
+  branches,
+  clearGitFault,
+  gitWrapper,
+  makeRepo,
+  processAlive,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 let h: Harness;
 beforeAll(async () => void (h = await createHarness()));
@@ -29,10 +37,14 @@ async function repo(on: Harness = h) {
 async function launched(taskId: string, on: Harness = h) {
   const res = await launch(on, taskId);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { ...(res.body as { sessionId: string; taskEnvironmentId: string; role: string }), pid: await pidOf(on, res.body.sessionId) };
+  return {
+    ...(res.body as { sessionId: string; taskEnvironmentId: string; role: string }),
+    pid: await pidOf(on, res.body.sessionId),
+  };
 }
 
-const wt = (taskId: string, name: string, on: Harness = h) => path.join(on.config.workspaceRoot, taskDirName(taskId), name);
+const wt = (taskId: string, name: string, on: Harness = h) =>
+  path.join(on.config.workspaceRoot, taskDirName(taskId), name);
 
 /** The task's jobs of one trigger, oldest first. */
 async function jobsOf(taskId: string, trigger: string, on: Harness = h): Promise<any[]> {
@@ -49,7 +61,8 @@ async function followUpOf(ownerTaskId: string, on: Harness = h, states = ['succe
   return waitForJob(on, job.operationId, states);
 }
 
-const ownerOf = async (environmentId: string, on: Harness = h) => (await on.pool.query('SELECT task_id FROM task_environments WHERE id = $1', [environmentId])).rows[0]?.task_id;
+const ownerOf = async (environmentId: string, on: Harness = h) =>
+  (await on.pool.query('SELECT task_id FROM task_environments WHERE id = $1', [environmentId])).rows[0]?.task_id;
 
 /** An owner with a workspace and a child that borrows it (inherit_parent), both with a running session. */
 async function ownerAndBorrower(on: Harness = h) {
@@ -73,7 +86,9 @@ async function archiveKeeping(owner: string, env: string, worktree: string, on: 
 /** The archived owner's environment is gone as its archive would have left it: worktree removed from disk and git, branch kept. */
 function expectCleanedAsArchive(r: { dir: string; name: string }, owner: string, job: any) {
   expect(job).toMatchObject({ taskId: owner, trigger: 'borrow_ended', state: 'succeeded' });
-  expect(job.report.worktrees).toEqual([{ repositoryId: expect.any(String), worktreePath: wt(owner, r.name), outcome: 'removed' }]);
+  expect(job.report.worktrees).toEqual([
+    { repositoryId: expect.any(String), worktreePath: wt(owner, r.name), outcome: 'removed' },
+  ]);
   expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(owner)))).toBe(false);
   expect(worktreePaths(r.dir)).toEqual([r.dir]);
   expect(branches(r.dir)).toContain(taskBranchName(owner));
@@ -90,10 +105,19 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     expectCleanedAsArchive(r, owner, job);
     expect(job.workflowId).toBe(`cleanup/borrow_ended/${owner}/${job.operationId}`);
     expect(processAlive(borrowed.pid)).toBe(false);
-    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [env])).rows[0].status).toBe('released');
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [env])).rows[0].status).toBe(
+      'released',
+    );
     // The owner stays archived; its environment's rows say the worktree is gone.
     expect((await h.api('GET', `/v1/tasks/${owner}`)).body.state).toBe('archived');
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [env])).rows[0].n).toBe(0);
+    expect(
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'",
+          [env],
+        )
+      ).rows[0].n,
+    ).toBe(0);
   });
 
   it('a kept borrowed environment is cleaned after its borrower’s sessions are deleted, the last one, not before', async () => {
@@ -118,7 +142,9 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     writeFileSync(path.join(wt(owner, r.name), 'wip.txt'), 'the borrower’s unsaved work\n');
     await waitForJob(h, (await archive(h, child)).operationId);
     const job = await followUpOf(owner);
-    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(owner, r.name), outcome: 'kept_dirty' }]);
+    expect(job.report.worktrees).toEqual([
+      { repositoryId: r.id, worktreePath: wt(owner, r.name), outcome: 'kept_dirty' },
+    ]);
     expect(readFileSync(path.join(wt(owner, r.name), 'wip.txt'), 'utf8')).toBe('the borrower’s unsaved work\n');
     expect(worktreePaths(r.dir)).toContain(wt(owner, r.name));
     expect(branches(r.dir)).toContain(taskBranchName(owner));
@@ -130,11 +156,20 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     expect((await h.api('POST', `/v1/sessions/${borrowed.sessionId}/stop`)).status).toBe(200);
     // The session delete's transaction, committed, and no start after it (as when the gateway dies there).
     const [reserved] = await deleteSessionEndingBorrow(h.pool, borrowed.sessionId);
-    expect((await jobsOf(owner, 'borrow_ended'))[0]).toMatchObject({ operationId: reserved!.operationId, state: 'pending' });
+    expect((await jobsOf(owner, 'borrow_ended'))[0]).toMatchObject({
+      operationId: reserved!.operationId,
+      state: 'pending',
+    });
     expect(existsSync(wt(owner, r.name))).toBe(true);
 
-    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [reserved!.operationId]);
-    const check = await h.temporal.workflow.execute('reconcileRecords', { workflowId: `reconcile/${randomUUID()}`, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [
+      reserved!.operationId,
+    ]);
+    const check = await h.temporal.workflow.execute('reconcileRecords', {
+      workflowId: `reconcile/${randomUUID()}`,
+      taskQueue: h.config.taskQueue,
+      args: [{ hostId: h.config.hostId }],
+    });
     expect(check).toMatchObject({ records: { repaired: { cleanup_job_resumed: 1 } } });
     expectCleanedAsArchive(r, owner, await followUpOf(owner));
   });
@@ -153,7 +188,10 @@ describe('an environment kept at archive is cleaned when its last borrower is go
       const unarchived = await slow.api('POST', `/v1/tasks/${owner}/unarchive`);
       expect(unarchived.status, JSON.stringify(unarchived.body)).toBe(200);
       expect(unarchived.body.state).toBe('active');
-      expect(await waitForJob(slow, waiting.operationId, ['cancelled'])).toMatchObject({ trigger: 'borrow_ended', state: 'cancelled' });
+      expect(await waitForJob(slow, waiting.operationId, ['cancelled'])).toMatchObject({
+        trigger: 'borrow_ended',
+        state: 'cancelled',
+      });
       expect(worktreePaths(r.dir)).toContain(wt(owner, r.name, slow));
       expect((await launch(slow, owner)).status).toBe(201);
     } finally {
@@ -170,7 +208,14 @@ describe('who protects an environment [R6.5]', () => {
     expect(processAlive(borrowed.pid)).toBe(false);
     await archiveKeeping(owner, env, wt(owner, r.name));
     expect(worktreePaths(r.dir)).toContain(wt(owner, r.name));
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [env])).rows[0].n).toBe(1);
+    expect(
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'",
+          [env],
+        )
+      ).rows[0].n,
+    ).toBe(1);
     expect(await ownerOf(env)).toBe(owner);
   });
 
@@ -210,8 +255,13 @@ describe('a shared group’s environment [R6.5]', () => {
     expect(job.report.borrowed).toMatchObject([{ environmentId: env, action: 'handed_over', toTaskId: member }]);
     expect(job.report.worktrees).toEqual([]);
     expect(await ownerOf(env)).toBe(member);
-    expect((await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0].environment_id).toBe(env);
-    expect(JSON.parse(readFileSync(path.join(h.config.workspaceRoot, taskDirName(owner), OWNERSHIP_MARKER_FILE), 'utf8'))).toMatchObject({ taskId: member, environmentId: env });
+    expect(
+      (await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0]
+        .environment_id,
+    ).toBe(env);
+    expect(
+      JSON.parse(readFileSync(path.join(h.config.workspaceRoot, taskDirName(owner), OWNERSHIP_MARKER_FILE), 'utf8')),
+    ).toMatchObject({ taskId: member, environmentId: env });
     expect(processAlive(first.pid)).toBe(false);
     expect(processAlive(attached.pid)).toBe(true);
 

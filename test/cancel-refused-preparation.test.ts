@@ -21,7 +21,10 @@ describe('a cancel of a refused preparation [issue 24]', () => {
     const base = await harness();
     // git status (the delete's dirty check) takes 3 s: the cancel arrives while it runs.
     const wrapper = path.join(base.scratch, 'slow-status-git');
-    writeFileSync(wrapper, '#!/usr/bin/env bash\nfor a in "$@"; do [ "$a" = status ] && sleep 3 && break; done\nexec git "$@"\n');
+    writeFileSync(
+      wrapper,
+      '#!/usr/bin/env bash\nfor a in "$@"; do [ "$a" = status ] && sleep 3 && break; done\nexec git "$@"\n',
+    );
     chmodSync(wrapper, 0o755);
     const h = await harness({ gitBinary: wrapper });
     const repo = makeRepo(h.scratch, 'dirty');
@@ -31,12 +34,21 @@ describe('a cancel of a refused preparation [issue 24]', () => {
 
     const deleting = deleteTask(h, taskId);
     let workflowId: string | undefined;
-    await waitUntil(async () => {
-      for await (const wf of h.temporal.workflow.list({ query: `WorkflowId STARTS_WITH "cleanup/delete/${taskId}/"` })) workflowId = wf.workflowId;
-      return workflowId !== undefined;
-    }, 'the delete run', 20_000);
+    await waitUntil(
+      async () => {
+        for await (const wf of h.temporal.workflow.list({
+          query: `WorkflowId STARTS_WITH "cleanup/delete/${taskId}/"`,
+        }))
+          workflowId = wf.workflowId;
+        return workflowId !== undefined;
+      },
+      'the delete run',
+      20_000,
+    );
     const started = Date.now();
-    const answer = await h.temporal.workflow.getHandle(workflowId!).executeUpdate<{ state: string }, [{ by: string }]>(cancelUpdate.name, { args: [{ by: 'operator' }] });
+    const answer = await h.temporal.workflow
+      .getHandle(workflowId!)
+      .executeUpdate<{ state: string }, [{ by: string }]>(cancelUpdate.name, { args: [{ by: 'operator' }] });
     expect(answer).toEqual({ state: 'refused' });
     expect(Date.now() - started).toBeLessThan(20_000);
     const refused = await deleting;

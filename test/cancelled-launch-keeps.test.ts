@@ -22,7 +22,11 @@ const { harness } = harnessesPerTest();
 const AGENT = ['sh', '-c', 'echo agent > agent.txt; sleep 600'];
 
 async function asyncPost(h: Harness, route: string, body: unknown) {
-  const res = await fetch(`${h.baseUrl}${route}`, { method: 'POST', headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json', prefer: 'respond-async' }, body: JSON.stringify(body) });
+  const res = await fetch(`${h.baseUrl}${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json', prefer: 'respond-async' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as any };
 }
 
@@ -34,7 +38,13 @@ async function cancelWhileStarting(h: Harness, sessionId: string, worktree: stri
   expect((await stopping).status).toBeLessThan(500);
 }
 
-async function expectKeptAndLaunchable(h: Harness, repo: string, taskId: string, worktree: string, environmentId: string): Promise<void> {
+async function expectKeptAndLaunchable(
+  h: Harness,
+  repo: string,
+  taskId: string,
+  worktree: string,
+  environmentId: string,
+): Promise<void> {
   // Kept, registered, on its branch, named by a row, the work in it.
   expect(worktreePaths(repo)).toContain(worktree);
   expect(branches(repo)).toContain(taskBranchName(taskId));
@@ -42,7 +52,11 @@ async function expectKeptAndLaunchable(h: Harness, repo: string, taskId: string,
   expect(readFileSync(path.join(worktree, 'notes.txt'), 'utf8')).toBe('work done while it started\n');
   const env = (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [environmentId])).rows[0];
   expect(env.status).toBe('released');
-  const rows = (await h.pool.query("SELECT worktree_path FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [environmentId])).rows;
+  const rows = (
+    await h.pool.query("SELECT worktree_path FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [
+      environmentId,
+    ])
+  ).rows;
   expect(rows).toEqual([{ worktree_path: worktree }]);
   // Launchable again, on that worktree, with the work there for the agent.
   const again = await launch(h, taskId, { command: ['sh', '-c', 'cat notes.txt; echo ready; sleep 600'] });
@@ -55,15 +69,28 @@ async function expectKeptAndLaunchable(h: Harness, repo: string, taskId: string,
 describe('a cancelled launch keeps the work it cannot remove [issue 30]', () => {
   it('a first launch (respond-async) stopped while starting: the dirty worktree is kept with its branch and row; the task launches again on it', async () => {
     const base = await harness();
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 }) });
+    const h = await harness({
+      gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 }),
+    });
     const repo = makeRepo(h.scratch, 'kept');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'kept')]);
-    const started = await asyncPost(h, `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: AGENT });
+    const started = await asyncPost(h, `/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: AGENT,
+    });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const worktree = worktreePath(h.config.workspaceRoot, taskId, 'kept');
     await cancelWhileStarting(h, started.body.sessionId, worktree);
-    await waitUntil(async () => (await h.pool.query("SELECT status FROM task_environments WHERE task_id = $1", [taskId])).rows[0]?.status === 'released', 'the environment released', 30_000);
-    const environmentId = (await h.pool.query('SELECT id FROM task_environments WHERE task_id = $1', [taskId])).rows[0].id;
+    await waitUntil(
+      async () =>
+        (await h.pool.query('SELECT status FROM task_environments WHERE task_id = $1', [taskId])).rows[0]?.status ===
+        'released',
+      'the environment released',
+      30_000,
+    );
+    const environmentId = (await h.pool.query('SELECT id FROM task_environments WHERE task_id = $1', [taskId])).rows[0]
+      .id;
     await expectKeptAndLaunchable(h, repo, taskId, worktree, environmentId);
   });
 
@@ -83,7 +110,13 @@ describe('a cancelled launch keeps the work it cannot remove [issue 30]', () => 
     const resumed = await asyncPost(h, `/v1/sessions/${first.body.sessionId}/resume`, { args: [] });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
     await cancelWhileStarting(h, first.body.sessionId, worktree);
-    await waitUntil(async () => (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [first.body.taskEnvironmentId])).rows[0]?.status === 'released', 'the environment released', 30_000);
+    await waitUntil(
+      async () =>
+        (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [first.body.taskEnvironmentId]))
+          .rows[0]?.status === 'released',
+      'the environment released',
+      30_000,
+    );
     await expectKeptAndLaunchable(h, repo, taskId, worktree, first.body.taskEnvironmentId);
   });
 

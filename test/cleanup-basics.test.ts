@@ -38,16 +38,28 @@ describe('archive [R6.3, R6.6]', () => {
     // 202 means the task is already archived and barred.
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).body.state).toBe('archived');
     const job = await waitForJob(h, accepted.operationId);
-    expect(job).toMatchObject({ taskId: t.taskId, trigger: 'archive', state: 'succeeded', attempts: 1, lastError: null });
+    expect(job).toMatchObject({
+      taskId: t.taskId,
+      trigger: 'archive',
+      state: 'succeeded',
+      attempts: 1,
+      lastError: null,
+    });
     expect(job.report.worktrees).toEqual([{ repositoryId: t.repoId, worktreePath: t.worktree, outcome: 'removed' }]);
-    expect(job.report.branches).toEqual([{ repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'kept' }]);
+    expect(job.report.branches).toEqual([
+      { repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'kept' },
+    ]);
     expect(processAlive(t.pid)).toBe(false);
     expect(existsSync(t.worktree)).toBe(false);
     expect(existsSync(path.dirname(t.worktree))).toBe(false);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(head);
-    expect((await h.pool.query('SELECT status FROM environment_repos WHERE environment_id = $1', [t.envId])).rows).toEqual([{ status: 'deleted' }]);
-    expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [t.sessionId])).rows[0].state).toBe('stopped');
+    expect(
+      (await h.pool.query('SELECT status FROM environment_repos WHERE environment_id = $1', [t.envId])).rows,
+    ).toEqual([{ status: 'deleted' }]);
+    expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [t.sessionId])).rows[0].state).toBe(
+      'stopped',
+    );
     const progress = await h.temporal.workflow.getHandle(accepted.workflowId).query('progress');
     expect(progress).toMatchObject({ state: 'succeeded', attempts: 1 });
   });
@@ -95,7 +107,8 @@ describe('tasks without a workspace', () => {
     const repoId = await registerRepo(h, makeRepo(h.scratch, name), name);
     for (const trigger of ['archive', 'delete'] as const) {
       const taskId = await createTask(h, [repoId]);
-      const res = trigger === 'archive' ? await h.api('POST', `/v1/tasks/${taskId}/archive`, {}) : await deleteTask(h, taskId);
+      const res =
+        trigger === 'archive' ? await h.api('POST', `/v1/tasks/${taskId}/archive`, {}) : await deleteTask(h, taskId);
       expect(res.status, JSON.stringify(res.body)).toBe(202);
       const job = await waitForJob(h, res.body.operationId);
       expect(job).toMatchObject({ trigger, state: 'succeeded', attempts: 1 });
@@ -115,7 +128,9 @@ describe('delete [R6.6]', () => {
     expect(refused.body.error.dirtyRepositories).toEqual([t.repoId]);
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(200);
     expect(processAlive(t.pid)).toBe(true);
-    expect(Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count)).toBe(0);
+    expect(
+      Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count),
+    ).toBe(0);
 
     const accepted = await deleteTask(h, t.taskId, 'discardChanges=true');
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
@@ -130,8 +145,12 @@ describe('delete [R6.6]', () => {
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     // The task branch had no commits of its own: contained in the base branch, so it is removed.
     expect(branches(t.repo)).toEqual(['main']);
-    expect(job.report.branches).toEqual([{ repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'deleted_merged' }]);
-    expect(Number((await h.pool.query('SELECT count(*) FROM task_environments WHERE id = $1', [t.envId])).rows[0].count)).toBe(0);
+    expect(job.report.branches).toEqual([
+      { repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'deleted_merged' },
+    ]);
+    expect(
+      Number((await h.pool.query('SELECT count(*) FROM task_environments WHERE id = $1', [t.envId])).rows[0].count),
+    ).toBe(0);
   });
 
   it('keeps an unmerged task branch and reports it', async () => {
@@ -141,7 +160,9 @@ describe('delete [R6.6]', () => {
     const accepted = await deleteTask(h, t.taskId);
     expect(accepted.status).toBe(202);
     const job = await waitForJob(h, accepted.body.operationId);
-    expect(job.report.branches).toEqual([{ repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'kept_unmerged' }]);
+    expect(job.report.branches).toEqual([
+      { repositoryId: t.repoId, branch: taskBranchName(t.taskId), outcome: 'kept_unmerged' },
+    ]);
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(head);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
   });

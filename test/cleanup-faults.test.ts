@@ -42,7 +42,13 @@ describe('bounded retries through a failing git [R6.4]', () => {
     expect(job).toMatchObject({ state: 'succeeded', attempts: 3, lastError: null });
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     const history = await h.temporal.workflow.getHandle(accepted.workflowId).fetchHistory();
-    const timers = history.events!.filter((e) => e.timerStartedEventAttributes).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 + Math.round((e.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6));
+    const timers = history
+      .events!.filter((e) => e.timerStartedEventAttributes)
+      .map(
+        (e) =>
+          Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 +
+          Math.round((e.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6),
+      );
     expect(timers).toEqual([200, 400]);
   });
 
@@ -53,11 +59,18 @@ describe('bounded retries through a failing git [R6.4]', () => {
     const t = await taskWithWorktree(h, 'broken');
     const accepted = await archive(h, t.taskId);
     const stuck = await waitForJob(h, accepted.operationId, ['needs_operator']);
-    expect(stuck).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'git_worktree_remove_failed', nextAttemptAt: null });
+    expect(stuck).toMatchObject({
+      state: 'needs_operator',
+      attempts: 3,
+      lastError: 'git_worktree_remove_failed',
+      nextAttemptAt: null,
+    });
     const progress = await h.temporal.workflow.getHandle(accepted.workflowId).query('progress');
     expect(progress).toMatchObject({ state: 'needs_operator', attempts: 3, lastError: 'git_worktree_remove_failed' });
     expect(existsSync(path.join(h.config.workspaceRoot, `task-${t.taskId}`, 'broken'))).toBe(true);
-    expect((await h.api('GET', '/v1/cleanup-jobs?state=needs_operator')).body.items.map((j: any) => j.operationId)).toEqual([accepted.operationId]);
+    expect(
+      (await h.api('GET', '/v1/cleanup-jobs?state=needs_operator')).body.items.map((j: any) => j.operationId),
+    ).toEqual([accepted.operationId]);
     // The launch barrier holds while the job waits.
     const barred = await launch(h, t.taskId);
     expect(barred.status).toBe(409);
@@ -67,7 +80,9 @@ describe('bounded retries through a failing git [R6.4]', () => {
     expectSafeError(forbidden.body, 'forbidden', [USER_TOKEN, OPERATOR_TOKEN]);
 
     // A retry while the fault persists runs a fresh round of 3 attempts and stops again.
-    expect((await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    expect(
+      (await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN)).status,
+    ).toBe(202);
     await waitForJob(h, accepted.operationId, ['running', 'retry_wait']);
     const again = await waitForJob(h, accepted.operationId, ['needs_operator']);
     expect(again.attempts).toBe(6);
@@ -75,12 +90,20 @@ describe('bounded retries through a failing git [R6.4]', () => {
     clearGitFault(wrapper);
     // The operator CLI does the same as the route.
     // Not a synchronous child: the gateway it calls runs in this process.
-    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['retry', accepted.operationId], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['retry', accepted.operationId], {
+      env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN },
+      encoding: 'utf8',
+    });
     expect(out).toContain('retry requested');
     const done = await waitForJob(h, accepted.operationId);
     expect(done).toMatchObject({ state: 'succeeded', attempts: 7 });
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
-    const notRetryable = await h.api('POST', `/v1/cleanup-jobs/${accepted.operationId}/retry`, undefined, OPERATOR_TOKEN);
+    const notRetryable = await h.api(
+      'POST',
+      `/v1/cleanup-jobs/${accepted.operationId}/retry`,
+      undefined,
+      OPERATOR_TOKEN,
+    );
     expect(notRetryable.status).toBe(409);
     expectSafeError(notRetryable.body, 'cleanup_job_not_retryable');
   });
@@ -120,7 +143,10 @@ exec git "$@"
 
   it('a task branch that cannot be read is never counted deleted: the job waits for an operator with branch_cleanup_failed, and their retry deletes it once git reads again', async () => {
     const dir = (await harness()).scratch;
-    const wrapper = gitWrapper(dir, { failSubcommand: 'for-each-ref --format=%(objectname) %(refname)', failTimes: 1000 });
+    const wrapper = gitWrapper(dir, {
+      failSubcommand: 'for-each-ref --format=%(objectname) %(refname)',
+      failTimes: 1000,
+    });
     // No fault for the launch (it reads branches the same way): the counter starts past its limit.
     clearGitFault(wrapper);
     const h = await harness({ gitBinary: wrapper });
@@ -137,7 +163,9 @@ exec git "$@"
     expect(stuck.report.branches ?? []).not.toContainEqual(expect.objectContaining({ outcome: 'deleted_merged' }));
 
     clearGitFault(wrapper);
-    expect((await h.api('POST', `/v1/cleanup-jobs/${deleted.body.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+    expect(
+      (await h.api('POST', `/v1/cleanup-jobs/${deleted.body.operationId}/retry`, undefined, OPERATOR_TOKEN)).status,
+    ).toBe(202);
     const done = await waitForJob(h, deleted.body.operationId);
     expect(done.report.branches).toEqual([expect.objectContaining({ branch, outcome: 'deleted_merged' })]);
     expect(git(t.repo, 'branch', '--list', branch)).toBe('');
@@ -157,7 +185,7 @@ describe('unarchive [R6]', () => {
     expect(unarchived.body.state).toBe('active');
     const job = await waitForJob(h, accepted.operationId, ['cancelled']);
     expect(job).toMatchObject({ state: 'cancelled', attempts: 1 });
-    expect((await h.temporal.workflow.getHandle(accepted.workflowId).result())).toMatchObject({ state: 'cancelled' });
+    expect(await h.temporal.workflow.getHandle(accepted.workflowId).result()).toMatchObject({ state: 'cancelled' });
     clearGitFault(wrapper);
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
@@ -183,7 +211,9 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect(job.state).toBe('succeeded');
     expect(job.report.worktrees).toHaveLength(1);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
-    expect(Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count)).toBe(1);
+    expect(
+      Number((await h.pool.query('SELECT count(*) FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].count),
+    ).toBe(1);
     const result = await h.temporal.workflow.getHandle(accepted.workflowId).result();
     expect(result).toMatchObject({ state: 'succeeded' });
     expect((await h.temporal.workflow.getHandle(accepted.workflowId).describe()).status.name).toBe('COMPLETED');
@@ -198,7 +228,10 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     cleanups.push(async () => void server.kill('SIGKILL'));
     await waitForPort(port);
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1 });
-    const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [6000], maxAttempts: 3 } }, { temporalAddress: `127.0.0.1:${port}` });
+    const h = await harness(
+      { gitBinary: wrapper, cleanupPolicy: { waitsMs: [6000], maxAttempts: 3 } },
+      { temporalAddress: `127.0.0.1:${port}` },
+    );
     const t = await taskWithWorktree(h, 'restarted');
     const accepted = await archive(h, t.taskId);
     await waitForJob(h, accepted.operationId, ['retry_wait']);

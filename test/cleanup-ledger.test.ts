@@ -26,7 +26,11 @@ const repo = repositories(() => h, 'ledger');
 const wt = (taskId: string, name: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), name);
 
 /** An agent that writes a file only when it is told to stop: after any preview, before any removal. */
-const WRITES_WHEN_STOPPED = ['sh', '-c', 'trap "echo written-while-stopping > late.txt; exit 0" TERM; echo ready; while :; do sleep 0.1; done'];
+const WRITES_WHEN_STOPPED = [
+  'sh',
+  '-c',
+  'trap "echo written-while-stopping > late.txt; exit 0" TERM; echo ready; while :; do sleep 0.1; done',
+];
 
 async function taskWithAgent(command: string[]) {
   const r = await repo();
@@ -34,12 +38,21 @@ async function taskWithAgent(command: string[]) {
   const res = await launch(h, taskId, { command });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   // Its trap is set once it says so (a stop before that would end it without writing).
-  if (command === WRITES_WHEN_STOPPED) await waitUntil(async () => (await h.api('GET', `/v1/sessions/${res.body.sessionId}/logs`)).body === 'ready\n', 'the agent is ready');
+  if (command === WRITES_WHEN_STOPPED)
+    await waitUntil(
+      async () => (await h.api('GET', `/v1/sessions/${res.body.sessionId}/logs`)).body === 'ready\n',
+      'the agent is ready',
+    );
   return { r, taskId, sessionId: res.body.sessionId as string, pid: await pidOf(h, res.body.sessionId) };
 }
 
 const inventory = async (worktreePath: string) =>
-  (await h.pool.query('SELECT environment_id, cleanup_operation_id, status FROM environment_repos WHERE worktree_path = $1', [worktreePath])).rows;
+  (
+    await h.pool.query(
+      'SELECT environment_id, cleanup_operation_id, status FROM environment_repos WHERE worktree_path = $1',
+      [worktreePath],
+    )
+  ).rows;
 
 describe('a status that cannot be read is dirty', () => {
   it('a worktree whose git status fails refuses the delete, changing nothing, and an archive keeps it', async () => {
@@ -54,10 +67,14 @@ describe('a status that cannot be read is dirty', () => {
     expectSafeError(refused.body, 'task_delete_dirty_worktree');
     expect(refused.body.error.dirtyRepositories).toEqual([r.id]);
     expect((await h.api('GET', `/v1/tasks/${taskId}`)).status).toBe(200);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0].n,
+    ).toBe(0);
 
     const job = await waitForJob(h, (await archive(h, taskId)).operationId);
-    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'kept_dirty' }]);
+    expect(job.report.worktrees).toEqual([
+      { repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'kept_dirty' },
+    ]);
     expect(existsSync(path.join(wt(taskId, r.name), 'README.md'))).toBe(true);
     expect(worktreePaths(r.dir)).toContain(wt(taskId, r.name));
     expect(branches(r.dir)).toContain(taskBranchName(taskId));
@@ -72,12 +89,16 @@ describe('a delete decides on what it sees after the barrier stands and the agen
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     const job = await waitForJob(h, res.body.operationId);
     expect(processAlive(pid)).toBe(false);
-    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'kept_dirty' }]);
+    expect(job.report.worktrees).toEqual([
+      { repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'kept_dirty' },
+    ]);
     expect(readFileSync(path.join(wt(taskId, r.name), 'late.txt'), 'utf8')).toBe('written-while-stopping\n');
     expect(branches(r.dir)).toContain(taskBranchName(taskId));
     // The task is gone; its worktree is not forgotten.
     expect((await h.api('GET', `/v1/tasks/${taskId}`)).status).toBe(404);
-    expect(await inventory(wt(taskId, r.name))).toEqual([{ environment_id: null, cleanup_operation_id: res.body.operationId, status: 'kept' }]);
+    expect(await inventory(wt(taskId, r.name))).toEqual([
+      { environment_id: null, cleanup_operation_id: res.body.operationId, status: 'kept' },
+    ]);
 
     const old = new Date(Date.now() - 48 * 3600_000);
     utimesSync(path.join(h.config.workspaceRoot, taskDirName(taskId)), old, old);
@@ -97,13 +118,21 @@ describe('a delete decides on what it sees after the barrier stands and the agen
     expect(existsSync(wt(taskId, r.name))).toBe(false);
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
     const [entry] = job.report.worktrees;
-    expect(entry).toMatchObject({ repositoryId: r.id, outcome: 'saved_and_removed', savedRef: `refs/task-workspaces/saved/${taskId}/${r.id}` });
-    expect(await inventory(wt(taskId, r.name))).toEqual([{ environment_id: null, cleanup_operation_id: res.body.operationId, status: 'deleted' }]);
+    expect(entry).toMatchObject({
+      repositoryId: r.id,
+      outcome: 'saved_and_removed',
+      savedRef: `refs/task-workspaces/saved/${taskId}/${r.id}`,
+    });
+    expect(await inventory(wt(taskId, r.name))).toEqual([
+      { environment_id: null, cleanup_operation_id: res.body.operationId, status: 'deleted' },
+    ]);
 
     const listed = await h.api('GET', `/v1/repositories/${r.id}/saved-work`);
     expect(listed.status).toBe(200);
     expect(listed.body.nextCursor).toBeNull();
-    expect(listed.body.items).toEqual([{ taskId, repositoryId: r.id, ref: entry.savedRef, commit: entry.savedCommit, savedAt: expect.any(String) }]);
+    expect(listed.body.items).toEqual([
+      { taskId, repositoryId: r.id, ref: entry.savedRef, commit: entry.savedCommit, savedAt: expect.any(String) },
+    ]);
     expect(git(r.dir, 'rev-parse', entry.savedRef)).toBe(entry.savedCommit);
 
     // The README's restore: `git stash apply <ref>` in any checkout of the repository.
@@ -134,7 +163,14 @@ describe('GET /v1/repositories/:id/saved-work', () => {
     const second = await h.api('GET', `/v1/repositories/${r.id}/saved-work?limit=2&cursor=${first.body.nextCursor}`);
     expect(second.body).toEqual({ items: [expect.objectContaining({ taskId: tasks[0] })], nextCursor: null });
 
-    for (const query of ['limit=0', 'limit=201', 'limit=x', 'cursor=%00', `cursor=${Buffer.from('{"t":"x","r":1}').toString('base64url')}`, 'other=1']) {
+    for (const query of [
+      'limit=0',
+      'limit=201',
+      'limit=x',
+      'cursor=%00',
+      `cursor=${Buffer.from('{"t":"x","r":1}').toString('base64url')}`,
+      'other=1',
+    ]) {
       const bad = await h.api('GET', `/v1/repositories/${r.id}/saved-work?${query}`);
       expect(bad.status, query).toBe(400);
       expect(bad.body.error.code).toBe('invalid_request');

@@ -42,7 +42,9 @@ describe('triggers', () => {
     await h.stopWorker();
     await h.startWorker();
     const job = await waitForJob(h, (await archive(h, taskId)).operationId);
-    expect(job.report.worktrees).toEqual([{ repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'removed' }]);
+    expect(job.report.worktrees).toEqual([
+      { repositoryId: r.id, worktreePath: wt(taskId, r.name), outcome: 'removed' },
+    ]);
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
   });
 
@@ -54,11 +56,15 @@ describe('triggers', () => {
     for (const t of [root, child, grandchild]) await launched(t);
     const accepted = await archive(h, root, { cascade: true });
     expect(accepted.workflowId).toBe(`cascade/archive/${root}/${accepted.operationId}`);
-    for (const t of [root, child, grandchild]) expect((await h.api('GET', `/v1/tasks/${t}`)).body.state).toBe('archived');
+    for (const t of [root, child, grandchild])
+      expect((await h.api('GET', `/v1/tasks/${t}`)).body.state).toBe('archived');
     const jobs = (await h.api('GET', `/v1/cleanup-jobs?taskId=${root}`)).body.items;
     expect(jobs).toHaveLength(1);
     await waitForJob(h, accepted.operationId);
-    const all = await h.pool.query('SELECT task_id, state, finished_at FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child, grandchild]]);
+    const all = await h.pool.query(
+      'SELECT task_id, state, finished_at FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])',
+      [[root, child, grandchild]],
+    );
     expect(all.rows.every((j) => j.state === 'succeeded')).toBe(true);
     const finished = Object.fromEntries(all.rows.map((j) => [j.task_id, j.finished_at.getTime()]));
     expect(finished[grandchild]).toBeLessThanOrEqual(finished[child]);
@@ -79,9 +85,15 @@ describe('triggers', () => {
     expectSafeError(plain.body, 'task_archived');
 
     const cascade = await archive(h, root, { cascade: true });
-    const childJobs = await h.pool.query<{ operation_id: string }>('SELECT operation_id FROM cleanup_jobs WHERE task_id = $1', [child]);
+    const childJobs = await h.pool.query<{ operation_id: string }>(
+      'SELECT operation_id FROM cleanup_jobs WHERE task_id = $1',
+      [child],
+    );
     expect(childJobs.rows).toHaveLength(1);
-    expect(cascade).toMatchObject({ operations: [{ taskId: child, operationId: childJobs.rows[0]!.operation_id }], skipped: [{ taskId: root, reason: 'already_archived' }] });
+    expect(cascade).toMatchObject({
+      operations: [{ taskId: child, operationId: childJobs.rows[0]!.operation_id }],
+      skipped: [{ taskId: root, reason: 'already_archived' }],
+    });
     await waitForJob(h, childJobs.rows[0]!.operation_id);
     expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).toBe('archived');
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
@@ -90,7 +102,9 @@ describe('triggers', () => {
     const again = await h.api('POST', `/v1/tasks/${root}/archive`, { cascade: true });
     expect(again.status).toBe(409);
     expectSafeError(again.body, 'task_archived');
-    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child]]);
+    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [
+      [root, child],
+    ]);
     expect(jobs.rows).toHaveLength(2);
   });
 
@@ -105,7 +119,9 @@ describe('triggers', () => {
     const accepted = both.find((b) => b.status === 202)!.body;
     expect(accepted.skipped).toEqual([]);
     expect(accepted.operations.map((o: { taskId: string }) => o.taskId)).toEqual([child, root]);
-    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [[root, child]]);
+    const jobs = await h.pool.query('SELECT task_id FROM cleanup_jobs WHERE task_id = ANY($1::uuid[])', [
+      [root, child],
+    ]);
     expect(jobs.rows.map((j) => j.task_id).sort()).toEqual([root, child].sort());
     await waitForJob(h, accepted.operationId);
   });
@@ -172,8 +188,18 @@ describe('triggers', () => {
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
     const job = await waitForJob(h, deleted.body.operationId);
     expect(job.report.borrowed).toMatchObject([{ environmentId: env, action: 'handed_over', toTaskId: child }]);
-    expect((await h.pool.query('SELECT task_id FROM task_environments WHERE id = $1', [env])).rows[0].task_id).toBe(child);
-    expect(Number((await h.pool.query("SELECT count(*) FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [env])).rows[0].count)).toBe(1);
+    expect((await h.pool.query('SELECT task_id FROM task_environments WHERE id = $1', [env])).rows[0].task_id).toBe(
+      child,
+    );
+    expect(
+      Number(
+        (
+          await h.pool.query("SELECT count(*) FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [
+            env,
+          ])
+        ).rows[0].count,
+      ),
+    ).toBe(1);
     expect(existsSync(wt(parent, r.name))).toBe(true);
     expect(processAlive(borrower.pid)).toBe(true);
     // The new owner's next session attaches to the same workspace.
@@ -201,13 +227,17 @@ describe('triggers', () => {
       }
       expect(job.trigger).toBe('quick_chat_expiry');
       // Started by the tagged Schedule: the cleanup run carries the project's search attributes.
-      expect((await h.temporal.workflow.getHandle(job.workflowId).describe()).typedSearchAttributes.get(TaskIdAttr)).toBe(idle);
+      expect(
+        (await h.temporal.workflow.getHandle(job.workflowId).describe()).typedSearchAttributes.get(TaskIdAttr),
+      ).toBe(idle);
       const done = await waitForJob(h, job.operationId);
       expect((await h.api('GET', `/v1/tasks/${idle}`)).status).toBe(404);
       expect((await h.api('GET', `/v1/tasks/${busy}`)).body.state).toBe('active');
       expect(existsSync(wt(idle, r.name))).toBe(false);
       expect(done.report.worktrees[0].outcome).toBe('saved_and_removed');
-      const [saved] = git(r.dir, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${idle}/`).split('\n').filter(Boolean);
+      const [saved] = git(r.dir, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${idle}/`)
+        .split('\n')
+        .filter(Boolean);
       expect(git(r.dir, 'show', `${saved}:unsaved.txt`)).toBe('a quick thought');
     } finally {
       for (const id of Object.values(ids)) await h.temporal.schedule.getHandle(id).delete();
@@ -218,10 +248,14 @@ describe('triggers', () => {
     const r = await repo();
     for (let i = 0; i < 8; i++) {
       const taskId = await createTask(h, [r.id]);
-      const [launchRes, archiveRes] = await Promise.all([launch(h, taskId), h.api('POST', `/v1/tasks/${taskId}/archive`, {})]);
+      const [launchRes, archiveRes] = await Promise.all([
+        launch(h, taskId),
+        h.api('POST', `/v1/tasks/${taskId}/archive`, {}),
+      ]);
       expect(archiveRes.status).toBe(202);
       expect([201, 409]).toContain(launchRes.status);
-      if (launchRes.status === 409) expect(['task_archived', 'task_cleanup_in_progress']).toContain(launchRes.body.error.code);
+      if (launchRes.status === 409)
+        expect(['task_archived', 'task_cleanup_in_progress']).toContain(launchRes.body.error.code);
       await waitForJob(h, archiveRes.body.operationId);
       // Whatever won, nothing of this task remains registered or on disk.
       expect(worktreePaths(r.dir).filter((p) => p.includes(taskId))).toEqual([]);

@@ -20,7 +20,10 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-async function tws(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function tws(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(path.resolve('bin/tws.mjs'), args, {
       cwd: h.scratch, // any folder: the bin finds its own install
@@ -38,7 +41,11 @@ async function stoppedTask(name: string) {
   const taskId = await createTask(h, [await registerRepo(h, dir, name)]);
   const res = await launch(h, taskId, { command: ['sh', '-c', 'echo hello from the agent; sleep 600'] });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
-  return { taskId, sessionId: res.body.sessionId as string, worktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name) };
+  return {
+    taskId,
+    sessionId: res.body.sessionId as string,
+    worktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name),
+  };
 }
 
 describe('tws', () => {
@@ -49,14 +56,20 @@ describe('tws', () => {
 
     const jobs = await tws(['jobs', '--task', t.taskId, '--json']);
     expect(jobs.code, jobs.stderr).toBe(0);
-    expect(JSON.parse(jobs.stdout)).toEqual([expect.objectContaining({ operationId, taskId: t.taskId, trigger: 'archive', state: 'succeeded' })]);
+    expect(JSON.parse(jobs.stdout)).toEqual([
+      expect.objectContaining({ operationId, taskId: t.taskId, trigger: 'archive', state: 'succeeded' }),
+    ]);
     const human = await tws(['jobs', '--state', 'succeeded']);
     expect(human.code).toBe(0);
     expect(human.stdout.split('\n')[0]).toMatch(/^operationId\s+taskId\s+trigger\s+state/);
     expect(human.stdout).toContain(operationId);
 
     const job = await tws(['job', operationId, '--json']);
-    expect(JSON.parse(job.stdout)).toMatchObject({ operationId, state: 'succeeded', report: { worktrees: [{ outcome: 'removed' }] } });
+    expect(JSON.parse(job.stdout)).toMatchObject({
+      operationId,
+      state: 'succeeded',
+      report: { worktrees: [{ outcome: 'removed' }] },
+    });
     const missing = await tws(['job', '00000000-0000-4000-8000-000000000000']);
     expect(missing.code).toBe(4);
     expect(missing.stderr).toMatch(/^tws: not found/);
@@ -74,7 +87,14 @@ describe('tws', () => {
     expect(cancel.stderr).toContain('cleanup_job_finished');
     expect((await h.api('GET', `/v1/cleanup-jobs/${operationId}`)).body.state).toBe('succeeded');
 
-    for (const args of [['retry'], ['cancel', 'not-an-id'], ['frobnicate'], ['jobs', '--state'], ['jobs', '--bogus'], []]) {
+    for (const args of [
+      ['retry'],
+      ['cancel', 'not-an-id'],
+      ['frobnicate'],
+      ['jobs', '--state'],
+      ['jobs', '--bogus'],
+      [],
+    ]) {
       expect((await tws(args)).code, args.join(' ')).toBe(2);
     }
     // A user token is not an operator's: the service refuses (403), exit 1.
@@ -106,7 +126,9 @@ describe('tws', () => {
     expect(abandoned.code, abandoned.stderr).toBe(0);
     expect(JSON.parse(abandoned.stdout)).toMatchObject({ state: 'succeeded' });
     expect(existsSync(t.worktree)).toBe(true);
-    expect((await h.pool.query('SELECT status FROM environment_repos WHERE worktree_path = $1', [t.worktree])).rows).toEqual([{ status: 'abandoned' }]);
+    expect(
+      (await h.pool.query('SELECT status FROM environment_repos WHERE worktree_path = $1', [t.worktree])).rows,
+    ).toEqual([{ status: 'abandoned' }]);
 
     const sweep = await tws(['sweep', '--dry-run', '--json']);
     expect(sweep.code).toBe(0);

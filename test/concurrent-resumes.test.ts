@@ -22,21 +22,35 @@ async function newTask(): Promise<string> {
 
 /** The session's executions, each with whether its recorded process still runs. */
 async function agentsOf(sessionId: string): Promise<{ id: string; status: string; alive: boolean }[]> {
-  const rows = (await h.pool.query<{ id: string; status: string; pid: number }>('SELECT id, status, pid FROM executions WHERE session_id = $1', [sessionId])).rows;
+  const rows = (
+    await h.pool.query<{ id: string; status: string; pid: number }>(
+      'SELECT id, status, pid FROM executions WHERE session_id = $1',
+      [sessionId],
+    )
+  ).rows;
   return rows.map((r) => ({ id: r.id, status: r.status, alive: processAlive(r.pid) }));
 }
 
 /** Once every start has settled: exactly one execution running, its process alive, every other one's process gone. */
 async function expectOneAgent(sessionId: string): Promise<void> {
-  await waitUntil(async () => {
-    const agents = await agentsOf(sessionId);
-    return agents.filter((a) => a.alive).length === 1 && agents.filter((a) => a.status === 'running').length === 1;
-  }, 'one agent of the session', 30_000);
+  await waitUntil(
+    async () => {
+      const agents = await agentsOf(sessionId);
+      return agents.filter((a) => a.alive).length === 1 && agents.filter((a) => a.status === 'running').length === 1;
+    },
+    'one agent of the session',
+    30_000,
+  );
   // And it stays so: nothing started late makes a second.
   await new Promise((r) => setTimeout(r, 1_500));
   const agents = await agentsOf(sessionId);
-  expect(agents.filter((a) => a.alive), JSON.stringify(agents)).toHaveLength(1);
-  expect(agents.filter((a) => a.status === 'running').map((a) => a.id)).toEqual(agents.filter((a) => a.alive).map((a) => a.id));
+  expect(
+    agents.filter((a) => a.alive),
+    JSON.stringify(agents),
+  ).toHaveLength(1);
+  expect(agents.filter((a) => a.status === 'running').map((a) => a.id)).toEqual(
+    agents.filter((a) => a.alive).map((a) => a.id),
+  );
 }
 
 /** Every answer is a 200 with the session, or a typed 409. */
@@ -62,7 +76,9 @@ describe('one agent per session under concurrent requests [issue 30]', () => {
       const first = await launch(h, taskId);
       expect(first.status, JSON.stringify(first.body)).toBe(201);
       const sessionId = first.body.sessionId as string;
-      const answers = await Promise.all(keys.map((key) => send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, { key: key ?? undefined })));
+      const answers = await Promise.all(
+        keys.map((key) => send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, { key: key ?? undefined })),
+      );
       expectTyped(answers);
       await expectOneAgent(sessionId);
       // The session reads running, on the agent that runs.
@@ -74,18 +90,21 @@ describe('one agent per session under concurrent requests [issue 30]', () => {
   }
 
   for (const role of ['materialized', 'attached'] as const)
-  it(`a resume racing the session's own launch (${role}) leaves exactly one agent`, async () => {
-    const taskId = await newTask();
-    if (role === 'attached') expect((await launch(h, taskId)).status).toBe(201);
-    const started = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/sessions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json', prefer: 'respond-async' },
-      body: JSON.stringify({ executorType: 'worktree', agentProfile: 'shell', command: ['sleep', '600'] }),
+    it(`a resume racing the session's own launch (${role}) leaves exactly one agent`, async () => {
+      const taskId = await newTask();
+      if (role === 'attached') expect((await launch(h, taskId)).status).toBe(201);
+      const started = await fetch(`${h.baseUrl}/v1/tasks/${taskId}/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json', prefer: 'respond-async' },
+        body: JSON.stringify({ executorType: 'worktree', agentProfile: 'shell', command: ['sleep', '600'] }),
+      });
+      expect(started.status).toBe(202);
+      const sessionId = ((await started.json()) as { sessionId: string }).sessionId;
+      const answers = await Promise.all([
+        send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}),
+        send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, { key: randomUUID() }),
+      ]);
+      expectTyped(answers);
+      await expectOneAgent(sessionId);
     });
-    expect(started.status).toBe(202);
-    const sessionId = ((await started.json()) as { sessionId: string }).sessionId;
-    const answers = await Promise.all([send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}), send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, { key: randomUUID() })]);
-    expectTyped(answers);
-    await expectOneAgent(sessionId);
-  });
 });

@@ -32,11 +32,20 @@ describe('a continued delete [issue 24]', () => {
     const waiting = await waitForJob(h, deleted.body.operationId, ['needs_operator']);
     expect(waiting.lastError).toBe('git_worktree_remove_failed');
     // Its run is lost (terminated), then git works again and the operator retries: a new run.
-    const job = (await h.pool.query('SELECT workflow_id, discard_changes FROM cleanup_jobs WHERE operation_id = $1', [deleted.body.operationId])).rows[0];
+    const job = (
+      await h.pool.query('SELECT workflow_id, discard_changes FROM cleanup_jobs WHERE operation_id = $1', [
+        deleted.body.operationId,
+      ])
+    ).rows[0];
     expect(job.discard_changes).toBe(true);
     await h.temporal.workflow.getHandle(job.workflow_id).terminate('lost, for the test');
     clearGitFault(wrapper);
-    const retried = await h.api('POST', `/v1/cleanup-jobs/${deleted.body.operationId}/retry`, undefined, OPERATOR_TOKEN);
+    const retried = await h.api(
+      'POST',
+      `/v1/cleanup-jobs/${deleted.body.operationId}/retry`,
+      undefined,
+      OPERATOR_TOKEN,
+    );
     expect(retried.status, JSON.stringify(retried.body)).toBe(202);
     const done = await waitForJob(h, deleted.body.operationId);
     expect(done.report.worktrees).toMatchObject([{ outcome: 'saved_and_removed' }]);

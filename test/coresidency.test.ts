@@ -52,11 +52,24 @@ describe('co-residency observation [R5]', () => {
     const res = await launch(h, child);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     await pidOf(h, res.body.sessionId);
-    const observed = (await h.pool.query('SELECT outcome, sibling_session_ids FROM coresidency_observations WHERE session_id = $1', [res.body.sessionId])).rows;
+    const observed = (
+      await h.pool.query('SELECT outcome, sibling_session_ids FROM coresidency_observations WHERE session_id = $1', [
+        res.body.sessionId,
+      ])
+    ).rows;
     expect(observed).toEqual([{ outcome: 'coresident', sibling_session_ids: [first.body.sessionId] }]);
     const view = await h.api('GET', `/v1/tasks/${child}`);
-    expect(view.body.environment).toMatchObject({ id: first.body.taskEnvironmentId, ownerTaskId: parent, borrowed: true, status: 'ready' });
-    expect((await h.api('GET', `/v1/tasks/${parent}`)).body.environment).toMatchObject({ id: first.body.taskEnvironmentId, ownerTaskId: parent, borrowed: false });
+    expect(view.body.environment).toMatchObject({
+      id: first.body.taskEnvironmentId,
+      ownerTaskId: parent,
+      borrowed: true,
+      status: 'ready',
+    });
+    expect((await h.api('GET', `/v1/tasks/${parent}`)).body.environment).toMatchObject({
+      id: first.body.taskEnvironmentId,
+      ownerTaskId: parent,
+      borrowed: false,
+    });
   });
 
   it('a sibling read that fails records a skipped observation, and the launch still succeeds', async () => {
@@ -78,7 +91,9 @@ describe('co-residency observation [R5]', () => {
       await blocker.query('ROLLBACK');
       blocker.release();
     }
-    expect(await metric(h, 'session_coresidency_observation_skipped_total', 'reason="sibling_read_timeout"')).toBe(before + 1);
+    expect(await metric(h, 'session_coresidency_observation_skipped_total', 'reason="sibling_read_timeout"')).toBe(
+      before + 1,
+    );
     expect(await metric(h, 'session_coresidency_admitted_total', 'site="launch"')).toBe(admittedBefore);
   });
 
@@ -103,7 +118,11 @@ describe('co-residency observation [R5]', () => {
         await pidOf(slow, r.body.sessionId);
         ids.push(r.body.sessionId);
       }
-      const seen = (await slow.pool.query('SELECT session_id, outcome, sibling_session_ids FROM coresidency_observations ORDER BY session_id')).rows;
+      const seen = (
+        await slow.pool.query(
+          'SELECT session_id, outcome, sibling_session_ids FROM coresidency_observations ORDER BY session_id',
+        )
+      ).rows;
       expect(seen).toEqual(
         [
           { session_id: ids[0], outcome: 'coresident', sibling_session_ids: [ids[1]] },

@@ -28,7 +28,8 @@ const children: ChildProcess[] = [];
 
 const startPostgres = () => startPostgresAt(path.join(pgDir, 'data'), pgPort);
 
-const postmasterPid = (): number => Number(readFileSync(path.join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+const postmasterPid = (): number =>
+  Number(readFileSync(path.join(pgDir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
 
 beforeAll(async () => {
   pgDir = await mkdtemp(path.join(os.tmpdir(), 'tws-outage-pg-'));
@@ -49,7 +50,10 @@ afterAll(async () => {
 function slowRemovalGit(dir: string): { binary: string; removing: string } {
   const binary = path.join(dir, 'git-slow-remove');
   const removing = path.join(dir, 'removing');
-  writeFileSync(binary, `#!/usr/bin/env bash\nif [ "$1" = "worktree" ] && [ "$2" = "remove" ]; then touch "${removing}"; sleep 4; fi\nexec git "$@"\n`);
+  writeFileSync(
+    binary,
+    `#!/usr/bin/env bash\nif [ "$1" = "worktree" ] && [ "$2" = "remove" ]; then touch "${removing}"; sleep 4; fi\nexec git "$@"\n`,
+  );
   chmodSync(binary, 0o755);
   return { binary, removing };
 }
@@ -61,10 +65,24 @@ describe('Temporal unreachable [issue 10]', () => {
 
     // The same gateway, with a client of a Temporal server that is not there (nothing listens on
     // the port). Two tries per call: the client's default back-off would take about 15 s to give up.
-    const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 2 }))] });
-    const app = await buildGateway({ config: h.config, pool: h.pool, temporal: new Client({ connection, namespace: h.config.temporalNamespace }), logger: false, tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN } });
+    const connection = Connection.lazy({
+      address: `127.0.0.1:${await freePort()}`,
+      interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 2 }))],
+    });
+    const app = await buildGateway({
+      config: h.config,
+      pool: h.pool,
+      temporal: new Client({ connection, namespace: h.config.temporalNamespace }),
+      logger: false,
+      tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN },
+    });
     try {
-      const archived = await app.inject({ method: 'POST', url: `/v1/tasks/${taskId}/archive`, headers: { authorization: `Bearer ${USER_TOKEN}` }, payload: {} });
+      const archived = await app.inject({
+        method: 'POST',
+        url: `/v1/tasks/${taskId}/archive`,
+        headers: { authorization: `Bearer ${USER_TOKEN}` },
+        payload: {},
+      });
       expect(archived.statusCode, archived.body).toBe(503);
       expectSafeError(archived.json(), 'engine_unavailable', [USER_TOKEN, OPERATOR_TOKEN, h.scratch, repo]);
       expect(archived.json().error).toMatchObject({ recoverable: true, retryAfterMs: 2000, action: 'retry' });
@@ -74,7 +92,14 @@ describe('Temporal unreachable [issue 10]', () => {
 
       const ready = await app.inject({ method: 'GET', url: '/readyz' });
       expect(ready.statusCode).toBe(503);
-      expect(ready.json()).toEqual({ status: 'not_ready', database: true, temporal: false, reason: 'temporal_unreachable', agentIsolation: 'none', agentNetwork: 'host' });
+      expect(ready.json()).toEqual({
+        status: 'not_ready',
+        database: true,
+        temporal: false,
+        reason: 'temporal_unreachable',
+        agentIsolation: 'none',
+        agentNetwork: 'host',
+      });
     } finally {
       await app.close();
       await connection.close();
@@ -110,19 +135,39 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
     const outageStart = Date.now();
     const missing = await gateway.api('GET', `/v1/tasks/${taskId}`);
     expect(missing.status, JSON.stringify(missing.body)).toBe(503);
-    expectSafeError(missing.body, 'service_unavailable', [USER_TOKEN, OPERATOR_TOKEN, h.databaseUrl, `127.0.0.1:${pgPort}`, 'postgres:outage']);
+    expectSafeError(missing.body, 'service_unavailable', [
+      USER_TOKEN,
+      OPERATOR_TOKEN,
+      h.databaseUrl,
+      `127.0.0.1:${pgPort}`,
+      'postgres:outage',
+    ]);
     expect(missing.body.error).toMatchObject({ recoverable: true, retryAfterMs: 2000, action: 'retry' });
-    const raw = await fetch(`${gateway.url}/v1/tasks/${taskId}`, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
+    const raw = await fetch(`${gateway.url}/v1/tasks/${taskId}`, {
+      headers: { authorization: `Bearer ${USER_TOKEN}` },
+    });
     expect(raw.status).toBe(503);
     expect(raw.headers.get('retry-after')).toBe('2');
     // A write and an operator route too: nothing is a 500.
-    expect((await gateway.api('POST', '/v1/boards', { name: 'during the outage' })).body.error.code).toBe('service_unavailable');
+    expect((await gateway.api('POST', '/v1/boards', { name: 'during the outage' })).body.error.code).toBe(
+      'service_unavailable',
+    );
     expect((await gateway.api('GET', '/v1/cleanup-jobs', undefined, OPERATOR_TOKEN)).status).toBe(503);
     // A worker that starts while the database is gone runs too: it re-identifies its agents later.
     const lateWorker = h.spawnWorker({ TWS_GIT_BINARY: git.binary });
     children.push(lateWorker);
     const notReady = await gateway.api('GET', '/readyz', undefined, null);
-    expect(notReady).toEqual({ status: 503, body: { status: 'not_ready', database: false, temporal: true, reason: 'database_unreachable', agentIsolation: await agentIsolation(h.config.agentSandbox), agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy } });
+    expect(notReady).toEqual({
+      status: 503,
+      body: {
+        status: 'not_ready',
+        database: false,
+        temporal: true,
+        reason: 'database_unreachable',
+        agentIsolation: await agentIsolation(h.config.agentSandbox),
+        agentNetwork: (await agentNetwork(h.config.agentSandbox, h.config.agentNetwork)).policy,
+      },
+    });
     // Long enough for the cleanup's record steps to meet the outage for longer than the old six
     // tries lasted (about 6 s; the slow git ends 4 s after the kill).
     while (Date.now() - outageStart < 15_000) {
@@ -133,7 +178,11 @@ describe('PostgreSQL killed and started again [issue 10]', () => {
 
     // PostgreSQL back on the same data dir and port: the same processes serve again by themselves.
     postgres = await startPostgres();
-    await waitUntil(async () => (await gateway.api('GET', `/v1/tasks/${taskId}`)).status === 200, 'the gateway to answer 200 again', 30_000);
+    await waitUntil(
+      async () => (await gateway.api('GET', `/v1/tasks/${taskId}`)).status === 200,
+      'the gateway to answer 200 again',
+      30_000,
+    );
     expect((await gateway.api('GET', '/readyz', undefined, null)).status).toBe(200);
 
     // The archive answered 202 before the outage finishes: the worktree is gone, the branch kept.

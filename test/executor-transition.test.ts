@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
-import { fingerprint, git, gitWrapper, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import {
+  fingerprint,
+  git,
+  gitWrapper,
+  killGroup,
+  makeRepo,
+  processAlive,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -23,11 +32,30 @@ async function taskOn(harness: Harness, executorType: 'worktree' | 'local') {
   const first = await launch(harness, taskId, { executorType });
   expect(first.status, JSON.stringify(first.body)).toBe(201);
   const worktree = path.join(harness.config.workspaceRoot, taskDirName(taskId), name);
-  return { repo, repoId, taskId, worktree, envId: first.body.taskEnvironmentId, firstPid: await pidOf(harness, first.body.sessionId) };
+  return {
+    repo,
+    repoId,
+    taskId,
+    worktree,
+    envId: first.body.taskEnvironmentId,
+    firstPid: await pidOf(harness, first.body.sessionId),
+  };
 }
 
-const envOf = async (harness: Harness, id: string) => (await harness.pool.query('SELECT executor_type, workspace_path, ownership_generation, status FROM task_environments WHERE id = $1', [id])).rows[0];
-const rowsOf = async (harness: Harness, id: string) => (await harness.pool.query('SELECT executor_type, worktree_path, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at', [id])).rows;
+const envOf = async (harness: Harness, id: string) =>
+  (
+    await harness.pool.query(
+      'SELECT executor_type, workspace_path, ownership_generation, status FROM task_environments WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
+const rowsOf = async (harness: Harness, id: string) =>
+  (
+    await harness.pool.query(
+      'SELECT executor_type, worktree_path, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at',
+      [id],
+    )
+  ).rows;
 
 describe('worktree → local', () => {
   it('runs in the validated source checkout, rebinds the environment, and keeps the old worktree untouched and known as retained', async () => {
@@ -38,7 +66,12 @@ describe('worktree → local', () => {
     expect(res.body).toMatchObject({ role: 'transitioned', taskEnvironmentId: t.envId });
     const pid = await pidOf(h, res.body.sessionId);
     expect(processCwd(pid)).toBe(t.repo);
-    expect(await envOf(h, t.envId)).toEqual({ executor_type: 'local', workspace_path: t.repo, ownership_generation: before.env.ownership_generation + 1, status: 'ready' });
+    expect(await envOf(h, t.envId)).toEqual({
+      executor_type: 'local',
+      workspace_path: t.repo,
+      ownership_generation: before.env.ownership_generation + 1,
+      status: 'ready',
+    });
     expect(await rowsOf(h, t.envId)).toEqual([
       { executor_type: 'worktree', worktree_path: t.worktree, status: 'retained' },
       { executor_type: 'local', worktree_path: null, status: 'active' },
@@ -84,7 +117,10 @@ describe('worktree → local', () => {
     const rows = await rowsOf(h, t.envId);
     renameSync(path.join(t.repo, '.git'), path.join(t.repo, '.git-away'));
     try {
-      const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsafe', { body: { executorType: 'local' }, watch: [t.repo, t.worktree] });
+      const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsafe', {
+        body: { executorType: 'local' },
+        watch: [t.repo, t.worktree],
+      });
       expect(body.error.recoverable).toBe(true);
     } finally {
       renameSync(path.join(t.repo, '.git-away'), path.join(t.repo, '.git'));
@@ -105,7 +141,10 @@ describe('local → worktree', () => {
     expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(t.worktree);
     expect(git(t.worktree, 'symbolic-ref', '--short', 'HEAD')).toBe(taskBranchName(t.taskId));
     expect(await envOf(h, t.envId)).toMatchObject({ executor_type: 'worktree', workspace_path: t.worktree });
-    expect((await rowsOf(h, t.envId)).map((r) => [r.executor_type, r.status])).toEqual([['local', 'retained'], ['worktree', 'active']]);
+    expect((await rowsOf(h, t.envId)).map((r) => [r.executor_type, r.status])).toEqual([
+      ['local', 'retained'],
+      ['worktree', 'active'],
+    ]);
     expect(fingerprint(path.join(t.repo, 'README.md'))).toBe(before);
     expect(processCwd(t.firstPid)).toBe(t.repo);
   });
@@ -118,7 +157,10 @@ describe('local → worktree', () => {
     expect(first.status).toBe(201);
     const env = await envOf(h, first.body.taskEnvironmentId);
     git(repo, 'branch', '-D', 'base');
-    await expectLaunchRefused(h, taskId, 'workspace_materialization_failed', { body: { executorType: 'worktree' }, watch: [repo] });
+    await expectLaunchRefused(h, taskId, 'workspace_materialization_failed', {
+      body: { executorType: 'worktree' },
+      watch: [repo],
+    });
     expect(await envOf(h, first.body.taskEnvironmentId)).toEqual(env);
     expect(worktreePaths(repo)).toEqual([repo]);
   });
@@ -131,10 +173,20 @@ describe('local → worktree', () => {
       // While the target worktree is being created, someone else changes the environment.
       let seen = false;
       for (let i = 0; i < 100 && !seen; i++) {
-        seen = Number((await slow.pool.query("SELECT count(*) FROM sessions WHERE task_id = $1 AND role = 'transitioned'", [t.taskId])).rows[0].count) === 1;
+        seen =
+          Number(
+            (
+              await slow.pool.query("SELECT count(*) FROM sessions WHERE task_id = $1 AND role = 'transitioned'", [
+                t.taskId,
+              ])
+            ).rows[0].count,
+          ) === 1;
         if (!seen) await new Promise((r) => setTimeout(r, 50));
       }
-      await slow.pool.query('UPDATE task_environments SET ownership_generation = ownership_generation + 1 WHERE id = $1', [t.envId]);
+      await slow.pool.query(
+        'UPDATE task_environments SET ownership_generation = ownership_generation + 1 WHERE id = $1',
+        [t.envId],
+      );
       const res = await pending;
       expect(res.status, JSON.stringify(res.body)).toBe(409);
       expect(res.body.error.code).toBe('workspace_reuse_unsafe');
@@ -142,7 +194,11 @@ describe('local → worktree', () => {
       expect(await envOf(slow, t.envId)).toMatchObject({ executor_type: 'local', workspace_path: t.repo });
       expect((await rowsOf(slow, t.envId)).map((r) => [r.executor_type, r.status])).toEqual([['local', 'active']]);
       // Its agent was stopped and the worktree it created removed.
-      const execs = (await slow.pool.query("SELECT x.status FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.role = 'transitioned'")).rows;
+      const execs = (
+        await slow.pool.query(
+          "SELECT x.status FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.role = 'transitioned'",
+        )
+      ).rows;
       expect(execs.every((x) => x.status !== 'running')).toBe(true);
       expect(worktreePaths(t.repo)).toEqual([t.repo]);
       killGroup(t.firstPid);
@@ -167,7 +223,9 @@ describe('worktree → local → worktree', () => {
     expect(readFileSync(path.join(t.worktree, 'notes.txt'), 'utf8')).toBe('kept across two transitions\n');
     const rows = await rowsOf(h, t.envId);
     // Each folder is named by one row: the worktree's is active again, the source checkout's retained.
-    expect(rows.filter((r) => r.worktree_path === t.worktree)).toEqual([{ executor_type: 'worktree', worktree_path: t.worktree, status: 'active' }]);
+    expect(rows.filter((r) => r.worktree_path === t.worktree)).toEqual([
+      { executor_type: 'worktree', worktree_path: t.worktree, status: 'active' },
+    ]);
     expect(rows.filter((r) => r.status === 'active')).toHaveLength(1);
     expect(rows.filter((r) => r.executor_type === 'local').map((r) => r.status)).toEqual(['retained']);
     expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
@@ -177,10 +235,15 @@ describe('worktree → local → worktree', () => {
 describe('unsupported executors', () => {
   it('ssh with no target to run on, and a remote kind this build does not run, are refused workspace_reuse_unsupported before any side effect', async () => {
     const t = await taskOn(h, 'worktree');
-    const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsupported', { body: { executorType: 'ssh' }, watch: [t.repo, t.worktree] });
+    const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsupported', {
+      body: { executorType: 'ssh' },
+      watch: [t.repo, t.worktree],
+    });
     expect(body.error).toMatchObject({ recoverable: false, action: 'choose_executor' });
     const fresh = await createTask(h, [t.repoId]);
     await expectLaunchRefused(h, fresh, 'workspace_reuse_unsupported', { body: { executorType: 'container' } });
-    expect(Number((await h.pool.query('SELECT count(*) FROM task_environments WHERE task_id = $1', [fresh])).rows[0].count)).toBe(0);
+    expect(
+      Number((await h.pool.query('SELECT count(*) FROM task_environments WHERE task_id = $1', [fresh])).rows[0].count),
+    ).toBe(0);
   });
 });

@@ -13,7 +13,7 @@ import { clearGitFault, gitWrapper, makeRepo } from './support/world';
 const { harness } = harnessesPerTest();
 
 describe('a failed resume [issue 24]', () => {
-  it('its session reads failed with the run\'s error, code and message', async () => {
+  it("its session reads failed with the run's error, code and message", async () => {
     const base = await harness();
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree add', failTimes: 1000 });
     clearGitFault(wrapper);

@@ -59,7 +59,10 @@ afterAll(async () => {
 
 /** One system of its own: a database, a queue, a worker and a gateway process; git takes a second over each worktree step. */
 async function system() {
-  const h = await createHarness({}, { temporalAddress: `127.0.0.1:${temporalPort}`, postgresServerUrl: postgres!.serverUrl, inProcessWorker: false });
+  const h = await createHarness(
+    {},
+    { temporalAddress: `127.0.0.1:${temporalPort}`, postgresServerUrl: postgres!.serverUrl, inProcessWorker: false },
+  );
   const slowGit = gitWrapper(h.scratch, { sleepOnWorktreeAdd: 1, sleepOnWorktreeList: 1, sleepOnWorktreeRemove: 1 });
   const env = { TWS_GIT_BINARY: slowGit };
   let worker = h.spawnWorker(env);
@@ -67,10 +70,12 @@ async function system() {
   ends.push(async () => {
     worker.kill('SIGKILL');
     gateway.child.kill('SIGKILL');
-    for (const { id } of (await h.pool.query<{ id: string }>('SELECT id FROM tasks')).rows) killLiveAgents({ taskId: id });
+    for (const { id } of (await h.pool.query<{ id: string }>('SELECT id FROM tasks')).rows)
+      killLiveAgents({ taskId: id });
     await h.close();
   });
-  const killed = (child: ChildProcess) => new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
+  const killed = (child: ChildProcess) =>
+    new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
   return {
     h,
     gatewayUrl: () => gateway.url,
@@ -91,19 +96,30 @@ async function system() {
         return startTemporal;
       }
       process.kill(Number(readFileSync(path.join(scratch, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGKILL');
-      await waitUntil(async () => !existsSync(path.join(scratch, 'pg', 'postmaster.pid')) || !(await h.pool.query('SELECT 1').then(() => true, () => false)), 'PostgreSQL gone');
+      await waitUntil(
+        async () =>
+          !existsSync(path.join(scratch, 'pg', 'postmaster.pid')) ||
+          !(await h.pool.query('SELECT 1').then(
+            () => true,
+            () => false,
+          )),
+        'PostgreSQL gone',
+      );
       return async () => void (postgres = await startPostgres());
     },
   };
 }
 
 /** A client that retries while the service is away (connection refused or cut, a typed 503), as the 503's body says to. */
-async function untilAnswered(request: () => Promise<{ status: number; body: any }>): Promise<{ status: number; body: any }> {
+async function untilAnswered(
+  request: () => Promise<{ status: number; body: any }>,
+): Promise<{ status: number; body: any }> {
   const deadline = Date.now() + 120_000;
   for (;;) {
     const res = await request().catch((err: Error) => err);
     if (!(res instanceof Error) && res.status !== 503) return res;
-    if (Date.now() > deadline) throw new Error(`still unavailable: ${res instanceof Error ? res.message : JSON.stringify(res.body)}`);
+    if (Date.now() > deadline)
+      throw new Error(`still unavailable: ${res instanceof Error ? res.message : JSON.stringify(res.body)}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -111,14 +127,33 @@ async function untilAnswered(request: () => Promise<{ status: number; body: any 
 /** The audit of issue 10, on the world after recovery. */
 async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null; deleted: boolean }) {
   // Every job reaches a final or operator-visible state.
-  await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state NOT IN ('succeeded', 'cancelled', 'needs_operator')")).rowCount === 0, 'every job final or waiting for an operator', 90_000);
+  await waitUntil(
+    async () =>
+      (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state NOT IN ('succeeded', 'cancelled', 'needs_operator')"))
+        .rowCount === 0,
+    'every job final or waiting for an operator',
+    90_000,
+  );
   // Sessions still starting have a launch that is settling: wait for each to settle.
-  await waitUntil(async () => (await h.pool.query("SELECT 1 FROM sessions WHERE task_id = $1 AND state = 'starting'", [t.taskId])).rowCount === 0, 'no session left starting', 90_000);
+  await waitUntil(
+    async () =>
+      (await h.pool.query("SELECT 1 FROM sessions WHERE task_id = $1 AND state = 'starting'", [t.taskId])).rowCount ===
+      0,
+    'no session left starting',
+    90_000,
+  );
 
   const agents = liveAgents({ taskId: t.taskId });
-  const sessions = (await h.pool.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [t.taskId])).rows.map((r) => r.id);
-  const running = (await h.pool.query<{ session_id: string; pid: number }>("SELECT session_id, pid FROM executions WHERE status = 'running'")).rows;
-  for (const s of sessions) expect(agents.filter((a) => a.sessionId === s).length, `agents of session ${s}`).toBeLessThanOrEqual(1);
+  const sessions = (
+    await h.pool.query<{ id: string }>('SELECT id FROM sessions WHERE task_id = $1', [t.taskId])
+  ).rows.map((r) => r.id);
+  const running = (
+    await h.pool.query<{ session_id: string; pid: number }>(
+      "SELECT session_id, pid FROM executions WHERE status = 'running'",
+    )
+  ).rows;
+  for (const s of sessions)
+    expect(agents.filter((a) => a.sessionId === s).length, `agents of session ${s}`).toBeLessThanOrEqual(1);
   for (const a of agents) {
     // Every live agent has its session and its record, and works in a folder that exists.
     expect(sessions, 'a live agent without a session').toContain(a.sessionId);
@@ -128,15 +163,26 @@ async function audit(h: Harness, t: { taskId: string; repo: string; dirty: strin
 
   // Every worktree has an inventory row; every active inventory row a worktree.
   const registered = worktreePaths(t.repo).filter((p) => p !== t.repo);
-  const rows = (await h.pool.query<{ worktree_path: string | null; status: string }>('SELECT worktree_path, status FROM environment_repos')).rows;
-  for (const p of registered) expect(rows.filter((r) => r.worktree_path === p && (r.status === 'active' || r.status === 'retained')), `inventory of ${p}`).toHaveLength(1);
-  for (const r of rows.filter((x) => x.status === 'active' && x.worktree_path)) expect(registered, 'an active row without its worktree').toContain(r.worktree_path);
+  const rows = (
+    await h.pool.query<{ worktree_path: string | null; status: string }>(
+      'SELECT worktree_path, status FROM environment_repos',
+    )
+  ).rows;
+  for (const p of registered)
+    expect(
+      rows.filter((r) => r.worktree_path === p && (r.status === 'active' || r.status === 'retained')),
+      `inventory of ${p}`,
+    ).toHaveLength(1);
+  for (const r of rows.filter((x) => x.status === 'active' && x.worktree_path))
+    expect(registered, 'an active row without its worktree').toContain(r.worktree_path);
 
   // No dirty file lost: still in its worktree (archive keeps dirty work), or saved on the task's
   // hidden ref before a consented delete removed the worktree.
   if (t.dirty && !t.deleted) expect(readFileSync(t.dirty, 'utf8')).toBe('unsaved work\n');
   if (t.dirty && t.deleted) {
-    const [saved] = git(t.repo, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${t.taskId}/`).split('\n').filter(Boolean);
+    const [saved] = git(t.repo, 'for-each-ref', '--format=%(refname)', `refs/task-workspaces/saved/${t.taskId}/`)
+      .split('\n')
+      .filter(Boolean);
     expect(saved, 'the saved work of the deleted task').toBeDefined();
     expect(git(t.repo, 'show', `${saved}:unsaved.txt`)).toBe('unsaved work');
   }
@@ -147,75 +193,98 @@ const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive', 
 const PARTS: Part[] = ['worker', 'gateway', 'temporal', 'postgres'];
 
 describe.each(PARTS)('%s killed with SIGKILL', (part) => {
-  it.each(OPERATIONS)('in the middle of %s: recovered, the audit holds', async (operation) => {
-    const sys = await system();
-    const { h } = sys;
-    const repo = makeRepo(h.scratch, 'faulted');
-    const taskId = await createTask(h, [await registerRepo(h, repo, 'faulted')]);
-    const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
-    let dirty: string | null = null;
-    let first: { sessionId: string } | null = null;
-    if (operation !== 'first launch') {
-      const res = await send(h.baseUrl, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody);
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      first = res.body;
-      const worktree = registeredWorktree(repo);
-      dirty = path.join(worktree, 'unsaved.txt');
-      writeFileSync(dirty, 'unsaved work\n');
-    }
+  it.each(OPERATIONS)(
+    'in the middle of %s: recovered, the audit holds',
+    async (operation) => {
+      const sys = await system();
+      const { h } = sys;
+      const repo = makeRepo(h.scratch, 'faulted');
+      const taskId = await createTask(h, [await registerRepo(h, repo, 'faulted')]);
+      const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+      let dirty: string | null = null;
+      let first: { sessionId: string } | null = null;
+      if (operation !== 'first launch') {
+        const res = await send(h.baseUrl, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        first = res.body;
+        const worktree = registeredWorktree(repo);
+        dirty = path.join(worktree, 'unsaved.txt');
+        writeFileSync(dirty, 'unsaved work\n');
+      }
 
-    // The operation through the gateway process, and the moment it is under way.
-    const key = randomUUID();
-    const act = (url: string) => {
-      if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, { key });
-      if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
-      if (operation === 'delete') return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, { token: OPERATOR_TOKEN });
-      return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
-    };
-    const underWay = async () => {
-      if (operation === 'resume') return (await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND admitted_run IS NOT NULL', [first!.sessionId])).rowCount === 1;
-      if (operation === 'archive' || operation === 'delete') return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
-      return (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n === (operation === 'attach' ? 2 : 1);
-    };
-    const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
-    const early: { answer?: Awaited<typeof pending> } = {};
-    void pending.then((answer) => (early.answer = answer));
-    await waitUntil(async () => (await underWay()) || early.answer !== undefined, `${operation} under way`);
-    if (!(await underWay())) throw new Error(`${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`);
-    await new Promise((r) => setTimeout(r, 300));
-    const restore = await sys.kill(part);
-    // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
-    // the database longer than a step's retries for anything but an outage (about 7 s).
-    await new Promise((r) => setTimeout(r, DOWN_MS[part]));
-    await restore();
-    const during = await pending;
-    // Never a plain 500: an answer, a typed 503, or a cut connection.
-    if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
+      // The operation through the gateway process, and the moment it is under way.
+      const key = randomUUID();
+      const act = (url: string) => {
+        if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, { key });
+        if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
+        if (operation === 'delete')
+          return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, { token: OPERATOR_TOKEN });
+        return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
+      };
+      const underWay = async () => {
+        if (operation === 'resume')
+          return (
+            (
+              await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND admitted_run IS NOT NULL', [
+                first!.sessionId,
+              ])
+            ).rowCount === 1
+          );
+        if (operation === 'archive' || operation === 'delete')
+          return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
+        return (
+          (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n ===
+          (operation === 'attach' ? 2 : 1)
+        );
+      };
+      const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
+      const early: { answer?: Awaited<typeof pending> } = {};
+      void pending.then((answer) => (early.answer = answer));
+      await waitUntil(async () => (await underWay()) || early.answer !== undefined, `${operation} under way`);
+      if (!(await underWay()))
+        throw new Error(
+          `${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`,
+        );
+      await new Promise((r) => setTimeout(r, 300));
+      const restore = await sys.kill(part);
+      // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
+      // the database longer than a step's retries for anything but an outage (about 7 s).
+      await new Promise((r) => setTimeout(r, DOWN_MS[part]));
+      await restore();
+      const during = await pending;
+      // Never a plain 500: an answer, a typed 503, or a cut connection.
+      if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
 
-    // The client retries as told (the same key); a cleanup is followed through its job.
-    const cleanup = operation === 'archive' || operation === 'delete';
-    const settled = cleanup && !(during instanceof Error) && during.status === 202 ? during : await untilAnswered(() => act(h.baseUrl));
-    if (operation === 'archive') {
-      // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
-      if (settled.status === 409) expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
-      else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
-    } else if (operation === 'delete') {
-      // Its first answer was lost: the task is gone already (404), or its cleanup is under way (409).
-      if (settled.status === 404) expect(settled.body.error.code).toBe('not_found');
-      else if (settled.status === 409) expect(settled.body.error.code).toBe('task_cleanup_in_progress');
-      else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
-    } else {
-      expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
-    }
-    await audit(h, { taskId, repo, dirty, deleted: operation === 'delete' });
-    if (cleanup) {
-      const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
-      expect(job).toEqual([{ state: 'succeeded' }]);
-      expect(liveAgents({ taskId })).toEqual([]);
-    } else {
-      expect(liveAgents({ taskId })).toHaveLength(operation === 'attach' ? 2 : 1);
-    }
-  }, 240_000);
+      // The client retries as told (the same key); a cleanup is followed through its job.
+      const cleanup = operation === 'archive' || operation === 'delete';
+      const settled =
+        cleanup && !(during instanceof Error) && during.status === 202
+          ? during
+          : await untilAnswered(() => act(h.baseUrl));
+      if (operation === 'archive') {
+        // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
+        if (settled.status === 409)
+          expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
+        else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+      } else if (operation === 'delete') {
+        // Its first answer was lost: the task is gone already (404), or its cleanup is under way (409).
+        if (settled.status === 404) expect(settled.body.error.code).toBe('not_found');
+        else if (settled.status === 409) expect(settled.body.error.code).toBe('task_cleanup_in_progress');
+        else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+      } else {
+        expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
+      }
+      await audit(h, { taskId, repo, dirty, deleted: operation === 'delete' });
+      if (cleanup) {
+        const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
+        expect(job).toEqual([{ state: 'succeeded' }]);
+        expect(liveAgents({ taskId })).toEqual([]);
+      } else {
+        expect(liveAgents({ taskId })).toHaveLength(operation === 'attach' ? 2 : 1);
+      }
+    },
+    240_000,
+  );
 });
 
 function registeredWorktree(repo: string): string {

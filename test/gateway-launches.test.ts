@@ -20,7 +20,9 @@ async function whoRan(h: Harness, workflowId: string): Promise<{ eager: boolean;
   const events = (await h.temporal.workflow.getHandle(workflowId).fetchHistory()).events!;
   return {
     eager: events[0]!.workflowExecutionStartedEventAttributes!.eagerExecutionAccepted === true,
-    pids: events.filter((e) => e.workflowTaskStartedEventAttributes).map((e) => Number.parseInt(e.workflowTaskStartedEventAttributes!.identity!, 10)),
+    pids: events
+      .filter((e) => e.workflowTaskStartedEventAttributes)
+      .map((e) => Number.parseInt(e.workflowTaskStartedEventAttributes!.identity!, 10)),
   };
 }
 
@@ -39,11 +41,19 @@ describe('the gateway runs its launches', () => {
     expect(first.body).toMatchObject({ role: 'materialized', state: 'running' });
     const second = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
     expect(second.status, JSON.stringify(second.body)).toBe(201);
-    expect(second.body).toMatchObject({ role: 'attached', state: 'running', taskEnvironmentId: first.body.taskEnvironmentId });
+    expect(second.body).toMatchObject({
+      role: 'attached',
+      state: 'running',
+      taskEnvironmentId: first.body.taskEnvironmentId,
+    });
     const resumed = await gateway.api('POST', `/v1/sessions/${second.body.sessionId}/resume`);
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
 
-    for (const workflowId of [`launch/${first.body.sessionId}`, `launch/${second.body.sessionId}`, await lastResumeRun(h, second.body.sessionId)]) {
+    for (const workflowId of [
+      `launch/${first.body.sessionId}`,
+      `launch/${second.body.sessionId}`,
+      await lastResumeRun(h, second.body.sessionId),
+    ]) {
       expect(await whoRan(h, workflowId), workflowId).toEqual({ eager: true, pids: [gateway.child.pid] });
     }
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
@@ -60,14 +70,19 @@ describe('the gateway runs its launches', () => {
     const res = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(await whoRan(h, `launch/${res.body.sessionId}`)).toEqual({ eager: false, pids: [worker.pid] });
-    expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(path.join(h.config.workspaceRoot, taskDirName(taskId), 'plain'));
+    expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(
+      path.join(h.config.workspaceRoot, taskDirName(taskId), 'plain'),
+    );
   });
 });
 
 describe('a gateway that dies during a first launch', () => {
   it('leaves it to the worker process: after the workflow task times out the worker runs it again, with one worktree, one branch and one agent', async () => {
     const base = await harness();
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
+    const h = await harness(
+      { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) },
+      { inProcessWorker: false },
+    );
     const worker = h.spawnWorker();
     const gateway = await h.spawnGateway();
     const repo = makeRepo(h.scratch, 'gateway-crash');
@@ -85,7 +100,9 @@ describe('a gateway that dies during a first launch', () => {
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'gateway-crash');
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
     expect(branches(repo).filter((b) => b !== 'main')).toHaveLength(1);
-    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
+      { status: 'running' },
+    ]);
     expect((await h.api('GET', `/v1/sessions/${sessionId}`)).body.state).toBe('running');
     expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
   });

@@ -38,7 +38,16 @@ import { git, makeRepo } from './support/world';
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'tws-git-hardening-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const OPTIONS = { binary: 'git' };
-const HOOKS = ['post-checkout', 'reference-transaction', 'post-index-change', 'pre-auto-gc', 'pre-commit', 'post-commit', 'post-rewrite', 'pre-push'];
+const HOOKS = [
+  'post-checkout',
+  'reference-transaction',
+  'post-index-change',
+  'pre-auto-gc',
+  'pre-commit',
+  'post-commit',
+  'post-rewrite',
+  'pre-push',
+];
 
 /** A script that leaves `marks/<name>` behind when run; a filter's also passes its input through. */
 function program(dir: string, marks: string, name: string, filter = false): string {
@@ -96,7 +105,10 @@ const VECTORS: Record<string, Vector> = {
   },
   'a driver in an included file outside the repository': (repo, marks, outside) => {
     const included = path.join(outside, 'evil.config');
-    writeFileSync(included, `[filter "Inc=luded.x"]\n\tsmudge = ${program(outside, marks, 'included-smudge', true)}\n\tclean = ${program(outside, marks, 'included-clean', true)}\n[core]\n\tfsmonitor = ${program(outside, marks, 'included-fsmonitor')}\n`);
+    writeFileSync(
+      included,
+      `[filter "Inc=luded.x"]\n\tsmudge = ${program(outside, marks, 'included-smudge', true)}\n\tclean = ${program(outside, marks, 'included-clean', true)}\n[core]\n\tfsmonitor = ${program(outside, marks, 'included-fsmonitor')}\n`,
+    );
     writeFileSync(path.join(repo, '.gitattributes'), '* filter=Inc=luded.x\n');
     writeFileSync(path.join(repo, 'more.txt'), 'more\n');
     git(repo, 'add', '.gitattributes', 'more.txt');
@@ -143,7 +155,15 @@ const fired = (marks: string): string[] => readdirSync(marks).sort();
 /** Every git command the product runs on a host, in the order a task's life runs them. */
 async function productCommands(repo: string): Promise<void> {
   const worktree = path.join(path.dirname(repo), 'task-1', 'repo');
-  const check = await checkRepository({ path: repo }, { gitBinary: 'git', repositoryRoots: [], workspaceRoot: path.join(path.dirname(repo), 'ws'), dataDir: path.join(path.dirname(repo), 'data') });
+  const check = await checkRepository(
+    { path: repo },
+    {
+      gitBinary: 'git',
+      repositoryRoots: [],
+      workspaceRoot: path.join(path.dirname(repo), 'ws'),
+      dataDir: path.join(path.dirname(repo), 'data'),
+    },
+  );
   expect(check.ok).toBe(true);
   const source = gitAt(repo, OPTIONS);
   await addWorktree(source, worktree, 'tws/1', 'main');
@@ -164,7 +184,14 @@ async function productCommands(repo: string): Promise<void> {
   // The SSH executor's way home: a bundle fetched into the host repository.
   const bundle = path.join(path.dirname(repo), 'b.bundle');
   await source.raw(['bundle', 'create', '--quiet', bundle, 'refs/tws/saved/1']);
-  await source.raw(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', bundle, 'refs/tws/saved/1:refs/tws/fetched/1']);
+  await source.raw([
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    '--no-write-fetch-head',
+    bundle,
+    'refs/tws/saved/1:refs/tws/fetched/1',
+  ]);
   await source.raw(['bundle', 'unbundle', bundle]);
   // A transport the product never uses is refused, not run.
   await expect(source.raw(['fetch', 'origin'])).rejects.toThrow();
@@ -178,7 +205,19 @@ async function productCommands(repo: string): Promise<void> {
 /** The same commands as a plain git of the user would run them: the control. */
 function plainCommands(repo: string): void {
   const worktree = path.join(path.dirname(repo), 'plain', 'repo');
-  const run = (dir: string, ...args: string[]) => spawnSync('git', args, { cwd: dir, stdio: 'ignore', timeout: 20_000, env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  const run = (dir: string, ...args: string[]) =>
+    spawnSync('git', args, {
+      cwd: dir,
+      stdio: 'ignore',
+      timeout: 20_000,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@e',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@e',
+      },
+    });
   run(repo, 'worktree', 'add', '--no-track', '-b', 'plain', worktree, 'main');
   if (existsSync(worktree)) writeFileSync(path.join(worktree, 'data.txt'), 'changed\n');
   run(worktree, 'status', '--porcelain');
@@ -191,7 +230,9 @@ function plainCommands(repo: string): void {
 /** The SSH targets' `g`, run here on the armed repository by bash as a target runs it. */
 function remoteCommands(repo: string): void {
   const clone = path.join(path.dirname(repo), 'clone');
-  execFileSync('git', ['clone', '-q', '--no-checkout', repo, clone], { env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
+  execFileSync('git', ['clone', '-q', '--no-checkout', repo, clone], {
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' },
+  });
   execFileSync('cp', ['-a', path.join(repo, '.git', 'config'), path.join(clone, '.git', 'config')]);
   execFileSync('cp', ['-a', path.join(repo, '.git', 'hooks/.'), path.join(clone, '.git', 'hooks')]);
   execFileSync('cp', ['-a', path.join(repo, '.git', 'info/.'), path.join(clone, '.git', 'info')]);
@@ -223,7 +264,9 @@ describe('the service git runs no program a repository names [issue 31]', () => 
   }
 
   it('every driver the config files define is found, with their includes and any subsection name', () => {
-    const { drivers, includes } = parseConfig('[filter "a b\\"c"]\n\tsmudge = x # comment\n[diff.Old]\n  textconv = "y;z" \\\n  continued\n[merge "m"] driver = z\n[include]\n\tpath = ../x.config\n[includeIf "gitdir:~/"]\n\tpath = "~/y.config"\n[core] bare');
+    const { drivers, includes } = parseConfig(
+      '[filter "a b\\"c"]\n\tsmudge = x # comment\n[diff.Old]\n  textconv = "y;z" \\\n  continued\n[merge "m"] driver = z\n[include]\n\tpath = ../x.config\n[includeIf "gitdir:~/"]\n\tpath = "~/y.config"\n[core] bare',
+    );
     expect(drivers).toEqual([
       ['filter', 'a b"c'],
       ['diff', 'old'],

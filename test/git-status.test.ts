@@ -34,8 +34,17 @@ describe('git status [R1.5]', () => {
     expect(res.body.taskEnvironmentId).toBe(first.body.taskEnvironmentId);
     expect(res.body.repositories).toHaveLength(1);
     const status = res.body.repositories[0];
-    expect(status).toMatchObject({ repositoryId: repoId, branch: taskBranchName(taskId), head: commitOf(worktree, 'HEAD'), ahead: 1, behind: 0 });
-    expect(status.files).toEqual([{ path: 'README.md', status: ' M' }, { path: 'new.txt', status: '??' }]);
+    expect(status).toMatchObject({
+      repositoryId: repoId,
+      branch: taskBranchName(taskId),
+      head: commitOf(worktree, 'HEAD'),
+      ahead: 1,
+      behind: 0,
+    });
+    expect(status.files).toEqual([
+      { path: 'README.md', status: ' M' },
+      { path: 'new.txt', status: '??' },
+    ]);
     expect(Date.parse(status.observedAt)).toBeGreaterThanOrEqual(before - 1000);
 
     // A session of another task attached to the same environment sees the same one status.
@@ -53,13 +62,26 @@ describe('git status [R1.5]', () => {
     await pidOf(h, first.body.sessionId);
     const envId = first.body.taskEnvironmentId;
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'status-2');
-    const obs = (observedAt: string, workspacePath: string, file: string) => ({ repositoryId: repoId, workspacePath, observedAt, branch: 'b', head: null, ahead: 0, behind: 0, files: [{ path: file, status: '??' }] });
+    const obs = (observedAt: string, workspacePath: string, file: string) => ({
+      repositoryId: repoId,
+      workspacePath,
+      observedAt,
+      branch: 'b',
+      head: null,
+      ahead: 0,
+      behind: 0,
+      files: [{ path: file, status: '??' }],
+    });
 
     // Out of order: the newest arrives first, then an older one; and one taken in the source checkout.
     expect(await recordObservation(h.pool, envId, obs('2030-01-01T00:00:10.000Z', worktree, 'newest'))).toBe(true);
     expect(await recordObservation(h.pool, envId, obs('2030-01-01T00:00:05.000Z', worktree, 'older'))).toBe(false);
-    expect(await recordObservation(h.pool, envId, obs('2030-01-01T00:00:20.000Z', repo, 'from-source-checkout'))).toBe(false);
-    expect((await observationsOf(h.pool, envId)).map((o) => [o.observedAt, o.files[0]!.path])).toEqual([['2030-01-01T00:00:10.000Z', 'newest']]);
+    expect(await recordObservation(h.pool, envId, obs('2030-01-01T00:00:20.000Z', repo, 'from-source-checkout'))).toBe(
+      false,
+    );
+    expect((await observationsOf(h.pool, envId)).map((o) => [o.observedAt, o.files[0]!.path])).toEqual([
+      ['2030-01-01T00:00:10.000Z', 'newest'],
+    ]);
     // A live read now is older than the stored (future) observation: it does not replace it either.
     const res = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
     expect(res.body.repositories[0].files).toEqual([{ path: 'newest', status: '??' }]);

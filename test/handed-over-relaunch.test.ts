@@ -21,7 +21,10 @@ let h: Harness;
 beforeAll(async () => void (h = await createHarness()));
 afterAll(async () => h?.close());
 
-const markerIn = (folder: string): unknown => (existsSync(path.join(folder, OWNERSHIP_MARKER_FILE)) ? JSON.parse(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8')) : null);
+const markerIn = (folder: string): unknown =>
+  existsSync(path.join(folder, OWNERSHIP_MARKER_FILE))
+    ? JSON.parse(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8'))
+    : null;
 
 /** G1 materializes, G2 attaches, G1 is archived (the environment goes to G2), then G2 is stopped and archived. */
 async function handedOverAndArchived(dirty: boolean) {
@@ -36,13 +39,15 @@ async function handedOverAndArchived(dirty: boolean) {
   expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
   const folder = path.join(h.config.workspaceRoot, taskDirName(g1));
   const worktree = path.join(folder, name);
-  if (dirty) writeFileSync(path.join(worktree, 'notes.txt'), 'the user\'s uncommitted work\n');
+  if (dirty) writeFileSync(path.join(worktree, 'notes.txt'), "the user's uncommitted work\n");
 
   const handOver = await waitForJob(h, (await archive(h, g1)).operationId);
   expect(handOver.report.borrowed).toMatchObject([{ action: 'handed_over', toTaskId: g2 }]);
   expect((await h.api('POST', `/v1/sessions/${second.body.sessionId}/stop`)).status).toBe(200);
   const own = await waitForJob(h, (await archive(h, g2)).operationId);
-  expect(own.report.worktrees).toEqual([{ repositoryId, worktreePath: worktree, outcome: dirty ? 'kept_dirty' : 'removed' }]);
+  expect(own.report.worktrees).toEqual([
+    { repositoryId, worktreePath: worktree, outcome: dirty ? 'kept_dirty' : 'removed' },
+  ]);
   expect((await h.api('POST', `/v1/tasks/${g2}/unarchive`)).status).toBe(200);
   return { repo, name, g1, g2, folder, worktree, environmentId: first.body.taskEnvironmentId as string };
 }
@@ -54,13 +59,17 @@ describe('a handed-over group workspace launches again after its new owner archi
       const res = await launch(h, t.g2, { command: ['sh', '-c', 'cat notes.txt; echo ready; sleep 600'] });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body.taskEnvironmentId).toBe(t.environmentId);
-      expect(await agentOutputUntil(h, res.body.executionId, 'ready')).toContain('the user\'s uncommitted work');
+      expect(await agentOutputUntil(h, res.body.executionId, 'ready')).toContain("the user's uncommitted work");
       expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(t.worktree);
     }
     expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
     expect(markerIn(t.folder)).toMatchObject({ taskId: t.g2, environmentId: t.environmentId });
     expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.g2)))).toBe(false);
-    const env = (await h.pool.query('SELECT status, task_folder, workspace_path FROM task_environments WHERE id = $1', [t.environmentId])).rows[0];
+    const env = (
+      await h.pool.query('SELECT status, task_folder, workspace_path FROM task_environments WHERE id = $1', [
+        t.environmentId,
+      ])
+    ).rows[0];
     expect(env).toEqual({ status: 'ready', task_folder: t.folder, workspace_path: t.worktree });
   });
 

@@ -31,7 +31,10 @@ describe('restart', () => {
     expect(processAlive(pa) && processAlive(pb)).toBe(true);
     worker = h.spawnWorker();
 
-    for (const [s, pid] of [[a, pa], [b, pb]] as const) {
+    for (const [s, pid] of [
+      [a, pa],
+      [b, pb],
+    ] as const) {
       const session = await h.api('GET', `/v1/sessions/${s.body.sessionId}`);
       expect(session.body).toMatchObject({ state: 'running', execution: { pid, status: 'running' } });
       const ws = await h.api('GET', `/v1/sessions/${s.body.sessionId}/workspace`);
@@ -69,7 +72,10 @@ describe('restart', () => {
     cleanups.push(() => killGroup(stranger.pid!));
     await h.pool.query('UPDATE executions SET pid = $2 WHERE session_id = $1', [s.body.sessionId, stranger.pid]);
     worker = h.spawnWorker();
-    await waitUntil(async () => (await h.api('GET', `/v1/sessions/${s.body.sessionId}`)).body.execution.status === 'vanished', 'the execution to be marked vanished');
+    await waitUntil(
+      async () => (await h.api('GET', `/v1/sessions/${s.body.sessionId}`)).body.execution.status === 'vanished',
+      'the execution to be marked vanished',
+    );
     expect((await h.api('GET', `/v1/sessions/${s.body.sessionId}`)).body.state).toBe('exited');
     expect((await h.api('POST', `/v1/sessions/${s.body.sessionId}/stop`)).status).toBe(200);
     const archived = await h.api('POST', `/v1/tasks/${taskId}/archive`, {});
@@ -108,11 +114,20 @@ describe('sessions never own files', () => {
     expect(reset.status).toBe(202);
     await waitForJob(h, reset.body.operationId);
     const released = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
-    expect(released.body).toEqual({ taskEnvironmentId: a.body.taskEnvironmentId, executorType: 'worktree', workspacePath: null, repositories: [], source: 'released' });
+    expect(released.body).toEqual({
+      taskEnvironmentId: a.body.taskEnvironmentId,
+      executorType: 'worktree',
+      workspacePath: null,
+      repositories: [],
+      source: 'released',
+    });
     const b = await launch(h, taskId);
     expect(b.body.role).toBe('materialized');
     const now = await h.api('GET', `/v1/sessions/${a.body.sessionId}/workspace`);
-    expect(now.body).toMatchObject({ workspacePath: path.join(h.config.workspaceRoot, taskDirName(taskId), 'fallback'), source: 'environment' });
+    expect(now.body).toMatchObject({
+      workspacePath: path.join(h.config.workspaceRoot, taskDirName(taskId), 'fallback'),
+      source: 'environment',
+    });
   });
 });
 
@@ -157,8 +172,12 @@ describe('a worker that dies during a first launch', () => {
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'crash');
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
     expect(branches(repo).filter((b) => b !== 'main')).toHaveLength(1);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
-    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(
+      1,
+    );
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
+      { status: 'running' },
+    ]);
     expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
     await expectReRunAfterTimeout(h, `launch/${sessionId}`);
   });
@@ -172,18 +191,26 @@ describe('a worker that dies during an executor transition', () => {
     const first = await launch(h, taskId, { executorType: 'local' });
     expect(first.status).toBe(201);
     const envId = first.body.taskEnvironmentId;
-    const generation = (await h.pool.query('SELECT ownership_generation FROM task_environments WHERE id = $1', [envId])).rows[0].ownership_generation;
+    const generation = (await h.pool.query('SELECT ownership_generation FROM task_environments WHERE id = $1', [envId]))
+      .rows[0].ownership_generation;
 
     const pending = launch(h, taskId, { executorType: 'worktree' });
     let sessionId: string | undefined;
     await waitUntil(async () => {
-      sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND id <> $2", [taskId, first.body.sessionId])).rows[0]?.id;
+      sessionId = (
+        await h.pool.query('SELECT id FROM sessions WHERE task_id = $1 AND id <> $2', [taskId, first.body.sessionId])
+      ).rows[0]?.id;
       return sessionId !== undefined;
     }, 'the transition to be admitted');
     // Its worktree takes 2 s to create; holding the session row then stops it right after the
     // rebind, before the session is marked running.
     const release = await holdSessionRow(h, sessionId!);
-    await waitUntil(async () => (await h.pool.query('SELECT executor_type FROM task_environments WHERE id = $1', [envId])).rows[0].executor_type === 'worktree', 'the rebind');
+    await waitUntil(
+      async () =>
+        (await h.pool.query('SELECT executor_type FROM task_environments WHERE id = $1', [envId])).rows[0]
+          .executor_type === 'worktree',
+      'the rebind',
+    );
     await kill();
     await release();
     replace();
@@ -192,12 +219,21 @@ describe('a worker that dies during an executor transition', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body).toMatchObject({ sessionId, role: 'transitioned', state: 'running', taskEnvironmentId: envId });
     const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'transition-crash');
-    expect((await h.pool.query('SELECT executor_type, workspace_path, ownership_generation FROM task_environments WHERE id = $1', [envId])).rows[0]).toEqual({
+    expect(
+      (
+        await h.pool.query(
+          'SELECT executor_type, workspace_path, ownership_generation FROM task_environments WHERE id = $1',
+          [envId],
+        )
+      ).rows[0],
+    ).toEqual({
       executor_type: 'worktree',
       workspace_path: worktree,
       ownership_generation: generation + 1,
     });
-    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ status: 'running' }]);
+    expect((await h.pool.query('SELECT status FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
+      { status: 'running' },
+    ]);
     expect(processCwd(await pidOf(h, sessionId!))).toBe(worktree);
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
     await expectReRunAfterTimeout(h, `launch/${sessionId}`);
@@ -217,11 +253,21 @@ describe('a worker that dies during a resume', () => {
     // after its agent started, since the transaction that records the start (and moves the session
     // to running) waits for this lock; the agent itself runs already, known by its spawn intent
     // and its mark, with no execution row committed.
-    await waitUntil(async () => (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0].admitted_run !== null, 'the resume admitted');
+    await waitUntil(
+      async () =>
+        (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [s.body.sessionId])).rows[0]
+          .admitted_run !== null,
+      'the resume admitted',
+    );
     const release = await holdSessionRow(h, s.body.sessionId);
     let started: { id: string; pid: number } | undefined;
     await waitUntil(async () => {
-      const intent = (await h.pool.query('SELECT execution_id FROM spawn_intents WHERE session_id = $1 AND execution_id <> $2', [s.body.sessionId, first])).rows[0];
+      const intent = (
+        await h.pool.query('SELECT execution_id FROM spawn_intents WHERE session_id = $1 AND execution_id <> $2', [
+          s.body.sessionId,
+          first,
+        ])
+      ).rows[0];
       const marked = intent ? await findMarkedGroup(intent.execution_id) : null;
       started = marked?.leader ? { id: intent.execution_id, pid: marked.leader.pid } : undefined;
       return started !== undefined;
@@ -232,9 +278,18 @@ describe('a worker that dies during a resume', () => {
 
     const res = await pending;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ state: 'running', execution: { id: started!.id, pid: started!.pid, status: 'running' } });
+    expect(res.body).toMatchObject({
+      state: 'running',
+      execution: { id: started!.id, pid: started!.pid, status: 'running' },
+    });
     expect(processAlive(started!.pid)).toBe(true);
-    expect((await h.pool.query('SELECT id, status FROM executions WHERE session_id = $1 ORDER BY started_at', [s.body.sessionId])).rows).toEqual([
+    expect(
+      (
+        await h.pool.query('SELECT id, status FROM executions WHERE session_id = $1 ORDER BY started_at', [
+          s.body.sessionId,
+        ])
+      ).rows,
+    ).toEqual([
       { id: first, status: 'stopped' },
       { id: started!.id, status: 'running' },
     ]);
@@ -260,20 +315,30 @@ describe('stopping a session that is still starting', () => {
     expect(launched.body.error.code).toBe('launch_cancelled');
     expect((await h.pool.query('SELECT pid FROM executions')).rows).toEqual([]);
     expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([]);
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE status = 'active'")).rows[0].n).toBe(0);
+    expect(
+      (await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE status = 'active'")).rows[0].n,
+    ).toBe(0);
     expect(worktreePaths(repo)).toEqual([repo]);
     expect(branches(repo)).toEqual(['main']);
     // The run ended cancelled-and-undone, and the session tells it.
-    expect((await h.api('GET', `/v1/sessions/${sessionId}`)).body).toMatchObject({ id: sessionId, taskId, state: 'cancelled', execution: null, error: { code: 'launch_cancelled' } });
+    expect((await h.api('GET', `/v1/sessions/${sessionId}`)).body).toMatchObject({
+      id: sessionId,
+      taskId,
+      state: 'cancelled',
+      execution: null,
+      error: { code: 'launch_cancelled' },
+    });
     // The agent the launch started was stopped before its session was forgotten.
     const { readdirSync, readFileSync } = await import('node:fs');
-    const running = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim() === `sleep ${marker}`;
-      } catch {
-        return false;
-      }
-    });
+    const running = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim() === `sleep ${marker}`;
+        } catch {
+          return false;
+        }
+      });
     expect(running).toEqual([]);
   });
 });

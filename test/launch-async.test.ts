@@ -59,7 +59,13 @@ describe('Prefer: respond-async', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     await waitUntil(async () => (await sessionOf(res.body.sessionId)).state === 'failed', 'the outcome');
     const view = await sessionOf(res.body.sessionId);
-    expect(view).toMatchObject({ id: res.body.sessionId, taskId, state: 'failed', execution: null, error: { code: 'invalid_request', reason: 'agent_command_not_startable' } });
+    expect(view).toMatchObject({
+      id: res.body.sessionId,
+      taskId,
+      state: 'failed',
+      execution: null,
+      error: { code: 'invalid_request', reason: 'agent_command_not_startable' },
+    });
     expect(JSON.stringify(view)).not.toContain(repo);
     expect((await h.pool.query('SELECT id FROM sessions WHERE id = $1', [res.body.sessionId])).rows).toEqual([]);
     expect(worktreePaths(repo)).toEqual([repo]);

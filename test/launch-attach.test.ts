@@ -94,7 +94,8 @@ describe('stale workspaces are refused before any process starts, touching nothi
 
   it('registration pruned', async () => {
     const t = await materializedTask();
-    const id = (await h.pool.query('SELECT worktree_id FROM environment_repos WHERE repository_id = $1', [t.repoId])).rows[0].worktree_id;
+    const id = (await h.pool.query('SELECT worktree_id FROM environment_repos WHERE repository_id = $1', [t.repoId]))
+      .rows[0].worktree_id;
     rmSync(path.join(t.repo, '.git/worktrees', id), { recursive: true, force: true });
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsafe', { watch: [t.folder, t.repo] });
@@ -102,7 +103,10 @@ describe('stale workspaces are refused before any process starts, touching nothi
 
   it('marker naming another task', async () => {
     const t = await materializedTask();
-    writeFileSync(path.join(t.folder, OWNERSHIP_MARKER_FILE), JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() }));
+    writeFileSync(
+      path.join(t.folder, OWNERSHIP_MARKER_FILE),
+      JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() }),
+    );
     await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsafe', { watch: [t.folder, t.repo] });
   });
 
@@ -114,7 +118,10 @@ describe('stale workspaces are refused before any process starts, touching nothi
 
   it('inventory row without its worktree identity fails closed [R4.3]', async () => {
     const t = await materializedTask();
-    await h.pool.query('UPDATE environment_repos SET worktree_id = NULL, worktree_path = NULL, worktree_branch = NULL WHERE repository_id = $1', [t.repoId]);
+    await h.pool.query(
+      'UPDATE environment_repos SET worktree_id = NULL, worktree_path = NULL, worktree_branch = NULL WHERE repository_id = $1',
+      [t.repoId],
+    );
     await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsafe', { watch: [t.folder, t.repo] });
   });
 
@@ -122,7 +129,10 @@ describe('stale workspaces are refused before any process starts, touching nothi
     const t = await materializedTask();
     const row = (await h.pool.query('SELECT * FROM environment_repos WHERE repository_id = $1', [t.repoId])).rows[0];
     await expect(
-      h.pool.query('INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, position) VALUES ($1, $2, $3, $4, $5, 0)', [randomUUID(), row.environment_id, row.repository_id, row.branch_slug, 'worktree']),
+      h.pool.query(
+        'INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, position) VALUES ($1, $2, $3, $4, $5, 0)',
+        [randomUUID(), row.environment_id, row.repository_id, row.branch_slug, 'worktree'],
+      ),
     ).rejects.toMatchObject({ code: '23505' });
   });
 });
@@ -138,7 +148,12 @@ describe('the local executor runs in the source checkout', () => {
     const p1 = await pidOf(h, first.body.sessionId);
     expect(processCwd(p1)).toBe(repo);
     expect(worktreePaths(repo)).toEqual([repo]);
-    const rows = (await h.pool.query('SELECT worktree_id, worktree_path, worktree_branch, status FROM environment_repos WHERE repository_id = $1', [repoId])).rows;
+    const rows = (
+      await h.pool.query(
+        'SELECT worktree_id, worktree_path, worktree_branch, status FROM environment_repos WHERE repository_id = $1',
+        [repoId],
+      )
+    ).rows;
     expect(rows).toEqual([{ worktree_id: null, worktree_path: null, worktree_branch: null, status: 'active' }]);
     const ws = await h.api('GET', `/v1/sessions/${first.body.sessionId}/workspace`);
     expect(ws.body).toMatchObject({ executorType: 'local', workspacePath: repo, source: 'environment' });
@@ -153,7 +168,10 @@ describe('the local executor runs in the source checkout', () => {
     renameSync(repo, aside);
     mkdirSync(repo);
     writeFileSync(path.join(repo, 'plain.txt'), 'not the repository\n');
-    await expectLaunchRefused(h, taskId, 'workspace_reuse_unsafe', { body: { executorType: 'local' }, watch: [repo, aside] });
+    await expectLaunchRefused(h, taskId, 'workspace_reuse_unsafe', {
+      body: { executorType: 'local' },
+      watch: [repo, aside],
+    });
     rmSync(repo, { recursive: true });
     renameSync(aside, repo);
   });
@@ -163,15 +181,43 @@ describe('inventory merge rule in the database [R4]', () => {
   it('an inventory-only refresh never clears a worktree identity; a concrete refresh replaces all three', async () => {
     const t = await materializedTask();
     const row = (await h.pool.query('SELECT * FROM environment_repos WHERE repository_id = $1', [t.repoId])).rows[0];
-    const base = { id: randomUUID(), repositoryId: t.repoId, branchSlug: row.branch_slug, executorType: 'worktree' as const, headCommit: null, position: 0 };
+    const base = {
+      id: randomUUID(),
+      repositoryId: t.repoId,
+      branchSlug: row.branch_slug,
+      executorType: 'worktree' as const,
+      headCommit: null,
+      position: 0,
+    };
 
     await upsertInventoryRow(h.pool, row.environment_id, { ...base, identity: null, error: 'observed_stale' });
     let now = (await h.pool.query('SELECT * FROM environment_repos WHERE id = $1', [row.id])).rows[0];
-    expect([now.worktree_id, now.worktree_path, now.worktree_branch, now.error]).toEqual([row.worktree_id, row.worktree_path, row.worktree_branch, 'observed_stale']);
+    expect([now.worktree_id, now.worktree_path, now.worktree_branch, now.error]).toEqual([
+      row.worktree_id,
+      row.worktree_path,
+      row.worktree_branch,
+      'observed_stale',
+    ]);
 
-    await upsertInventoryRow(h.pool, row.environment_id, { ...base, identity: { worktreeId: 'wt-new', worktreePath: '/elsewhere/wt', worktreeBranch: 'moved' }, error: null });
+    await upsertInventoryRow(h.pool, row.environment_id, {
+      ...base,
+      identity: { worktreeId: 'wt-new', worktreePath: '/elsewhere/wt', worktreeBranch: 'moved' },
+      error: null,
+    });
     now = (await h.pool.query('SELECT * FROM environment_repos WHERE id = $1', [row.id])).rows[0];
-    expect([now.worktree_id, now.worktree_path, now.worktree_branch, now.error]).toEqual(['wt-new', '/elsewhere/wt', 'moved', null]);
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [row.environment_id])).rows[0].n).toBe(1);
+    expect([now.worktree_id, now.worktree_path, now.worktree_branch, now.error]).toEqual([
+      'wt-new',
+      '/elsewhere/wt',
+      'moved',
+      null,
+    ]);
+    expect(
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'",
+          [row.environment_id],
+        )
+      ).rows[0].n,
+    ).toBe(1);
   });
 });

@@ -37,8 +37,22 @@ describe('concurrency and load', () => {
     const sessions = (await h.pool.query('SELECT id, state FROM sessions WHERE task_id = $1', [taskId])).rows;
     expect(sessions.map((s) => s.id).sort()).toEqual(ok.map((r) => r.body.sessionId).sort());
     expect(sessions.every((s) => s.state === 'running')).toBe(true);
-    expect(Number((await h.pool.query('SELECT count(*) FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows[0].count)).toBe(ok.length);
-    expect(Number((await h.pool.query('SELECT count(*) FROM environment_repos WHERE environment_id = $1', [env[0].id])).rows[0].count)).toBe(1);
+    expect(
+      Number(
+        (
+          await h.pool.query(
+            'SELECT count(*) FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1',
+            [taskId],
+          )
+        ).rows[0].count,
+      ),
+    ).toBe(ok.length);
+    expect(
+      Number(
+        (await h.pool.query('SELECT count(*) FROM environment_repos WHERE environment_id = $1', [env[0].id])).rows[0]
+          .count,
+      ),
+    ).toBe(1);
     expect(worktreePaths(repo)).toEqual([repo, path.join(h.config.workspaceRoot, taskDirName(taskId), 'crowd')]);
     expect(listDir(h.config.workspaceRoot)).toEqual([taskDirName(taskId)]);
   });
@@ -52,7 +66,8 @@ describe('concurrency and load', () => {
     expect(results.every((r) => r.body.role === 'materialized')).toBe(true);
     expect(worktreePaths(repo)).toHaveLength(21);
     expect(branches(repo)).toEqual(['main', ...tasks.map(taskBranchName)].sort());
-    for (const t of tasks) expect(worktreePaths(repo)).toContain(path.join(h.config.workspaceRoot, taskDirName(t), 'shared-repo'));
+    for (const t of tasks)
+      expect(worktreePaths(repo)).toContain(path.join(h.config.workspaceRoot, taskDirName(t), 'shared-repo'));
   });
 });
 
@@ -60,15 +75,40 @@ describe('the per-repository lock', () => {
   it('20 materializations on one repository at the same instant all succeed: git admin operations are serialized', async () => {
     const repo = makeRepo(h.scratch, 'instant');
     const repoId = await registerRepo(h, repo, 'instant');
-    const materialize = workspaceMaterializeActivities({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) }).materializeWorkspace;
+    const materialize = workspaceMaterializeActivities({
+      pool: h.pool,
+      config: h.config,
+      logger: pino({ level: 'silent' }),
+    }).materializeWorkspace;
     const plans: LaunchPlan[] = Array.from({ length: 20 }, () => {
       const taskId = randomUUID();
       const slots = materializeSlots(
-        [{ repositoryId: repoId, repositoryName: 'instant', repositoryPath: repo, position: 0, baseBranch: 'main', checkoutBranch: null, branchSlug: taskBranchName(taskId) }],
+        [
+          {
+            repositoryId: repoId,
+            repositoryName: 'instant',
+            repositoryPath: repo,
+            position: 0,
+            baseBranch: 'main',
+            checkoutBranch: null,
+            branchSlug: taskBranchName(taskId),
+          },
+        ],
         'worktree',
         taskFolder(h.config.workspaceRoot, taskId),
       );
-      return { role: 'materialized', sessionId: randomUUID(), taskId, environmentId: randomUUID(), environmentTaskId: taskId, executorType: 'worktree', hostId: h.config.hostId, workspacePath: slots[0]!.worktreePath, taskFolder: taskFolder(h.config.workspaceRoot, taskId), slots };
+      return {
+        role: 'materialized',
+        sessionId: randomUUID(),
+        taskId,
+        environmentId: randomUUID(),
+        environmentTaskId: taskId,
+        executorType: 'worktree',
+        hostId: h.config.hostId,
+        workspacePath: slots[0]!.worktreePath,
+        taskFolder: taskFolder(h.config.workspaceRoot, taskId),
+        slots,
+      };
     });
     const outcomes = await Promise.allSettled(plans.map((plan) => materialize(plan)));
     expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
@@ -76,4 +116,3 @@ describe('the per-repository lock', () => {
     expect(branches(repo)).toHaveLength(21);
   });
 });
-

@@ -10,7 +10,18 @@ import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/ta
 import { createHarness, type Harness } from './support/harness';
 import { closedWorkflowIds } from './support/history-fixtures';
 import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { branches, commitOf, git, gitWrapper, killGroup, listDir, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import {
+  branches,
+  commitOf,
+  git,
+  gitWrapper,
+  killGroup,
+  listDir,
+  makeRepo,
+  processAlive,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 let h: Harness;
 
@@ -40,16 +51,31 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(commitOf(repo, taskBranchName(taskId))).toBe(commitOf(repo, 'develop'));
     expect(git(expectedPath, 'symbolic-ref', '--short', 'HEAD')).toBe(taskBranchName(taskId));
     expect(commitOf(repo, 'develop')).not.toBe(commitOf(repo, 'main'));
-    const marker = JSON.parse(readFileSync(path.join(h.config.workspaceRoot, taskDirName(taskId), OWNERSHIP_MARKER_FILE), 'utf8'));
+    const marker = JSON.parse(
+      readFileSync(path.join(h.config.workspaceRoot, taskDirName(taskId), OWNERSHIP_MARKER_FILE), 'utf8'),
+    );
     expect(marker).toMatchObject({ taskId, environmentId: res.body.taskEnvironmentId });
 
     // The inventory is complete and the environment is ready.
     const env = (await h.pool.query('SELECT * FROM task_environments WHERE task_id = $1', [taskId])).rows;
     expect(env).toHaveLength(1);
-    expect(env[0]).toMatchObject({ id: res.body.taskEnvironmentId, status: 'ready', executor_type: 'worktree', workspace_path: expectedPath, materialized: true, materializer_session_id: res.body.sessionId });
+    expect(env[0]).toMatchObject({
+      id: res.body.taskEnvironmentId,
+      status: 'ready',
+      executor_type: 'worktree',
+      workspace_path: expectedPath,
+      materialized: true,
+      materializer_session_id: res.body.sessionId,
+    });
     const rows = (await h.pool.query('SELECT * FROM environment_repos WHERE environment_id = $1', [env[0].id])).rows;
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ repository_id: repoId, status: 'active', worktree_path: expectedPath, worktree_branch: taskBranchName(taskId), head_commit: commitOf(repo, 'develop') });
+    expect(rows[0]).toMatchObject({
+      repository_id: repoId,
+      status: 'active',
+      worktree_path: expectedPath,
+      worktree_branch: taskBranchName(taskId),
+      head_commit: commitOf(repo, 'develop'),
+    });
     expect(rows[0].worktree_id).toBeTruthy();
     expect(existsSync(path.join(repo, '.git/worktrees', rows[0].worktree_id))).toBe(true);
 
@@ -58,36 +84,79 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(processAlive(pid)).toBe(true);
     expect(processCwd(pid)).toBe(expectedPath);
     const exec = (await h.pool.query('SELECT * FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
-    expect(exec).toMatchObject({ session_id: res.body.sessionId, pid, cwd: expectedPath, status: 'running', host_id: h.config.hostId });
+    expect(exec).toMatchObject({
+      session_id: res.body.sessionId,
+      pid,
+      cwd: expectedPath,
+      status: 'running',
+      host_id: h.config.hostId,
+    });
     expect(exec.process_start_time).toMatch(/^\d+$/);
     const session = await h.api('GET', `/v1/sessions/${res.body.sessionId}`);
-    expect(session.body).toMatchObject({ id: res.body.sessionId, taskId, state: 'running', taskEnvironmentId: env[0].id, executorType: 'worktree', execution: { pid, hostId: h.config.hostId } });
+    expect(session.body).toMatchObject({
+      id: res.body.sessionId,
+      taskId,
+      state: 'running',
+      taskEnvironmentId: env[0].id,
+      executorType: 'worktree',
+      execution: { pid, hostId: h.config.hostId },
+    });
 
     // The workspace view is the environment's.
     const ws = await h.api('GET', `/v1/sessions/${res.body.sessionId}/workspace`);
-    expect(ws.body).toEqual({ taskEnvironmentId: env[0].id, executorType: 'worktree', workspacePath: expectedPath, repositories: [{ repositoryId: repoId, worktreePath: expectedPath, branch: taskBranchName(taskId) }], source: 'environment' });
+    expect(ws.body).toEqual({
+      taskEnvironmentId: env[0].id,
+      executorType: 'worktree',
+      workspacePath: expectedPath,
+      repositories: [{ repositoryId: repoId, worktreePath: expectedPath, branch: taskBranchName(taskId) }],
+      source: 'environment',
+    });
 
     // The task shows its environment and session.
     const task = await h.api('GET', `/v1/tasks/${taskId}`);
-    expect(task.body.environment).toEqual({ id: env[0].id, executorType: 'worktree', status: 'ready', hostId: h.config.hostId, ownerTaskId: taskId, borrowed: false });
+    expect(task.body.environment).toEqual({
+      id: env[0].id,
+      executorType: 'worktree',
+      status: 'ready',
+      hostId: h.config.hostId,
+      ownerTaskId: taskId,
+      borrowed: false,
+    });
     expect(task.body.sessions.map((s: any) => s.id)).toEqual([res.body.sessionId]);
 
     // The workflow history shows the steps, under a readable id with search attributes.
     const handle = h.temporal.workflow.getHandle(launchWorkflowId(res.body.sessionId));
     const history = await handle.fetchHistory();
-    const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+    const scheduled = history
+      .events!.filter((e) => e.activityTaskScheduledEventAttributes)
+      .map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
     // On this host's queue every step is a local activity of one workflow task: no queue trips.
-    expect(history.events![0]!.workflowExecutionStartedEventAttributes!.taskQueue!.name).toBe(hostTaskQueue(h.config.taskQueue, h.config.hostId));
+    expect(history.events![0]!.workflowExecutionStartedEventAttributes!.taskQueue!.name).toBe(
+      hostTaskQueue(h.config.taskQueue, h.config.hostId),
+    );
     expect(scheduled).toEqual([]);
-    const localActivities = history.events!.filter((e) => e.markerRecordedEventAttributes).map((e) => {
-      const data = e.markerRecordedEventAttributes!.details!.data!.payloads![0]!.data!;
-      return JSON.parse(Buffer.from(data).toString()).activity_type;
-    });
+    const localActivities = history
+      .events!.filter((e) => e.markerRecordedEventAttributes)
+      .map((e) => {
+        const data = e.markerRecordedEventAttributes!.details!.data!.payloads![0]!.data!;
+        return JSON.parse(Buffer.from(data).toString()).activity_type;
+      });
     expect(localActivities).toEqual(['admitLaunch', 'materializeAndLaunch']);
     const description = await handle.describe();
     expect(description.status.name).toBe('COMPLETED');
-    expect(description.typedSearchAttributes.getAll().filter((p) => p.key.name !== 'BuildIds').map((p) => [p.key.name, p.value]).sort()).toEqual(
-      [['ExecutorType', 'worktree'], ['Phase', 'running'], ['SessionId', res.body.sessionId], ['TaskId', taskId]].sort(),
+    expect(
+      description.typedSearchAttributes
+        .getAll()
+        .filter((p) => p.key.name !== 'BuildIds')
+        .map((p) => [p.key.name, p.value])
+        .sort(),
+    ).toEqual(
+      [
+        ['ExecutorType', 'worktree'],
+        ['Phase', 'running'],
+        ['SessionId', res.body.sessionId],
+        ['TaskId', taskId],
+      ].sort(),
     );
   });
 
@@ -143,7 +212,9 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
 
   it('undoes a worktree git made but cannot read back: no worktree, no task branch, no folder, typed 409 [R1.4]', async () => {
     // git adds the worktree, then the read of its identity fails (through the configured git binary).
-    const blind = await createHarness({ gitBinary: gitWrapper(h.scratch, { failSubcommand: 'rev-parse --absolute-git-dir', failTimes: 1 }) });
+    const blind = await createHarness({
+      gitBinary: gitWrapper(h.scratch, { failSubcommand: 'rev-parse --absolute-git-dir', failTimes: 1 }),
+    });
     try {
       const repo = makeRepo(blind.scratch, 'unreadable');
       const taskId = await createTask(blind, [await registerRepo(blind, repo, 'unreadable')]);
@@ -181,10 +252,25 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(worktreePaths(bad)).toEqual([bad]);
     expect(branches(good)).toEqual(before.good);
     expect(branches(bad)).toEqual(before.bad);
-    const env = (await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows;
+    const env = (await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId]))
+      .rows;
     expect(env).toEqual([{ status: 'failed', materialized: false }]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM environment_repos er JOIN task_environments e ON e.id = er.environment_id WHERE e.task_id = $1', [taskId])).rows[0].n).toBe(0);
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1", [taskId])).rows[0].n).toBe(0);
+    expect(
+      (
+        await h.pool.query(
+          'SELECT count(*)::int AS n FROM environment_repos er JOIN task_environments e ON e.id = er.environment_id WHERE e.task_id = $1',
+          [taskId],
+        )
+      ).rows[0].n,
+    ).toBe(0);
+    expect(
+      (
+        await h.pool.query(
+          'SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1',
+          [taskId],
+        )
+      ).rows[0].n,
+    ).toBe(0);
     // A failed first launch leaves no session row [R1.4], whatever point it failed at (here after its first worktree).
     expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([]);
     expect(listDir(h.config.workspaceRoot)).not.toContain(taskDirName(taskId));
@@ -197,7 +283,7 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(worktreePaths(bad)).toHaveLength(2);
   });
 
-  it('never writes over a task folder marker it cannot read (it may be another task\'s): typed 409, the marker as it was, no worktree', async () => {
+  it("never writes over a task folder marker it cannot read (it may be another task's): typed 409, the marker as it was, no worktree", async () => {
     const repo = makeRepo(h.scratch, 'unreadable-marker');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'unreadable-marker')]);
     const folder = path.join(h.config.workspaceRoot, taskDirName(taskId));
@@ -227,23 +313,49 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
     expect(worktreePaths(repo)).toHaveLength(2);
   });
 
-  it('a first launch\'s host step run again after a crash adopts its worktree, finds its inventory published and its agent started: one of each', async () => {
+  it("a first launch's host step run again after a crash adopts its worktree, finds its inventory published and its agent started: one of each", async () => {
     const repo = makeRepo(h.scratch, 'rerun');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'rerun')]);
     const deps = { pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) };
     const sessionId = randomUUID();
-    const plan = await launchRecordActivities(deps).admitLaunch({ sessionId, taskId, executorType: 'worktree', agentProfile: 'shell', command: ['sleep', '60'], name: null, hostId: h.config.hostId });
+    const plan = await launchRecordActivities(deps).admitLaunch({
+      sessionId,
+      taskId,
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: ['sleep', '60'],
+      name: null,
+      hostId: h.config.hostId,
+    });
     expect(plan.role).toBe('materialized');
-    const input = { plan, command: ['sleep', '60'], executionId: randomUUID(), site: 'launch' as const, validate: false, markRunningFrom: ['starting' as const] };
+    const input = {
+      plan,
+      command: ['sleep', '60'],
+      executionId: randomUUID(),
+      site: 'launch' as const,
+      validate: false,
+      markRunningFrom: ['starting' as const],
+    };
     const { materializeAndLaunch } = launchAgentActivities(deps);
 
     const first = await materializeAndLaunch(input);
     const again = await materializeAndLaunch(input); // what a worker that died before recording the result re-runs
     expect(again).toEqual(first);
     expect(worktreePaths(repo)).toEqual([repo, plan.workspacePath]);
-    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [plan.environmentId])).rows).toEqual([{ status: 'ready' }]);
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [plan.environmentId])).rows[0].n).toBe(1);
-    expect((await h.pool.query('SELECT id FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ id: input.executionId }]);
+    expect(
+      (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [plan.environmentId])).rows,
+    ).toEqual([{ status: 'ready' }]);
+    expect(
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM environment_repos WHERE environment_id = $1 AND status = 'active'",
+          [plan.environmentId],
+        )
+      ).rows[0].n,
+    ).toBe(1);
+    expect((await h.pool.query('SELECT id FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
+      { id: input.executionId },
+    ]);
     expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [sessionId])).rows[0].state).toBe('running');
     expect(processAlive(first.pid)).toBe(true);
     killGroup(first.pid);
@@ -260,9 +372,25 @@ describe('a first launch whose agent cannot start [R1.4]', () => {
     expectSafeError(res.body, 'invalid_request');
     expect(worktreePaths(repo)).toEqual([repo]);
     expect(branches(repo)).toEqual(['main']);
-    expect((await h.pool.query("SELECT count(*)::int AS n FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id WHERE e.task_id = $1 AND r.status = 'active'", [taskId])).rows[0].n).toBe(0);
-    expect((await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows).toEqual([{ status: 'failed', materialized: false }]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows[0].n).toBe(0);
+    expect(
+      (
+        await h.pool.query(
+          "SELECT count(*)::int AS n FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id WHERE e.task_id = $1 AND r.status = 'active'",
+          [taskId],
+        )
+      ).rows[0].n,
+    ).toBe(0);
+    expect(
+      (await h.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows,
+    ).toEqual([{ status: 'failed', materialized: false }]);
+    expect(
+      (
+        await h.pool.query(
+          'SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1',
+          [taskId],
+        )
+      ).rows[0].n,
+    ).toBe(0);
     expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([]);
     // The workflow history keeps the evidence.
     const [failedRun] = await closedWorkflowIds(h.temporal, `WorkflowType = 'launchSession' AND TaskId = '${taskId}'`);

@@ -6,7 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
-import { createGroupTasks, createTask, expectLaunchRefused, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import {
+  createGroupTasks,
+  createTask,
+  expectLaunchRefused,
+  launch,
+  pidOf,
+  registerRepo,
+  waitUntil,
+} from './support/scenario';
 import { gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -23,7 +31,8 @@ async function repoFor(harness: Harness = h) {
   return { repo, repoId: await registerRepo(harness, repo, name), name };
 }
 
-const envCount = async (harness: Harness = h) => Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
+const envCount = async (harness: Harness = h) =>
+  Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
 
 describe('inherit_parent', () => {
   it('attaches the child to the parent environment and never creates one of its own', async () => {
@@ -39,7 +48,9 @@ describe('inherit_parent', () => {
     const pid = await pidOf(h, res.body.sessionId);
     expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(parent), name));
     expect(await envCount()).toBe(envs);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n).toBe(0);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n,
+    ).toBe(0);
     expect(worktreePaths(repo)).toHaveLength(2);
     const grandchild = await createTask(h, [repoId], { parentTaskId: child, workspace: { mode: 'inherit_parent' } });
     const deep = await launch(h, grandchild);
@@ -76,7 +87,10 @@ describe('shared_group', () => {
     expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
     const pid = await pidOf(h, second.body.sessionId);
     expect(processCwd(pid)).toBe(path.join(h.config.workspaceRoot, taskDirName(b), name));
-    expect((await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0].environment_id).toBe(first.body.taskEnvironmentId);
+    expect(
+      (await h.pool.query('SELECT environment_id FROM workspace_groups WHERE id = $1', [groupId])).rows[0]
+        .environment_id,
+    ).toBe(first.body.taskEnvironmentId);
     expect(worktreePaths(repo)).toHaveLength(2);
   });
 
@@ -108,10 +122,19 @@ describe('abandoned and failed materializations', () => {
     const pending = launch(slow, taskId);
     let materializer: string | undefined;
     // Within a minute: a launch the gateway could not start eagerly waits for the worker process, which may still be starting.
-    await waitUntil(async () => {
-      materializer = (await slow.pool.query("SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'", [taskId])).rows[0]?.materializer_session_id;
-      return materializer !== undefined;
-    }, 'the materializer admitted', 60_000);
+    await waitUntil(
+      async () => {
+        materializer = (
+          await slow.pool.query(
+            "SELECT materializer_session_id FROM task_environments WHERE task_id = $1 AND status = 'creating'",
+            [taskId],
+          )
+        ).rows[0]?.materializer_session_id;
+        return materializer !== undefined;
+      },
+      'the materializer admitted',
+      60_000,
+    );
     await slow.temporal.workflow.getHandle(launchWorkflowId(materializer!)).terminate('operator stopped it');
     expect((await pending).status).toBe(500);
     return { repo, taskId, materializer: materializer! };
@@ -126,13 +149,25 @@ describe('abandoned and failed materializations', () => {
       // in the worker records the environment failed, never materialized.
       const folder = path.join(slow.config.workspaceRoot, taskDirName(taskId));
       // A failed first launch leaves no session row [R1.4].
-      const sessionGone = async () => (await slow.pool.query('SELECT 1 FROM sessions WHERE id = $1', [materializer])).rowCount === 0;
-      for (let i = 0; i < 200 && (existsSync(folder) || !(await sessionGone())); i++) await new Promise((r) => setTimeout(r, 50));
+      const sessionGone = async () =>
+        (await slow.pool.query('SELECT 1 FROM sessions WHERE id = $1', [materializer])).rowCount === 0;
+      for (let i = 0; i < 200 && (existsSync(folder) || !(await sessionGone())); i++)
+        await new Promise((r) => setTimeout(r, 50));
       expect(existsSync(folder)).toBe(false);
       expect(await sessionGone()).toBe(true);
-      expect((await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows[0]).toEqual({ status: 'failed', materialized: false });
+      expect(
+        (await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId]))
+          .rows[0],
+      ).toEqual({ status: 'failed', materialized: false });
       expect(worktreePaths(repo)).toEqual([repo]);
-      expect((await slow.pool.query('SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows[0].n).toBe(0);
+      expect(
+        (
+          await slow.pool.query(
+            'SELECT count(*)::int AS n FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1',
+            [taskId],
+          )
+        ).rows[0].n,
+      ).toBe(0);
 
       const again = await launch(slow, taskId);
       expect(again.status, JSON.stringify(again.body)).toBe(201);
@@ -145,7 +180,10 @@ describe('abandoned and failed materializations', () => {
   });
 
   it('a materializer whose launch was terminated and whose worker died is gone: the environment becomes failed and the launch is refused; then it is re-elected', async () => {
-    const slow = await createHarness({ gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 3 }) }, { inProcessWorker: false });
+    const slow = await createHarness(
+      { gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 3 }) },
+      { inProcessWorker: false },
+    );
     let worker = slow.spawnWorker();
     try {
       const { repo, taskId, materializer } = await terminateMaterializer(slow);
@@ -155,8 +193,13 @@ describe('abandoned and failed materializations', () => {
       worker = slow.spawnWorker();
 
       await expectLaunchRefused(slow, taskId, 'workspace_reuse_unsafe');
-      expect((await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId])).rows[0]).toEqual({ status: 'failed', materialized: false });
-      expect((await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state).toBe('failed');
+      expect(
+        (await slow.pool.query('SELECT status, materialized FROM task_environments WHERE task_id = $1', [taskId]))
+          .rows[0],
+      ).toEqual({ status: 'failed', materialized: false });
+      expect((await slow.pool.query('SELECT state FROM sessions WHERE id = $1', [materializer])).rows[0].state).toBe(
+        'failed',
+      );
 
       // Never materialized, so a later launch is elected and makes the workspace (once the dead
       // worker's orphaned git, which dies on its first write to the closed pipe, is past).
@@ -180,7 +223,9 @@ describe('abandoned and failed materializations', () => {
     await pidOf(h, first.body.sessionId);
     await h.pool.query("UPDATE task_environments SET status = 'failed' WHERE task_id = $1", [taskId]);
     await expectLaunchRefused(h, taskId, 'workspace_reuse_unsafe', { watch: [repo] });
-    expect((await h.pool.query('SELECT status FROM task_environments WHERE task_id = $1', [taskId])).rows[0].status).toBe('failed');
+    expect(
+      (await h.pool.query('SELECT status FROM task_environments WHERE task_id = $1', [taskId])).rows[0].status,
+    ).toBe('failed');
   });
 });
 
@@ -197,7 +242,10 @@ describe('task state refusals', () => {
   it('a task with an active cleanup job refuses every launch with task_cleanup_in_progress', async () => {
     const { repo, repoId } = await repoFor();
     const taskId = await createTask(h, [repoId]);
-    await h.pool.query("INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, 'archive', 'pending', 'x')", [randomUUID(), taskId]);
+    await h.pool.query(
+      "INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, 'archive', 'pending', 'x')",
+      [randomUUID(), taskId],
+    );
     const body = await expectLaunchRefused(h, taskId, 'task_cleanup_in_progress', { watch: [repo] });
     expect(body.error).toMatchObject({ recoverable: true, retryAfterMs: 5000, action: 'retry' });
   });

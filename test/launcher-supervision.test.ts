@@ -29,13 +29,30 @@ const seenPids = new Set<number>();
 const dataDirs: string[] = [];
 
 /** Runs `make start`'s launcher on a fresh data dir; its output goes to `onOutput`. */
-async function startLauncher(ports: { api: number; pg: number; temporal: number; ui: number }, onOutput: (text: string) => void): Promise<{ child: ChildProcess; dir: string }> {
+async function startLauncher(
+  ports: { api: number; pg: number; temporal: number; ui: number },
+  onOutput: (text: string) => void,
+): Promise<{ child: ChildProcess; dir: string }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tws-launcher-'));
   dataDirs.push(dir);
   await chmod(dir, 0o755); // embedded PostgreSQL runs as the postgres user when root starts it
-  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('TWS_') && key !== 'DATABASE_URL' && key !== 'TEMPORAL_ADDRESS'));
-  Object.assign(env, { TWS_DATA_DIR: dir, TWS_API_PORT: String(ports.api), TWS_PG_PORT: String(ports.pg), TWS_TEMPORAL_PORT: String(ports.temporal), TWS_TEMPORAL_UI_PORT: String(ports.ui) });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env: NodeJS.ProcessEnv = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([key]) => !key.startsWith('TWS_') && key !== 'DATABASE_URL' && key !== 'TEMPORAL_ADDRESS',
+    ),
+  );
+  Object.assign(env, {
+    TWS_DATA_DIR: dir,
+    TWS_API_PORT: String(ports.api),
+    TWS_PG_PORT: String(ports.pg),
+    TWS_TEMPORAL_PORT: String(ports.temporal),
+    TWS_TEMPORAL_UI_PORT: String(ports.ui),
+  });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout!.on('data', (chunk: Buffer) => onOutput(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => onOutput(chunk.toString()));
   return { child, dir };
@@ -74,7 +91,9 @@ async function childrenOf(pid: number): Promise<number[]> {
 
 /** State and command line of a process, for a failure message. */
 async function describeProcess(pid: number): Promise<string> {
-  const [stat, cmdline] = await Promise.all(['stat', 'cmdline'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')));
+  const [stat, cmdline] = await Promise.all(
+    ['stat', 'cmdline'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
+  );
   return `${pid} ${stat!.split(') ')[1]?.slice(0, 12) ?? ''} ${cmdline!.replaceAll('\0', ' ')}`;
 }
 
@@ -86,12 +105,17 @@ const launcherLog = (): string =>
     .slice(-40)
     .join('\n');
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => Promise<T | null | undefined | false>): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | null | undefined | false>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => null);
     if (value) return value;
-    if (launcher?.exitCode !== null) throw new Error(`the launcher exited (${launcher?.exitCode}) while waiting for ${what}\n${launcherLog()}`);
+    if (launcher?.exitCode !== null)
+      throw new Error(`the launcher exited (${launcher?.exitCode}) while waiting for ${what}\n${launcherLog()}`);
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n${launcherLog()}`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -103,7 +127,8 @@ async function readPids(): Promise<Pids> {
   return pids;
 }
 
-const ready = async (): Promise<boolean> => (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).status === 200;
+const ready = async (): Promise<boolean> =>
+  (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).status === 200;
 
 /** Pids of the processes of the launcher on `dir`: the data dir in their command line or environment. */
 async function processesOf(dir: string): Promise<number[]> {
@@ -111,7 +136,9 @@ async function processesOf(dir: string): Promise<number[]> {
   for (const entry of await readdir('/proc')) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const [cmdline, environ] = await Promise.all(['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')));
+    const [cmdline, environ] = await Promise.all(
+      ['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
+    );
     if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
   }
   return found;
@@ -132,7 +159,9 @@ async function killAndAwaitRestart(part: PartName): Promise<{ before: number; af
   });
   await waitFor(`/readyz after ${part} came back`, 60_000, ready);
   expect(await alive(before)).toBe(false);
-  await waitFor(`the children of the killed ${part} to exit`, 30_000, async () => (await Promise.all(orphans.map(alive))).every((a) => !a));
+  await waitFor(`the children of the killed ${part} to exit`, 30_000, async () =>
+    (await Promise.all(orphans.map(alive))).every((a) => !a),
+  );
   expect(output).toMatch(new RegExp(`${part} \\(pid ${before}\\) died \\(signal SIGKILL\\); restarting in [0-9.]+ s`));
   return { before, after };
 }
@@ -145,7 +174,11 @@ beforeAll(async () => {
   apiUrl = `http://127.0.0.1:${ports.api}`;
   ({ child: launcher, dir: dataDir } = await startLauncher(ports, (text) => (output += text)));
   seenPids.add(launcher.pid!);
-  await waitFor('the launcher to report running', 150_000, async () => output.includes('task-workspaces is running') && (await ready()));
+  await waitFor(
+    'the launcher to report running',
+    150_000,
+    async () => output.includes('task-workspaces is running') && (await ready()),
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -165,12 +198,15 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
   it('runs every part and says which pids they have', async () => {
     const pids = await readPids();
     expect(pids.launcher).toBe(launcher!.pid);
-    for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const) expect(await alive(pids[part])).toBe(true);
+    for (const part of ['postgres', 'temporal', 'worker', 'gateway'] as const)
+      expect(await alive(pids[part])).toBe(true);
   });
 
-  it('closes the bundled engine to whoever lacks the service\'s credentials: gRPC takes only the client certificate, the UI only the operator token, the dev server in a network namespace of its own [issue 33]', async () => {
+  it("closes the bundled engine to whoever lacks the service's credentials: gRPC takes only the client certificate, the UI only the operator token, the dev server in a network namespace of its own [issue 33]", async () => {
     const tlsDir = path.join(dataDir, 'engine-tls');
-    const [ca, crt, key] = await Promise.all(['ca.pem', 'client.pem', 'client.key'].map((f) => readFile(path.join(tlsDir, f))));
+    const [ca, crt, key] = await Promise.all(
+      ['ca.pem', 'client.pem', 'client.key'].map((f) => readFile(path.join(tlsDir, f))),
+    );
     const address = `127.0.0.1:${enginePorts.temporal}`;
     const attempt = async (options: Record<string, unknown>) => {
       try {
@@ -190,21 +226,55 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
     // A certificate of another CA (made here, as any local process could) is refused too.
     const otherDir = await mkdtemp(path.join(os.tmpdir(), 'tws-other-ca-'));
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(otherDir, 'k'), '-out', path.join(otherDir, 'c'), '-days', '1', '-subj', '/CN=intruder'], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-keyout',
+          path.join(otherDir, 'k'),
+          '-out',
+          path.join(otherDir, 'c'),
+          '-days',
+          '1',
+          '-subj',
+          '/CN=intruder',
+        ],
+        { stdio: 'ignore' },
+      );
       const other = { crt: await readFile(path.join(otherDir, 'c')), key: await readFile(path.join(otherDir, 'k')) };
-      expect(await attempt({ tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: other } })).toBe('refused');
+      expect(
+        await attempt({
+          tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: other },
+        }),
+      ).toBe('refused');
     } finally {
       await rm(otherDir, { recursive: true, force: true });
     }
-    expect(await attempt({ tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: { crt, key } } })).toBe('answered');
+    expect(
+      await attempt({
+        tls: { serverRootCACertificate: ca, serverNameOverride: 'tws-engine', clientCertPair: { crt, key } },
+      }),
+    ).toBe('answered');
     // The keys are the service's alone.
-    for (const f of ['ca.key', 'client.key', 'server.key']) expect((await stat(path.join(tlsDir, f))).mode & 0o077).toBe(0);
+    for (const f of ['ca.key', 'client.key', 'server.key'])
+      expect((await stat(path.join(tlsDir, f))).mode & 0o077).toBe(0);
     expect((await stat(tlsDir)).mode & 0o077).toBe(0);
 
     // The Web UI (it can terminate and signal workflows too): the operator token, nothing less.
     const ui = `http://127.0.0.1:${enginePorts.ui}/api/v1/namespaces`;
-    const secrets = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { userToken: string; operatorToken: string };
-    const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`op:${password}`).toString('base64')}` });
+    const secrets = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as {
+      userToken: string;
+      operatorToken: string;
+    };
+    const basic = (password: string) => ({
+      authorization: `Basic ${Buffer.from(`op:${password}`).toString('base64')}`,
+    });
     expect((await fetch(ui)).status).toBe(401);
     expect((await fetch(ui, { headers: basic(secrets.userToken) })).status).toBe(401);
     const answered = await fetch(ui, { headers: basic(secrets.operatorToken) });
@@ -220,7 +290,9 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
         return '';
       }
     };
-    const servers = (await processesOf(dataDir)).filter((pid) => cmdline(pid).includes('start-dev') && !cmdline(pid).startsWith('bwrap'));
+    const servers = (await processesOf(dataDir)).filter(
+      (pid) => cmdline(pid).includes('start-dev') && !cmdline(pid).startsWith('bwrap'),
+    );
     expect(servers.length).toBeGreaterThan(0);
     for (const pid of servers) expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(ownNet);
   }, 60_000);
@@ -247,7 +319,9 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
     const { after } = await killAndAwaitRestart('postgres');
     const secrets = JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { userToken: string };
     // A request that reads the database through the gateway's pool: an unknown task is a typed 404, not a 5xx.
-    const task = await fetch(`${apiUrl}/v1/tasks/${randomUUID()}`, { headers: { authorization: `Bearer ${secrets.userToken}` } });
+    const task = await fetch(`${apiUrl}/v1/tasks/${randomUUID()}`, {
+      headers: { authorization: `Bearer ${secrets.userToken}` },
+    });
     expect(task.status).toBe(404);
     expect(await alive(after)).toBe(true);
   }, 90_000);
@@ -259,10 +333,14 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
     // A restart is pending (the worker died and waits out its backoff, 1 s by now) when Ctrl-C comes.
     const seen = output.length;
     process.kill(pids.worker, 'SIGKILL');
-    await waitFor('the worker\'s death to be logged', 10_000, async () => output.slice(seen).includes(`worker (pid ${pids.worker}) died`));
+    await waitFor("the worker's death to be logged", 10_000, async () =>
+      output.slice(seen).includes(`worker (pid ${pids.worker}) died`),
+    );
     const exited = new Promise<number | null>((resolve) => launcher!.once('exit', (code) => resolve(code)));
     launcher!.kill('SIGINT');
-    expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))])).toBe(0);
+    expect(
+      await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 60 s'), 60_000))]),
+    ).toBe(0);
     expect(output.slice(seen)).not.toContain('worker restarted');
     const all = [...new Set([...seenPids, ...instance])];
     const stillRunning = await Promise.all(all.map(alive));
@@ -273,7 +351,7 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
 });
 
 describe('a start-up failure still ends the launcher [issue 10.4]', () => {
-  it('PostgreSQL\'s port taken: one line that says so, exit code 1, nothing left running', async () => {
+  it("PostgreSQL's port taken: one line that says so, exit code 1, nothing left running", async () => {
     const holder = createServer();
     const ports = await freePorts();
     await new Promise<void>((resolve) => holder.listen(ports.pg, '127.0.0.1', resolve));
@@ -283,7 +361,11 @@ describe('a start-up failure still ends the launcher [issue 10.4]', () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
       expect(code).toBe(1);
       const failures = failedOutput.split('\n').filter((line) => line.startsWith('start-up failed:'));
-      expect(failures).toEqual([expect.stringMatching(new RegExp(`^start-up failed: port ${ports.pg} \\(embedded PostgreSQL\\) is already in use.*TWS_PG_PORT`))]);
+      expect(failures).toEqual([
+        expect.stringMatching(
+          new RegExp(`^start-up failed: port ${ports.pg} \\(embedded PostgreSQL\\) is already in use.*TWS_PG_PORT`),
+        ),
+      ]);
       expect(await processesOf(dir)).toEqual([]);
     } finally {
       holder.close();

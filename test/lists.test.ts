@@ -37,7 +37,10 @@ async function walk(route: string, limit: number): Promise<{ items: any[]; sizes
   let cursor: string | null = null;
   do {
     const sep = route.includes('?') ? '&' : '?';
-    const res: { status: number; body: any } = await h.api('GET', `${route}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+    const res: { status: number; body: any } = await h.api(
+      'GET',
+      `${route}${sep}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`,
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['items', 'nextCursor']);
     items.push(...res.body.items);
@@ -49,7 +52,8 @@ async function walk(route: string, limit: number): Promise<{ items: any[]; sizes
 }
 
 /** The ids the database holds, in the lists' order (newest first, then id). */
-const idsInOrder = async (sql: string, params: unknown[] = []) => (await h.pool.query<{ id: string }>(`${sql} ORDER BY created_at DESC, id DESC`, params)).rows.map((r) => r.id);
+const idsInOrder = async (sql: string, params: unknown[] = []) =>
+  (await h.pool.query<{ id: string }>(`${sql} ORDER BY created_at DESC, id DESC`, params)).rows.map((r) => r.id);
 
 /** What an answer shows must locate nothing: no path, no branch, no token. */
 function expectNoLeak(body: unknown) {
@@ -62,14 +66,20 @@ function expectNoLeak(body: unknown) {
 /** The link of an answer: the configured UI, the namespace, the workflow id as one path segment. Returns the workflow id. */
 function workflowIdOfLink(links: any): string {
   const url = new URL(links.temporal);
-  expect(`${url.origin}${url.pathname}`.startsWith(`${UI_URL}/namespaces/${h.config.temporalNamespace}/workflows/`)).toBe(true);
+  expect(
+    `${url.origin}${url.pathname}`.startsWith(`${UI_URL}/namespaces/${h.config.temporalNamespace}/workflows/`),
+  ).toBe(true);
   const segment = url.pathname.slice(`/ui/namespaces/${h.config.temporalNamespace}/workflows/`.length);
   expect(segment).not.toContain('/');
   return decodeURIComponent(segment);
 }
 
 const rowCounts = async () =>
-  (await h.pool.query("SELECT (SELECT count(*) FROM tasks) t, (SELECT count(*) FROM sessions) s, (SELECT count(*) FROM boards) b, (SELECT count(*) FROM repositories) r, (SELECT count(*) FROM cleanup_jobs) j, (SELECT count(*) FROM tasks WHERE archived_at IS NOT NULL) a")).rows[0];
+  (
+    await h.pool.query(
+      'SELECT (SELECT count(*) FROM tasks) t, (SELECT count(*) FROM sessions) s, (SELECT count(*) FROM boards) b, (SELECT count(*) FROM repositories) r, (SELECT count(*) FROM cleanup_jobs) j, (SELECT count(*) FROM tasks WHERE archived_at IS NOT NULL) a',
+    )
+  ).rows[0];
 
 const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
@@ -86,7 +96,9 @@ describe('GET /v1/repositories and /v1/boards', () => {
   it('pages boards without skipping or repeating rows made at the same time, or microseconds apart', async () => {
     for (const name of ['one', 'two']) expect((await h.api('POST', '/v1/boards', { name })).status).toBe(201);
     // One statement: four boards with the same created_at (only the id orders them) ...
-    await h.pool.query("INSERT INTO boards (id, name) SELECT gen_random_uuid(), 'same-time-' || i FROM generate_series(1, 4) i");
+    await h.pool.query(
+      "INSERT INTO boards (id, name) SELECT gen_random_uuid(), 'same-time-' || i FROM generate_series(1, 4) i",
+    );
     // ... and three a microsecond apart, in the future so they come first (a millisecond cursor would skip two).
     await h.pool.query(
       "INSERT INTO boards (id, name, created_at) SELECT gen_random_uuid(), 'micro-' || i, timestamptz '2100-01-01 00:00:00.000001+00' + i * interval '1 microsecond' FROM generate_series(1, 3) i",
@@ -123,11 +135,21 @@ describe('GET /v1/tasks', () => {
     const active = await walk(`/v1/tasks?boardId=${board}&archived=false`, 1);
     expect(active.items.map((t) => t.id)).toEqual([children[2], children[1], parent]);
     expect(active.items.every((t) => t.state === 'active')).toBe(true);
-    expect((await walk('/v1/tasks?archived=true', 50)).items.map((t) => t.id)).toEqual(await idsInOrder('SELECT id FROM tasks WHERE archived_at IS NOT NULL'));
+    expect((await walk('/v1/tasks?archived=true', 50)).items.map((t) => t.id)).toEqual(
+      await idsInOrder('SELECT id FROM tasks WHERE archived_at IS NOT NULL'),
+    );
 
     const item = ofParent.items.find((t) => t.id === children[1]);
     expect(item).toEqual({
-      id: children[1], title: 'a task', state: 'active', parentTaskId: parent, boardId: board, workspaceMode: 'new_workspace', groupId: null, quickChat: false, createdAt: expect.any(String),
+      id: children[1],
+      title: 'a task',
+      state: 'active',
+      parentTaskId: parent,
+      boardId: board,
+      workspaceMode: 'new_workspace',
+      groupId: null,
+      quickChat: false,
+      createdAt: expect.any(String),
     });
     // The same fields as the task's own view.
     expect((await h.api('GET', `/v1/tasks/${children[1]}`)).body).toMatchObject(item);
@@ -135,7 +157,7 @@ describe('GET /v1/tasks', () => {
 });
 
 describe('GET /v1/tasks/:id/sessions and session links', () => {
-  it('pages a task\'s sessions with their execution and a link to the run that admitted each', async () => {
+  it("pages a task's sessions with their execution and a link to the run that admitted each", async () => {
     const r = await repo();
     const taskId = await createTask(h, [r.id]);
     const launched: any[] = [];
@@ -164,7 +186,8 @@ describe('GET /v1/tasks/:id/sessions and session links', () => {
     // A resume: its answer, and the session from then on, link to the resume's run.
     const resumed = await h.api('POST', `/v1/sessions/${launched[0].sessionId}/resume`);
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
-    const run = (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [launched[0].sessionId])).rows[0].admitted_run;
+    const run = (await h.pool.query('SELECT admitted_run FROM sessions WHERE id = $1', [launched[0].sessionId])).rows[0]
+      .admitted_run;
     expect(workflowIdOfLink(resumed.body.links)).toBe(`resume/${launched[0].sessionId}/${run}`);
     const resumeRun = await h.temporal.workflow.getHandle(workflowIdOfLink(resumed.body.links)).describe();
     expect(resumeRun.typedSearchAttributes.get(SessionIdAttr)).toBe(launched[0].sessionId);
@@ -195,16 +218,26 @@ describe('GET /v1/cleanup-jobs and job links', () => {
 
     const byTrigger = await walk('/v1/cleanup-jobs?trigger=archive', 1);
     expect(byTrigger.items.length).toBeGreaterThanOrEqual(3);
-    expect(byTrigger.items.map((j) => j.operationId)).toEqual(await idsInOrder("SELECT operation_id AS id, created_at FROM cleanup_jobs WHERE trigger = 'archive'"));
+    expect(byTrigger.items.map((j) => j.operationId)).toEqual(
+      await idsInOrder("SELECT operation_id AS id, created_at FROM cleanup_jobs WHERE trigger = 'archive'"),
+    );
     expect(byTrigger.items.map((j) => j.operationId)).toEqual(expect.arrayContaining(jobs));
     expect(byTrigger.items.map((j) => j.operationId)).not.toContain(reset.body.operationId);
 
     const all = await walk('/v1/cleanup-jobs', 2);
-    expect(all.items.map((j) => j.operationId)).toEqual(await idsInOrder('SELECT operation_id AS id, created_at FROM cleanup_jobs'));
-    expect((await walk('/v1/cleanup-jobs?trigger=environment_reset&state=succeeded', 50)).items.map((j) => j.operationId)).toEqual([reset.body.operationId]);
-    expect((await walk(`/v1/cleanup-jobs?taskId=${archivedTasks[1]}`, 50)).items.map((j) => j.operationId)).toEqual([jobs[1]]);
+    expect(all.items.map((j) => j.operationId)).toEqual(
+      await idsInOrder('SELECT operation_id AS id, created_at FROM cleanup_jobs'),
+    );
+    expect(
+      (await walk('/v1/cleanup-jobs?trigger=environment_reset&state=succeeded', 50)).items.map((j) => j.operationId),
+    ).toEqual([reset.body.operationId]);
+    expect((await walk(`/v1/cleanup-jobs?taskId=${archivedTasks[1]}`, 50)).items.map((j) => j.operationId)).toEqual([
+      jobs[1],
+    ]);
     expect((await walk('/v1/cleanup-jobs?state=needs_operator', 50)).items).toEqual([]);
-    expect((await walk('/v1/cleanup-jobs?state=succeeded', 50)).items.map((j) => j.operationId)).toEqual(await idsInOrder("SELECT operation_id AS id, created_at FROM cleanup_jobs WHERE state = 'succeeded'"));
+    expect((await walk('/v1/cleanup-jobs?state=succeeded', 50)).items.map((j) => j.operationId)).toEqual(
+      await idsInOrder("SELECT operation_id AS id, created_at FROM cleanup_jobs WHERE state = 'succeeded'"),
+    );
 
     for (const job of all.items) {
       // The item is the job's own view, and its link names the job's run, a run of its task.
@@ -229,7 +262,18 @@ describe('bad list queries', () => {
       cursorOf(['2026-01-01 00:00:00+00', randomUUID()]),
       'bm90LWpzb24',
     ];
-    const common = ['limit=0', 'limit=201', 'limit=-1', 'limit=1.5', 'limit=ten', 'limit=', 'cursor=', 'cursor=%00', 'other=1', ...notOurs.map((c) => `cursor=${c}`)];
+    const common = [
+      'limit=0',
+      'limit=201',
+      'limit=-1',
+      'limit=1.5',
+      'limit=ten',
+      'limit=',
+      'cursor=',
+      'cursor=%00',
+      'other=1',
+      ...notOurs.map((c) => `cursor=${c}`),
+    ];
     const cases: Record<string, string[]> = {
       '/v1/tasks': [...common, 'boardId=not-a-uuid', 'parentTaskId=42', 'archived=yes', 'archived=1', 'state=archived'],
       [`/v1/tasks/${taskId}/sessions`]: [...common, 'state=running'],

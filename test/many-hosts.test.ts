@@ -18,33 +18,63 @@ const { harness } = harnessesPerTest();
 describe('hosts are records', () => {
   it('a worker registers its host at start and beats; GET /v1/hosts (operator) says which are live, a page at a time', async () => {
     const h = await harness();
-    const other = h.spawnWorker({ TWS_HOST_ID: 'host-beats', TWS_WORKSPACE_ROOT: `${h.scratch}/beats-root`, TWS_HOST_HEARTBEAT_MS: '300' });
-    await waitUntil(async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'host-beats'")).rowCount === 1, 'the spawned worker registered');
+    const other = h.spawnWorker({
+      TWS_HOST_ID: 'host-beats',
+      TWS_WORKSPACE_ROOT: `${h.scratch}/beats-root`,
+      TWS_HOST_HEARTBEAT_MS: '300',
+    });
+    await waitUntil(
+      async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'host-beats'")).rowCount === 1,
+      'the spawned worker registered',
+    );
     const listed = await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN);
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     const byId = Object.fromEntries(listed.body.items.map((x: any) => [x.hostId, x]));
-    expect(byId[h.config.hostId]).toMatchObject({ live: true, workspaceRoot: h.config.workspaceRoot, executors: ['worktree', 'local', 'ssh'] });
+    expect(byId[h.config.hostId]).toMatchObject({
+      live: true,
+      workspaceRoot: h.config.workspaceRoot,
+      executors: ['worktree', 'local', 'ssh'],
+    });
     expect(byId['host-beats']).toMatchObject({ live: true, workspaceRoot: `${h.scratch}/beats-root` });
     expect(typeof byId['host-beats'].version).toBe('string');
     expect((await h.api('GET', '/v1/hosts')).status).toBe(403);
     // The operator CLI reads the same list.
-    const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['hosts', '--json'], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
-    expect(JSON.parse(cli.stdout).map((x: any) => x.hostId).sort()).toEqual([h.config.hostId, 'host-beats'].sort());
+    const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['hosts', '--json'], {
+      env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN },
+      encoding: 'utf8',
+    });
+    expect(
+      JSON.parse(cli.stdout)
+        .map((x: any) => x.hostId)
+        .sort(),
+    ).toEqual([h.config.hostId, 'host-beats'].sort());
 
     // The heartbeat moves lastSeenAt on; keyset pages of one host each cover both.
-    const seen = (await h.pool.query("SELECT last_seen_at FROM hosts WHERE host_id = 'host-beats'")).rows[0].last_seen_at as Date;
-    await waitUntil(async () => (await h.pool.query("SELECT last_seen_at FROM hosts WHERE host_id = 'host-beats'")).rows[0].last_seen_at > seen, 'a heartbeat', 5_000);
+    const seen = (await h.pool.query("SELECT last_seen_at FROM hosts WHERE host_id = 'host-beats'")).rows[0]
+      .last_seen_at as Date;
+    await waitUntil(
+      async () =>
+        (await h.pool.query("SELECT last_seen_at FROM hosts WHERE host_id = 'host-beats'")).rows[0].last_seen_at > seen,
+      'a heartbeat',
+      5_000,
+    );
     const first = await h.api('GET', '/v1/hosts?limit=1', undefined, OPERATOR_TOKEN);
     const second = await h.api('GET', `/v1/hosts?limit=1&cursor=${first.body.nextCursor}`, undefined, OPERATOR_TOKEN);
-    expect([...first.body.items, ...second.body.items].map((x: any) => x.hostId).sort()).toEqual([h.config.hostId, 'host-beats'].sort());
+    expect([...first.body.items, ...second.body.items].map((x: any) => x.hostId).sort()).toEqual(
+      [h.config.hostId, 'host-beats'].sort(),
+    );
     expect(second.body.nextCursor).toBeNull();
 
     // Killed, it stops beating: within three of its intervals it is no longer live.
     other.kill('SIGKILL');
-    await waitUntil(async () => {
-      const hosts = (await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items;
-      return hosts.find((x: any) => x.hostId === 'host-beats')?.live === false;
-    }, 'the killed host is not live', 10_000);
+    await waitUntil(
+      async () => {
+        const hosts = (await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items;
+        return hosts.find((x: any) => x.hostId === 'host-beats')?.live === false;
+      },
+      'the killed host is not live',
+      10_000,
+    );
   });
 });
 
@@ -54,8 +84,16 @@ describe('hosts are records', () => {
  */
 async function threeHosts() {
   const h = await harness({}, { inProcessWorker: false });
-  const hostA = { id: `a-${h.config.hostId}`, root: path.join(h.scratch, 'root-a'), repos: path.join(h.scratch, 'repos-a') };
-  const hostB = { id: `b-${h.config.hostId}`, root: path.join(h.scratch, 'root-b'), repos: path.join(h.scratch, 'repos-b') };
+  const hostA = {
+    id: `a-${h.config.hostId}`,
+    root: path.join(h.scratch, 'root-a'),
+    repos: path.join(h.scratch, 'repos-a'),
+  };
+  const hostB = {
+    id: `b-${h.config.hostId}`,
+    root: path.join(h.scratch, 'root-b'),
+    repos: path.join(h.scratch, 'repos-b'),
+  };
   for (const dir of [hostA.root, hostB.root, hostA.repos, hostB.repos]) mkdirSync(dir, { recursive: true });
   const workerEnv = (host: typeof hostA) => ({
     TWS_HOST_ID: host.id,
@@ -67,8 +105,16 @@ async function threeHosts() {
   const workers = { a: h.spawnWorker(workerEnv(hostA)), b: h.spawnWorker(workerEnv(hostB)) };
   const restartB = () => (workers.b = h.spawnWorker(workerEnv(hostB)));
   // The gateway's own roots hold neither: a check that ran in the gateway would refuse both.
-  const gateway = await h.spawnGateway({ TWS_REPOSITORY_ROOTS: path.join(h.scratch, 'repos-g'), TWS_CLEANUP_RETRY_WAITS_MS: '500', TWS_CLEANUP_MAX_ATTEMPTS: '200' });
-  await waitUntil(async () => (await h.pool.query('SELECT 1 FROM hosts WHERE host_id = ANY($1)', [[hostA.id, hostB.id]])).rowCount === 2, 'both hosts registered');
+  const gateway = await h.spawnGateway({
+    TWS_REPOSITORY_ROOTS: path.join(h.scratch, 'repos-g'),
+    TWS_CLEANUP_RETRY_WAITS_MS: '500',
+    TWS_CLEANUP_MAX_ATTEMPTS: '200',
+  });
+  await waitUntil(
+    async () =>
+      (await h.pool.query('SELECT 1 FROM hosts WHERE host_id = ANY($1)', [[hostA.id, hostB.id]])).rowCount === 2,
+    'both hosts registered',
+  );
   return { h, hostA, hostB, workers, restartB, gateway, api: gateway.api };
 }
 
@@ -97,8 +143,12 @@ describe('three processes as three hosts', () => {
     expect(onB.status, JSON.stringify(onB.body)).toBe(201);
     repos.a = onA.body.id;
     repos.b = onB.body.id;
-    expect((await h.pool.query('SELECT host_id FROM repositories WHERE id = $1', [repos.a])).rows[0].host_id).toBe(hostA.id);
-    expect((await h.pool.query('SELECT host_id FROM repositories WHERE id = $1', [repos.b])).rows[0].host_id).toBe(hostB.id);
+    expect((await h.pool.query('SELECT host_id FROM repositories WHERE id = $1', [repos.a])).rows[0].host_id).toBe(
+      hostA.id,
+    );
+    expect((await h.pool.query('SELECT host_id FROM repositories WHERE id = $1', [repos.b])).rows[0].host_id).toBe(
+      hostB.id,
+    );
 
     // A host nobody serves does not answer: 503 host_unavailable within seconds, no row.
     const gone = makeRepo(hostA.repos, 'gone');
@@ -114,17 +164,29 @@ describe('three processes as three hosts', () => {
 
   it("placement follows the repositories: each task's launch, attach, resume, transition and git status run on its host, under its root only", async () => {
     const { h, hostA, hostB, api } = world;
-    const mixed = await api('POST', '/v1/tasks', { title: 'both', repositories: [{ repositoryId: repos.a }, { repositoryId: repos.b }] });
+    const mixed = await api('POST', '/v1/tasks', {
+      title: 'both',
+      repositories: [{ repositoryId: repos.a }, { repositoryId: repos.b }],
+    });
     expect(mixed.status).toBe(400);
     expect(mixed.body.error.message).toBe('The repositories of a task must be on one host.');
-    for (const [host, repositoryId, name] of [[hostA, repos.a!, 'alpha'], [hostB, repos.b!, 'beta']] as const) {
+    for (const [host, repositoryId, name] of [
+      [hostA, repos.a!, 'alpha'],
+      [hostB, repos.b!, 'beta'],
+    ] as const) {
       const taskId = await newTask(repositoryId);
       tasks.set(host.id, taskId);
       const worktree = path.join(host.root, taskDirName(taskId), name);
       const first = await launchOn(taskId);
       expect(first.body.role).toBe('materialized');
       await expectAgentOn(host, first.body.sessionId, worktree);
-      expect((await h.pool.query('SELECT host_id, workspace_path FROM task_environments WHERE id = $1', [first.body.taskEnvironmentId])).rows[0]).toEqual({ host_id: host.id, workspace_path: worktree });
+      expect(
+        (
+          await h.pool.query('SELECT host_id, workspace_path FROM task_environments WHERE id = $1', [
+            first.body.taskEnvironmentId,
+          ])
+        ).rows[0],
+      ).toEqual({ host_id: host.id, workspace_path: worktree });
       const attached = await launchOn(taskId);
       expect(attached.body.role).toBe('attached');
       await expectAgentOn(host, attached.body.sessionId, worktree);
@@ -145,9 +207,15 @@ describe('three processes as three hosts', () => {
       expect(local.body.role).toBe('transitioned');
       await expectAgentOn(host, local.body.sessionId, path.join(host.repos, name));
       // Its agent's log is read on its host, for a gateway that is not it: a follow until the agent ends, then the tail.
-      const talker = await api('POST', `/v1/tasks/${taskId}/sessions`, { ...launchBody, command: ['sh', '-c', `echo hello from ${name}; sleep 1; echo bye`] });
+      const talker = await api('POST', `/v1/tasks/${taskId}/sessions`, {
+        ...launchBody,
+        command: ['sh', '-c', `echo hello from ${name}; sleep 1; echo bye`],
+      });
       expect(talker.status, JSON.stringify(talker.body)).toBe(201);
-      const logs = (query: string) => fetch(`${world.gateway.url}/v1/sessions/${talker.body.sessionId}/logs${query}`, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
+      const logs = (query: string) =>
+        fetch(`${world.gateway.url}/v1/sessions/${talker.body.sessionId}/logs${query}`, {
+          headers: { authorization: `Bearer ${USER_TOKEN}` },
+        });
       const followed = await logs('?follow=1');
       expect(followed.status).toBe(200);
       expect(await followed.text()).toBe(`hello from ${name}\nbye\n`);
@@ -168,7 +236,13 @@ describe('three processes as three hosts', () => {
     await expectAgentOn(hostB, parkedSession.body.sessionId, path.join(parkedFolder, 'beta'));
 
     workers.b.kill('SIGKILL');
-    await waitUntil(async () => (await api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items.find((x: any) => x.hostId === hostB.id)?.live === false, 'B is not live', 10_000);
+    await waitUntil(
+      async () =>
+        (await api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items.find((x: any) => x.hostId === hostB.id)
+          ?.live === false,
+      'B is not live',
+      10_000,
+    );
 
     const taskB = tasks.get(hostB.id)!;
     const sessionsBefore = await sessionCount(taskB);
@@ -189,17 +263,28 @@ describe('three processes as three hosts', () => {
     expect((await api('GET', `/v1/tasks/${taskB}`)).status).toBe(200);
     // A new task's branches are checked on its repositories' host, not by the gateway: B does not answer.
     const tasksBefore = (await h.pool.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n;
-    const uncreated = await api('POST', '/v1/tasks', { title: 'on B while down', repositories: [{ repositoryId: repos.b! }] });
+    const uncreated = await api('POST', '/v1/tasks', {
+      title: 'on B while down',
+      repositories: [{ repositoryId: repos.b! }],
+    });
     expect(uncreated.status, JSON.stringify(uncreated.body)).toBe(503);
     expectSafeError(uncreated.body, 'host_unavailable', [hostB.root]);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n).toBe(tasksBefore);
 
     const archived = await api('POST', `/v1/tasks/${parked}/archive`, {});
     expect(archived.status, JSON.stringify(archived.body)).toBe(202);
-    await waitUntil(async () => {
-      const job = (await h.pool.query('SELECT state, last_error, attempts FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0];
-      return job?.state === 'retry_wait' && job.last_error === 'host_unavailable' && job.attempts >= 2;
-    }, 'the cleanup waits in its retry schedule', 30_000);
+    await waitUntil(
+      async () => {
+        const job = (
+          await h.pool.query('SELECT state, last_error, attempts FROM cleanup_jobs WHERE operation_id = $1', [
+            archived.body.operationId,
+          ])
+        ).rows[0];
+        return job?.state === 'retry_wait' && job.last_error === 'host_unavailable' && job.attempts >= 2;
+      },
+      'the cleanup waits in its retry schedule',
+      30_000,
+    );
     expect(listDir(parkedFolder)).toContain('beta');
 
     // A is unaffected meanwhile.
@@ -209,7 +294,13 @@ describe('three processes as three hosts', () => {
     await expectAgentOn(hostA, onA.body.sessionId, path.join(hostA.root, taskDirName(taskA), 'alpha'));
 
     restartB();
-    await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0]?.state === 'succeeded', 'the waiting cleanup finished on B', 60_000);
+    await waitUntil(
+      async () =>
+        (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId]))
+          .rows[0]?.state === 'succeeded',
+      'the waiting cleanup finished on B',
+      60_000,
+    );
     expect(listDir(parkedFolder)).toEqual([]);
     const again = await launchOn(taskB);
     expect(again.body.role).toBe('attached');
@@ -242,10 +333,20 @@ describe('three processes as three hosts', () => {
       const otherBefore = listDir(other.root);
       const archived = await api('POST', `/v1/tasks/${taskId}/archive`, {});
       expect(archived.status, JSON.stringify(archived.body)).toBe(202);
-      await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId])).rows[0]?.state === 'succeeded', `archive on ${host.id}`);
+      await waitUntil(
+        async () =>
+          (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [archived.body.operationId]))
+            .rows[0]?.state === 'succeeded',
+        `archive on ${host.id}`,
+      );
       const deleted = await api('DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, OPERATOR_TOKEN);
       expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
-      await waitUntil(async () => (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [deleted.body.operationId])).rows[0]?.state === 'succeeded', `delete on ${host.id}`);
+      await waitUntil(
+        async () =>
+          (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [deleted.body.operationId]))
+            .rows[0]?.state === 'succeeded',
+        `delete on ${host.id}`,
+      );
       expect(listDir(host.root)).not.toContain(taskDirName(taskId));
       expect(listDir(other.root)).toEqual(otherBefore);
     }
@@ -271,7 +372,12 @@ describe('three processes as three hosts', () => {
   async function expectAgentOn(host: { id: string }, sessionId: string, cwd: string): Promise<void> {
     let row: { host_id: string; pid: number } | undefined;
     await waitUntil(async () => {
-      row = (await world.h.pool.query("SELECT host_id, pid FROM executions WHERE session_id = $1 AND status = 'running' ORDER BY started_at DESC LIMIT 1", [sessionId])).rows[0];
+      row = (
+        await world.h.pool.query(
+          "SELECT host_id, pid FROM executions WHERE session_id = $1 AND status = 'running' ORDER BY started_at DESC LIMIT 1",
+          [sessionId],
+        )
+      ).rows[0];
       return row !== undefined;
     }, `the agent of ${sessionId}`);
     expect(row!.host_id).toBe(host.id);

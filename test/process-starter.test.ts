@@ -76,7 +76,10 @@ describe('the process starter', () => {
       [path.join(scratch, 'no-such-binary'), []],
     ];
     for (const [file, args] of cases) {
-      const [node, started] = await Promise.all([observe(spawn(file, args, { cwd: scratch })), observe(starter.spawn(file, args, { cwd: scratch }))]);
+      const [node, started] = await Promise.all([
+        observe(spawn(file, args, { cwd: scratch })),
+        observe(starter.spawn(file, args, { cwd: scratch })),
+      ]);
       expect(started, `${file} ${args.join(' ')}`).toEqual(node);
     }
   });
@@ -91,7 +94,11 @@ describe('the process starter', () => {
 
     const log = path.join(scratch, 'detached.log');
     writeFileSync(log, 'before\n');
-    const child = starter.spawn('sh', ['-c', 'echo "$WHO"; sleep 0.3; exit 5'], { detached: true, output: { appendTo: log }, env: { WHO: 'detached', PATH: process.env.PATH } });
+    const child = starter.spawn('sh', ['-c', 'echo "$WHO"; sleep 0.3; exit 5'], {
+      detached: true,
+      output: { appendTo: log },
+      env: { WHO: 'detached', PATH: process.env.PATH },
+    });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code: number | null) => resolve(code)));
     await new Promise((r) => child.once('spawn', r));
     child.unref();
@@ -150,7 +157,9 @@ describe('the process starter', () => {
     helper.stdout!.destroy();
     const ended = new Promise<number | null>((resolve) => helper.once('close', (code) => resolve(code)));
     // Something to tell: a command's start (and its end).
-    helper.stdin!.write(JSON.stringify({ id: 1, file: 'sh', args: ['-c', 'exit 0'], env: {}, detached: false, output: 'ignore' }) + '\n');
+    helper.stdin!.write(
+      JSON.stringify({ id: 1, file: 'sh', args: ['-c', 'exit 0'], env: {}, detached: false, output: 'ignore' }) + '\n',
+    );
     expect(await ended).toBe(0);
     expect(stderr).toBe('');
     helper.stdin!.destroy();

@@ -17,7 +17,12 @@ import { git, makeRepo, worktreePaths } from './support/world';
 const system = timeSkippingSystem();
 
 const WEEK_MS = 7 * 24 * 3600_000;
-const expire = (workflowId: string) => system.env.client.workflow.execute('expireQuickChats', { workflowId, taskQueue: system.h.config.taskQueue, args: [{ idleMs: WEEK_MS, policy: DEFAULT_RETRY_POLICY }] }) as Promise<string[]>;
+const expire = (workflowId: string) =>
+  system.env.client.workflow.execute('expireQuickChats', {
+    workflowId,
+    taskQueue: system.h.config.taskQueue,
+    args: [{ idleMs: WEEK_MS, policy: DEFAULT_RETRY_POLICY }],
+  }) as Promise<string[]>;
 
 it('a quick chat idle past the limit on the skipped clock is deleted, its uncommitted work saved; an ordinary task is untouched', async () => {
   const { h, env } = system;
@@ -42,12 +47,17 @@ it('a quick chat idle past the limit on the skipped clock is deleted, its uncomm
   const child = cleanupWorkflowId('quick_chat_expiry', chat, '');
   let workflowId: string | undefined;
   await waitUntil(async () => {
-    workflowId = (await h.pool.query('SELECT workflow_id FROM cleanup_jobs WHERE task_id = $1', [chat])).rows[0]?.workflow_id;
+    workflowId = (await h.pool.query('SELECT workflow_id FROM cleanup_jobs WHERE task_id = $1', [chat])).rows[0]
+      ?.workflow_id;
     return workflowId !== undefined;
   }, 'the expiry cleanup is prepared');
   expect(workflowId!.startsWith(child)).toBe(true);
   const progress = await env.client.workflow.getHandle(workflowId!).result();
-  expect(progress).toMatchObject({ trigger: 'quick_chat_expiry', state: 'succeeded', report: { worktrees: [{ outcome: 'saved_and_removed' }] } });
+  expect(progress).toMatchObject({
+    trigger: 'quick_chat_expiry',
+    state: 'succeeded',
+    report: { worktrees: [{ outcome: 'saved_and_removed' }] },
+  });
   expect((await h.pool.query('SELECT count(*)::int AS n FROM tasks WHERE id = $1', [chat])).rows[0].n).toBe(0);
   expect(existsSync(worktree)).toBe(false);
   expect(worktreePaths(dir)).toEqual([dir, path.join(h.config.workspaceRoot, taskDirName(ordinary), 'qc')]);

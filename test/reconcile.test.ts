@@ -22,10 +22,17 @@ describe('consistency check', () => {
     await h.temporal.workflow.getHandle(accepted.workflowId).terminate('lost');
     clearGitFault(wrapper);
 
-    const check = () => h.temporal.workflow.execute('reconcileRecords', { workflowId: `reconcile/${randomUUID()}`, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+    const check = () =>
+      h.temporal.workflow.execute('reconcileRecords', {
+        workflowId: `reconcile/${randomUUID()}`,
+        taskQueue: h.config.taskQueue,
+        args: [{ hostId: h.config.hostId }],
+      });
     // A job younger than the check's minimum age is its workflow's business: left alone.
     expect(await check()).toMatchObject({ records: { repaired: {} } });
-    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [accepted.operationId]);
+    await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [
+      accepted.operationId,
+    ]);
     expect(await check()).toMatchObject({ records: { repaired: { cleanup_job_resumed: 1 }, undecided: 0 } });
 
     const job = await waitForJob(h, accepted.operationId, ['succeeded'], 60_000);

@@ -13,7 +13,16 @@ import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/ta
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { agentEnded, createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
-import { clearGitFault, commitOf, fingerprint, git, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+import {
+  clearGitFault,
+  commitOf,
+  fingerprint,
+  git,
+  gitWrapper,
+  makeRepo,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 const harnesses: Harness[] = [];
 let h: Harness;
@@ -36,15 +45,30 @@ async function stoppedTask(hh: Harness, name: string) {
   expect((await hh.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
   await agentEnded(hh, first.body.sessionId);
   const folder = path.join(hh.config.workspaceRoot, taskDirName(taskId));
-  return { repo, taskId, folder, worktree: path.join(folder, name), branch: taskBranchName(taskId), environmentId: first.body.taskEnvironmentId as string };
+  return {
+    repo,
+    taskId,
+    folder,
+    worktree: path.join(folder, name),
+    branch: taskBranchName(taskId),
+    environmentId: first.body.taskEnvironmentId as string,
+  };
 }
 
 /** git's registration of one worktree: its block of `git worktree list --porcelain`. */
-const registration = (repo: string, worktree: string) => git(repo, 'worktree', 'list', '--porcelain').split('\n\n').find((block) => block.startsWith(`worktree ${worktree}\n`)) ?? null;
+const registration = (repo: string, worktree: string) =>
+  git(repo, 'worktree', 'list', '--porcelain')
+    .split('\n\n')
+    .find((block) => block.startsWith(`worktree ${worktree}\n`)) ?? null;
 
 /** What a refused removal (or an abandonment) must leave exactly as it was: the folder's bytes, git's registration of it, the task branch. */
 function world(t: { repo: string; folder: string; worktree: string; branch: string }, extra: string[] = []) {
-  return { folder: fingerprint(t.folder), extra: extra.map((d) => fingerprint(d)), registration: registration(t.repo, t.worktree), branch: commitOf(t.repo, t.branch) };
+  return {
+    folder: fingerprint(t.folder),
+    extra: extra.map((d) => fingerprint(d)),
+    registration: registration(t.repo, t.worktree),
+    branch: commitOf(t.repo, t.branch),
+  };
 }
 
 async function resetReachesOperator(hh: Harness, taskId: string): Promise<any> {
@@ -53,12 +77,26 @@ async function resetReachesOperator(hh: Harness, taskId: string): Promise<any> {
   return waitForJob(hh, reset.body.operationId, ['needs_operator', 'succeeded']);
 }
 
-const UNSAFE: { name: string; reason: string; make: (t: Awaited<ReturnType<typeof stoppedTask>>, scratch: string) => string[] }[] = [
-  { name: 'other branch checked out in the worktree', reason: 'worktree_audit_other_branch', make: (t) => (git(t.worktree, 'checkout', '-q', 'other'), []) },
+const UNSAFE: {
+  name: string;
+  reason: string;
+  make: (t: Awaited<ReturnType<typeof stoppedTask>>, scratch: string) => string[];
+}[] = [
+  {
+    name: 'other branch checked out in the worktree',
+    reason: 'worktree_audit_other_branch',
+    make: (t) => (git(t.worktree, 'checkout', '-q', 'other'), []),
+  },
   {
     name: 'marker naming another task',
     reason: 'worktree_audit_foreign_marker',
-    make: (t) => (writeFileSync(path.join(t.folder, OWNERSHIP_MARKER_FILE), JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() })), []),
+    make: (t) => (
+      writeFileSync(
+        path.join(t.folder, OWNERSHIP_MARKER_FILE),
+        JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() }),
+      ),
+      []
+    ),
   },
   {
     name: 'folder replaced by an unregistered copy',
@@ -90,14 +128,19 @@ describe('an audited removal that refuses for a reason retrying cannot fix waits
       const extra = unsafe.make(t, h.scratch);
       const before = world(t, extra);
       const job = await resetReachesOperator(h, t.taskId);
-      expect(job).toMatchObject({ state: 'needs_operator', attempts: 1, lastError: unsafe.reason, nextAttemptAt: null });
+      expect(job).toMatchObject({
+        state: 'needs_operator',
+        attempts: 1,
+        lastError: unsafe.reason,
+        nextAttemptAt: null,
+      });
       expect(world(t, extra)).toEqual(before);
     });
   }
 });
 
 describe('a transient failure keeps the retry schedule', () => {
-  it('a worktree remove that fails once is retried after the schedule\'s first wait, and the reset succeeds', async () => {
+  it("a worktree remove that fails once is retried after the schedule's first wait, and the reset succeeds", async () => {
     const wrapper = gitWrapper(h.scratch, { failSubcommand: 'worktree remove', failTimes: 1 });
     const hh = await createHarness({ gitBinary: wrapper });
     harnesses.push(hh);
@@ -125,15 +168,30 @@ describe('POST /v1/tasks/:id/environment/reset with {"abandon": true}', () => {
       const bad = await op(h, 'POST', `/v1/tasks/${t.taskId}/environment/reset`, body);
       expect(bad.status, JSON.stringify(body)).toBe(400);
     }
-    expect((await h.api('POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true }, USER_TOKEN)).status).toBe(403);
+    expect((await h.api('POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true }, USER_TOKEN)).status).toBe(
+      403,
+    );
     const abandoned = await op(h, 'POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true });
     expect(abandoned.status, JSON.stringify(abandoned.body)).toBe(200);
     expect(abandoned.body).toMatchObject({ operationId: stuck.operationId, state: 'cancelled' });
 
     const job = (await h.api('GET', `/v1/cleanup-jobs/${stuck.operationId}`)).body;
-    expect(job).toMatchObject({ state: 'cancelled', attempts: 1, report: { ended: { action: 'abandon', by: 'operator' }, abandoned: { taskFolder: t.folder, worktrees: [{ worktreePath: t.worktree, branch: t.branch }] } } });
-    expect((await h.pool.query('SELECT status FROM environment_repos WHERE environment_id = $1', [t.environmentId])).rows.map((r) => r.status)).toEqual(['abandoned']);
-    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.environmentId])).rows[0].status).toBe('released');
+    expect(job).toMatchObject({
+      state: 'cancelled',
+      attempts: 1,
+      report: {
+        ended: { action: 'abandon', by: 'operator' },
+        abandoned: { taskFolder: t.folder, worktrees: [{ worktreePath: t.worktree, branch: t.branch }] },
+      },
+    });
+    expect(
+      (
+        await h.pool.query('SELECT status FROM environment_repos WHERE environment_id = $1', [t.environmentId])
+      ).rows.map((r) => r.status),
+    ).toEqual(['abandoned']);
+    expect(
+      (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.environmentId])).rows[0].status,
+    ).toBe('released');
     expect(world(t)).toEqual(before);
 
     // The barrier is lifted: the next launch materializes afresh, in a new folder on a new branch.
@@ -155,14 +213,21 @@ describe('POST /v1/tasks/:id/environment/reset with {"abandon": true}', () => {
     const refused = await op(h, 'POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true });
     expect(refused.status).toBe(409);
     expectSafeError(refused.body, 'session_running', [t.folder]);
-    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.environmentId])).rows[0].status).toBe('ready');
+    expect(
+      (await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.environmentId])).rows[0].status,
+    ).toBe('ready');
 
     // With no job active, an abandonment is a job of its own.
     expect((await h.api('POST', `/v1/sessions/${next.body.sessionId}/stop`)).status).toBe(200);
     await agentEnded(h, next.body.sessionId);
     const own = await op(h, 'POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true });
     expect(own.status, JSON.stringify(own.body)).toBe(200);
-    expect((await h.api('GET', `/v1/cleanup-jobs/${own.body.operationId}`)).body).toMatchObject({ trigger: 'environment_abandon', state: 'succeeded', attempts: 0, report: { abandoned: { worktrees: [{ worktreePath: fresh }] } } });
+    expect((await h.api('GET', `/v1/cleanup-jobs/${own.body.operationId}`)).body).toMatchObject({
+      trigger: 'environment_abandon',
+      state: 'succeeded',
+      attempts: 0,
+      report: { abandoned: { worktrees: [{ worktreePath: fresh }] } },
+    });
     expect(existsSync(fresh)).toBe(true);
   });
 });
@@ -180,7 +245,11 @@ describe('POST /v1/cleanup-jobs/:operationId/cancel', () => {
     const cancelled = await op(hh, 'POST', route);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     expect(cancelled.body).toMatchObject({ operationId: accepted.operationId, state: 'cancelled' });
-    expect((await hh.api('GET', `/v1/cleanup-jobs/${accepted.operationId}`)).body).toMatchObject({ state: 'cancelled', attempts: 1, report: { ended: { action: 'cancel', by: 'operator' } } });
+    expect((await hh.api('GET', `/v1/cleanup-jobs/${accepted.operationId}`)).body).toMatchObject({
+      state: 'cancelled',
+      attempts: 1,
+      report: { ended: { action: 'cancel', by: 'operator' } },
+    });
     expect(await hh.temporal.workflow.getHandle(accepted.workflowId).result()).toMatchObject({ state: 'cancelled' });
 
     expect((await launch(hh, t.taskId)).body.error.code).toBe('task_archived');
@@ -200,17 +269,32 @@ describe('POST /v1/cleanup-jobs/:operationId/cancel', () => {
 
   it('ends a delete job in needs_operator (operator CLI): its worktree is recorded abandoned, stays on disk and the orphan sweep keeps it', async () => {
     const t = await stoppedTask(h, 'cancel-delete');
-    writeFileSync(path.join(t.folder, OWNERSHIP_MARKER_FILE), JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() }));
+    writeFileSync(
+      path.join(t.folder, OWNERSHIP_MARKER_FILE),
+      JSON.stringify({ kind: 'task-workspaces/ownership', taskId: randomUUID(), environmentId: randomUUID() }),
+    );
     const before = world(t);
     const deleted = await deleteTask(h, t.taskId);
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
-    expect(await waitForJob(h, deleted.body.operationId, ['needs_operator'])).toMatchObject({ attempts: 1, lastError: 'worktree_audit_foreign_marker' });
+    expect(await waitForJob(h, deleted.body.operationId, ['needs_operator'])).toMatchObject({
+      attempts: 1,
+      lastError: 'worktree_audit_foreign_marker',
+    });
 
     // Not a synchronous child: the worker runs in this process and must answer the CLI's update.
-    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['cancel', deleted.body.operationId], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+    const { stdout: out } = await promisify(execFile)('bin/tws.mjs', ['cancel', deleted.body.operationId], {
+      env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN },
+      encoding: 'utf8',
+    });
     expect(out).toContain('cancelled');
     const job = (await h.api('GET', `/v1/cleanup-jobs/${deleted.body.operationId}`)).body;
-    expect(job).toMatchObject({ state: 'cancelled', report: { ended: { action: 'cancel', by: 'operator' }, abandoned: { taskFolder: t.folder, worktrees: [{ worktreePath: t.worktree, branch: t.branch }] } } });
+    expect(job).toMatchObject({
+      state: 'cancelled',
+      report: {
+        ended: { action: 'cancel', by: 'operator' },
+        abandoned: { taskFolder: t.folder, worktrees: [{ worktreePath: t.worktree, branch: t.branch }] },
+      },
+    });
     expect(world(t)).toEqual(before);
 
     const sweep = await op(h, 'POST', '/v1/orphan-sweep', {});

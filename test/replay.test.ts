@@ -16,7 +16,13 @@ import { launchWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest } from './support/harness';
 import { exportedWorkflowTypes, readFixtures } from './support/history-fixtures';
-import { recordCancelledAndRematerialized, recordHappyPaths, recordHostPaths, recordInterruptedPaths, recordOperatorPaths } from './support/recorded-scenarios';
+import {
+  recordCancelledAndRematerialized,
+  recordHappyPaths,
+  recordHostPaths,
+  recordInterruptedPaths,
+  recordOperatorPaths,
+} from './support/recorded-scenarios';
 import { launch, taskWithSession } from './support/scenario';
 import { killGroup } from './support/world';
 
@@ -25,11 +31,31 @@ const { harness } = harnessesPerTest();
 const replayOptions = () => ({ workflowBundle: { codePath: inject('workflowBundlePath') } });
 
 describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', () => {
-  it('records launch, git status, stop, resume, delete, archive, cascade, quick-chat expiry and orphan sweep', () => recordHappyPaths(harness), 300_000);
-  it('records a cleanup that waits for an operator: retried, and cancelled by an unarchive', () => recordOperatorPaths(harness), 300_000);
-  it('records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes', () => recordInterruptedPaths(harness), 300_000);
-  it('records a launch cancelled while its workspace is made, and a resume that materializes a released environment', () => recordCancelledAndRematerialized(harness), 300_000);
-  it('records a repository checked on its host, refused by a host that does not answer, an agent log read on its host, and a cleanup that waited for its host', () => recordHostPaths(harness), 300_000);
+  it(
+    'records launch, git status, stop, resume, delete, archive, cascade, quick-chat expiry and orphan sweep',
+    () => recordHappyPaths(harness),
+    300_000,
+  );
+  it(
+    'records a cleanup that waits for an operator: retried, and cancelled by an unarchive',
+    () => recordOperatorPaths(harness),
+    300_000,
+  );
+  it(
+    'records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes',
+    () => recordInterruptedPaths(harness),
+    300_000,
+  );
+  it(
+    'records a launch cancelled while its workspace is made, and a resume that materializes a released environment',
+    () => recordCancelledAndRematerialized(harness),
+    300_000,
+  );
+  it(
+    'records a repository checked on its host, refused by a host that does not answer, an agent log read on its host, and a cleanup that waited for its host',
+    () => recordHostPaths(harness),
+    300_000,
+  );
 });
 
 describe('workflow replay', () => {
@@ -39,17 +65,26 @@ describe('workflow replay', () => {
     expect(missing, `workflow types with no history under test/histories: ${missing.join(', ')}`).toEqual([]);
   });
 
-  it('replays every recorded history under test/histories against today\'s bundle', async () => {
+  it("replays every recorded history under test/histories against today's bundle", async () => {
     const fixtures = readFixtures();
     const exported = new Set(await exportedWorkflowTypes());
     // A history of a workflow type the worker no longer registers would fail to replay in
     // production too: say so by name rather than as a replay error.
-    expect(fixtures.filter((f) => !exported.has(f.workflowType)).map((f) => `${f.file}: ${f.workflowType}`), 'histories of workflow types no longer exported').toEqual([]);
-    expect(fixtures.filter((f) => !f.file.startsWith(`${f.workflowType}-`)).map((f) => `${f.file}: ${f.workflowType}`), 'fixture names must begin with their workflow type').toEqual([]);
+    expect(
+      fixtures.filter((f) => !exported.has(f.workflowType)).map((f) => `${f.file}: ${f.workflowType}`),
+      'histories of workflow types no longer exported',
+    ).toEqual([]);
+    expect(
+      fixtures.filter((f) => !f.file.startsWith(`${f.workflowType}-`)).map((f) => `${f.file}: ${f.workflowType}`),
+      'fixture names must begin with their workflow type',
+    ).toEqual([]);
 
     const failures: string[] = [];
     let replayed = 0;
-    for await (const result of Worker.runReplayHistories(replayOptions(), fixtures.map((f) => ({ workflowId: f.file, history: f.history })))) {
+    for await (const result of Worker.runReplayHistories(
+      replayOptions(),
+      fixtures.map((f) => ({ workflowId: f.file, history: f.history })),
+    )) {
       replayed++;
       if (result.error) failures.push(`${result.workflowId}: ${result.error.name}: ${result.error.message}`);
     }
@@ -62,12 +97,21 @@ describe('workflow replay', () => {
     const t = await taskWithSession(h, 'now');
     const attached = await launch(h, t.taskId);
     expect(attached.status).toBe(201);
-    for (const id of [t.session.sessionId, attached.body.sessionId]) killGroup((await h.api('GET', `/v1/sessions/${id}`)).body.execution.pid);
+    for (const id of [t.session.sessionId, attached.body.sessionId])
+      killGroup((await h.api('GET', `/v1/sessions/${id}`)).body.execution.pid);
     const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
     expect(archived.status).toBe(202);
     await waitForJob(h, archived.body.operationId);
-    for (const workflowId of [launchWorkflowId(t.session.sessionId), launchWorkflowId(attached.body.sessionId), archived.body.workflowId]) {
-      await Worker.runReplayHistory(replayOptions(), await h.temporal.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+    for (const workflowId of [
+      launchWorkflowId(t.session.sessionId),
+      launchWorkflowId(attached.body.sessionId),
+      archived.body.workflowId,
+    ]) {
+      await Worker.runReplayHistory(
+        replayOptions(),
+        await h.temporal.workflow.getHandle(workflowId).fetchHistory(),
+        workflowId,
+      );
     }
   });
 });

@@ -20,7 +20,9 @@ async function isFree(repositoryId: string): Promise<boolean> {
   const client = await h.pool.connect();
   try {
     const key = `repository-git-admin:${repositoryId}`;
-    const locked = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key])).rows[0]!.locked;
+    const locked = (
+      await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key])
+    ).rows[0]!.locked;
     if (locked) await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
     return locked;
   } finally {
@@ -75,7 +77,13 @@ describe('the per-repository lock across processes', () => {
       const caller = withRepositoryLock(h.pool, repositoryId, async () => {
         ran = true;
         // While this runs, the lock is this caller's: the other session cannot take it.
-        expect((await other.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [key])).rows[0]!.locked).toBe(false);
+        expect(
+          (
+            await other.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
+              key,
+            ])
+          ).rows[0]!.locked,
+        ).toBe(false);
       });
       await new Promise((r) => setTimeout(r, 1200));
       expect(ran).toBe(false);
@@ -87,10 +95,13 @@ describe('the per-repository lock across processes', () => {
     }
     expect(await isFree(repositoryId)).toBe(true);
   });
-  it('says while it is held past the watch\'s interval, with the repository and how long, and stops saying it once released', async () => {
+  it("says while it is held past the watch's interval, with the repository and how long, and stops saying it once released", async () => {
     const repositoryId = randomUUID();
     const reports: { repositoryId: string; heldMs: number }[] = [];
-    const watch = { everyMs: 200, warn: (details: { repositoryId: string; heldMs: number }) => void reports.push(details) };
+    const watch = {
+      everyMs: 200,
+      warn: (details: { repositoryId: string; heldMs: number }) => void reports.push(details),
+    };
     await withRepositoryLock(h.pool, repositoryId, () => new Promise((r) => setTimeout(r, 700)), undefined, watch);
     expect(reports.length).toBeGreaterThanOrEqual(2);
     expect(reports.every((r) => r.repositoryId === repositoryId)).toBe(true);

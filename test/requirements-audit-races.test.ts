@@ -14,23 +14,51 @@ import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { liveAgents } from './support/processes';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { branches, commitOf, git, gitWrapper, loggedGitCommands, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import {
+  branches,
+  commitOf,
+  git,
+  gitWrapper,
+  loggedGitCommands,
+  makeRepo,
+  processAlive,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 
 /** Resolves once the wrapper logged a `git <subcommand>` (it logs before it sleeps): that git is under way. */
 const gitStarted = (logTo: string, subcommand: string) =>
-  waitUntil(async () => loggedGitCommands(logTo).some((line) => line.startsWith(`${subcommand} `)), `git ${subcommand} to start`);
+  waitUntil(
+    async () => loggedGitCommands(logTo).some((line) => line.startsWith(`${subcommand} `)),
+    `git ${subcommand} to start`,
+  );
 
 async function environmentOf(h: Harness, taskId: string) {
-  return (await h.pool.query('SELECT id, status, materializer_session_id, materialized, workspace_path, task_folder, ownership_generation FROM task_environments WHERE task_id = $1', [taskId])).rows;
+  return (
+    await h.pool.query(
+      'SELECT id, status, materializer_session_id, materialized, workspace_path, task_folder, ownership_generation FROM task_environments WHERE task_id = $1',
+      [taskId],
+    )
+  ).rows;
 }
 
 const inventoryOf = async (h: Harness, environmentId: string) =>
-  (await h.pool.query('SELECT repository_id, worktree_path, worktree_branch, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at', [environmentId])).rows;
+  (
+    await h.pool.query(
+      'SELECT repository_id, worktree_path, worktree_branch, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at',
+      [environmentId],
+    )
+  ).rows;
 
 const executionsOf = async (h: Harness, taskId: string) =>
-  (await h.pool.query('SELECT x.id, x.status, x.pid, x.process_start_time FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1', [taskId])).rows;
+  (
+    await h.pool.query(
+      'SELECT x.id, x.status, x.pid, x.process_start_time FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.task_id = $1',
+      [taskId],
+    )
+  ).rows;
 
 const processStartTime = (pid: number): string | null => {
   try {
@@ -70,7 +98,7 @@ function processTree(root: number): number[] {
     }
   }
   const tree = [root];
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const [pid, ppid] of parentOf) if (tree.includes(ppid) && !tree.includes(pid)) (tree.push(pid), (grew = true));
   }
@@ -85,7 +113,10 @@ function processTree(root: number): number[] {
 async function freezeTree(root: number): Promise<{ members: number[]; thaw: () => Promise<void> }> {
   const group = path.join(FREEZER_ROOT, `tws-test-${randomUUID().slice(0, 8)}`);
   const inGroup = () => readFileSync(path.join(group, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-  const state = (to?: 'FROZEN' | 'THAWED') => (to ? writeFileSync(path.join(group, 'freezer.state'), to) : readFileSync(path.join(group, 'freezer.state'), 'utf8').trim());
+  const state = (to?: 'FROZEN' | 'THAWED') =>
+    to
+      ? writeFileSync(path.join(group, 'freezer.state'), to)
+      : readFileSync(path.join(group, 'freezer.state'), 'utf8').trim();
   mkdirSync(group);
   cleanups.push(async () => {
     if (!existsSync(group)) return;
@@ -97,7 +128,7 @@ async function freezeTree(root: number): Promise<{ members: number[]; thaw: () =
         // gone
       }
     }
-    await waitUntil(async () => inGroup().length === 0, 'the frozen agent\'s group to empty', 10_000).catch(() => {});
+    await waitUntil(async () => inGroup().length === 0, "the frozen agent's group to empty", 10_000).catch(() => {});
     rmdirSync(group);
   });
   const join = (pid: number) => {
@@ -112,10 +143,13 @@ async function freezeTree(root: number): Promise<{ members: number[]; thaw: () =
   await waitUntil(async () => state() === 'FROZEN', 'the agent to freeze');
   // A process forked before the freeze but after the listing joins now (a frozen group freezes
   // what joins it); frozen, the tree no longer changes.
-  processTree(root).filter((pid) => !inGroup().includes(pid)).forEach(join);
+  processTree(root)
+    .filter((pid) => !inGroup().includes(pid))
+    .forEach(join);
   await waitUntil(async () => state() === 'FROZEN', 'the agent to freeze');
   const members = processTree(root);
-  if (!members.every((pid) => inGroup().includes(pid))) throw new Error(`part of the agent's tree escaped the freeze: ${members} vs ${inGroup()}`);
+  if (!members.every((pid) => inGroup().includes(pid)))
+    throw new Error(`part of the agent's tree escaped the freeze: ${members} vs ${inGroup()}`);
   return {
     members,
     async thaw() {
@@ -126,7 +160,7 @@ async function freezeTree(root: number): Promise<{ members: number[]; thaw: () =
 }
 
 describe('a superseded materializer [R1]', () => {
-  it('publishes nothing once another session is the materializer: 409 workspace_reuse_unsafe, no agent, its worktree left unpublished, the other materializer\'s rows as they were', async () => {
+  it("publishes nothing once another session is the materializer: 409 workspace_reuse_unsafe, no agent, its worktree left unpublished, the other materializer's rows as they were", async () => {
     const base = await harness();
     const logTo = path.join(base.scratch, 'superseded.log');
     const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3, logTo }) });
@@ -146,9 +180,15 @@ describe('a superseded materializer [R1]', () => {
       "INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, role) VALUES ($1, $2, $3, 'starting', 'worktree', 'shell', 'materialized')",
       [other, taskId, elected.id],
     );
-    const moved = await h.pool.query('UPDATE task_environments SET materializer_session_id = $2 WHERE id = $1 AND materializer_session_id = $3', [elected.id, other, slowSession]);
+    const moved = await h.pool.query(
+      'UPDATE task_environments SET materializer_session_id = $2 WHERE id = $1 AND materializer_session_id = $3',
+      [elected.id, other, slowSession],
+    );
     expect(moved.rowCount).toBe(1);
-    const othersRows = { environment: await environmentOf(h, taskId), session: (await h.pool.query('SELECT * FROM sessions WHERE id = $1', [other])).rows };
+    const othersRows = {
+      environment: await environmentOf(h, taskId),
+      session: (await h.pool.query('SELECT * FROM sessions WHERE id = $1', [other])).rows,
+    };
 
     const res = await slow;
     expect(res.status, JSON.stringify(res.body)).toBe(409);
@@ -159,13 +199,20 @@ describe('a superseded materializer [R1]', () => {
 
     // What the other materializer owns is as it was: still creating, still its, nothing published.
     expect(await environmentOf(h, taskId)).toEqual(othersRows.environment);
-    expect(othersRows.environment[0]).toMatchObject({ status: 'creating', materializer_session_id: other, materialized: false, workspace_path: null });
+    expect(othersRows.environment[0]).toMatchObject({
+      status: 'creating',
+      materializer_session_id: other,
+      materialized: false,
+      workspace_path: null,
+    });
     expect((await h.pool.query('SELECT * FROM sessions WHERE id = $1', [other])).rows).toEqual(othersRows.session);
     expect(await inventoryOf(h, elected.id)).toEqual([]);
     // The superseded launch left no session, no execution, no spawn intent, and no agent.
     expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([{ id: other }]);
     expect(await executionsOf(h, taskId)).toEqual([]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents WHERE task_id = $1', [taskId])).rows[0].n).toBe(0);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents WHERE task_id = $1', [taskId])).rows[0].n,
+    ).toBe(0);
     expect(liveAgents({ taskId })).toEqual([]);
     // Its worktree is not its to undo any more (workspace-materialize mayUndo): it stays,
     // unpublished, on the task branch at the base, for the new materializer to adopt under the
@@ -180,59 +227,75 @@ describe('a superseded materializer [R1]', () => {
 });
 
 describe('an agent that cannot be stopped [R6.6]', () => {
-  it.skipIf(!freezerUsable)('blocks the archive\'s removal: the job retries then waits for an operator with process_stop_failed, the worktree, its branch and its row untouched; once the agent can end, the retry removes it', async () => {
-    const h = await harness({ cleanupPolicy: { waitsMs: [200], maxAttempts: 2 } });
-    const repo = makeRepo(h.scratch, 'unstoppable');
-    const taskId = await createTask(h, [await registerRepo(h, repo, 'unstoppable')]);
-    const launched = await launch(h, taskId);
-    expect(launched.status, JSON.stringify(launched.body)).toBe(201);
-    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'unstoppable');
-    const pid = await pidOf(h, launched.body.sessionId);
-    const startTime = processStartTime(pid);
-    const frozen = await freezeTree(pid);
-    expect(frozen.members.length).toBeGreaterThan(1);
-    const inventoryBefore = await inventoryOf(h, launched.body.taskEnvironmentId);
-    const branchesBefore = branches(repo);
+  it.skipIf(!freezerUsable)(
+    "blocks the archive's removal: the job retries then waits for an operator with process_stop_failed, the worktree, its branch and its row untouched; once the agent can end, the retry removes it",
+    async () => {
+      const h = await harness({ cleanupPolicy: { waitsMs: [200], maxAttempts: 2 } });
+      const repo = makeRepo(h.scratch, 'unstoppable');
+      const taskId = await createTask(h, [await registerRepo(h, repo, 'unstoppable')]);
+      const launched = await launch(h, taskId);
+      expect(launched.status, JSON.stringify(launched.body)).toBe(201);
+      const worktree = worktreePath(h.config.workspaceRoot, taskId, 'unstoppable');
+      const pid = await pidOf(h, launched.body.sessionId);
+      const startTime = processStartTime(pid);
+      const frozen = await freezeTree(pid);
+      expect(frozen.members.length).toBeGreaterThan(1);
+      const inventoryBefore = await inventoryOf(h, launched.body.taskEnvironmentId);
+      const branchesBefore = branches(repo);
 
-    const job = await archive(h, taskId);
-    const stuck = await waitForJob(h, job.operationId, ['needs_operator', 'succeeded', 'cancelled'], 60_000);
-    expect(stuck).toMatchObject({ state: 'needs_operator', attempts: 2, lastError: 'process_stop_failed', nextAttemptAt: null });
-    // The first failure was retried on the schedule (a stop failure is worth another try).
-    const timers = (await h.temporal.workflow.getHandle(job.workflowId).fetchHistory()).events!.filter((e) => e.timerStartedEventAttributes);
-    expect(timers).toHaveLength(1);
-    expect(stuck.report).toMatchObject({ processesStopped: 0, worktrees: [] });
+      const job = await archive(h, taskId);
+      const stuck = await waitForJob(h, job.operationId, ['needs_operator', 'succeeded', 'cancelled'], 60_000);
+      expect(stuck).toMatchObject({
+        state: 'needs_operator',
+        attempts: 2,
+        lastError: 'process_stop_failed',
+        nextAttemptAt: null,
+      });
+      // The first failure was retried on the schedule (a stop failure is worth another try).
+      const timers = (await h.temporal.workflow.getHandle(job.workflowId).fetchHistory()).events!.filter(
+        (e) => e.timerStartedEventAttributes,
+      );
+      expect(timers).toHaveLength(1);
+      expect(stuck.report).toMatchObject({ processesStopped: 0, worktrees: [] });
 
-    // Nothing was removed: the agent is the same process, its execution reads running, and the
-    // worktree, its registration, its marker, the task branch and the inventory row are all there.
-    expect(processStartTime(pid)).toBe(startTime);
-    expect(processCwd(pid)).toBe(worktree);
-    expect((await executionsOf(h, taskId)).map((x) => [x.id, x.status])).toEqual([[launched.body.executionId, 'running']]);
-    expect(existsSync(path.join(worktree, 'README.md'))).toBe(true);
-    expect(existsSync(path.join(taskFolder(h.config.workspaceRoot, taskId), OWNERSHIP_MARKER_FILE))).toBe(true);
-    expect(worktreePaths(repo)).toEqual([repo, worktree]);
-    expect(branches(repo)).toEqual(branchesBefore);
-    expect(await inventoryOf(h, launched.body.taskEnvironmentId)).toEqual(inventoryBefore);
-    // The barrier holds while it waits.
-    expect((await launch(h, taskId)).status).toBe(409);
+      // Nothing was removed: the agent is the same process, its execution reads running, and the
+      // worktree, its registration, its marker, the task branch and the inventory row are all there.
+      expect(processStartTime(pid)).toBe(startTime);
+      expect(processCwd(pid)).toBe(worktree);
+      expect((await executionsOf(h, taskId)).map((x) => [x.id, x.status])).toEqual([
+        [launched.body.executionId, 'running'],
+      ]);
+      expect(existsSync(path.join(worktree, 'README.md'))).toBe(true);
+      expect(existsSync(path.join(taskFolder(h.config.workspaceRoot, taskId), OWNERSHIP_MARKER_FILE))).toBe(true);
+      expect(worktreePaths(repo)).toEqual([repo, worktree]);
+      expect(branches(repo)).toEqual(branchesBefore);
+      expect(await inventoryOf(h, launched.body.taskEnvironmentId)).toEqual(inventoryBefore);
+      // The barrier holds while it waits.
+      expect((await launch(h, taskId)).status).toBe(409);
 
-    // The host lets the agent end (the SIGKILL it was sent lands); the operator's retry finishes.
-    await frozen.thaw();
-    expect(processAlive(pid)).toBe(false);
-    expect((await h.api('POST', `/v1/cleanup-jobs/${job.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
-    const done = await waitForJob(h, job.operationId);
-    expect(done.report.worktrees).toEqual([expect.objectContaining({ worktreePath: worktree, outcome: 'removed' })]);
-    expect(worktreePaths(repo)).toEqual([repo]);
-    expect(branches(repo)).toContain(taskBranchName(taskId));
-  });
+      // The host lets the agent end (the SIGKILL it was sent lands); the operator's retry finishes.
+      await frozen.thaw();
+      expect(processAlive(pid)).toBe(false);
+      expect((await h.api('POST', `/v1/cleanup-jobs/${job.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(
+        202,
+      );
+      const done = await waitForJob(h, job.operationId);
+      expect(done.report.worktrees).toEqual([expect.objectContaining({ worktreePath: worktree, outcome: 'removed' })]);
+      expect(worktreePaths(repo)).toEqual([repo]);
+      expect(branches(repo)).toContain(taskBranchName(taskId));
+    },
+  );
 });
 
-describe('unarchive while the archive\'s cleanup is in flight [R6]', () => {
+describe("unarchive while the archive's cleanup is in flight [R6]", () => {
   /** Unarchives sent at once; each answer with the job row and the worktree as they were the moment it arrived. */
   async function unarchivesAtOnce(h: Harness, taskId: string, operationId: string, worktree: string, n: number) {
     return Promise.all(
       Array.from({ length: n }, async () => {
         const res = await h.api('POST', `/v1/tasks/${taskId}/unarchive`);
-        const job = (await h.pool.query('SELECT state, finished_at FROM cleanup_jobs WHERE operation_id = $1', [operationId])).rows[0];
+        const job = (
+          await h.pool.query('SELECT state, finished_at FROM cleanup_jobs WHERE operation_id = $1', [operationId])
+        ).rows[0];
         return { res, jobAtAnswer: job.state as string, worktreeAtAnswer: existsSync(worktree) };
       }),
     );
@@ -261,11 +324,15 @@ describe('unarchive while the archive\'s cleanup is in flight [R6]', () => {
     }
     const done = await waitForJob(h, job.operationId);
     expect(done.report.worktrees).toEqual([expect.objectContaining({ worktreePath: worktree, outcome: 'removed' })]);
-    expect((await h.pool.query('SELECT archived_at FROM tasks WHERE id = $1', [taskId])).rows).toEqual([{ archived_at: null }]);
+    expect((await h.pool.query('SELECT archived_at FROM tasks WHERE id = $1', [taskId])).rows).toEqual([
+      { archived_at: null },
+    ]);
     expect((await environmentOf(h, taskId))[0]).toMatchObject({ status: 'released' });
     expect(worktreePaths(repo)).toEqual([repo]);
     expect(commitOf(repo, taskBranchName(taskId))).toBe(kept);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0].n,
+    ).toBe(1);
 
     const again = await launch(h, taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
@@ -279,7 +346,12 @@ describe('unarchive while the archive\'s cleanup is in flight [R6]', () => {
     const base = await harness();
     const logTo = path.join(base.scratch, 'in-flight-failure.log');
     const h = await harness({
-      gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeRemove: 3, failSubcommand: 'worktree remove', failTimes: 1_000_000, logTo }),
+      gitBinary: gitWrapper(base.scratch, {
+        sleepOnWorktreeRemove: 3,
+        failSubcommand: 'worktree remove',
+        failTimes: 1_000_000,
+        logTo,
+      }),
       cleanupPolicy: { waitsMs: [60_000], maxAttempts: 8 },
     });
     const repo = makeRepo(h.scratch, 'in-flight-fails');
@@ -301,9 +373,14 @@ describe('unarchive while the archive\'s cleanup is in flight [R6]', () => {
     }
     // One attempt ran, to its end; none after the cancel.
     const cancelled = await waitForJob(h, job.operationId, ['cancelled']);
-    expect(cancelled).toMatchObject({ attempts: 1, report: expect.objectContaining({ ended: { action: 'cancel', by: 'unarchive' } }) });
-    expect((await h.temporal.workflow.getHandle(job.workflowId).result())).toMatchObject({ state: 'cancelled' });
-    expect((await h.pool.query('SELECT archived_at FROM tasks WHERE id = $1', [taskId])).rows).toEqual([{ archived_at: null }]);
+    expect(cancelled).toMatchObject({
+      attempts: 1,
+      report: expect.objectContaining({ ended: { action: 'cancel', by: 'unarchive' } }),
+    });
+    expect(await h.temporal.workflow.getHandle(job.workflowId).result()).toMatchObject({ state: 'cancelled' });
+    expect((await h.pool.query('SELECT archived_at FROM tasks WHERE id = $1', [taskId])).rows).toEqual([
+      { archived_at: null },
+    ]);
     expect(worktreePaths(repo)).toEqual([repo, worktree]);
     expect(git(worktree, 'rev-parse', '--absolute-git-dir')).toBe(registration);
 

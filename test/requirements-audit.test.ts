@@ -9,7 +9,16 @@ import { OWNERSHIP_MARKER_FILE, taskFolder, worktreePath } from '../domain/task-
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest } from './support/harness';
 import { agentOutputUntil, createTask, launch, pidOf, registerRepo } from './support/scenario';
-import { armGitPause, clearGitFault, git, gitWrapper, loggedGitCommands, makeRepo, processCwd, worktreePaths } from './support/world';
+import {
+  armGitPause,
+  clearGitFault,
+  git,
+  gitWrapper,
+  loggedGitCommands,
+  makeRepo,
+  processCwd,
+  worktreePaths,
+} from './support/world';
 
 const { harness } = harnessesPerTest();
 
@@ -30,7 +39,9 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     rmSync(worktree, { recursive: true, force: true });
     clearGitFault(wrapper);
     const done = await waitForJob(h, job.operationId);
-    expect(done.report.worktrees).toEqual([{ repositoryId: expect.any(String), worktreePath: worktree, outcome: 'already_gone' }]);
+    expect(done.report.worktrees).toEqual([
+      { repositoryId: expect.any(String), worktreePath: worktree, outcome: 'already_gone' },
+    ]);
     expect(worktreePaths(repo)).toEqual([repo]);
   });
 
@@ -66,8 +77,12 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     const refused = await launch(h, bare, { executorType: 'local' });
     expect(refused.status, JSON.stringify(refused.body)).toBe(409);
     expect(refused.body.error.code).toBe('workspace_reuse_unsupported');
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [bare])).rows[0].n).toBe(0);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [bare])).rows[0].n).toBe(0);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [bare])).rows[0].n,
+    ).toBe(0);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [bare])).rows[0].n).toBe(
+      0,
+    );
 
     const folder = taskFolder(h.config.workspaceRoot, bare);
     const first = await launch(h, bare, { command: ['sh', '-c', 'pwd; ls -A; echo ready; sleep 600'] });
@@ -81,7 +96,7 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     expect(existsSync(folder)).toBe(false);
   });
 
-  it('co-residency is recorded before the agent process starts: its observation is older than the agent\'s first instruction [R5.1]', async () => {
+  it("co-residency is recorded before the agent process starts: its observation is older than the agent's first instruction [R5.1]", async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'order');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'order')]);
@@ -90,7 +105,12 @@ describe('requirements driven end to end [issue 24, item 5]', () => {
     const res = await launch(h, taskId, { command: ['sh', '-c', 'echo "at $(date +%s%N)"; sleep 600'] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const agentAt = BigInt(/at (\d+)/.exec(await agentOutputUntil(h, res.body.executionId, 'at '))![1]!);
-    const observed = (await h.pool.query<{ us: string }>("SELECT (extract(epoch FROM observed_at) * 1000000)::bigint::text AS us FROM coresidency_observations WHERE session_id = $1 AND site = 'launch'", [res.body.sessionId])).rows;
+    const observed = (
+      await h.pool.query<{ us: string }>(
+        "SELECT (extract(epoch FROM observed_at) * 1000000)::bigint::text AS us FROM coresidency_observations WHERE session_id = $1 AND site = 'launch'",
+        [res.body.sessionId],
+      )
+    ).rows;
     expect(observed).toHaveLength(1);
     expect(BigInt(observed[0]!.us) * 1000n).toBeLessThan(agentAt);
   });

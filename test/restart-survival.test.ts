@@ -8,7 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest, type Harness } from './support/harness';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
-import { expectReRunAfterTimeout, killableWorker, killLiveAgents, liveAgents, startTemporalDevServer, waitForPort } from './support/processes';
+import {
+  expectReRunAfterTimeout,
+  killableWorker,
+  killLiveAgents,
+  liveAgents,
+  startTemporalDevServer,
+  waitForPort,
+} from './support/processes';
 import { gitWrapper, makeRepo, worktreePaths } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -30,7 +37,15 @@ async function holdWrites(h: Harness, table: string, at: 'statement' | 'commit')
   );
   return {
     async held() {
-      await waitUntil(async () => (await h.pool.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'")).rowCount! > 0, `a write to ${table} held`);
+      await waitUntil(
+        async () =>
+          (
+            await h.pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'",
+            )
+          ).rowCount! > 0,
+        `a write to ${table} held`,
+      );
     },
     async release() {
       await h.pool.query('DELETE FROM test_hold');
@@ -41,12 +56,17 @@ async function holdWrites(h: Harness, table: string, at: 'statement' | 'commit')
 
 const agentsOf = (sessionId: string): number[] => liveAgents({ sessionId }).map((a) => a.pid);
 const killAgentsOf = (sessionId: string) => killLiveAgents({ sessionId });
-const post = (baseUrl: string, route: string, body: unknown, key?: string) => send(baseUrl, 'POST', route, body, { key });
+const post = (baseUrl: string, route: string, body: unknown, key?: string) =>
+  send(baseUrl, 'POST', route, body, { key });
 
 async function taskWithWorktree(h: Harness, name: string, extra: Record<string, unknown> = {}) {
   const repo = makeRepo(h.scratch, name);
   const taskId = await createTask(h, [await registerRepo(h, repo, name)], extra);
-  const res = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER });
+  const res = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, {
+    executorType: 'worktree',
+    agentProfile: 'shell',
+    command: SLEEPER,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return { repo, taskId, sessionId: res.body.sessionId as string };
 }
@@ -63,7 +83,12 @@ describe('a cleanup whose preparation committed while its worker died', () => {
     // The commit completes after its worker is gone: barrier, snapshot and archived task are
     // written, and the engine never heard of it.
     await hold.release();
-    await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state = 'pending'", [t.taskId])).rowCount === 1, 'the committed preparation');
+    await waitUntil(
+      async () =>
+        (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE task_id = $1 AND state = 'pending'", [t.taskId]))
+          .rowCount === 1,
+      'the committed preparation',
+    );
     worker.replace();
 
     const accepted = await pending;
@@ -72,7 +97,9 @@ describe('a cleanup whose preparation committed while its worker died', () => {
     expect(job).toMatchObject({ state: 'succeeded', lastError: null });
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect(agentsOf(t.sessionId)).toEqual([]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n).toBe(1);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n,
+    ).toBe(1);
     // The row says succeeded a moment before its run completes: wait for the run, then read it.
     await h.temporal.workflow.getHandle(accepted.body.workflowId).result();
     expect((await h.temporal.workflow.getHandle(accepted.body.workflowId).describe()).status.name).toBe('COMPLETED');
@@ -89,7 +116,10 @@ describe('a cleanup whose preparation committed while its worker died', () => {
     await hold.held();
     await worker.kill();
     await hold.release();
-    await waitUntil(async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state = 'pending'")).rowCount === 2, 'the committed preparation');
+    await waitUntil(
+      async () => (await h.pool.query("SELECT 1 FROM cleanup_jobs WHERE state = 'pending'")).rowCount === 2,
+      'the committed preparation',
+    );
     worker.replace();
 
     const accepted = await pending;
@@ -131,10 +161,13 @@ describe('an agent spawned by a process that died before recording it', () => {
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(retried.body).toMatchObject({ sessionId, role: 'materialized', state: 'running' });
     expect(agentsOf(sessionId)).toEqual(spawned);
-    const execs = (await h.pool.query('SELECT id, pid, status FROM executions WHERE session_id = $1', [sessionId])).rows;
+    const execs = (await h.pool.query('SELECT id, pid, status FROM executions WHERE session_id = $1', [sessionId]))
+      .rows;
     expect(execs).toEqual([{ id: retried.body.executionId, pid: spawned[0], status: 'running' }]);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM spawn_intents')).rows[0].n).toBe(0);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(
+      1,
+    );
     await expectReRunAfterTimeout(h, `launch/${sessionId}`);
 
     // And the task's cleanup stops exactly that agent before its worktree goes.
@@ -150,7 +183,11 @@ describe('an agent spawned by a process that died before recording it', () => {
     const repo = makeRepo(h.scratch, 'intent-only');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'intent-only')]);
     const hold = await holdWrites(h, 'executions', 'statement');
-    const lost = h.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER });
+    const lost = h.api('POST', `/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: SLEEPER,
+    });
     await hold.held();
     const sessionId = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows[0].id as string;
     cleanups.push(() => killAgentsOf(sessionId));
@@ -187,7 +224,9 @@ describe('Idempotency-Key', () => {
     expect(other.body.error.code).toBe('invalid_request');
     const bad = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, 'x'.repeat(201));
     expect(bad.status).toBe(400);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(
+      1,
+    );
     expect((await h.pool.query('SELECT count(*)::int AS n FROM executions')).rows[0].n).toBe(1);
 
     // A resume under one key restarts the agent once.
@@ -197,7 +236,10 @@ describe('Idempotency-Key', () => {
     const resumedAgain = await post(h.baseUrl, `/v1/sessions/${first.body.sessionId}/resume`, {}, resumeKey);
     expect(resumedAgain.body.execution).toEqual(resumed.body.execution);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM executions')).rows[0].n).toBe(2);
-    expect((await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [first.body.sessionId])).rows[0].resume_count).toBe(1);
+    expect(
+      (await h.pool.query('SELECT resume_count FROM sessions WHERE id = $1', [first.body.sessionId])).rows[0]
+        .resume_count,
+    ).toBe(1);
   });
 });
 
@@ -210,7 +252,10 @@ describe('the engine killed during a first launch', () => {
     let server = startTemporalDevServer(port, db);
     cleanups.push(() => void server.kill('SIGKILL'));
     await waitForPort(port);
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) }, { temporalAddress: `127.0.0.1:${port}` });
+    const h = await harness(
+      { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) },
+      { temporalAddress: `127.0.0.1:${port}` },
+    );
     const repo = makeRepo(h.scratch, 'engine-killed');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'engine-killed')]);
     const key = randomUUID();
@@ -224,7 +269,12 @@ describe('the engine killed during a first launch', () => {
 
     const cut = await pending;
     expect(cut.status, JSON.stringify(cut.body)).toBe(503);
-    expect(cut.body.error).toMatchObject({ code: 'engine_unavailable', recoverable: true, sessionId, outcome: 'pending' });
+    expect(cut.body.error).toMatchObject({
+      code: 'engine_unavailable',
+      recoverable: true,
+      sessionId,
+      outcome: 'pending',
+    });
 
     server = startTemporalDevServer(port, db);
     await waitForPort(port);
@@ -232,7 +282,11 @@ describe('the engine killed during a first launch', () => {
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(retried.body).toMatchObject({ sessionId, state: 'running' });
     await waitUntil(async () => agentsOf(sessionId).length === 1, 'the agent');
-    expect((await h.pool.query('SELECT pid FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([{ pid: agentsOf(sessionId)[0] }]);
-    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(1);
+    expect((await h.pool.query('SELECT pid FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
+      { pid: agentsOf(sessionId)[0] },
+    ]);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n).toBe(
+      1,
+    );
   });
 });

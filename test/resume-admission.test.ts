@@ -11,7 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, lastResumeRun, launch, pidOf, registerRepo, send, waitUntil } from './support/scenario';
+import {
+  createTask,
+  expectSafeError,
+  lastResumeRun,
+  launch,
+  pidOf,
+  registerRepo,
+  send,
+  waitUntil,
+} from './support/scenario';
 import { ExecutorTypeAttr, PhaseAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { branches, fingerprint, git, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
 
@@ -38,13 +47,23 @@ async function taskWithAgent(executorType: 'worktree' | 'local' = 'worktree') {
   const cwd = executorType === 'local' ? repo : worktree;
   await waitUntil(async () => existsSync(path.join(cwd, 'agent-was-here.txt')), 'the first agent wrote its trace');
   if (executorType === 'local') git(repo, 'clean', '-fdq'); // the local agent's trace; the checkout is the baseline again
-  return { repo, taskId, sessionId: first.body.sessionId as string, environmentId: first.body.taskEnvironmentId as string, pid, worktree, name };
+  return {
+    repo,
+    taskId,
+    sessionId: first.body.sessionId as string,
+    environmentId: first.body.taskEnvironmentId as string,
+    pid,
+    worktree,
+    name,
+  };
 }
 
-const resume = (sessionId: string, key?: string) => send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, key ? { key } : {});
+const resume = (sessionId: string, key?: string) =>
+  send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}, key ? { key } : {});
 const sessionRow = async (id: string) =>
   (await h.pool.query('SELECT state, resume_count, environment_id, role FROM sessions WHERE id = $1', [id])).rows[0];
-const executionsOf = async (id: string) => (await h.pool.query('SELECT id, status FROM executions WHERE session_id = $1 ORDER BY started_at', [id])).rows;
+const executionsOf = async (id: string) =>
+  (await h.pool.query('SELECT id, status FROM executions WHERE session_id = $1 ORDER BY started_at', [id])).rows;
 
 /** A resume refused by admission changes nothing: the session row, its executions and the previous agent. */
 async function expectRefusedResume(t: { sessionId: string; repo: string; pid?: number }, code: string) {
@@ -66,52 +85,87 @@ describe('a resume is admitted like a launch', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(processAlive(t.pid)).toBe(false);
     expect(processCwd(res.body.execution.pid)).toBe(t.worktree);
-    expect(await sessionRow(t.sessionId)).toMatchObject({ state: 'running', resume_count: 1, role: 'materialized', environment_id: t.environmentId });
+    expect(await sessionRow(t.sessionId)).toMatchObject({
+      state: 'running',
+      resume_count: 1,
+      role: 'materialized',
+      environment_id: t.environmentId,
+    });
     expect(sourceFiles(t.repo)).toBe(files);
     // The run is found in the Temporal UI like a launch: by task, session and executor, with its phase.
-    const attributes = (await h.temporal.workflow.getHandle(await lastResumeRun(h, t.sessionId)).describe()).typedSearchAttributes;
-    expect([attributes.get(TaskIdAttr), attributes.get(SessionIdAttr), attributes.get(ExecutorTypeAttr), attributes.get(PhaseAttr)]).toEqual([t.taskId, t.sessionId, 'worktree', 'running']);
+    const attributes = (await h.temporal.workflow.getHandle(await lastResumeRun(h, t.sessionId)).describe())
+      .typedSearchAttributes;
+    expect([
+      attributes.get(TaskIdAttr),
+      attributes.get(SessionIdAttr),
+      attributes.get(ExecutorTypeAttr),
+      attributes.get(PhaseAttr),
+    ]).toEqual([t.taskId, t.sessionId, 'worktree', 'running']);
   });
 
-  it.each(['archive then unarchive', 'environment reset'])('released by %s: re-materializes through the election, never the source checkout', async (how) => {
-    const t = await taskWithAgent();
-    const branchesBefore = branches(t.repo);
-    git(t.worktree, 'clean', '-fdq'); // the agent's trace: a dirty worktree would be kept
-    if (how === 'environment reset') {
-      await h.api('POST', `/v1/sessions/${t.sessionId}/stop`);
-      const reset = await h.api('POST', `/v1/tasks/${t.taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
-      expect(reset.status, JSON.stringify(reset.body)).toBe(202);
-      await waitForJob(h, reset.body.operationId);
-    } else {
-      await waitForJob(h, (await archive(h, t.taskId)).operationId);
-      expect((await h.api('POST', `/v1/tasks/${t.taskId}/unarchive`)).status).toBe(200);
-    }
-    expect(worktreePaths(t.repo)).toEqual([t.repo]);
-    expect((await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`)).body).toMatchObject({ source: 'released', workspacePath: null });
-    const files = sourceFiles(t.repo);
+  it.each(['archive then unarchive', 'environment reset'])(
+    'released by %s: re-materializes through the election, never the source checkout',
+    async (how) => {
+      const t = await taskWithAgent();
+      const branchesBefore = branches(t.repo);
+      git(t.worktree, 'clean', '-fdq'); // the agent's trace: a dirty worktree would be kept
+      if (how === 'environment reset') {
+        await h.api('POST', `/v1/sessions/${t.sessionId}/stop`);
+        const reset = await h.api('POST', `/v1/tasks/${t.taskId}/environment/reset`, undefined, OPERATOR_TOKEN);
+        expect(reset.status, JSON.stringify(reset.body)).toBe(202);
+        await waitForJob(h, reset.body.operationId);
+      } else {
+        await waitForJob(h, (await archive(h, t.taskId)).operationId);
+        expect((await h.api('POST', `/v1/tasks/${t.taskId}/unarchive`)).status).toBe(200);
+      }
+      expect(worktreePaths(t.repo)).toEqual([t.repo]);
+      expect((await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`)).body).toMatchObject({
+        source: 'released',
+        workspacePath: null,
+      });
+      const files = sourceFiles(t.repo);
 
-    const res = await resume(t.sessionId);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(processCwd(res.body.execution.pid)).toBe(t.worktree);
-    await waitUntil(async () => git(t.worktree, 'status', '--porcelain').includes('agent-was-here.txt'), 'the agent wrote in its worktree');
-    expect(sourceFiles(t.repo)).toBe(files);
-    expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
-    // The kept task branch is checked out again: no second branch.
-    expect(branches(t.repo)).toEqual(branchesBefore);
-    expect(await sessionRow(t.sessionId)).toMatchObject({ state: 'running', resume_count: 1, role: 'materialized', environment_id: t.environmentId });
-    const env = (await h.pool.query('SELECT status, materialized, workspace_path FROM task_environments WHERE id = $1', [t.environmentId])).rows[0];
-    expect(env).toEqual({ status: 'ready', materialized: true, workspace_path: t.worktree });
-    expect((await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`)).body).toMatchObject({ source: 'environment', workspacePath: t.worktree });
-    // A later launch attaches to what the resume materialized.
-    const next = await launch(h, t.taskId, { command: AGENT });
-    expect(next.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.environmentId });
-  });
+      const res = await resume(t.sessionId);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(processCwd(res.body.execution.pid)).toBe(t.worktree);
+      await waitUntil(
+        async () => git(t.worktree, 'status', '--porcelain').includes('agent-was-here.txt'),
+        'the agent wrote in its worktree',
+      );
+      expect(sourceFiles(t.repo)).toBe(files);
+      expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
+      // The kept task branch is checked out again: no second branch.
+      expect(branches(t.repo)).toEqual(branchesBefore);
+      expect(await sessionRow(t.sessionId)).toMatchObject({
+        state: 'running',
+        resume_count: 1,
+        role: 'materialized',
+        environment_id: t.environmentId,
+      });
+      const env = (
+        await h.pool.query('SELECT status, materialized, workspace_path FROM task_environments WHERE id = $1', [
+          t.environmentId,
+        ])
+      ).rows[0];
+      expect(env).toEqual({ status: 'ready', materialized: true, workspace_path: t.worktree });
+      expect((await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`)).body).toMatchObject({
+        source: 'environment',
+        workspacePath: t.worktree,
+      });
+      // A later launch attaches to what the resume materialized.
+      const next = await launch(h, t.taskId, { command: AGENT });
+      expect(next.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.environmentId });
+    },
+  );
 
   it('creating: workspace_preparing, and nothing changes', async () => {
     const t = await taskWithAgent();
     const other = await launch(h, t.taskId, { command: AGENT });
     // Another session of the task is its environment's live materializer.
-    await h.pool.query(`UPDATE task_environments SET status = 'creating', materializer_session_id = $2 WHERE id = $1`, [t.environmentId, other.body.sessionId]);
+    await h.pool.query(`UPDATE task_environments SET status = 'creating', materializer_session_id = $2 WHERE id = $1`, [
+      t.environmentId,
+      other.body.sessionId,
+    ]);
     await expectRefusedResume(t, 'workspace_preparing');
     await h.pool.query(`UPDATE task_environments SET status = 'ready' WHERE id = $1`, [t.environmentId]);
   });

@@ -24,7 +24,16 @@ import { waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { startSshServer, type SshServer } from './support/ssh-server';
-import { branches, commitOf, fingerprint, git, makeRepo, processAlive, rowCounts, worktreePaths } from './support/world';
+import {
+  branches,
+  commitOf,
+  fingerprint,
+  git,
+  makeRepo,
+  processAlive,
+  rowCounts,
+  worktreePaths,
+} from './support/world';
 
 let h: Harness;
 let ssh: SshServer;
@@ -36,13 +45,24 @@ beforeAll(async () => {
   const res = await h.api(
     'POST',
     '/v1/ssh-targets',
-    { name: 'box', host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot },
+    {
+      name: 'box',
+      host: ssh.host,
+      port: ssh.port,
+      user: ssh.user,
+      privateKeyPath: ssh.privateKeyPath,
+      knownHosts: ssh.knownHostsLine,
+      workspaceRoot: ssh.workspaceRoot,
+    },
     OPERATOR_TOKEN,
   );
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   targetId = res.body.id;
   // The operator's CLI lists it, never its key.
-  const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['ssh-targets', '--json'], { env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN }, encoding: 'utf8' });
+  const cli = await promisify(execFile)(path.resolve('bin/tws.mjs'), ['ssh-targets', '--json'], {
+    env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN },
+    encoding: 'utf8',
+  });
   expect(JSON.parse(cli.stdout).map((t: any) => t.id)).toEqual([targetId]);
   expect(cli.stdout).not.toContain(ssh.privateKeyPath);
 });
@@ -52,7 +72,8 @@ afterAll(async () => {
   await ssh?.remove();
 });
 
-const sshLaunch = (taskId: string, body: Record<string, unknown> = {}) => launch(h, taskId, { executorType: 'ssh', sshTargetId: targetId, ...body });
+const sshLaunch = (taskId: string, body: Record<string, unknown> = {}) =>
+  launch(h, taskId, { executorType: 'ssh', sshTargetId: targetId, ...body });
 
 async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh') {
   const name = `ssh-${++n}`;
@@ -62,20 +83,48 @@ async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh') {
   const first = executorType === 'ssh' ? await sshLaunch(taskId) : await launch(h, taskId, { executorType });
   expect(first.status, JSON.stringify(first.body)).toBe(201);
   const remoteFolder = path.join(ssh.workspaceRoot, taskDirName(taskId));
-  return { name, repo, repoId, taskId, first: first.body, remoteFolder, remoteClone: path.join(remoteFolder, name), hostWorktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name) };
+  return {
+    name,
+    repo,
+    repoId,
+    taskId,
+    first: first.body,
+    remoteFolder,
+    remoteClone: path.join(remoteFolder, name),
+    hostWorktree: path.join(h.config.workspaceRoot, taskDirName(taskId), name),
+  };
 }
 
 /** The agent's working directory, read from the target's own /proc over SSH. */
 async function remoteCwd(pid: number): Promise<string> {
-  const target = { id: targetId, host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot };
+  const target = {
+    id: targetId,
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    privateKeyPath: ssh.privateKeyPath,
+    knownHosts: ssh.knownHostsLine,
+    workspaceRoot: ssh.workspaceRoot,
+  };
   const res = await runRemote(target, 'readlink -- "/proc/$1/cwd"', [String(pid)]);
   expect(res.code).toBe(0);
   return res.stdout.toString().trim();
 }
 
-const envOf = async (id: string) => (await h.pool.query('SELECT executor_type, ssh_target_id, workspace_path, task_folder, status FROM task_environments WHERE id = $1', [id])).rows[0];
+const envOf = async (id: string) =>
+  (
+    await h.pool.query(
+      'SELECT executor_type, ssh_target_id, workspace_path, task_folder, status FROM task_environments WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
 const rowsOf = async (id: string) =>
-  (await h.pool.query('SELECT executor_type, worktree_id, worktree_path, worktree_branch, ssh_target_id, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at', [id])).rows;
+  (
+    await h.pool.query(
+      'SELECT executor_type, worktree_id, worktree_path, worktree_branch, ssh_target_id, status FROM environment_repos WHERE environment_id = $1 ORDER BY created_at',
+      [id],
+    )
+  ).rows;
 
 describe('first launch and attach', () => {
   it('makes a clone on the target on the task branch, runs the agent there in its own group, and leaves the host repository untouched', async () => {
@@ -84,15 +133,40 @@ describe('first launch and attach', () => {
     expect(git(t.remoteClone, 'rev-parse', '--abbrev-ref', 'HEAD')).toBe(taskBranchName(t.taskId));
     expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(commitOf(t.repo, 'main'));
     expect(git(t.remoteClone, 'remote')).toBe(''); // a clone of a bundle, with no remote left behind
-    expect(JSON.parse(readFileSync(path.join(t.remoteFolder, '.task-workspace.json'), 'utf8'))).toMatchObject({ taskId: t.taskId, environmentId: t.first.taskEnvironmentId });
-    expect(await envOf(t.first.taskEnvironmentId)).toEqual({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder, status: 'ready' });
-    expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).body.environment).toMatchObject({ executorType: 'ssh', sshTargetId: targetId });
-    expect(await rowsOf(t.first.taskEnvironmentId)).toEqual([{ executor_type: 'ssh', worktree_id: null, worktree_path: t.remoteClone, worktree_branch: taskBranchName(t.taskId), ssh_target_id: targetId, status: 'active' }]);
+    expect(JSON.parse(readFileSync(path.join(t.remoteFolder, '.task-workspace.json'), 'utf8'))).toMatchObject({
+      taskId: t.taskId,
+      environmentId: t.first.taskEnvironmentId,
+    });
+    expect(await envOf(t.first.taskEnvironmentId)).toEqual({
+      executor_type: 'ssh',
+      ssh_target_id: targetId,
+      workspace_path: t.remoteClone,
+      task_folder: t.remoteFolder,
+      status: 'ready',
+    });
+    expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).body.environment).toMatchObject({
+      executorType: 'ssh',
+      sshTargetId: targetId,
+    });
+    expect(await rowsOf(t.first.taskEnvironmentId)).toEqual([
+      {
+        executor_type: 'ssh',
+        worktree_id: null,
+        worktree_path: t.remoteClone,
+        worktree_branch: taskBranchName(t.taskId),
+        ssh_target_id: targetId,
+        status: 'active',
+      },
+    ]);
     // Nothing on the host: no worktree, no task branch, no task folder.
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect(branches(t.repo)).toEqual(['main']);
     expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.taskId)))).toBe(false);
-    const exec = (await h.pool.query('SELECT pid, process_start_time, cwd, ssh_target_id, status FROM executions WHERE id = $1', [t.first.executionId])).rows[0];
+    const exec = (
+      await h.pool.query('SELECT pid, process_start_time, cwd, ssh_target_id, status FROM executions WHERE id = $1', [
+        t.first.executionId,
+      ])
+    ).rows[0];
     expect(exec).toMatchObject({ cwd: t.remoteClone, ssh_target_id: targetId, status: 'running' });
     expect(await remoteCwd(exec.pid)).toBe(t.remoteClone);
     const stat = readFileSync(`/proc/${exec.pid}/stat`, 'utf8');
@@ -104,7 +178,11 @@ describe('first launch and attach', () => {
   it('attaches byte-for-byte: a second session gets its own agent in the same clone and nothing of the clone changes', async () => {
     const t = await sshTask();
     writeFileSync(path.join(t.remoteClone, 'work.txt'), 'in progress\n');
-    const before = { clone: fingerprint(t.remoteClone), status: git(t.remoteClone, 'status', '--porcelain'), head: git(t.remoteClone, 'rev-parse', 'HEAD') };
+    const before = {
+      clone: fingerprint(t.remoteClone),
+      status: git(t.remoteClone, 'status', '--porcelain'),
+      head: git(t.remoteClone, 'rev-parse', 'HEAD'),
+    };
     const second = await sshLaunch(t.taskId);
     expect(second.status, JSON.stringify(second.body)).toBe(201);
     expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.first.taskEnvironmentId });
@@ -128,9 +206,16 @@ describe('first launch and attach', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     await waitUntil(async () => {
       await reconcileExecutions(h.pool, h.config.hostId);
-      return (await h.pool.query('SELECT status FROM executions WHERE id = $1', [res.body.executionId])).rows[0].status !== 'running';
+      return (
+        (await h.pool.query('SELECT status FROM executions WHERE id = $1', [res.body.executionId])).rows[0].status !==
+        'running'
+      );
     }, 'the remote agent to be seen ended');
-    const exec = (await h.pool.query('SELECT status, exit_code, signal, log_path FROM executions WHERE id = $1', [res.body.executionId])).rows[0];
+    const exec = (
+      await h.pool.query('SELECT status, exit_code, signal, log_path FROM executions WHERE id = $1', [
+        res.body.executionId,
+      ])
+    ).rows[0];
     expect(exec).toMatchObject({ status: 'exited', exit_code: 3, signal: null });
     expect(readFileSync(exec.log_path, 'utf8')).toContain('remote-out');
   });
@@ -144,7 +229,14 @@ describe('the session on the target: status, logs, resume', () => {
     const status = await h.api('GET', `/v1/tasks/${t.taskId}/git-status`);
     expect(status.status, JSON.stringify(status.body)).toBe(200);
     expect(status.body.repositories).toEqual([
-      expect.objectContaining({ repositoryId: t.repoId, branch: taskBranchName(t.taskId), head: commitOf(t.repo, 'main'), ahead: 0, behind: 0, files: [{ path: 'new.txt', status: '??' }] }),
+      expect.objectContaining({
+        repositoryId: t.repoId,
+        branch: taskBranchName(t.taskId),
+        head: commitOf(t.repo, 'main'),
+        ahead: 0,
+        behind: 0,
+        files: [{ path: 'new.txt', status: '??' }],
+      }),
     ]);
     expect(fingerprint(path.join(t.remoteClone, '.git'), ['objects', 'logs'])).toBe(indexBefore);
 
@@ -174,8 +266,19 @@ describe('the session on the target: status, logs, resume', () => {
     const target = await getSshTarget(h.pool, targetId);
     const runs = path.posix.join(ssh.workspaceRoot, '.task-workspaces', 'runs', t.taskId, t.first.sessionId);
     // The earlier try: its intent committed, its agent started on the target, then nothing recorded.
-    await recordSpawnIntent(h.pool, { executionId, sessionId: t.first.sessionId, taskId: t.taskId, hostId: h.config.hostId });
-    const earlier = await startRemoteAgent(target!, { cwd: t.remoteClone, logPath: `${runs}/${executionId}.log`, statusPath: `${runs}/${executionId}.exit`, env: { TWS_EXECUTION_ID: executionId }, argv: ['sleep', '600'] });
+    await recordSpawnIntent(h.pool, {
+      executionId,
+      sessionId: t.first.sessionId,
+      taskId: t.taskId,
+      hostId: h.config.hostId,
+    });
+    const earlier = await startRemoteAgent(target!, {
+      cwd: t.remoteClone,
+      logPath: `${runs}/${executionId}.log`,
+      statusPath: `${runs}/${executionId}.exit`,
+      env: { TWS_EXECUTION_ID: executionId },
+      argv: ['sleep', '600'],
+    });
     if ('notStartable' in earlier) throw new Error('the earlier start did not start');
     const logger = pino({ level: 'silent' });
     const again = await agentProcessActivities({ pool: h.pool, config: h.config, logger }).startAgent({
@@ -189,10 +292,20 @@ describe('the session on the target: status, logs, resume', () => {
       sshTargetId: targetId,
     });
     expect(again).toEqual({ executionId, pid: earlier.pid, status: 'running' });
-    expect((await h.pool.query('SELECT pid, process_start_time, ssh_target_id FROM executions WHERE id = $1', [executionId])).rows[0]).toEqual({ pid: earlier.pid, process_start_time: earlier.startTime, ssh_target_id: targetId });
+    expect(
+      (await h.pool.query('SELECT pid, process_start_time, ssh_target_id FROM executions WHERE id = $1', [executionId]))
+        .rows[0],
+    ).toEqual({ pid: earlier.pid, process_start_time: earlier.startTime, ssh_target_id: targetId });
     expect((await h.pool.query('SELECT 1 FROM spawn_intents WHERE execution_id = $1', [executionId])).rowCount).toBe(0);
     // One agent under that mark: the adopted one.
-    const marked = execFileSync('sh', ['-c', `grep -lzx TWS_EXECUTION_ID=${executionId} /proc/[0-9]*/environ 2>/dev/null || true`], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    const marked = execFileSync(
+      'sh',
+      ['-c', `grep -lzx TWS_EXECUTION_ID=${executionId} /proc/[0-9]*/environ 2>/dev/null || true`],
+      { encoding: 'utf8' },
+    )
+      .trim()
+      .split('\n')
+      .filter(Boolean);
     expect(marked).toHaveLength(1);
   });
 
@@ -205,7 +318,11 @@ describe('the session on the target: status, logs, resume', () => {
     expect(pid).not.toBe(firstPid);
     expect(processAlive(firstPid)).toBe(false);
     expect(await remoteCwd(pid)).toBe(t.remoteClone);
-    const execs = (await h.pool.query('SELECT status, ssh_target_id FROM executions WHERE session_id = $1 ORDER BY started_at', [t.first.sessionId])).rows;
+    const execs = (
+      await h.pool.query('SELECT status, ssh_target_id FROM executions WHERE session_id = $1 ORDER BY started_at', [
+        t.first.sessionId,
+      ])
+    ).rows;
     expect(execs).toEqual([
       { status: 'stopped', ssh_target_id: targetId },
       { status: 'running', ssh_target_id: targetId },
@@ -218,13 +335,23 @@ describe('the session on the target: status, logs, resume', () => {
 });
 
 describe('refusals touch nothing', () => {
-  async function expectRefused(taskId: string, status: number, code: string, watch: string[], body: Record<string, unknown> = {}) {
+  async function expectRefused(
+    taskId: string,
+    status: number,
+    code: string,
+    watch: string[],
+    body: Record<string, unknown> = {},
+  ) {
     const before = { rows: await rowCounts(h.pool), files: watch.map((d) => fingerprint(d)) };
     const res = await sshLaunch(taskId, body);
     expect(res.status, JSON.stringify(res.body)).toBe(status);
     expectSafeError(res.body, code, [ssh.workspaceRoot, ssh.privateKeyPath, String(ssh.port)]);
     const after = await rowCounts(h.pool);
-    expect({ sessions: after.sessions, executions: after.executions, environment_repos: after.environment_repos }).toEqual({
+    expect({
+      sessions: after.sessions,
+      executions: after.executions,
+      environment_repos: after.environment_repos,
+    }).toEqual({
       sessions: before.rows.sessions,
       executions: before.rows.executions,
       environment_repos: before.rows.environment_repos,
@@ -304,8 +431,12 @@ describe('refusals touch nothing', () => {
 
   it('a host key that no longer matches the pinned one is ssh_host_key_mismatch (an operator decides), with nothing changed', async () => {
     const t = await sshTask();
-    const pinned = (await h.pool.query('SELECT known_hosts FROM ssh_targets WHERE id = $1', [targetId])).rows[0].known_hosts;
-    await h.pool.query('UPDATE ssh_targets SET known_hosts = $2 WHERE id = $1', [targetId, await ssh.otherHostKnownHostsLine()]);
+    const pinned = (await h.pool.query('SELECT known_hosts FROM ssh_targets WHERE id = $1', [targetId])).rows[0]
+      .known_hosts;
+    await h.pool.query('UPDATE ssh_targets SET known_hosts = $2 WHERE id = $1', [
+      targetId,
+      await ssh.otherHostKnownHostsLine(),
+    ]);
     try {
       const body = await expectRefused(t.taskId, 409, 'ssh_host_key_mismatch', [t.remoteFolder]);
       expect(body.error).toMatchObject({ recoverable: false, action: 'operator' });
@@ -325,7 +456,12 @@ describe('transitions and cleanup', () => {
     expect(toSsh.body).toMatchObject({ role: 'transitioned', taskEnvironmentId: envId });
     expect(await remoteCwd(await pidOf(h, toSsh.body.sessionId))).toBe(t.remoteClone);
     expect(fingerprint(t.hostWorktree)).toBe(hostBefore);
-    expect(await envOf(envId)).toMatchObject({ executor_type: 'ssh', ssh_target_id: targetId, workspace_path: t.remoteClone, task_folder: t.remoteFolder });
+    expect(await envOf(envId)).toMatchObject({
+      executor_type: 'ssh',
+      ssh_target_id: targetId,
+      workspace_path: t.remoteClone,
+      task_folder: t.remoteFolder,
+    });
     expect((await rowsOf(envId)).map((r: any) => [r.executor_type, r.status])).toEqual([
       ['worktree', 'retained'],
       ['ssh', 'active'],
@@ -334,9 +470,18 @@ describe('transitions and cleanup', () => {
     const back = await launch(h, t.taskId, { executorType: 'worktree' });
     expect(back.status, JSON.stringify(back.body)).toBe(201);
     expect(back.body.role).toBe('transitioned');
-    expect(await envOf(envId)).toMatchObject({ executor_type: 'worktree', ssh_target_id: null, workspace_path: t.hostWorktree });
+    expect(await envOf(envId)).toMatchObject({
+      executor_type: 'worktree',
+      ssh_target_id: null,
+      workspace_path: t.hostWorktree,
+    });
     expect(existsSync(t.remoteClone)).toBe(true); // the ssh clone is retained, not reused, not removed
-    expect((await rowsOf(envId)).filter((r: any) => r.status === 'retained').map((r: any) => r.executor_type).sort()).toEqual(['ssh', 'worktree']);
+    expect(
+      (await rowsOf(envId))
+        .filter((r: any) => r.status === 'retained')
+        .map((r: any) => r.executor_type)
+        .sort(),
+    ).toEqual(['ssh', 'worktree']);
 
     const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
     expect(archived.status, JSON.stringify(archived.body)).toBe(202);
@@ -388,7 +533,7 @@ describe('transitions and cleanup', () => {
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(hostHead);
   });
 
-  it('a delete stops the task\'s agents on the target before it removes anything, and removes the task\'s run folder there (issue 24)', async () => {
+  it("a delete stops the task's agents on the target before it removes anything, and removes the task's run folder there (issue 24)", async () => {
     for (const dirty of [false, true]) {
       const t = await sshTask();
       const second = await sshLaunch(t.taskId);
@@ -397,7 +542,12 @@ describe('transitions and cleanup', () => {
       const runs = path.join(ssh.workspaceRoot, '.task-workspaces', 'runs', t.taskId);
       expect(existsSync(runs)).toBe(true);
       if (dirty) writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
-      const deleted = await h.api('DELETE', `/v1/tasks/${t.taskId}${dirty ? '?discardChanges=true' : ''}`, undefined, OPERATOR_TOKEN);
+      const deleted = await h.api(
+        'DELETE',
+        `/v1/tasks/${t.taskId}${dirty ? '?discardChanges=true' : ''}`,
+        undefined,
+        OPERATOR_TOKEN,
+      );
       expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
       const job = await waitForJob(h, deleted.body.operationId);
       expect(job.report.processesStopped).toBe(2);
@@ -412,7 +562,9 @@ describe('transitions and cleanup', () => {
     writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'unsaved\n');
     const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
     const job = await waitForJob(h, archived.body.operationId);
-    expect(job.report.worktrees).toEqual([{ repositoryId: t.repoId, worktreePath: t.remoteClone, outcome: 'kept_dirty' }]);
+    expect(job.report.worktrees).toEqual([
+      { repositoryId: t.repoId, worktreePath: t.remoteClone, outcome: 'kept_dirty' },
+    ]);
     expect(readFileSync(path.join(t.remoteClone, 'draft.txt'), 'utf8')).toBe('unsaved\n');
 
     const refused = await h.api('DELETE', `/v1/tasks/${t.taskId}`, undefined, OPERATOR_TOKEN);
@@ -422,7 +574,11 @@ describe('transitions and cleanup', () => {
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
     const done = await waitForJob(h, deleted.body.operationId);
     const entry = done.report.worktrees[0];
-    expect(entry).toMatchObject({ repositoryId: t.repoId, outcome: 'saved_and_removed', savedRef: `refs/task-workspaces/saved/${t.taskId}/${t.repoId}` });
+    expect(entry).toMatchObject({
+      repositoryId: t.repoId,
+      outcome: 'saved_and_removed',
+      savedRef: `refs/task-workspaces/saved/${t.taskId}/${t.repoId}`,
+    });
     expect(existsSync(t.remoteFolder)).toBe(false);
     expect(git(t.repo, 'show', `${entry.savedCommit}:draft.txt`)).toBe('unsaved');
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(404);

@@ -3,18 +3,45 @@
  * "remote" is a folder here reached over SSH, so the tests read the world it leaves with plain
  * git and /proc. The host repository is a real one with commits, made in a temporary folder.
  */
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeSshConnections, SshRefusal, type SshTarget } from '../ssh/connection';
-import { bringBranchBack, removeRemoteClone, removeRemoteTaskFolderIfEmpty, saveRemoteWork } from '../ssh/remote-cleanup';
-import { readRemoteExitStatus, readRemoteLog, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../ssh/remote-agent';
+import {
+  bringBranchBack,
+  removeRemoteClone,
+  removeRemoteTaskFolderIfEmpty,
+  saveRemoteWork,
+} from '../ssh/remote-cleanup';
+import {
+  readRemoteExitStatus,
+  readRemoteLog,
+  remoteProcesses,
+  startRemoteAgent,
+  stopRemoteAgent,
+} from '../ssh/remote-agent';
 import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
 import { RemoteOperationError, WORKSPACE_SCRIPTS } from '../ssh/remote-scripts';
 import { readRemoteGitStatus } from '../ssh/remote-git-status';
-import { discardRemoteSlots, materializeRemoteSlot, readRemoteWorkspace, type RemoteSlotSpec } from '../ssh/remote-workspace';
+import {
+  discardRemoteSlots,
+  materializeRemoteSlot,
+  readRemoteWorkspace,
+  type RemoteSlotSpec,
+} from '../ssh/remote-workspace';
 import { startSshServer } from './support/ssh-server';
 import { fingerprint, git, listDir, makeRepo, processAlive } from './support/world';
 
@@ -24,7 +51,8 @@ let hostDir: string;
 let host: string; // the host repository, with two commits on main
 let root: string; // the remote workspace root
 
-const markerOf = (taskId: string): string => JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId: `env-${taskId}` }, null, 2) + '\n';
+const markerOf = (taskId: string): string =>
+  JSON.stringify({ kind: 'task-workspaces/ownership', taskId, environmentId: `env-${taskId}` }, null, 2) + '\n';
 const folderOf = (taskId: string): string => path.join(root, `task-${taskId}`);
 const slotOf = (taskId: string, over: Partial<RemoteSlotSpec> = {}): RemoteSlotSpec => ({
   repoPath: path.join(folderOf(taskId), 'app'),
@@ -38,7 +66,11 @@ const slotOf = (taskId: string, over: Partial<RemoteSlotSpec> = {}): RemoteSlotS
 /** A task's clone on the remote, made through the public surface. */
 async function launched(taskId: string, over: Partial<RemoteSlotSpec> = {}) {
   const slot = slotOf(taskId, over);
-  const made = await materializeRemoteSlot(target, { taskFolder: folderOf(taskId), markerText: markerOf(taskId), slot });
+  const made = await materializeRemoteSlot(target, {
+    taskFolder: folderOf(taskId),
+    markerText: markerOf(taskId),
+    slot,
+  });
   return { slot, folder: folderOf(taskId), marker: markerOf(taskId), ...made };
 }
 
@@ -71,7 +103,15 @@ async function until<T>(read: () => Promise<T | null>, ms = 15_000): Promise<T> 
 beforeAll(async () => {
   server = await startSshServer();
   root = server.workspaceRoot;
-  target = { id: 'remote-1', host: server.host, port: server.port, user: server.user, privateKeyPath: server.privateKeyPath, knownHosts: server.knownHostsLine, workspaceRoot: root };
+  target = {
+    id: 'remote-1',
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    privateKeyPath: server.privateKeyPath,
+    knownHosts: server.knownHostsLine,
+    workspaceRoot: root,
+  };
   hostDir = mkdtempSync(path.join(os.tmpdir(), 'tws-remote-ops-host-'));
   host = makeRepo(hostDir, 'app', { files: { 'README.md': '# app\n', 'src/main.txt': 'one\n' } });
   writeFileSync(path.join(host, 'src/main.txt'), 'two\n');
@@ -86,7 +126,8 @@ afterAll(async () => {
 
 describe('remote scripts', () => {
   it('carry no single quote (the transport refuses one)', () => {
-    for (const [name, source] of Object.entries({ ...WORKSPACE_SCRIPTS, ...AGENT_SCRIPTS })) expect(source.includes("'"), name).toBe(false);
+    for (const [name, source] of Object.entries({ ...WORKSPACE_SCRIPTS, ...AGENT_SCRIPTS }))
+      expect(source.includes("'"), name).toBe(false);
   });
 });
 
@@ -137,7 +178,9 @@ describe('materializeRemoteSlot', () => {
     mkdirSync(folder, { recursive: true });
     writeFileSync(path.join(folder, '.task-workspace.json'), markerOf('someone-else'));
     const before = fingerprint(folder);
-    const reason = await reasonOf(materializeRemoteSlot(target, { taskFolder: folder, markerText: markerOf('m5'), slot: slotOf('m5') }));
+    const reason = await reasonOf(
+      materializeRemoteSlot(target, { taskFolder: folder, markerText: markerOf('m5'), slot: slotOf('m5') }),
+    );
     expect(reason).toBe('marker_other');
     expect(fingerprint(folder)).toBe(before);
     expect(listDir(folder)).toEqual(['.task-workspace.json']);
@@ -170,14 +213,35 @@ describe('readRemoteWorkspace', () => {
     const indexBefore = statSync(index).mtimeMs;
     const printsBefore = [good, other, dirty].map((t) => fingerprint(t.folder));
 
-    const facts = await readRemoteWorkspace(target, { taskFolder: good.folder, workspacePath: good.slot.repoPath, repoPaths: [good.slot.repoPath, linked, deleted, other.slot.repoPath, dirty.slot.repoPath], withDirty: true });
+    const facts = await readRemoteWorkspace(target, {
+      taskFolder: good.folder,
+      workspacePath: good.slot.repoPath,
+      repoPaths: [good.slot.repoPath, linked, deleted, other.slot.repoPath, dirty.slot.repoPath],
+      withDirty: true,
+    });
 
     expect(facts.marker).toBe(good.marker);
     expect(facts.workspaceIsRealDirectory).toBe(true);
     const [g, l, d, o, x] = facts.slots;
-    expect(g).toEqual({ repoPath: good.slot.repoPath, exists: true, realDirectory: true, toplevel: good.slot.repoPath, branch: 'tws/r1', head: good.headCommit, dirty: 'clean' });
+    expect(g).toEqual({
+      repoPath: good.slot.repoPath,
+      exists: true,
+      realDirectory: true,
+      toplevel: good.slot.repoPath,
+      branch: 'tws/r1',
+      head: good.headCommit,
+      dirty: 'clean',
+    });
     expect(l).toMatchObject({ exists: true, realDirectory: false, toplevel: good.slot.repoPath });
-    expect(d).toEqual({ repoPath: deleted, exists: false, realDirectory: false, toplevel: null, branch: null, head: null, dirty: null });
+    expect(d).toEqual({
+      repoPath: deleted,
+      exists: false,
+      realDirectory: false,
+      toplevel: null,
+      branch: null,
+      head: null,
+      dirty: null,
+    });
     expect(o).toMatchObject({ exists: true, realDirectory: true, branch: 'elsewhere' });
     expect(x).toMatchObject({ exists: true, realDirectory: true, branch: 'tws/r3', dirty: 'dirty' });
 
@@ -186,12 +250,31 @@ describe('readRemoteWorkspace', () => {
     expect(git(dirty.slot.repoPath, 'status', '--porcelain')).toBe('M README.md');
 
     const inside = path.join(good.slot.repoPath, 'src');
-    const [sub] = (await readRemoteWorkspace(target, { taskFolder: good.folder, workspacePath: inside, repoPaths: [inside], withDirty: true })).slots;
+    const [sub] = (
+      await readRemoteWorkspace(target, {
+        taskFolder: good.folder,
+        workspacePath: inside,
+        repoPaths: [inside],
+        withDirty: true,
+      })
+    ).slots;
     expect(sub).toMatchObject({ exists: true, realDirectory: true, toplevel: good.slot.repoPath, dirty: 'unreadable' }); // not a top level: doubt
 
-    const bare = await readRemoteWorkspace(target, { taskFolder: folderOf('r6'), workspacePath: linked, repoPaths: [good.slot.repoPath], withDirty: false });
-    expect(bare).toMatchObject({ marker: null, workspaceIsRealDirectory: false, slots: [{ exists: true, dirty: null }] });
-    expect(await readRemoteGitStatus(target, { repoPath: dirty.slot.repoPath, baseBranch: 'main' })).toMatchObject({ branch: 'tws/r3', files: [{ path: 'README.md', status: ' M' }] });
+    const bare = await readRemoteWorkspace(target, {
+      taskFolder: folderOf('r6'),
+      workspacePath: linked,
+      repoPaths: [good.slot.repoPath],
+      withDirty: false,
+    });
+    expect(bare).toMatchObject({
+      marker: null,
+      workspaceIsRealDirectory: false,
+      slots: [{ exists: true, dirty: null }],
+    });
+    expect(await readRemoteGitStatus(target, { repoPath: dirty.slot.repoPath, baseBranch: 'main' })).toMatchObject({
+      branch: 'tws/r3',
+      files: [{ path: 'README.md', status: ' M' }],
+    });
   });
 });
 
@@ -229,7 +312,13 @@ describe('remote agent', () => {
   it('records an exit code, and a signal for an agent that was stopped, with its child stopped too', async () => {
     const t = await launched('a2');
     const statusPath = path.join(root, 'logs/a2/exit3.exit');
-    const exited = await startRemoteAgent(target, { cwd: t.slot.repoPath, logPath: path.join(root, 'logs/a2/exit3.log'), statusPath, env: {}, argv: ['sh', '-c', 'exit 3'] });
+    const exited = await startRemoteAgent(target, {
+      cwd: t.slot.repoPath,
+      logPath: path.join(root, 'logs/a2/exit3.log'),
+      statusPath,
+      env: {},
+      argv: ['sh', '-c', 'exit 3'],
+    });
     expect(exited).not.toHaveProperty('notStartable');
     const status = await until(() => readRemoteExitStatus(target, statusPath));
     expect(status).toMatchObject({ exitCode: 3, signal: null });
@@ -237,9 +326,17 @@ describe('remote agent', () => {
 
     const logPath = path.join(root, 'logs/a2/stopped.log');
     const killedStatus = path.join(root, 'logs/a2/stopped.exit');
-    const running = await startRemoteAgent(target, { cwd: t.slot.repoPath, logPath, statusPath: killedStatus, env: {}, argv: ['bash', '-c', 'sleep 300 & echo "child=$!"; wait'] });
+    const running = await startRemoteAgent(target, {
+      cwd: t.slot.repoPath,
+      logPath,
+      statusPath: killedStatus,
+      env: {},
+      argv: ['bash', '-c', 'sleep 300 & echo "child=$!"; wait'],
+    });
     if ('notStartable' in running) throw new Error('not startable');
-    const childLine = await until(async () => /child=(\d+)/.exec((await readRemoteLog(target, { logPath, offset: 0, maxBytes: 100 })).toString()));
+    const childLine = await until(async () =>
+      /child=(\d+)/.exec((await readRemoteLog(target, { logPath, offset: 0, maxBytes: 100 })).toString()),
+    );
     const child = Number(childLine[1]);
     expect(processAlive(child)).toBe(true);
     expect(procStat(child).pgrp).toBe(running.pid);
@@ -255,7 +352,13 @@ describe('remote agent', () => {
   it('kills a group that ignores SIGTERM once the grace has passed', async () => {
     const t = await launched('a5');
     const statusPath = path.join(root, 'logs/a5/agent.exit');
-    const started = await startRemoteAgent(target, { cwd: t.slot.repoPath, logPath: path.join(root, 'logs/a5/agent.log'), statusPath, env: {}, argv: ['bash', '-c', 'trap "" TERM; sleep 300'] });
+    const started = await startRemoteAgent(target, {
+      cwd: t.slot.repoPath,
+      logPath: path.join(root, 'logs/a5/agent.log'),
+      statusPath,
+      env: {},
+      argv: ['bash', '-c', 'trap "" TERM; sleep 300'],
+    });
     if ('notStartable' in started) throw new Error('not startable');
     const begun = Date.now();
     expect(await stopRemoteAgent(target, { ...started, graceMs: 700 })).toBe('stopped');
@@ -268,16 +371,44 @@ describe('remote agent', () => {
     const t = await launched('a3');
     const logPath = path.join(root, 'logs/a3/agent.log');
     for (const command of ['no-such-agent-command', './not-here', './README.md']) {
-      const answer = await startRemoteAgent(target, { cwd: t.slot.repoPath, logPath, statusPath: path.join(root, 'logs/a3/agent.exit'), env: {}, argv: [command] });
+      const answer = await startRemoteAgent(target, {
+        cwd: t.slot.repoPath,
+        logPath,
+        statusPath: path.join(root, 'logs/a3/agent.exit'),
+        env: {},
+        argv: [command],
+      });
       expect(answer).toEqual({ notStartable: true });
     }
     expect(existsSync(path.join(root, 'logs/a3'))).toBe(false);
-    expect(await reasonOf(startRemoteAgent(target, { cwd: path.join(root, 'nowhere'), logPath, statusPath: logPath + '.exit', env: {}, argv: ['true'] }))).toBe('cwd_missing');
+    expect(
+      await reasonOf(
+        startRemoteAgent(target, {
+          cwd: path.join(root, 'nowhere'),
+          logPath,
+          statusPath: logPath + '.exit',
+          env: {},
+          argv: ['true'],
+        }),
+      ),
+    ).toBe('cwd_missing');
   });
 
   it('passes arguments, environment and prompt through intact, with no signal ignored', async () => {
     const t = await launched('a4');
-    const odd = ['a b', "it's", '"double"', '$(touch pwned)', '`touch pwned2`', 'line1\nline2', '-n', '*', '\\', ' ', ''];
+    const odd = [
+      'a b',
+      "it's",
+      '"double"',
+      '$(touch pwned)',
+      '`touch pwned2`',
+      'line1\nline2',
+      '-n',
+      '*',
+      '\\',
+      ' ',
+      '',
+    ];
     const statusPath = path.join(root, 'logs/a4/agent.exit');
     const promptPath = path.join(root, 'logs/a4/prompt.txt');
     const prompt = "Fix the bug; don't `rm -rf` $HOME\nsecond line\n";
@@ -288,7 +419,13 @@ describe('remote agent', () => {
       promptPath,
       prompt,
       env: { TWS_ODD: "x'y $(id) `id`\nz" },
-      argv: ['bash', '-c', 'printf "%s\\0" "$@" > ../args.out; printf "%s" "$TWS_ODD" > ../env.out; cat "$TWS_PROMPT_FILE" > ../prompt.out; grep SigIgn /proc/self/status > ../sigign.out', 'agent', ...odd],
+      argv: [
+        'bash',
+        '-c',
+        'printf "%s\\0" "$@" > ../args.out; printf "%s" "$TWS_ODD" > ../env.out; cat "$TWS_PROMPT_FILE" > ../prompt.out; grep SigIgn /proc/self/status > ../sigign.out',
+        'agent',
+        ...odd,
+      ],
     });
     expect(started).not.toHaveProperty('notStartable');
     expect(await until(() => readRemoteExitStatus(target, statusPath))).toMatchObject({ exitCode: 0 });
@@ -298,7 +435,11 @@ describe('remote agent', () => {
     expect(statSync(promptPath).mode & 0o777).toBe(0o600);
     // The agent can be interrupted: HUP, INT, QUIT and TERM are not ignored (a runtime's own
     // real-time signals, inherited from whatever started sshd, are not the runner's to judge).
-    const ignored = BigInt(`0x${readFileSync(path.join(t.folder, 'sigign.out'), 'utf8').replace(/^SigIgn:\s+/, '').trim()}`);
+    const ignored = BigInt(
+      `0x${readFileSync(path.join(t.folder, 'sigign.out'), 'utf8')
+        .replace(/^SigIgn:\s+/, '')
+        .trim()}`,
+    );
     for (const signal of [1, 2, 3, 15]) expect((ignored >> BigInt(signal - 1)) & 1n, `signal ${signal}`).toBe(0n);
     expect(existsSync(path.join(t.slot.repoPath, 'pwned'))).toBe(false);
     expect(existsSync(path.join(t.slot.repoPath, 'pwned2'))).toBe(false);
@@ -308,10 +449,22 @@ describe('remote agent', () => {
 describe('bringing work back', () => {
   it('saves uncommitted work, untracked files included, as a commit on a host ref', async () => {
     const t = await launched('s1');
-    expect(await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: host, ref: 'refs/tws/saved/s1', message: 'saved by test' })).toBeNull();
+    expect(
+      await saveRemoteWork(target, {
+        repoPath: t.slot.repoPath,
+        hostRepository: host,
+        ref: 'refs/tws/saved/s1',
+        message: 'saved by test',
+      }),
+    ).toBeNull();
     writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'edited\n');
     writeFileSync(path.join(t.slot.repoPath, 'untracked.txt'), 'new work\n');
-    const commit = await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: host, ref: 'refs/tws/saved/s1', message: 'saved by test' });
+    const commit = await saveRemoteWork(target, {
+      repoPath: t.slot.repoPath,
+      hostRepository: host,
+      ref: 'refs/tws/saved/s1',
+      message: 'saved by test',
+    });
     expect(commit).toMatch(/^[0-9a-f]{40}$/);
     expect(git(host, 'rev-parse', 'refs/tws/saved/s1')).toBe(commit);
     expect(git(host, 'show', 'refs/tws/saved/s1:untracked.txt')).toBe('new work');
@@ -356,10 +509,17 @@ describe('bringing work back', () => {
     writeFileSync(path.join(t.slot.repoPath, 'small.txt'), 'small\n');
     git(t.slot.repoPath, 'add', 'small.txt');
     git(t.slot.repoPath, 'commit', '-q', '-m', 'small remote work');
-    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/b2', hostRepository: big })).toBe('fetched');
+    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/b2', hostRepository: big })).toBe(
+      'fetched',
+    );
     expect(git(big, 'show', 'tws/b2:small.txt')).toBe('small');
     writeFileSync(path.join(t.slot.repoPath, 'unsaved.txt'), 'unsaved\n');
-    const saved = await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: big, ref: 'refs/tws/saved/b2', message: 'saved' });
+    const saved = await saveRemoteWork(target, {
+      repoPath: t.slot.repoPath,
+      hostRepository: big,
+      ref: 'refs/tws/saved/b2',
+      message: 'saved',
+    });
     expect(git(big, 'show', `${saved}:unsaved.txt`)).toBe('unsaved');
   });
 });
@@ -368,8 +528,17 @@ describe('audited removal', () => {
   it('refuses a dirty clone, another branch, a moved head, a marker mismatch and a symlink; removes a clean clone, then the folder', async () => {
     const t = await launched('d1');
     const repo = t.slot.repoPath;
-    const ask = (over: Partial<{ markerText: string; repoPath: string; expectedBranch: string; expectedHead: string }> = {}) =>
-      removeRemoteClone(target, { taskFolder: t.folder, markerText: t.marker, repoPath: repo, expectedBranch: 'tws/d1', expectedHead: t.headCommit, ...over });
+    const ask = (
+      over: Partial<{ markerText: string; repoPath: string; expectedBranch: string; expectedHead: string }> = {},
+    ) =>
+      removeRemoteClone(target, {
+        taskFolder: t.folder,
+        markerText: t.marker,
+        repoPath: repo,
+        expectedBranch: 'tws/d1',
+        expectedHead: t.headCommit,
+        ...over,
+      });
 
     writeFileSync(path.join(repo, 'scratch.txt'), 'unsaved\n');
     expect(await ask()).toBe('dirty');
@@ -402,10 +571,14 @@ describe('audited removal', () => {
     expect(await ask()).toBe('removed');
     expect(existsSync(repo)).toBe(false);
     expect(await ask()).toBe('already_gone');
-    expect(await removeRemoteTaskFolderIfEmpty(target, { taskFolder: t.folder, markerText: markerOf('someone-else') })).toBe('kept');
+    expect(
+      await removeRemoteTaskFolderIfEmpty(target, { taskFolder: t.folder, markerText: markerOf('someone-else') }),
+    ).toBe('kept');
     expect(await removeRemoteTaskFolderIfEmpty(target, { taskFolder: t.folder, markerText: t.marker })).toBe('removed');
     expect(existsSync(t.folder)).toBe(false);
-    expect(await removeRemoteTaskFolderIfEmpty(target, { taskFolder: t.folder, markerText: t.marker })).toBe('already_gone');
+    expect(await removeRemoteTaskFolderIfEmpty(target, { taskFolder: t.folder, markerText: t.marker })).toBe(
+      'already_gone',
+    );
   });
 
   it('undoes a launch exactly: removes the clean clone, keeps a changed one with its marker', async () => {
@@ -413,20 +586,32 @@ describe('audited removal', () => {
     const two = await launched('u1', { repoPath: path.join(folderOf('u1'), 'lib') });
     writeFileSync(path.join(two.slot.repoPath, 'edit.txt'), 'keep me\n');
     const slots = [one, two].map((t) => ({ repoPath: t.slot.repoPath, branch: 'tws/u1', headCommit: t.headCommit }));
-    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({ removed: 1, kept: 1 });
+    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({
+      removed: 1,
+      kept: 1,
+    });
     expect(listDir(one.folder)).toEqual(['.task-workspace.json', 'lib']);
     rmSync(path.join(two.slot.repoPath, 'edit.txt'));
     const before = fingerprint(one.folder);
-    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: markerOf('someone-else'), slots })).toEqual({ removed: 1, kept: 1 }); // the absent one counts as removed
+    expect(
+      await discardRemoteSlots(target, { taskFolder: one.folder, markerText: markerOf('someone-else'), slots }),
+    ).toEqual({ removed: 1, kept: 1 }); // the absent one counts as removed
     expect(fingerprint(one.folder)).toBe(before);
-    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({ removed: 2, kept: 0 });
+    expect(await discardRemoteSlots(target, { taskFolder: one.folder, markerText: one.marker, slots })).toEqual({
+      removed: 2,
+      kept: 0,
+    });
     expect(existsSync(one.folder)).toBe(false);
   });
 });
 
 describe('refusals', () => {
   it('refuses a relative path or an option-like branch before anything runs remotely', async () => {
-    expect(await reasonOf(readRemoteWorkspace(target, { taskFolder: 'task-x', workspacePath: '/x', repoPaths: [], withDirty: false }))).toBe('invalid_path');
+    expect(
+      await reasonOf(
+        readRemoteWorkspace(target, { taskFolder: 'task-x', workspacePath: '/x', repoPaths: [], withDirty: false }),
+      ),
+    ).toBe('invalid_path');
     expect(await reasonOf(launched('h1', { branch: '--upload-pack=touch /tmp/x' }))).toBe('invalid_branch');
     expect(existsSync(folderOf('h1'))).toBe(false);
   });
@@ -434,7 +619,9 @@ describe('refusals', () => {
   it('lets the transport refusal of a target that is down through, typed', async () => {
     await server.stop();
     try {
-      const err = await readRemoteLog(target, { logPath: path.join(root, 'any.log'), offset: 0, maxBytes: 10 }).catch((e: unknown) => e);
+      const err = await readRemoteLog(target, { logPath: path.join(root, 'any.log'), offset: 0, maxBytes: 10 }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(SshRefusal);
       expect((err as SshRefusal).code).toBe('ssh_target_unavailable');
     } finally {
@@ -455,21 +642,37 @@ describe('the target runs no program its clone names [issue 31]', () => {
     const gitDir = path.join(t.slot.repoPath, '.git');
     mkdirSync(path.join(gitDir, 'hooks'), { recursive: true });
     mkdirSync(path.join(gitDir, 'info'), { recursive: true });
-    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change']) writeFileSync(path.join(gitDir, 'hooks', hook), `#!/bin/sh\n${script(hook)}\nexit 0\n`, { mode: 0o755 });
+    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change'])
+      writeFileSync(path.join(gitDir, 'hooks', hook), `#!/bin/sh\n${script(hook)}\nexit 0\n`, { mode: 0o755 });
     git(t.slot.repoPath, 'config', 'core.fsmonitor', script('fsmonitor', 'exit 1\n'));
     git(t.slot.repoPath, 'config', 'filter.evil.clean', script('clean', 'cat\n'));
     writeFileSync(path.join(gitDir, 'info/attributes'), '* filter=evil\n');
     writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'changed on the target\n');
     writeFileSync(path.join(t.slot.repoPath, 'new.txt'), 'new\n');
 
-    expect((await readRemoteGitStatus(target, { repoPath: t.slot.repoPath, baseBranch: 'main' }))?.files.length).toBeGreaterThan(0);
-    expect(await saveRemoteWork(target, { repoPath: t.slot.repoPath, hostRepository: host, ref: 'refs/tws/saved/h1', message: 'saved' })).toMatch(/^[0-9a-f]{40}$/);
-    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/h1', hostRepository: host })).toBe('present');
+    expect(
+      (await readRemoteGitStatus(target, { repoPath: t.slot.repoPath, baseBranch: 'main' }))?.files.length,
+    ).toBeGreaterThan(0);
+    expect(
+      await saveRemoteWork(target, {
+        repoPath: t.slot.repoPath,
+        hostRepository: host,
+        ref: 'refs/tws/saved/h1',
+        message: 'saved',
+      }),
+    ).toMatch(/^[0-9a-f]{40}$/);
+    expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/h1', hostRepository: host })).toBe(
+      'present',
+    );
     expect(listDir(marks).filter((f) => f.endsWith('.ran'))).toEqual([]);
     // The control: the target user's plain git runs them.
     writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'changed again\n');
     git(t.slot.repoPath, 'add', '--all');
-    expect(listDir(marks).filter((f) => f.endsWith('.ran')).sort()).toEqual(expect.arrayContaining(['clean.ran', 'fsmonitor.ran']));
+    expect(
+      listDir(marks)
+        .filter((f) => f.endsWith('.ran'))
+        .sort(),
+    ).toEqual(expect.arrayContaining(['clean.ran', 'fsmonitor.ran']));
     rmSync(marks, { recursive: true, force: true });
   });
 });

@@ -31,7 +31,16 @@ beforeEach(async () => {
 
 /** A body that registers the test's sshd under a fresh name. */
 function targetBody(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name: `target-${++n}`, host: server.host, port: server.port, user: server.user, privateKeyPath: server.privateKeyPath, knownHosts: server.knownHostsLine, workspaceRoot: server.workspaceRoot, ...extra };
+  return {
+    name: `target-${++n}`,
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    privateKeyPath: server.privateKeyPath,
+    knownHosts: server.knownHostsLine,
+    workspaceRoot: server.workspaceRoot,
+    ...extra,
+  };
 }
 
 const post = (body: unknown) => h.api('POST', '/v1/ssh-targets', body, OPERATOR_TOKEN);
@@ -77,7 +86,16 @@ describe('POST /v1/ssh-targets', () => {
     });
     expectNoKeyMaterial(res.body);
     const row = (await h.pool.query('SELECT * FROM ssh_targets WHERE id = $1', [res.body.id])).rows[0];
-    expect(row).toMatchObject({ name: body.name, host: '127.0.0.1', port: server.port, username: server.user, private_key_path: server.privateKeyPath, known_hosts: server.knownHostsLine, workspace_root: server.workspaceRoot, host_id: h.config.hostId });
+    expect(row).toMatchObject({
+      name: body.name,
+      host: '127.0.0.1',
+      port: server.port,
+      username: server.user,
+      private_key_path: server.privateKeyPath,
+      known_hosts: server.knownHostsLine,
+      workspace_root: server.workspaceRoot,
+      host_id: h.config.hostId,
+    });
     // The check's probe folder is gone again.
     expect(execFileSync('ls', ['-A', server.workspaceRoot], { encoding: 'utf8' })).not.toContain('.tws-probe');
 
@@ -89,16 +107,32 @@ describe('POST /v1/ssh-targets', () => {
   it('a name already registered is 409 ssh_target_name_taken, the first target unchanged', async () => {
     const first = await post(targetBody());
     expect(first.status).toBe(201);
-    const error = await expectRefused(targetBody({ name: first.body.name, workspaceRoot: '/' }), 409, 'ssh_target_name_taken');
+    const error = await expectRefused(
+      targetBody({ name: first.body.name, workspaceRoot: '/' }),
+      409,
+      'ssh_target_name_taken',
+    );
     expect(error.recoverable).toBe(false);
-    expect((await h.pool.query('SELECT workspace_root FROM ssh_targets WHERE name = $1', [first.body.name])).rows).toEqual([{ workspace_root: server.workspaceRoot }]);
+    expect(
+      (await h.pool.query('SELECT workspace_root FROM ssh_targets WHERE name = $1', [first.body.name])).rows,
+    ).toEqual([{ workspace_root: server.workspaceRoot }]);
   });
 
   it('a host key other than the pinned one is 409 ssh_host_key_mismatch (operator), and nothing is stored', async () => {
-    const error = await expectRefused(targetBody({ knownHosts: await server.otherHostKnownHostsLine() }), 409, 'ssh_host_key_mismatch', 'host_key_mismatch');
+    const error = await expectRefused(
+      targetBody({ knownHosts: await server.otherHostKnownHostsLine() }),
+      409,
+      'ssh_host_key_mismatch',
+      'host_key_mismatch',
+    );
     expect([error.recoverable, error.action]).toEqual([false, 'operator']);
     // Lines for another host or port pin nothing for this one: never trusted on first use.
-    await expectRefused(targetBody({ knownHosts: `[127.0.0.1]:${server.port + 1} ssh-ed25519 ${hostKeyBase64()}` }), 409, 'ssh_host_key_mismatch', 'no_pinned_host_key');
+    await expectRefused(
+      targetBody({ knownHosts: `[127.0.0.1]:${server.port + 1} ssh-ed25519 ${hostKeyBase64()}` }),
+      409,
+      'ssh_host_key_mismatch',
+      'no_pinned_host_key',
+    );
   });
 
   it('a target that is down is 503 ssh_target_unavailable (retry), and nothing is stored', async () => {
@@ -113,7 +147,12 @@ describe('POST /v1/ssh-targets', () => {
     const otherKey = path.join(h.scratch, 'not-authorized');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', otherKey]);
     await expectRefused(targetBody({ privateKeyPath: otherKey }), 503, 'ssh_target_unavailable', 'auth_failed');
-    await expectRefused(targetBody({ privateKeyPath: path.join(h.scratch, 'no-such-key') }), 503, 'ssh_target_unavailable', 'key_unreadable');
+    await expectRefused(
+      targetBody({ privateKeyPath: path.join(h.scratch, 'no-such-key') }),
+      503,
+      'ssh_target_unavailable',
+      'key_unreadable',
+    );
   });
 
   it('a workspace root that is missing, a file, or reached through a symlink is 400 workspace_root_unusable, and nothing is stored', async () => {
@@ -173,7 +212,12 @@ describe('GET /v1/ssh-targets', () => {
     const items: any[] = [];
     let cursor: string | null = null;
     do {
-      const res: { status: number; body: any } = await h.api('GET', `/v1/ssh-targets?limit=2${cursor ? `&cursor=${cursor}` : ''}`, undefined, OPERATOR_TOKEN);
+      const res: { status: number; body: any } = await h.api(
+        'GET',
+        `/v1/ssh-targets?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+        undefined,
+        OPERATOR_TOKEN,
+      );
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(Object.keys(res.body).sort()).toEqual(['items', 'nextCursor']);
       expect(res.body.items.length).toBeLessThanOrEqual(2);
@@ -181,10 +225,23 @@ describe('GET /v1/ssh-targets', () => {
       items.push(...res.body.items);
       cursor = res.body.nextCursor;
     } while (cursor !== null);
-    const inDb = (await h.pool.query('SELECT id FROM ssh_targets ORDER BY created_at DESC, id DESC')).rows.map((r) => r.id);
+    const inDb = (await h.pool.query('SELECT id FROM ssh_targets ORDER BY created_at DESC, id DESC')).rows.map(
+      (r) => r.id,
+    );
     expect(items.map((x) => x.id)).toEqual(inDb);
     expect(inDb.slice(0, 3)).toEqual([...made].reverse());
-    for (const item of items) expect(Object.keys(item).sort()).toEqual(['createdAt', 'host', 'hostId', 'hostKeyTypes', 'id', 'name', 'port', 'user', 'workspaceRoot']);
+    for (const item of items)
+      expect(Object.keys(item).sort()).toEqual([
+        'createdAt',
+        'host',
+        'hostId',
+        'hostKeyTypes',
+        'id',
+        'name',
+        'port',
+        'user',
+        'workspaceRoot',
+      ]);
     expect((await h.api('GET', '/v1/ssh-targets?cursor=bm90LWEtY3Vyc29y', undefined, OPERATOR_TOKEN)).status).toBe(400);
   });
 
@@ -195,20 +252,36 @@ describe('GET /v1/ssh-targets', () => {
 });
 
 describe('the host that holds the key', () => {
-  it('checks the target on that host, through its queue, when it is not the gateway\'s own; an unknown host is a 400 and a down one a 503, storing nothing', async () => {
-    const other = h.spawnWorker({ TWS_HOST_ID: 'ssh-key-host', TWS_WORKSPACE_ROOT: path.join(h.scratch, 'ssh-key-host-root'), TWS_HOST_HEARTBEAT_MS: '300' });
+  it("checks the target on that host, through its queue, when it is not the gateway's own; an unknown host is a 400 and a down one a 503, storing nothing", async () => {
+    const other = h.spawnWorker({
+      TWS_HOST_ID: 'ssh-key-host',
+      TWS_WORKSPACE_ROOT: path.join(h.scratch, 'ssh-key-host-root'),
+      TWS_HOST_HEARTBEAT_MS: '300',
+    });
     try {
-      await waitUntil(async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'ssh-key-host'")).rowCount === 1, 'the other host registered');
+      await waitUntil(
+        async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'ssh-key-host'")).rowCount === 1,
+        'the other host registered',
+      );
       const res = await post(targetBody({ hostId: 'ssh-key-host' }));
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body.hostId).toBe('ssh-key-host');
-      expect((await h.pool.query('SELECT host_id FROM ssh_targets WHERE id = $1', [res.body.id])).rows[0].host_id).toBe('ssh-key-host');
+      expect((await h.pool.query('SELECT host_id FROM ssh_targets WHERE id = $1', [res.body.id])).rows[0].host_id).toBe(
+        'ssh-key-host',
+      );
       // The check ran on that host's worker: its question workflow completed.
       const checks: string[] = [];
-      for await (const wf of h.temporal.workflow.list({ query: `WorkflowType = 'checkSshTargetOnHost' AND TaskQueue = '${h.config.taskQueue}'` })) checks.push(wf.status.name);
+      for await (const wf of h.temporal.workflow.list({
+        query: `WorkflowType = 'checkSshTargetOnHost' AND TaskQueue = '${h.config.taskQueue}'`,
+      }))
+        checks.push(wf.status.name);
       expect(checks).toEqual(['COMPLETED']);
       // Its own refusal comes back typed: a host key that is not the pinned one.
-      await expectRefused(targetBody({ hostId: 'ssh-key-host', knownHosts: await server.otherHostKnownHostsLine() }), 409, 'ssh_host_key_mismatch');
+      await expectRefused(
+        targetBody({ hostId: 'ssh-key-host', knownHosts: await server.otherHostKnownHostsLine() }),
+        409,
+        'ssh_host_key_mismatch',
+      );
     } finally {
       other.kill('SIGKILL');
     }

@@ -17,7 +17,15 @@ let target: SshTarget;
 
 beforeAll(async () => {
   server = await startSshServer();
-  target = { id: 'target-a', host: server.host, port: server.port, user: server.user, privateKeyPath: server.privateKeyPath, knownHosts: server.knownHostsLine, workspaceRoot: server.workspaceRoot };
+  target = {
+    id: 'target-a',
+    host: server.host,
+    port: server.port,
+    user: server.user,
+    privateKeyPath: server.privateKeyPath,
+    knownHosts: server.knownHostsLine,
+    workspaceRoot: server.workspaceRoot,
+  };
 });
 afterAll(async () => {
   await closeSshConnections();
@@ -88,7 +96,9 @@ describe('runRemote', () => {
 
     expect((await runRemote(target, 'echo $#', [])).stdout.toString()).toBe('0\n');
     const many = Array.from({ length: 2000 }, (_, i) => `arg ${i}`);
-    expect((await runRemote(target, 'echo $#; printf "%s\\n" "${@: -1}"', many)).stdout.toString()).toBe('2000\narg 1999\n');
+    expect((await runRemote(target, 'echo $#; printf "%s\\n" "${@: -1}"', many)).stdout.toString()).toBe(
+      '2000\narg 1999\n',
+    );
   });
 
   it('a stdin payload after the arguments reaches the script byte-for-byte, as a buffer or a stream', async () => {
@@ -98,7 +108,9 @@ describe('runRemote', () => {
     expect(hashed.stdout.toString()).toBe(`first arg|${digest}  -\n`);
 
     const file = path.join(server.workspaceRoot, 'payload.bin');
-    const written = await runRemote(target, 'cat > "$1"', [file], { stdin: Readable.from([payload.subarray(0, 1000), payload.subarray(1000)]) });
+    const written = await runRemote(target, 'cat > "$1"', [file], {
+      stdin: Readable.from([payload.subarray(0, 1000), payload.subarray(1000)]),
+    });
     expect(written.code).toBe(0);
     expect((await readFile(file)).equals(payload)).toBe(true);
 
@@ -120,7 +132,9 @@ describe('runRemote', () => {
     const marker = path.join(server.workspaceRoot, 'ran-on-first-use');
     const otherPort = server.knownHostsLine.replace(`]:${server.port} `, `]:${server.port + 1} `);
     for (const knownHosts of ['', '# nothing pinned\n', otherPort]) {
-      const refusal = await refusalOf(runRemote({ ...target, id: 'target-unpinned', knownHosts }, 'touch "$1"', [marker]));
+      const refusal = await refusalOf(
+        runRemote({ ...target, id: 'target-unpinned', knownHosts }, 'touch "$1"', [marker]),
+      );
       expect(refusal.code).toBe('ssh_host_key_mismatch');
     }
     expect(existsSync(marker)).toBe(false);
@@ -130,17 +144,27 @@ describe('runRemote', () => {
     const otherKey = path.join(server.workspaceRoot, 'not-authorized');
     const { execFileSync } = await import('node:child_process');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', otherKey]);
-    const refused = await refusalOf(runRemote({ ...target, id: 'target-wrong-key', privateKeyPath: otherKey }, 'true', []));
+    const refused = await refusalOf(
+      runRemote({ ...target, id: 'target-wrong-key', privateKeyPath: otherKey }, 'true', []),
+    );
     expect([refused.code, refused.reason]).toEqual(['ssh_target_unavailable', 'auth_failed']);
     expectSafe(refused);
 
-    const missing = await refusalOf(runRemote({ ...target, id: 'target-no-key', privateKeyPath: path.join(server.workspaceRoot, 'absent') }, 'true', []));
+    const missing = await refusalOf(
+      runRemote(
+        { ...target, id: 'target-no-key', privateKeyPath: path.join(server.workspaceRoot, 'absent') },
+        'true',
+        [],
+      ),
+    );
     expect([missing.code, missing.reason]).toEqual(['ssh_target_unavailable', 'key_unreadable']);
     expectSafe(missing);
 
     const garbage = path.join(server.workspaceRoot, 'garbage-key');
     await writeFile(garbage, 'not a key\n');
-    const unusable = await refusalOf(runRemote({ ...target, id: 'target-bad-key', privateKeyPath: garbage }, 'true', []));
+    const unusable = await refusalOf(
+      runRemote({ ...target, id: 'target-bad-key', privateKeyPath: garbage }, 'true', []),
+    );
     expect([unusable.code, unusable.reason]).toEqual(['ssh_target_unavailable', 'key_unusable']);
   });
 
@@ -187,7 +211,9 @@ describe('runRemote', () => {
   });
 
   it('20 runs at once on one target all succeed (its channels queued on the pooled connection)', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => runRemote(target, 'sleep 0.2; printf "%s" "$1"', [`run ${i}`])));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => runRemote(target, 'sleep 0.2; printf "%s" "$1"', [`run ${i}`])),
+    );
     expect(results.map((r) => r.stdout.toString())).toEqual(Array.from({ length: 20 }, (_, i) => `run ${i}`));
     expect(results.every((r) => r.code === 0)).toBe(true);
   });

@@ -33,7 +33,9 @@ async function freePort(): Promise<number> {
 /** The environment of a person's shell: none of the variables that point the service elsewhere, nor those of an enclosing make (`make test` runs this file). */
 function personEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$|MAKELEVEL$|MAKEFLAGS$|MFLAGS$)/.test(key)) env[key] = value;
+  for (const [key, value] of Object.entries(process.env))
+    if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$|MAKELEVEL$|MAKEFLAGS$|MFLAGS$)/.test(key))
+      env[key] = value;
   for (const [key, port] of Object.entries(ports)) env[key] = String(port);
   return env;
 }
@@ -46,7 +48,12 @@ interface Run {
 
 /** `make start` in the clone, in a process group of its own as a terminal's foreground job is. */
 function makeStart(): Run {
-  const child = spawn('make', ['start'], { cwd: clone, env: personEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('make', ['start'], {
+    cwd: clone,
+    env: personEnv(),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -62,10 +69,14 @@ async function untilReady(run: Run, timeoutMs: number): Promise<void> {
   let exitCode: number | null | undefined;
   void run.exited.then((code) => (exitCode = code));
   for (;;) {
-    const answer = await fetch(`http://127.0.0.1:${ports.TWS_API_PORT}/readyz`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+    const answer = await fetch(`http://127.0.0.1:${ports.TWS_API_PORT}/readyz`, {
+      signal: AbortSignal.timeout(2000),
+    }).catch(() => null);
     if (answer?.status === 200) return;
     if (exitCode !== undefined || Date.now() > deadline) {
-      throw new Error(`make start ${exitCode !== undefined ? `exited ${exitCode}` : 'was not ready'}:\n${run.output().stdout}\n${run.output().stderr}`);
+      throw new Error(
+        `make start ${exitCode !== undefined ? `exited ${exitCode}` : 'was not ready'}:\n${run.output().stdout}\n${run.output().stderr}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -139,8 +150,11 @@ afterEach(async () => {
 
 afterAll(async () => {
   if (!clone) return;
-  for (const leftover of processesOf([clone, ...placedDataDirs()])) process.kill(Number(leftover.split(' ')[0]), 'SIGKILL');
-  for (const placed of placedDataDirs()) if (placed.startsWith(`${ROOT_POSTGRES_HOME}/data/`)) await rm(path.dirname(placed), { recursive: true, force: true });
+  for (const leftover of processesOf([clone, ...placedDataDirs()]))
+    process.kill(Number(leftover.split(' ')[0]), 'SIGKILL');
+  for (const placed of placedDataDirs())
+    if (placed.startsWith(`${ROOT_POSTGRES_HOME}/data/`))
+      await rm(path.dirname(placed), { recursive: true, force: true });
   await rm(base, { recursive: true, force: true });
 });
 
@@ -164,7 +178,9 @@ describe('make start from any folder [issue 14]', () => {
     }
 
     // Something of the user's own, to find again after a restart.
-    const { userToken } = JSON.parse(await readFile(path.join(clone, '.data', 'secrets.json'), 'utf8')) as { userToken: string };
+    const { userToken } = JSON.parse(await readFile(path.join(clone, '.data', 'secrets.json'), 'utf8')) as {
+      userToken: string;
+    };
     const api = (route: string, body?: unknown) =>
       fetch(`http://127.0.0.1:${ports.TWS_API_PORT}${route}`, {
         method: body ? 'POST' : 'GET',
@@ -191,24 +207,32 @@ describe('make start from any folder [issue 14]', () => {
   }, 420_000);
 
   const variables = Object.keys(ports) as (keyof typeof ports)[];
-  it.each(variables)('a port already taken ends the start with one line naming it and %s, and starts nothing', async (variable) => {
-    const squatter = net.createServer();
-    await new Promise<void>((resolve, reject) => {
-      squatter.once('error', reject);
-      squatter.listen(ports[variable], '127.0.0.1', resolve);
-    });
-    try {
-      const run = makeStart();
-      const code = await run.exited;
-      const { stdout, stderr } = run.output();
-      expect(code).not.toBe(0);
-      // make adds its own `make: *** … Error 1`; everything else said is the one line.
-      const said = `${stdout}\n${stderr}`.split('\n').filter((line) => line.trim() && !line.startsWith('make: ***') && !line.startsWith('setup: '));
-      expect(said).toEqual([expect.stringMatching(new RegExp(`^start-up failed: port ${ports[variable]} .*${variable}`))]);
-      expect(stderr).not.toMatch(/^\s+at /m);
-      await nothingLeftRunning([clone]);
-    } finally {
-      await new Promise((resolve) => squatter.close(resolve));
-    }
-  }, 60_000);
+  it.each(variables)(
+    'a port already taken ends the start with one line naming it and %s, and starts nothing',
+    async (variable) => {
+      const squatter = net.createServer();
+      await new Promise<void>((resolve, reject) => {
+        squatter.once('error', reject);
+        squatter.listen(ports[variable], '127.0.0.1', resolve);
+      });
+      try {
+        const run = makeStart();
+        const code = await run.exited;
+        const { stdout, stderr } = run.output();
+        expect(code).not.toBe(0);
+        // make adds its own `make: *** … Error 1`; everything else said is the one line.
+        const said = `${stdout}\n${stderr}`
+          .split('\n')
+          .filter((line) => line.trim() && !line.startsWith('make: ***') && !line.startsWith('setup: '));
+        expect(said).toEqual([
+          expect.stringMatching(new RegExp(`^start-up failed: port ${ports[variable]} .*${variable}`)),
+        ]);
+        expect(stderr).not.toMatch(/^\s+at /m);
+        await nothingLeftRunning([clone]);
+      } finally {
+        await new Promise((resolve) => squatter.close(resolve));
+      }
+    },
+    60_000,
+  );
 });

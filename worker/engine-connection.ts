@@ -20,7 +20,9 @@ export interface EngineConnectOptions {
  * that cannot be read fails here with envconfig's own message, before any connection is tried.
  */
 export function engineConnectOptions(address: string, env: NodeJS.ProcessEnv = process.env): EngineConnectOptions {
-  const overrideEnvVars = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  const overrideEnvVars = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
   const { connectionOptions } = loadClientConnectConfig({ overrideEnvVars });
   return {
     address,

@@ -15,13 +15,20 @@ import { outageOf } from '../domain/outage';
 function packageVersion(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {
     const file = path.join(dir, 'package.json');
-    if (existsSync(file)) return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }).version ?? 'unknown');
+    if (existsSync(file))
+      return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: unknown }).version ?? 'unknown');
     if (path.dirname(dir) === dir) return 'unknown';
   }
 }
 
 function hostRecordOf(config: Config): HostRecord {
-  return { hostId: config.hostId, workspaceRoot: config.workspaceRoot, version: packageVersion(), executors: [...EXECUTOR_TYPES], heartbeatEveryMs: config.hostHeartbeatEveryMs };
+  return {
+    hostId: config.hostId,
+    workspaceRoot: config.workspaceRoot,
+    version: packageVersion(),
+    executors: [...EXECUTOR_TYPES],
+    heartbeatEveryMs: config.hostHeartbeatEveryMs,
+  };
 }
 
 /**

@@ -25,7 +25,13 @@ async function jobsWaitingOn(db: Db, hostId: string): Promise<string[]> {
   return res.rows.map((r) => r.workflow_id);
 }
 
-export async function wakeCleanupsWaitingOn(db: Db, connection: NativeConnection, namespace: string, hostId: string, logger: Logger): Promise<number> {
+export async function wakeCleanupsWaitingOn(
+  db: Db,
+  connection: NativeConnection,
+  namespace: string,
+  hostId: string,
+  logger: Logger,
+): Promise<number> {
   let jobs: string[];
   try {
     jobs = await jobsWaitingOn(db, hostId);

@@ -21,16 +21,36 @@ async function main(): Promise<void> {
   const pool = createPool(config.databaseUrl, 60);
   // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
   const isolation = await agentIsolation(config.agentSandbox);
-  if (isolation === 'none') logger.warn({ agentIsolation: isolation }, 'agents run as this service\'s OS user with an allow-listed environment and no sandbox (bubblewrap does not run here): they can read what this user can read');
-  else logger.info({ agentIsolation: isolation }, 'agents run in bubblewrap: the system read-only, their workspace writable, the service\'s folders hidden, a private /proc');
+  if (isolation === 'none')
+    logger.warn(
+      { agentIsolation: isolation },
+      "agents run as this service's OS user with an allow-listed environment and no sandbox (bubblewrap does not run here): they can read what this user can read",
+    );
+  else
+    logger.info(
+      { agentIsolation: isolation },
+      "agents run in bubblewrap: the system read-only, their workspace writable, the service's folders hidden, a private /proc",
+    );
   // Refuses to start when TWS_AGENT_SANDBOX=bwrap asks for egress this host cannot give.
   const network = await agentNetwork(config.agentSandbox, config.agentNetwork);
-  if (network.policy === 'host') logger.warn({ agentNetwork: network.policy }, 'agents share this host\'s network: the service\'s ports on loopback (Temporal, PostgreSQL, the API) are in their reach');
-  else logger.info({ agentNetwork: network.policy }, 'agents have a network namespace of their own: no port of this host\'s loopback is in their reach');
+  if (network.policy === 'host')
+    logger.warn(
+      { agentNetwork: network.policy },
+      "agents share this host's network: the service's ports on loopback (Temporal, PostgreSQL, the API) are in their reach",
+    );
+  else
+    logger.info(
+      { agentNetwork: network.policy },
+      "agents have a network namespace of their own: no port of this host's loopback is in their reach",
+    );
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
   const stopped = new AbortController();
-  const reconciled = untilAnswered(() => reconcileExecutions(pool, config.hostId, logger, config.gitBinary), logger, stopped.signal).then((agents) => {
+  const reconciled = untilAnswered(
+    () => reconcileExecutions(pool, config.hostId, logger, config.gitBinary),
+    logger,
+    stopped.signal,
+  ).then((agents) => {
     if (agents) logger.info(agents, 'agent processes re-identified after start');
   });
   // Agents that end while no process of theirs watches (started by a gateway or a worker that is

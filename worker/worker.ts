@@ -52,7 +52,12 @@ interface WorkerDeps {
  * `launchesOnly` is the gateway's worker: it takes the launches its gateway starts eagerly and
  * polls no activity tasks, so cleanups and other workflows' host steps stay in the worker process.
  */
-function hostQueueWorker(connection: NativeConnection, deps: WorkerDeps, workflowBundle: Bundle, launchesOnly: boolean): Promise<Worker> {
+function hostQueueWorker(
+  connection: NativeConnection,
+  deps: WorkerDeps,
+  workflowBundle: Bundle,
+  launchesOnly: boolean,
+): Promise<Worker> {
   return Worker.create({
     connection,
     namespace: deps.config.temporalNamespace,
@@ -71,7 +76,12 @@ function hostQueueWorker(connection: NativeConnection, deps: WorkerDeps, workflo
   });
 }
 
-function handleOf(workers: Worker[], connection: NativeConnection, ownsConnection: boolean, onDone: () => void = () => {}): WorkerHandle {
+function handleOf(
+  workers: Worker[],
+  connection: NativeConnection,
+  ownsConnection: boolean,
+  onDone: () => void = () => {},
+): WorkerHandle {
   const done = Promise.all(workers.map((w) => w.run())).then(async () => {
     onDone();
     if (ownsConnection) await connection.close();
@@ -85,7 +95,9 @@ function handleOf(workers: Worker[], connection: NativeConnection, ownsConnectio
   };
 }
 
-export async function startWorker(opts: WorkerDeps & { connection?: NativeConnection; workflowBundle?: Bundle }): Promise<WorkerHandle> {
+export async function startWorker(
+  opts: WorkerDeps & { connection?: NativeConnection; workflowBundle?: Bundle },
+): Promise<WorkerHandle> {
   const { config, pool, logger } = opts;
   const ownsConnection = !opts.connection;
   const connection = opts.connection ?? (await NativeConnection.connect(engineConnectOptions(config.temporalAddress)));
@@ -121,9 +133,16 @@ export async function startWorker(opts: WorkerDeps & { connection?: NativeConnec
  * runs here at once, without waiting for a worker to poll it (see the README, *Where a launch
  * runs*). Only on the machine that holds the workspaces: its agents are this host's processes.
  */
-export async function startLaunchWorker(opts: WorkerDeps & { connection: NativeConnection; workflowBundle?: Bundle }): Promise<WorkerHandle> {
+export async function startLaunchWorker(
+  opts: WorkerDeps & { connection: NativeConnection; workflowBundle?: Bundle },
+): Promise<WorkerHandle> {
   const { config, pool, logger } = opts;
-  const launches = await hostQueueWorker(opts.connection, { config, pool, logger }, opts.workflowBundle ?? (await bundleWorkflows()), true);
+  const launches = await hostQueueWorker(
+    opts.connection,
+    { config, pool, logger },
+    opts.workflowBundle ?? (await bundleWorkflows()),
+    true,
+  );
   logger.info({ hostId: config.hostId }, 'gateway runs launches');
   return handleOf([launches], opts.connection, false);
 }

@@ -13,7 +13,12 @@ import { hostTaskQueue } from '../domain/workflow-ids';
  * (activities/failures.ts `outlastingOutages`), so only an outage is waited out.
  */
 const RECORD_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' };
-const HOST_RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 4 };
+const HOST_RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  maximumAttempts: 4,
+};
 /**
  * A launch's or resume's own host steps (local activities, the caller waiting on the answer)
  * outlast a database outage too: four tries gave up within seconds of PostgreSQL going away and
@@ -31,7 +36,11 @@ const WAIT_FOR_STEP = { cancellationType: 'WAIT_CANCELLATION_COMPLETED' as const
 
 /** Short database transactions: local activities on the worker that runs the workflow. */
 export function recordSteps() {
-  return proxyLocalActivities<RecordActivities>({ startToCloseTimeout: '30 seconds', retry: RECORD_RETRY, ...WAIT_FOR_STEP });
+  return proxyLocalActivities<RecordActivities>({
+    startToCloseTimeout: '30 seconds',
+    retry: RECORD_RETRY,
+    ...WAIT_FOR_STEP,
+  });
 }
 
 /**
@@ -46,7 +55,11 @@ export function recordSteps() {
  */
 export function hostSteps(hostId: string, startedOn?: StartedOn) {
   if (startedOn?.hostId === hostId) {
-    return proxyLocalActivities<HostActivities>({ startToCloseTimeout: '10 minutes', retry: LOCAL_HOST_RETRY, ...WAIT_FOR_STEP });
+    return proxyLocalActivities<HostActivities>({
+      startToCloseTimeout: '10 minutes',
+      retry: LOCAL_HOST_RETRY,
+      ...WAIT_FOR_STEP,
+    });
   }
   return proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(startedOn?.sharedQueue ?? workflowInfo().taskQueue, hostId),

@@ -18,7 +18,13 @@ import type { CascadeMember } from '../activities/cleanup-records';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
-import { BULK_LANES, cleanMembers, cleanMembersInBatches, preparationBarrier, refuseDirtyMembers } from './cascade-cleanup';
+import {
+  BULK_LANES,
+  cleanMembers,
+  cleanMembersInBatches,
+  preparationBarrier,
+  refuseDirtyMembers,
+} from './cascade-cleanup';
 
 const records = recordSteps();
 
@@ -35,7 +41,10 @@ const PREPARATION_ROUNDS = 3;
 export async function boardDelete(input: BoardDeleteInput): Promise<CleanupProgress[]> {
   const lanes = patched('board-members-in-lanes') ? BULK_LANES : 1;
   let members: CascadeMember[] = [];
-  const barrier = preparationBarrier(awaitBoardPreparedUpdate, () => ({ operationId: input.operationId, operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })) }));
+  const barrier = preparationBarrier(awaitBoardPreparedUpdate, () => ({
+    operationId: input.operationId,
+    operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })),
+  }));
   try {
     // A re-run after the preparation committed continues with the members it prepared; the
     // board it deleted is no refusal (an empty board left no member to find: prepare says `gone`).
@@ -49,7 +58,11 @@ export async function boardDelete(input: BoardDeleteInput): Promise<CleanupProgr
   // In batches per host, their removals in shared turns per repository (runs recorded before had a child run per task).
   if (patched('board-delete-in-batches')) return cleanMembersInBatches(members, memberInput, lanes);
   // A board's tasks are independent: their cleanups run BULK_LANES at a time (runs recorded before ran them one by one).
-  return cleanMembers(members, { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy }, lanes);
+  return cleanMembers(
+    members,
+    { trigger: 'board_delete', discardChanges: input.discardChanges, policy: input.policy },
+    lanes,
+  );
 }
 
 /** Steps 1 and 2; read again when a task joined the board after its members were checked (never deleted unchecked). */
@@ -62,10 +75,18 @@ async function prepare(input: BoardDeleteInput, lanes: number): Promise<CascadeM
       return { taskId, operationId, workflowId: cleanupWorkflowId('board_delete', taskId, operationId) };
     });
     if (!input.discardChanges) await refuseDirtyMembers(members, lanes);
-    const outcome = await records.prepareBoardDelete({ boardId: input.boardId, members, cascadeOperationId: input.operationId });
+    const outcome = await records.prepareBoardDelete({
+      boardId: input.boardId,
+      members,
+      cascadeOperationId: input.operationId,
+    });
     if (outcome.kind === 'prepared') return outcome.members;
     if (outcome.kind === 'gone') return [];
   }
   // The board keeps changing under the delete: nothing was changed, the caller may retry.
-  throw ApplicationFailure.create({ type: 'task_cleanup_in_progress', message: 'The board changed while its delete was prepared.', nonRetryable: true });
+  throw ApplicationFailure.create({
+    type: 'task_cleanup_in_progress',
+    message: 'The board changed while its delete was prepared.',
+    nonRetryable: true,
+  });
 }

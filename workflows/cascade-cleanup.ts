@@ -3,9 +3,27 @@
  * transaction), then mutate deepest-first, then one child cleanup per task. The steps a board
  * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
-import { ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, executeChild, patched, setHandler, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  executeChild,
+  patched,
+  setHandler,
+  sleep,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@temporalio/common';
-import { emptyReport, isTerminalJobState, type CleanupInput, type CleanupProgress, type CleanupTrigger, type RetryPolicy } from '../domain/cleanup';
+import {
+  emptyReport,
+  isTerminalJobState,
+  type CleanupInput,
+  type CleanupProgress,
+  type CleanupTrigger,
+  type RetryPolicy,
+} from '../domain/cleanup';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { inLanes } from '../domain/lanes';
@@ -65,16 +83,33 @@ export async function refuseDirtyMembers(members: { taskId: string }[], lanes = 
       return preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
     })
   ).flat();
-  if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: [...new Set(dirty)] }] });
+  if (dirty.length > 0)
+    throw ApplicationFailure.create({
+      type: 'task_delete_dirty_worktree',
+      message: 'The task has uncommitted changes.',
+      nonRetryable: true,
+      details: [{ dirtyRepositories: [...new Set(dirty)] }],
+    });
 }
 
 /**
  * One child cleanup per prepared member, in order, each its own job (retried and watched by
  * itself); abandoned on close, so a child outlives this workflow's end.
  */
-export async function cleanMembers(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }, lanes = 1): Promise<CleanupProgress[]> {
+export async function cleanMembers(
+  members: CascadeMember[],
+  input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy },
+  lanes = 1,
+): Promise<CleanupProgress[]> {
   const results = await inLanes(members, lanes, async (m): Promise<CleanupProgress> => {
-    const child: CleanupInput = { operationId: m.operationId, taskId: m.taskId, trigger: input.trigger, discardChanges: input.discardChanges, policy: input.policy, alreadyPrepared: true };
+    const child: CleanupInput = {
+      operationId: m.operationId,
+      taskId: m.taskId,
+      trigger: input.trigger,
+      discardChanges: input.discardChanges,
+      policy: input.policy,
+      alreadyPrepared: true,
+    };
     try {
       return await executeChild(cleanupTask, {
         workflowId: m.workflowId,
@@ -109,19 +144,42 @@ const BATCH_LANES = 4;
  * last error, report), and this run's result shows each task's outcome. The others (and a
  * batched task whose attempt failed, let go by its batch) get child runs of their own, as before.
  */
-export async function cleanMembersInBatches(members: CascadeMember[], input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy }, lanes: number): Promise<CleanupProgress[]> {
+export async function cleanMembersInBatches(
+  members: CascadeMember[],
+  input: { trigger: CleanupTrigger; discardChanges: boolean; policy: RetryPolicy },
+  lanes: number,
+): Promise<CleanupProgress[]> {
   const batchWorkflowId = workflowInfo().workflowId;
   const taskOf = new Map(members.map((m) => [m.operationId, m.taskId]));
   const outcomes = new Map<string, CleanupProgress>();
   const batches = (await records.batchPlan(members.map((m) => m.operationId))).flatMap(({ hostId, operationIds }) =>
-    Array.from({ length: Math.ceil(operationIds.length / BATCH_SIZE) }, (_, i) => ({ hostId, operationIds: operationIds.slice(i * BATCH_SIZE, (i + 1) * BATCH_SIZE) })),
+    Array.from({ length: Math.ceil(operationIds.length / BATCH_SIZE) }, (_, i) => ({
+      hostId,
+      operationIds: operationIds.slice(i * BATCH_SIZE, (i + 1) * BATCH_SIZE),
+    })),
   );
   await inLanes(batches, BATCH_LANES, async ({ hostId, operationIds }) => {
     try {
-      const done = await hostSteps(hostId).cleanupBatchOnHost({ batchWorkflowId, hostId, operationIds, trigger: input.trigger, discardChanges: input.discardChanges });
+      const done = await hostSteps(hostId).cleanupBatchOnHost({
+        batchWorkflowId,
+        hostId,
+        operationIds,
+        trigger: input.trigger,
+        discardChanges: input.discardChanges,
+      });
       for (const d of done) {
         if (d.state !== 'succeeded') continue;
-        outcomes.set(d.operationId, { operationId: d.operationId, taskId: taskOf.get(d.operationId)!, trigger: input.trigger, state: 'succeeded', phase: 'succeeded', attempts: d.attempts, nextAttemptAt: null, lastError: null, report: d.report });
+        outcomes.set(d.operationId, {
+          operationId: d.operationId,
+          taskId: taskOf.get(d.operationId)!,
+          trigger: input.trigger,
+          state: 'succeeded',
+          phase: 'succeeded',
+          attempts: d.attempts,
+          nextAttemptAt: null,
+          lastError: null,
+          report: d.report,
+        });
       }
     } catch {
       // The step failed for good (its host went away): its tasks are let go, each to a run of its own.
@@ -147,7 +205,18 @@ const CONTINUED_JOB_CHECK_EVERY = '5 seconds';
 async function outcomeOfItsOwnRun(m: CascadeMember, trigger: CleanupTrigger): Promise<CleanupProgress> {
   for (;;) {
     const progress = await records.jobProgress(m.operationId);
-    if (!progress) return { operationId: m.operationId, taskId: m.taskId, trigger, state: 'cancelled', phase: 'gone', attempts: 0, nextAttemptAt: null, lastError: null, report: emptyReport() };
+    if (!progress)
+      return {
+        operationId: m.operationId,
+        taskId: m.taskId,
+        trigger,
+        state: 'cancelled',
+        phase: 'gone',
+        attempts: 0,
+        nextAttemptAt: null,
+        lastError: null,
+        report: emptyReport(),
+      };
     if (progress.state === 'succeeded' || progress.state === 'cancelled') return progress;
     await sleep(CONTINUED_JOB_CHECK_EVERY);
   }
@@ -156,7 +225,11 @@ async function outcomeOfItsOwnRun(m: CascadeMember, trigger: CleanupTrigger): Pr
 export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgress[]> {
   const members: CascadeMember[] = [];
   const skipped: CascadePrepared['skipped'] = [];
-  const barrier = preparationBarrier(awaitPreparedUpdate, () => ({ operationId: input.operationId, operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })), skipped }));
+  const barrier = preparationBarrier(awaitPreparedUpdate, () => ({
+    operationId: input.operationId,
+    operations: members.map((m) => ({ taskId: m.taskId, operationId: m.operationId })),
+    skipped,
+  }));
 
   try {
     // A re-run after the preparation committed (the engine or the worker died before this
@@ -172,7 +245,12 @@ export async function cascadeCleanup(input: CascadeInput): Promise<CleanupProgre
         members.push({ taskId, operationId, workflowId: cleanupWorkflowId(input.trigger, taskId, operationId) });
       }
       if (input.trigger === 'delete' && !input.discardChanges) await refuseDirtyMembers(members);
-      const outcome = await records.prepareCascade({ trigger: input.trigger, members, cascadeOperationId: input.operationId, discardChanges: input.discardChanges });
+      const outcome = await records.prepareCascade({
+        trigger: input.trigger,
+        members,
+        cascadeOperationId: input.operationId,
+        discardChanges: input.discardChanges,
+      });
       // A history from before the step answered (it prepared every member) has no outcome.
       if (outcome) {
         members.splice(0, members.length, ...outcome.prepared);

@@ -5,7 +5,12 @@ import { hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
 
-export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnapshot, report: CleanupReport, phase: (p: string) => void): Promise<CleanupReport> {
+export async function cleanupAttempt(
+  input: CleanupInput,
+  snapshot: CleanupSnapshot,
+  report: CleanupReport,
+  phase: (p: string) => void,
+): Promise<CleanupReport> {
   phase('cleaning');
   // Agents on other hosts stop before the workspace's host removes anything.
   const hosts = cleanupHosts(snapshot);
@@ -14,12 +19,23 @@ export async function cleanupAttempt(input: CleanupInput, snapshot: CleanupSnaps
   // instead of the attempt waiting minutes on a queue nobody polls.
   if (patched('cleanup-waits-for-down-host')) {
     for (const hostId of hosts) {
-      if (await records.hostIsDown(hostId)) throw ApplicationFailure.create({ type: 'host_unavailable', message: 'A host of this cleanup is down.', nonRetryable: true });
+      if (await records.hostIsDown(hostId))
+        throw ApplicationFailure.create({
+          type: 'host_unavailable',
+          message: 'A host of this cleanup is down.',
+          nonRetryable: true,
+        });
     }
   }
   let current = report;
   for (const hostId of hosts) {
-    current = await hostSteps(hostId).cleanupOnHost({ hostId, trigger: input.trigger, discardChanges: input.discardChanges, snapshot, report: current });
+    current = await hostSteps(hostId).cleanupOnHost({
+      hostId,
+      trigger: input.trigger,
+      discardChanges: input.discardChanges,
+      snapshot,
+      report: current,
+    });
   }
   return current;
 }

@@ -27,7 +27,13 @@ import {
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
 import { setPhase } from './phase';
-import { awaitPreparedUpdate, cancelUpdate, hostBackSignal, operatorRetrySignal, progressQuery } from './cleanup-messages';
+import {
+  awaitPreparedUpdate,
+  cancelUpdate,
+  hostBackSignal,
+  operatorRetrySignal,
+  progressQuery,
+} from './cleanup-messages';
 import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
@@ -36,18 +42,31 @@ const records = recordSteps();
 const BATCH_HOLD_CHECK_EVERY = '5 seconds';
 
 /** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
-const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter((c) => c !== 'database_failed' && c !== 'internal');
+const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter(
+  (c) => c !== 'database_failed' && c !== 'internal',
+);
 
 function classify(err: unknown): CleanupErrorClass {
   for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
-    if (cur instanceof ApplicationFailure && CLASSIFIED.includes(cur.type as CleanupErrorClass)) return cur.type as CleanupErrorClass;
+    if (cur instanceof ApplicationFailure && CLASSIFIED.includes(cur.type as CleanupErrorClass))
+      return cur.type as CleanupErrorClass;
     if (cur.name === 'TimeoutFailure') return 'host_unavailable';
   }
   return 'internal';
 }
 
 export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress> {
-  const progress: CleanupProgress = { operationId: input.operationId, taskId: input.taskId, trigger: input.trigger, state: 'prepared', phase: 'preparing', attempts: 0, nextAttemptAt: null, lastError: null, report: emptyReport() };
+  const progress: CleanupProgress = {
+    operationId: input.operationId,
+    taskId: input.taskId,
+    trigger: input.trigger,
+    state: 'prepared',
+    phase: 'preparing',
+    attempts: 0,
+    nextAttemptAt: null,
+    lastError: null,
+    report: emptyReport(),
+  };
   let prepared = false;
   let refusal: ApplicationFailure | null = null;
   let retryRequested = false;
@@ -76,7 +95,13 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   });
   let hostBack = false;
   setHandler(hostBackSignal, (hostId: string) => {
-    if (progress.state === 'retry_wait' && progress.lastError === 'host_unavailable' && snapshot !== null && cleanupHosts(snapshot).includes(hostId)) hostBack = true;
+    if (
+      progress.state === 'retry_wait' &&
+      progress.lastError === 'host_unavailable' &&
+      snapshot !== null &&
+      cleanupHosts(snapshot).includes(hostId)
+    )
+      hostBack = true;
   });
   setHandler(cancelUpdate, async (req?: CancelRequest) => {
     const by = req?.by ?? 'workflow_message';
@@ -110,7 +135,14 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     try {
       await condition(() => settled || !attemptInFlight);
       if (settled) return;
-      progress.report = await records.abandonEnvironment({ operationId: input.operationId, snapshot: snapshot!, report: progress.report, attempts: progress.attempts, state: 'cancelled', by });
+      progress.report = await records.abandonEnvironment({
+        operationId: input.operationId,
+        snapshot: snapshot!,
+        report: progress.report,
+        attempts: progress.attempts,
+        state: 'cancelled',
+        by,
+      });
       abandoned = true;
       cancelRequested = true;
       cancelledBy = by;
@@ -123,7 +155,13 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
 
   const record = async (state: CleanupJobState, nextAttemptInMs: number | null = null) => {
     progress.state = state;
-    await records.recordCleanupState(input.operationId, { state, attempts: progress.attempts, nextAttemptInMs, lastError: progress.lastError, report: progress.report });
+    await records.recordCleanupState(input.operationId, {
+      state,
+      attempts: progress.attempts,
+      nextAttemptInMs,
+      lastError: progress.lastError,
+      report: progress.report,
+    });
   };
 
   // A bulk cleanup's batch may be carrying this job out (this run is then the consistency
@@ -158,13 +196,34 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
         const preview = await records.previewWorktrees(input.taskId);
         // A host that is down cannot say whether its worktrees are dirty: refused at once
         // (host_unavailable, nothing changed) rather than waiting minutes on its queue.
-        if (preview.hostId && preview.worktrees.length > 0 && patched('dirty-check-waits-for-no-down-host') && (await records.hostIsDown(preview.hostId))) {
-          throw ApplicationFailure.create({ type: 'host_unavailable', message: 'The host of this task is down.', nonRetryable: true });
+        if (
+          preview.hostId &&
+          preview.worktrees.length > 0 &&
+          patched('dirty-check-waits-for-no-down-host') &&
+          (await records.hostIsDown(preview.hostId))
+        ) {
+          throw ApplicationFailure.create({
+            type: 'host_unavailable',
+            message: 'The host of this task is down.',
+            nonRetryable: true,
+          });
         }
         const dirty = preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
-        if (dirty.length > 0) throw ApplicationFailure.create({ type: 'task_delete_dirty_worktree', message: 'The task has uncommitted changes.', nonRetryable: true, details: [{ dirtyRepositories: dirty }] });
+        if (dirty.length > 0)
+          throw ApplicationFailure.create({
+            type: 'task_delete_dirty_worktree',
+            message: 'The task has uncommitted changes.',
+            nonRetryable: true,
+            details: [{ dirtyRepositories: dirty }],
+          });
       }
-      snapshot = await records.prepareCleanup({ operationId: input.operationId, taskId: input.taskId, trigger: input.trigger, workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}`, discardChanges: input.discardChanges });
+      snapshot = await records.prepareCleanup({
+        operationId: input.operationId,
+        taskId: input.taskId,
+        trigger: input.trigger,
+        workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}`,
+        discardChanges: input.discardChanges,
+      });
     }
   } catch (err) {
     refusal = asTypedFailure(err);
@@ -188,16 +247,34 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     if (state === 'cancelled' && !abandoned) {
       // Who ended it is on the row; a cancelled delete's leftovers (its task row is gone) are
       // recorded abandoned: never removed, never swept.
-      progress.report = { ...progress.report, ended: { action: 'cancel', by: cancelledBy }, ...(removesTask(input.trigger) ? { abandoned: leftoverWorkspace(prepSnapshot, progress.report) } : {}) };
+      progress.report = {
+        ...progress.report,
+        ended: { action: 'cancel', by: cancelledBy },
+        ...(removesTask(input.trigger) ? { abandoned: leftoverWorkspace(prepSnapshot, progress.report) } : {}),
+      };
     }
-    if (!abandoned) await records.finishCleanup({ operationId: input.operationId, state, snapshot: prepSnapshot, report: progress.report, attempts: progress.attempts });
+    if (!abandoned)
+      await records.finishCleanup({
+        operationId: input.operationId,
+        state,
+        snapshot: prepSnapshot,
+        report: progress.report,
+        attempts: progress.attempts,
+      });
     return settle(state);
   };
 
   if (abandonsOnly(input.trigger)) {
     // No attempt: the environment is released and its inventory abandoned, touching no file.
     try {
-      progress.report = await records.abandonEnvironment({ operationId: input.operationId, snapshot: prepSnapshot, report: progress.report, attempts: 0, state: 'succeeded', by: 'operator' });
+      progress.report = await records.abandonEnvironment({
+        operationId: input.operationId,
+        snapshot: prepSnapshot,
+        report: progress.report,
+        attempts: 0,
+        state: 'succeeded',
+        by: 'operator',
+      });
     } catch (err) {
       // Refused (an agent of the environment started meanwhile): the job ends, nothing changed.
       const typed = asTypedFailure(err);
@@ -228,7 +305,10 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     }
     if (cancelRequested) break;
     // A refusal no retry can fix waits for the operator on this attempt (older histories retried it).
-    const waitMs = waitsForOperatorAtOnce(progress.lastError) && patched('audit-refusal-waits-for-operator') ? null : waitAfterAttempt(input.policy, roundAttempts);
+    const waitMs =
+      waitsForOperatorAtOnce(progress.lastError) && patched('audit-refusal-waits-for-operator')
+        ? null
+        : waitAfterAttempt(input.policy, roundAttempts);
     if (waitMs === null) {
       phase('needs_operator');
       await record('needs_operator');

@@ -11,8 +11,14 @@ import type { RepositoryCheck } from '../git/repository-check';
 import type { SshTarget } from '../ssh/connection';
 import { hostQuestion } from './activity-proxies';
 
-export async function checkRepositoryOnHost(input: { hostId: string; path: string; defaultBranch?: string }): Promise<RepositoryCheck> {
-  return askHost(() => hostQuestion(input.hostId).checkRepository({ path: input.path, defaultBranch: input.defaultBranch }));
+export async function checkRepositoryOnHost(input: {
+  hostId: string;
+  path: string;
+  defaultBranch?: string;
+}): Promise<RepositoryCheck> {
+  return askHost(() =>
+    hostQuestion(input.hostId).checkRepository({ path: input.path, defaultBranch: input.defaultBranch }),
+  );
 }
 
 /** A question to a host: its answer, or `host_unavailable` when no worker of the host took it in time. */
@@ -21,7 +27,12 @@ async function askHost<T>(question: () => Promise<T>): Promise<T> {
     return await question();
   } catch (err) {
     for (let cur: unknown = err; cur instanceof Error; cur = (cur as TemporalFailure).cause) {
-      if (cur.name === 'TimeoutFailure') throw ApplicationFailure.create({ type: 'host_unavailable', message: 'The host did not answer.', nonRetryable: true });
+      if (cur.name === 'TimeoutFailure')
+        throw ApplicationFailure.create({
+          type: 'host_unavailable',
+          message: 'The host did not answer.',
+          nonRetryable: true,
+        });
     }
     // The host's own typed refusal is the answer.
     if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
@@ -30,12 +41,17 @@ async function askHost<T>(question: () => Promise<T>): Promise<T> {
 }
 
 /** agent-log/<id>: a part of an agent's log, read on the agent's host for a gateway elsewhere. */
-export async function readAgentLogOnHost(input: { hostId: string } & LogRead): Promise<{ base64: string; offset: number }> {
+export async function readAgentLogOnHost(
+  input: { hostId: string } & LogRead,
+): Promise<{ base64: string; offset: number }> {
   const { hostId, ...read } = input;
   return askHost(() => hostQuestion(hostId).readAgentLog(read));
 }
 
 /** ssh-target-check/<id>: an SSH target's check before it is registered, on the host that is to hold its key. */
-export async function checkSshTargetOnHost(input: { hostId: string; target: SshTarget }): Promise<'usable' | 'workspace_root_unusable'> {
+export async function checkSshTargetOnHost(input: {
+  hostId: string;
+  target: SshTarget;
+}): Promise<'usable' | 'workspace_root_unusable'> {
   return askHost(() => hostQuestion(input.hostId).checkSshTargetHere(input.target));
 }

@@ -5,7 +5,13 @@
  * the same steps (`carryOut`).
  */
 import { CancellationScope, CancelledFailure, isCancellation, patched, uuid4 } from '@temporalio/workflow';
-import { type LaunchPlan, type LaunchRequest, type LaunchResult, type MaterializedSlot, type StartedOn } from '../domain/launch';
+import {
+  type LaunchPlan,
+  type LaunchRequest,
+  type LaunchResult,
+  type MaterializedSlot,
+  type StartedOn,
+} from '../domain/launch';
 import type { LaunchAgentInput } from '../activities/launch-agent';
 import type { SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
@@ -44,7 +50,12 @@ export async function launchSession(req: LaunchRequest): Promise<LaunchResult> {
     phase('refused');
     throw asTypedFailure(err);
   }
-  return carryOut(plan, startedOnOf(req), { command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, site: 'launch', startFrom: ['starting'] }, cancellation);
+  return carryOut(
+    plan,
+    startedOnOf(req),
+    { command: req.command, env: req.env ?? {}, prompt: req.prompt ?? null, site: 'launch', startFrom: ['starting'] },
+    cancellation,
+  );
 }
 
 /**
@@ -62,11 +73,21 @@ export function watchCancellation(): { requested: boolean } {
 }
 
 /** The admitted plan, carried out on its host; a failure undoes what this run made and fails typed. */
-export async function carryOut(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun, cancellation: { requested: boolean } = { requested: false }): Promise<LaunchResult> {
+export async function carryOut(
+  plan: LaunchPlan,
+  startedOn: StartedOn | undefined,
+  run: AgentRun,
+  cancellation: { requested: boolean } = { requested: false },
+): Promise<LaunchResult> {
   return CancellationScope.nonCancellable(() => carryOutSteps(plan, startedOn, run, cancellation));
 }
 
-async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined, run: AgentRun, cancellation: { requested: boolean }): Promise<LaunchResult> {
+async function carryOutSteps(
+  plan: LaunchPlan,
+  startedOn: StartedOn | undefined,
+  run: AgentRun,
+  cancellation: { requested: boolean },
+): Promise<LaunchResult> {
   const host = hostSteps(plan.hostId, startedOn);
   let made: MaterializedSlot[] = [];
   // Named before it starts, so compensation can stop exactly this process whatever failed.
@@ -89,7 +110,13 @@ async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined,
   const running = (agent: { status: string; executionId: string }): LaunchResult => {
     if (cancellation.requested) throw new CancelledFailure('The launch was cancelled.');
     phase('running');
-    return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
+    return {
+      sessionId: plan.sessionId,
+      taskEnvironmentId: plan.environmentId,
+      role: plan.role,
+      state: agent.status === 'running' ? 'running' : 'exited',
+      executionId: agent.executionId,
+    };
   };
   try {
     // A resume's previous process goes first: one agent per session. Not this run's own: a re-run
@@ -139,9 +166,18 @@ async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined,
     if (patched('undo-in-one-host-step')) {
       // The host step undoes files and processes; the workflow only records.
       if (agentRequested || made.length > 0 || plan.role === 'materialized') {
-        await host.undoLaunch({ plan, executionId, agentRequested, made, fromPublished: plan.role === 'materialized' && agentRequested && isCancellation(err) });
+        await host.undoLaunch({
+          plan,
+          executionId,
+          agentRequested,
+          made,
+          fromPublished: plan.role === 'materialized' && agentRequested && isCancellation(err),
+        });
       }
-      if (plan.role === 'materialized') await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
+      if (plan.role === 'materialized')
+        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', {
+          firstLaunch: !run.resume,
+        });
       else if (touched || !run.resume) await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
     } else {
       // The steps of runs recorded before.
@@ -149,7 +185,9 @@ async function carryOutSteps(plan: LaunchPlan, startedOn: StartedOn | undefined,
       if (plan.role === 'materialized') {
         if (made.length === 0 && agentRequested && isCancellation(err)) made = await records.publishedBy(plan);
         await host.discardMaterialization(plan, made);
-        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', { firstLaunch: !run.resume });
+        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', {
+          firstLaunch: !run.resume,
+        });
       } else if (touched || !run.resume) {
         // Attach and transition leave the canonical environment as it was [R3.4].
         if (made.length > 0) await host.discardMaterialization(plan, made);

@@ -17,7 +17,16 @@ export async function expireQuickChats(input: { idleMs: number; policy: RetryPol
     // Each expiry is its own durable cleanup; one refused (already archived meanwhile) does not stop the others.
     await startChild(cleanupTask, {
       workflowId: cleanupWorkflowId('quick_chat_expiry', taskId, operationId),
-      args: [{ operationId, taskId, trigger: 'quick_chat_expiry', discardChanges: false, policy: input.policy, alreadyPrepared: false }],
+      args: [
+        {
+          operationId,
+          taskId,
+          trigger: 'quick_chat_expiry',
+          discardChanges: false,
+          policy: input.policy,
+          alreadyPrepared: false,
+        },
+      ],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       typedSearchAttributes: childSearchAttributes([
         { key: TaskIdAttr, value: taskId },

@@ -8,7 +8,9 @@ import { hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
 
-export async function reconcileRecords(input: { hostId: string }): Promise<{ records: ReconcileReport; host: ReconcileReport }> {
+export async function reconcileRecords(input: {
+  hostId: string;
+}): Promise<{ records: ReconcileReport; host: ReconcileReport }> {
   // 1. Rows of the whole cluster (any host's check may do it: every repair is a compare-and-set or a start that fails if already running).
   const repaired = await records.repairStrandedRecords();
   // 2. This host's processes, on its own queue.

@@ -32,34 +32,53 @@ export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
   const runId = input.runId ?? workflowInfo().workflowId.split('/').pop()!;
   let admitted: Awaited<ReturnType<typeof records.admitResume>>;
   try {
-    admitted = await CancellationScope.nonCancellable(() => records.admitResume({ sessionId: input.sessionId, runId, hostId: input.hostId }));
+    admitted = await CancellationScope.nonCancellable(() =>
+      records.admitResume({ sessionId: input.sessionId, runId, hostId: input.hostId }),
+    );
   } catch (err) {
     setPhase('refused');
     throw asTypedFailure(err);
   }
   const { plan, session } = admitted;
-  return carryOut(plan, startedOnOf(input), {
-    command: [...session.command, ...(input.args ?? [])],
-    env: { ...session.env, ...(input.env ?? {}) },
-    prompt: input.prompt ?? null,
-    site: 'resume',
-    startFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
-    resume: { runId, stopFirst: session.runningExecutions },
-  }, cancellation);
+  return carryOut(
+    plan,
+    startedOnOf(input),
+    {
+      command: [...session.command, ...(input.args ?? [])],
+      env: { ...session.env, ...(input.env ?? {}) },
+      prompt: input.prompt ?? null,
+      site: 'resume',
+      startFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
+      resume: { runId, stopFirst: session.runningExecutions },
+    },
+    cancellation,
+  );
 }
 
 /** The steps of a resume planned without admission, kept only so that its recorded runs replay. */
 interface RecordedPlanResume {
-  planResume(input: { sessionId: string; hostId: string }): Promise<{ plan: LaunchPlan; command: string[]; env: Record<string, string>; legacyFallback: boolean; runningExecutions: { executionId: string; hostId: string }[] }>;
+  planResume(input: {
+    sessionId: string;
+    hostId: string;
+  }): Promise<{
+    plan: LaunchPlan;
+    command: string[];
+    env: Record<string, string>;
+    legacyFallback: boolean;
+    runningExecutions: { executionId: string; hostId: string }[];
+  }>;
 }
 
 async function resumeRecordedBeforeAdmission(input: ResumeInput): Promise<LaunchResult> {
   const startedOn = startedOnOf(input);
   try {
-    const { plan, command, env, runningExecutions } = await proxyLocalActivities<RecordedPlanResume>({ startToCloseTimeout: '30 seconds' }).planResume({ sessionId: input.sessionId, hostId: input.hostId });
+    const { plan, command, env, runningExecutions } = await proxyLocalActivities<RecordedPlanResume>({
+      startToCloseTimeout: '30 seconds',
+    }).planResume({ sessionId: input.sessionId, hostId: input.hostId });
     const host = hostSteps(plan.hostId, startedOn);
     const executionId = uuid4();
-    for (const exec of runningExecutions.filter((e) => e.executionId !== executionId)) await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
+    for (const exec of runningExecutions.filter((e) => e.executionId !== executionId))
+      await hostSteps(exec.hostId, startedOn).stopAgent(exec.executionId);
     const agent = await host.launchAgent({
       plan,
       command: [...command, ...(input.args ?? [])],
@@ -72,7 +91,13 @@ async function resumeRecordedBeforeAdmission(input: ResumeInput): Promise<Launch
       markRunningFrom: ['starting', 'running', 'stopped', 'exited', 'failed'],
     });
     setPhase('running');
-    return { sessionId: plan.sessionId, taskEnvironmentId: plan.environmentId, role: plan.role, state: agent.status === 'running' ? 'running' : 'exited', executionId: agent.executionId };
+    return {
+      sessionId: plan.sessionId,
+      taskEnvironmentId: plan.environmentId,
+      role: plan.role,
+      state: agent.status === 'running' ? 'running' : 'exited',
+      executionId: agent.executionId,
+    };
   } catch (err) {
     setPhase('failed');
     throw asTypedFailure(err);

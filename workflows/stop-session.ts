@@ -4,6 +4,7 @@ import { hostSteps, recordSteps } from './activity-proxies';
 const records = recordSteps();
 
 export async function stopSession(sessionId: string): Promise<void> {
-  for (const exec of await records.runningExecutions(sessionId)) await hostSteps(exec.hostId).stopAgent(exec.executionId);
+  for (const exec of await records.runningExecutions(sessionId))
+    await hostSteps(exec.hostId).stopAgent(exec.executionId);
   await records.markSessionStopped(sessionId);
 }

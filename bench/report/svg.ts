@@ -20,7 +20,13 @@ interface Group {
 }
 
 const ENGINE = '#d9c58f';
-const groupOf = (label: string, c: LaunchComparison, target: TargetResult | undefined): Group => ({ label, product: c.product.p50, floor: c.floor.p50, engine: c.engine?.p50 ?? 0, target });
+const groupOf = (label: string, c: LaunchComparison, target: TargetResult | undefined): Group => ({
+  label,
+  product: c.product.p50,
+  floor: c.floor.p50,
+  engine: c.engine?.p50 ?? 0,
+  target,
+});
 
 function niceMax(x: number): number {
   const pow = 10 ** Math.floor(Math.log10(Math.max(x, 1)));
@@ -33,8 +39,16 @@ export function renderSvg(r: BenchResults): string {
   const groups: Group[] = [];
   if (r.attach.ok) groups.push(groupOf('Attach', r.attach.value, target('attach_p50_vs_floors')));
   if (r.materialize.ok) {
-    groups.push(groupOf('First launch, 1 repo', r.materialize.value.oneRepository, target('materialize_1_repo_p50_vs_floors')));
-    groups.push(groupOf('First launch, 3 repos', r.materialize.value.threeRepositories, target('materialize_3_repos_p50_vs_floors')));
+    groups.push(
+      groupOf('First launch, 1 repo', r.materialize.value.oneRepository, target('materialize_1_repo_p50_vs_floors')),
+    );
+    groups.push(
+      groupOf(
+        'First launch, 3 repos',
+        r.materialize.value.threeRepositories,
+        target('materialize_3_repos_p50_vs_floors'),
+      ),
+    );
   }
   if (r.resume?.ok) groups.push(groupOf('Resume', r.resume.value, target('resume_p50_vs_floors')));
   if (r.sshAttach?.ok) groups.push(groupOf('SSH attach', r.sshAttach.value, target('ssh_attach_p50_vs_floors')));
@@ -44,15 +58,28 @@ export function renderSvg(r: BenchResults): string {
   const yMax = niceMax(Math.max(1, ...groups.flatMap((g) => [g.product, g.floor + g.engine])) * 1.1);
   const y = (v: number) => chart.y + chart.h - (v / yMax) * chart.h;
   const parts: string[] = [];
-  const text = (x: number, yy: number, s: string, attrs = '') => parts.push(`<text x="${x}" y="${yy}" ${attrs}>${esc(s)}</text>`);
+  const text = (x: number, yy: number, s: string, attrs = '') =>
+    parts.push(`<text x="${x}" y="${yy}" ${attrs}>${esc(s)}</text>`);
 
   text(24, 36, 'task-workspaces benchmark', 'font-size="20" font-weight="600"');
-  text(24, 58, `${r.meta.startedAt.slice(0, 16).replace('T', ' ')} UTC · ${r.meta.machine.cpus} cores · ${r.meta.durationSeconds} s run${r.meta.quick ? ' · QUICK RUN (reduced samples)' : ''}`, 'font-size="12" fill="#57606a"');
-  text(24, 76, 'p50 of launches until 201: product (HTTP → Temporal) vs bare floor (the same statements, git/ssh and spawn in one process) + engine floor (a no-work workflow of the same shape)', 'font-size="12" fill="#57606a"');
+  text(
+    24,
+    58,
+    `${r.meta.startedAt.slice(0, 16).replace('T', ' ')} UTC · ${r.meta.machine.cpus} cores · ${r.meta.durationSeconds} s run${r.meta.quick ? ' · QUICK RUN (reduced samples)' : ''}`,
+    'font-size="12" fill="#57606a"',
+  );
+  text(
+    24,
+    76,
+    'p50 of launches until 201: product (HTTP → Temporal) vs bare floor (the same statements, git/ssh and spawn in one process) + engine floor (a no-work workflow of the same shape)',
+    'font-size="12" fill="#57606a"',
+  );
 
   for (let i = 0; i <= 5; i++) {
     const v = (yMax / 5) * i;
-    parts.push(`<line x1="${chart.x}" x2="${chart.x + chart.w}" y1="${y(v)}" y2="${y(v)}" stroke="#d8dee4" stroke-width="1"/>`);
+    parts.push(
+      `<line x1="${chart.x}" x2="${chart.x + chart.w}" y1="${y(v)}" y2="${y(v)}" stroke="#d8dee4" stroke-width="1"/>`,
+    );
     text(chart.x - 8, y(v) + 4, `${v.toFixed(0)} ms`, 'font-size="11" text-anchor="end" fill="#57606a"');
   }
   const slot = chart.w / Math.max(1, groups.length);
@@ -60,18 +87,31 @@ export function renderSvg(r: BenchResults): string {
   groups.forEach((g, i) => {
     const cx = chart.x + slot * i + slot / 2;
     const productTop = y(g.product);
-    parts.push(`<rect x="${cx - barW - 4}" y="${productTop}" width="${barW}" height="${chart.y + chart.h - productTop}" fill="${PRODUCT}"/>`);
+    parts.push(
+      `<rect x="${cx - barW - 4}" y="${productTop}" width="${barW}" height="${chart.y + chart.h - productTop}" fill="${PRODUCT}"/>`,
+    );
     text(cx - barW / 2 - 4, productTop - 6, ms(g.product), 'font-size="12" text-anchor="middle"');
     const bareTop = y(g.floor);
-    parts.push(`<rect x="${cx + 4}" y="${bareTop}" width="${barW}" height="${chart.y + chart.h - bareTop}" fill="${FLOOR}"/>`);
+    parts.push(
+      `<rect x="${cx + 4}" y="${bareTop}" width="${barW}" height="${chart.y + chart.h - bareTop}" fill="${FLOOR}"/>`,
+    );
     const engineTop = y(g.floor + g.engine);
-    parts.push(`<rect x="${cx + 4}" y="${engineTop}" width="${barW}" height="${bareTop - engineTop}" fill="${ENGINE}"/>`);
+    parts.push(
+      `<rect x="${cx + 4}" y="${engineTop}" width="${barW}" height="${bareTop - engineTop}" fill="${ENGINE}"/>`,
+    );
     text(cx + 4 + barW / 2, engineTop - 6, `${ms(g.floor)} + ${ms(g.engine)}`, 'font-size="11" text-anchor="middle"');
     text(cx, chart.y + chart.h + 20, g.label, 'font-size="13" text-anchor="middle" font-weight="600"');
     const status: TargetStatus = g.target?.status ?? 'error';
-    text(cx, chart.y + chart.h + 40, `${times(g.product / (g.floor + g.engine))} · ${g.target ? describeTarget(g.target) : '—'} · ${statusWord(status)}`, `font-size="12" text-anchor="middle" fill="${STATUS_COLOR[status]}"`);
+    text(
+      cx,
+      chart.y + chart.h + 40,
+      `${times(g.product / (g.floor + g.engine))} · ${g.target ? describeTarget(g.target) : '—'} · ${statusWord(status)}`,
+      `font-size="12" text-anchor="middle" fill="${STATUS_COLOR[status]}"`,
+    );
   });
-  parts.push(`<line x1="${chart.x}" x2="${chart.x + chart.w}" y1="${chart.y + chart.h}" y2="${chart.y + chart.h}" stroke="#57606a"/>`);
+  parts.push(
+    `<line x1="${chart.x}" x2="${chart.x + chart.w}" y1="${chart.y + chart.h}" y2="${chart.y + chart.h}" stroke="#57606a"/>`,
+  );
   const legendY = chart.y - 8;
   parts.push(`<rect x="${chart.x + chart.w - 340}" y="${legendY - 10}" width="12" height="12" fill="${PRODUCT}"/>`);
   text(chart.x + chart.w - 322, legendY, 'product p50', 'font-size="12"');
@@ -84,37 +124,63 @@ export function renderSvg(r: BenchResults): string {
   const line = (id: string | null, s: string) => lines.push({ status: id ? (target(id)?.status ?? 'error') : null, s });
   if (r.manyTasks.ok) {
     const m = r.manyTasks.value;
-    line('many_tasks_failures', `${m.tasks} first launches at once on one repository: ${m.failures} failures (target 0)`);
-    line('many_tasks_wall_vs_floor', `  … wall ${m.wallSeconds.toFixed(2)} s vs floor ${m.floor?.wallSeconds.toFixed(2) ?? '—'} s = ${times(m.wallRatio)} (target ≤ 1.3×)`);
+    line(
+      'many_tasks_failures',
+      `${m.tasks} first launches at once on one repository: ${m.failures} failures (target 0)`,
+    );
+    line(
+      'many_tasks_wall_vs_floor',
+      `  … wall ${m.wallSeconds.toFixed(2)} s vs floor ${m.floor?.wallSeconds.toFixed(2) ?? '—'} s = ${times(m.wallRatio)} (target ≤ 1.3×)`,
+    );
   } else line('many_tasks_failures', `Many first launches on one repository: error`);
   if (r.cleanup.ok && r.cleanup.value.status === 'measured') {
     const c = r.cleanup.value;
-    line('archive_throughput_vs_floors', `Single archives of ${c.tasks} tasks: ${c.product.seconds.toFixed(1)} s vs bare ${c.floor.seconds.toFixed(1)} s + engine ${c.engine.seconds.toFixed(1)} s = ${times(c.throughputRatioToFloors)} throughput (target ≥ 0.8×)`);
+    line(
+      'archive_throughput_vs_floors',
+      `Single archives of ${c.tasks} tasks: ${c.product.seconds.toFixed(1)} s vs bare ${c.floor.seconds.toFixed(1)} s + engine ${c.engine.seconds.toFixed(1)} s = ${times(c.throughputRatioToFloors)} throughput (target ≥ 0.8×)`,
+    );
   } else line('archive_throughput_vs_floors', 'Single archives: error');
   if (r.boardDelete?.ok) {
     const b = r.boardDelete.value;
-    line('board_delete_throughput_vs_bare', `Board delete of ${b.tasks} tasks: ${b.product.seconds.toFixed(1)} s vs bare ${b.floor.seconds.toFixed(1)} s = ${times(b.throughputRatio)} throughput (target ≥ 0.5×), ${b.product.failures} failures`);
+    line(
+      'board_delete_throughput_vs_bare',
+      `Board delete of ${b.tasks} tasks: ${b.product.seconds.toFixed(1)} s vs bare ${b.floor.seconds.toFixed(1)} s = ${times(b.throughputRatio)} throughput (target ≥ 0.5×), ${b.product.failures} failures`,
+    );
   } else line('board_delete_throughput_vs_bare', 'Board delete: error or not run');
   if (r.growth.ok) {
     const g = r.growth.value;
-    line('growth_attach_p50_ratio', `Attach p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks: ${ms(g.small.attach.p50)} → ${ms(g.large.attach.p50)} = ${times(g.ratioP50)} (target ≤ 1.1×); ${g.plans.some((p) => p.largeSeqScans.length) ? 'a statement scans a large table' : 'no scan of a large table'}`);
+    line(
+      'growth_attach_p50_ratio',
+      `Attach p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks: ${ms(g.small.attach.p50)} → ${ms(g.large.attach.p50)} = ${times(g.ratioP50)} (target ≤ 1.1×); ${g.plans.some((p) => p.largeSeqScans.length) ? 'a statement scans a large table' : 'no scan of a large table'}`,
+    );
   } else line('growth_attach_p50_ratio', 'Growth: error');
   if (r.exitDetection?.ok) {
     const e = r.exitDetection.value;
     line('exit_noticed_watched_p50_ms', `Agent exit recorded, its starter alive: ${ms(e.watched.p50)} (target ≤ 1 s)`);
-    line('exit_noticed_unwatched_p50_ms', `Agent exit recorded, its starter killed: ${ms(e.unwatched.p50)} (target ≤ 10 s)`);
+    line(
+      'exit_noticed_unwatched_p50_ms',
+      `Agent exit recorded, its starter killed: ${ms(e.unwatched.p50)} (target ≤ 10 s)`,
+    );
   }
   if (r.memory) {
     const peak = (w: typeof r.memory.worker) => Math.max(w.peakRssMb ?? 0, w.hwmReset ? (w.hwmMb ?? 0) : 0);
     line('worker_peak_rss_mb', `Worker peak RSS (${r.memory.window}): ${mb(peak(r.memory.worker))} (target ≤ 300 MB)`);
-    line('gateway_peak_rss_mb', `Gateway peak RSS (${r.memory.window}): ${mb(peak(r.memory.gateway))} (target ≤ 200 MB)`);
+    line(
+      'gateway_peak_rss_mb',
+      `Gateway peak RSS (${r.memory.window}): ${mb(peak(r.memory.gateway))} (target ≤ 200 MB)`,
+    );
   }
   const top = chart.y + chart.h + 80;
   lines.forEach((l, i) => {
     const yy = top + i * 24;
     const color = l.status ? STATUS_COLOR[l.status] : '#57606a';
     parts.push(`<circle cx="32" cy="${yy - 4}" r="5" fill="${color}"/>`);
-    text(46, yy, `${l.status ? statusWord(l.status).toUpperCase().padEnd(5) : ''}  ${l.s}`, `font-size="13" fill="${l.status === 'miss' ? STATUS_COLOR.miss : '#24292f'}"`);
+    text(
+      46,
+      yy,
+      `${l.status ? statusWord(l.status).toUpperCase().padEnd(5) : ''}  ${l.s}`,
+      `font-size="13" fill="${l.status === 'miss' ? STATUS_COLOR.miss : '#24292f'}"`,
+    );
   });
   const H = top + lines.length * 24 + 10;
   return [

@@ -36,23 +36,35 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
   }
   // The engine floor replays the shape of the product's own attach history.
   const shape = await shapeOfWorkflow(ctx.temporal, launchWorkflowId(last));
-  const samplesOf = await interleaved(ctx, { samples, block, label: 'attach' }, {
-    product: async () => {
-      const res = await api.launch(nextTask());
-      return res.status === 201 && res.body.role === 'attached' ? { ms: res.ms, sessionId: res.body.sessionId } : { failure: errorCode(res) };
+  const samplesOf = await interleaved(
+    ctx,
+    { samples, block, label: 'attach' },
+    {
+      product: async () => {
+        const res = await api.launch(nextTask());
+        return res.status === 201 && res.body.role === 'attached'
+          ? { ms: res.ms, sessionId: res.body.sessionId }
+          : { failure: errorCode(res) };
+      },
+      floor: () => floor.attach(nextTask()),
+      engine: () => ctx.engine.time(shape),
     },
-    floor: () => floor.attach(nextTask()),
-    engine: () => ctx.engine.time(shape),
-  });
+  );
   // Evidence for the profile, after the measurement: the same steps called directly.
-  const directSteps = await timeLaunchSteps(ctx, Array.from({ length: config.attach.directSamples }, (_, i) => tasks[i % tasks.length]!), 'attached');
+  const directSteps = await timeLaunchSteps(
+    ctx,
+    Array.from({ length: config.attach.directSamples }, (_, i) => tasks[i % tasks.length]!),
+    'attached',
+  );
   await killAgents(ctx.pool);
 
   const { nearest, report } = compared(samplesOf, shape);
   return {
     tasks: tasks.length,
     ...report,
-    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
+    profile: nearest
+      ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services))
+      : null,
     directSteps,
   };
 }

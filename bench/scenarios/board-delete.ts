@@ -21,7 +21,14 @@ import { leftBehind, waitForJobs } from './cleanup';
 export interface BoardDeleteResult {
   tasks: number;
   repositories: number;
-  product: { seconds: number; worktreesPerSecond: number; failures: number; failureCodes: Record<string, number>; leftBehind: number; acceptedMs: number };
+  product: {
+    seconds: number;
+    worktreesPerSecond: number;
+    failures: number;
+    failureCodes: Record<string, number>;
+    leftBehind: number;
+    acceptedMs: number;
+  };
   floor: { seconds: number; worktreesPerSecond: number; leftBehind: number };
   /** Target ≥ 0.5. */
   throughputRatio: number;
@@ -37,7 +44,9 @@ export async function runBoardDelete(ctx: BenchContext): Promise<BoardDeleteResu
   const repos: Repo[] = [];
   for (let r = 0; r < 4; r++) repos.push(await makeRepo(api, ctx.reposDir, `board-${r + 1}`, config.repoFiles));
   const boardId = await api.createBoard('bench board');
-  const perRepo = await Promise.all(repos.map((repo) => createTasks(api, Math.ceil(n / repos.length), [repo], `board ${repo.name}`, boardId)));
+  const perRepo = await Promise.all(
+    repos.map((repo) => createTasks(api, Math.ceil(n / repos.length), [repo], `board ${repo.name}`, boardId)),
+  );
   const product = Array.from({ length: n }, (_, i) => {
     const repo = repos[i % repos.length]!;
     const taskId = perRepo[i % repos.length]![Math.floor(i / repos.length)]!;
@@ -48,11 +57,18 @@ export async function runBoardDelete(ctx: BenchContext): Promise<BoardDeleteResu
   await mapLimit(product, config.cleanup.materializeConcurrency, (p) => api.launchOk(p.taskId, 'materialized'));
   const floorWorktrees = Array.from({ length: n }, (_, i) => {
     const repo = repos[i % repos.length]!;
-    return { repoPath: repo.path, worktreePath: path.join(ctx.floorRoot, 'board', `wt-${i}`, repo.name), branch: `bench-board-floor/${i}` };
+    return {
+      repoPath: repo.path,
+      worktreePath: path.join(ctx.floorRoot, 'board', `wt-${i}`, repo.name),
+      branch: `bench-board-floor/${i}`,
+    };
   });
-  await Promise.all(repos.map(async (repo) => {
-    for (const w of floorWorktrees.filter((x) => x.repoPath === repo.path)) await gitAsync(w.repoPath, 'worktree', 'add', '-q', '--no-track', '-b', w.branch, w.worktreePath, 'main');
-  }));
+  await Promise.all(
+    repos.map(async (repo) => {
+      for (const w of floorWorktrees.filter((x) => x.repoPath === repo.path))
+        await gitAsync(w.repoPath, 'worktree', 'add', '-q', '--no-track', '-b', w.branch, w.worktreePath, 'main');
+    }),
+  );
 
   const productCpu = new CpuAccount(ctx.cpu);
   const floorCpu = new CpuAccount(ctx.cpu);
@@ -61,12 +77,21 @@ export async function runBoardDelete(ctx: BenchContext): Promise<BoardDeleteResu
   let acceptedMs = 0;
   const productMs = await productCpu.around(async () => {
     const start = performance.now();
-    const res = await operator.call<{ workflowId: string; operations: { taskId: string; operationId: string }[] }>('DELETE', `/v1/boards/${boardId}?discardChanges=true`);
+    const res = await operator.call<{ workflowId: string; operations: { taskId: string; operationId: string }[] }>(
+      'DELETE',
+      `/v1/boards/${boardId}?discardChanges=true`,
+    );
     acceptedMs = res.ms;
-    if (res.status !== 202) throw new Error(`board delete: ${res.status} ${errorCode(res)} ${JSON.stringify(res.body).slice(0, 300)}`);
+    if (res.status !== 202)
+      throw new Error(`board delete: ${res.status} ${errorCode(res)} ${JSON.stringify(res.body).slice(0, 300)}`);
     workflowId = res.body.workflowId;
-    const states = await waitForJobs(ctx, res.body.operations.map((o) => o.operationId), 900_000);
-    for (const state of states.values()) if (state !== 'succeeded') failureCodes[state] = (failureCodes[state] ?? 0) + 1;
+    const states = await waitForJobs(
+      ctx,
+      res.body.operations.map((o) => o.operationId),
+      900_000,
+    );
+    for (const state of states.values())
+      if (state !== 'succeeded') failureCodes[state] = (failureCodes[state] ?? 0) + 1;
     return elapsedMs(start);
   });
   const productLeft = leftBehind(product);
@@ -85,8 +110,19 @@ export async function runBoardDelete(ctx: BenchContext): Promise<BoardDeleteResu
   return {
     tasks: n,
     repositories: repos.length,
-    product: { seconds: round(productMs / 1000, 3), worktreesPerSecond: round(n / (productMs / 1000)), failures: Object.values(failureCodes).reduce((s, x) => s + x, 0), failureCodes, leftBehind: productLeft, acceptedMs: round(acceptedMs) },
-    floor: { seconds: round(floorMs / 1000, 3), worktreesPerSecond: round(n / (floorMs / 1000)), leftBehind: floorLeft },
+    product: {
+      seconds: round(productMs / 1000, 3),
+      worktreesPerSecond: round(n / (productMs / 1000)),
+      failures: Object.values(failureCodes).reduce((s, x) => s + x, 0),
+      failureCodes,
+      leftBehind: productLeft,
+      acceptedMs: round(acceptedMs),
+    },
+    floor: {
+      seconds: round(floorMs / 1000, 3),
+      worktreesPerSecond: round(n / (floorMs / 1000)),
+      leftBehind: floorLeft,
+    },
     throughputRatio: ratio(floorMs, productMs),
     engine,
     cpuPerWorktreeMs: { product: productCpu.per(n), floor: floorCpu.per(n) },

@@ -24,7 +24,13 @@ export type CleanupResult =
       status: 'measured';
       tasks: number;
       repositories: number;
-      product: { seconds: number; worktreesPerSecond: number; failures: number; failureCodes: Record<string, number>; leftBehind: number };
+      product: {
+        seconds: number;
+        worktreesPerSecond: number;
+        failures: number;
+        failureCodes: Record<string, number>;
+        leftBehind: number;
+      };
       floor: { seconds: number; worktreesPerSecond: number; leftBehind: number };
       throughputRatio: number;
       /** Issue 17: the same number of no-work workflows of a cleanup's shape, as many at once as the product's halves. */
@@ -51,18 +57,24 @@ const ACTIVE_STATES = ['prepared', 'pending', 'running', 'retry_wait'];
  * requests whatever the number of jobs); a job in none of those lists is read once by id to
  * learn its final state. Polling itself costs the gateway little, so it barely disturbs the run.
  */
-export async function waitForJobs(ctx: BenchContext, operationIds: string[], timeoutMs = 240_000): Promise<Map<string, string>> {
+export async function waitForJobs(
+  ctx: BenchContext,
+  operationIds: string[],
+  timeoutMs = 240_000,
+): Promise<Map<string, string>> {
   const final = new Map<string, string>();
   const deadline = Date.now() + timeoutMs;
   while (final.size < operationIds.length && Date.now() < deadline) {
     const active = new Set<string>();
     for (const state of ACTIVE_STATES) {
-      for (const j of await ctx.api.listAll<Job>(`/v1/cleanup-jobs?state=${state}`)) if (j.operationId) active.add(j.operationId);
+      for (const j of await ctx.api.listAll<Job>(`/v1/cleanup-jobs?state=${state}`))
+        if (j.operationId) active.add(j.operationId);
     }
     const maybeDone = operationIds.filter((id) => !final.has(id) && !active.has(id));
     await mapLimit(maybeDone, 4, async (id) => {
       const res = await ctx.api.call<Job>('GET', `/v1/cleanup-jobs/${id}`);
-      if (res.status === 200 && res.body.state && !ACTIVE_STATES.includes(res.body.state)) final.set(id, res.body.state);
+      if (res.status === 200 && res.body.state && !ACTIVE_STATES.includes(res.body.state))
+        final.set(id, res.body.state);
     });
     if (final.size < operationIds.length) await sleep(250);
   }
@@ -72,7 +84,8 @@ export async function waitForJobs(ctx: BenchContext, operationIds: string[], tim
 
 export function leftBehind(worktrees: { repoPath: string; worktreePath: string }[]): number {
   const registered = new Map<string, Set<string>>();
-  for (const w of worktrees) if (!registered.has(w.repoPath)) registered.set(w.repoPath, registeredWorktrees(w.repoPath));
+  for (const w of worktrees)
+    if (!registered.has(w.repoPath)) registered.set(w.repoPath, registeredWorktrees(w.repoPath));
   return worktrees.filter((w) => registered.get(w.repoPath)!.has(w.worktreePath) || existsSync(w.worktreePath)).length;
 }
 
@@ -83,16 +96,21 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
   const probeTask = (await createTasks(api, 1, [probeRepo], 'archive probe'))[0]!;
   await api.launchOk(probeTask, 'materialized');
   const probe = await api.call<{ operationId?: string }>('POST', `/v1/tasks/${probeTask}/archive`, {});
-  if (probe.status === 404) return { status: 'not_available', probe: { httpStatus: probe.status, code: errorCode(probe) } };
-  if (probe.status !== 202 || !probe.body.operationId) throw new Error(`archive probe: ${probe.status} ${JSON.stringify(probe.body)}`);
+  if (probe.status === 404)
+    return { status: 'not_available', probe: { httpStatus: probe.status, code: errorCode(probe) } };
+  if (probe.status !== 202 || !probe.body.operationId)
+    throw new Error(`archive probe: ${probe.status} ${JSON.stringify(probe.body)}`);
   await waitForJobs(ctx, [probe.body.operationId], 60_000);
   const probeWorkflow = (probe.body as { workflowId?: string }).workflowId;
   const shape = probeWorkflow ? await shapeOfWorkflow(ctx.temporal, probeWorkflow) : null;
 
   const repos: Repo[] = [];
-  for (let r = 0; r < config.cleanup.repositories; r++) repos.push(await makeRepo(api, ctx.reposDir, `cleanup-${r + 1}`, config.repoFiles));
+  for (let r = 0; r < config.cleanup.repositories; r++)
+    repos.push(await makeRepo(api, ctx.reposDir, `cleanup-${r + 1}`, config.repoFiles));
   const n = config.cleanup.tasks;
-  const productTasks = await Promise.all(repos.map((repo) => createTasks(api, Math.ceil(n / repos.length), [repo], `cleanup ${repo.name}`)));
+  const productTasks = await Promise.all(
+    repos.map((repo) => createTasks(api, Math.ceil(n / repos.length), [repo], `cleanup ${repo.name}`)),
+  );
   const product = Array.from({ length: n }, (_, i) => {
     const repo = repos[i % repos.length]!;
     const taskId = productTasks[i % repos.length]![Math.floor(i / repos.length)]!;
@@ -102,12 +120,19 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
   await mapLimit(product, config.cleanup.materializeConcurrency, (p) => api.launchOk(p.taskId, 'materialized'));
   const floorWorktrees = Array.from({ length: n }, (_, i) => {
     const repo = repos[i % repos.length]!;
-    return { repoPath: repo.path, worktreePath: path.join(ctx.floorRoot, 'cleanup', `wt-${i}`, repo.name), branch: `bench-floor/${i}` };
+    return {
+      repoPath: repo.path,
+      worktreePath: path.join(ctx.floorRoot, 'cleanup', `wt-${i}`, repo.name),
+      branch: `bench-floor/${i}`,
+    };
   });
   // Per repository in order (git's admin files), repositories side by side.
-  await Promise.all(repos.map(async (repo) => {
-    for (const w of floorWorktrees.filter((x) => x.repoPath === repo.path)) await gitAsync(w.repoPath, 'worktree', 'add', '-q', '--no-track', '-b', w.branch, w.worktreePath, 'main');
-  }));
+  await Promise.all(
+    repos.map(async (repo) => {
+      for (const w of floorWorktrees.filter((x) => x.repoPath === repo.path))
+        await gitAsync(w.repoPath, 'worktree', 'add', '-q', '--no-track', '-b', w.branch, w.worktreePath, 'main');
+    }),
+  );
 
   const half = Math.ceil(n / 2);
   const productTimes: number[] = [];
@@ -119,7 +144,9 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
   let profiledWorkflow: string | null = null;
   const productBatch = async (batch: typeof product) => {
     const start = performance.now();
-    const accepted: ApiResponse<{ operationId?: string; workflowId?: string }>[] = await Promise.all(batch.map((p) => api.call('POST', `/v1/tasks/${p.taskId}/archive`, {})));
+    const accepted: ApiResponse<{ operationId?: string; workflowId?: string }>[] = await Promise.all(
+      batch.map((p) => api.call('POST', `/v1/tasks/${p.taskId}/archive`, {})),
+    );
     profiledWorkflow = accepted[Math.floor(accepted.length / 2)]?.body.workflowId ?? profiledWorkflow;
     const ops: string[] = [];
     for (const res of accepted) {
@@ -127,7 +154,8 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
       else failureCodes[errorCode(res)] = (failureCodes[errorCode(res)] ?? 0) + 1;
     }
     const states = await waitForJobs(ctx, ops);
-    for (const state of states.values()) if (state !== 'succeeded') failureCodes[state] = (failureCodes[state] ?? 0) + 1;
+    for (const state of states.values())
+      if (state !== 'succeeded') failureCodes[state] = (failureCodes[state] ?? 0) + 1;
     productLeft += leftBehind(batch);
     productTimes.push(elapsedMs(start));
   };
@@ -175,6 +203,8 @@ export async function runCleanup(ctx: BenchContext): Promise<CleanupResult> {
     throughputRatioToFloors: shape ? ratio(floorSeconds + engineSeconds, productSeconds) : NaN,
     cpuPerWorktreeMs: { product: productCpu.per(n), floor: floorCpu.per(n) },
     productTransactionsPerWorktree: round(productTransactions.total / n, 1),
-    profile: profiledWorkflow ? await profileWorkflow(ctx.temporal, profiledWorkflow, null, serviceRoles(ctx.services)) : null,
+    profile: profiledWorkflow
+      ? await profileWorkflow(ctx.temporal, profiledWorkflow, null, serviceRoles(ctx.services))
+      : null,
   };
 }

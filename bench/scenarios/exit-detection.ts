@@ -21,7 +21,11 @@ export interface ExitDetectionResult {
 async function startEnding(ctx: BenchContext, taskId: string, count: number, lifetimeS: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const res = await ctx.api.call<{ executionId: string }>('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: ['sh', '-c', `sleep ${lifetimeS}; exit 0`] });
+    const res = await ctx.api.call<{ executionId: string }>('POST', `/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: ['sh', '-c', `sleep ${lifetimeS}; exit 0`],
+    });
     if (res.status !== 201) throw new Error(`launch answered ${res.status}`);
     ids.push(res.body.executionId);
   }
@@ -33,12 +37,18 @@ async function latencies(pool: pg.Pool, ids: string[], timeoutMs: number): Promi
   const seen = new Map<string, number>();
   const deadline = Date.now() + timeoutMs;
   while (seen.size < ids.length && Date.now() < deadline) {
-    const rows = (await pool.query<{ id: string; ended_at: Date }>(`SELECT id, ended_at FROM executions WHERE id = ANY($1::uuid[]) AND status = 'exited'`, [ids])).rows;
+    const rows = (
+      await pool.query<{ id: string; ended_at: Date }>(
+        `SELECT id, ended_at FROM executions WHERE id = ANY($1::uuid[]) AND status = 'exited'`,
+        [ids],
+      )
+    ).rows;
     const now = Date.now();
     for (const row of rows) if (!seen.has(row.id)) seen.set(row.id, now - row.ended_at.getTime());
     await new Promise((r) => setTimeout(r, 20));
   }
-  if (seen.size < ids.length) throw new Error(`${ids.length - seen.size} of ${ids.length} exits not recorded within ${timeoutMs} ms`);
+  if (seen.size < ids.length)
+    throw new Error(`${ids.length - seen.size} of ${ids.length} exits not recorded within ${timeoutMs} ms`);
   return [...seen.values()].map((ms) => round(Math.max(0, ms)));
 }
 
@@ -53,5 +63,9 @@ export async function runExitDetection(ctx: BenchContext, samples: number): Prom
   const ids = await startEnding(ctx, taskId!, samples, 10);
   ctx.services.gateway.child.kill('SIGKILL');
   const unwatched = await latencies(ctx.pool, ids, 120_000);
-  return { watched: summarize(watched), unwatched: summarize(unwatched), checkEveryMs: Number(process.env.TWS_EXIT_CHECK_EVERY_MS || 5000) };
+  return {
+    watched: summarize(watched),
+    unwatched: summarize(unwatched),
+    checkEveryMs: Number(process.env.TWS_EXIT_CHECK_EVERY_MS || 5000),
+  };
 }

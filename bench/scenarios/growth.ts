@@ -38,18 +38,32 @@ export interface GrowthResult {
   listPlans: ExplainedStatement[];
 }
 
-async function phase(ctx: BenchContext, name: string, totalTasks: number): Promise<{ result: GrowthPhase; tasks: string[] }> {
+async function phase(
+  ctx: BenchContext,
+  name: string,
+  totalTasks: number,
+): Promise<{ result: GrowthPhase; tasks: string[] }> {
   const { api, config } = ctx;
   const repo = await makeRepo(api, ctx.reposDir, `growth-${name}`, config.repoFiles);
   const tasks = await createTasks(api, config.growth.readyTasks, [repo], `growth ${name}`);
   await materializeTasks(api, tasks);
   for (const t of tasks) await api.launchOk(t, 'attached'); // warm-up, one session per task
   const seedStart = performance.now();
-  const seededTasks = await growTasksTo(ctx.pool, totalTasks, ctx.catalogRepos, ctx.services.workspaceRoot, config.growth.sessionsPerTask);
+  const seededTasks = await growTasksTo(
+    ctx.pool,
+    totalTasks,
+    ctx.catalogRepos,
+    ctx.services.workspaceRoot,
+    config.growth.sessionsPerTask,
+  );
   const seedSeconds = round((performance.now() - seedStart) / 1000, 1);
   const tasksInDatabase = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM tasks')).rows[0]!.n);
-  const sessionsInDatabase = Number((await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM sessions')).rows[0]!.n);
-  ctx.log(`growth ${name}: ${tasksInDatabase} tasks, ${sessionsInDatabase} sessions in the database (${seededTasks} tasks seeded in ${seedSeconds} s)`);
+  const sessionsInDatabase = Number(
+    (await ctx.pool.query<{ n: string }>('SELECT count(*) AS n FROM sessions')).rows[0]!.n,
+  );
+  ctx.log(
+    `growth ${name}: ${tasksInDatabase} tasks, ${sessionsInDatabase} sessions in the database (${seededTasks} tasks seeded in ${seedSeconds} s)`,
+  );
 
   const samples: number[] = [];
   let failures = 0;
@@ -59,16 +73,30 @@ async function phase(ctx: BenchContext, name: string, totalTasks: number): Promi
     else failures++;
   }
   await killAgents(ctx.pool);
-  return { result: { tasksInDatabase, seededTasks, sessionsInDatabase, seedSeconds, attach: summarize(samples), failures, samplesMs: samples.map((x) => round(x, 1)), listPage: await listPageLatency(ctx) }, tasks };
+  return {
+    result: {
+      tasksInDatabase,
+      seededTasks,
+      sessionsInDatabase,
+      seedSeconds,
+      attach: summarize(samples),
+      failures,
+      samplesMs: samples.map((x) => round(x, 1)),
+      listPage: await listPageLatency(ctx),
+    },
+    tasks,
+  };
 }
 
 async function listPageLatency(ctx: BenchContext): Promise<LatencySummary> {
   const first = await ctx.api.call<{ items: unknown[]; nextCursor: string | null }>('GET', '/v1/tasks?limit=50');
-  if (first.status !== 200 || !first.body.nextCursor) throw new Error(`listing tasks: ${first.status} ${JSON.stringify(first.body)}`);
+  if (first.status !== 200 || !first.body.nextCursor)
+    throw new Error(`listing tasks: ${first.status} ${JSON.stringify(first.body)}`);
   const samples: number[] = [];
   for (let i = 0; i < ctx.config.growth.samples; i++) {
     const res = await ctx.api.call<{ items: unknown[] }>('GET', `/v1/tasks?limit=50&cursor=${first.body.nextCursor}`);
-    if (res.status !== 200 || res.body.items.length !== 50) throw new Error(`listing tasks: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+    if (res.status !== 200 || res.body.items.length !== 50)
+      throw new Error(`listing tasks: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
     samples.push(res.ms);
   }
   return summarize(samples);

@@ -38,7 +38,10 @@ function turns(): <T>(key: string, fn: () => Promise<T>) => Promise<T> {
   const tails = new Map<string, Promise<unknown>>();
   return (key, fn) => {
     const run = (tails.get(key) ?? Promise.resolve()).then(fn, fn);
-    tails.set(key, run.catch(() => {}));
+    tails.set(
+      key,
+      run.catch(() => {}),
+    );
     return run;
   };
 }
@@ -70,7 +73,9 @@ export async function runManyTasks(ctx: BenchContext): Promise<ManyTasksResult> 
   for (const r of results) if (r.status !== 201) failureCodes[errorCode(r)] = (failureCodes[errorCode(r)] ?? 0) + 1;
   const failures = Object.values(failureCodes).reduce((s, n) => s + n, 0);
   const registered = registeredWorktrees(repo.path);
-  const worktreesRegistered = tasks.filter((t) => [...registered].some((p) => p.includes(`/${taskDirName(t)}/`))).length;
+  const worktreesRegistered = tasks.filter((t) =>
+    [...registered].some((p) => p.includes(`/${taskDirName(t)}/`)),
+  ).length;
   await killAgents(ctx.pool);
   return {
     tasks: tasks.length,

@@ -76,7 +76,8 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
 
   const runProduct = async (v: Variant) => {
     const res = await api.launch(v.productTasks.pop()!);
-    if (res.status === 201 && res.body.role === 'materialized') v.product.push({ ms: res.ms, sessionId: res.body.sessionId });
+    if (res.status === 201 && res.body.role === 'materialized')
+      v.product.push({ ms: res.ms, sessionId: res.body.sessionId });
     else v.failureCodes[errorCode(res)] = (v.failureCodes[errorCode(res)] ?? 0) + 1;
   };
   const runFloor = async (v: Variant) => {
@@ -103,7 +104,9 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
         for (let i = 0; i < n; i++) await kind();
       });
     }
-    ctx.log(`materialize: ${v1.product.length + v3.product.length}/${2 * samples} product, ${v1.floorMs.length + v3.floorMs.length}/${2 * samples} floor`);
+    ctx.log(
+      `materialize: ${v1.product.length + v3.product.length}/${2 * samples} product, ${v1.floorMs.length + v3.floorMs.length}/${2 * samples} floor`,
+    );
   }
   // Evidence for the profile, after the measurement: the same steps called directly.
   const directTasks = await createTasks(api, config.materialize.directSamples, one, 'direct materialize');
@@ -126,15 +129,27 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
       cpuPerLaunchMs: { product: v.productCpu.per(samples), floor: v.floorCpu.per(v.floorMs.length) },
       failures: Object.values(v.failureCodes).reduce((s, n) => s + n, 0),
       failureCodes: v.failureCodes,
-      samplesMs: { product: v.product.map((p) => round(p.ms, 1)), floor: v.floorMs.map((x) => round(x, 1)), engine: v.engineMs.map((x) => round(x, 1)) },
+      samplesMs: {
+        product: v.product.map((p) => round(p.ms, 1)),
+        floor: v.floorMs.map((x) => round(x, 1)),
+        engine: v.engineMs.map((x) => round(x, 1)),
+      },
     };
   };
   const oneRepository = summary(v1);
-  const nearest = v1.product[indexNearest(v1.product.map((p) => p.ms), oneRepository.product.p50)];
+  const nearest =
+    v1.product[
+      indexNearest(
+        v1.product.map((p) => p.ms),
+        oneRepository.product.p50,
+      )
+    ];
   return {
     oneRepository,
     threeRepositories: summary(v3),
-    profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
+    profile: nearest
+      ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services))
+      : null,
     directSteps,
   };
 }

@@ -38,7 +38,12 @@ export async function runResume(ctx: BenchContext): Promise<ResumeResult> {
     const sessionId = productSessions[pTurn++ % productSessions.length]!;
     return api.call<{ id: string }>('POST', `/v1/sessions/${sessionId}/resume`, {}).then((res) => ({ res, sessionId }));
   };
-  const runOf = async (sessionId: string) => resumeWorkflowId(sessionId, (await ctx.pool.query<{ admitted_run: string }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]!.admitted_run);
+  const runOf = async (sessionId: string) =>
+    resumeWorkflowId(
+      sessionId,
+      (await ctx.pool.query<{ admitted_run: string }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId]))
+        .rows[0]!.admitted_run,
+    );
 
   let lastSession = '';
   for (let i = 0; i < warmup; i++) {
@@ -49,17 +54,23 @@ export async function runResume(ctx: BenchContext): Promise<ResumeResult> {
   }
   const shape = await shapeOfWorkflow(ctx.temporal, await runOf(lastSession));
 
-  const samplesOf = await interleaved(ctx, { samples, block, label: 'resume' }, {
-    product: async () => {
-      const { res, sessionId } = await resumeProduct();
-      return res.status === 200 ? { ms: res.ms, sessionId } : { failure: errorCode(res) };
+  const samplesOf = await interleaved(
+    ctx,
+    { samples, block, label: 'resume' },
+    {
+      product: async () => {
+        const { res, sessionId } = await resumeProduct();
+        return res.status === 200 ? { ms: res.ms, sessionId } : { failure: errorCode(res) };
+      },
+      floor: () => floor.resume(floorSessions[fTurn++ % floorSessions.length]!),
+      engine: () => ctx.engine.time(shape),
     },
-    floor: () => floor.resume(floorSessions[fTurn++ % floorSessions.length]!),
-    engine: () => ctx.engine.time(shape),
-  });
+  );
   const { nearest, report } = compared(samplesOf, shape);
   // The last resume of the session nearest the median is the one whose history is still its admitted run.
-  const profile = nearest ? await profileWorkflow(ctx.temporal, await runOf(nearest.sessionId), null, serviceRoles(ctx.services)) : null;
+  const profile = nearest
+    ? await profileWorkflow(ctx.temporal, await runOf(nearest.sessionId), null, serviceRoles(ctx.services))
+    : null;
   await killAgents(ctx.pool);
   return {
     sessions: productSessions.length,

@@ -40,23 +40,29 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
       knownHosts: server.knownHostsLine,
       workspaceRoot: server.workspaceRoot,
     });
-    if (registered.status !== 201) throw new Error(`registering the ssh target: ${registered.status} ${JSON.stringify(registered.body).slice(0, 300)}`);
+    if (registered.status !== 201)
+      throw new Error(
+        `registering the ssh target: ${registered.status} ${JSON.stringify(registered.body).slice(0, 300)}`,
+      );
     const sshTargetId = registered.body.id;
     const body = { executorType: 'ssh', sshTargetId, agentProfile: 'shell', command: AGENT_COMMAND };
-    const launch = (taskId: string) => api.call<{ sessionId: string; role: string }>('POST', `/v1/tasks/${taskId}/sessions`, body);
+    const launch = (taskId: string) =>
+      api.call<{ sessionId: string; role: string }>('POST', `/v1/tasks/${taskId}/sessions`, body);
 
     const repo = await makeRepo(api, ctx.reposDir, 'ssh', config.repoFiles);
     const tasks = await createTasks(api, taskCount, [repo], 'ssh');
     for (const t of tasks) {
       const res = await launch(t);
-      if (res.status !== 201 || res.body.role !== 'materialized') throw new Error(`ssh first launch: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      if (res.status !== 201 || res.body.role !== 'materialized')
+        throw new Error(`ssh first launch: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     }
     let turn = 0;
     const nextTask = () => tasks[turn++ % tasks.length]!;
     let last = '';
     for (let i = 0; i < warmup; i++) {
       const res = await launch(nextTask());
-      if (res.status !== 201 || res.body.role !== 'attached') throw new Error(`ssh attach warm-up: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+      if (res.status !== 201 || res.body.role !== 'attached')
+        throw new Error(`ssh attach warm-up: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
       last = res.body.sessionId;
       await floor.sshAttach(nextTask(), sshTargetId);
     }
@@ -69,20 +75,33 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
       empty.push(elapsedMs(start));
     }
 
-    const samplesOf = await interleaved(ctx, { samples, block, label: 'ssh attach' }, {
-      product: async () => {
-        const res = await launch(nextTask());
-        return res.status === 201 && res.body.role === 'attached' ? { ms: res.ms, sessionId: res.body.sessionId } : { failure: errorCode(res) };
+    const samplesOf = await interleaved(
+      ctx,
+      { samples, block, label: 'ssh attach' },
+      {
+        product: async () => {
+          const res = await launch(nextTask());
+          return res.status === 201 && res.body.role === 'attached'
+            ? { ms: res.ms, sessionId: res.body.sessionId }
+            : { failure: errorCode(res) };
+        },
+        floor: () => floor.sshAttach(nextTask(), sshTargetId),
+        engine: () => ctx.engine.time(shape),
       },
-      floor: () => floor.sshAttach(nextTask(), sshTargetId),
-      engine: () => ctx.engine.time(shape),
-    });
+    );
     const { nearest, report } = compared(samplesOf, shape);
     return {
       tasks: tasks.length,
       emptyCommandMs: round(median(empty)),
       ...report,
-      profile: nearest ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services)) : null,
+      profile: nearest
+        ? await profileWorkflow(
+            ctx.temporal,
+            launchWorkflowId(nearest.sessionId),
+            nearest.ms,
+            serviceRoles(ctx.services),
+          )
+        : null,
     };
   } finally {
     // The remote agents run on this machine: killed by pid and start time like the local ones.
@@ -90,7 +109,9 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
     // Then the worker's periodic check records them ended; only then does sshd go, so no session
     // of that check is SIGKILLed half way (a login shell killed in its rc files can leave locks behind).
     for (let i = 0; i < 100; i++) {
-      const { rows } = await ctx.pool.query<{ n: string }>(`SELECT count(*) AS n FROM executions WHERE ssh_target_id IS NOT NULL AND status = 'running'`);
+      const { rows } = await ctx.pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM executions WHERE ssh_target_id IS NOT NULL AND status = 'running'`,
+      );
       if (rows[0]!.n === '0') break;
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -19,7 +19,13 @@ export class ApiError extends Error {
 export const badRequest = (message: string) => new ApiError('invalid_request', message);
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
 
-function sendError(reply: FastifyReply, code: ErrorCode, message?: string, extra: Record<string, unknown> = {}, errorId = randomUUID()) {
+function sendError(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message?: string,
+  extra: Record<string, unknown> = {},
+  errorId = randomUUID(),
+) {
   const rule = ERROR_TABLE[code];
   if (rule.retryAfterMs > 0) reply.header('retry-after', Math.ceil(rule.retryAfterMs / 1000));
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));
@@ -49,7 +55,13 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
   if (outage) {
     // The driver's text stays in the log (it may hold a host or a port), the caller reads the table's.
     request.log.warn({ errorId, err, outage }, 'dependency unavailable');
-    return sendError(reply, outage === 'database' ? 'service_unavailable' : 'engine_unavailable', undefined, {}, errorId);
+    return sendError(
+      reply,
+      outage === 'database' ? 'service_unavailable' : 'engine_unavailable',
+      undefined,
+      {},
+      errorId,
+    );
   }
   const fe = err as FastifyError;
   if (fe.validation) return sendError(reply, 'invalid_request', `Invalid request: ${fe.message}`, {}, errorId);
@@ -57,7 +69,13 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
     // Fastify's own client errors (malformed JSON, unsupported media type, body too large): their
     // status says which, their message (it may quote the request) stays out of the body.
     const code = FRAMEWORK_STATUS_CODES[fe.statusCode] ?? 'invalid_request';
-    return sendError(reply, code, code === 'invalid_request' ? 'The request body could not be read.' : undefined, {}, errorId);
+    return sendError(
+      reply,
+      code,
+      code === 'invalid_request' ? 'The request body could not be read.' : undefined,
+      {},
+      errorId,
+    );
   }
   const typed = (err as { code?: unknown }).code;
   if (isErrorCode(typed) && typed !== 'internal') return sendError(reply, typed, undefined, {}, errorId);
@@ -66,7 +84,10 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
 }
 
 /** A workflow's typed refusal as the API error; a failed check's name (never a path) travels as `reason`. */
-export function refusalError(refusal: { code: ErrorCode; details: Record<string, unknown> }, message?: string): ApiError {
+export function refusalError(
+  refusal: { code: ErrorCode; details: Record<string, unknown> },
+  message?: string,
+): ApiError {
   const reason = refusal.details.problem ?? refusal.details.reason;
   const extra = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? { reason } : {};
   return new ApiError(refusal.code, message, extra);
@@ -77,7 +98,11 @@ export function refusalError(refusal: { code: ErrorCode; details: Record<string,
  * escape or a path segment longer than the router takes. Fastify's own answers quote the URL.
  */
 export function handleFrameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  void sendError(reply, 'invalid_request', err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The request URL is malformed.');
+  void sendError(
+    reply,
+    'invalid_request',
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long.' : 'The request URL is malformed.',
+  );
 }
 
 /** The longest request line (method, URL, version) a request may have: a longer URL is `uri_too_long`. */
@@ -96,9 +121,13 @@ export function answerClientError(err: Error & { code?: string; rawPacket?: unkn
     code = lineEnd === -1 || lineEnd > MAX_REQUEST_LINE_BYTES ? 'uri_too_long' : 'headers_too_large';
   }
   const rule = ERROR_TABLE[code];
-  const body = JSON.stringify(errorBody(code, randomUUID(), code === 'invalid_request' ? 'The request could not be read.' : undefined));
+  const body = JSON.stringify(
+    errorBody(code, randomUUID(), code === 'invalid_request' ? 'The request could not be read.' : undefined),
+  );
   if (socket.writable) {
-    socket.end(`HTTP/1.1 ${rule.status} ${STATUS_CODES[rule.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${rule.status} ${STATUS_CODES[rule.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   } else {
     socket.destroy();
   }

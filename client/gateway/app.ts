@@ -3,7 +3,14 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { answerClientError, ApiError, badRequest, handleError, handleFrameworkError, MAX_REQUEST_LINE_BYTES } from './api-error';
+import {
+  answerClientError,
+  ApiError,
+  badRequest,
+  handleError,
+  handleFrameworkError,
+  MAX_REQUEST_LINE_BYTES,
+} from './api-error';
 import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
@@ -29,7 +36,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const app = Fastify({
     // Request lines are logged without their query values: a secret sent there by mistake
     // (`?token=…`) must not land in the log.
-    loggerInstance: (opts.logger ? opts.logger.child({}, { serializers: { req: requestForLog } }) : undefined) as FastifyBaseLogger | undefined,
+    loggerInstance: (opts.logger ? opts.logger.child({}, { serializers: { req: requestForLog } }) : undefined) as
+      FastifyBaseLogger | undefined,
     bodyLimit: 1024 * 1024,
     clientErrorHandler: answerClientError,
     frameworkErrors: handleFrameworkError,
@@ -38,13 +46,20 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 
   const { registry, requestSeconds } = createGatewayMetrics(opts.pool);
   app.addHook('onResponse', async (request, reply) => {
-    requestSeconds.observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    requestSeconds.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
   });
 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'task-workspaces', version: '1.0.0', description: 'Durable lifecycle of the git workspaces coding agents work in.' },
+      info: {
+        title: 'task-workspaces',
+        version: '1.0.0',
+        description: 'Durable lifecycle of the git workspaces coding agents work in.',
+      },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
@@ -57,18 +72,23 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   // every other type are 415 before any route reads them.
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => (body === '' ? done(null, undefined) : json(request, body as string, done)));
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body === '' ? done(null, undefined) : json(request, body as string, done),
+  );
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
     // Refused here, before any route stores, runs or passes it on (a NUL was PostgreSQL's 500).
-    if (hasUnstorableText([request.params, request.query, request.body])) throw badRequest('Text in a request must be well-formed Unicode without NUL characters.');
+    if (hasUnstorableText([request.params, request.query, request.body]))
+      throw badRequest('Text in a request must be well-formed Unicode without NUL characters.');
   });
   // URLs up to Node's head limit reach here; past the contract's own limit they are refused alike.
   app.addHook('onRequest', async (request) => {
     if (request.raw.url && request.raw.url.length > MAX_REQUEST_LINE_BYTES) throw new ApiError('uri_too_long');
   });
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) => handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply));
+  app.setNotFoundHandler((request, reply) =>
+    handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply),
+  );
   registerAuth(app, opts.tokens);
 
   await app.register(healthRoutes(opts, registry, opts.metricsPublic ?? false));
@@ -86,13 +106,28 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 }
 
 /** Fastify's request serializer, with every query value replaced: names stay readable, values (possibly secrets) do not. */
-function requestForLog(request: { method: string; url: string; host?: string; ip?: string; socket?: { remotePort?: number } }) {
-  return { method: request.method, url: redactQuery(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+function requestForLog(request: {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}) {
+  return {
+    method: request.method,
+    url: redactQuery(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }
 
 function redactQuery(url: string): string {
   const at = url.indexOf('?');
   if (at === -1) return url;
-  const names = url.slice(at + 1).split('&').map((pair) => pair.split('=')[0]!.slice(0, 64));
+  const names = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => pair.split('=')[0]!.slice(0, 64));
   return `${url.slice(0, at)}?${names.map((name) => `${name}=[redacted]`).join('&')}`;
 }

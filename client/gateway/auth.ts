@@ -37,7 +37,8 @@ export function registerAuth(app: FastifyInstance, tokens: { user: string; opera
     const role = roleOf(request, tokens);
     if (!role) throw new ApiError('unauthorized');
     request.callerRole = role;
-    if (needed === 'operator' && role !== 'operator') throw new ApiError('forbidden', 'This route needs the operator role.');
+    if (needed === 'operator' && role !== 'operator')
+      throw new ApiError('forbidden', 'This route needs the operator role.');
   });
 }
 

@@ -24,8 +24,13 @@ function logMemory(): void {
   const mb = (n: number) => Math.round(n / 1048576);
   setInterval(() => {
     const m = process.memoryUsage();
-    const spaces = v8.getHeapSpaceStatistics().map((s) => `${s.space_name.replace('_space', '')}=${mb(s.space_size)}`).join(' ');
-    console.error(`memory rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} ${spaces}`);
+    const spaces = v8
+      .getHeapSpaceStatistics()
+      .map((s) => `${s.space_name.replace('_space', '')}=${mb(s.space_size)}`)
+      .join(' ');
+    console.error(
+      `memory rss=${mb(m.rss)} heapTotal=${mb(m.heapTotal)} heapUsed=${mb(m.heapUsed)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} ${spaces}`,
+    );
   }, every).unref();
 }
 
@@ -37,7 +42,8 @@ async function main(): Promise<void> {
   // Running launches, it makes worktrees and logs here, as the worker does.
   const config = loaded.gatewayRunsLaunches ? await prepareWorkspaceRoot(loaded) : loaded;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
-  if (!config.userToken || !config.operatorToken) throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
+  if (!config.userToken || !config.operatorToken)
+    throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
   // Launch steps hold a transaction or a repository lock each: room for every local-activity slot.
   const pool = createPool(config.databaseUrl, config.gatewayRunsLaunches ? 40 : 20);
   const connection = await NativeConnection.connect(engineConnectOptions(config.temporalAddress));

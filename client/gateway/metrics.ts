@@ -33,8 +33,26 @@ export function createGatewayMetrics(pool: pg.Pool): GatewayMetrics {
     labelNames: ['method', 'route', 'status'] as const,
     registers: [registry],
   });
-  storedCounter(registry, pool, CORESIDENCY_ADMITTED_TOTAL, 'Agent sessions started while another session of the task was starting or running, by site', ['site']);
-  storedCounter(registry, pool, CORESIDENCY_SKIPPED_TOTAL, 'Co-residency observations skipped because the sibling sessions could not be read, by reason', ['reason']);
-  storedCounter(registry, pool, RECONCILE_REPAIRED_TOTAL, 'Rows the consistency check found stranded (their workflow closed, their process gone, their start unrecorded) and repaired, by kind', ['kind']);
+  storedCounter(
+    registry,
+    pool,
+    CORESIDENCY_ADMITTED_TOTAL,
+    'Agent sessions started while another session of the task was starting or running, by site',
+    ['site'],
+  );
+  storedCounter(
+    registry,
+    pool,
+    CORESIDENCY_SKIPPED_TOTAL,
+    'Co-residency observations skipped because the sibling sessions could not be read, by reason',
+    ['reason'],
+  );
+  storedCounter(
+    registry,
+    pool,
+    RECONCILE_REPAIRED_TOTAL,
+    'Rows the consistency check found stranded (their workflow closed, their process gone, their start unrecorded) and repaired, by kind',
+    ['kind'],
+  );
   return { registry, requestSeconds };
 }

@@ -12,7 +12,10 @@ import { ApiError } from './api-error';
 import type { GatewayContext } from './context';
 
 export async function launchHost(ctx: GatewayContext, target: { taskId: string; sessionId?: string }): Promise<string> {
-  const hostId = (target.sessionId ? await environmentHostOfSession(ctx.pool, target.sessionId) : null) ?? (await taskHost(ctx.pool, target.taskId)) ?? ctx.config.hostId;
+  const hostId =
+    (target.sessionId ? await environmentHostOfSession(ctx.pool, target.sessionId) : null) ??
+    (await taskHost(ctx.pool, target.taskId)) ??
+    ctx.config.hostId;
   const runsHere = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches;
   if (!runsHere && (await hostLiveness(ctx.pool, hostId)) === 'down') throw new ApiError('host_unavailable');
   return hostId;
@@ -24,8 +27,15 @@ export async function launchHost(ctx: GatewayContext, target: { taskId: string; 
  * process (same host id, same machine): it checks here. A host that does not answer:
  * `host_unavailable`.
  */
-export async function checkRepositoryOnItsHost(ctx: GatewayContext, hostId: string, input: { path: string; defaultBranch?: string }): Promise<RepositoryCheck> {
-  const checked = hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches ? await checkRepository(input, ctx.config) : await checkRepositoryOn(ctx.temporal, ctx.config, hostId, input);
+export async function checkRepositoryOnItsHost(
+  ctx: GatewayContext,
+  hostId: string,
+  input: { path: string; defaultBranch?: string },
+): Promise<RepositoryCheck> {
+  const checked =
+    hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches
+      ? await checkRepository(input, ctx.config)
+      : await checkRepositoryOn(ctx.temporal, ctx.config, hostId, input);
   if (!checked.ok && 'code' in checked) throw new ApiError(checked.code);
   return checked;
 }

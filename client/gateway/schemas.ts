@@ -35,7 +35,10 @@ export const CreateRepositoryBody = Type.Object(
 export type CreateRepositoryBody = Static<typeof CreateRepositoryBody>;
 export const Repository = Type.Object({ id: Uuid, name: Type.String(), defaultBranch: Type.String() });
 
-export const CreateBoardBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+export const CreateBoardBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
 export type CreateBoardBody = Static<typeof CreateBoardBody>;
 export const Board = Type.Object({ id: Uuid, name: Type.String() });
 
@@ -53,7 +56,14 @@ export const CreateTaskBody = Type.Object(
     ),
     workspace: Type.Optional(
       Type.Object(
-        { mode: Type.Union([Type.Literal('new_workspace'), Type.Literal('inherit_parent'), Type.Literal('shared_group')]), groupId: Type.Optional(Uuid) },
+        {
+          mode: Type.Union([
+            Type.Literal('new_workspace'),
+            Type.Literal('inherit_parent'),
+            Type.Literal('shared_group'),
+          ]),
+          groupId: Type.Optional(Uuid),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -63,8 +73,22 @@ export const CreateTaskBody = Type.Object(
 );
 export type CreateTaskBody = Static<typeof CreateTaskBody>;
 
-const Environment = Type.Object({ id: Uuid, executorType: Type.String(), status: Type.String(), hostId: Type.String(), ownerTaskId: Uuid, borrowed: Type.Boolean(), sshTargetId: Type.Optional(Uuid) });
-const SessionSummary = Type.Object({ id: Uuid, state: Type.String(), executorType: Type.String(), role: Type.Union([Type.String(), Type.Null()]), createdAt: Type.String() });
+const Environment = Type.Object({
+  id: Uuid,
+  executorType: Type.String(),
+  status: Type.String(),
+  hostId: Type.String(),
+  ownerTaskId: Uuid,
+  borrowed: Type.Boolean(),
+  sshTargetId: Type.Optional(Uuid),
+});
+const SessionSummary = Type.Object({
+  id: Uuid,
+  state: Type.String(),
+  executorType: Type.String(),
+  role: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Type.String(),
+});
 /** A task in a list: its own row only (one query per page); the full view, environment and sessions included, is GET /v1/tasks/:id. */
 export const TaskItem = Type.Object({
   id: Uuid,
@@ -79,7 +103,13 @@ export const TaskItem = Type.Object({
 });
 export const Task = Type.Object({
   ...TaskItem.properties,
-  repositories: Type.Array(Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), checkoutBranch: Type.Union([Type.String(), Type.Null()]) })),
+  repositories: Type.Array(
+    Type.Object({
+      repositoryId: Uuid,
+      baseBranch: Type.String(),
+      checkoutBranch: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
   environment: Type.Union([Environment, Type.Null()]),
   sessions: Type.Array(SessionSummary),
 });
@@ -89,13 +119,21 @@ export const Links = Type.Object({ temporal: Type.String() });
 
 export const LaunchBody = Type.Object(
   {
-    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh'), Type.Literal('container'), Type.Literal('sandbox')]),
+    executorType: Type.Union([
+      Type.Literal('worktree'),
+      Type.Literal('local'),
+      Type.Literal('ssh'),
+      Type.Literal('container'),
+      Type.Literal('sandbox'),
+    ]),
     agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
     /** Appended to the profile's command (or the shell profile's `command`). */
     args: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { maxItems: 1000 })),
     /** Variables for the agent: names `^[A-Z_][A-Z0-9_]*$`, `TWS_*` reserved. */
-    env: Type.Optional(Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })),
+    env: Type.Optional(
+      Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 }),
+    ),
     /** Written to a file in the execution's run folder; its path is TWS_PROMPT_FILE. */
     prompt: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     name: Type.Optional(Type.String({ maxLength: 200 })),
@@ -159,7 +197,9 @@ export const Session = Type.Object({
   /** The run that last admitted the session (its launch, or its latest admitted resume). */
   links: Links,
   /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
-  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) })),
+  error: Type.Optional(
+    Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) }),
+  ),
 });
 
 export const Workspace = Type.Object({
@@ -167,8 +207,16 @@ export const Workspace = Type.Object({
   executorType: Type.String(),
   /** Null while the environment has no workspace (released, preparing, failed). */
   workspacePath: Type.Union([Type.String(), Type.Null()]),
-  repositories: Type.Array(Type.Object({ repositoryId: Uuid, worktreePath: Type.String(), branch: Type.Union([Type.String(), Type.Null()]) })),
-  source: Type.Union([Type.Literal('environment'), Type.Literal('released'), Type.Literal('preparing'), Type.Literal('failed'), Type.Literal('legacy_fallback')]),
+  repositories: Type.Array(
+    Type.Object({ repositoryId: Uuid, worktreePath: Type.String(), branch: Type.Union([Type.String(), Type.Null()]) }),
+  ),
+  source: Type.Union([
+    Type.Literal('environment'),
+    Type.Literal('released'),
+    Type.Literal('preparing'),
+    Type.Literal('failed'),
+    Type.Literal('legacy_fallback'),
+  ]),
 });
 
 export const errorResponses = {

@@ -22,10 +22,18 @@ export async function taskView(pool: pg.Pool, id: string) {
   const task = await findTask(pool, id);
   if (!task) throw notFound('Task');
   // Its own environment, or the one it borrows (inherit_parent, shared_group), named with its owner.
-  const [repos, env, sessions] = await Promise.all([taskRepositories(pool, id), canonicalEnvironmentOf(pool, id), sessionsOfTask(pool, id)]);
+  const [repos, env, sessions] = await Promise.all([
+    taskRepositories(pool, id),
+    canonicalEnvironmentOf(pool, id),
+    sessionsOfTask(pool, id),
+  ]);
   return {
     ...taskItem(task),
-    repositories: repos.map((r) => ({ repositoryId: r.repository_id, baseBranch: r.base_branch, checkoutBranch: r.checkout_branch })),
+    repositories: repos.map((r) => ({
+      repositoryId: r.repository_id,
+      baseBranch: r.base_branch,
+      checkoutBranch: r.checkout_branch,
+    })),
     environment: env
       ? {
           id: env.id,
@@ -38,6 +46,12 @@ export async function taskView(pool: pg.Pool, id: string) {
           ...(env.ssh_target_id ? { sshTargetId: env.ssh_target_id } : {}),
         }
       : null,
-    sessions: sessions.map((s) => ({ id: s.id, state: s.state, executorType: s.executor_type, role: s.role, createdAt: s.created_at.toISOString() })),
+    sessions: sessions.map((s) => ({
+      id: s.id,
+      state: s.state,
+      executorType: s.executor_type,
+      role: s.role,
+      createdAt: s.created_at.toISOString(),
+    })),
   };
 }

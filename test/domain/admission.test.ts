@@ -4,12 +4,25 @@ import { ADMISSION_TABLE, classifyEnvironment, decideAdmission } from '../../dom
 describe('admission table [R1]', () => {
   it('new_workspace: elect, refuse while preparing, attach when ready and complete, re-elect a never-materialized failure', () => {
     expect(decideAdmission('new_workspace', 'none')).toEqual({ kind: 'materialize' });
-    expect(decideAdmission('new_workspace', 'creating_materializer_alive')).toMatchObject({ kind: 'refuse', code: 'workspace_preparing' });
-    expect(decideAdmission('new_workspace', 'creating_materializer_gone')).toMatchObject({ kind: 'refuse', code: 'workspace_reuse_unsafe', markEnvironmentFailed: true });
+    expect(decideAdmission('new_workspace', 'creating_materializer_alive')).toMatchObject({
+      kind: 'refuse',
+      code: 'workspace_preparing',
+    });
+    expect(decideAdmission('new_workspace', 'creating_materializer_gone')).toMatchObject({
+      kind: 'refuse',
+      code: 'workspace_reuse_unsafe',
+      markEnvironmentFailed: true,
+    });
     expect(decideAdmission('new_workspace', 'ready_complete')).toEqual({ kind: 'attach' });
-    expect(decideAdmission('new_workspace', 'ready_incomplete')).toMatchObject({ kind: 'refuse', code: 'workspace_reuse_unsafe' });
+    expect(decideAdmission('new_workspace', 'ready_incomplete')).toMatchObject({
+      kind: 'refuse',
+      code: 'workspace_reuse_unsafe',
+    });
     expect(decideAdmission('new_workspace', 'failed_never_materialized')).toEqual({ kind: 'materialize' });
-    expect(decideAdmission('new_workspace', 'failed_after_materialization')).toMatchObject({ kind: 'refuse', code: 'workspace_reuse_unsafe' });
+    expect(decideAdmission('new_workspace', 'failed_after_materialization')).toMatchObject({
+      kind: 'refuse',
+      code: 'workspace_reuse_unsafe',
+    });
   });
 
   it('inherit_parent never creates an environment of its own', () => {
@@ -19,7 +32,9 @@ describe('admission table [R1]', () => {
 
   it('shared_group elects one materializer for the group and attaches members to it', () => {
     expect(decideAdmission('shared_group', 'none')).toEqual({ kind: 'materialize' });
-    expect(decideAdmission('shared_group', 'creating_materializer_alive')).toMatchObject({ code: 'workspace_preparing' });
+    expect(decideAdmission('shared_group', 'creating_materializer_alive')).toMatchObject({
+      code: 'workspace_preparing',
+    });
     expect(decideAdmission('shared_group', 'ready_complete')).toEqual({ kind: 'attach' });
   });
 
@@ -36,8 +51,12 @@ describe('admission table [R1]', () => {
     expect(classifyEnvironment({ ...creating, materializerState: 'starting' })).toBe('creating_materializer_alive');
     expect(classifyEnvironment({ ...creating, materializerState: 'failed' })).toBe('creating_materializer_gone');
     expect(classifyEnvironment({ ...creating, materializerState: null })).toBe('creating_materializer_gone');
-    expect(classifyEnvironment({ status: 'failed', materialized: false, materializerState: null, activeRowsPerSlot: [] })).toBe('failed_never_materialized');
-    expect(classifyEnvironment({ status: 'failed', materialized: true, materializerState: null, activeRowsPerSlot: [] })).toBe('failed_after_materialization');
+    expect(
+      classifyEnvironment({ status: 'failed', materialized: false, materializerState: null, activeRowsPerSlot: [] }),
+    ).toBe('failed_never_materialized');
+    expect(
+      classifyEnvironment({ status: 'failed', materialized: true, materializerState: null, activeRowsPerSlot: [] }),
+    ).toBe('failed_after_materialization');
     expect(classifyEnvironment(null)).toBe('none');
   });
 });

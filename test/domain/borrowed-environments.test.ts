@@ -21,8 +21,14 @@ describe('what an owner’s cleanup does with an environment other live tasks st
   });
 
   it('delete hands it to a group member, else to a borrower', () => {
-    expect(decideBorrowedEnvironment('delete', [borrower, member])).toEqual({ action: 'handed_over', toTaskId: 'member' });
-    expect(decideBorrowedEnvironment('board_delete', [borrower])).toEqual({ action: 'handed_over', toTaskId: 'borrower' });
+    expect(decideBorrowedEnvironment('delete', [borrower, member])).toEqual({
+      action: 'handed_over',
+      toTaskId: 'member',
+    });
+    expect(decideBorrowedEnvironment('board_delete', [borrower])).toEqual({
+      action: 'handed_over',
+      toTaskId: 'borrower',
+    });
     expect(decideBorrowedEnvironment('delete', [{ ...borrower, fits: false }])).toEqual({ action: 'clean' });
   });
 

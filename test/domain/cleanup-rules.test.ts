@@ -20,8 +20,14 @@ describe('what each cleanup trigger does with the task and its dirty work', () =
 
   it('a cascade archive leaves out the members already archived and names them; a delete takes every member', () => {
     const members = [{ taskId: 'child' }, { taskId: 'root' }];
-    expect(cascadeMembersToPrepare('archive', members, new Set(['root']))).toEqual({ prepared: [{ taskId: 'child' }], skipped: [{ taskId: 'root', reason: 'already_archived' }] });
+    expect(cascadeMembersToPrepare('archive', members, new Set(['root']))).toEqual({
+      prepared: [{ taskId: 'child' }],
+      skipped: [{ taskId: 'root', reason: 'already_archived' }],
+    });
     expect(cascadeMembersToPrepare('archive', members, new Set())).toEqual({ prepared: members, skipped: [] });
-    expect(cascadeMembersToPrepare('delete', members, new Set(['root', 'child']))).toEqual({ prepared: members, skipped: [] });
+    expect(cascadeMembersToPrepare('delete', members, new Set(['root', 'child']))).toEqual({
+      prepared: members,
+      skipped: [],
+    });
   });
 });

@@ -10,6 +10,9 @@ describe('configuration', () => {
     expect(loadConfig({ TWS_GATEWAY_RUNS_LAUNCHES: '0' }, defaults).gatewayRunsLaunches).toBe(false);
   });
   it('refuses a switch that is neither 0 nor 1, rather than guessing', () => {
-    for (const bad of ['yes', 'false', 'true', '2']) expect(() => loadConfig({ TWS_GATEWAY_RUNS_LAUNCHES: bad }, defaults)).toThrow(/TWS_GATEWAY_RUNS_LAUNCHES must be 0 or 1/);
+    for (const bad of ['yes', 'false', 'true', '2'])
+      expect(() => loadConfig({ TWS_GATEWAY_RUNS_LAUNCHES: bad }, defaults)).toThrow(
+        /TWS_GATEWAY_RUNS_LAUNCHES must be 0 or 1/,
+      );
   });
 });

@@ -65,7 +65,13 @@ describe('known_hosts pinning', () => {
   });
 
   it('a key marked @revoked is never pinned, even where another line names it', () => {
-    const entries = parseKnownHosts([`example.org ssh-ed25519 ${ED_A}`, `example.org ssh-ed25519 ${ED_B}`, `@revoked example.org ssh-ed25519 ${ED_A}`].join('\n'));
+    const entries = parseKnownHosts(
+      [
+        `example.org ssh-ed25519 ${ED_A}`,
+        `example.org ssh-ed25519 ${ED_B}`,
+        `@revoked example.org ssh-ed25519 ${ED_A}`,
+      ].join('\n'),
+    );
     expect(pinnedHostKeys(entries, 'example.org', 22).keys.map((k) => k.toString('base64'))).toEqual([ED_B]);
   });
 });

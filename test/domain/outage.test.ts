@@ -7,7 +7,8 @@ import { freePort } from '../support/harness';
 const sqlError = (code: string) => Object.assign(new pg.DatabaseError('boom', 0, 'error'), { code });
 /** gRPC status codes (grpc-js `status`): the shape the Temporal client's transport rejects with. */
 const status = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, UNAVAILABLE: 14 };
-const grpcError = (code: number) => Object.assign(new Error(`${code} status`), { code, details: 'no connection', metadata: {} });
+const grpcError = (code: number) =>
+  Object.assign(new Error(`${code} status`), { code, details: 'no connection', metadata: {} });
 
 describe('outage classification [issue 10]', () => {
   it('names the database for a refused connection, as pg reports it', async () => {
@@ -20,9 +21,15 @@ describe('outage classification [issue 10]', () => {
   });
 
   it('names the database for socket codes, SQLSTATE class 08 and 57P01-57P03, and the pool and driver connection errors', () => {
-    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']) expect(outageOf(Object.assign(new Error('x'), { code })), code).toBe('database');
-    for (const code of ['08000', '08003', '08006', '08001', '08P01', '57P01', '57P02', '57P03']) expect(outageOf(sqlError(code)), code).toBe('database');
-    for (const message of ['Connection terminated unexpectedly', 'timeout exceeded when trying to connect', 'Connection terminated due to connection timeout']) {
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'])
+      expect(outageOf(Object.assign(new Error('x'), { code })), code).toBe('database');
+    for (const code of ['08000', '08003', '08006', '08001', '08P01', '57P01', '57P02', '57P03'])
+      expect(outageOf(sqlError(code)), code).toBe('database');
+    for (const message of [
+      'Connection terminated unexpectedly',
+      'timeout exceeded when trying to connect',
+      'Connection terminated due to connection timeout',
+    ]) {
       expect(outageOf(new Error(message)), message).toBe('database');
     }
     expect(outageOf(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })]))).toBe('database');
@@ -31,7 +38,9 @@ describe('outage classification [issue 10]', () => {
 
   it('names the engine for a Temporal ServiceError over gRPC UNAVAILABLE or DEADLINE_EXCEEDED', () => {
     expect(outageOf(new ServiceError('Failed to start', { cause: grpcError(status.UNAVAILABLE) }))).toBe('engine');
-    expect(outageOf(new ServiceError('Failed to query', { cause: grpcError(status.DEADLINE_EXCEEDED) }))).toBe('engine');
+    expect(outageOf(new ServiceError('Failed to query', { cause: grpcError(status.DEADLINE_EXCEEDED) }))).toBe(
+      'engine',
+    );
     expect(outageOf(grpcError(status.UNAVAILABLE))).toBe('engine');
   });
 

@@ -5,22 +5,48 @@ import { branchNameProblem, repositoryNameProblem } from '../../domain/refs';
 
 describe('branch names', () => {
   it('accepts what git accepts', () => {
-    for (const ok of ['main', 'feature/x', 'tws/0f0e-1', 'release-1.2', 'a_b']) expect(branchNameProblem(ok)).toBeNull();
+    for (const ok of ['main', 'feature/x', 'tws/0f0e-1', 'release-1.2', 'a_b'])
+      expect(branchNameProblem(ok)).toBeNull();
   });
   it('refuses what git refuses, and a leading "-"', () => {
-    for (const bad of ['', '-x', 'a..b', 'a b', 'a~b', 'a^b', 'a:b', 'a?b', 'a*b', 'a[b', 'a\\b', 'x.lock', 'a/.b', 'a/', '/a', 'a//b', 'a.', 'a@{b', '@', 'HEAD', 'a\u0001b']) {
+    for (const bad of [
+      '',
+      '-x',
+      'a..b',
+      'a b',
+      'a~b',
+      'a^b',
+      'a:b',
+      'a?b',
+      'a*b',
+      'a[b',
+      'a\\b',
+      'x.lock',
+      'a/.b',
+      'a/',
+      '/a',
+      'a//b',
+      'a.',
+      'a@{b',
+      '@',
+      'HEAD',
+      'a\u0001b',
+    ]) {
       expect(branchNameProblem(bad), bad).not.toBeNull();
     }
   });
   it('keeps repository names to one safe folder name', () => {
     expect(repositoryNameProblem('repo-1.x')).toBeNull();
-    for (const bad of ['../x', 'a/b', '.hidden', '-x', '', 'x.lock']) expect(repositoryNameProblem(bad), bad).not.toBeNull();
+    for (const bad of ['../x', 'a/b', '.hidden', '-x', '', 'x.lock'])
+      expect(repositoryNameProblem(bad), bad).not.toBeNull();
   });
 });
 
 describe('error table [R7]', () => {
   it('matches the spec row by row', () => {
-    const rows = Object.fromEntries(Object.entries(ERROR_TABLE).map(([code, r]) => [code, [r.status, r.recoverable, r.retryAfterMs, r.action]]));
+    const rows = Object.fromEntries(
+      Object.entries(ERROR_TABLE).map(([code, r]) => [code, [r.status, r.recoverable, r.retryAfterMs, r.action]]),
+    );
     expect(rows).toMatchObject({
       workspace_preparing: [409, true, 1000, 'retry'],
       workspace_reuse_unsafe: [409, true, 0, 'reset_environment'],
@@ -35,7 +61,15 @@ describe('error table [R7]', () => {
   });
   it('builds the contract body, extras never overriding the contract fields', () => {
     expect(errorBody('task_archived', 'id-1', undefined, { code: 'spoofed', dirtyRepositories: ['r'] })).toEqual({
-      error: { code: 'task_archived', message: ERROR_TABLE.task_archived.message, recoverable: false, retryAfterMs: 0, action: 'unarchive', errorId: 'id-1', dirtyRepositories: ['r'] },
+      error: {
+        code: 'task_archived',
+        message: ERROR_TABLE.task_archived.message,
+        recoverable: false,
+        retryAfterMs: 0,
+        action: 'unarchive',
+        errorId: 'id-1',
+        dirtyRepositories: ['r'],
+      },
     });
   });
 });
@@ -43,14 +77,27 @@ describe('error table [R7]', () => {
 describe('inventory merge rule [R4]', () => {
   const identity = { worktreeId: 'wt1', worktreePath: '/w/t/r', worktreeBranch: 'tws/t' };
   it('an inventory-only row never clears an existing worktree identity [R4.1]', () => {
-    const merged = mergeInventoryRow({ identity, headCommit: 'abc', position: 0, error: null }, { identity: null, headCommit: null, position: 2, error: 'stale' });
+    const merged = mergeInventoryRow(
+      { identity, headCommit: 'abc', position: 0, error: null },
+      { identity: null, headCommit: null, position: 2, error: 'stale' },
+    );
     expect(merged).toEqual({ identity, headCommit: 'abc', position: 2, error: 'stale' });
   });
   it('a row with a worktree id replaces id, path and branch together [R4.2]', () => {
     const next = { worktreeId: 'wt2', worktreePath: '/w/t2/r', worktreeBranch: 'other' };
-    expect(mergeInventoryRow({ identity, headCommit: 'abc', position: 0, error: null }, { identity: next, headCommit: 'def', position: 0, error: null }).identity).toEqual(next);
+    expect(
+      mergeInventoryRow(
+        { identity, headCommit: 'abc', position: 0, error: null },
+        { identity: next, headCommit: 'def', position: 0, error: null },
+      ).identity,
+    ).toEqual(next);
   });
   it('a first row is taken as it comes', () => {
-    expect(mergeInventoryRow(null, { identity: null, headCommit: null, position: 1, error: null })).toEqual({ identity: null, headCommit: null, position: 1, error: null });
+    expect(mergeInventoryRow(null, { identity: null, headCommit: null, position: 1, error: null })).toEqual({
+      identity: null,
+      headCommit: null,
+      position: 1,
+      error: null,
+    });
   });
 });

@@ -3,14 +3,25 @@ import { bubblewrapArgs, gitStoreBinds } from '../../domain/sandbox';
 
 describe('the agent sandbox layout (issue 11)', () => {
   it('hides the service folders (outer first), binds the workspace and home back, then the git folders in order, and starts in the workspace', () => {
-    const args = bubblewrapArgs({ workspace: '/d/w/task-1', gitBinds: [['ro', '/r/.git'], ['rw', '/r/.git/objects']], hidden: ['/d/w', '/d', '/d/logs'], home: '/d/logs/t/s/home', readOnlyFiles: ['/d/logs/t/s/e.prompt'] });
+    const args = bubblewrapArgs({
+      workspace: '/d/w/task-1',
+      gitBinds: [
+        ['ro', '/r/.git'],
+        ['rw', '/r/.git/objects'],
+      ],
+      hidden: ['/d/w', '/d', '/d/logs'],
+      home: '/d/logs/t/s/home',
+      readOnlyFiles: ['/d/logs/t/s/e.prompt'],
+    });
     const joined = args.join(' ');
     expect(joined).toContain('--unshare-pid');
     expect(joined).toContain('--ro-bind / /');
     expect(joined).toContain('--proc /proc');
     expect(args.indexOf('/d')).toBeLessThan(args.indexOf('/d/w'));
     expect(joined).toContain('--tmpfs /d --tmpfs /d/w --tmpfs /d/logs');
-    expect(joined).toContain('--bind /d/w/task-1 /d/w/task-1 --bind /d/logs/t/s/home /d/logs/t/s/home --ro-bind-try /r/.git /r/.git --bind-try /r/.git/objects /r/.git/objects --ro-bind /d/logs/t/s/e.prompt /d/logs/t/s/e.prompt');
+    expect(joined).toContain(
+      '--bind /d/w/task-1 /d/w/task-1 --bind /d/logs/t/s/home /d/logs/t/s/home --ro-bind-try /r/.git /r/.git --bind-try /r/.git/objects /r/.git/objects --ro-bind /d/logs/t/s/e.prompt /d/logs/t/s/e.prompt',
+    );
     expect(args.slice(-2)).toEqual(['--chdir', '/d/w/task-1']);
     // Every bind comes after every hiding mount: nothing hidden covers what is given back.
     const lastTmpfs = args.lastIndexOf('--tmpfs');
@@ -22,7 +33,14 @@ describe('a repository git folder in the sandbox (issues 31, 32)', () => {
   const entries = ['HEAD', 'config', 'hooks', 'info', 'objects', 'refs', 'logs', 'worktrees', 'packed-refs'];
 
   it('outside the workspace: read-only as a whole, then the task store over objects (the real ones read-only inside it), its own ref folder and its own admin folders', () => {
-    const store = { commonDir: '/r/.git', insideWorkspace: false, entries, ownAdminDirs: ['/r/.git/worktrees/a'], objectStore: '/d/agent-objects/k/store', ownRefFolders: ['refs/heads/tws/t1'] };
+    const store = {
+      commonDir: '/r/.git',
+      insideWorkspace: false,
+      entries,
+      ownAdminDirs: ['/r/.git/worktrees/a'],
+      objectStore: '/d/agent-objects/k/store',
+      ownRefFolders: ['refs/heads/tws/t1'],
+    };
     expect(gitStoreBinds(store)).toEqual([
       ['ro', '/r/.git'],
       ['rw', '/r/.git/objects', '/d/agent-objects/k/store'],
@@ -37,12 +55,29 @@ describe('a repository git folder in the sandbox (issues 31, 32)', () => {
       ['rw', '/r/.git/worktrees/a'],
     ]);
     // The host path is bound at the sandbox path.
-    const args = bubblewrapArgs({ workspace: '/w', gitBinds: gitStoreBinds(store), hidden: [], home: '/h', readOnlyFiles: [] }).join(' ');
-    expect(args).toContain('--bind-try /d/agent-objects/k/store /r/.git/objects --ro-bind-try /r/.git/objects /r/.git/objects/tws-base');
+    const args = bubblewrapArgs({
+      workspace: '/w',
+      gitBinds: gitStoreBinds(store),
+      hidden: [],
+      home: '/h',
+      readOnlyFiles: [],
+    }).join(' ');
+    expect(args).toContain(
+      '--bind-try /d/agent-objects/k/store /r/.git/objects --ro-bind-try /r/.git/objects /r/.git/objects/tws-base',
+    );
   });
 
   it('inside the workspace (local): pinned in place, and everything that steers git read-only over it', () => {
-    expect(gitStoreBinds({ commonDir: '/w/.git', insideWorkspace: true, entries, ownAdminDirs: [], objectStore: null, ownRefFolders: [] })).toEqual([
+    expect(
+      gitStoreBinds({
+        commonDir: '/w/.git',
+        insideWorkspace: true,
+        entries,
+        ownAdminDirs: [],
+        objectStore: null,
+        ownRefFolders: [],
+      }),
+    ).toEqual([
       ['rw', '/w/.git'],
       ['ro', '/w/.git/config'],
       ['ro', '/w/.git/hooks'],

@@ -3,7 +3,12 @@ import { expect } from 'vitest';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
 
-export async function waitForJob(h: Harness, operationId: string, states: string[] = ['succeeded'], timeoutMs = 60_000): Promise<any> {
+export async function waitForJob(
+  h: Harness,
+  operationId: string,
+  states: string[] = ['succeeded'],
+  timeoutMs = 60_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   let last: any;
   while (Date.now() < deadline) {

@@ -36,8 +36,15 @@ export default async function setup(project: TestProject) {
     }),
     process.env.DATABASE_URL
       ? Promise.resolve<PostgresService>({ serverUrl: serverPart(process.env.DATABASE_URL), stop: async () => {} })
-      : startEmbeddedPostgres({ dataDir: path.join(scratch, 'pg'), port: 20000 + Math.floor(Math.random() * 20000), password: 'test' }),
-    bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error } }),
+      : startEmbeddedPostgres({
+          dataDir: path.join(scratch, 'pg'),
+          port: 20000 + Math.floor(Math.random() * 20000),
+          password: 'test',
+        }),
+    bundleWorkflowCode({
+      workflowsPath: path.join(root, 'workflows/index.ts'),
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
+    }),
   ]);
   const bundlePath = path.join(scratch, 'workflow-bundle.js');
   await writeFile(bundlePath, bundle.code);

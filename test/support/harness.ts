@@ -41,7 +41,12 @@ export interface Harness {
   temporal: Client;
   scratch: string;
   baseUrl: string;
-  api<T = any>(method: string, url: string, body?: unknown, token?: string | null): Promise<{ status: number; body: T }>;
+  api<T = any>(
+    method: string,
+    url: string,
+    body?: unknown,
+    token?: string | null,
+  ): Promise<{ status: number; body: T }>;
   startWorker(overrides?: Partial<Config>): Promise<WorkerHandle>;
   /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
   spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
@@ -107,12 +112,26 @@ export async function createHarness(
 
   let worker: WorkerHandle | null = null;
   const runWorker = async (extra: Partial<Config> = {}) => {
-    worker = await startWorker({ config: { ...config, ...extra }, pool, logger, connection: nativeConnection, workflowBundle: { codePath: inject('workflowBundlePath') } });
+    worker = await startWorker({
+      config: { ...config, ...extra },
+      pool,
+      logger,
+      connection: nativeConnection,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+    });
     return worker;
   };
   if (opts.inProcessWorker !== false) await runWorker();
 
-  const app: FastifyInstance = await buildGateway({ config, pool, temporal, logger, tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN }, agentIsolation: await agentIsolation(config.agentSandbox), agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy });
+  const app: FastifyInstance = await buildGateway({
+    config,
+    pool,
+    temporal,
+    logger,
+    tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN },
+    agentIsolation: await agentIsolation(config.agentSandbox),
+    agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -153,12 +172,28 @@ export async function createHarness(
     startWorker: runWorker,
     spawnWorker(extraEnv = {}) {
       // The compiled worker that `make start` runs (global-setup builds it once per run).
-      return track(spawn(process.execPath, serviceArgs(root, 'worker/main.ts'), { env: serviceEnv(extraEnv), stdio: ['ignore', 'ignore', 'inherit'] }));
+      return track(
+        spawn(process.execPath, serviceArgs(root, 'worker/main.ts'), {
+          env: serviceEnv(extraEnv),
+          stdio: ['ignore', 'ignore', 'inherit'],
+        }),
+      );
     },
     async spawnGateway(extraEnv = {}) {
       const port = await freePort();
-      const env = serviceEnv({ TWS_API_PORT: String(port), TWS_USER_TOKEN: USER_TOKEN, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN, TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'), ...extraEnv });
-      const child = track(spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), { env, stdio: ['ignore', 'ignore', 'inherit'] }));
+      const env = serviceEnv({
+        TWS_API_PORT: String(port),
+        TWS_USER_TOKEN: USER_TOKEN,
+        TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+        TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+        ...extraEnv,
+      });
+      const child = track(
+        spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), {
+          env,
+          stdio: ['ignore', 'ignore', 'inherit'],
+        }),
+      );
       const url = `http://127.0.0.1:${port}`;
       const deadline = Date.now() + 60_000;
       for (;;) {
@@ -167,7 +202,12 @@ export async function createHarness(
         if (Date.now() > deadline) throw new Error('the gateway did not become ready');
         await new Promise((r) => setTimeout(r, 100));
       }
-      return { child, url, api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) => request(url, method, route, body, token) };
+      return {
+        child,
+        url,
+        api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) =>
+          request(url, method, route, body, token),
+      };
     },
     async stopWorker() {
       if (worker) await worker.shutdown();
@@ -192,11 +232,21 @@ export async function createHarness(
   };
 }
 
-async function request(baseUrl: string, method: string, url: string, body: unknown, token: string | null): Promise<{ status: number; body: any }> {
+async function request(
+  baseUrl: string,
+  method: string,
+  url: string,
+  body: unknown,
+  token: string | null,
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(baseUrl + url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(baseUrl + url, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: any = text;
   try {

@@ -53,8 +53,12 @@ export async function recordHistory(temporal: Client, name: string, workflowId: 
   await handle.result().catch(() => {}); // closed, whatever its outcome: a refusal is a case too
   const history = await handle.fetchHistory();
   const type = workflowTypeOf(history);
-  if (!name.startsWith(`${type}-`)) throw new Error(`fixture ${name} holds a ${type} history: its name must begin with "${type}-"`);
-  writeFileSync(path.join(historiesDir, `${name}.json`), historyToJSON(history).split(`${repositoryRoot}/`).join('<repo>/'));
+  if (!name.startsWith(`${type}-`))
+    throw new Error(`fixture ${name} holds a ${type} history: its name must begin with "${type}-"`);
+  writeFileSync(
+    path.join(historiesDir, `${name}.json`),
+    historyToJSON(history).split(`${repositoryRoot}/`).join('<repo>/'),
+  );
   return history;
 }
 
@@ -63,7 +67,8 @@ export async function closedWorkflowIds(temporal: Client, query: string, timeout
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ids: string[] = [];
-    for await (const wf of temporal.workflow.list({ query: `${query} AND ExecutionStatus != 'Running'` })) ids.push(wf.workflowId);
+    for await (const wf of temporal.workflow.list({ query: `${query} AND ExecutionStatus != 'Running'` }))
+      ids.push(wf.workflowId);
     if (ids.length > 0) return ids;
     if (Date.now() > deadline) throw new Error(`no closed workflow for ${query}`);
     await new Promise((r) => setTimeout(r, 200));

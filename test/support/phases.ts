@@ -4,7 +4,10 @@ import type { Harness } from './harness';
 export async function waitForPhase(h: Harness, workflowId: string, phase: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const progress = await h.temporal.workflow.getHandle(workflowId).query<{ phase: string }>('progress').catch(() => null);
+    const progress = await h.temporal.workflow
+      .getHandle(workflowId)
+      .query<{ phase: string }>('progress')
+      .catch(() => null);
     if (progress?.phase === phase) return;
     await new Promise((r) => setTimeout(r, 50));
   }

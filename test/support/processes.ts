@@ -27,7 +27,20 @@ export function killableWorker(h: Harness, cleanups: (() => Promise<void> | void
 export function startTemporalDevServer(port: number, dbFile: string): ChildProcess {
   return spawn(
     resolveTemporalCli(process.cwd()),
-    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--db-filename', dbFile, '--log-level', 'error', ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`])],
+    [
+      'server',
+      'start-dev',
+      '--headless',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--db-filename',
+      dbFile,
+      '--log-level',
+      'error',
+      ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+    ],
     { stdio: 'ignore' },
   );
 }

@@ -9,23 +9,38 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { ensureSchedules } from '../../client/schedules';
 import { taskDirName } from '../../domain/task-layout';
-import { launchWorkflowId, agentLogWorkflowId, repositoryCheckWorkflowId, sshTargetCheckWorkflowId } from '../../domain/workflow-ids';
+import {
+  launchWorkflowId,
+  agentLogWorkflowId,
+  repositoryCheckWorkflowId,
+  sshTargetCheckWorkflowId,
+} from '../../domain/workflow-ids';
 import { archive, deleteTask, waitForJob } from './cleanup';
 import type { Harness } from './harness';
 import { OPERATOR_TOKEN } from './harness';
 import { closedWorkflowIds, recordHistory } from './history-fixtures';
-import { admittedSession, createTask, lastResumeRun, launch, registerRepo, taskWithSession, waitUntil } from './scenario';
+import {
+  admittedSession,
+  createTask,
+  lastResumeRun,
+  launch,
+  registerRepo,
+  taskWithSession,
+  waitUntil,
+} from './scenario';
 import { startSshServer } from './ssh-server';
 import { clearGitFault, gitWrapper, makeRepo } from './world';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
 
-const worktreeOf = (h: Harness, taskId: string, repoName: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), repoName);
+const worktreeOf = (h: Harness, taskId: string, repoName: string) =>
+  path.join(h.config.workspaceRoot, taskDirName(taskId), repoName);
 /** The task's cleanup job, once its workflow has prepared it. */
 async function jobOf(h: Harness, taskId: string): Promise<{ operation_id: string; workflow_id: string }> {
   let job: { operation_id: string; workflow_id: string } | undefined;
   await waitUntil(async () => {
-    job = (await h.pool.query('SELECT operation_id, workflow_id FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows[0];
+    job = (await h.pool.query('SELECT operation_id, workflow_id FROM cleanup_jobs WHERE task_id = $1', [taskId]))
+      .rows[0];
     return job !== undefined;
   }, `the cleanup job of task ${taskId}`);
   return job!;
@@ -51,7 +66,10 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
 
   // stopSession: the attached session's agent is stopped.
   expect((await h.api('POST', `/v1/sessions/${attached.body.sessionId}/stop`)).status).toBe(200);
-  const [stopId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'stopSession' AND SessionId = '${attached.body.sessionId}'`);
+  const [stopId] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'stopSession' AND SessionId = '${attached.body.sessionId}'`,
+  );
   await record('stopSession-running-agent', stopId!);
 
   // resumeSession: one whose agent still runs (stopped first), one whose agent was stopped.
@@ -81,7 +99,10 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
   await waitForJob(h, archived.operationId);
   await record('cleanupTask-archive', archived.workflowId);
   expect((await launch(h, moved.taskId)).status).toBe(409);
-  const [refusedLaunch] = await closedWorkflowIds(h.temporal, `WorkflowType = 'launchSession' AND TaskId = '${moved.taskId}' AND ExecutionStatus = 'Failed'`);
+  const [refusedLaunch] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'launchSession' AND TaskId = '${moved.taskId}' AND ExecutionStatus = 'Failed'`,
+  );
   await record('launchSession-refused-task-archived', refusedLaunch!);
 
   // launchSession: the repository went away before the first launch; the materialization is undone.
@@ -93,7 +114,9 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
 
   // cascadeCleanup: archive of a parent with a child (each its own worktree), and the child's member run.
   const parent = await taskWithSession(h, 'parent');
-  const child = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'child'), 'child')], { parentTaskId: parent.taskId });
+  const child = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'child'), 'child')], {
+    parentTaskId: parent.taskId,
+  });
   expect((await launch(h, child)).status).toBe(201);
   const cascade = await archive(h, parent.taskId, { cascade: true });
   await waitForJob(h, cascade.operationId);
@@ -104,19 +127,31 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
   const dirtyRoot = await taskWithSession(h, 'dirty-root');
   writeFileSync(path.join(worktreeOf(h, dirtyRoot.taskId, 'dirty-root'), 'wip.txt'), 'uncommitted\n');
   expect((await deleteTask(h, dirtyRoot.taskId, 'cascade=true')).status).toBe(409);
-  const [refusedCascade] = await closedWorkflowIds(h.temporal, `WorkflowType = 'cascadeCleanup' AND TaskId = '${dirtyRoot.taskId}'`);
+  const [refusedCascade] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'cascadeCleanup' AND TaskId = '${dirtyRoot.taskId}'`,
+  );
   await record('cascadeCleanup-delete-refused-dirty-worktree', refusedCascade!);
 
   // expireQuickChats: its schedule fires; the idle quick chat is deleted by its own cleanup.
-  const quick = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'quick'), 'quick')], { quickChat: true });
+  const quick = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, 'quick'), 'quick')], {
+    quickChat: true,
+  });
   const quickSession = await launch(h, quick);
   expect(quickSession.status).toBe(201);
   expect((await h.api('POST', `/v1/sessions/${quickSession.body.sessionId}/stop`)).status).toBe(200);
   await h.pool.query("UPDATE tasks SET last_activity_at = now() - interval '8 days' WHERE id = $1", [quick]);
-  const schedules = await ensureSchedules(h.temporal, { ...h.config, quickChatIdleMs: 7 * 24 * 3600_000 }, `-${randomUUID()}`);
+  const schedules = await ensureSchedules(
+    h.temporal,
+    { ...h.config, quickChatIdleMs: 7 * 24 * 3600_000 },
+    `-${randomUUID()}`,
+  );
   try {
     await h.temporal.schedule.getHandle(schedules.quickChatExpiry).trigger();
-    const [expiryId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'expireQuickChats' AND TaskQueue = '${h.config.taskQueue}'`);
+    const [expiryId] = await closedWorkflowIds(
+      h.temporal,
+      `WorkflowType = 'expireQuickChats' AND TaskQueue = '${h.config.taskQueue}'`,
+    );
     await record('expireQuickChats-archives-idle-chat', expiryId!);
   } finally {
     for (const id of Object.values(schedules)) await h.temporal.schedule.getHandle(id).delete();
@@ -132,7 +167,10 @@ export async function recordHappyPaths(harness: MakeHarness): Promise<void> {
   utimesSync(orphan, longAgo, longAgo);
   const swept = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
   expect(swept.body.removed, JSON.stringify(swept.body)).toEqual(['orphan-old']);
-  const [sweepId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'orphanSweep' AND TaskQueue = '${h.config.taskQueue}'`);
+  const [sweepId] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'orphanSweep' AND TaskQueue = '${h.config.taskQueue}'`,
+  );
   await record('orphanSweep-removes-old-orphan', sweepId!);
 
   await recordBoardDelete(h);
@@ -156,7 +194,9 @@ export async function recordOperatorPaths(harness: MakeHarness): Promise<void> {
 
   // retry_wait, retry_wait, needs_operator; the fault cleared, the operator's retry succeeds.
   clearGitFault(wrapper);
-  expect((await h.api('POST', `/v1/cleanup-jobs/${retriedJob.operationId}/retry`, undefined, OPERATOR_TOKEN)).status).toBe(202);
+  expect(
+    (await h.api('POST', `/v1/cleanup-jobs/${retriedJob.operationId}/retry`, undefined, OPERATOR_TOKEN)).status,
+  ).toBe(202);
   await waitForJob(h, retriedJob.operationId);
   await recordHistory(h.temporal, 'cleanupTask-needs-operator-then-retried', retriedJob.workflowId);
 }
@@ -180,9 +220,15 @@ export async function recordInterruptedPaths(harness: MakeHarness): Promise<void
   // The run is lost while its job is active; the consistency check gives the job a new run, which succeeds.
   await h.temporal.workflow.getHandle(strandedJob.workflowId).terminate('lost');
   clearGitFault(wrapper);
-  await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [strandedJob.operationId]);
+  await h.pool.query("UPDATE cleanup_jobs SET updated_at = now() - interval '2 minutes' WHERE operation_id = $1", [
+    strandedJob.operationId,
+  ]);
   const reconcileId = `reconcile/${randomUUID()}`;
-  const checked = await h.temporal.workflow.execute('reconcileRecords', { workflowId: reconcileId, taskQueue: h.config.taskQueue, args: [{ hostId: h.config.hostId }] });
+  const checked = await h.temporal.workflow.execute('reconcileRecords', {
+    workflowId: reconcileId,
+    taskQueue: h.config.taskQueue,
+    args: [{ hostId: h.config.hostId }],
+  });
   expect(checked).toMatchObject({ records: { repaired: { cleanup_job_resumed: 1 } } });
   await recordHistory(h.temporal, 'reconcileRecords-resumes-stranded-job', reconcileId);
   await waitForJob(h, strandedJob.operationId);
@@ -218,7 +264,10 @@ async function recordBoardDelete(h: Harness): Promise<void> {
   for (const taskId of tasks) expect((await launch(h, taskId)).status).toBe(201);
   writeFileSync(path.join(worktreeOf(h, tasks[0]!, 'board'), 'wip.txt'), 'uncommitted\n');
   expect((await h.api('DELETE', `/v1/boards/${board}`, undefined, OPERATOR_TOKEN)).status).toBe(409);
-  const [refusedId] = await closedWorkflowIds(h.temporal, `WorkflowType = 'boardDelete' AND TaskQueue = '${h.config.taskQueue}'`);
+  const [refusedId] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'boardDelete' AND TaskQueue = '${h.config.taskQueue}'`,
+  );
   await recordHistory(h.temporal, 'boardDelete-refused-dirty-worktree', refusedId!);
   const deleted = await h.api('DELETE', `/v1/boards/${board}?discardChanges=true`, undefined, OPERATOR_TOKEN);
   expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
@@ -235,15 +284,32 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
   const repo = makeRepo(h.scratch, 'on-host');
   const check = (hostId: string) =>
-    h.temporal.workflow.start('checkRepositoryOnHost', { taskQueue: h.config.taskQueue, workflowId: repositoryCheckWorkflowId(randomUUID()), args: [{ hostId, path: repo }] });
+    h.temporal.workflow.start('checkRepositoryOnHost', {
+      taskQueue: h.config.taskQueue,
+      workflowId: repositoryCheckWorkflowId(randomUUID()),
+      args: [{ hostId, path: repo }],
+    });
   await record('checkRepositoryOnHost-accepted', (await check(h.config.hostId)).workflowId);
   await record('checkRepositoryOnHost-host-unavailable', (await check('no-such-host')).workflowId);
 
   // An SSH target's check on the host that holds its key, and one whose target is down.
   const ssh = await startSshServer();
   try {
-    const target = { id: randomUUID(), host: ssh.host, port: ssh.port, user: ssh.user, privateKeyPath: ssh.privateKeyPath, knownHosts: ssh.knownHostsLine, workspaceRoot: ssh.workspaceRoot };
-    const checkTarget = () => h.temporal.workflow.start('checkSshTargetOnHost', { taskQueue: h.config.taskQueue, workflowId: sshTargetCheckWorkflowId(randomUUID()), args: [{ hostId: h.config.hostId, target }] });
+    const target = {
+      id: randomUUID(),
+      host: ssh.host,
+      port: ssh.port,
+      user: ssh.user,
+      privateKeyPath: ssh.privateKeyPath,
+      knownHosts: ssh.knownHostsLine,
+      workspaceRoot: ssh.workspaceRoot,
+    };
+    const checkTarget = () =>
+      h.temporal.workflow.start('checkSshTargetOnHost', {
+        taskQueue: h.config.taskQueue,
+        workflowId: sshTargetCheckWorkflowId(randomUUID()),
+        args: [{ hostId: h.config.hostId, target }],
+      });
     const usable = await checkTarget();
     expect(await usable.result()).toBe('usable');
     await record('checkSshTargetOnHost-usable', usable.workflowId);
@@ -255,8 +321,14 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
 
   const t = await taskWithSession(h, 'host-down');
   // An agent's log read on its host (for a gateway that is not that host).
-  const { log_path: logPath } = (await h.pool.query('SELECT log_path FROM executions WHERE session_id = $1', [t.session.sessionId])).rows[0];
-  const read = await h.temporal.workflow.start('readAgentLogOnHost', { taskQueue: h.config.taskQueue, workflowId: agentLogWorkflowId(randomUUID()), args: [{ hostId: h.config.hostId, logPath, lines: 10 }] });
+  const { log_path: logPath } = (
+    await h.pool.query('SELECT log_path FROM executions WHERE session_id = $1', [t.session.sessionId])
+  ).rows[0];
+  const read = await h.temporal.workflow.start('readAgentLogOnHost', {
+    taskQueue: h.config.taskQueue,
+    workflowId: agentLogWorkflowId(randomUUID()),
+    args: [{ hostId: h.config.hostId, logPath, lines: 10 }],
+  });
   await record('readAgentLogOnHost-tail', read.workflowId);
   expect((await h.api('POST', `/v1/sessions/${t.session.sessionId}/stop`)).status).toBe(200);
   // Its record goes stale (as a killed worker's would) until the next heartbeat brings it back.

@@ -22,7 +22,11 @@ export function repositories(h: () => Harness, prefix: string) {
   };
 }
 
-export async function createTask(h: Harness, repositories: (string | { repositoryId: string; baseBranch?: string; checkoutBranch?: string })[], extra: Record<string, unknown> = {}): Promise<string> {
+export async function createTask(
+  h: Harness,
+  repositories: (string | { repositoryId: string; baseBranch?: string; checkoutBranch?: string })[],
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const res = await h.api('POST', '/v1/tasks', {
     title: 'a task',
     repositories: repositories.map((r) => (typeof r === 'string' ? { repositoryId: r } : r)),
@@ -33,18 +37,28 @@ export async function createTask(h: Harness, repositories: (string | { repositor
 }
 
 /** Tasks of one new workspace group: the first member makes the group, the others name it. */
-export async function createGroupTasks(h: Harness, repositories: string[], members: number): Promise<{ groupId: string; tasks: string[] }> {
+export async function createGroupTasks(
+  h: Harness,
+  repositories: string[],
+  members: number,
+): Promise<{ groupId: string; tasks: string[] }> {
   const first = await createTask(h, repositories, { workspace: { mode: 'shared_group' } });
   const groupId: string = (await h.api('GET', `/v1/tasks/${first}`)).body.groupId;
   const tasks = [first];
-  while (tasks.length < members) tasks.push(await createTask(h, repositories, { workspace: { mode: 'shared_group', groupId } }));
+  while (tasks.length < members)
+    tasks.push(await createTask(h, repositories, { workspace: { mode: 'shared_group', groupId } }));
   return { groupId, tasks };
 }
 
 export const SLEEPER = ['sleep', '600'];
 
 export function launch(h: Harness, taskId: string, body: Record<string, unknown> = {}) {
-  return h.api('POST', `/v1/tasks/${taskId}/sessions`, { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER, ...body });
+  return h.api('POST', `/v1/tasks/${taskId}/sessions`, {
+    executorType: 'worktree',
+    agentProfile: 'shell',
+    command: SLEEPER,
+    ...body,
+  });
 }
 
 /** Every refusal body: the contract's shape and nothing that locates the user's files. */
@@ -69,7 +83,11 @@ export async function expectLaunchRefused(
   opts: { body?: Record<string, unknown>; watch?: string[]; secrets?: string[] } = {},
 ): Promise<any> {
   const { rowCounts, fingerprint, listDir } = await import('./world');
-  const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot), files: (opts.watch ?? []).map((d) => fingerprint(d)) };
+  const before = {
+    rows: await rowCounts(h.pool),
+    root: listDir(h.config.workspaceRoot),
+    files: (opts.watch ?? []).map((d) => fingerprint(d)),
+  };
   const res = await launch(h, taskId, opts.body);
   expect(res.status, JSON.stringify(res.body)).toBe(409);
   expectSafeError(res.body, code, [...(opts.watch ?? []), ...(opts.secrets ?? [])]);
@@ -100,7 +118,9 @@ export async function waitUntil(check: () => Promise<boolean>, what: string, tim
 
 /** What an execution's agent printed, once it printed `marker` (read from its log file). */
 export async function agentOutputUntil(h: Harness, executionId: string, marker: string): Promise<string> {
-  const logPath = (await h.pool.query<{ log_path: string }>('SELECT log_path FROM executions WHERE id = $1', [executionId])).rows[0]!.log_path;
+  const logPath = (
+    await h.pool.query<{ log_path: string }>('SELECT log_path FROM executions WHERE id = $1', [executionId])
+  ).rows[0]!.log_path;
   let out = '';
   await waitUntil(async () => (out = readFileSync(logPath, 'utf8')).includes(marker), `the agent to print ${marker}`);
   return out;
@@ -110,7 +130,8 @@ export async function agentOutputUntil(h: Harness, executionId: string, marker: 
 export async function admittedSession(h: Harness, taskId: string): Promise<string> {
   let sessionId: string | undefined;
   await waitUntil(async () => {
-    sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId])).rows[0]?.id;
+    sessionId = (await h.pool.query("SELECT id FROM sessions WHERE task_id = $1 AND state = 'starting'", [taskId]))
+      .rows[0]?.id;
     return sessionId !== undefined;
   }, 'the admission');
   return sessionId!;
@@ -128,26 +149,42 @@ export async function taskWithSession(h: Harness, name: string, body: Record<str
 /** The session once its agent no longer runs (exited, stopped or vanished). */
 export async function agentEnded(h: Harness, sessionId: string): Promise<any> {
   let body: any;
-  await waitUntil(async () => {
-    body = (await h.api('GET', `/v1/sessions/${sessionId}`)).body;
-    return body.execution?.state !== 'running';
-  }, `the end of session ${sessionId}'s agent`, 30_000);
+  await waitUntil(
+    async () => {
+      body = (await h.api('GET', `/v1/sessions/${sessionId}`)).body;
+      return body.execution?.state !== 'running';
+    },
+    `the end of session ${sessionId}'s agent`,
+    30_000,
+  );
   return body;
 }
 
 /** A request with the headers a retrying client sends (an Idempotency-Key), to any gateway of the harness. */
-export async function send(baseUrl: string, method: string, route: string, body?: unknown, opts: { key?: string; token?: string } = {}): Promise<{ status: number; body: any }> {
+export async function send(
+  baseUrl: string,
+  method: string,
+  route: string,
+  body?: unknown,
+  opts: { key?: string; token?: string } = {},
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { authorization: `Bearer ${opts.token ?? USER_TOKEN}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (opts.key) headers['idempotency-key'] = opts.key;
-  const res = await fetch(baseUrl + route, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(baseUrl + route, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
 /** The workflow id of the resume that last admitted this session. */
 export async function lastResumeRun(h: Harness, sessionId: string): Promise<string> {
-  const run = (await h.pool.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])).rows[0]?.admitted_run;
+  const run = (
+    await h.pool.query<{ admitted_run: string | null }>('SELECT admitted_run FROM sessions WHERE id = $1', [sessionId])
+  ).rows[0]?.admitted_run;
   expect(run, 'an admitted resume').toBeTruthy();
   return `resume/${sessionId}/${run}`;
 }
@@ -158,9 +195,14 @@ export async function lastResumeRun(h: Harness, sessionId: string): Promise<stri
  * of the given repositories.
  */
 export async function worldState(h: Harness, repositories: string[]) {
-  const tables = (await h.pool.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1")).rows;
+  const tables = (
+    await h.pool.query<{ name: string }>(
+      "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+    )
+  ).rows;
   const rows: Record<string, number> = {};
-  for (const { name } of tables) rows[name] = Number((await h.pool.query(`SELECT count(*) AS n FROM "${name}"`)).rows[0].n);
+  for (const { name } of tables)
+    rows[name] = Number((await h.pool.query(`SELECT count(*) AS n FROM "${name}"`)).rows[0].n);
   const counters = (await h.pool.query('SELECT name, labels, value FROM metric_counters ORDER BY name, labels')).rows;
   return {
     rows,

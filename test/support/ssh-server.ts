@@ -34,8 +34,11 @@ export interface SshServer {
 }
 
 export function sshdBinary(): string {
-  for (const candidate of ['/usr/sbin/sshd', path.resolve('.tools/openssh/usr/sbin/sshd')]) if (existsSync(candidate)) return candidate;
-  throw new Error('No sshd found (neither /usr/sbin/sshd nor .tools/openssh/usr/sbin/sshd): run `make setup`, which unpacks Debian\'s openssh-server into .tools/openssh/');
+  for (const candidate of ['/usr/sbin/sshd', path.resolve('.tools/openssh/usr/sbin/sshd')])
+    if (existsSync(candidate)) return candidate;
+  throw new Error(
+    "No sshd found (neither /usr/sbin/sshd nor .tools/openssh/usr/sbin/sshd): run `make setup`, which unpacks Debian's openssh-server into .tools/openssh/",
+  );
 }
 
 async function keygen(file: string): Promise<void> {
@@ -86,7 +89,8 @@ function descendants(pid: number): number[] {
   const queue = [pid];
   while (queue.length > 0) {
     const parent = queue.shift()!;
-    for (const [child, ppid] of parentOf) if (ppid === parent && !found.includes(child)) (found.push(child), queue.push(child));
+    for (const [child, ppid] of parentOf)
+      if (ppid === parent && !found.includes(child)) (found.push(child), queue.push(child));
   }
   return found;
 }
@@ -156,7 +160,9 @@ export async function startSshServer(): Promise<SshServer> {
     if (!running?.pid) return;
     child = null;
     const sessions = descendants(running.pid);
-    const gone = new Promise((r) => (running.exitCode !== null || running.signalCode !== null ? r(null) : running.once('exit', r)));
+    const gone = new Promise((r) =>
+      running.exitCode !== null || running.signalCode !== null ? r(null) : running.once('exit', r),
+    );
     running.kill('SIGKILL');
     for (const pid of sessions) {
       try {
@@ -184,7 +190,10 @@ export async function startSshServer(): Promise<SshServer> {
     },
     async remove() {
       await stop();
-      await Promise.all([rm(dir, { recursive: true, force: true }), rm(workspaceRoot, { recursive: true, force: true })]);
+      await Promise.all([
+        rm(dir, { recursive: true, force: true }),
+        rm(workspaceRoot, { recursive: true, force: true }),
+      ]);
     },
   };
 }

@@ -21,7 +21,9 @@ export function timeSkippingSystem(overrides: (h: Harness) => Partial<Config> = 
   const system = {} as TimeSkippingSystem;
   beforeAll(async () => {
     system.h = await createHarness();
-    system.env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: resolveTimeSkippingServer(process.cwd()) } } });
+    system.env = await TestWorkflowEnvironment.createTimeSkipping({
+      server: { executable: { type: 'existing-path', path: resolveTimeSkippingServer(process.cwd()) } },
+    });
     system.worker = await startWorker({
       config: { ...system.h.config, ...overrides(system.h) },
       pool: system.h.pool,

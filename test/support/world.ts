@@ -1,7 +1,17 @@
 /** Building and reading the real world in tests: git repositories, folders, processes, rows. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync, mkdirSync, chmodSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+  mkdirSync,
+  chmodSync,
+  rmSync,
+} from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 
@@ -9,12 +19,22 @@ export function git(dir: string, ...args: string[]): string {
   return execFileSync('git', args, {
     cwd: dir,
     encoding: 'utf8',
-    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com' },
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@example.com',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@example.com',
+    },
   }).trim();
 }
 
 /** A repository with one commit on `main` (and any extra branches), as a developer would have it. */
-export function makeRepo(parent: string, name: string, opts: { branches?: string[]; files?: Record<string, string> } = {}): string {
+export function makeRepo(
+  parent: string,
+  name: string,
+  opts: { branches?: string[]; files?: Record<string, string> } = {},
+): string {
   const dir = path.join(parent, name);
   mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');
@@ -28,10 +48,14 @@ export function makeRepo(parent: string, name: string, opts: { branches?: string
   return dir;
 }
 
-export const branches = (repo: string): string[] => git(repo, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/').split('\n').filter(Boolean).sort();
+export const branches = (repo: string): string[] =>
+  git(repo, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/').split('\n').filter(Boolean).sort();
 export const commitOf = (repo: string, ref: string): string => git(repo, 'rev-parse', ref);
 export const worktreePaths = (repo: string): string[] =>
-  git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).map((l) => l.slice(9));
+  git(repo, 'worktree', 'list', '--porcelain')
+    .split('\n')
+    .filter((l) => l.startsWith('worktree '))
+    .map((l) => l.slice(9));
 
 /** Everything about a folder that attach must not change: every file's bytes, links and modes (recursive, .git included unless skipped). */
 export function fingerprint(dir: string, skip: string[] = []): string {
@@ -79,7 +103,18 @@ export function killGroup(pid: number): void {
  * touched `<wrapper>.paused` when its listing was read: the test changes the world between a
  * listing and what the caller does with it.
  */
-export function gitWrapper(dir: string, opts: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number; sleepOnWorktreeRemove?: number; pauseAfterWorktreeList?: number; failSubcommand?: string; failTimes?: number; logTo?: string }): string {
+export function gitWrapper(
+  dir: string,
+  opts: {
+    sleepOnWorktreeAdd?: number;
+    sleepOnWorktreeList?: number;
+    sleepOnWorktreeRemove?: number;
+    pauseAfterWorktreeList?: number;
+    failSubcommand?: string;
+    failTimes?: number;
+    logTo?: string;
+  },
+): string {
   const file = path.join(dir, `git-wrapper-${Math.random().toString(36).slice(2)}`);
   const counter = `${file}.count`;
   writeFileSync(
@@ -93,9 +128,13 @@ if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?
   n=$(cat "${counter}" 2>/dev/null || echo 0)
   if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
 fi
-${opts.pauseAfterWorktreeList ? `if [ "$1" = "worktree" ] && [ "$2" = "list" ] && rm "${file}.pause" 2>/dev/null; then
+${
+  opts.pauseAfterWorktreeList
+    ? `if [ "$1" = "worktree" ] && [ "$2" = "list" ] && rm "${file}.pause" 2>/dev/null; then
   out=$(git "$@"); code=$?; touch "${file}.paused"; sleep ${opts.pauseAfterWorktreeList}; printf '%s\\n' "$out"; exit $code
-fi` : ''}
+fi`
+    : ''
+}
 exec git "$@"
 `,
   );
@@ -110,7 +149,19 @@ export function loggedGitCommands(logFile: string): string[] {
 
 /** Row counts of every table: "changes nothing" is checked against these. */
 export async function rowCounts(pool: pg.Pool): Promise<Record<string, number>> {
-  const tables = ['repositories', 'boards', 'workspace_groups', 'tasks', 'task_repositories', 'task_environments', 'environment_repos', 'sessions', 'executions', 'cleanup_jobs', 'git_status_observations'];
+  const tables = [
+    'repositories',
+    'boards',
+    'workspace_groups',
+    'tasks',
+    'task_repositories',
+    'task_environments',
+    'environment_repos',
+    'sessions',
+    'executions',
+    'cleanup_jobs',
+    'git_status_observations',
+  ];
   const counts: Record<string, number> = {};
   for (const t of tables) counts[t] = Number((await pool.query(`SELECT count(*) AS n FROM ${t}`)).rows[0].n);
   return counts;

@@ -24,14 +24,23 @@ async function defaultHost(ctx: GatewayContext): Promise<string> {
   throw badRequest('hostId is required');
 }
 
-const SavedWorkItem = Type.Object({ taskId: Uuid, repositoryId: Uuid, ref: Type.String(), commit: Type.String(), savedAt: Type.String() });
+const SavedWorkItem = Type.Object({
+  taskId: Uuid,
+  repositoryId: Uuid,
+  ref: Type.String(),
+  commit: Type.String(),
+  savedAt: Type.String(),
+});
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/v1/repositories',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], body: CreateRepositoryBody, response: { 201: Repository, ...errorResponses } } },
+      {
+        config: { role: 'user' },
+        schema: { tags: ['catalog'], body: CreateRepositoryBody, response: { 201: Repository, ...errorResponses } },
+      },
       async (request, reply) => {
         const { name, path: given, defaultBranch } = request.body;
         const nameProblem = repositoryNameProblem(name);
@@ -53,31 +62,65 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 
     app.get(
       '/v1/repositories/:id/saved-work',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], params: IdParams, querystring: PageQuery, response: { 200: pageOf(SavedWorkItem), ...errorResponses } } },
+      {
+        config: { role: 'user' },
+        schema: {
+          tags: ['catalog'],
+          params: IdParams,
+          querystring: PageQuery,
+          response: { 200: pageOf(SavedWorkItem), ...errorResponses },
+        },
+      },
       async (request) => {
         const page = pageRequest(request.query, (ref) => ref.startsWith('refs/'));
         if ((await findRepositories(ctx.pool, [request.params.id])).length === 0) throw notFound('Repository');
         const rows = await listSavedWork(ctx.pool, request.params.id, lookahead(page));
-        return pageAnswer(rows, page.limit, (row) => row.ref, ({ exact_at: _, ...item }) => item);
+        return pageAnswer(
+          rows,
+          page.limit,
+          (row) => row.ref,
+          ({ exact_at: _, ...item }) => item,
+        );
       },
     );
 
     // As POST answers: no path (where a repository lives is never shown).
     app.get(
       '/v1/repositories',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Repository), ...errorResponses } } },
-      async (request) => readPage(request.query, (page) => listRepositories(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch })),
+      {
+        config: { role: 'user' },
+        schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Repository), ...errorResponses } },
+      },
+      async (request) =>
+        readPage(
+          request.query,
+          (page) => listRepositories(ctx.pool, page),
+          (row) => row.id,
+          (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch }),
+        ),
     );
 
     app.get(
       '/v1/boards',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Board), ...errorResponses } } },
-      async (request) => readPage(request.query, (page) => listBoards(ctx.pool, page), (row) => row.id, (row) => ({ id: row.id, name: row.name })),
+      {
+        config: { role: 'user' },
+        schema: { tags: ['catalog'], querystring: PageQuery, response: { 200: pageOf(Board), ...errorResponses } },
+      },
+      async (request) =>
+        readPage(
+          request.query,
+          (page) => listBoards(ctx.pool, page),
+          (row) => row.id,
+          (row) => ({ id: row.id, name: row.name }),
+        ),
     );
 
     app.post(
       '/v1/boards',
-      { config: { role: 'user' }, schema: { tags: ['catalog'], body: CreateBoardBody, response: { 201: Board, ...errorResponses } } },
+      {
+        config: { role: 'user' },
+        schema: { tags: ['catalog'], body: CreateBoardBody, response: { 201: Board, ...errorResponses } },
+      },
       async (request, reply) => {
         const id = randomUUID();
         await insertBoard(ctx.pool, id, request.body.name);

@@ -4,8 +4,21 @@ import { Type } from '@sinclair/typebox';
 import { activeJobOfTask, continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { boardExists } from '../../../db/catalog';
 import { findTask, unarchiveTask } from '../../../db/tasks';
-import { CLEANUP_JOB_STATES, CLEANUP_TRIGGERS, cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, continueIfClosed, operatorCancel, retryCleanup, startBoardDelete, startCleanup } from '../../engine-cleanup';
+import {
+  CLEANUP_JOB_STATES,
+  CLEANUP_TRIGGERS,
+  cancelledByUnarchive,
+  type CleanupTrigger,
+} from '../../../domain/cleanup';
+import {
+  abandonEnvironment,
+  cancelCleanup,
+  continueIfClosed,
+  operatorCancel,
+  retryCleanup,
+  startBoardDelete,
+  startCleanup,
+} from '../../engine-cleanup';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
@@ -51,7 +64,9 @@ const JobListQuery = Type.Object(
 const OperationParams = Type.Object({ operationId: Uuid });
 const Ended = Type.Object({ operationId: Uuid, workflowId: Type.String(), state: Type.String(), links: Links });
 /** No body, `{}` or `{ "abandon": false }`: the audited reset; `{ "abandon": true }`: release without touching a file. */
-const ResetBody = Type.Optional(Type.Object({ abandon: Type.Optional(Type.Boolean()) }, { additionalProperties: false }));
+const ResetBody = Type.Optional(
+  Type.Object({ abandon: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+);
 /** Query flags are spelled out: `true` or `false`. */
 const QueryFlag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
 
@@ -76,15 +91,26 @@ function jobView(job: CleanupJobRow, config: GatewayContext['config']) {
 }
 
 export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
-  async function start(taskId: string, trigger: CleanupTrigger, opts: { cascade?: boolean; discardChanges?: boolean } = {}) {
+  async function start(
+    taskId: string,
+    trigger: CleanupTrigger,
+    opts: { cascade?: boolean; discardChanges?: boolean } = {},
+  ) {
     if (!(await findTask(ctx.pool, taskId))) throw notFound('Task');
     const started = await startCleanup(ctx.temporal, ctx.config, { taskId, trigger, ...opts });
     if (!started.ok) {
-      const extra = Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {};
+      const extra = Array.isArray(started.details.dirtyRepositories)
+        ? { dirtyRepositories: started.details.dirtyRepositories }
+        : {};
       throw new ApiError(started.code, undefined, extra);
     }
     const { operations, skipped } = started;
-    return { operationId: started.operationId, workflowId: started.workflowId, links: temporalLinks(ctx.config, started.workflowId), ...(operations ? { operations, skipped } : {}) };
+    return {
+      operationId: started.operationId,
+      workflowId: started.workflowId,
+      links: temporalLinks(ctx.config, started.workflowId),
+      ...(operations ? { operations, skipped } : {}),
+    };
   }
 
   /**
@@ -97,49 +123,106 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     const job = await activeJobOfTask(ctx.pool, taskId);
     if (job && job.trigger !== 'environment_reset') throw new ApiError('task_cleanup_in_progress');
     if (job) {
-      const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'operator', abandon: true });
+      const ended = await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), {
+        by: 'operator',
+        abandon: true,
+      });
       if (!ended.ok) throw refusalError(ended);
-      return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
+      return {
+        operationId: job.operation_id,
+        workflowId: job.workflow_id,
+        state: ended.state,
+        links: temporalLinks(ctx.config, job.workflow_id),
+      };
     }
     const done = await abandonEnvironment(ctx.temporal, ctx.config, taskId);
     if (!done.ok) throw refusalError(done);
-    return { operationId: done.operationId, workflowId: done.workflowId, state: done.state ?? 'succeeded', links: temporalLinks(ctx.config, done.workflowId) };
+    return {
+      operationId: done.operationId,
+      workflowId: done.workflowId,
+      state: done.state ?? 'succeeded',
+      links: temporalLinks(ctx.config, done.workflowId),
+    };
   }
 
   return async (app) => {
     app.post(
       '/v1/tasks/:id/archive',
-      { config: { role: 'user' }, schema: { tags: ['cleanup'], params: IdParams, body: Type.Optional(Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false })), response: { 202: Accepted, ...errorResponses } } },
-      async (request, reply) => reply.code(202).send(await start(request.params.id, 'archive', { cascade: request.body?.cascade ?? false })),
+      {
+        config: { role: 'user' },
+        schema: {
+          tags: ['cleanup'],
+          params: IdParams,
+          body: Type.Optional(Type.Object({ cascade: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+          response: { 202: Accepted, ...errorResponses },
+        },
+      },
+      async (request, reply) =>
+        reply.code(202).send(await start(request.params.id, 'archive', { cascade: request.body?.cascade ?? false })),
     );
 
-    app.post('/v1/tasks/:id/unarchive', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: IdParams, response: { 200: Task, ...errorResponses } } }, async (request) => {
-      const task = await findTask(ctx.pool, request.params.id);
-      if (!task) throw notFound('Task');
-      // A pending archive cleanup (or its follow-up) is cancelled; one in flight is waited for.
-      const job = await activeJobOfTask(ctx.pool, task.id);
-      if (job && cancelledByUnarchive(job.trigger)) await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
-      else if (job) throw new ApiError('task_cleanup_in_progress');
-      await unarchiveTask(ctx.pool, task.id);
-      return taskView(ctx.pool, task.id);
-    });
+    app.post(
+      '/v1/tasks/:id/unarchive',
+      {
+        config: { role: 'user' },
+        schema: { tags: ['cleanup'], params: IdParams, response: { 200: Task, ...errorResponses } },
+      },
+      async (request) => {
+        const task = await findTask(ctx.pool, request.params.id);
+        if (!task) throw notFound('Task');
+        // A pending archive cleanup (or its follow-up) is cancelled; one in flight is waited for.
+        const job = await activeJobOfTask(ctx.pool, task.id);
+        if (job && cancelledByUnarchive(job.trigger))
+          await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
+        else if (job) throw new ApiError('task_cleanup_in_progress');
+        await unarchiveTask(ctx.pool, task.id);
+        return taskView(ctx.pool, task.id);
+      },
+    );
 
     app.delete(
       '/v1/tasks/:id',
       {
         config: { role: 'operator' },
-        schema: { tags: ['cleanup'], params: IdParams, querystring: Type.Object({ cascade: Type.Optional(QueryFlag), discardChanges: Type.Optional(QueryFlag) }, { additionalProperties: false }), response: { 202: Accepted, ...errorResponses } },
+        schema: {
+          tags: ['cleanup'],
+          params: IdParams,
+          querystring: Type.Object(
+            { cascade: Type.Optional(QueryFlag), discardChanges: Type.Optional(QueryFlag) },
+            { additionalProperties: false },
+          ),
+          response: { 202: Accepted, ...errorResponses },
+        },
       },
-      async (request, reply) => reply.code(202).send(await start(request.params.id, 'delete', { cascade: request.query.cascade === 'true', discardChanges: request.query.discardChanges === 'true' })),
+      async (request, reply) =>
+        reply
+          .code(202)
+          .send(
+            await start(request.params.id, 'delete', {
+              cascade: request.query.cascade === 'true',
+              discardChanges: request.query.discardChanges === 'true',
+            }),
+          ),
     );
 
     app.post(
       '/v1/tasks/:id/environment/reset',
-      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: IdParams, body: ResetBody, response: { 200: Ended, 202: Accepted, ...errorResponses } } },
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['cleanup'],
+          params: IdParams,
+          body: ResetBody,
+          response: { 200: Ended, 202: Accepted, ...errorResponses },
+        },
+      },
       async (request, reply) => {
         if (!request.body?.abandon) return reply.code(202).send(await start(request.params.id, 'environment_reset'));
         const ended = await abandon(request.params.id);
-        request.log.info({ operationId: ended.operationId, taskId: request.params.id, state: ended.state, by: 'operator' }, 'environment abandoned');
+        request.log.info(
+          { operationId: ended.operationId, taskId: request.params.id, state: ended.state, by: 'operator' },
+          'environment abandoned',
+        );
         return reply.code(200).send(ended);
       },
     );
@@ -152,56 +235,116 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           tags: ['cleanup'],
           params: IdParams,
           querystring: Type.Object({ discardChanges: Type.Optional(QueryFlag) }, { additionalProperties: false }),
-          response: { 202: Type.Object({ operationId: Uuid, workflowId: Type.String(), operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })) }), ...errorResponses },
+          response: {
+            202: Type.Object({
+              operationId: Uuid,
+              workflowId: Type.String(),
+              operations: Type.Array(Type.Object({ taskId: Uuid, operationId: Uuid })),
+            }),
+            ...errorResponses,
+          },
         },
       },
       async (request, reply) => {
         if (!(await boardExists(ctx.pool, request.params.id))) throw notFound('Board');
         // One durable workflow: 202 once every task's barrier, snapshot and deletion and the board's deletion committed.
-        const started = await startBoardDelete(ctx.temporal, ctx.config, { boardId: request.params.id, discardChanges: request.query.discardChanges === 'true' });
-        if (!started.ok) throw new ApiError(started.code, undefined, Array.isArray(started.details.dirtyRepositories) ? { dirtyRepositories: started.details.dirtyRepositories } : {});
-        return reply.code(202).send({ operationId: started.operationId, workflowId: started.workflowId, operations: started.operations });
+        const started = await startBoardDelete(ctx.temporal, ctx.config, {
+          boardId: request.params.id,
+          discardChanges: request.query.discardChanges === 'true',
+        });
+        if (!started.ok)
+          throw new ApiError(
+            started.code,
+            undefined,
+            Array.isArray(started.details.dirtyRepositories)
+              ? { dirtyRepositories: started.details.dirtyRepositories }
+              : {},
+          );
+        return reply
+          .code(202)
+          .send({ operationId: started.operationId, workflowId: started.workflowId, operations: started.operations });
       },
     );
 
     app.get(
       '/v1/cleanup-jobs',
-      { config: { role: 'user' }, schema: { tags: ['cleanup'], querystring: JobListQuery, response: { 200: pageOf(Job), ...errorResponses } } },
+      {
+        config: { role: 'user' },
+        schema: { tags: ['cleanup'], querystring: JobListQuery, response: { 200: pageOf(Job), ...errorResponses } },
+      },
       async (request) => {
         const { state, trigger, taskId } = request.query;
-        return readPage(request.query, (page) => listJobs(ctx.pool, { state, trigger, taskId }, page), (row) => row.operation_id, (row) => jobView(row, ctx.config));
+        return readPage(
+          request.query,
+          (page) => listJobs(ctx.pool, { state, trigger, taskId }, page),
+          (row) => row.operation_id,
+          (row) => jobView(row, ctx.config),
+        );
       },
     );
 
-    app.get('/v1/cleanup-jobs/:operationId', { config: { role: 'user' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } } }, async (request) => {
-      const job = await findJob(ctx.pool, request.params.operationId);
-      if (!job) throw notFound('Cleanup job');
-      return jobView(job, ctx.config);
-    });
+    app.get(
+      '/v1/cleanup-jobs/:operationId',
+      {
+        config: { role: 'user' },
+        schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Job, ...errorResponses } },
+      },
+      async (request) => {
+        const job = await findJob(ctx.pool, request.params.operationId);
+        if (!job) throw notFound('Cleanup job');
+        return jobView(job, ctx.config);
+      },
+    );
 
     app.post(
       '/v1/cleanup-jobs/:operationId/cancel',
-      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Ended, ...errorResponses } } },
+      {
+        config: { role: 'operator' },
+        schema: { tags: ['cleanup'], params: OperationParams, response: { 200: Ended, ...errorResponses } },
+      },
       async (request) => {
         const job = await findJob(ctx.pool, request.params.operationId);
         if (!job) throw notFound('Cleanup job');
         // Through the job's workflow (a new run for one whose run was lost): one running an attempt finishes it first.
         const ended = await operatorCancel(ctx.temporal, ctx.config, continuedJobOf(job));
-        request.log.info({ operationId: job.operation_id, taskId: job.task_id, trigger: job.trigger, from: job.state, outcome: ended.ok ? ended.state : ended.code, by: 'operator' }, 'cleanup job cancel');
+        request.log.info(
+          {
+            operationId: job.operation_id,
+            taskId: job.task_id,
+            trigger: job.trigger,
+            from: job.state,
+            outcome: ended.ok ? ended.state : ended.code,
+            by: 'operator',
+          },
+          'cleanup job cancel',
+        );
         if (!ended.ok) throw refusalError(ended);
-        return { operationId: job.operation_id, workflowId: job.workflow_id, state: ended.state, links: temporalLinks(ctx.config, job.workflow_id) };
+        return {
+          operationId: job.operation_id,
+          workflowId: job.workflow_id,
+          state: ended.state,
+          links: temporalLinks(ctx.config, job.workflow_id),
+        };
       },
     );
 
     app.post(
       '/v1/cleanup-jobs/:operationId/retry',
-      { config: { role: 'operator' }, schema: { tags: ['cleanup'], params: OperationParams, response: { 202: Type.Object({ operationId: Uuid, state: Type.String() }), ...errorResponses } } },
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['cleanup'],
+          params: OperationParams,
+          response: { 202: Type.Object({ operationId: Uuid, state: Type.String() }), ...errorResponses },
+        },
+      },
       async (request, reply) => {
         const job = await findJob(ctx.pool, request.params.operationId);
         if (!job) throw notFound('Cleanup job');
         const active = job.state !== 'succeeded' && job.state !== 'cancelled' && job.state !== 'prepared';
         // A job whose workflow closed while it is active is retried by a new run from its snapshot.
-        if (active && (await continueIfClosed(ctx.temporal, ctx.config, continuedJobOf(job)))) return reply.code(202).send({ operationId: job.operation_id, state: job.state });
+        if (active && (await continueIfClosed(ctx.temporal, ctx.config, continuedJobOf(job))))
+          return reply.code(202).send({ operationId: job.operation_id, state: job.state });
         if (job.state !== 'needs_operator') throw new ApiError('cleanup_job_not_retryable');
         await retryCleanup(ctx.temporal, job.workflow_id);
         return reply.code(202).send({ operationId: job.operation_id, state: job.state });
@@ -209,4 +352,3 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
     );
   };
 }
-

@@ -25,16 +25,31 @@ const GitStatus = Type.Object({
 
 export function gitStatusRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/v1/tasks/:id/git-status', { config: { role: 'user' }, schema: { tags: ['tasks'], params: IdParams, response: { 200: GitStatus, ...errorResponses } } }, async (request) => {
-      if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-      const env = await canonicalEnvironmentOf(ctx.pool, request.params.id);
-      if (!env) throw notFound('Workspace');
-      // Concurrent readers of one environment share one observation run.
-      const observations = await observeGitStatusOf(ctx.temporal, ctx.config, env.id);
-      return {
-        taskEnvironmentId: env.id,
-        repositories: observations.map((o) => ({ repositoryId: o.repositoryId, branch: o.branch, head: o.head, ahead: o.ahead, behind: o.behind, files: o.files, observedAt: o.observedAt })),
-      };
-    });
+    app.get(
+      '/v1/tasks/:id/git-status',
+      {
+        config: { role: 'user' },
+        schema: { tags: ['tasks'], params: IdParams, response: { 200: GitStatus, ...errorResponses } },
+      },
+      async (request) => {
+        if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
+        const env = await canonicalEnvironmentOf(ctx.pool, request.params.id);
+        if (!env) throw notFound('Workspace');
+        // Concurrent readers of one environment share one observation run.
+        const observations = await observeGitStatusOf(ctx.temporal, ctx.config, env.id);
+        return {
+          taskEnvironmentId: env.id,
+          repositories: observations.map((o) => ({
+            repositoryId: o.repositoryId,
+            branch: o.branch,
+            head: o.head,
+            ahead: o.ahead,
+            behind: o.behind,
+            files: o.files,
+            observedAt: o.observedAt,
+          })),
+        };
+      },
+    );
   };
 }

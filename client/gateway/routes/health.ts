@@ -14,7 +14,13 @@ async function answers(probe: Promise<unknown>, withinMs = 3000): Promise<boolea
     timer = setTimeout(() => resolve(false), withinMs);
   });
   try {
-    return await Promise.race([probe.then(() => true, () => false), timeout]);
+    return await Promise.race([
+      probe.then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -26,9 +32,17 @@ function notReadyReason(database: boolean, temporal: boolean): string {
   return database ? 'temporal_unreachable' : 'database_unreachable';
 }
 
-export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPublic: boolean): FastifyPluginAsyncTypebox {
+export function healthRoutes(
+  ctx: GatewayContext,
+  registry: Registry,
+  metricsPublic: boolean,
+): FastifyPluginAsyncTypebox {
   return async (app) => {
-    app.get('/healthz', { schema: { tags: ['health'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } }, async () => ({ status: 'ok' as const }));
+    app.get(
+      '/healthz',
+      { schema: { tags: ['health'], response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+      async () => ({ status: 'ok' as const }),
+    );
 
     app.get(
       '/readyz',
@@ -36,24 +50,48 @@ export function healthRoutes(ctx: GatewayContext, registry: Registry, metricsPub
         schema: {
           tags: ['health'],
           response: {
-            200: Type.Object({ status: Type.Literal('ready'), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]), agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]) }),
-            503: Type.Object({ status: Type.Literal('not_ready'), database: Type.Boolean(), temporal: Type.Boolean(), reason: Type.String(), agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]), agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]) }),
+            200: Type.Object({
+              status: Type.Literal('ready'),
+              agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
+              agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]),
+            }),
+            503: Type.Object({
+              status: Type.Literal('not_ready'),
+              database: Type.Boolean(),
+              temporal: Type.Boolean(),
+              reason: Type.String(),
+              agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
+              agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]),
+            }),
           },
         },
       },
       async (_request, reply) => {
-        const [database, temporal] = await Promise.all([answers(ctx.pool.query('SELECT 1')), answers(ctx.temporal.workflowService.getSystemInfo({}))]);
+        const [database, temporal] = await Promise.all([
+          answers(ctx.pool.query('SELECT 1')),
+          answers(ctx.temporal.workflowService.getSystemInfo({})),
+        ]);
         // What agents run in here (bubblewrap, or nothing but the allow-listed environment): said
         // so that an operator sees the trust boundary (README, "Agents").
         const agentIsolation = ctx.agentIsolation ?? 'none';
         const agentNetwork = ctx.agentNetwork ?? 'host';
         if (database && temporal) return { status: 'ready' as const, agentIsolation, agentNetwork };
-        return reply.code(503).send({ status: 'not_ready' as const, database, temporal, reason: notReadyReason(database, temporal), agentIsolation, agentNetwork });
+        return reply
+          .code(503)
+          .send({
+            status: 'not_ready' as const,
+            database,
+            temporal,
+            reason: notReadyReason(database, temporal),
+            agentIsolation,
+            agentNetwork,
+          });
       },
     );
 
     app.get('/metrics', { schema: { tags: ['health'], hide: true } }, async (request, reply) => {
-      if (!metricsPublic && !LOOPBACK.test(request.socket.remoteAddress ?? '')) throw new ApiError('forbidden', 'Metrics are served to loopback callers only.');
+      if (!metricsPublic && !LOOPBACK.test(request.socket.remoteAddress ?? ''))
+        throw new ApiError('forbidden', 'Metrics are served to loopback callers only.');
       return reply.type(registry.contentType).send(await registry.metrics());
     });
   };

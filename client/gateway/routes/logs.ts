@@ -17,7 +17,9 @@ const LogsQuery = Type.Object(
   {
     tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
     executionId: Type.Optional(Uuid),
-    follow: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0'), Type.Literal('true'), Type.Literal('false')])),
+    follow: Type.Optional(
+      Type.Union([Type.Literal('1'), Type.Literal('0'), Type.Literal('true'), Type.Literal('false')]),
+    ),
   },
   { additionalProperties: false },
 );
@@ -26,11 +28,24 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/v1/sessions/:id/logs',
-      { config: { role: 'user' }, schema: { tags: ['sessions'], params: IdParams, querystring: LogsQuery, response: { 200: Type.String({ description: 'text/plain; with follow=1, streamed (chunked) until the agent ends' }), ...errorResponses } } },
+      {
+        config: { role: 'user' },
+        schema: {
+          tags: ['sessions'],
+          params: IdParams,
+          querystring: LogsQuery,
+          response: {
+            200: Type.String({ description: 'text/plain; with follow=1, streamed (chunked) until the agent ends' }),
+            ...errorResponses,
+          },
+        },
+      },
       async (request, reply) => {
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
-        const exec = request.query.executionId ? await findExecution(ctx.pool, request.query.executionId) : await latestExecution(ctx.pool, session.id);
+        const exec = request.query.executionId
+          ? await findExecution(ctx.pool, request.query.executionId)
+          : await latestExecution(ctx.pool, session.id);
         if (!exec || exec.session_id !== session.id) throw notFound('Execution');
         // The log lives on the agent's host: read here where this is that host, else asked of that host through its queue.
         // An agent on an SSH target: its log is read there, by the host that talks to the target.
@@ -60,6 +75,7 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
 function refused(err: unknown): never {
   if (err instanceof EngineRefusal) throw refusalError(err.refusal);
   // Read here (an SSH target this host talks to): the step's typed failure, as a workflow's would be.
-  if (err instanceof ApplicationFailure && isErrorCode(err.type)) throw refusalError({ code: err.type, details: (err.details?.[0] ?? {}) as Record<string, unknown> });
+  if (err instanceof ApplicationFailure && isErrorCode(err.type))
+    throw refusalError({ code: err.type, details: (err.details?.[0] ?? {}) as Record<string, unknown> });
   throw err;
 }

@@ -19,15 +19,31 @@ export function orphanSweepRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         config: { role: 'operator' },
         schema: {
           tags: ['cleanup'],
-          body: Type.Optional(Type.Object({ dryRun: Type.Optional(Type.Boolean()), hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })) }, { additionalProperties: false })),
-          response: { 200: Type.Object({ removed: Type.Array(Type.String()), kept: Type.Array(Type.Object({ name: Type.String(), reason: Type.String() })), dryRun: Type.Boolean() }), ...errorResponses },
+          body: Type.Optional(
+            Type.Object(
+              {
+                dryRun: Type.Optional(Type.Boolean()),
+                hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+          response: {
+            200: Type.Object({
+              removed: Type.Array(Type.String()),
+              kept: Type.Array(Type.Object({ name: Type.String(), reason: Type.String() })),
+              dryRun: Type.Boolean(),
+            }),
+            ...errorResponses,
+          },
         },
       },
       async (request) => {
         const hostId = request.body?.hostId ?? ctx.config.hostId;
         const liveness = await hostLiveness(ctx.pool, hostId);
         // A host with no record is known only as this gateway's own, when it runs that host's work.
-        if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches)) throw notFound('Host');
+        if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches))
+          throw notFound('Host');
         if (liveness === 'down') throw new ApiError('host_unavailable');
         return runOrphanSweep(ctx.temporal, ctx.config, hostId, request.body?.dryRun ?? false);
       },

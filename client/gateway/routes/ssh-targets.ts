@@ -28,7 +28,11 @@ const CreateSshTargetBody = Type.Object(
   {
     name: Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' }),
     // A DNS name or an IP literal (IPv6 without brackets); never a space, an option or a user@.
-    host: Type.String({ maxLength: 253, pattern: '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\.?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$' }),
+    host: Type.String({
+      maxLength: 253,
+      pattern:
+        '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\.?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$',
+    }),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
     user: Type.String({ pattern: '^[a-z_][a-z0-9_.-]{0,31}$' }),
     /** On this gateway's host; the key never leaves it. */
@@ -101,11 +105,20 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
   return async (app) => {
     app.post(
       '/v1/ssh-targets',
-      { config: { role: 'operator' }, schema: { tags: ['ssh-targets'], body: CreateSshTargetBody, response: { 201: SshTargetView, ...errorResponses } } },
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['ssh-targets'],
+          body: CreateSshTargetBody,
+          response: { 201: SshTargetView, ...errorResponses },
+        },
+      },
       async (request, reply) => {
         const body = request.body;
-        if (body.host.includes(':') && !net.isIPv6(body.host)) throw badRequest('host must be a host name or an IP address.');
-        if (parseKnownHosts(body.knownHosts).length === 0) throw badRequest('knownHosts has no entry this service can pin (host keytype base64).');
+        if (body.host.includes(':') && !net.isIPv6(body.host))
+          throw badRequest('host must be a host name or an IP address.');
+        if (parseKnownHosts(body.knownHosts).length === 0)
+          throw badRequest('knownHosts has no entry this service can pin (host keytype base64).');
         const target = {
           id: randomUUID(),
           name: body.name,
@@ -119,7 +132,11 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
         };
         const checked = await checkOnItsHost(target);
         if (checked !== 'usable') {
-          throw new ApiError('invalid_request', 'workspaceRoot is not an existing directory (by its real path) the user can write to.', { reason: checked });
+          throw new ApiError(
+            'invalid_request',
+            'workspaceRoot is not an existing directory (by its real path) the user can write to.',
+            { reason: checked },
+          );
         }
         try {
           return reply.code(201).send(view(await insertSshTarget(ctx.pool, target)));
@@ -132,8 +149,21 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
 
     app.get(
       '/v1/ssh-targets',
-      { config: { role: 'operator' }, schema: { tags: ['ssh-targets'], querystring: PageQuery, response: { 200: pageOf(SshTargetView), ...errorResponses } } },
-      async (request) => readPage<SshTargetRecord & { exact_at: string }, ReturnType<typeof view>>(request.query, (page) => listSshTargets(ctx.pool, page), (row) => row.id, view),
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['ssh-targets'],
+          querystring: PageQuery,
+          response: { 200: pageOf(SshTargetView), ...errorResponses },
+        },
+      },
+      async (request) =>
+        readPage<SshTargetRecord & { exact_at: string }, ReturnType<typeof view>>(
+          request.query,
+          (page) => listSshTargets(ctx.pool, page),
+          (row) => row.id,
+          view,
+        ),
     );
   };
 }
