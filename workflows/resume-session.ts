@@ -57,10 +57,7 @@ export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
 
 /** The steps of a resume planned without admission, kept only so that its recorded runs replay. */
 interface RecordedPlanResume {
-  planResume(input: {
-    sessionId: string;
-    hostId: string;
-  }): Promise<{
+  planResume(input: { sessionId: string; hostId: string }): Promise<{
     plan: LaunchPlan;
     command: string[];
     env: Record<string, string>;

@@ -195,14 +195,12 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) =>
-        reply
-          .code(202)
-          .send(
-            await start(request.params.id, 'delete', {
-              cascade: request.query.cascade === 'true',
-              discardChanges: request.query.discardChanges === 'true',
-            }),
-          ),
+        reply.code(202).send(
+          await start(request.params.id, 'delete', {
+            cascade: request.query.cascade === 'true',
+            discardChanges: request.query.discardChanges === 'true',
+          }),
+        ),
     );
 
     app.post(

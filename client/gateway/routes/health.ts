@@ -76,16 +76,14 @@ export function healthRoutes(
         const agentIsolation = ctx.agentIsolation ?? 'none';
         const agentNetwork = ctx.agentNetwork ?? 'host';
         if (database && temporal) return { status: 'ready' as const, agentIsolation, agentNetwork };
-        return reply
-          .code(503)
-          .send({
-            status: 'not_ready' as const,
-            database,
-            temporal,
-            reason: notReadyReason(database, temporal),
-            agentIsolation,
-            agentNetwork,
-          });
+        return reply.code(503).send({
+          status: 'not_ready' as const,
+          database,
+          temporal,
+          reason: notReadyReason(database, temporal),
+          agentIsolation,
+          agentNetwork,
+        });
       },
     );
 

@@ -278,16 +278,14 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           const session = await findSession(ctx.pool, sessionId);
           const exec = session ? await latestExecution(ctx.pool, sessionId) : null;
           if (!session?.environment_id || !exec) throw notFound('Session');
-          return reply
-            .code(201)
-            .send({
-              sessionId,
-              taskEnvironmentId: session.environment_id,
-              role: session.role ?? 'attached',
-              state: session.state,
-              executionId: exec.id,
-              links,
-            });
+          return reply.code(201).send({
+            sessionId,
+            taskEnvironmentId: session.environment_id,
+            role: session.role ?? 'attached',
+            state: session.state,
+            executionId: exec.id,
+            links,
+          });
         }
         if (!outcome.ok)
           throw refusalError(
