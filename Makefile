@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck
+.PHONY: start test bench setup typecheck fix graph
 
 setup:
 	@bash scripts/setup.sh
@@ -8,7 +8,7 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@npx tsc -p . && bash scripts/check-test-exit-code.sh && npx vitest run
+	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
 
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
@@ -17,3 +17,11 @@ bench: setup
 
 typecheck: setup
 	@npx tsc -p .
+
+# Formats every file and applies the linter's safe fixes (issue 29).
+fix: setup
+	@npx prettier --write --log-level warn . && npx eslint --fix .
+
+# The import graph as the layer rules see it: .build/dependency-graph.html.
+graph: setup
+	@mkdir -p .build && npx depcruise activities bin client db domain git ssh worker workflows --config .dependency-cruiser.cjs --output-type html > .build/dependency-graph.html && echo ".build/dependency-graph.html"
