@@ -289,6 +289,21 @@ describe('an agent that cannot be stopped [R6.6]', () => {
 
 describe("unarchive while the archive's cleanup is in flight [R6]", () => {
   /** Unarchives sent at once; each answer with the job row and the worktree as they were the moment it arrived. */
+  /** Every unarchive answered 200 (the task active), and when it did the job had ended so and the worktree was there or not. */
+  function expectEveryUnarchiveAfter(
+    answers: Awaited<ReturnType<typeof unarchivesAtOnce>>,
+    taskId: string,
+    jobState: string,
+    worktreeThere: boolean,
+  ) {
+    for (const { res, jobAtAnswer, worktreeAtAnswer } of answers) {
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ id: taskId, state: 'active' });
+      expect(jobAtAnswer).toBe(jobState);
+      expect(worktreeAtAnswer).toBe(worktreeThere);
+    }
+  }
+
   async function unarchivesAtOnce(h: Harness, taskId: string, operationId: string, worktree: string, n: number) {
     return Promise.all(
       Array.from({ length: n }, async () => {
@@ -314,14 +329,13 @@ describe("unarchive while the archive's cleanup is in flight [R6]", () => {
 
     const job = await archive(h, taskId);
     await gitStarted(logTo, 'worktree remove');
-    const answers = await unarchivesAtOnce(h, taskId, job.operationId, worktree, 4);
-    for (const { res, jobAtAnswer, worktreeAtAnswer } of answers) {
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toMatchObject({ id: taskId, state: 'active' });
-      // Never before the attempt ended: the job had already finished, the worktree already gone.
-      expect(jobAtAnswer).toBe('succeeded');
-      expect(worktreeAtAnswer).toBe(false);
-    }
+    // Never before the attempt ended: the job had already finished, the worktree already gone.
+    expectEveryUnarchiveAfter(
+      await unarchivesAtOnce(h, taskId, job.operationId, worktree, 4),
+      taskId,
+      'succeeded',
+      false,
+    );
     const done = await waitForJob(h, job.operationId);
     expect(done.report.worktrees).toEqual([expect.objectContaining({ worktreePath: worktree, outcome: 'removed' })]);
     expect((await h.pool.query('SELECT archived_at FROM tasks WHERE id = $1', [taskId])).rows).toEqual([
@@ -364,13 +378,12 @@ describe("unarchive while the archive's cleanup is in flight [R6]", () => {
 
     const job = await archive(h, taskId);
     await gitStarted(logTo, 'worktree remove');
-    const answers = await unarchivesAtOnce(h, taskId, job.operationId, worktree, 4);
-    for (const { res, jobAtAnswer, worktreeAtAnswer } of answers) {
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toMatchObject({ id: taskId, state: 'active' });
-      expect(jobAtAnswer).toBe('cancelled');
-      expect(worktreeAtAnswer).toBe(true);
-    }
+    expectEveryUnarchiveAfter(
+      await unarchivesAtOnce(h, taskId, job.operationId, worktree, 4),
+      taskId,
+      'cancelled',
+      true,
+    );
     // One attempt ran, to its end; none after the cancel.
     const cancelled = await waitForJob(h, job.operationId, ['cancelled']);
     expect(cancelled).toMatchObject({
