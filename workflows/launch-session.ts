@@ -4,7 +4,7 @@
  * this launch made and fails with the typed code. A resume carries out its admitted plan with
  * the same steps (`carryOut`).
  */
-import { CancellationScope, CancelledFailure, isCancellation, patched, uuid4 } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, deprecatePatch, isCancellation, uuid4 } from '@temporalio/workflow';
 import {
   type LaunchPlan,
   type LaunchRequest,
@@ -163,37 +163,23 @@ async function carryOutSteps(
     return running(agent);
   } catch (err) {
     // A cancelled launch (its session stopped or deleted while starting) undoes what it made too.
-    if (patched('undo-in-one-host-step')) {
-      // The host step undoes files and processes; the workflow only records.
-      if (agentRequested || made.length > 0 || plan.role === 'materialized') {
-        await host.undoLaunch({
-          plan,
-          executionId,
-          agentRequested,
-          made,
-          fromPublished: plan.role === 'materialized' && agentRequested && isCancellation(err),
-        });
-      }
-      if (plan.role === 'materialized')
-        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', {
-          firstLaunch: !run.resume,
-        });
-      else if (touched || !run.resume) await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
-    } else {
-      // The steps of runs recorded before.
-      if (agentRequested) await host.stopAgent(executionId);
-      if (plan.role === 'materialized') {
-        if (made.length === 0 && agentRequested && isCancellation(err)) made = await records.publishedBy(plan);
-        await host.discardMaterialization(plan, made);
-        await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', {
-          firstLaunch: !run.resume,
-        });
-      } else if (touched || !run.resume) {
-        // Attach and transition leave the canonical environment as it was [R3.4].
-        if (made.length > 0) await host.discardMaterialization(plan, made);
-        await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
-      }
+    // Deprecated (README, "Workflow versions that retire"): launches live minutes.
+    deprecatePatch('undo-in-one-host-step');
+    // The host step undoes files and processes; the workflow only records.
+    if (agentRequested || made.length > 0 || plan.role === 'materialized') {
+      await host.undoLaunch({
+        plan,
+        executionId,
+        agentRequested,
+        made,
+        fromPublished: plan.role === 'materialized' && agentRequested && isCancellation(err),
+      });
     }
+    if (plan.role === 'materialized')
+      await records.recordMaterializationFailed(plan, asTypedFailure(err).type ?? 'internal', {
+        firstLaunch: !run.resume,
+      });
+    else if (touched || !run.resume) await records.settleRefusedSession(plan.sessionId, { firstLaunch: !run.resume });
     phase('failed');
     throw asTypedFailure(err);
   }
