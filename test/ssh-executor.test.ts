@@ -476,12 +476,10 @@ describe('transitions and cleanup', () => {
       workspace_path: t.hostWorktree,
     });
     expect(existsSync(t.remoteClone)).toBe(true); // the ssh clone is retained, not reused, not removed
-    expect(
-      (await rowsOf(envId))
-        .filter((r: any) => r.status === 'retained')
-        .map((r: any) => r.executor_type)
-        .sort(),
-    ).toEqual(['ssh', 'worktree']);
+    // Back in the host worktree's folder: its row is active again, one row for the folder (issue 24, item 2).
+    const rows = await rowsOf(envId);
+    expect(rows.filter((r: any) => r.status === 'retained').map((r: any) => r.executor_type)).toEqual(['ssh']);
+    expect(rows.filter((r: any) => r.status === 'active').map((r: any) => r.executor_type)).toEqual(['worktree']);
 
     const archived = await h.api('POST', `/v1/tasks/${t.taskId}/archive`, {});
     expect(archived.status, JSON.stringify(archived.body)).toBe(202);
