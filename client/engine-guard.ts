@@ -2,7 +2,7 @@
  * The bundled engine, closed to everyone without the service's credentials (issue 33). The dev
  * server takes no credentials of its own, so it runs in a network namespace of its own
  * (bubblewrap), where its gRPC port, Web UI, HTTP API and metrics are reachable only through two
- * Unix sockets in the data folder (mode 0700, the service's account). In front of them, on the
+ * Unix sockets in a 0700 folder of the service's account. In front of them, on the
  * loopback ports the operator knows:
  * - gRPC behind mutual TLS: a private CA made here (openssl), a server certificate and one client
  *   certificate, which the worker, the gateway and the launcher present (through the standard
@@ -15,9 +15,10 @@
 import { execFile } from 'node:child_process';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
@@ -125,10 +126,31 @@ export function engineClientEnv(c: EngineCredentials): Record<string, string> {
   };
 }
 
-/** The engine's two Unix sockets (gRPC, Web UI), in a folder only the service's account enters. */
-function engineSockets(dataDir: string): { dir: string; grpc: string; ui: string } {
-  const dir = path.join(dataDir, 'engine-run');
+/**
+ * The engine's two Unix sockets (gRPC, Web UI), in a folder only the service's account enters.
+ * Not under the data folder: a socket's path has at most 107 bytes, which a deep data folder
+ * (a checkout in a long path) would pass; the folder's name comes from the data folder's own.
+ */
+export function engineSockets(dataDir: string): { dir: string; grpc: string; ui: string } {
+  const dir = path.join(
+    os.tmpdir(),
+    `tws-engine-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16)}`,
+  );
   return { dir, grpc: path.join(dir, 'grpc.sock'), ui: path.join(dir, 'ui.sock') };
+}
+
+/** Makes the socket folder, or proves the one there is this account's own and closed to others; refuses otherwise. */
+async function ownSocketFolder(dir: string): Promise<void> {
+  await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') throw err;
+  });
+  const found = await lstat(dir);
+  const uid = process.getuid?.() ?? found.uid;
+  if (!found.isDirectory() || found.uid !== uid || (found.mode & 0o077) !== 0) {
+    throw new Error(
+      `the engine's socket folder ${dir} is not this account's own 0700 folder; remove it and start again`,
+    );
+  }
 }
 
 /** Ports the dev server uses inside its own network namespace (nobody outside reaches them). */
@@ -146,11 +168,11 @@ export async function guardedEngineCommand(
   dataDir: string,
 ): Promise<{ command: string; args: string[] }> {
   const sockets = engineSockets(dataDir);
-  await mkdir(sockets.dir, { recursive: true, mode: 0o700 });
-  await chmod(sockets.dir, 0o700);
-  const bridge = (sock: string, port: number) =>
-    `socat UNIX-LISTEN:${sock},fork,unlink-early,mode=600 TCP:127.0.0.1:${port} 2>/dev/null &`;
-  const script = `${bridge(sockets.grpc, INNER_GRPC_PORT)} ${bridge(sockets.ui, INNER_UI_PORT)} exec "$0" "$@"`;
+  await ownSocketFolder(sockets.dir);
+  // The socket paths come in as arguments ($1, $2), never spliced into the script.
+  const bridge = (arg: string, port: number) =>
+    `socat "UNIX-LISTEN:${arg},fork,unlink-early,mode=600" TCP:127.0.0.1:${port} 2>/dev/null &`;
+  const script = `${bridge('$1', INNER_GRPC_PORT)} ${bridge('$2', INNER_UI_PORT)} shift 2; exec "$@"`;
   return {
     command: 'bwrap',
     args: [
@@ -168,6 +190,9 @@ export async function guardedEngineCommand(
       'sh',
       '-c',
       script,
+      'sh',
+      sockets.grpc,
+      sockets.ui,
       temporalCli,
       ...serverArgs,
       '--ip',
