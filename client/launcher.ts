@@ -20,6 +20,7 @@ import { resolveTemporalCli } from './temporal-cli';
 import {
   engineClientEnv,
   engineGuardProblem,
+  engineSockets,
   ensureEngineCredentials,
   guardedEngineCommand,
   startEngineFront,
@@ -173,7 +174,10 @@ async function main(): Promise<void> {
             ),
           ),
       );
-      if (layer === 'temporal') await engineFront?.close();
+      if (layer === 'temporal' && engineFront) {
+        await engineFront.close();
+        await rm(engineSockets(config.dataDir).dir, { recursive: true, force: true });
+      }
     }
     await pidsWritten;
     await rm(pidsFile, { force: true });
