@@ -3,7 +3,7 @@
  * writes. Every check that fails refuses the launch before any agent process starts.
  */
 import type { LaunchPlan, SlotPlan, ValidationProblem } from '../domain/launch';
-import { checkoutIdentity, commonDir, gitAt, listWorktrees } from '../git/git';
+import { checkoutIdentity, commonDir, gitAt, listWorktrees, resolveCommit } from '../git/git';
 import type { ActivityDeps } from './deps';
 import { typedFailure } from './failures';
 import { withHeartbeat } from './heartbeat';
@@ -51,6 +51,10 @@ export function workspaceValidateActivities(deps: ActivityDeps) {
     if (!realDirectory) return 'not_a_directory';
     if (!mine) return 'not_a_checkout';
     if (!source || mine.commonDir !== source) return 'repository_mismatch';
+    // The registered path may now hold another repository (replaced, re-initialised): its common
+    // dir is then its own, so only the identity recorded at registration tells them apart.
+    if (slot.sourceRootCommit && !(await resolveCommit(gitAt(dir, gitOptions), slot.sourceRootCommit)))
+      return 'repository_mismatch';
     return null;
   }
 

@@ -16,7 +16,7 @@ import {
   sshTargetCheckWorkflowId,
 } from '../domain/workflow-ids';
 import type { SshTarget } from '../ssh/connection';
-import type { RepositoryCheck } from '../git/repository-check';
+import type { RepositoryCheck, RepositoryCheckInput } from '../git/repository-check';
 import type {
   checkRepositoryOnHost,
   checkSshTargetOnHost,
@@ -52,7 +52,7 @@ export async function checkRepositoryOn(
   client: Client,
   config: Config,
   hostId: string,
-  input: { path: string; defaultBranch?: string },
+  input: RepositoryCheckInput,
 ): Promise<RepositoryCheck | { ok: false; code: ErrorCode }> {
   try {
     return await client.workflow.execute<typeof checkRepositoryOnHost>('checkRepositoryOnHost', {

@@ -26,6 +26,7 @@ export async function repositorySlots(client: Db, taskId: string): Promise<Repos
     repositoryId: r.repository_id,
     repositoryName: r.repository_name,
     repositoryPath: r.repository_path,
+    repositoryRootCommit: r.repository_root_commit,
     position: r.position,
     baseBranch: r.base_branch,
     checkoutBranch: r.checkout_branch,

@@ -9,16 +9,15 @@ export interface RepositoryRow {
   default_branch: string;
   /** Null only for a repository registered before hosts were records, whose host is not known yet. */
   host_id?: string | null;
+  /** The default branch's root commit at registration (its identity); null for one registered before. */
+  root_commit?: string | null;
 }
 
 export async function insertRepository(db: Db, row: RepositoryRow & { host_id: string }): Promise<void> {
-  await db.query('INSERT INTO repositories (id, name, path, default_branch, host_id) VALUES ($1, $2, $3, $4, $5)', [
-    row.id,
-    row.name,
-    row.path,
-    row.default_branch,
-    row.host_id,
-  ]);
+  await db.query(
+    'INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit) VALUES ($1, $2, $3, $4, $5, $6)',
+    [row.id, row.name, row.path, row.default_branch, row.host_id, row.root_commit ?? null],
+  );
 }
 
 export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {

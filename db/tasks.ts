@@ -84,6 +84,7 @@ export interface TaskRepositoryRow {
   repository_id: string;
   repository_name: string;
   repository_path: string;
+  repository_root_commit: string | null;
   position: number;
   base_branch: string;
   checkout_branch: string | null;
@@ -92,8 +93,8 @@ export interface TaskRepositoryRow {
 
 export async function taskRepositories(db: Db, taskId: string): Promise<TaskRepositoryRow[]> {
   const res = await db.query<TaskRepositoryRow>(
-    `SELECT tr.repository_id, r.name AS repository_name, r.path AS repository_path, tr.position,
-            tr.base_branch, tr.checkout_branch, tr.branch_slug
+    `SELECT tr.repository_id, r.name AS repository_name, r.path AS repository_path,
+            r.root_commit AS repository_root_commit, tr.position, tr.base_branch, tr.checkout_branch, tr.branch_slug
        FROM task_repositories tr JOIN repositories r ON r.id = tr.repository_id
       WHERE tr.task_id = $1 ORDER BY tr.position`,
     [taskId],

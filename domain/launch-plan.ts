@@ -8,6 +8,8 @@ export interface RepositorySlot {
   repositoryId: string;
   repositoryName: string;
   repositoryPath: string;
+  /** The registered repository's identity (git/repository-check.ts); null when never recorded. */
+  repositoryRootCommit?: string | null;
   position: number;
   baseBranch: string;
   checkoutBranch: string | null;
@@ -38,6 +40,7 @@ export function materializeSlots(
     repositoryId: r.repositoryId,
     repositoryName: r.repositoryName,
     sourcePath: r.repositoryPath,
+    sourceRootCommit: r.repositoryRootCommit ?? null,
     baseBranch: r.baseBranch,
     branch: r.checkoutBranch ?? generationBranch(r.branchSlug, generation),
     branchSlug: r.branchSlug,
@@ -62,6 +65,7 @@ export function attachSlots(repos: RepositorySlot[], rows: RecordedRow[]): SlotP
       repositoryId: r.repositoryId,
       repositoryName: r.repositoryName,
       sourcePath: r.repositoryPath,
+      sourceRootCommit: r.repositoryRootCommit ?? null,
       baseBranch: r.baseBranch,
       branch: row?.worktreeBranch ?? r.checkoutBranch ?? r.branchSlug,
       branchSlug: r.branchSlug,

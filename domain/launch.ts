@@ -36,6 +36,8 @@ export interface SlotPlan {
   repositoryId: string;
   repositoryName: string;
   sourcePath: string;
+  /** The commit a checkout at sourcePath must hold to be the registered repository; null or absent (plans admitted before): not recorded. */
+  sourceRootCommit?: string | null;
   baseBranch: string;
   branch: string;
   branchSlug: string;

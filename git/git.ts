@@ -73,6 +73,16 @@ export async function branchCommit(git: SimpleGit, branch: string): Promise<stri
   return resolveCommit(git, branchRef(branch));
 }
 
+/**
+ * The root commit of a branch's history (the oldest, when merged histories have several): what
+ * identifies a repository beyond its path. Null when the branch is unreadable.
+ */
+export async function rootCommit(git: SimpleGit, branch: string): Promise<string | null> {
+  const out = await run(git, ['rev-list', '--max-parents=0', '--end-of-options', branchRef(branch)]).catch(() => '');
+  const roots = out.split('\n').filter((line) => /^[0-9a-f]{40,64}$/.test(line.trim()));
+  return roots.at(-1)?.trim() ?? null;
+}
+
 /** The commits of several branches in one git process; a branch that does not exist is absent. */
 export async function branchCommits(git: SimpleGit, branches: string[]): Promise<Map<string, string>> {
   const refs = [...new Set(branches)].map(branchRef);

@@ -8,15 +8,24 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { branchNameProblem } from '../domain/refs';
 import { isWithinFolder } from '../domain/task-layout';
-import { branchCommit, currentBranch, gitAt, showToplevel } from './git';
+import { branchCommit, currentBranch, gitAt, rootCommit, showToplevel } from './git';
 
 /** The refusal when the path is a usable repository but the branch asked for is not in it. */
 export const BRANCH_MISSING = 'The default branch does not exist in the repository.';
 
-export type RepositoryCheck = { ok: true; path: string; defaultBranch: string } | { ok: false; problem: string };
+/** `rootCommit`: the default branch's root (asked for by a registration, null otherwise), recorded as the repository's identity. */
+export type RepositoryCheck =
+  { ok: true; path: string; defaultBranch: string; rootCommit: string | null } | { ok: false; problem: string };
+
+/** `identity`: also read the root commit (a registration's: it walks the branch's history once). */
+export interface RepositoryCheckInput {
+  path: string;
+  defaultBranch?: string;
+  identity?: boolean;
+}
 
 export async function checkRepository(
-  input: { path: string; defaultBranch?: string },
+  input: RepositoryCheckInput,
   host: { gitBinary: string; repositoryRoots: string[]; workspaceRoot: string; dataDir: string },
 ): Promise<RepositoryCheck> {
   const gitOptions = { binary: host.gitBinary };
@@ -41,6 +50,12 @@ export async function checkRepository(
   if (!branch) return refuse('The repository has no current branch; give defaultBranch.');
   const problem = branchNameProblem(branch);
   if (problem) return refuse(`The default branch name ${problem}.`);
-  if (!(await branchCommit(gitAt(real, gitOptions), branch))) return refuse(BRANCH_MISSING);
-  return { ok: true, path: real, defaultBranch: branch };
+  const git = gitAt(real, gitOptions);
+  if (!(await branchCommit(git, branch))) return refuse(BRANCH_MISSING);
+  return {
+    ok: true,
+    path: real,
+    defaultBranch: branch,
+    rootCommit: input.identity ? await rootCommit(git, branch) : null,
+  };
 }

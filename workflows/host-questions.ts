@@ -15,9 +15,14 @@ export async function checkRepositoryOnHost(input: {
   hostId: string;
   path: string;
   defaultBranch?: string;
+  identity?: boolean;
 }): Promise<RepositoryCheck> {
   return askHost(() =>
-    hostQuestion(input.hostId).checkRepository({ path: input.path, defaultBranch: input.defaultBranch }),
+    hostQuestion(input.hostId).checkRepository({
+      path: input.path,
+      defaultBranch: input.defaultBranch,
+      ...(input.identity ? { identity: true } : {}),
+    }),
   );
 }
 

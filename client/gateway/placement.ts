@@ -6,7 +6,7 @@
  * itself, needs no worker there to take them.
  */
 import { environmentHostOfSession, hostLiveness, taskHost } from '../../db/hosts';
-import { checkRepository, type RepositoryCheck } from '../../git/repository-check';
+import { checkRepository, type RepositoryCheck, type RepositoryCheckInput } from '../../git/repository-check';
 import { checkRepositoryOn } from '../engine-hosts';
 import { ApiError } from './api-error';
 import type { GatewayContext } from './context';
@@ -30,7 +30,7 @@ export async function launchHost(ctx: GatewayContext, target: { taskId: string; 
 export async function checkRepositoryOnItsHost(
   ctx: GatewayContext,
   hostId: string,
-  input: { path: string; defaultBranch?: string },
+  input: RepositoryCheckInput,
 ): Promise<RepositoryCheck> {
   const checked =
     hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches

@@ -46,12 +46,19 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const nameProblem = repositoryNameProblem(name);
         if (nameProblem) throw badRequest(`Repository name ${nameProblem}.`);
         const hostId = request.body.hostId ?? (await defaultHost(ctx));
-        const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch });
+        const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch, identity: true });
         if (!checked.ok) throw badRequest(checked.problem);
-        const { path: real, defaultBranch: branch } = checked;
+        const { path: real, defaultBranch: branch, rootCommit } = checked;
         const id = randomUUID();
         try {
-          await insertRepository(ctx.pool, { id, name, path: real, default_branch: branch, host_id: hostId });
+          await insertRepository(ctx.pool, {
+            id,
+            name,
+            path: real,
+            default_branch: branch,
+            host_id: hostId,
+            root_commit: rootCommit,
+          });
         } catch (err) {
           if (isUniqueViolation(err)) throw badRequest('A repository with this name or path is already registered.');
           throw err;
