@@ -187,6 +187,17 @@ describe('the workspace view of a session [R2.3]', () => {
       source: 'legacy_fallback',
     });
     expect(await environmentsOf(taskId)).toEqual([]);
+
+    // Once the task has a workspace, the legacy session is shown it, never the source checkout.
+    const launched = await launch(h, taskId);
+    expect(launched.status, JSON.stringify(launched.body)).toBe(201);
+    const now = await h.api('GET', `/v1/sessions/${sessionId}/workspace`);
+    expect(now.body).toMatchObject({
+      taskEnvironmentId: launched.body.taskEnvironmentId,
+      executorType: 'worktree',
+      source: 'environment',
+    });
+    expect(now.body.workspacePath).not.toBe(a);
   });
 
   it('a session whose environment was released, then failed, is never shown the source checkout (released, failed; no path)', async () => {

@@ -2,7 +2,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { environmentById, inventoryOf } from '../../../db/environments';
+import { canonicalEnvironmentOf, environmentById, inventoryOf } from '../../../db/environments';
 import { latestExecution, latestExecutions, type ExecutionRow } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
@@ -433,7 +433,11 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request) => {
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
-        const env = session.environment_id ? await environmentById(ctx.pool, session.environment_id) : null;
+        // A session with no environment of its own (legacy) sees its task's canonical one when
+        // there is one: the source checkout only stands in where no workspace exists [R2.3].
+        const env = session.environment_id
+          ? await environmentById(ctx.pool, session.environment_id)
+          : await canonicalEnvironmentOf(ctx.pool, session.task_id);
         // The environment's path wins over anything recorded on the session [R2.2].
         if (env?.workspace_path && env.materialized && (env.status === 'ready' || env.status === 'stopped')) {
           const rows = await inventoryOf(ctx.pool, env.id);
