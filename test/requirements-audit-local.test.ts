@@ -208,15 +208,7 @@ describe('the workspace view of a session [R2.3]', () => {
     expect((await h.api('POST', `/v1/tasks/${t.taskId}/unarchive`)).status).toBe(200);
     expect(worktreePaths(t.repo)).toEqual([t.repo]);
     expect((await environmentsOf(t.taskId)).map((e) => e.status)).toEqual(['released']);
-    const released = await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`);
-    expect(released.status, JSON.stringify(released.body)).toBe(200);
-    expect(released.body).toEqual({
-      taskEnvironmentId: t.envId,
-      executorType: 'worktree',
-      workspacePath: null,
-      repositories: [],
-      source: 'released',
-    });
+    await expectNoWorkspaceShown(t.sessionId, t.envId, 'released');
 
     // A plain file where the worktree goes: the resume's re-materialization fails, the environment is failed.
     mkdirSync(path.dirname(t.worktree), { recursive: true });
@@ -226,15 +218,21 @@ describe('the workspace view of a session [R2.3]', () => {
     expect(resumed.body.error.code).toBe('workspace_materialization_failed');
     expect((await environmentsOf(t.taskId)).map((e) => e.status)).toEqual(['failed']);
     expect(await sessionsOf(t.taskId)).toEqual([{ id: t.sessionId, state: expect.any(String) }]);
-    const failed = await h.api('GET', `/v1/sessions/${t.sessionId}/workspace`);
-    expect(failed.status, JSON.stringify(failed.body)).toBe(200);
-    expect(failed.body).toEqual({
-      taskEnvironmentId: t.envId,
-      executorType: 'worktree',
-      workspacePath: null,
-      repositories: [],
-      source: 'failed',
-    });
-    expect(JSON.stringify(failed.body)).not.toContain(t.repo);
+    const failed = await expectNoWorkspaceShown(t.sessionId, t.envId, 'failed');
+    expect(JSON.stringify(failed)).not.toContain(t.repo);
   });
 });
+
+/** The workspace view of a session whose environment has no workspace now: where it stands, no path. */
+async function expectNoWorkspaceShown(sessionId: string, envId: string, source: 'released' | 'failed') {
+  const view = await h.api('GET', `/v1/sessions/${sessionId}/workspace`);
+  expect(view.status, JSON.stringify(view.body)).toBe(200);
+  expect(view.body).toEqual({
+    taskEnvironmentId: envId,
+    executorType: 'worktree',
+    workspacePath: null,
+    repositories: [],
+    source,
+  });
+  return view.body;
+}
