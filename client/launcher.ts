@@ -17,11 +17,10 @@ import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
+import { engineClientEnv, ensureEngineCredentials } from './engine-credentials';
 import {
-  engineClientEnv,
   engineGuardProblem,
   engineSockets,
-  ensureEngineCredentials,
   guardedEngineCommand,
   startEngineFront,
   type EngineFront,
