@@ -1,9 +1,10 @@
 /**
  * The layers, as README "How it is built" draws them (low to high): domain/ ← db/, git/, ssh/
- * ← activities/ ← workflows/ (activities as types only) ← worker/ ← client/. No cycle anywhere.
+ * ← executors/ ← activities/ ← workflows/ (activities as types only) ← worker/ ← client/. No
+ * cycle anywhere.
  * `make test` runs it (scripts/check-code.sh); `make graph` draws it.
  */
-const product = '^(domain|db|git|ssh|activities|workflows|worker|client)/';
+const product = '^(domain|db|git|ssh|executors|activities|workflows|worker|client)/';
 module.exports = {
   forbidden: [
     {
@@ -18,14 +19,30 @@ module.exports = {
       severity: 'error',
       comment: 'domain/ is pure rules and types: it imports nothing of ours.',
       from: { path: '^domain/' },
-      to: { path: '^(db|git|ssh|activities|workflows|worker|client|bench|test)/' },
+      to: { path: '^(db|git|ssh|executors|activities|workflows|worker|client|bench|test)/' },
     },
     {
       name: 'adapters-stay-low',
       severity: 'error',
       comment: 'db/, git/ and ssh/ import only domain/ and each other, never a layer above.',
       from: { path: '^(db|git|ssh)/' },
+      to: { path: '^(executors|activities|workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'executors-stay-below-activities',
+      severity: 'error',
+      comment:
+        'An executor (executors/<kind>/) uses domain/, db/, git/, ssh/ and executors/support; the activities call it, never the other way round.',
+      from: { path: '^executors/' },
       to: { path: '^(activities|workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'executors-are-independent',
+      severity: 'error',
+      comment:
+        'One executor never imports another executor: what two share lives in executors/host/ or executors/support/, and the registry alone names them all.',
+      from: { path: '^executors/(worktree|local|ssh)/', pathNot: '^executors/registry' },
+      to: { path: '^executors/(worktree|local|ssh)/', pathNot: '^executors/$1/' },
     },
     {
       name: 'activities-never-import-up',
@@ -40,7 +57,7 @@ module.exports = {
       severity: 'error',
       comment: "Workflow code runs in Temporal's sandbox: activities, db/, git/ and ssh/ only as types (import type).",
       from: { path: '^workflows/' },
-      to: { path: '^(activities|db|git|ssh)/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^(activities|executors|db|git|ssh)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'workflows-never-import-up',

@@ -68,7 +68,7 @@ export default tseslint.config(
           ]),
           patterns: [
             {
-              group: ['../activities/*', '../db/*', '../git/*', '../ssh/*'],
+              group: ['../activities/*', '../executors/*', '../executors/*/*', '../db/*', '../git/*', '../ssh/*'],
               allowTypeImports: true,
               message: 'Workflows import activities (and what they use) only as types: call them through proxies.',
             },

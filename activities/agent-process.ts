@@ -1,160 +1,21 @@
 /**
- * Agent processes: started detached in their own process group with the workspace as working
- * directory and output in a per-session log file, so they outlive a worker restart.
+ * Agent starts and stops, on whichever executor holds them (executors/): one agent per session,
+ * and a start that was intended but never recorded stopped by its mark.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { cleanupBarrierStands } from '../db/barrier';
-import {
-  claimExecutionStart,
-  findExecution,
-  lockSessionForStart,
-  markStopped,
-  recordExecutionOfIntent,
-  setExecutionStatus,
-  type ExecutionStatus,
-} from '../db/executions';
-import { inTransaction, type Db } from '../db/pool';
-import { ApplicationFailure } from '@temporalio/common';
-import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
+import { findExecution, lockSessionForStart, type ExecutionStatus } from '../db/executions';
+import type { Db } from '../db/pool';
 import { dropSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
-import {
-  EXECUTION_MARK,
-  findMarkedGroup,
-  isSameProcess,
-  processStartTime,
-  stopMarkedGroup,
-  stopProcessGroup,
-} from './process-identity';
-import { isRealDirectory } from './workspace-fs';
-import { agentEnvironment } from '../domain/agent-env';
-import { bubblewrapArgs } from '../domain/sandbox';
-import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
-import {
-  commandStartable,
-  exitStatusPath,
-  readExitStatus,
-  shimSandboxArgument,
-  SHIM_NODE_FLAGS,
-  SHIM_SOURCE,
-} from './agent-shim';
-import { collectExit, objectStoresListPath } from './process-reconcile';
-import { sshAgentActivities } from './ssh-agents';
-import type { StartAgentInput, StartedAgent } from './agent-start';
-import { processStarter } from '../git/process-starter';
-
-/**
- * Starts the agent under its supervising parent (activities/agent-shim.ts), detached in its own
- * process group with the workspace as working directory and its output in the log. The shim is
- * the recorded process (pid + start time) and carries the execution id's mark; the agent's
- * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
- * this process still runs: the agent's outcome is then in its status file.
- */
-export async function spawnDetached(
-  input: StartAgentInput,
-  logPath: string,
-  config: ActivityDeps['config'],
-  onExit: () => void,
-): Promise<number> {
-  const env = agentEnvironment(
-    process.env,
-    { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
-    input.env ?? {},
-  );
-  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH)))
-    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
-  const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
-  if (input.prompt != null) {
-    await writeFile(promptPath, input.prompt, { mode: 0o600 });
-    env.TWS_PROMPT_FILE = promptPath;
-  }
-  // In bubblewrap where this host runs it: the agent's own home in its run folder, everything of
-  // the service's hidden, only its workspace (and its repositories' git folders) writable.
-  const sandbox = await agentSandbox(config.agentSandbox);
-  const network = sandbox ? await agentNetwork(config.agentSandbox, config.agentNetwork) : null;
-  let command = input.command;
-  if (sandbox) {
-    const home = path.join(path.dirname(logPath), 'home');
-    await mkdir(home, { recursive: true });
-    env.HOME = home;
-    const slots =
-      input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
-    const { binds: gitBinds, storeKeyDirs } = await gitStoreLayout(slots, input.cwd, config.dataDir);
-    // Which task stores the service brings home when this agent ends (activities/process-reconcile.ts).
-    await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
-    const layout = {
-      workspace: input.cwd,
-      gitBinds,
-      network: network?.policy,
-      hidden: [config.dataDir, config.workspaceRoot, config.logDir],
-      home,
-      readOnlyFiles: input.prompt != null ? [promptPath] : [],
-    };
-    command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
-  }
-  // Opened here first so that a log that cannot be written fails as itself, not as the command.
-  const log = await open(logPath, 'a');
-  try {
-    // Through the process starter (git/process-starter.ts): a fork of this process costs a few
-    // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
-    const shim = processStarter().spawn(
-      process.execPath,
-      [
-        ...SHIM_NODE_FLAGS,
-        '-e',
-        SHIM_SOURCE,
-        exitStatusPath(logPath),
-        logPath,
-        String(config.agentLogMaxBytes),
-        shimSandboxArgument(network),
-        ...command,
-      ],
-      {
-        cwd: input.cwd,
-        detached: true,
-        output: { appendTo: logPath },
-        env: { ...env, [EXECUTION_MARK]: input.executionId },
-      },
-    );
-    const pid = await new Promise<number>((resolve, reject) => {
-      shim.once('spawn', () => resolve(shim.pid!));
-      shim.once('error', reject);
-    });
-    // Noticed at once while this process lives; unref: it never keeps this process up.
-    shim.once('exit', onExit);
-    shim.unref();
-    return pid;
-  } catch {
-    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
-  } finally {
-    await log.close();
-  }
-}
-
-/**
- * Stops a recorded agent: its execution is marked stopped before the signal (the exit that follows
- * is the service's doing, not the agent's own), then its group is stopped. False when it would not
- * stop: the execution reads running again. One stop for a session stop, a resume and a cleanup.
- */
-export async function stopRecordedAgent(
-  pool: Db,
-  agent: { executionId: string; pid: number; processStartTime: string },
-  graceMs: number,
-): Promise<boolean> {
-  await setExecutionStatus(pool, agent.executionId, 'stopped');
-  if (await stopProcessGroup(agent.pid, agent.processStartTime, graceMs)) return true;
-  await setExecutionStatus(pool, agent.executionId, 'running');
-  return false;
-}
+import type { StartAgentInput, StartedAgent } from '../executors/agent-start';
+import { stopMarkedGroup } from '../executors/host/process-identity';
+import { executorsOf } from '../executors/registry';
+import type { ActivityDeps } from '../executors/support/deps';
+import { typedFailure } from '../executors/support/failures';
 
 export function agentProcessActivities(deps: ActivityDeps) {
   const { pool, config } = deps;
-  const remote = sshAgentActivities(deps);
-  /**
-   * SIGTERM to the process group, SIGKILL after the grace period; only if it is still the same
-   * process. An execution whose start was never recorded is stopped by its mark.
-   */
+  const executors = executorsOf(deps);
+
+  /** Stops an execution by its record; one whose start was never recorded is stopped by its mark. */
   async function stopAgent(executionId: string): Promise<ExecutionStatus> {
     const exec = await findExecution(pool, executionId);
     if (!exec) {
@@ -165,21 +26,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
       return 'stopped';
     }
     if (exec.status !== 'running') return exec.status;
-    if (exec.ssh_target_id) return remote.stopRemote(exec);
-    if (!(await isSameProcess(exec.pid, exec.process_start_time))) {
-      await setExecutionStatus(pool, executionId, 'vanished');
-      return 'vanished';
-    }
-    if (
-      !(await stopRecordedAgent(
-        pool,
-        { executionId, pid: exec.pid, processStartTime: exec.process_start_time },
-        config.agentStopGraceMs,
-      ))
-    )
-      throw typedFailure('internal');
-    await markStopped(pool, executionId, await readExitStatus(exec.log_path));
-    return 'stopped';
+    return executors.at({ sshTargetId: exec.ssh_target_id }).stopAgent(exec);
   }
 
   /**
@@ -197,112 +44,19 @@ export function agentProcessActivities(deps: ActivityDeps) {
   return {
     /**
      * `recordWithStart` (given by the launch step on this host, never through Temporal) writes rows
-     * that must exist exactly when the agent started: they go in the transaction that records the
-     * start, so a start refused (the command cannot start, a cleanup barrier) leaves none of them.
-     * `afterRecord` writes what follows the recorded start (the session's move) in that same
-     * transaction; it is not called when this call records nothing (the agent was recorded before).
+     * that must exist exactly when the agent started, and `afterRecord` what follows the recorded
+     * start (the session's move), both in the transaction that records it (executors/executor.ts).
      */
     async startAgent(
       input: StartAgentInput,
       recordWithStart?: (client: Db) => Promise<void>,
       afterRecord?: (client: Db) => Promise<void>,
     ): Promise<StartedAgent> {
-      if (input.sshTargetId) {
-        const recorded = await findExecution(pool, input.executionId);
-        if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
-        return remote.startRemote(input, recordWithStart, (client) => oneAgentPerSession(client, input));
-      }
-      // Its record if it has one (a re-run answers it), else its spawn intent, in one statement;
-      // the working directory is checked right before use, meanwhile: a stale path is never a
-      // launch directory, and a refused start leaves no intent of its own behind.
-      const intent = {
-        executionId: input.executionId,
-        sessionId: input.sessionId,
-        taskId: input.taskId,
-        hostId: config.hostId,
-      };
-      const [claim, cwdIsDirectory] = await Promise.all([
-        claimExecutionStart(pool, intent),
-        isRealDirectory(input.cwd),
-      ]);
-      if (claim.recorded)
-        return { executionId: claim.recorded.id, pid: claim.recorded.pid, status: claim.recorded.status };
-      if (!cwdIsDirectory) {
-        if (claim.claimed) await dropSpawnIntent(pool, input.executionId);
-        throw typedFailure('workspace_reuse_unsafe');
-      }
-
-      // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
-      const logDir = path.join(config.logDir, input.taskId, input.sessionId);
-      await mkdir(logDir, { recursive: true });
-      const logPath = path.join(logDir, `${input.executionId}.log`);
-      // With its spawn intent dropped in the same statement.
-      const record = (client: Db, pid: number, startTime: string | null) =>
-        recordExecutionOfIntent(client, {
-          id: input.executionId,
-          session_id: input.sessionId,
-          host_id: config.hostId,
-          pid,
-          process_start_time: startTime ?? 'exited-before-identified',
-          cwd: input.cwd,
-          log_path: logPath,
-          status: startTime ? 'running' : 'exited',
-        });
-
-      // At most one agent per execution id, across processes and re-runs: the intent is committed
-      // before the spawn. Found already, a process died between an earlier spawn and its record:
-      // the agent it started (marked with this execution id) is adopted, not started twice.
-      if (!claim.claimed) {
-        const marked = await findMarkedGroup(input.executionId);
-        if (marked?.leader) {
-          const leader = marked.leader;
-          const barred = await inTransaction(pool, async (client) => {
-            const stands = await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId]);
-            // Recorded either way: a barred agent is stopped by this launch's undo, by its execution id.
-            await record(client, leader.pid, leader.startTime);
-            await recordWithStart?.(client);
-            if (!stands) await afterRecord?.(client);
-            return stands;
-          });
-          deps.logger.warn(
-            { sessionId: input.sessionId, executionId: input.executionId, pid: leader.pid },
-            'adopted an agent whose start was never recorded',
-          );
-          if (barred) throw typedFailure('task_cleanup_in_progress');
-          return { executionId: input.executionId, pid: leader.pid, status: 'running' };
-        }
-        // Members of a group whose leader ended: leftovers of that start, never this one's agent.
-        if (marked) await stopMarkedGroup(input.executionId, config.agentStopGraceMs);
-      }
-
-      // The spawn and its record happen under a share lock of the task rows: a cleanup either
-      // prepares after this (and its snapshot holds the process) or before (and nothing starts).
-      const started = await inTransaction(pool, async (client) => {
-        if (await cleanupBarrierStands(client, [input.taskId, input.environmentTaskId])) {
-          await dropSpawnIntent(client, input.executionId);
-          return null;
-        }
-        await oneAgentPerSession(client, input);
-        await recordWithStart?.(client);
-        const pid = await spawnDetached(
-          input,
-          logPath,
-          config,
-          () => void collectExit(deps, input.executionId, config.gitBinary),
-        );
-        const startTime = await processStartTime(pid);
-        await record(client, pid, startTime);
-        await afterRecord?.(client);
-        return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
-      }).catch(async (err) => {
-        // Refused before anything ran (the command cannot start): no intent is left to adopt.
-        if (err instanceof ApplicationFailure && err.type === 'invalid_request')
-          await dropSpawnIntent(pool, input.executionId);
-        throw err;
+      return executors.at(input).startAgent(input, {
+        beforeStart: (client) => oneAgentPerSession(client, input),
+        recordWithStart,
+        afterRecord,
       });
-      if (!started) throw typedFailure('task_cleanup_in_progress');
-      const { pid, status } = started;
-      return { executionId: input.executionId, pid, status };
     },
 
     stopAgent,

@@ -18,8 +18,8 @@ import {
 } from '../domain/cleanup';
 import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities, progressOfRow } from './cleanup-records';
-import type { ActivityDeps } from './deps';
-import { withHeartbeat } from './heartbeat';
+import type { ActivityDeps } from '../executors/support/deps';
+import { withHeartbeat } from '../executors/support/heartbeat';
 import { inLanes } from '../domain/lanes';
 
 export interface CleanupBatchInput {

@@ -14,8 +14,8 @@ import {
   type CleanupTrigger,
 } from '../domain/cleanup';
 import { cleanupHostActivities } from './cleanup-host';
-import type { ActivityDeps } from './deps';
-import { taskFolderOf, sshCleanupActivities } from './ssh-cleanup';
+import type { ActivityDeps } from '../executors/support/deps';
+import { taskFolderOf } from '../domain/task-layout';
 
 export interface CleanupOnHostInput {
   hostId: string;
@@ -27,7 +27,6 @@ export interface CleanupOnHostInput {
 
 export function cleanupOnHostActivities(deps: ActivityDeps) {
   const steps = cleanupHostActivities(deps);
-  const remote = sshCleanupActivities(deps);
   return {
     async cleanupOnHost(input: CleanupOnHostInput): Promise<CleanupReport> {
       const { snapshot, hostId } = input;
@@ -63,16 +62,14 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         if (isDoneOutcome(reportedOutcome(report, worktree))) continue;
         // An inventory-only row (no path) has nothing to remove: a repository reported already covers it.
         if (!worktree.worktreePath && report.worktrees.some((w) => w.repositoryId === worktree.repositoryId)) continue;
-        // A remote clone is removed over SSH; a host worktree's marker is in its own task folder
+        // Each by the executor that holds it; a host worktree's marker is in its own task folder
         // (the environment's folder may be on a target after a transition).
-        const result = worktree.sshTargetId
-          ? await remote.removeRemoteAudited({ worktree, ownerTaskId: snapshot.taskId, dirty })
-          : await steps.removeWorktreeAudited({
-              worktree,
-              ownerTaskId: snapshot.taskId,
-              taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder,
-              dirty,
-            });
+        const result = await steps.removeWorktreeAudited({
+          worktree,
+          ownerTaskId: snapshot.taskId,
+          taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder,
+          dirty,
+        });
         report.worktrees = report.worktrees.filter(
           (w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath),
         );
@@ -92,21 +89,20 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       }
 
       // 5. The task folders (the host's, a target's) and their markers, when nothing else is left in them.
-      for (const folder of taskFolders(snapshot)) {
-        if (folder.sshTargetId)
-          await remote.removeRemoteFolder({
-            sshTargetId: folder.sshTargetId,
-            taskFolder: folder.taskFolder,
-            ownerTaskId: snapshot.taskId,
-            environmentId: snapshot.environmentId ?? '',
-          });
-        else await steps.removeTaskFolder({ taskFolder: folder.taskFolder, ownerTaskId: snapshot.taskId });
-      }
+      for (const folder of taskFolders(snapshot))
+        await steps.removeTaskFolder({
+          ...folder,
+          ownerTaskId: snapshot.taskId,
+          environmentId: snapshot.environmentId ?? '',
+        });
       // 6. A deleted task's agent logs go with it.
       if (removesTask(input.trigger)) {
-        await steps.removeTaskLogs({ taskId: snapshot.taskId, sessionIds: snapshot.sessionIds ?? [] });
         // And its run folders on the SSH targets its agents ran on (issue 24).
-        await remote.removeRemoteTaskRuns({ taskId: snapshot.taskId, sshTargetIds: snapshot.runSshTargetIds ?? [] });
+        await steps.removeTaskLogs({
+          taskId: snapshot.taskId,
+          sessionIds: snapshot.sessionIds ?? [],
+          sshTargetIds: snapshot.runSshTargetIds ?? [],
+        });
       }
       return report;
     },

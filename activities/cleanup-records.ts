@@ -36,8 +36,8 @@ import {
   type CleanupTrigger,
   type SnapshotWorktree,
 } from '../domain/cleanup';
-import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
+import type { ActivityDeps } from '../executors/support/deps';
+import { typedFailure } from '../executors/support/failures';
 
 export interface CascadeMember {
   taskId: string;

@@ -13,7 +13,7 @@ import {
   type CoresidencyObservation,
   type CoresidencySite,
 } from '../domain/coresidency';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from '../executors/support/deps';
 
 export interface CoresidencyInput {
   sessionId: string;

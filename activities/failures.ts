@@ -1,20 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { outageOf } from '../domain/outage';
-import { ERROR_TABLE, type ErrorCode } from '../domain/errors';
-
-/**
- * A typed outcome that crosses the Temporal boundary by `type`. The message is the table's
- * safe message: no path, branch or repository location ever travels in it.
- */
-export function typedFailure(code: ErrorCode, details?: Record<string, unknown>): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: code,
-    message: ERROR_TABLE[code].message,
-    nonRetryable: true,
-    details: details ? [details] : undefined,
-  });
-}
 
 /** Tries a step gets for a fault that is not an outage (a bug, a missing table): it then fails its workflow, as before. */
 export const RECORD_FAULT_ATTEMPTS = 6;

@@ -1,6 +1,6 @@
 /** What workflows ask the records about hosts: whether one is down (its record is not live). */
 import { hostLiveness } from '../db/hosts';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from '../executors/support/deps';
 
 export function hostRecordActivities({ pool }: ActivityDeps) {
   return {

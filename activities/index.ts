@@ -7,7 +7,7 @@ import { coresidencyActivities } from './coresidency';
 import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
 import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from '../executors/support/deps';
 import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
 import { hostRecordActivities } from './hosts';
 import { launchRecordActivities } from './launch-records';
@@ -58,4 +58,4 @@ export function createHostActivities(deps: ActivityDeps) {
 
 export type RecordActivities = ReturnType<typeof createRecordActivities>;
 export type HostActivities = ReturnType<typeof createHostActivities>;
-export type { ActivityDeps } from './deps';
+export type { ActivityDeps } from '../executors/support/deps';

@@ -12,10 +12,10 @@ import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/
 import { outageOf } from '../domain/outage';
 import { isStranded } from '../domain/reconcile';
 import { agentProcessActivities } from './agent-process';
-import type { StartedAgent } from './agent-start';
+import type { StartedAgent } from '../executors/agent-start';
 import { coresidencySteps } from './coresidency';
-import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
+import type { ActivityDeps } from '../executors/support/deps';
+import { typedFailure } from '../executors/support/failures';
 import { launchRecordActivities } from './launch-records';
 import { servedWorkflowId, workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';

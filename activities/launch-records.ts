@@ -30,9 +30,9 @@ import {
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { Db } from '../db/pool';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from '../executors/support/deps';
 import { workflowLiveness } from './workflow-liveness';
-import { typedFailure } from './failures';
+import { typedFailure } from '../executors/support/failures';
 
 function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingInventoryRow[] {
   return plan.slots.map((slot) => {

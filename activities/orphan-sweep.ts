@@ -6,9 +6,9 @@ import { livePaths } from '../db/live-paths';
 import { sweepVerdict, type SweepResult } from '../domain/orphans';
 import { bringObjectsHome, discardObjectStore } from '../git/agent-objects';
 import { commonDir, gitAt, pruneWorktrees, removeWorktree, worktreeDirtiness } from '../git/git';
-import type { ActivityDeps } from './deps';
-import { withHeartbeat } from './heartbeat';
-import { lstatIfPresent, pathExists } from './workspace-fs';
+import type { ActivityDeps } from '../executors/support/deps';
+import { withHeartbeat } from '../executors/support/heartbeat';
+import { lstatIfPresent, pathExists } from '../executors/host/workspace-fs';
 
 export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
   return {

@@ -20,12 +20,13 @@ import {
   type RepairKind,
 } from '../domain/reconcile';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
-import type { ActivityDeps } from './deps';
-import { reconcileExecutions } from './process-reconcile';
+import type { ActivityDeps } from '../executors/support/deps';
+import { recoverAgents } from '../executors/registry';
 import { workflowLiveness } from './workflow-liveness';
-import { stopMarkedGroup } from './process-identity';
+import { stopMarkedGroup } from '../executors/host/process-identity';
 
-export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
+export function reconcileActivities(deps: ActivityDeps) {
+  const { pool, config, logger } = deps;
   const count = async (report: ReconcileReport, kind: RepairKind, n = 1) => {
     if (n === 0) return;
     report.repaired[kind] = (report.repaired[kind] ?? 0) + n;
@@ -96,11 +97,7 @@ export function reconcileActivities({ pool, config, logger }: ActivityDeps) {
 
     async reconcileHostProcesses(): Promise<ReconcileReport> {
       const report: ReconcileReport = { repaired: {}, undecided: 0 };
-      await count(
-        report,
-        'execution_vanished',
-        (await reconcileExecutions(pool, config.hostId, undefined, config.gitBinary)).vanished,
-      );
+      await count(report, 'execution_vanished', (await recoverAgents(deps, config.hostId)).vanished);
       for (const intent of await staleSpawnIntents(pool, config.hostId, RECONCILE_MIN_AGE_MS)) {
         // Recorded meanwhile (an adoption): only the intent is left over.
         if (await findExecution(pool, intent.executionId)) {

@@ -1,6 +1,6 @@
 /** The repository checks of a registration, on the host that holds the repository (its roots, its git). */
 import { checkRepository, type RepositoryCheck, type RepositoryCheckInput } from '../git/repository-check';
-import type { ActivityDeps } from './deps';
+import type { ActivityDeps } from '../executors/support/deps';
 
 export function repositoryCheckActivities({ config }: ActivityDeps) {
   return {

@@ -6,8 +6,8 @@
  */
 import type { SshTarget } from '../ssh/connection';
 import { checkSshTarget } from '../ssh/target-check';
-import type { ActivityDeps } from './deps';
-import { typedSsh } from './ssh-workspace';
+import type { ActivityDeps } from '../executors/support/deps';
+import { typedSsh } from '../executors/ssh/workspace';
 
 export function sshTargetCheckActivities(_deps: ActivityDeps) {
   return {

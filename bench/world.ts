@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { processStartTime } from '../activities/process-identity';
+import { processStartTime } from '../executors/host/process-identity';
 import type { Api } from './api';
 import { mapLimit } from './processes';
 

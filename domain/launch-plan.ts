@@ -104,3 +104,15 @@ export const workspaceStepsOf = (plan: Pick<LaunchPlan, 'role' | 'executorType' 
 /** `local` runs in the source checkout itself: one checkout, one working directory. */
 export const executorFitsSlots = (executor: ExecutorType, slotCount: number): boolean =>
   executor !== 'local' || slotCount === 1;
+
+/** The executor a plan runs on: the one it was admitted with. */
+export const executorOfPlan = (plan: Pick<LaunchPlan, 'executorType'>): ExecutorType => plan.executorType;
+
+/**
+ * The executor that holds a record (an execution, an inventory row, a snapshot's entry): records
+ * name the place they are on, not the executor that made them. One on an SSH target is the `ssh`
+ * executor's; anything on a host is the `worktree` executor's, whose host operations `local`
+ * shares (a local checkout's row has no worktree to remove: `inventory_only`).
+ */
+export const executorOfRecord = (record: { sshTargetId?: string | null }): ExecutorType =>
+  record.sshTargetId ? 'ssh' : 'worktree';

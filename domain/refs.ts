@@ -32,3 +32,7 @@ export function repositoryNameProblem(name: string): string | null {
   if (name.endsWith('.lock') || name === '.' || name === '..') return 'is reserved';
   return null;
 }
+
+/** The hidden ref a task's uncommitted work of one repository is saved on before a removal (in the host repository). */
+export const savedWorkRef = (taskId: string, repositoryId: string): string =>
+  `refs/task-workspaces/saved/${taskId}/${repositoryId}`;

@@ -61,6 +61,9 @@ export function joinPath(...parts: string[]): string {
     .join('/');
 }
 
+/** The task folder a clone or a worktree is in (its marker's): either is `<task folder>/<repository name>`. */
+export const taskFolderOf = (repoPath: string): string => repoPath.replace(/\/+$/, '').replace(/\/[^/]*$/, '') || '/';
+
 export function taskFolder(workspaceRoot: string, taskId: string, generation = 0): string {
   return joinPath(workspaceRoot, taskDirName(taskId, generation));
 }

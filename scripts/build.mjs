@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, '.build');
-const folders = ['domain', 'db', 'activities', 'workflows', 'worker', 'client', 'git', 'ssh'];
+const folders = ['domain', 'db', 'activities', 'executors', 'workflows', 'worker', 'client', 'git', 'ssh'];
 
 function sources(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

@@ -116,7 +116,7 @@ export async function stopRemoteAgent(
   return answer;
 }
 
-/** The status JSON written by the runner, read like activities/agent-shim.ts readExitStatus (null when absent or unreadable). */
+/** The status JSON written by the runner, read like executors/host/agent-shim.ts readExitStatus (null when absent or unreadable). */
 export async function readRemoteExitStatus(
   target: SshTarget,
   statusPath: string,

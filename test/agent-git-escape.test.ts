@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation } from '../executors/host/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';

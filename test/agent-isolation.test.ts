@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fr
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bringObjectsHome } from '../git/agent-objects';
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation } from '../executors/host/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
 import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';

@@ -9,7 +9,7 @@
 import net from 'node:net';
 import os from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation } from '../executors/host/agent-sandbox';
 import { harnessesPerTest } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';
 import { makeRepo } from './support/world';

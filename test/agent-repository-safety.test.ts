@@ -10,7 +10,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { agentIsolation } from '../activities/agent-sandbox';
+import { agentIsolation } from '../executors/host/agent-sandbox';
 import { objectStoreKeyDir, objectStoreOf } from '../git/agent-objects';
 import { taskBranchName, worktreePath } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';

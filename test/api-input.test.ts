@@ -1,5 +1,5 @@
 /** Bad input gets a clear 4xx in the contract's error body and changes nothing [R7]. */
-import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';

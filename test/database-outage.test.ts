@@ -3,7 +3,7 @@
  * every route answers a typed 503, /readyz names the missing part, and once PostgreSQL is back the
  * same processes serve again and a cleanup answered 202 before the outage finishes.
  */
-import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';

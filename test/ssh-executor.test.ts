@@ -17,7 +17,7 @@ import { startRemoteAgent } from '../ssh/remote-agent';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reconcileExecutions } from '../activities/process-reconcile';
+import { recoverAgents } from '../executors/registry';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { closeSshConnections, runRemote } from '../ssh/connection';
 import { waitForJob } from './support/cleanup';
@@ -205,7 +205,7 @@ describe('first launch and attach', () => {
     const res = await sshLaunch(taskId, { command: ['sh', '-c', 'echo remote-out; exit 3'] });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     await waitUntil(async () => {
-      await reconcileExecutions(h.pool, h.config.hostId);
+      await recoverAgents({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) }, h.config.hostId);
       return (
         (await h.pool.query('SELECT status FROM executions WHERE id = $1', [res.body.executionId])).rows[0].status !==
         'running'
@@ -250,7 +250,14 @@ describe('the session on the target: status, logs, resume', () => {
       return { status: got.status, body: await got.text() };
     };
     // Follow streams until the remote agent is seen ended (the exit check, run here as the worker would).
-    const checking = setInterval(() => void reconcileExecutions(h.pool, h.config.hostId).catch(() => undefined), 300);
+    const checking = setInterval(
+      () =>
+        void recoverAgents(
+          { pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) },
+          h.config.hostId,
+        ).catch(() => undefined),
+      300,
+    );
     try {
       const followed = await text(`/v1/sessions/${res.body.sessionId}/logs?follow=1`);
       expect(followed).toEqual({ status: 200, body: 'one\ntwo\nthree\n' });

@@ -4,8 +4,8 @@ import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import pino, { type Logger } from 'pino';
-import { reconcileExecutions } from '../activities/process-reconcile';
-import { agentIsolation, agentNetwork } from '../activities/agent-sandbox';
+import { recoverAgents } from '../executors/registry';
+import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { outageOf } from '../domain/outage';
@@ -45,21 +45,20 @@ async function main(): Promise<void> {
     );
   // Not a condition of polling: with the database gone the worker still starts (its activities
   // fail into Temporal's retries) and re-identifies its agents once the database answers.
+  const agentDeps = { pool, config, logger };
   const stopped = new AbortController();
-  const reconciled = untilAnswered(
-    () => reconcileExecutions(pool, config.hostId, logger, config.gitBinary),
-    logger,
-    stopped.signal,
-  ).then((agents) => {
-    if (agents) logger.info(agents, 'agent processes re-identified after start');
-  });
+  const reconciled = untilAnswered(() => recoverAgents(agentDeps, config.hostId), logger, stopped.signal).then(
+    (agents) => {
+      if (agents) logger.info(agents, 'agent processes re-identified after start');
+    },
+  );
   // Agents that end while no process of theirs watches (started by a gateway or a worker that is
   // gone): their outcome is collected within this period.
   let checking = false;
   const exitCheck = setInterval(() => {
     if (checking) return;
     checking = true;
-    reconcileExecutions(pool, config.hostId, logger, config.gitBinary)
+    recoverAgents(agentDeps, config.hostId)
       .catch((err) => (outageOf(err) ? undefined : logger.warn({ err }, 'collecting agent exits failed')))
       .finally(() => (checking = false));
   }, config.exitCheckEveryMs);

@@ -7,7 +7,7 @@
  * attach's shape, interleaved. The remote agents are local processes here: killed afterwards.
  */
 import { launchWorkflowId } from '../../domain/workflow-ids';
-import { loadSshTarget } from '../../activities/ssh-workspace';
+import { loadSshTarget } from '../../executors/ssh/workspace';
 import { closeSshConnections, runRemote } from '../../ssh/connection';
 import { startSshServer } from '../../test/support/ssh-server';
 import { AGENT_COMMAND, Api, errorCode } from '../api';

@@ -15,7 +15,7 @@ import { loadConfig } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { buildGateway } from './app';
-import { agentIsolation, agentNetwork } from '../../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 
 /** TWS_MEMORY_LOG=<ms> (diagnostic): logs the process's memory split every <ms> to stderr. */
 function logMemory(): void {

@@ -21,7 +21,7 @@ import { createPool } from '../../db/pool';
 import { serviceArgs } from '../../client/service-build';
 import { loadConfig, type Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
-import { agentIsolation, agentNetwork } from '../../activities/agent-sandbox';
+import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 
 // One runtime per test process, logging only what matters.

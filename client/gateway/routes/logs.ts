@@ -3,13 +3,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { findExecution, latestExecution } from '../../../db/executions';
 import { findSession } from '../../../db/sessions';
-import { followLog, localLog } from '../../../activities/agent-log';
+import type { Logger } from 'pino';
+import { followLog } from '../../../executors/host/agent-log';
+import { executorsOf } from '../../../executors/registry';
 import { logOnHost } from '../../engine-hosts';
 import { notFound, refusalError } from '../api-error';
 import { EngineRefusal } from '../../typed-outcome';
 import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode } from '../../../domain/errors';
-import { remoteLogOf } from '../../../activities/agent-log-read';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 
@@ -26,6 +27,8 @@ const LogsQuery = Type.Object(
 
 export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // Read here where this is the agent's host: by the executor that holds it (only one of its run logs).
+    const executors = executorsOf({ pool: ctx.pool, config: ctx.config, logger: app.log as unknown as Logger });
     app.get(
       '/v1/sessions/:id/logs',
       {
@@ -50,13 +53,10 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         // The log lives on the agent's host: read here where this is that host, else asked of that host through its queue.
         // An agent on an SSH target: its log is read there, by the host that talks to the target.
         const here = exec.host_id === ctx.config.hostId;
-        const source = exec.ssh_target_id
-          ? here
-            ? await remoteLogOf(ctx.pool, exec.ssh_target_id, exec.log_path).catch(refused)
-            : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path, exec.ssh_target_id)
-          : here
-            ? localLog(exec.log_path)
-            : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path);
+        const place = { sshTargetId: exec.ssh_target_id };
+        const source = here
+          ? await executors.at(place).openLog(place, exec.log_path).catch(refused)
+          : logOnHost(ctx.temporal, ctx.config, exec.host_id, exec.log_path, exec.ssh_target_id);
         const tail = request.query.tail === undefined ? null : Number(request.query.tail);
         const head = await source.tail(tail).catch(refused);
         reply.type('text/plain; charset=utf-8');

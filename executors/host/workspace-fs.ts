@@ -2,7 +2,7 @@
 import { lstat, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../domain/task-layout';
+import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../../domain/task-layout';
 
 export async function isRealDirectory(p: string): Promise<boolean> {
   try {

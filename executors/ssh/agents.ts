@@ -7,18 +7,18 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { cleanupBarrierStands } from '../db/barrier';
+import { cleanupBarrierStands } from '../../db/barrier';
 import {
   endExecution,
+  findExecution,
   insertExecution,
   markStopped,
   setExecutionStatus,
-  type ExecutionRow,
   type ExecutionStatus,
-} from '../db/executions';
-import { inTransaction, type Db, type Pool } from '../db/pool';
-import { dropSpawnIntent, recordSpawnIntent } from '../db/spawn-intents';
-import { agentVariableProblem } from '../domain/agent-env';
+} from '../../db/executions';
+import { inTransaction, type Db, type Pool } from '../../db/pool';
+import { dropSpawnIntent, recordSpawnIntent } from '../../db/spawn-intents';
+import { agentVariableProblem } from '../../domain/agent-env';
 import {
   findRemoteMarked,
   readRemoteExitStatus,
@@ -26,15 +26,16 @@ import {
   startRemoteAgent,
   stopRemoteAgent,
   stopRemoteGroup,
-} from '../ssh/remote-agent';
-import type { SshTarget } from '../ssh/connection';
-import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
-import { loadSshTarget, typedSsh } from './ssh-workspace';
-import type { StartAgentInput, StartedAgent } from './agent-start';
-import { EXECUTION_MARK } from './process-identity';
-import { exitStatusPath } from './agent-shim';
-import { remoteRunsDir } from '../ssh/remote-log';
+} from '../../ssh/remote-agent';
+import type { SshTarget } from '../../ssh/connection';
+import type { ActivityDeps } from '../support/deps';
+import { typedFailure } from '../support/failures';
+import { loadSshTarget, typedSsh } from './workspace';
+import type { StartAgentInput, StartedAgent } from '../agent-start';
+import type { RecordedAgent, StartHooks } from '../executor';
+import { EXECUTION_MARK } from '../host/process-identity';
+import { exitStatusPath } from '../host/agent-shim';
+import { remoteRunsDir } from '../../ssh/remote-log';
 
 /** Where an execution's log and status live on its target: outside every task folder, so an agent never sees them in its workspace. */
 export function remoteRunFiles(target: SshTarget, input: { taskId: string; sessionId: string; executionId: string }) {
@@ -54,17 +55,17 @@ export function remoteAgentEnvironment(input: StartAgentInput): Record<string, s
   return env;
 }
 
-export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
+export function sshAgents({ pool, config, logger }: ActivityDeps) {
   /**
    * The start on the target and its record in one transaction under the cleanup barrier's share
    * lock, as for a host agent: a cleanup either prepares after this (and its snapshot holds the
    * process) or before (and nothing starts). A target that does not answer starts nothing.
    */
-  async function startRemote(
-    input: StartAgentInput,
-    recordWithStart?: (client: Db) => Promise<void>,
-    beforeStart?: (client: Db) => Promise<void>,
-  ): Promise<StartedAgent> {
+  async function startRemote(input: StartAgentInput, hooks: StartHooks): Promise<StartedAgent> {
+    const { recordWithStart, afterRecord } = hooks;
+    // Its record if it has one: a re-run answers it.
+    const recorded = await findExecution(pool, input.executionId);
+    if (recorded) return { executionId: recorded.id, pid: recorded.pid, status: recorded.status };
     const target = await loadSshTarget(pool, input.sshTargetId);
     const files = remoteRunFiles(target, input);
     const record = (client: Db, agent: { pid: number; startTime: string }) =>
@@ -101,6 +102,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
           await record(client, leader);
           await recordWithStart?.(client);
           await dropSpawnIntent(client, input.executionId);
+          if (!stands) await afterRecord?.(client);
           return stands;
         });
         logger.warn(
@@ -124,7 +126,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
         return null;
       }
       // One agent per session: another that runs is stopped first, under the session's lock.
-      await beforeStart?.(client);
+      await hooks.beforeStart(client);
       await recordWithStart?.(client);
       const agent = await startRemoteAgent(target, {
         cwd: input.cwd,
@@ -139,6 +141,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
       spawned = true;
       await record(client, agent);
       await dropSpawnIntent(client, input.executionId);
+      await afterRecord?.(client);
       return agent;
     }).catch(async (err: unknown) => {
       // Nothing started (refused before the spawn, or the target did not answer): no intent is
@@ -159,9 +162,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
    * (only while the pid still has its start time), the outcome read from the target. False when it
    * would not stop (the execution reads running again). A target that does not answer throws.
    */
-  async function stopRemote(
-    exec: Pick<ExecutionRow, 'id' | 'pid' | 'process_start_time' | 'log_path' | 'ssh_target_id'>,
-  ): Promise<ExecutionStatus> {
+  async function stopRemote(exec: RecordedAgent): Promise<ExecutionStatus> {
     const target = await loadSshTarget(pool, exec.ssh_target_id);
     await setExecutionStatus(pool, exec.id, 'stopped');
     let outcome: Awaited<ReturnType<typeof stopRemoteAgent>>;
@@ -204,7 +205,11 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
     return 'stopped';
   }
 
-  return { startRemote, stopRemote };
+  return {
+    startAgent: startRemote,
+    stopAgent: stopRemote,
+    recoverAgents: (hostId: string) => reconcileRemoteExecutions(pool, hostId, logger),
+  };
 }
 
 /**
@@ -212,7 +217,7 @@ export function sshAgentActivities({ pool, config, logger }: ActivityDeps) {
  * the status file the runner wrote (none: `vanished`). A target that does not answer leaves its
  * agents as they are: nothing is concluded from silence.
  */
-export async function reconcileRemoteExecutions(
+async function reconcileRemoteExecutions(
   pool: Pool,
   hostId: string,
   logger: Pick<Logger, 'info' | 'warn'>,

@@ -1,6 +1,6 @@
 /** What starting an agent takes and answers, on the host and on an SSH target alike. */
 import type { ExecutionStatus } from '../db/executions';
-import type { AgentGitSlot } from './agent-sandbox';
+import type { AgentGitSlot } from './host/agent-sandbox';
 
 export interface StartAgentInput {
   executionId: string;
@@ -19,7 +19,7 @@ export interface StartAgentInput {
   gitDirs?: string[];
   /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder (issue 32). */
   gitSlots?: AgentGitSlot[];
-  /** `ssh`: the agent runs on this target (activities/ssh-agents.ts); absent or null on the host. */
+  /** `ssh`: the agent runs on this target (executors/ssh/agents.ts); absent or null on the host. */
   sshTargetId?: string | null;
 }
 

@@ -9,7 +9,7 @@
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD } from '../domain/sandbox';
+import { SANDBOX_BLOCK_FD, SANDBOX_INFO_FD } from '../../domain/sandbox';
 
 /**
  * Run by `node -e` with argv [statusFile, logFile, maxLogBytes, sandboxed, command, ...args]; plain

@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
 import { realPathOrResolved } from './workspace-fs';
-import { withRepositoryLock, type LockHoldWatch } from '../db/locks';
+import { withRepositoryLock, type LockHoldWatch } from '../../db/locks';
 import {
   branchCommits,
   branchesMergedInto,
@@ -17,7 +17,7 @@ import {
   listWorktrees,
   type GitOptions,
   type WorktreeEntry,
-} from '../git/git';
+} from '../../git/git';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
 const MAX_STEPS_PER_TURN = 16;

@@ -1,11 +1,11 @@
 /**
- * Reading an agent's log as its shim keeps it (activities/agent-shim.ts): `<log>.1` (older) and
+ * Reading an agent's log as its shim keeps it (executors/host/agent-shim.ts): `<log>.1` (older) and
  * `<log>` (newest), together at most TWS_AGENT_LOG_MAX_BYTES. The gateway reads them where the log
  * folder is its own (the agent's host, or a shared volume).
  */
 import { open, readFile, stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { lastLines, type LogSource } from '../domain/agent-log';
+import { lastLines, type LogSource } from '../../domain/agent-log';
 
 /** A log file not written yet (or rotated away) reads as nothing; any other failure is an error, never an empty log. */
 function absentAs<T>(read: Promise<T>, absent: T): Promise<T> {

@@ -11,33 +11,32 @@
  *   waits for an operator;
  * - then the removal, re-audited on the target in the same script right before it.
  */
-import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
-import { findExecution } from '../db/executions';
-import { recordSavedWork } from '../db/saved-work';
-import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
-import { SshRefusal } from '../ssh/connection';
+import { findExecution } from '../../db/executions';
+import { recordSavedWork } from '../../db/saved-work';
+import { savedWorkRef } from '../../domain/refs';
+import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup';
+import type { CleanupOperations, RemovalOutcome, RemovalRequest } from '../executor';
+import { cleanupFailure } from '../support/failures';
+import { SshRefusal } from '../../ssh/connection';
 import {
   bringBranchBack,
   removeRemoteClone,
   removeRemoteTaskFolderIfEmpty,
   saveRemoteWork,
-} from '../ssh/remote-cleanup';
-import { removeRemoteTaskRuns } from '../ssh/remote-agent';
-import { remoteRunsDir } from '../ssh/remote-log';
-import { readRemoteWorkspace } from '../ssh/remote-workspace';
-import type { ActivityDeps } from './deps';
-import { sshAgentActivities } from './ssh-agents';
-import { ownershipMarkerText } from '../domain/task-layout';
-import { loadSshTarget, remoteCloneProblem } from './ssh-workspace';
-
-const failure = (type: CleanupErrorClass, message: string) =>
-  ApplicationFailure.create({ type, message, nonRetryable: true });
+} from '../../ssh/remote-cleanup';
+import { removeRemoteTaskRuns } from '../../ssh/remote-agent';
+import { remoteRunsDir } from '../../ssh/remote-log';
+import { readRemoteWorkspace } from '../../ssh/remote-workspace';
+import type { ActivityDeps } from '../support/deps';
+import { sshAgents } from './agents';
+import { ownershipMarkerText, taskFolderOf } from '../../domain/task-layout';
+import { loadSshTarget, remoteCloneProblem } from './workspace';
 
 /** A transport refusal as the cleanup failure class of the same name (retried, or an operator's for a changed host key). */
 function classified(err: unknown): unknown {
   return err instanceof SshRefusal
-    ? failure(
+    ? cleanupFailure(
         err.code,
         err.code === 'ssh_host_key_mismatch'
           ? 'the target presented another host key'
@@ -54,16 +53,13 @@ const AUDIT_FAILURES = {
   marker_mismatch: 'worktree_audit_foreign_marker',
 } as const satisfies Record<string, CleanupErrorClass>;
 
-/** The task folder a clone or a worktree is in (its marker's): either is `<task folder>/<repository name>`. */
-export const taskFolderOf = (repoPath: string): string => path.posix.dirname(repoPath);
-
-export function sshCleanupActivities(deps: ActivityDeps) {
+export function sshCleanup(deps: ActivityDeps): CleanupOperations {
   const { pool, logger } = deps;
-  const agents = sshAgentActivities(deps);
+  const agents = sshAgents(deps);
 
   return {
     /** The task's agents on targets, each stopped through the one remote stop. */
-    async stopRemoteProcesses(processes: SnapshotProcess[]): Promise<number> {
+    async stopProcesses(processes: SnapshotProcess[]): Promise<number> {
       let stopped = 0;
       for (const p of processes) {
         // Ended since the snapshot (its exit collected, or stopped): nothing to stop, nothing to
@@ -73,7 +69,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         const row = await findExecution(pool, p.executionId);
         if (row && row.status !== 'running') continue;
         const status = await agents
-          .stopRemote({
+          .stopAgent({
             id: p.executionId,
             pid: p.pid,
             process_start_time: p.processStartTime,
@@ -82,12 +78,12 @@ export function sshCleanupActivities(deps: ActivityDeps) {
           })
           .catch((err: unknown) => {
             if (err instanceof ApplicationFailure && err.type === 'internal')
-              throw failure('process_stop_failed', 'an agent process did not stop');
+              throw cleanupFailure('process_stop_failed', 'an agent process did not stop');
             if (
               err instanceof ApplicationFailure &&
               (err.type === 'ssh_target_unavailable' || err.type === 'ssh_host_key_mismatch')
             )
-              throw failure(err.type, 'the SSH target did not answer');
+              throw cleanupFailure(err.type, 'the SSH target did not answer');
             throw err;
           });
         if (status === 'stopped') stopped++;
@@ -95,8 +91,11 @@ export function sshCleanupActivities(deps: ActivityDeps) {
       return stopped;
     },
 
+    /** A clone's commits come home in its removal (`bringBranchBack`, right before it): nothing to bring before. */
+    async bringWorkHome(): Promise<void> {},
+
     /** Repositories whose remote clone has uncommitted work, or whose state cannot be read (a target that does not answer included): dirty. */
-    async findDirtyRemote(worktrees: SnapshotWorktree[]): Promise<string[]> {
+    async findDirty(worktrees: SnapshotWorktree[]): Promise<string[]> {
       const dirty: string[] = [];
       for (const w of worktrees) {
         if (!w.worktreePath) continue;
@@ -121,11 +120,8 @@ export function sshCleanupActivities(deps: ActivityDeps) {
       return dirty;
     },
 
-    async removeRemoteAudited(req: {
-      worktree: SnapshotWorktree;
-      ownerTaskId: string;
-      dirty: 'keep' | 'save';
-    }): Promise<{ outcome: WorktreeOutcome; savedRef?: string; savedCommit?: string }> {
+    /** The marker that vouches for a clone is in its own folder on the target (`req.taskFolder` is the host's view). */
+    async removeAudited(req: RemovalRequest): Promise<RemovalOutcome> {
       const w = req.worktree;
       if (!w.worktreePath || !w.branch) return { outcome: 'inventory_only' };
       const repoPath = w.worktreePath;
@@ -142,7 +138,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         const problem = remoteCloneProblem(slot, { path: repoPath, branch: w.branch }, facts.marker, req.ownerTaskId);
         if (problem === 'gone') return { outcome: 'already_gone' };
         if (problem || !slot.head)
-          throw failure(
+          throw cleanupFailure(
             AUDIT_FAILURES[problem ?? 'not_registered'],
             'the remote clone is not what the inventory recorded',
           );
@@ -150,7 +146,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
         let saved: { savedRef: string; savedCommit: string } | null = null;
         if (slot.dirty !== 'clean') {
-          const ref = `refs/task-workspaces/saved/${req.ownerTaskId}/${w.repositoryId}`;
+          const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
           const commit = await saveRemoteWork(target, {
             repoPath,
             hostRepository: w.sourcePath,
@@ -162,7 +158,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
               { err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId },
               'saving remote uncommitted work failed',
             );
-            throw failure('save_uncommitted_failed', 'uncommitted work could not be saved');
+            throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
           });
           if (commit) {
             saved = { savedRef: ref, savedCommit: commit };
@@ -172,7 +168,7 @@ export function sshCleanupActivities(deps: ActivityDeps) {
         // The branch's commits on the host before the clone goes: nothing of the agent's is lost.
         const back = await bringBranchBack(target, { repoPath, branch: w.branch, hostRepository: w.sourcePath });
         if (back === 'refused')
-          throw failure(
+          throw cleanupFailure(
             'remote_branch_not_brought_back',
             'the remote task branch could not be brought back to the host repository',
           );
@@ -192,27 +188,29 @@ export function sshCleanupActivities(deps: ActivityDeps) {
           case 'dirty':
             // Changed since it was read: kept, as a dirty worktree is.
             if (req.dirty === 'keep') return { outcome: 'kept_dirty' };
-            throw failure('git_worktree_remove_failed', 'the remote clone changed while it was being removed');
+            throw cleanupFailure('git_worktree_remove_failed', 'the remote clone changed while it was being removed');
           case 'not_a_directory':
-            throw failure('worktree_audit_not_directory', 'the remote clone is not a real directory');
+            throw cleanupFailure('worktree_audit_not_directory', 'the remote clone is not a real directory');
           case 'not_a_checkout':
-            throw failure('worktree_audit_unregistered', 'the folder is not the git clone the inventory recorded');
+            throw cleanupFailure(
+              'worktree_audit_unregistered',
+              'the folder is not the git clone the inventory recorded',
+            );
           case 'marker_mismatch':
-            throw failure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
+            throw cleanupFailure('worktree_audit_foreign_marker', 'the ownership marker does not name the task');
           case 'other_branch':
           case 'moved':
-            throw failure('worktree_audit_other_branch', 'the remote clone moved while it was being removed');
+            throw cleanupFailure('worktree_audit_other_branch', 'the remote clone moved while it was being removed');
           default:
-            throw failure('internal', 'the removal on the target answered something unknown');
+            throw cleanupFailure('internal', 'the removal on the target answered something unknown');
         }
       } catch (err) {
         throw classified(err);
       }
     },
 
-    /** The task folder on the target, with its marker, once nothing else is in it. */
     /** A deleted task's run folders on the SSH targets its agents ran on. */
-    async removeRemoteTaskRuns(input: { taskId: string; sshTargetIds: string[] }): Promise<void> {
+    async removeTaskRuns(input: { taskId: string; sshTargetIds: string[] }): Promise<void> {
       for (const id of new Set(input.sshTargetIds)) {
         try {
           const target = await loadSshTarget(pool, id);
@@ -223,8 +221,9 @@ export function sshCleanupActivities(deps: ActivityDeps) {
       }
     },
 
-    async removeRemoteFolder(input: {
-      sshTargetId: string;
+    /** The task folder on the target, with its marker, once nothing else is in it. */
+    async removeTaskFolder(input: {
+      sshTargetId?: string | null;
       taskFolder: string;
       ownerTaskId: string;
       environmentId: string;

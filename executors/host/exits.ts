@@ -7,12 +7,11 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { endExecution, findExecution } from '../db/executions';
+import { endExecution, findExecution } from '../../db/executions';
 import { readFile } from 'node:fs/promises';
-import { bringStoreHome } from '../git/agent-objects';
+import { bringStoreHome } from '../../git/agent-objects';
 import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
-import { reconcileRemoteExecutions } from './ssh-agents';
 
 /** The task stores an agent added objects to (git/agent-objects.ts): listed in its run folder when it started in the sandbox. */
 export const objectStoresListPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.objects.json';
@@ -103,7 +102,8 @@ export async function collectExit(
   }
 }
 
-export async function reconcileExecutions(
+/** This host's own agents recorded running whose process is gone get their outcome; those alive bring their objects home. */
+export async function recoverHostAgents(
   pool: pg.Pool,
   hostId: string,
   logger?: Logger,
@@ -124,11 +124,5 @@ export async function reconcileExecutions(
     const status = await collect(pool, quiet, exec, gitBinary);
     if (status) counts[status]++;
   }
-  // Agents on SSH targets: asked of each target, one round trip per target.
-  const remote = await reconcileRemoteExecutions(pool, hostId, quiet);
-  return {
-    alive: counts.alive + remote.alive,
-    exited: counts.exited + remote.exited,
-    vanished: counts.vanished + remote.vanished,
-  };
+  return counts;
 }

@@ -11,11 +11,11 @@ import {
   type AgentNetworkPolicy,
   type AgentSandboxMode,
   type GitBind,
-} from '../domain/sandbox';
-import { isWithinFolder } from '../domain/task-layout';
+} from '../../domain/sandbox';
+import { isWithinFolder } from '../../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
 import { commandStartable } from './agent-shim';
-import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../git/agent-objects';
+import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../../git/agent-objects';
 
 const PROBE = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'];
 let probed: Promise<string | null> | null = null;

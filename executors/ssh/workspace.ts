@@ -7,19 +7,21 @@
  * `ssh_host_key_mismatch`; neither ever leads to a new clone.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { LaunchPlan, MaterializedSlot, ValidationProblem } from '../domain/launch';
-import { ownershipMarkerText, parseOwnershipMarker } from '../domain/task-layout';
-import type { Db } from '../db/pool';
-import { getSshTarget } from '../db/ssh-targets';
-import { SshRefusal, type SshTarget } from '../ssh/connection';
+import type { LaunchPlan, MaterializedSlot, ValidationProblem } from '../../domain/launch';
+import { ownershipMarkerText, parseOwnershipMarker } from '../../domain/task-layout';
+import type { Db } from '../../db/pool';
+import { isMaterializer } from '../../db/environments';
+import type { WorkspaceOperations } from '../executor';
+import { getSshTarget } from '../../db/ssh-targets';
+import { SshRefusal, type SshTarget } from '../../ssh/connection';
 import {
   discardRemoteSlots,
   materializeRemoteSlot,
   readRemoteWorkspace,
   type RemoteSlotFacts,
-} from '../ssh/remote-workspace';
-import type { ActivityDeps } from './deps';
-import { typedFailure } from './failures';
+} from '../../ssh/remote-workspace';
+import type { ActivityDeps } from '../support/deps';
+import { typedFailure } from '../support/failures';
 
 /** Whether a marker's text names the task (any environment of it: a handed-over marker names its new owner). */
 export const markerNames = (text: string | null, taskId: string): boolean =>
@@ -56,7 +58,7 @@ export function typedSsh(err: unknown): unknown {
   return err instanceof SshRefusal ? typedFailure(err.code, { reason: err.reason }) : err;
 }
 
-export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
+export function sshWorkspace({ pool, logger }: ActivityDeps): WorkspaceOperations {
   /** Removes exactly what a launch made on its target (a clone only while clean and where it was made); the marker and folder only when empty. */
   async function discardRemote(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
     const slots = made
@@ -92,14 +94,18 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
   }
 
   return {
-    discardRemote,
+    /** Only while this launch is still the environment's materializer (executors/worktree/materialize.ts says why). */
+    async discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
+      if (plan.role === 'materialized' && !(await isMaterializer(pool, plan.environmentId, plan.sessionId))) return;
+      await discardRemote(plan, made);
+    },
 
     /**
      * One clone per repository under the task folder on the target, each from a bundle of the
      * host repository (nothing is pushed anywhere, the target needs no git server). A failure
      * removes what this launch made there before it fails.
      */
-    async materializeRemote(plan: LaunchPlan): Promise<MaterializedSlot[]> {
+    async materialize(plan: LaunchPlan): Promise<MaterializedSlot[]> {
       const target = await loadSshTarget(pool, plan.sshTargetId);
       const made: MaterializedSlot[] = [];
       try {
@@ -152,7 +158,7 @@ export function sshWorkspaceActivities({ pool, logger }: ActivityDeps) {
      * real directory, each recorded clone is a real directory, a git top level, on the recorded
      * branch. Anything else refuses `workspace_reuse_unsafe` with nothing touched.
      */
-    async validateRemote(plan: LaunchPlan): Promise<void> {
+    async validate(plan: LaunchPlan): Promise<void> {
       const target = await loadSshTarget(pool, plan.sshTargetId);
       const recorded = plan.slots.map((slot) => slot.recorded);
       const refuse = (problem: ValidationProblem) => {

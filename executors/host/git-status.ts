@@ -1,0 +1,39 @@
+/** Git status of a workspace on this host, with the time it was taken [R1.5]. */
+import type { GitStatusObservation, GitStatusTarget } from '../../domain/git-status';
+import { bringObjectsHome } from '../../git/agent-objects';
+import { aheadBehind, currentBranch, fileStatus, gitAt, resolveCommit } from '../../git/git';
+import type { ActivityDeps } from '../support/deps';
+import { isRealDirectory } from './workspace-fs';
+
+export async function readHostGitStatus(
+  { config, logger }: ActivityDeps,
+  target: GitStatusTarget,
+): Promise<GitStatusObservation[]> {
+  const gitOptions = { binary: config.gitBinary };
+  const observations: GitStatusObservation[] = [];
+  for (const slot of target.slots) {
+    const observedAt = new Date().toISOString();
+    if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
+    // A running agent's new commits are in its task's store until brought home (issue 32).
+    await bringObjectsHome(config.dataDir, slot.path, config.gitBinary).catch((err: unknown) =>
+      logger.warn({ err, repositoryId: slot.repositoryId }, "an agent's objects could not be brought home now"),
+    );
+    const [branch, head, files, counts] = await Promise.all([
+      currentBranch(slot.path, gitOptions),
+      resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),
+      fileStatus(slot.path, gitOptions),
+      aheadBehind(slot.path, slot.baseBranch, gitOptions),
+    ]);
+    observations.push({
+      repositoryId: slot.repositoryId,
+      workspacePath: slot.path,
+      observedAt,
+      branch,
+      head,
+      ahead: counts?.ahead ?? 0,
+      behind: counts?.behind ?? 0,
+      files,
+    });
+  }
+  return observations;
+}

@@ -1,0 +1,21 @@
+/** Typed outcomes of executors and activities: what crosses the Temporal boundary by `type`. */
+import { ApplicationFailure } from '@temporalio/common';
+import type { CleanupErrorClass } from '../../domain/cleanup';
+import { ERROR_TABLE, type ErrorCode } from '../../domain/errors';
+
+/**
+ * A typed outcome that crosses the Temporal boundary by `type`. The message is the table's
+ * safe message: no path, branch or repository location ever travels in it.
+ */
+export function typedFailure(code: ErrorCode, details?: Record<string, unknown>): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: code,
+    message: ERROR_TABLE[code].message,
+    nonRetryable: true,
+    details: details ? [details] : undefined,
+  });
+}
+
+/** A cleanup attempt's classified failure (domain/cleanup.ts decides its retries); its message is the caller's safe text. */
+export const cleanupFailure = (type: CleanupErrorClass, message: string): ApplicationFailure =>
+  ApplicationFailure.create({ type, message, nonRetryable: true });
