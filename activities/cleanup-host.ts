@@ -11,7 +11,7 @@ import { findExecution } from '../db/executions';
 import { dropSpawnIntent } from '../db/spawn-intents';
 import type { SnapshotProcess, SnapshotWorktree } from '../domain/cleanup';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
-import { deleteBranchIfAt } from '../git/git';
+import { deleteBranchIfAt } from '../git/branches';
 import type { RemovalOutcome, RemovalRequest } from '../executors/executor';
 import { findMarkedGroup, stopMarkedGroup } from '../executors/host/process-identity';
 import { repositoryTurns, type StepOutcome } from '../executors/host/repository-turns';

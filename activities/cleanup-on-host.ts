@@ -69,6 +69,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
           ownerTaskId: snapshot.taskId,
           taskFolder: worktree.worktreePath ? taskFolderOf(worktree.worktreePath) : snapshot.taskFolder,
           dirty,
+          trigger: input.trigger,
         });
         report.worktrees = report.worktrees.filter(
           (w) => !(w.repositoryId === worktree.repositoryId && w.worktreePath === worktree.worktreePath),

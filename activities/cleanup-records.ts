@@ -99,6 +99,7 @@ export function cleanupRecordActivities({ pool, config, logger }: ActivityDeps) 
       trigger: CleanupTrigger;
       workflowId: string;
       discardChanges?: boolean;
+      idleCutoff?: string;
     }): Promise<CleanupSnapshot> {
       const outcome = await inTransaction(pool, (client) => prepareCleanup(client, req));
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);

@@ -10,6 +10,7 @@ import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan
 import type { ActivityDeps } from '../executors/support/deps';
 import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
 import { hostRecordActivities } from './hosts';
+import { idleReleaseRecordActivities } from './idle-release';
 import { launchRecordActivities } from './launch-records';
 import { reconcileActivities } from './reconcile';
 import { agentLogReadActivities } from './agent-log-read';
@@ -28,6 +29,7 @@ export function createRecordActivities(deps: ActivityDeps) {
       ...cleanupRecordActivities(deps),
       ...orphanSweepRecordActivities(deps),
       ...hostRecordActivities(deps),
+      ...idleReleaseRecordActivities(deps),
       repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords,
     },
     RECORD_FAULT_ATTEMPTS,

@@ -3,21 +3,16 @@
  * worker that runs the workflow (no extra round trip through the task queue).
  */
 import { randomUUID } from 'node:crypto';
-import {
-  admitLaunch as admitInTransaction,
-  admitResume as admitResumeInTransaction,
-  type AdmissionOutcome,
-} from '../db/admission';
+import { admitLaunch as admitInTransaction, admitResume as admitResumeInTransaction } from '../db/admission';
+import type { AdmissionOutcome } from '../db/admission-election';
 import { cleanupBarrierStands } from '../db/barrier';
 import {
   canonicalEnvironmentOf,
-  inventoryPublishedBy,
   markCreatingEnvironmentFailed,
   publishReady,
   unpublishFailedMaterialization,
-  upsertInventoryRow,
-  type IncomingInventoryRow,
 } from '../db/environments';
+import { inventoryPublishedBy, upsertInventoryRow, type IncomingInventoryRow } from '../db/inventory';
 import { inTransaction } from '../db/pool';
 import {
   deleteFailedSession,

@@ -8,17 +8,25 @@ import { workspaceStepsOf } from '../domain/launch-plan';
 import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
 import { withHeartbeat } from '../executors/support/heartbeat';
+import { giveBackRestores, restoreSavedWork } from './work-restore';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const executors = executorsOf(deps);
   return {
     async materializeWorkspace(plan: LaunchPlan): Promise<MaterializedSlot[]> {
       if (!workspaceStepsOf(plan).createWorktrees) return []; // the source checkout is the workspace: nothing to create
-      return withHeartbeat('materialize', () => executors.forPlan(plan).materialize(plan));
+      return withHeartbeat('materialize', async () => {
+        const executor = executors.forPlan(plan);
+        const made = await executor.materialize(plan);
+        // Work a release saved comes back into the new worktrees before the agent starts [R6.10].
+        await restoreSavedWork(deps, executor, plan, made);
+        return made;
+      });
     },
 
     async discardMaterialization(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
       await withHeartbeat('discard', () => executors.forPlan(plan).discard(plan, made));
+      await giveBackRestores(deps, plan, made);
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { STARTER_MARK } from '../git/process-starter';
+import { STARTER_MARK } from '../git/process-starter-helper';
 
 const TICKS_PER_SECOND = (() => {
   try {

@@ -5,7 +5,9 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { gitAt, listWorktrees, pruneWorktrees, resolveCommit } from '../git/git';
+import { gitAt } from '../git/git';
+import { listWorktrees, pruneWorktrees } from '../git/worktrees';
+import { resolveCommit } from '../git/branches';
 import { median, round } from './stats';
 
 const execFileAsync = promisify(execFile);

@@ -5,7 +5,7 @@
  */
 import type { BenchContext } from './context';
 import { CpuAccount } from './cpu';
-import type { FloorPhases } from './floor';
+import type { FloorPhases } from './floor-steps';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize } from './stats';
 
 /** One product sample: its latency and session, or the error code it failed with. */

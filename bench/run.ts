@@ -20,7 +20,7 @@ import { CpuMeter } from './cpu';
 import { createFloor } from './floor';
 import { MemorySampler } from './memory';
 import type { BenchResults, MemoryResult, Outcome } from './model';
-import { renderTable } from './report/markdown';
+import { renderTable } from './report/table';
 import { writeResults } from './report/write';
 import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';

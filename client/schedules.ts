@@ -1,18 +1,28 @@
-/** The Temporal Schedules: quick-chat expiry (default every 24 h) and the orphan sweep (default every 3 h). Idempotent. */
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+/**
+ * The Temporal Schedules: quick-chat expiry (default every 24 h), the orphan sweep (default every
+ * 3 h), the consistency check, and idle release (per host, default every hour; none when it is
+ * off). Idempotent.
+ */
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { Config } from '../domain/config';
 import { TriggerAttr } from '../domain/search-attributes';
-import { ORPHAN_SWEEP_SCHEDULE_ID, QUICK_CHAT_EXPIRY_SCHEDULE_ID, RECONCILE_SCHEDULE_ID } from '../domain/workflow-ids';
+import {
+  IDLE_RELEASE_SCHEDULE_ID,
+  ORPHAN_SWEEP_SCHEDULE_ID,
+  QUICK_CHAT_EXPIRY_SCHEDULE_ID,
+  RECONCILE_SCHEDULE_ID,
+} from '../domain/workflow-ids';
 
 export async function ensureSchedules(
   client: Client,
   config: Config,
   idSuffix = '',
-): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string }> {
+): Promise<{ quickChatExpiry: string; orphanSweep: string; reconcile: string; idleRelease: string }> {
   const ids = {
     quickChatExpiry: QUICK_CHAT_EXPIRY_SCHEDULE_ID + idSuffix,
     orphanSweep: `${ORPHAN_SWEEP_SCHEDULE_ID}-${config.hostId}${idSuffix}`,
     reconcile: `${RECONCILE_SCHEDULE_ID}-${config.hostId}${idSuffix}`,
+    idleRelease: `${IDLE_RELEASE_SCHEDULE_ID}-${config.hostId}${idSuffix}`,
   };
   const schedules = [
     {
@@ -49,7 +59,38 @@ export async function ensureSchedules(
         args: [{ hostId: config.hostId }],
       },
     },
+    ...(config.idleReleaseAfterMs === null
+      ? []
+      : [
+          {
+            // One per host: each host releases the idle workspaces it holds.
+            scheduleId: ids.idleRelease,
+            every: config.idleReleaseEveryMs,
+            action: {
+              type: 'startWorkflow' as const,
+              workflowType: 'releaseIdleWorkspaces',
+              taskQueue: config.taskQueue,
+              args: [
+                {
+                  hostId: config.hostId,
+                  idleForMs: config.idleReleaseAfterMs,
+                  dryRun: false,
+                  policy: config.cleanupPolicy,
+                },
+              ],
+              typedSearchAttributes: [{ key: TriggerAttr, value: 'idle_release' }],
+            },
+          },
+        ]),
   ];
+  // Turned off: a schedule an earlier start made goes (its runs already started finish).
+  if (config.idleReleaseAfterMs === null)
+    await client.schedule
+      .getHandle(ids.idleRelease)
+      .delete()
+      .catch((err: unknown) => {
+        if (!(err instanceof ScheduleNotFoundError)) throw err;
+      });
   for (const s of schedules) {
     try {
       await client.schedule.create({

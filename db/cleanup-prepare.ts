@@ -12,9 +12,11 @@ import {
 } from '../domain/cleanup';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
 import type { RefusalCode } from '../domain/errors';
+import { decideIdle } from '../domain/idle';
 import { environmentsBorrowedBy, reserveEndedBorrows } from './borrow-follow-up';
 import { findJob, reserveJobUnlessTaken, saveSnapshot } from './cleanup-jobs';
 import { takeSnapshot } from './cleanup-snapshot';
+import { idleCandidates } from './idle';
 import { agentRunningInEnvironmentOf } from './sessions';
 
 /** `followUps`: the `borrow_ended` jobs this change reserved (its task was the last borrower of an archived owner's environment), to start once committed. */
@@ -29,6 +31,8 @@ export interface PrepareRequest {
   workflowId: string;
   /** A delete's consent to discard uncommitted work: kept on the job for its later runs. */
   discardChanges?: boolean;
+  /** An idle release's cutoff: the environment is released only if still idle since then (ISO-8601). */
+  idleCutoff?: string;
 }
 
 /**
@@ -51,6 +55,10 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
     return { kind: 'refused', code: 'task_archived' };
   if (refusedWhileRunning(req.trigger) && (await agentRunningInEnvironmentOf(client, req.taskId)))
     return { kind: 'refused', code: 'session_running' };
+  if (req.trigger === 'idle_release') {
+    const notIdle = await idleNoLonger(client, req.taskId, req.idleCutoff);
+    if (notIdle) return { kind: 'refused', code: notIdle };
+  }
 
   if (!(await reserveJobUnlessTaken(client, req))) {
     // A concurrent run of the same preparation committed first: that job is this one.
@@ -65,6 +73,26 @@ export async function prepareCleanup(client: pg.PoolClient, req: PrepareRequest)
     req.operationId,
   ]);
   return { kind: 'prepared', snapshot, followUps: await reserveEndedBorrows(client, borrowed) };
+}
+
+/**
+ * An idle release's second look, under the task's lock: the judgement was made a moment ago
+ * outside it, and a launch, a pin or a session of a sharing task since then keeps the workspace.
+ * No cutoff is no proof of idleness: refused.
+ */
+async function idleNoLonger(
+  client: pg.PoolClient,
+  taskId: string,
+  cutoff: string | undefined,
+): Promise<RefusalCode | null> {
+  if (!cutoff) return 'task_not_idle';
+  const facts = (await idleCandidates(client, { ownerTaskId: taskId }))[0];
+  if (!facts) return 'task_not_idle';
+  const decision = decideIdle(facts, cutoff);
+  if (decision.release) return null;
+  return decision.reason === 'running' || decision.reason === 'shared_task_running'
+    ? 'session_running'
+    : 'task_not_idle';
 }
 
 /** The job this operation already prepared, if it did (one transaction made it whole: it has its snapshot). */

@@ -8,14 +8,17 @@ import type { Db } from './pool';
 export async function recordObservation(db: Db, environmentId: string, obs: GitStatusObservation): Promise<boolean> {
   const payload = { branch: obs.branch, head: obs.head, ahead: obs.ahead, behind: obs.behind, files: obs.files };
   const res = await db.query(
-    `INSERT INTO git_status_observations (environment_id, repository_id, workspace_path, observed_at, payload)
-     SELECT $1, $2, $3, $4, $5
+    `INSERT INTO git_status_observations (environment_id, repository_id, workspace_path, observed_at, payload, changed_at)
+     SELECT $1, $2, $3, $4, $5, $4
       WHERE EXISTS (
         SELECT 1 FROM environment_repos er JOIN task_environments e ON e.id = er.environment_id
          WHERE er.environment_id = $1 AND er.repository_id = $2 AND er.status = 'active'
            AND COALESCE(er.worktree_path, e.workspace_path) = $3)
      ON CONFLICT (environment_id, repository_id) DO UPDATE
-        SET workspace_path = EXCLUDED.workspace_path, observed_at = EXCLUDED.observed_at, payload = EXCLUDED.payload
+        SET workspace_path = EXCLUDED.workspace_path, observed_at = EXCLUDED.observed_at, payload = EXCLUDED.payload,
+            changed_at = CASE WHEN git_status_observations.payload IS DISTINCT FROM EXCLUDED.payload
+                                OR git_status_observations.workspace_path IS DISTINCT FROM EXCLUDED.workspace_path
+                              THEN EXCLUDED.observed_at ELSE git_status_observations.changed_at END
       WHERE git_status_observations.observed_at < EXCLUDED.observed_at`,
     [environmentId, obs.repositoryId, obs.workspacePath, obs.observedAt, JSON.stringify(payload)],
   );

@@ -44,11 +44,22 @@ export interface TaskRow {
   group_id: string | null;
   quick_chat: boolean;
   archived_at: Date | null;
+  /** A pinned task is never released for idleness (issue 26). */
+  pinned_at: Date | null;
   created_at: Date;
 }
 
 const TASK_COLUMNS =
-  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, created_at';
+  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at';
+
+/** Pins or unpins a task; false when there is no such task. */
+export async function setPinned(db: Db, id: string, pinned: boolean): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE tasks SET pinned_at = CASE WHEN $2 THEN COALESCE(pinned_at, now()) ELSE NULL END WHERE id = $1`,
+    [id, pinned],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
 
 export async function findTask(db: Db, id: string): Promise<TaskRow | null> {
   const res = await db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);

@@ -41,6 +41,8 @@ const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   quick_chat_expiry: 'hand_over',
   environment_reset: 'keep',
   environment_abandon: 'keep',
+  // The owner stays; an environment a busy task borrows is not idle, so it is never selected.
+  idle_release: 'keep',
 };
 
 export type BorrowedDecision = { action: 'clean' } | { action: 'kept' } | { action: 'handed_over'; toTaskId: string };

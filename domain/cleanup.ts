@@ -15,6 +15,7 @@ export const CLEANUP_TRIGGERS = [
   'environment_reset',
   'environment_abandon',
   'borrow_ended',
+  'idle_release',
 ] as const;
 export type CleanupTrigger = (typeof CLEANUP_TRIGGERS)[number];
 
@@ -38,12 +39,15 @@ export const removesTask = (trigger: CleanupTrigger): boolean =>
   trigger === 'delete' || trigger === 'board_delete' || trigger === 'quick_chat_expiry';
 
 /**
- * What a removal does with a dirty worktree: `save` (uncommitted work on the task's hidden
- * saved-work ref, then removed) with a delete's consent, and always for quick-chat expiry, where
- * no one can consent; `keep` (left in place and reported) otherwise.
+ * What a removal does with a dirty worktree: `save` (uncommitted work on a hidden saved-work ref,
+ * then removed) with a delete's consent, and always for quick-chat expiry, where no one can
+ * consent, and for an idle release (nothing is discarded: the next launch restores it);
+ * `keep` (left in place and reported) otherwise.
  */
 export const dirtyWorkHandling = (trigger: CleanupTrigger, discardChanges: boolean): 'save' | 'keep' =>
-  trigger === 'quick_chat_expiry' || (removesTask(trigger) && discardChanges) ? 'save' : 'keep';
+  trigger === 'quick_chat_expiry' || trigger === 'idle_release' || (removesTask(trigger) && discardChanges)
+    ? 'save'
+    : 'keep';
 
 /**
  * `environment_abandon` (an operator's reset with `abandon: true`) runs no attempt: it releases the
@@ -79,7 +83,7 @@ export function cascadeMembersToPrepare<M extends { taskId: string }>(
 
 /** Triggers refused while an agent of the environment runs (they would take its workspace away). */
 export const refusedWhileRunning = (trigger: CleanupTrigger): boolean =>
-  trigger === 'environment_reset' || trigger === 'environment_abandon';
+  trigger === 'environment_reset' || trigger === 'environment_abandon' || trigger === 'idle_release';
 
 /** One worktree (or inventory-only slot) the job must account for, copied from the inventory. */
 export interface SnapshotWorktree {
@@ -310,6 +314,8 @@ export interface CleanupInput {
   policy: RetryPolicy;
   /** Set by a cascade, which reserved the barrier, took the snapshot and mutated the task already. */
   alreadyPrepared: boolean;
+  /** An idle release's cutoff (ISO-8601): its preparation looks again, under the task's lock, whether the task is still idle since. */
+  idleCutoff?: string;
 }
 
 export interface CleanupProgress {

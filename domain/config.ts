@@ -5,6 +5,7 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
+import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 
 function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
@@ -98,6 +99,10 @@ export interface Config {
   orphanGraceMs: number;
   /** How often a worker says its host is alive (TWS_HOST_HEARTBEAT_MS); live = seen within three of these. */
   hostHeartbeatEveryMs: number;
+  /** How long a workspace idles before it is released (TWS_IDLE_RELEASE_AFTER); null: release is off [R6.9]. */
+  idleReleaseAfterMs: number | null;
+  /** How often each host looks for idle workspaces (TWS_IDLE_RELEASE_EVERY). */
+  idleReleaseEveryMs: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -181,6 +186,8 @@ export function loadConfig(
     quickChatExpiryEveryMs: Number(env.TWS_QUICK_CHAT_EXPIRY_EVERY_MS || 24 * HOUR_MS),
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
+    idleReleaseAfterMs: parseIdleReleaseAfter(env.TWS_IDLE_RELEASE_AFTER),
+    idleReleaseEveryMs: parseIdleReleaseEvery(env.TWS_IDLE_RELEASE_EVERY),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
     agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),

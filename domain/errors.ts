@@ -12,6 +12,7 @@ export type RefusalCode =
   | 'task_archived'
   | 'task_delete_dirty_worktree'
   | 'session_running'
+  | 'task_not_idle'
   | 'cleanup_job_not_retryable'
   | 'cleanup_job_finished'
   | 'launch_cancelled'
@@ -112,6 +113,14 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     retryAfterMs: 0,
     action: 'stop_session',
     message: 'A session of the task is running.',
+  },
+  // An idle release's second look under the task's lock found it in use again (or pinned).
+  task_not_idle: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'wait',
+    message: 'The task is in use again; its workspace is kept.',
   },
   // An operator retry is only for a job that is waiting for one (needs_operator).
   cleanup_job_not_retryable: {

@@ -36,3 +36,7 @@ export function repositoryNameProblem(name: string): string | null {
 /** The hidden ref a task's uncommitted work of one repository is saved on before a removal (in the host repository). */
 export const savedWorkRef = (taskId: string, repositoryId: string): string =>
   `refs/task-workspaces/saved/${taskId}/${repositoryId}`;
+
+/** The hidden ref of one save of an idle release, restored by the task's next launch (one per save: none moves another). */
+export const releasedWorkRef = (taskId: string, repositoryId: string, commit: string): string =>
+  `refs/task-workspaces/released/${taskId}/${repositoryId}/${commit}`;

@@ -18,6 +18,10 @@ export const boardDeleteWorkflowId = (boardId: string, operationId: string): str
   cascadeWorkflowId('board_delete', boardId, operationId);
 export const orphanSweepWorkflowId = (runId: string): string => `orphan-sweep/${runId}`;
 export const QUICK_CHAT_EXPIRY_SCHEDULE_ID = 'quick-chat-expiry';
+/** Per host: `idle-release-<hostId>` [R6.9]. */
+export const IDLE_RELEASE_SCHEDULE_ID = 'idle-release';
+/** A release on request (`POST /v1/idle-release`); the schedule's runs carry its id. */
+export const idleReleaseWorkflowId = (hostId: string, runId: string): string => `idle-release/${hostId}/${runId}`;
 export const ORPHAN_SWEEP_SCHEDULE_ID = 'orphan-sweep';
 export const stopWorkflowId = (sessionId: string, operationId: string): string => `stop/${sessionId}/${operationId}`;
 /** One consistency-check schedule per host: each host re-identifies its own processes. */

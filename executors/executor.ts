@@ -13,7 +13,7 @@ import type { ExecutionRow, ExecutionStatus } from '../db/executions';
 import type { Db } from '../db/pool';
 import type { ExecutorType } from '../domain/admission';
 import type { LogSource } from '../domain/agent-log';
-import type { SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
+import type { CleanupTrigger, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
 import type { GitStatusObservation, GitStatusTarget } from '../domain/git-status';
 import type { LaunchPlan, MaterializedSlot } from '../domain/launch';
 import type { StartAgentInput, StartedAgent } from './agent-start';
@@ -67,6 +67,8 @@ export interface RemovalRequest {
   taskFolder: string | null;
   /** What to do with uncommitted work: keep the worktree (archive, no consent) or save it on a hidden ref, then remove. */
   dirty: 'keep' | 'save';
+  /** The cleanup that removes it: a release's save gets a ref of its own, restored by the next launch. */
+  trigger?: CleanupTrigger;
 }
 
 export interface RemovalOutcome {
@@ -96,6 +98,15 @@ export interface CleanupOperations {
   removeTaskRuns(input: { taskId: string; sessionIds: string[]; sshTargetIds: string[] }): Promise<void>;
 }
 
-export interface Executor extends WorkspaceOperations, AgentOperations, GitOperations, CleanupOperations {
+/**
+ * An optional capability (Kandev's shape: small interfaces beside the required one): putting a
+ * saved commit's work back into a worktree the executor just made [R6.10]. `conflict` changes nothing.
+ */
+interface RestoresWork {
+  restoreWork(slot: MaterializedSlot, commit: string): Promise<'applied' | 'conflict'>;
+}
+
+export interface Executor
+  extends WorkspaceOperations, AgentOperations, GitOperations, CleanupOperations, Partial<RestoresWork> {
   readonly kind: ExecutorKind;
 }

@@ -8,7 +8,9 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { branchNameProblem } from '../domain/refs';
 import { isWithinFolder } from '../domain/task-layout';
-import { branchCommit, currentBranch, gitAt, rootCommit, showToplevel } from './git';
+import { branchCommit, rootCommit } from './branches';
+import { currentBranch, showToplevel } from './checkout';
+import { gitAt } from './git';
 
 /** The refusal when the path is a usable repository but the branch asked for is not in it. */
 export const BRANCH_MISSING = 'The default branch does not exist in the repository.';

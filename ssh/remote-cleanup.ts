@@ -7,18 +7,11 @@ import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
-import { branchCommit, branchRef, gitAt, resolveCommit } from '../git/git';
+import { branchCommit, branchRef, resolveCommit } from '../git/branches';
+import { gitAt } from '../git/git';
 import type { SshTarget } from './connection';
-import {
-  absolutePath,
-  BUNDLE_BRANCH,
-  LOCAL_HEADS,
-  REMOVE_CLONE,
-  REMOVE_FOLDER,
-  RemoteOperationError,
-  runScript,
-  SAVE_WORK,
-} from './remote-scripts';
+import { BUNDLE_BRANCH, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, SAVE_WORK } from './cleanup-scripts';
+import { absolutePath, RemoteOperationError, runScript } from './remote-scripts';
 import { HOST_GIT, validBranch } from './remote-workspace';
 
 /** Bundling a clone's history back: minutes, not seconds. */
@@ -67,13 +60,13 @@ async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Pro
 
 /**
  * Uncommitted work (tracked and untracked) of a remote clone saved as a commit (add --all, then
- * `stash create`, as git/git.ts saveUncommittedWork), bundled back and stored on the host
- * repository at `ref`. Returns the commit, or null when the clone was clean.
+ * `stash create`, as git/saved-work.ts saveWorkOnRef), bundled back and stored on the host
+ * repository at the ref `refFor(commit)` names. Returns both, or null when the clone was clean.
  */
 export async function saveRemoteWork(
   target: SshTarget,
-  a: { repoPath: string; hostRepository: string; ref: string; message: string },
-): Promise<string | null> {
+  a: { repoPath: string; hostRepository: string; refFor: (commit: string) => string; message: string },
+): Promise<{ ref: string; commit: string } | null> {
   const host = gitAt(a.hostRepository, HOST_GIT);
   const { known } = await remoteHeads(target, host, a.repoPath, '');
   const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF, ...known], {
@@ -94,8 +87,9 @@ export async function saveRemoteWork(
     }
   });
   if ((await resolveCommit(host, commit)) !== commit) throw new RemoteOperationError('bundle_unreadable');
-  await host.raw(['update-ref', '-m', a.message, a.ref, commit]);
-  return commit;
+  const ref = a.refFor(commit);
+  await host.raw(['update-ref', '-m', a.message, ref, commit]);
+  return { ref, commit };
 }
 
 /**

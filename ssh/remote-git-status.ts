@@ -3,8 +3,9 @@
  * (`--no-optional-locks`: not even the index is refreshed): branch, HEAD, ahead/behind the base
  * branch, and the files, in the same shape a host worktree's status has [R1.5].
  */
-import { parsePorcelainZ, type FileStatus } from '../git/git';
-import { runRemote, type SshTarget } from './connection';
+import { parsePorcelainZ, type FileStatus } from '../git/worktree-status';
+import type { SshTarget } from './connection';
+import { runRemote } from './remote-exec';
 import { REMOTE_GIT_FUNCTION } from './remote-git';
 
 /** Args: the clone, the base branch. Prints branch, HEAD, "behind<TAB>ahead" each NUL-terminated, then the porcelain -z listing. */

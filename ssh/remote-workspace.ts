@@ -8,7 +8,8 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { branchCommits, branchRef, gitAt } from '../git/git';
+import { branchCommits, branchRef } from '../git/branches';
+import { gitAt } from '../git/git';
 import type { SshTarget } from './connection';
 import {
   absolutePath,

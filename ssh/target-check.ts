@@ -3,7 +3,8 @@
  * presented, this service's key is accepted, and the workspace root is an existing directory, by
  * its real path (no symlink anywhere in it), in which the user can create and remove a folder.
  */
-import { closeSshConnection, runRemote, type SshTarget } from './connection';
+import { closeSshConnection, type SshTarget } from './connection';
+import { runRemote } from './remote-exec';
 
 // "$1" is the workspace root (absolute: validated before). A probe folder, made and removed,
 // proves writability where `test -w` would trust permission bits alone (a read-only mount).

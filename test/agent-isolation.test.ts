@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bringObjectsHome } from '../git/agent-objects';
+import { bringObjectsHome } from '../git/agent-objects-home';
 import { agentIsolation } from '../executors/host/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';

@@ -20,13 +20,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  bringObjectsHome,
-  discardObjectStore,
-  objectStoreKeyDir,
-  objectStoreOf,
-  prepareObjectStore,
-} from '../git/agent-objects';
+import { bringObjectsHome } from '../git/agent-objects-home';
+import { discardObjectStore, objectStoreKeyDir, objectStoreOf, prepareObjectStore } from '../git/agent-objects';
 import { git, makeRepo } from './support/world';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tws-agent-objects-'));

@@ -10,26 +10,12 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, wri
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  addWorktree,
-  aheadBehind,
-  branchCommits,
-  branchesMergedInto,
-  checkoutIdentity,
-  commonDir,
-  currentBranch,
-  deleteBranchIfAt,
-  fileStatus,
-  gitAt,
-  listWorktrees,
-  pruneWorktrees,
-  removeWorktree,
-  resolveCommit,
-  saveUncommittedWork,
-  showToplevel,
-  worktreeDirtiness,
-  worktreeIdentity,
-} from '../git/git';
+import { addWorktree, listWorktrees, pruneWorktrees, removeWorktree, worktreeIdentity } from '../git/worktrees';
+import { aheadBehind, fileStatus, worktreeDirtiness } from '../git/worktree-status';
+import { branchCommits, branchesMergedInto, deleteBranchIfAt, resolveCommit } from '../git/branches';
+import { checkoutIdentity, commonDir, currentBranch, showToplevel } from '../git/checkout';
+import { gitAt } from '../git/git';
+import { saveWorkOnRef } from '../git/saved-work';
 import { checkRepository } from '../git/repository-check';
 import { parseConfig, repositoryNamedSections } from '../git/repository-config';
 import { REMOTE_GIT_FUNCTION } from '../ssh/remote-git';
@@ -180,7 +166,7 @@ async function productCommands(repo: string): Promise<void> {
   await aheadBehind(worktree, 'main', OPTIONS);
   await branchCommits(source, ['main', 'tws/1']);
   await branchesMergedInto(source, 'main', ['tws/1']);
-  expect(await saveUncommittedWork(worktree, 'refs/tws/saved/1', 'saved', OPTIONS)).toMatch(/^[0-9a-f]{40}$/);
+  expect((await saveWorkOnRef(worktree, () => 'refs/tws/saved/1', 'saved', OPTIONS))?.commit).toMatch(/^[0-9a-f]{40}$/);
   // The SSH executor's way home: a bundle fetched into the host repository.
   const bundle = path.join(path.dirname(repo), 'b.bundle');
   await source.raw(['bundle', 'create', '--quiet', bundle, 'refs/tws/saved/1']);

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertInventoryRow } from '../db/environments';
+import { upsertInventoryRow } from '../db/inventory';
 import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';

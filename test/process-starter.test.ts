@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gitAt } from '../git/git';
-import { ProcessStarter, STARTER_MARK, STARTER_SOURCE, type StartedProcess } from '../git/process-starter';
+import { ProcessStarter, type StartedProcess } from '../git/process-starter';
+import { STARTER_MARK, STARTER_SOURCE } from '../git/process-starter-helper';
 import { processAlive } from './support/world';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tws-starter-'));

@@ -34,7 +34,8 @@ import {
   stopRemoteAgent,
 } from '../ssh/remote-agent';
 import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
-import { RemoteOperationError, WORKSPACE_SCRIPTS } from '../ssh/remote-scripts';
+import { RemoteOperationError } from '../ssh/remote-scripts';
+import { WORKSPACE_SCRIPTS } from '../ssh/cleanup-scripts';
 import { readRemoteGitStatus } from '../ssh/remote-git-status';
 import {
   discardRemoteSlots,
@@ -453,18 +454,20 @@ describe('bringing work back', () => {
       await saveRemoteWork(target, {
         repoPath: t.slot.repoPath,
         hostRepository: host,
-        ref: 'refs/tws/saved/s1',
+        refFor: () => 'refs/tws/saved/s1',
         message: 'saved by test',
       }),
     ).toBeNull();
     writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'edited\n');
     writeFileSync(path.join(t.slot.repoPath, 'untracked.txt'), 'new work\n');
-    const commit = await saveRemoteWork(target, {
-      repoPath: t.slot.repoPath,
-      hostRepository: host,
-      ref: 'refs/tws/saved/s1',
-      message: 'saved by test',
-    });
+    const commit = (
+      await saveRemoteWork(target, {
+        repoPath: t.slot.repoPath,
+        hostRepository: host,
+        refFor: () => 'refs/tws/saved/s1',
+        message: 'saved by test',
+      })
+    )?.commit;
     expect(commit).toMatch(/^[0-9a-f]{40}$/);
     expect(git(host, 'rev-parse', 'refs/tws/saved/s1')).toBe(commit);
     expect(git(host, 'show', 'refs/tws/saved/s1:untracked.txt')).toBe('new work');
@@ -517,10 +520,10 @@ describe('bringing work back', () => {
     const saved = await saveRemoteWork(target, {
       repoPath: t.slot.repoPath,
       hostRepository: big,
-      ref: 'refs/tws/saved/b2',
+      refFor: () => 'refs/tws/saved/b2',
       message: 'saved',
     });
-    expect(git(big, 'show', `${saved}:unsaved.txt`)).toBe('unsaved');
+    expect(git(big, 'show', `${saved?.commit}:unsaved.txt`)).toBe('unsaved');
   });
 });
 
@@ -657,10 +660,10 @@ describe('the target runs no program its clone names [issue 31]', () => {
       await saveRemoteWork(target, {
         repoPath: t.slot.repoPath,
         hostRepository: host,
-        ref: 'refs/tws/saved/h1',
+        refFor: () => 'refs/tws/saved/h1',
         message: 'saved',
       }),
-    ).toMatch(/^[0-9a-f]{40}$/);
+    ).toMatchObject({ ref: 'refs/tws/saved/h1', commit: expect.stringMatching(/^[0-9a-f]{40}$/) });
     expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/h1', hostRepository: host })).toBe(
       'present',
     );

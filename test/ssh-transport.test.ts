@@ -9,7 +9,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { closeSshConnections, runRemote, SshRefusal, type SshTarget } from '../ssh/connection';
+import { closeSshConnections, SshRefusal, type SshTarget } from '../ssh/connection';
+import { runRemote } from '../ssh/remote-exec';
 import { startSshServer, type SshServer } from './support/ssh-server';
 
 let server: SshServer;

@@ -223,6 +223,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
         trigger: input.trigger,
         workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}`,
         discardChanges: input.discardChanges,
+        ...(input.idleCutoff ? { idleCutoff: input.idleCutoff } : {}),
       });
     }
   } catch (err) {

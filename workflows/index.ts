@@ -9,3 +9,4 @@ export { resumeSession } from './resume-session';
 export { reconcileRecords } from './reconcile-records';
 export { boardDelete } from './board-delete';
 export { checkRepositoryOnHost, checkSshTargetOnHost, readAgentLogOnHost } from './host-questions';
+export { releaseIdleWorkspaces } from './idle-release';

@@ -10,7 +10,7 @@ import { timeLaunchSteps, type StepTimings } from '../direct-steps';
 import { shapeOfWorkflow, type WorkflowShape } from '../engine-floor';
 import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
-import type { FloorPhases } from '../floor';
+import type { FloorPhases } from '../floor-steps';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo, type Repo } from '../world';
 

@@ -8,7 +8,8 @@
  */
 import { launchWorkflowId } from '../../domain/workflow-ids';
 import { loadSshTarget } from '../../executors/ssh/workspace';
-import { closeSshConnections, runRemote } from '../../ssh/connection';
+import { closeSshConnections } from '../../ssh/connection';
+import { runRemote } from '../../ssh/remote-exec';
 import { startSshServer } from '../../test/support/ssh-server';
 import { AGENT_COMMAND, Api, errorCode } from '../api';
 import type { BenchContext } from '../context';

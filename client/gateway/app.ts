@@ -20,6 +20,7 @@ import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
 import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
+import { idleReleaseRoutes } from './routes/idle-release';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
 import { sessionRoutes } from './routes/sessions';
 import { sshTargetRoutes } from './routes/ssh-targets';
@@ -99,6 +100,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(gitStatusRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
+  await app.register(idleReleaseRoutes(opts));
   await app.register(hostRoutes(opts));
   await app.register(sshTargetRoutes(opts));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -103,6 +103,8 @@ export const TaskItem = Type.Object({
 });
 export const Task = Type.Object({
   ...TaskItem.properties,
+  /** Never released for idleness (`POST /v1/tasks/:id/pin`). */
+  pinned: Type.Boolean(),
   repositories: Type.Array(
     Type.Object({
       repositoryId: Uuid,
@@ -196,6 +198,13 @@ export const Session = Type.Object({
   ]),
   /** The run that last admitted the session (its launch, or its latest admitted resume). */
   links: Links,
+  /**
+   * What its launch did with the work an idle release saved [R6.10]: `applied`, `conflict` (the
+   * branch moved since: the worktree is on the clean branch, and `restoreConflictRefs` are the
+   * saved refs to apply by hand), or null (nothing to restore).
+   */
+  restore: Type.Optional(Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Null()])),
+  restoreConflictRefs: Type.Optional(Type.Array(Type.String())),
   /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
   error: Type.Optional(
     Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) }),

@@ -29,6 +29,7 @@ export async function taskView(pool: pg.Pool, id: string) {
   ]);
   return {
     ...taskItem(task),
+    pinned: task.pinned_at !== null,
     repositories: repos.map((r) => ({
       repositoryId: r.repository_id,
       baseBranch: r.base_branch,

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { endExecution, findExecution } from '../../db/executions';
 import { readFile } from 'node:fs/promises';
-import { bringStoreHome } from '../../git/agent-objects';
+import { bringStoreHome } from '../../git/agent-objects-home';
 import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
 

@@ -1,7 +1,10 @@
 /** Git status of a workspace on this host, with the time it was taken [R1.5]. */
 import type { GitStatusObservation, GitStatusTarget } from '../../domain/git-status';
-import { bringObjectsHome } from '../../git/agent-objects';
-import { aheadBehind, currentBranch, fileStatus, gitAt, resolveCommit } from '../../git/git';
+import { bringObjectsHome } from '../../git/agent-objects-home';
+import { aheadBehind, fileStatus } from '../../git/worktree-status';
+import { currentBranch } from '../../git/checkout';
+import { gitAt } from '../../git/git';
+import { resolveCommit } from '../../git/branches';
 import type { ActivityDeps } from '../support/deps';
 import { isRealDirectory } from './workspace-fs';
 

@@ -10,14 +10,9 @@ import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';
 import { realPathOrResolved } from './workspace-fs';
 import { withRepositoryLock, type LockHoldWatch } from '../../db/locks';
-import {
-  branchCommits,
-  branchesMergedInto,
-  gitAt,
-  listWorktrees,
-  type GitOptions,
-  type WorktreeEntry,
-} from '../../git/git';
+import { branchCommits, branchesMergedInto } from '../../git/branches';
+import { gitAt, type GitOptions } from '../../git/git';
+import { listWorktrees, type WorktreeEntry } from '../../git/worktrees';
 
 /** At most this many steps share one hold of the lock, so a launch of the repository waits for a turn, not for a whole bulk cleanup. */
 const MAX_STEPS_PER_TURN = 16;

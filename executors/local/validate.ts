@@ -1,6 +1,8 @@
 /** A `local` workspace is the registered source checkout itself: validated read-only before every start [R1.2, R3.2]. */
 import type { SlotPlan, ValidationProblem } from '../../domain/launch';
-import { checkoutIdentity, commonDir, gitAt, resolveCommit } from '../../git/git';
+import { checkoutIdentity, commonDir } from '../../git/checkout';
+import { gitAt } from '../../git/git';
+import { resolveCommit } from '../../git/branches';
 import { isRealDirectory } from '../host/workspace-fs';
 
 export async function localSlotProblem(slot: SlotPlan, gitBinary: string): Promise<ValidationProblem | null> {

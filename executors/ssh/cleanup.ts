@@ -14,7 +14,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { findExecution } from '../../db/executions';
 import { recordSavedWork } from '../../db/saved-work';
-import { savedWorkRef } from '../../domain/refs';
+import { saveOfRemoval } from '../../domain/saved-work';
 import type { CleanupErrorClass, SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup';
 import type { CleanupOperations, RemovalOutcome, RemovalRequest } from '../executor';
 import { cleanupFailure } from '../support/failures';
@@ -146,12 +146,10 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
         let saved: { savedRef: string; savedCommit: string } | null = null;
         if (slot.dirty !== 'clean') {
-          const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
-          const commit = await saveRemoteWork(target, {
+          const made = await saveRemoteWork(target, {
             repoPath,
             hostRepository: w.sourcePath,
-            ref,
-            message: `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`,
+            ...saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId),
           }).catch((err: unknown) => {
             if (err instanceof SshRefusal) throw err;
             logger.warn(
@@ -160,9 +158,15 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
             );
             throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
           });
-          if (commit) {
-            saved = { savedRef: ref, savedCommit: commit };
-            await recordSavedWork(pool, { repositoryId: w.repositoryId, ref, taskId: req.ownerTaskId, commit });
+          if (made) {
+            saved = { savedRef: made.ref, savedCommit: made.commit };
+            await recordSavedWork(pool, {
+              repositoryId: w.repositoryId,
+              ref: made.ref,
+              taskId: req.ownerTaskId,
+              commit: made.commit,
+              trigger: req.trigger ?? null,
+            });
           }
         }
         // The branch's commits on the host before the clone goes: nothing of the agent's is lost.

@@ -1,4 +1,5 @@
 /** The `worktree` executor: a git worktree per repository on this host, in the task's folder. */
+import { restoreSavedWork } from '../../git/saved-work';
 import type { Executor } from '../executor';
 import type { HostOperations } from '../host';
 import type { ActivityDeps } from '../support/deps';
@@ -13,5 +14,6 @@ export function worktreeExecutor(deps: ActivityDeps, host: HostOperations): Exec
     ...worktreeWorkspace(deps),
     validate: worktreeValidation(deps),
     removeAudited: worktreeRemoval(deps),
+    restoreWork: (slot, commit) => restoreSavedWork(slot.worktreePath, commit, { binary: deps.config.gitBinary }),
   };
 }

@@ -10,19 +10,11 @@ import { isMaterializer, releaseKeptMaterialization } from '../../db/environment
 import { withRepositoryLock } from '../../db/locks';
 import type { LaunchPlan, MaterializedSlot, SlotPlan } from '../../domain/launch';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../../domain/task-layout';
-import { bringObjectsHome, discardObjectStore } from '../../git/agent-objects';
-import {
-  addWorktree,
-  branchCommit,
-  branchCommits,
-  branchRef,
-  deleteBranchIfAt,
-  gitAt,
-  listWorktrees,
-  recreateMissingBranch,
-  removeWorktree,
-  worktreeIdentity,
-} from '../../git/git';
+import { bringObjectsHome } from '../../git/agent-objects-home';
+import { discardObjectStore } from '../../git/agent-objects';
+import { addWorktree, listWorktrees, removeWorktree, worktreeIdentity } from '../../git/worktrees';
+import { branchCommit, branchCommits, branchRef, deleteBranchIfAt, recreateMissingBranch } from '../../git/branches';
+import { gitAt } from '../../git/git';
 import type { WorkspaceOperations } from '../executor';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';

@@ -5,8 +5,10 @@
  * is kept (archive) or saved on the task's hidden ref first (a consented delete).
  */
 import { recordSavedWork } from '../../db/saved-work';
-import { savedWorkRef } from '../../domain/refs';
-import { headAndBranch, pruneWorktrees, removeWorktree, saveUncommittedWork } from '../../git/git';
+import { saveOfRemoval } from '../../domain/saved-work';
+import { headAndBranch } from '../../git/checkout';
+import { pruneWorktrees, removeWorktree } from '../../git/worktrees';
+import { saveWorkOnRef } from '../../git/saved-work';
 import { discardObjectStore } from '../../git/agent-objects';
 import type { RemovalOutcome, RemovalRequest } from '../executor';
 import { dirtyStatus } from '../host/cleanup';
@@ -93,19 +95,20 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
           const status = await dirtyStatus(deps, worktreePath, w.repositoryId);
           if (status === 'clean') throw removeFailed(err, w.repositoryId);
           if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
-          const ref = savedWorkRef(req.ownerTaskId, w.repositoryId);
           try {
-            const commit = await saveUncommittedWork(
-              worktreePath,
-              ref,
-              `task-workspaces: uncommitted work of task ${req.ownerTaskId} saved before deletion`,
-              gitOptions,
-            );
-            if (commit) {
-              savedRef = ref;
-              savedCommit = commit;
+            const { refFor, message } = saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId);
+            const saved = await saveWorkOnRef(worktreePath, refFor, message, gitOptions);
+            if (saved) {
+              savedRef = saved.ref;
+              savedCommit = saved.commit;
               // Listed from the moment the ref exists, before anything is removed.
-              await recordSavedWork(pool, { repositoryId: w.repositoryId, ref, taskId: req.ownerTaskId, commit });
+              await recordSavedWork(pool, {
+                repositoryId: w.repositoryId,
+                ref: saved.ref,
+                taskId: req.ownerTaskId,
+                commit: saved.commit,
+                trigger: req.trigger ?? null,
+              });
             }
           } catch (saveErr) {
             logger.warn({ err: saveErr, repositoryId: w.repositoryId }, 'saving uncommitted work failed');

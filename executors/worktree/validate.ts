@@ -1,6 +1,7 @@
 /** Attach of a worktree workspace, read-only [R1.2]: each recorded worktree is where, what and whose the records say. */
 import type { LaunchPlan, SlotPlan, ValidationProblem } from '../../domain/launch';
-import { gitAt, listWorktrees } from '../../git/git';
+import { gitAt } from '../../git/git';
+import { listWorktrees } from '../../git/worktrees';
 import { validateOnHost } from '../host/validation';
 import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from '../host/workspace-fs';
 import type { ActivityDeps } from '../support/deps';

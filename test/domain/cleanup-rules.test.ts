@@ -6,7 +6,7 @@ describe('what each cleanup trigger does with the task and its dirty work', () =
     expect(CLEANUP_TRIGGERS.filter(removesTask)).toEqual(['delete', 'board_delete', 'quick_chat_expiry']);
   });
 
-  it('dirty work is saved with a delete consent and always on quick-chat expiry (no one can consent); kept otherwise', () => {
+  it('dirty work is saved with a delete consent, and always on quick-chat expiry (no one can consent) and idle release (restored later); kept otherwise', () => {
     expect(CLEANUP_TRIGGERS.map((t) => [t, dirtyWorkHandling(t, false), dirtyWorkHandling(t, true)])).toEqual([
       ['archive', 'keep', 'keep'],
       ['delete', 'keep', 'save'],
@@ -15,6 +15,7 @@ describe('what each cleanup trigger does with the task and its dirty work', () =
       ['environment_reset', 'keep', 'keep'],
       ['environment_abandon', 'keep', 'keep'],
       ['borrow_ended', 'keep', 'keep'],
+      ['idle_release', 'save', 'save'],
     ]);
   });
 

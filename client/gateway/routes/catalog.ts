@@ -30,6 +30,12 @@ const SavedWorkItem = Type.Object({
   ref: Type.String(),
   commit: Type.String(),
   savedAt: Type.String(),
+  /** The cleanup that saved it: a consented delete, a quick-chat expiry, an idle release… */
+  trigger: Type.Union([Type.String(), Type.Null()]),
+  /** When a launch put it back into a new worktree. */
+  restoredAt: Type.Union([Type.String(), Type.Null()]),
+  /** `conflict`: it did not apply to the branch as it is now; apply the ref by hand. */
+  restore: Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Null()]),
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 

@@ -2,9 +2,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { canonicalEnvironmentOf, environmentById, inventoryOf } from '../../../db/environments';
+import { canonicalEnvironmentOf, environmentById } from '../../../db/environments';
+import { inventoryOf } from '../../../db/inventory';
 import { latestExecution, latestExecutions, type ExecutionRow } from '../../../db/executions';
 import { claimIdempotencyKey } from '../../../db/idempotency';
+import { restoresOfSessions, type SessionRestore } from '../../../db/saved-work';
 import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
 import { admittedPlanOf, findSession, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { findTask, taskRepositories } from '../../../db/tasks';
@@ -97,7 +99,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   }
 
   /** A session with its row, and its latest execution if it has one. */
-  function sessionViewOf(session: SessionRow, exec: ExecutionRow | null) {
+  function sessionViewOf(session: SessionRow, exec: ExecutionRow | null, restored: SessionRestore | undefined) {
     return {
       id: session.id,
       taskId: session.task_id,
@@ -121,14 +123,21 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           }
         : null,
       links: temporalLinks(ctx.config, sessionRunWorkflowId(session.id, session.admitted_run)),
+      // What this session's launch did with the work an idle release saved [R6.10].
+      restore: restored?.restore ?? null,
+      restoreConflictRefs: restored?.conflictRefs ?? [],
     };
   }
 
   async function sessionView(id: string) {
-    // The session and its latest execution are read side by side; with no session, the execution read is unused.
-    const [session, exec] = await Promise.all([findSession(ctx.pool, id), latestExecution(ctx.pool, id)]);
+    // The session, its latest execution and its restore are read side by side; with no session, the others are unused.
+    const [session, exec, restored] = await Promise.all([
+      findSession(ctx.pool, id),
+      latestExecution(ctx.pool, id),
+      restoresOfSessions(ctx.pool, [id]).then((found) => found.get(id)),
+    ]);
     if (!session) return runOutcomeView(id);
-    const view = sessionViewOf(session, exec);
+    const view = sessionViewOf(session, exec, restored);
     // A failed session says why, as a failed first launch does: from the run that admitted it last (a resume's).
     if (session.state === 'failed') {
       const outcome = await runOutcomeOf(ctx.temporal, sessionRunWorkflowId(session.id, session.admitted_run)).catch(
@@ -311,16 +320,17 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const page = pageRequest(request.query);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         const rows = await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page));
-        // Each session's latest execution: one query for the page, not one per row.
-        const executions = await latestExecutions(
-          ctx.pool,
-          rows.map((row) => row.id),
-        );
+        // Each session's latest execution and restore: one query each for the page, not one per row.
+        const ids = rows.map((row) => row.id);
+        const [executions, restores] = await Promise.all([
+          latestExecutions(ctx.pool, ids),
+          restoresOfSessions(ctx.pool, ids),
+        ]);
         return pageAnswer(
           rows,
           page.limit,
           (row) => row.id,
-          (row) => sessionViewOf(row, executions.get(row.id) ?? null),
+          (row) => sessionViewOf(row, executions.get(row.id) ?? null, restores.get(row.id)),
         );
       },
     );

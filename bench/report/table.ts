@@ -1,0 +1,223 @@
+/**
+ * The results table of bench/results/latest.md (issue 17's): every measure beside its bare floor,
+ * its engine floor and its target. Apart from the evidence below it because a run also prints it
+ * alone at its end (bench/run.ts).
+ */
+import { describeShape } from '../engine-floor';
+import type { BenchResults, Outcome } from '../model';
+import type { LaunchComparison } from '../stats';
+import { describeTarget, type TargetResult } from '../targets';
+import { mb, ms, statusWord, times } from './format';
+
+function targetCells(targets: TargetResult[], id: string): [string, string] {
+  const t = targets.find((x) => x.id === id);
+  if (!t) return ['—', '—'];
+  const note = t.note && t.status !== 'pass' ? ` (${t.note})` : '';
+  return [describeTarget(t), `**${statusWord(t.status)}**${note}`];
+}
+
+const failed = (o: Outcome<unknown>): string => (o.ok ? '' : `error: ${o.error}`);
+
+const engineCell = (c: LaunchComparison): string =>
+  c.engine ? `${ms(c.engine.p50)}${c.engineShape ? ` (${describeShape(c.engineShape)})` : ''}` : '—';
+const ratioCell = (c: LaunchComparison): string =>
+  `${times(c.ratioP50)} of bare; **${times(c.ratioToFloorsP50)}** of bare + engine`;
+
+/** Issue 17's table: every row beside its bare floor and its engine floor. */
+export function renderTable(r: BenchResults): string {
+  const rows: string[][] = [];
+  const t = (id: string) => targetCells(r.targets, id);
+  const launchRow = (label: string, c: LaunchComparison, id: string) => {
+    const codes = c.failures
+      ? `; ${c.failures} failures (${Object.entries(c.failureCodes)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(', ')})`
+      : '';
+    rows.push([
+      `${label} (n=${c.product.n} / ${c.floor.n} / ${c.engine?.n ?? 0}; p95)`,
+      `${ms(c.product.p50)} (${ms(c.product.p95)})${codes}`,
+      `${ms(c.floor.p50)} (${ms(c.floor.p95)})`,
+      engineCell(c),
+      ratioCell(c),
+      ...t(id),
+    ]);
+  };
+  if (r.attach.ok) launchRow('Attach launch, p50', r.attach.value, 'attach_p50_vs_floors');
+  else rows.push(['Attach launch', failed(r.attach), '', '', '', ...t('attach_p50_vs_floors')]);
+  if (r.materialize.ok) {
+    for (const [v, id] of [
+      [r.materialize.value.oneRepository, 'materialize_1_repo_p50_vs_floors'],
+      [r.materialize.value.threeRepositories, 'materialize_3_repos_p50_vs_floors'],
+    ] as const) {
+      launchRow(`First launch, ${v.repositories} repo${v.repositories > 1 ? 's' : ''}, p50`, v, id);
+    }
+  } else rows.push(['First launch', failed(r.materialize), '', '', '', ...t('materialize_1_repo_p50_vs_floors')]);
+  if (r.resume?.ok)
+    launchRow(
+      `Resume of a session on a ready environment (stops its agent, starts one), p50`,
+      r.resume.value,
+      'resume_p50_vs_floors',
+    );
+  else rows.push(['Resume', r.resume ? failed(r.resume) : 'not run', '', '', '', ...t('resume_p50_vs_floors')]);
+  if (r.sshAttach?.ok)
+    launchRow(
+      'SSH attach launch (sshd on 127.0.0.1; floor: the same remote commands over one connection), p50',
+      r.sshAttach.value,
+      'ssh_attach_p50_vs_floors',
+    );
+  else
+    rows.push([
+      'SSH attach',
+      r.sshAttach ? failed(r.sshAttach) : 'not run',
+      '',
+      '',
+      '',
+      ...t('ssh_attach_p50_vs_floors'),
+    ]);
+  if (r.cleanup.ok && r.cleanup.value.status === 'measured') {
+    const c = r.cleanup.value;
+    const engine = c.engine?.shape
+      ? `${c.engine.seconds.toFixed(2)} s for ${c.tasks} (${describeShape(c.engine.shape)}, half at once)`
+      : '—';
+    rows.push([
+      `Single archives of ${c.tasks} tasks until every worktree is verified gone (throughput)`,
+      `${c.product.seconds.toFixed(2)} s, ${c.product.worktreesPerSecond.toFixed(1)} /s, ${c.product.failures} failures, ${c.product.leftBehind} left`,
+      `${c.floor.seconds.toFixed(2)} s, ${c.floor.worktreesPerSecond.toFixed(1)} /s`,
+      engine,
+      `${times(c.throughputRatio)} of bare; **${times(c.throughputRatioToFloors)}** of bare + engine`,
+      ...t('archive_throughput_vs_floors'),
+    ]);
+  } else if (r.cleanup.ok && r.cleanup.value.status === 'not_available') {
+    rows.push([
+      'Single archives',
+      `not available: archive route answers ${r.cleanup.value.probe.httpStatus}`,
+      '—',
+      '—',
+      '—',
+      ...t('archive_throughput_vs_floors'),
+    ]);
+  } else rows.push(['Single archives', failed(r.cleanup), '', '', '', ...t('archive_throughput_vs_floors')]);
+  if (r.boardDelete?.ok) {
+    const b = r.boardDelete.value;
+    const engine = b.engine ? `${b.engine.seconds.toFixed(2)} s (${describeShape(b.engine.shape)})` : '—';
+    const codes = Object.keys(b.product.failureCodes).length
+      ? ` (${Object.entries(b.product.failureCodes)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(', ')})`
+      : '';
+    rows.push([
+      `Board delete of ${b.tasks} tasks until every worktree is verified gone (throughput)`,
+      `${b.product.seconds.toFixed(2)} s, ${b.product.worktreesPerSecond.toFixed(1)} /s, ${b.product.failures} failures${codes}, ${b.product.leftBehind} left; 202 after ${ms(b.product.acceptedMs)}`,
+      `${b.floor.seconds.toFixed(2)} s, ${b.floor.worktreesPerSecond.toFixed(1)} /s`,
+      engine,
+      `**${times(b.throughputRatio)}** of bare`,
+      ...t('board_delete_throughput_vs_bare'),
+    ]);
+  } else
+    rows.push([
+      'Board delete',
+      r.boardDelete ? failed(r.boardDelete) : 'not run',
+      '',
+      '',
+      '',
+      ...t('board_delete_throughput_vs_bare'),
+    ]);
+  if (r.manyTasks.ok) {
+    const m = r.manyTasks.value;
+    const codes = Object.keys(m.failureCodes).length
+      ? ` (${Object.entries(m.failureCodes)
+          .map(([c, n]) => `${c}: ${n}`)
+          .join(', ')})`
+      : '';
+    rows.push([
+      `${m.tasks} first launches at once on one repository`,
+      `${m.wallSeconds.toFixed(2)} s wall, ${m.failures} failures${codes}; per launch p50 ${ms(m.latency.p50)}, max ${ms(m.latency.max)}`,
+      m.floor ? `${m.floor.wallSeconds.toFixed(2)} s wall (worktree adds in turn)` : '—',
+      '—',
+      `**${times(m.wallRatio)}** wall`,
+      ...t('many_tasks_wall_vs_floor'),
+    ]);
+    rows.push([
+      `${m.tasks} first launches at once: failures`,
+      `${m.failures}`,
+      '—',
+      '—',
+      '—',
+      ...t('many_tasks_failures'),
+    ]);
+  } else
+    rows.push(['Many first launches on one repository', failed(r.manyTasks), '', '', '', ...t('many_tasks_failures')]);
+  if (r.growth.ok) {
+    const g = r.growth.value;
+    const seeded = g.large.sessionsInDatabase
+      ? `; ${g.large.sessionsInDatabase.toLocaleString('en')} sessions rows, seeded in ${g.large.seedSeconds} s`
+      : '';
+    rows.push([
+      `Attach p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks (n=${g.small.attach.n} each${seeded})`,
+      `${ms(g.small.attach.p50)} → ${ms(g.large.attach.p50)}`,
+      '—',
+      '—',
+      `**${times(g.ratioP50)}**`,
+      ...t('growth_attach_p50_ratio'),
+    ]);
+    rows.push([
+      `A page of 50 tasks behind a cursor, p50 with ${g.small.tasksInDatabase.toLocaleString('en')} → ${g.large.tasksInDatabase.toLocaleString('en')} tasks`,
+      `${ms(g.small.listPage.p50)} → ${ms(g.large.listPage.p50)}`,
+      '—',
+      '—',
+      times(g.listPageRatioP50),
+      '—',
+      '—',
+    ]);
+  } else
+    rows.push(['Attach at a small vs a large database', failed(r.growth), '', '', '', ...t('growth_attach_p50_ratio')]);
+  if (r.exitDetection?.ok) {
+    const e = r.exitDetection.value;
+    rows.push([
+      `Agent exit recorded, starting process alive (n=${e.watched.n}; p95)`,
+      `${ms(e.watched.p50)} (${ms(e.watched.p95)})`,
+      '—',
+      '—',
+      '—',
+      ...t('exit_noticed_watched_p50_ms'),
+    ]);
+    rows.push([
+      `Agent exit recorded, starting process SIGKILLed (n=${e.unwatched.n}; p95; checked every ${ms(e.checkEveryMs)})`,
+      `${ms(e.unwatched.p50)} (${ms(e.unwatched.p95)})`,
+      '—',
+      '—',
+      '—',
+      ...t('exit_noticed_unwatched_p50_ms'),
+    ]);
+  } else if (r.exitDetection)
+    rows.push(['Agent exit recorded', failed(r.exitDetection), '', '', '', ...t('exit_noticed_watched_p50_ms')]);
+  if (r.memory) {
+    const byScenario = (peaks?: Record<string, number>) =>
+      peaks && Object.keys(peaks).length > 0
+        ? `; peak by scenario: ${Object.entries(peaks)
+            .map(([name, v]) => `${name} ${mb(v)}`)
+            .join(', ')}`
+        : '';
+    const idle = (name: string) =>
+      r.memory!.afterStartMb[name] === null || r.memory!.afterStartMb[name] === undefined
+        ? ''
+        : `; ${mb(r.memory!.afterStartMb[name])} when ready, before any launch`;
+    for (const [name, id] of [
+      ['worker', 'worker_peak_rss_mb'],
+      ['gateway', 'gateway_peak_rss_mb'],
+    ] as const) {
+      const w = r.memory[name];
+      rows.push([
+        `${name === 'worker' ? 'Worker' : 'Gateway'} peak RSS (${r.memory.window})`,
+        `${mb(w.peakRssMb)} sampled, ${mb(w.hwmMb)} VmHWM${w.hwmReset ? '' : ' (since start)'}${idle(name)}${w.starterPeakRssMb ? `; its process starter besides: ${mb(w.starterPeakRssMb)} RSS, ${mb(w.starterPssMb ?? null)} PSS` : ''}${byScenario(w.peakByScenarioMb)}`,
+        '—',
+        '—',
+        '—',
+        ...t(id),
+      ]);
+    }
+  }
+  const header = ['Measure', 'Product', 'Bare floor', 'Engine floor (its shape)', 'Ratio', 'Target', 'Result'];
+  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,89 @@
+/**
+ * Idle release on request and pins [R6.9]: `POST /v1/idle-release` (operator) runs a host's
+ * release now (or says what it would release), through the same workflow the host's schedule
+ * runs; `POST|DELETE /v1/tasks/:id/pin` (user) keep a task's workspace from being released for
+ * idleness, or let it be again.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { randomUUID } from 'node:crypto';
+import { hostLiveness } from '../../../db/hosts';
+import { setPinned } from '../../../db/tasks';
+import { idleReleaseWorkflowId } from '../../../domain/workflow-ids';
+import type { releaseIdleWorkspaces } from '../../../workflows';
+import { ApiError, badRequest, notFound } from '../api-error';
+import type { GatewayContext } from '../context';
+import { taskView } from '../task-view';
+import { errorResponses, IdParams, Task } from '../schemas';
+
+const IdleReleaseBody = Type.Object(
+  {
+    dryRun: Type.Optional(Type.Boolean()),
+    hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })),
+    idleForMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 10 * 365 * 86_400_000 })),
+  },
+  { additionalProperties: false },
+);
+
+const IdleReleaseAnswer = Type.Object({
+  released: Type.Array(Type.Object({ taskId: Type.String(), operationId: Type.Union([Type.String(), Type.Null()]) })),
+  kept: Type.Array(Type.Object({ taskId: Type.String(), reason: Type.String() })),
+  dryRun: Type.Boolean(),
+});
+
+export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      '/v1/idle-release',
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['cleanup'],
+          summary: 'Release idle workspaces now',
+          description:
+            "Releases the workspace of every task of a host (default this gateway's) idle for `idleForMs` (default TWS_IDLE_RELEASE_AFTER): its uncommitted work saved, its worktrees removed, its branch kept; restored on the next launch. `dryRun` only says what it would release.",
+          body: Type.Optional(IdleReleaseBody),
+          response: { 200: IdleReleaseAnswer, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const hostId = request.body?.hostId ?? ctx.config.hostId;
+        const idleForMs = request.body?.idleForMs ?? ctx.config.idleReleaseAfterMs;
+        if (idleForMs === null) throw badRequest('Idle release is off here (TWS_IDLE_RELEASE_AFTER): give idleForMs.');
+        const liveness = await hostLiveness(ctx.pool, hostId);
+        if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches))
+          throw notFound('Host');
+        if (liveness === 'down') throw new ApiError('host_unavailable');
+        return ctx.temporal.workflow.execute<typeof releaseIdleWorkspaces>('releaseIdleWorkspaces', {
+          workflowId: idleReleaseWorkflowId(hostId, randomUUID()),
+          taskQueue: ctx.config.taskQueue,
+          args: [{ hostId, idleForMs, dryRun: request.body?.dryRun ?? false, policy: ctx.config.cleanupPolicy }],
+        });
+      },
+    );
+
+    for (const [method, pinned] of [
+      ['POST', true],
+      ['DELETE', false],
+    ] as const) {
+      app.route({
+        method,
+        url: '/v1/tasks/:id/pin',
+        config: { role: 'user' },
+        schema: {
+          tags: ['tasks'],
+          summary: pinned ? 'Pin a task' : 'Unpin a task',
+          description: pinned
+            ? 'A pinned task is never released for idleness (its workspace stays on disk). Idempotent.'
+            : 'The task may be released for idleness again. Idempotent.',
+          params: IdParams,
+          response: { 200: Task, ...errorResponses },
+        },
+        handler: async (request) => {
+          if (!(await setPinned(ctx.pool, request.params.id, pinned))) throw notFound('Task');
+          return taskView(ctx.pool, request.params.id);
+        },
+      });
+    }
+  };
+}

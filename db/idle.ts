@@ -1,0 +1,66 @@
+/**
+ * The facts idle release judges (domain/idle.ts): every environment of a host that has
+ * something to release (a worktree or a clone recorded active), whose owner is not archived and
+ * has no cleanup job active, with what the tasks using it and its workspace last did.
+ */
+import type { IdleFacts } from '../domain/idle';
+import type { Db } from './pool';
+
+/** A host's candidates (`hostId`), or one task's own environment (`ownerTaskId`: the preparation's second look). */
+export async function idleCandidates(
+  db: Db,
+  of: { hostId: string } | { ownerTaskId: string },
+  limit = 500,
+): Promise<IdleFacts[]> {
+  const res = await db.query<{
+    environment_id: string;
+    owner_task_id: string;
+    pinned: boolean;
+    busy_owner: boolean;
+    busy_other: boolean;
+    last_activity_at: Date;
+    live_agent: boolean;
+  }>(
+    `WITH env AS (
+       SELECT e.id, e.task_id FROM task_environments e JOIN tasks o ON o.id = e.task_id
+        WHERE ($1::text IS NULL OR e.host_id = $1) AND ($3::uuid IS NULL OR e.task_id = $3) AND e.status IN ('ready', 'stopped') AND o.archived_at IS NULL
+          AND EXISTS (SELECT 1 FROM environment_repos er WHERE er.environment_id = e.id AND er.status = 'active'
+                        AND er.worktree_path IS NOT NULL AND (er.worktree_id IS NOT NULL OR er.ssh_target_id IS NOT NULL))
+          AND NOT EXISTS (SELECT 1 FROM cleanup_jobs j WHERE j.task_id = e.task_id AND j.state NOT IN ('succeeded', 'cancelled'))
+     ), users AS (
+       SELECT env.id AS environment_id, env.task_id AS owner_task_id, u.id AS task_id, u.pinned_at, u.last_activity_at
+         FROM env JOIN tasks u ON u.archived_at IS NULL AND (
+              u.id = env.task_id
+           OR (u.workspace_mode = 'inherit_parent' AND u.parent_task_id = env.task_id)
+           OR EXISTS (SELECT 1 FROM workspace_groups g WHERE g.id = u.group_id AND g.environment_id = env.id)
+           OR EXISTS (SELECT 1 FROM sessions s WHERE s.task_id = u.id AND s.environment_id = env.id))
+     )
+     SELECT u.environment_id, u.owner_task_id,
+            bool_or(u.pinned_at IS NOT NULL) AS pinned,
+            bool_or(u.task_id = u.owner_task_id AND EXISTS (
+              SELECT 1 FROM sessions s WHERE s.task_id = u.task_id AND s.state IN ('starting', 'running'))) AS busy_owner,
+            bool_or(u.task_id <> u.owner_task_id AND EXISTS (
+              SELECT 1 FROM sessions s WHERE s.task_id = u.task_id AND s.state IN ('starting', 'running'))) AS busy_other,
+            GREATEST(
+              max(u.last_activity_at),
+              (SELECT max(GREATEST(x.started_at, COALESCE(x.ended_at, x.started_at)))
+                 FROM executions x JOIN sessions s ON s.id = x.session_id WHERE s.environment_id = u.environment_id),
+              (SELECT max(o.changed_at) FROM git_status_observations o WHERE o.environment_id = u.environment_id)
+            ) AS last_activity_at,
+            bool_or(EXISTS (SELECT 1 FROM executions x JOIN sessions s ON s.id = x.session_id
+                             WHERE s.environment_id = u.environment_id AND x.status = 'running')) AS live_agent
+       FROM users u
+      GROUP BY u.environment_id, u.owner_task_id
+      ORDER BY last_activity_at
+      LIMIT $2`,
+    ['hostId' in of ? of.hostId : null, limit, 'ownerTaskId' in of ? of.ownerTaskId : null],
+  );
+  return res.rows.map((r) => ({
+    environmentId: r.environment_id,
+    ownerTaskId: r.owner_task_id,
+    pinned: r.pinned,
+    busy: r.busy_owner || r.busy_other || r.live_agent,
+    busyElsewhere: r.busy_other && !r.busy_owner,
+    lastActivityAt: r.last_activity_at.toISOString(),
+  }));
+}

@@ -1,0 +1,95 @@
+/**
+ * A repository's registered worktrees: listed, added, removed, pruned and identified, the
+ * commands materialize and cleanup change the repository with.
+ */
+import type { SimpleGit } from 'simple-git';
+import { gitAt, run, type GitOptions } from './git';
+
+export interface WorktreeEntry {
+  path: string;
+  head: string | null;
+  branch: string | null; // short name, null when detached
+  bare: boolean;
+  prunable: boolean;
+  locked: boolean;
+}
+
+export function parseWorktreeList(porcelain: string): WorktreeEntry[] {
+  const entries: WorktreeEntry[] = [];
+  let current: WorktreeEntry | null = null;
+  for (const line of porcelain.split('\n')) {
+    if (line.startsWith('worktree ')) {
+      current = {
+        path: line.slice('worktree '.length),
+        head: null,
+        branch: null,
+        bare: false,
+        prunable: false,
+        locked: false,
+      };
+      entries.push(current);
+    } else if (!current) {
+      continue;
+    } else if (line.startsWith('HEAD ')) {
+      current.head = line.slice(5);
+    } else if (line.startsWith('branch ')) {
+      current.branch = line.slice(7).replace(/^refs\/heads\//, '');
+    } else if (line === 'bare') {
+      current.bare = true;
+    } else if (line.startsWith('prunable')) {
+      current.prunable = true;
+    } else if (line.startsWith('locked')) {
+      current.locked = true;
+    }
+  }
+  return entries;
+}
+
+export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
+  return parseWorktreeList(await run(git, ['worktree', 'list', '--porcelain']));
+}
+
+/**
+ * Adds a worktree. With createFrom, the branch is created there and git refuses if it
+ * already exists (a create-only ref update: an existing branch is never moved).
+ */
+export async function addWorktree(
+  git: SimpleGit,
+  worktreePath: string,
+  branch: string,
+  createFrom: string | null,
+): Promise<void> {
+  const args = createFrom
+    ? ['worktree', 'add', '--no-track', '-b', branch, worktreePath, createFrom]
+    : ['worktree', 'add', worktreePath, branch];
+  await run(git, args);
+}
+
+export async function removeWorktree(git: SimpleGit, worktreePath: string, force: boolean): Promise<void> {
+  await run(git, ['worktree', 'remove', ...(force ? ['--force'] : []), worktreePath]);
+}
+
+export async function pruneWorktrees(git: SimpleGit): Promise<void> {
+  await run(git, ['worktree', 'prune']);
+}
+
+/**
+ * A worktree's administrative id (its folder under <common>/worktrees) and its HEAD commit, read
+ * by one git process; null when unreadable (git's error, if it failed, goes to `onError`).
+ */
+export async function worktreeIdentity(
+  worktreeDir: string,
+  options: GitOptions,
+  onError: (err: unknown) => void = () => {},
+): Promise<{ id: string; head: string } | null> {
+  try {
+    const [gitDir, head] = (await run(gitAt(worktreeDir, options), ['rev-parse', '--absolute-git-dir', 'HEAD']))
+      .trim()
+      .split('\n');
+    const match = /\/worktrees\/([^/]+)$/.exec(gitDir ?? '');
+    return match && head && /^[0-9a-f]{40,64}$/.test(head) ? { id: match[1]!, head } : null;
+  } catch (err) {
+    onError(err);
+    return null;
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * Idle release and restore [R6.9, R6.10]: an idle task's workspace is released through the
+ * cleanup path with its uncommitted work saved, and the next launch puts that work back exactly;
+ * what is pinned, running or shared with a busy task stays.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSchedules } from '../client/schedules';
+import { taskBranchName, taskDirName } from '../domain/task-layout';
+import { waitForJob } from './support/cleanup';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { createGroupTasks, createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { commitOf, fingerprint, git, makeRepo, worktreePaths } from './support/world';
+
+let h: Harness;
+let n = 0;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => h?.close());
+
+async function repo() {
+  const name = `idle-${++n}`;
+  const dir = makeRepo(h.scratch, name, {
+    files: { 'README.md': '# idle\n', 'src/keep.txt': 'keep\n', 'src/gone.txt': 'to be deleted\n' },
+  });
+  return { dir, name, id: await registerRepo(h, dir, name) };
+}
+
+const worktreeOf = (taskId: string, name: string) => path.join(h.config.workspaceRoot, taskDirName(taskId), name);
+
+/** A task whose agent ran and was stopped: idle, its worktree on disk. */
+async function stoppedTask(r: { id: string }, extra: Record<string, unknown> = {}) {
+  const taskId = await createTask(h, [r.id], extra);
+  const res = await launch(h, taskId);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect((await h.api('POST', `/v1/sessions/${res.body.sessionId}/stop`)).status).toBe(200);
+  return { taskId, sessionId: res.body.sessionId as string, envId: res.body.taskEnvironmentId as string };
+}
+
+/** Work of every kind: a modified, a staged, a deleted and an untracked file, with bytes that are not text. */
+function makeWork(worktree: string) {
+  writeFileSync(path.join(worktree, 'README.md'), '# idle\nedited, not staged\n');
+  writeFileSync(path.join(worktree, 'src/keep.txt'), 'keep, and staged\n');
+  git(worktree, 'add', 'src/keep.txt');
+  rmSync(path.join(worktree, 'src/gone.txt'));
+  mkdirSync(path.join(worktree, 'notes'));
+  writeFileSync(path.join(worktree, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
+}
+
+const releaseNow = (body: Record<string, unknown> = {}) =>
+  h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1, ...body }, OPERATOR_TOKEN);
+
+async function savedWorkOf(repositoryId: string, taskId: string) {
+  const items: any[] = (await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items;
+  return items.filter((i) => i.taskId === taskId);
+}
+
+describe('idle release [R6.9]', () => {
+  it('releases an idle task on request: work saved on its own ref, worktree removed, branch kept; a dry run changes nothing', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const worktree = worktreeOf(t.taskId, r.name);
+    makeWork(worktree);
+    const branchHead = commitOf(r.dir, taskBranchName(t.taskId));
+
+    const dry = await releaseNow({ dryRun: true });
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect(dry.body.dryRun).toBe(true);
+    expect(dry.body.released).toContainEqual({ taskId: t.taskId, operationId: null });
+    expect(existsSync(path.join(worktree, 'notes/untracked.bin'))).toBe(true);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n,
+    ).toBe(0);
+
+    const res = await releaseNow();
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const mine = res.body.released.find((x: any) => x.taskId === t.taskId);
+    expect(mine.operationId).toMatch(/^[0-9a-f-]{36}$/);
+    const job = await waitForJob(h, mine.operationId);
+    expect(job).toMatchObject({ trigger: 'idle_release', state: 'succeeded' });
+    expect(job.report.worktrees).toEqual([
+      expect.objectContaining({ repositoryId: r.id, outcome: 'saved_and_removed' }),
+    ]);
+    const ref: string = job.report.worktrees[0].savedRef;
+    expect(ref.startsWith(`refs/task-workspaces/released/${t.taskId}/${r.id}/`)).toBe(true);
+
+    // The world: no worktree, the branch where it was, the work on the ref, the rows kept.
+    expect(existsSync(worktree)).toBe(false);
+    expect(worktreePaths(r.dir)).toEqual([r.dir]);
+    expect(commitOf(r.dir, taskBranchName(t.taskId))).toBe(branchHead);
+    expect(git(r.dir, 'show', `${ref}:README.md`)).toBe('# idle\nedited, not staged');
+    expect(git(r.dir, 'ls-tree', '-r', '--name-only', ref).split('\n')).not.toContain('src/gone.txt');
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.envId])).rows[0].status).toBe(
+      'released',
+    );
+    expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [t.sessionId])).rows[0].state).toBe(
+      'stopped',
+    );
+    const task = (await h.api('GET', `/v1/tasks/${t.taskId}`)).body;
+    expect(task.state).toBe('active');
+    expect(await savedWorkOf(r.id, t.taskId)).toEqual([
+      expect.objectContaining({ ref, trigger: 'idle_release', restore: null, restoredAt: null }),
+    ]);
+  });
+
+  it('the next launch restores the saved work byte-for-byte: modified, staged, deleted and untracked files [R6.10]', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const worktree = worktreeOf(t.taskId, r.name);
+    makeWork(worktree);
+    // What the work is, file by file (the index is git's own, rebuilt by the new worktree).
+    const before = fingerprint(worktree, ['.git']);
+    const job = await waitForJob(
+      h,
+      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
+    );
+    expect(job.state).toBe('succeeded');
+    expect(existsSync(worktree)).toBe(false);
+
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
+    expect(existsSync(path.join(worktree, 'src/gone.txt'))).toBe(false);
+    expect(
+      git(worktree, 'status', '--porcelain', '--untracked-files=all')
+        .split('\n')
+        .map((line) => line.trim())
+        .sort(),
+    ).toEqual(['?? notes/untracked.bin', 'D src/gone.txt', 'M README.md', 'M src/keep.txt']);
+    const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
+    expect(session).toMatchObject({ restore: 'applied', restoreConflictRefs: [] });
+    const [entry] = await savedWorkOf(r.id, t.taskId);
+    expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
+    expect(Date.parse(entry.restoredAt)).toBeGreaterThan(0);
+    // Kept until the task is deleted: the ref is still there, and a later launch does not apply it twice.
+    expect(git(r.dir, 'rev-parse', '--verify', entry.ref)).toBe(entry.commit);
+    await h.api('POST', `/v1/sessions/${again.body.sessionId}/stop`);
+    const third = await launch(h, t.taskId);
+    expect(third.status).toBe(201);
+    expect((await h.api('GET', `/v1/sessions/${third.body.sessionId}`)).body.restore).toBeNull();
+    expect(fingerprint(worktree, ['.git'])).toBe(before);
+  });
+
+  it('a branch that moved since the save: the launch succeeds on the clean branch, the view says conflict, the ref stays', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const worktree = worktreeOf(t.taskId, r.name);
+    writeFileSync(path.join(worktree, 'README.md'), '# idle\nmy edit\n');
+    writeFileSync(path.join(worktree, 'mine.txt'), 'untracked of mine\n');
+    const job = await waitForJob(
+      h,
+      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
+    );
+    const ref: string = job.report.worktrees[0].savedRef;
+    // Someone commits to the kept branch meanwhile, on the same lines.
+    const side = path.join(h.scratch, `side-${randomUUID()}`);
+    git(r.dir, 'worktree', 'add', '-q', side, taskBranchName(t.taskId));
+    writeFileSync(path.join(side, 'README.md'), '# idle\ntheir edit\n');
+    git(side, 'commit', '-q', '-am', 'moved on');
+    const moved = commitOf(side, 'HEAD');
+    git(r.dir, 'worktree', 'remove', side);
+
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    // Never half-applied: the worktree is the branch as it is, not one file of the save.
+    expect(commitOf(worktree, 'HEAD')).toBe(moved);
+    expect(git(worktree, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    expect(existsSync(path.join(worktree, 'mine.txt'))).toBe(false);
+    const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
+    expect(session).toMatchObject({ restore: 'conflict', restoreConflictRefs: [ref] });
+    expect(await savedWorkOf(r.id, t.taskId)).toEqual([
+      expect.objectContaining({ ref, restore: 'conflict', restoredAt: null }),
+    ]);
+    expect(git(r.dir, 'show', `${ref}:mine.txt`)).toBe('untracked of mine');
+  });
+
+  it('leaves alone what is pinned, running, or shared with a task that runs; a pin shows on the task', async () => {
+    const r = await repo();
+    const pinned = await stoppedTask(r);
+    const pin = await h.api('POST', `/v1/tasks/${pinned.taskId}/pin`);
+    expect(pin.status).toBe(200);
+    expect(pin.body.pinned).toBe(true);
+
+    const runningTask = await createTask(h, [r.id]);
+    expect((await launch(h, runningTask)).status).toBe(201);
+
+    const group = await createGroupTasks(h, [r.id], 2);
+    const owner = await launch(h, group.tasks[0]!);
+    expect((await h.api('POST', `/v1/sessions/${owner.body.sessionId}/stop`)).status).toBe(200);
+    expect((await launch(h, group.tasks[1]!)).status).toBe(201);
+
+    const res = await releaseNow();
+    expect(res.status).toBe(200);
+    const released = res.body.released.map((x: any) => x.taskId);
+    for (const kept of [pinned.taskId, runningTask, group.tasks[0]]) expect(released).not.toContain(kept);
+    expect(res.body.kept).toEqual(
+      expect.arrayContaining([
+        { taskId: pinned.taskId, reason: 'pinned' },
+        { taskId: runningTask, reason: 'running' },
+        { taskId: group.tasks[0], reason: 'shared_task_running' },
+      ]),
+    );
+    for (const taskId of [pinned.taskId, runningTask, group.tasks[0]!])
+      expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(taskId)))).toBe(true);
+
+    // Unpinned, it is idle like any other.
+    const unpin = await h.api('DELETE', `/v1/tasks/${pinned.taskId}/pin`);
+    expect(unpin.body.pinned).toBe(false);
+    const later = await releaseNow({ dryRun: true });
+    expect(later.body.released).toContainEqual({ taskId: pinned.taskId, operationId: null });
+  });
+
+  it('a task used again since the judgement is not released (the preparation looks again under the lock)', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    // A cleanup job of this trigger whose cutoff predates the task's last activity: refused, nothing touched.
+    const stale = new Date(Date.now() - 3_600_000).toISOString();
+    const handle = await h.temporal.workflow.start('cleanupTask', {
+      workflowId: `cleanup/idle_release/${t.taskId}/${randomUUID()}`,
+      taskQueue: h.config.taskQueue,
+      args: [
+        {
+          operationId: randomUUID(),
+          taskId: t.taskId,
+          trigger: 'idle_release',
+          discardChanges: false,
+          policy: h.config.cleanupPolicy,
+          alreadyPrepared: false,
+          idleCutoff: stale,
+        },
+      ],
+    });
+    await expect(handle.result()).rejects.toThrow();
+    expect(existsSync(worktreeOf(t.taskId, r.name))).toBe(true);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n,
+    ).toBe(0);
+  });
+
+  it('the per-host schedule releases an idle task (idle-release-<hostId>)', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const suffix = `-${randomUUID()}`;
+    const ids = await ensureSchedules(h.temporal, { ...h.config, idleReleaseAfterMs: 1 }, suffix);
+    try {
+      expect(ids.idleRelease).toBe(`idle-release-${h.config.hostId}${suffix}`);
+      await h.temporal.schedule.getHandle(ids.idleRelease).trigger();
+      let job: any;
+      await waitUntil(async () => {
+        job = (await h.api('GET', `/v1/cleanup-jobs?taskId=${t.taskId}`)).body.items[0];
+        return Boolean(job);
+      }, 'the schedule to start a release');
+      expect(job.trigger).toBe('idle_release');
+      expect((await waitForJob(h, job.operationId)).state).toBe('succeeded');
+      expect(existsSync(worktreeOf(t.taskId, r.name))).toBe(false);
+    } finally {
+      for (const id of Object.values(ids)) await h.temporal.schedule.getHandle(id).delete();
+    }
+  });
+});
