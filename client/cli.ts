@@ -5,13 +5,19 @@
  * `make start` keeps in this checkout (`.data/secrets.json`, the configured API port).
  * Human tables by default, `--json` for scripts; exit codes in `EXIT` below.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { loadConfig, localApiUrl } from '../domain/config';
-
-/** Exit codes a script can trust. */
-export const EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
+import { parseDuration } from '../domain/idle';
+import {
+  all,
+  call,
+  CliError,
+  EXIT,
+  json,
+  one as oneOf,
+  parse as parseArgs,
+  table,
+  target,
+  type Parsed,
+} from './cli-io';
 
 const USAGE = `usage: tws <command> [--json]
   jobs [--state S] [--task ID] [--trigger T]   cleanup jobs (all pages)
@@ -24,144 +30,27 @@ const USAGE = `usage: tws <command> [--json]
   hosts                                         the executor hosts and whether they are live
   ssh-targets                                   the SSH targets of the ssh executor (never their keys)
   sweep [--dry-run] [--host H]                  the orphan sweep of a host's workspace root (dry run: nothing removed)
+  idle-release [--dry-run] [--host H] [--idle-for D]   release a host's idle workspaces now, work saved (D: 90s, 15m, 1h, 7d)
+  pin <taskId> / unpin <taskId>                 keep a task from being released for idleness, or let it be again
 exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found`;
 
-class CliError extends Error {
-  constructor(
-    message: string,
-    readonly code: number,
-  ) {
-    super(message);
-  }
-}
-
-interface Target {
-  url: string;
-  token: string;
-}
-
-/** TWS_API_URL + TWS_OPERATOR_TOKEN, else the `make start` of this checkout. */
-function target(env: NodeJS.ProcessEnv): Target {
-  const config = loadConfig(env, { cwd: process.cwd(), hostname: os.hostname() });
-  const secretsFile = path.join(config.dataDir, 'secrets.json');
-  const secrets = existsSync(secretsFile)
-    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string })
-    : {};
-  const token = env.TWS_OPERATOR_TOKEN || config.operatorToken || secrets.operatorToken;
-  if (!token)
-    throw new CliError(
-      `no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`,
-      EXIT.usage,
-    );
-  return { url: (env.TWS_API_URL || localApiUrl(config.apiHost, config.apiPort)).replace(/\/+$/, ''), token };
-}
-
-async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {
-  let res: Response;
-  try {
-    res = await fetch(t.url + route, {
-      method,
-      headers: {
-        authorization: `Bearer ${t.token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch {
-    throw new CliError(
-      `the API at ${t.url} does not answer (is \`make start\` running? TWS_API_URL moves it)`,
-      EXIT.unavailable,
-    );
-  }
-  if (res.ok) return res;
-  const text = await res.text();
-  let error: { code?: string; message?: string } = {};
-  try {
-    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
-  } catch {
-    // not the contract's body
-  }
-  const reason = `${error.code ?? `HTTP ${res.status}`}${error.message ? `: ${error.message}` : ''}`;
-  if (res.status === 404) throw new CliError(`not found (${reason})`, EXIT.notFound);
-  if (res.status >= 500) throw new CliError(`the service failed (${reason})`, EXIT.unavailable);
-  throw new CliError(`refused (${reason})`, EXIT.refused);
-}
-
-const json = async (t: Target, method: string, route: string, body?: unknown): Promise<any> =>
-  (await call(t, method, route, body)).json();
-
-/** Every page of a list route (`{ items, nextCursor }`). */
-async function all(t: Target, route: string, query: Record<string, string | undefined>): Promise<any[]> {
-  const items: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const q = new URLSearchParams(
-      Object.entries({ ...query, limit: '200', ...(cursor ? { cursor } : {}) }).filter(
-        (e): e is [string, string] => e[1] !== undefined,
-      ),
-    );
-    const page = await json(t, 'GET', `${route}?${q}`);
-    items.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor);
-  return items;
-}
-
-/** Columns padded to their widest cell. */
-function table(rows: Record<string, unknown>[], columns: string[]): string {
-  if (rows.length === 0) return '(none)';
-  const cells = [
-    columns,
-    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c])))),
-  ];
-  const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
-  return cells
-    .map((row) =>
-      row
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
-
-interface Parsed {
-  positional: string[];
-  flags: Map<string, string | true>;
-}
-
-const VALUED = new Set(['--state', '--task', '--trigger', '--tail', '--host']);
-
-function parse(argv: string[]): Parsed {
-  const positional: string[] = [];
-  const flags = new Map<string, string | true>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === '-f') flags.set('--follow', true);
-    else if (VALUED.has(a)) {
-      const value = argv[++i];
-      if (value === undefined) throw new CliError(`${a} needs a value\n${USAGE}`, EXIT.usage);
-      flags.set(a, value);
-    } else if (a.startsWith('-')) flags.set(a, true);
-    else positional.push(a);
-  }
-  return { positional, flags };
-}
-
-const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function one(p: Parsed, what: string): string {
-  const [, id, ...rest] = p.positional;
-  if (!id || rest.length > 0) throw new CliError(`give one ${what}\n${USAGE}`, EXIT.usage);
-  if (!ID.test(id)) throw new CliError(`not a valid ${what}: ${id}`, EXIT.usage);
-  return id;
-}
+const one = (p: Parsed, what: string): string => oneOf(p, what, USAGE);
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void): Promise<number> {
-  const p = parse(argv);
+  const p = parseArgs(argv, USAGE);
   const asJson = p.flags.has('--json');
   const command = p.positional[0];
-  const known = new Set(['--json', '--state', '--task', '--trigger', '--tail', '--follow', '--dry-run', '--host']);
+  const known = new Set([
+    '--json',
+    '--state',
+    '--task',
+    '--trigger',
+    '--tail',
+    '--follow',
+    '--dry-run',
+    '--host',
+    '--idle-for',
+  ]);
   const unknown = [...p.flags.keys()].find((f) => !known.has(f));
   if (!command || command === 'help' || p.flags.has('--help')) {
     out(`${USAGE}\n`);
@@ -265,6 +154,38 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
           table(res.kept, ['name', 'reason']),
         ].join('\n'),
       );
+      return EXIT.ok;
+    }
+    case 'idle-release': {
+      const dryRun = p.flags.has('--dry-run');
+      const host = p.flags.get('--host');
+      const idleFor = p.flags.get('--idle-for');
+      let idleForMs: number | undefined;
+      try {
+        idleForMs = typeof idleFor === 'string' ? parseDuration(idleFor, '--idle-for') : undefined;
+      } catch (err) {
+        throw new CliError((err as Error).message, EXIT.usage);
+      }
+      const res = await json(target(env), 'POST', '/v1/idle-release', {
+        dryRun,
+        ...(typeof host === 'string' ? { hostId: host } : {}),
+        ...(idleForMs === undefined ? {} : { idleForMs }),
+      });
+      print(res, () =>
+        [
+          `${dryRun ? 'would release' : 'released'}:`,
+          table(res.released, ['taskId', 'operationId']),
+          'kept:',
+          table(res.kept, ['taskId', 'reason']),
+        ].join('\n'),
+      );
+      return EXIT.ok;
+    }
+    case 'pin':
+    case 'unpin': {
+      const id = one(p, 'task id');
+      const task = await json(target(env), command === 'pin' ? 'POST' : 'DELETE', `/v1/tasks/${id}/pin`);
+      print(task, () => `${id} ${task.pinned ? 'pinned: never released for idleness' : 'unpinned'}`);
       return EXIT.ok;
     }
     default:

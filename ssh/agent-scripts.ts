@@ -2,7 +2,7 @@
  * The agent's scripts on an SSH target: the runner that leads the agent's own session and process
  * group and records its outcome, its start, the checks of recorded processes (pid AND start
  * time), the stops, the search by execution mark, the exit status and the log. Every one is a
- * constant (ssh/remote-scripts.ts says how they run and what a target must have).
+ * constant (ssh/remote-scripts.ts says what a target must have, ssh/remote-exec.ts how they run).
  */
 import { script } from './remote-scripts';
 

@@ -131,7 +131,16 @@ describe('a delete decides on what it sees after the barrier stands and the agen
     expect(listed.status).toBe(200);
     expect(listed.body.nextCursor).toBeNull();
     expect(listed.body.items).toEqual([
-      { taskId, repositoryId: r.id, ref: entry.savedRef, commit: entry.savedCommit, savedAt: expect.any(String) },
+      {
+        taskId,
+        repositoryId: r.id,
+        ref: entry.savedRef,
+        commit: entry.savedCommit,
+        savedAt: expect.any(String),
+        trigger: 'delete',
+        restoredAt: null,
+        restore: null,
+      },
     ]);
     expect(git(r.dir, 'rev-parse', entry.savedRef)).toBe(entry.savedCommit);
 

@@ -49,6 +49,25 @@ async function stoppedTask(name: string) {
 }
 
 describe('tws', () => {
+  it('pin, unpin and idle-release: a pinned task is kept, the dry run names it once unpinned; a bad duration exits 2', async () => {
+    const t = await stoppedTask('cli-idle');
+    expect((await h.api('POST', `/v1/sessions/${t.sessionId}/stop`)).status).toBe(200);
+    const pinned = await tws(['pin', t.taskId, '--json']);
+    expect(pinned.code, pinned.stderr).toBe(0);
+    expect(JSON.parse(pinned.stdout)).toMatchObject({ id: t.taskId, pinned: true });
+    const kept = await tws(['idle-release', '--dry-run', '--idle-for', '1ms', '--host', h.config.hostId, '--json']);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(JSON.parse(kept.stdout).kept).toContainEqual({ taskId: t.taskId, reason: 'pinned' });
+    expect((await tws(['unpin', t.taskId])).stdout).toContain('unpinned');
+    const human = await tws(['idle-release', '--dry-run', '--idle-for', '1ms', '--host', h.config.hostId]);
+    expect(human.stdout).toMatch(/^would release:/);
+    expect(human.stdout).toContain(t.taskId);
+    expect(existsSync(t.worktree)).toBe(true);
+    const bad = await tws(['idle-release', '--idle-for', 'a week']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--idle-for must be a duration/);
+  });
+
   it('jobs and job: --json is the API body; the table names the job; a missing job exits 4', async () => {
     const t = await stoppedTask('cli-jobs');
     const { operationId } = await archive(h, t.taskId);

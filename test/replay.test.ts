@@ -20,6 +20,7 @@ import {
   recordCancelledAndRematerialized,
   recordHappyPaths,
   recordHostPaths,
+  recordIdleRelease,
   recordInterruptedPaths,
   recordOperatorPaths,
 } from './support/recorded-scenarios';
@@ -49,6 +50,11 @@ describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', ()
   it(
     'records a launch cancelled while its workspace is made, and a resume that materializes a released environment',
     () => recordCancelledAndRematerialized(harness),
+    300_000,
+  );
+  it(
+    'records an idle release and the cleanup that released a task with its work saved',
+    () => recordIdleRelease(harness),
     300_000,
   );
   it(

@@ -350,3 +350,22 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   expect((await h.api('GET', `/v1/tasks/${kept.taskId}/git-status`)).status).toBe(200);
   await record('observeGitStatus-host-down-last-observation', `git-status/${kept.session.taskEnvironmentId}`);
 }
+
+/** Idle release: the run that judges a host's workspaces, and the cleanup that releases one with its work saved. */
+export async function recordIdleRelease(harness: MakeHarness): Promise<void> {
+  const h = await harness();
+  const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
+  const t = await taskWithSession(h, 'idle');
+  expect((await h.api('POST', `/v1/sessions/${t.session.sessionId}/stop`)).status).toBe(200);
+  writeFileSync(path.join(worktreeOf(h, t.taskId, 'idle'), 'unsaved.txt'), 'kept by the release\n');
+  const res = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  const [runId] = await closedWorkflowIds(
+    h.temporal,
+    `WorkflowType = 'releaseIdleWorkspaces' AND TaskQueue = '${h.config.taskQueue}'`,
+  );
+  await record('releaseIdleWorkspaces-releases-idle-task', runId!);
+  const job = await jobOf(h, t.taskId);
+  expect((await waitForJob(h, job.operation_id)).state).toBe('succeeded');
+  await record('cleanupTask-idle-release-saved-work', job.workflow_id);
+}

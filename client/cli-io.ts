@@ -1,0 +1,143 @@
+/**
+ * How the CLI talks and reads (client/cli.ts holds the commands): where the API is and the
+ * operator token, one request with the contract's error body turned into an exit code, every
+ * page of a list, human tables, and the argument parser.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, localApiUrl } from '../domain/config';
+
+/** Exit codes a script can trust. */
+export const EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
+
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Target {
+  url: string;
+  token: string;
+}
+
+/** TWS_API_URL + TWS_OPERATOR_TOKEN, else the `make start` of this checkout. */
+export function target(env: NodeJS.ProcessEnv): Target {
+  const config = loadConfig(env, { cwd: process.cwd(), hostname: os.hostname() });
+  const secretsFile = path.join(config.dataDir, 'secrets.json');
+  const secrets = existsSync(secretsFile)
+    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string })
+    : {};
+  const token = env.TWS_OPERATOR_TOKEN || config.operatorToken || secrets.operatorToken;
+  if (!token)
+    throw new CliError(
+      `no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`,
+      EXIT.usage,
+    );
+  return { url: (env.TWS_API_URL || localApiUrl(config.apiHost, config.apiPort)).replace(/\/+$/, ''), token };
+}
+
+export async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(t.url + route, {
+      method,
+      headers: {
+        authorization: `Bearer ${t.token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new CliError(
+      `the API at ${t.url} does not answer (is \`make start\` running? TWS_API_URL moves it)`,
+      EXIT.unavailable,
+    );
+  }
+  if (res.ok) return res;
+  const text = await res.text();
+  let error: { code?: string; message?: string } = {};
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
+  } catch {
+    // not the contract's body
+  }
+  const reason = `${error.code ?? `HTTP ${res.status}`}${error.message ? `: ${error.message}` : ''}`;
+  if (res.status === 404) throw new CliError(`not found (${reason})`, EXIT.notFound);
+  if (res.status >= 500) throw new CliError(`the service failed (${reason})`, EXIT.unavailable);
+  throw new CliError(`refused (${reason})`, EXIT.refused);
+}
+
+export const json = async (t: Target, method: string, route: string, body?: unknown): Promise<any> =>
+  (await call(t, method, route, body)).json();
+
+/** Every page of a list route (`{ items, nextCursor }`). */
+export async function all(t: Target, route: string, query: Record<string, string | undefined>): Promise<any[]> {
+  const items: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const q = new URLSearchParams(
+      Object.entries({ ...query, limit: '200', ...(cursor ? { cursor } : {}) }).filter(
+        (e): e is [string, string] => e[1] !== undefined,
+      ),
+    );
+    const page = await json(t, 'GET', `${route}?${q}`);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}
+
+/** Columns padded to their widest cell. */
+export function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = [
+    columns,
+    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c])))),
+  ];
+  const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
+  return cells
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+export interface Parsed {
+  positional: string[];
+  flags: Map<string, string | true>;
+}
+
+const VALUED = new Set(['--state', '--task', '--trigger', '--tail', '--host', '--idle-for']);
+
+export function parse(argv: string[], usage: string): Parsed {
+  const positional: string[] = [];
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '-f') flags.set('--follow', true);
+    else if (VALUED.has(a)) {
+      const value = argv[++i];
+      if (value === undefined) throw new CliError(`${a} needs a value\n${usage}`, EXIT.usage);
+      flags.set(a, value);
+    } else if (a.startsWith('-')) flags.set(a, true);
+    else positional.push(a);
+  }
+  return { positional, flags };
+}
+
+const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function one(p: Parsed, what: string, usage: string): string {
+  const [, id, ...rest] = p.positional;
+  if (!id || rest.length > 0) throw new CliError(`give one ${what}\n${usage}`, EXIT.usage);
+  if (!ID.test(id)) throw new CliError(`not a valid ${what}: ${id}`, EXIT.usage);
+  return id;
+}
