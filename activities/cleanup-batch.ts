@@ -17,7 +17,8 @@ import {
   type CleanupTrigger,
 } from '../domain/cleanup';
 import { cleanupOnHostActivities } from './cleanup-on-host';
-import { cleanupRecordActivities, progressOfRow } from './cleanup-records';
+import { cleanupRecordActivities } from './cleanup-records';
+import { progressOfRow } from './cleanup-records-job';
 import type { ActivityDeps } from '../executors/support/deps';
 import { withHeartbeat } from '../executors/support/heartbeat';
 import { inLanes } from '../domain/lanes';

@@ -8,12 +8,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, localApiUrl } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
@@ -27,7 +26,8 @@ import {
 } from './engine-guard';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
-import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
+import { LaunchedParts } from './launcher-parts';
+import { errorLine, spawnPart } from './supervisor';
 
 const root = path.resolve(__dirname, '..');
 
@@ -47,10 +47,6 @@ async function loadSecrets(file: string): Promise<Secrets> {
   await writeFile(file, JSON.stringify(secrets, null, 2) + '\n', { mode: 0o600 });
   return secrets;
 }
-
-/** Stop order: what depends on the others goes first. */
-type Layer = 'services' | 'temporal' | 'postgres';
-const STOP_ORDER: Layer[] = ['services', 'temporal', 'postgres'];
 
 /** How long the API gets to answer /readyz after the services started. */
 const READY_TIMEOUT_MS = 90_000;
@@ -119,77 +115,21 @@ async function main(): Promise<void> {
   const secrets = await loadSecrets(secretsFile);
   const pidsFile = path.join(config.dataDir, 'pids.json');
 
-  const parts: { layer: Layer; part: Promise<SupervisedPart> }[] = [];
-  const running = new Map<string, SupervisedPart>();
-  let up = false;
-  let startupDeath: string | null = null;
-  let stopping = false;
-
-  // Written whole and renamed, one write at a time, so a reader never sees half a file.
-  let pidsWritten: Promise<void> = Promise.resolve();
-  const writePids = () => {
-    const pids = { launcher: process.pid, ...Object.fromEntries([...running].map(([name, part]) => [name, part.pid])) };
-    pidsWritten = pidsWritten
-      .then(async () => {
-        await writeFile(`${pidsFile}.tmp`, JSON.stringify(pids, null, 2) + '\n');
-        await rename(`${pidsFile}.tmp`, pidsFile);
-      })
-      .catch((err) =>
-        console.error(`launcher: could not write ${pidsFile}: ${err instanceof Error ? err.message : err}`),
-      );
-  };
-
-  /** Starts a part under supervision; a death before the system is up is a start-up failure. */
-  const run = async (name: string, layer: Layer, start: Parameters<typeof supervise>[1]): Promise<SupervisedPart> => {
-    if (stopping) throw new Error('stopping');
-    const part = supervise(name, start, {
-      backoff: DEFAULT_RESTART_BACKOFF,
-      log: (line) => console.error(`launcher: ${line}`),
-      onDeath: (exit) => {
-        if (!up) startupDeath ??= `${name} exited during start-up (${describeExit(exit)})`;
-      },
-      onRestart: writePids,
-    });
-    parts.push({ layer, part });
-    running.set(name, await part);
-    writePids();
-    return part;
-  };
-
-  const stopAll = async (code: number) => {
-    if (stopping) return;
-
-    stopping = true;
-    process.exitCode = code; // also when a part that never settles lets the event loop run dry
-    console.log('\nstopping…');
-    for (const layer of STOP_ORDER) {
-      await Promise.all(
-        parts
-          .filter((p) => p.layer === layer)
-          .map((p) =>
-            p.part.then(
-              (part) => part.stop(),
-              () => {},
-            ),
-          ),
-      );
-      if (layer === 'temporal' && engineFront) {
-        await engineFront.close();
-        await rm(engineSockets(config.dataDir).dir, { recursive: true, force: true });
-      }
+  const parts = new LaunchedParts(pidsFile, async (layer) => {
+    if (layer === 'temporal' && engineFront) {
+      await engineFront.close();
+      await rm(engineSockets(config.dataDir).dir, { recursive: true, force: true });
     }
-    await pidsWritten;
-    await rm(pidsFile, { force: true });
-    process.exit(code);
-  };
+  });
+
   // The parts run in sessions of their own (detached), so a closed terminal (SIGHUP) reaches the
   // launcher alone: it stops them rather than leave them behind.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void stopAll(0));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void parts.stopAll(0));
   // A fault nobody caught is one line, and what was started is stopped rather than left behind.
   for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
     process.on(event, (err: unknown) => {
       console.error(`launcher: ${errorLine(err)}`);
-      void stopAll(1);
+      void parts.stopAll(1);
     });
   }
 
@@ -206,7 +146,7 @@ async function main(): Promise<void> {
         ownProcessGroup: true,
       };
       let serverUrl = '';
-      await run('postgres', 'postgres', async () => {
+      await parts.run('postgres', 'postgres', async () => {
         const server = await startEmbeddedPostgres(pgOptions);
         serverUrl = server.serverUrl;
         return server;
@@ -241,12 +181,12 @@ async function main(): Promise<void> {
           credentials,
           operatorToken: config.operatorToken ?? secrets.operatorToken,
         });
-        await run('temporal', 'temporal', () =>
+        await parts.run('temporal', 'temporal', () =>
           spawnPart(guarded.command, guarded.args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }),
         );
       } else {
         const args = [...serverArgs, '--ip', ip!, '--port', port!, '--ui-port', String(uiPort)];
-        await run('temporal', 'temporal', () =>
+        await parts.run('temporal', 'temporal', () =>
           spawnPart(cli, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }),
         );
       }
@@ -257,7 +197,7 @@ async function main(): Promise<void> {
       temporalAddress,
       namespace: config.temporalNamespace,
       config,
-      isTemporalDead: () => startupDeath !== null,
+      isTemporalDead: () => parts.startupDeath !== null,
       engineEnv: { ...process.env, ...engineEnv },
     });
 
@@ -280,17 +220,17 @@ async function main(): Promise<void> {
       ['worker', 'worker/main.ts'],
       ['gateway', 'client/gateway/main.ts'],
     ] as const) {
-      await run(name, 'services', () =>
+      await parts.run(name, 'services', () =>
         spawnPart(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' }),
       );
     }
-    await waitUntilReady(apiUrl, () => startupDeath);
-    if (startupDeath) throw new Error(startupDeath);
-    up = true;
+    await waitUntilReady(apiUrl, () => parts.startupDeath);
+    if (parts.startupDeath) throw new Error(parts.startupDeath);
+    parts.up = true;
   } catch (err) {
-    if (stopping) return; // a signal ended the start-up
-    console.error(`start-up failed: ${startupDeath ?? errorLine(err)}`);
-    await stopAll(1);
+    if (parts.stopping) return; // a signal ended the start-up
+    console.error(`start-up failed: ${parts.startupDeath ?? errorLine(err)}`);
+    await parts.stopAll(1);
     return;
   }
 
@@ -301,7 +241,7 @@ task-workspaces is running
   Temporal:     ${engineGuarded ? `${temporalAddress}, mutual TLS only: the client certificate and key in ${path.join(config.dataDir, 'engine-tls')}` : temporalAddress}
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
-  Pids:         launcher ${process.pid}, ${[...running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
+  Pids:         launcher ${process.pid}, ${[...parts.running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
 A part that dies is started again. Ctrl-C stops everything.`);
 }
 

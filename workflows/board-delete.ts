@@ -14,7 +14,7 @@
  */
 import { ApplicationFailure, patched, uuid4 } from '@temporalio/workflow';
 import { awaitBoardPreparedUpdate } from './cleanup-messages';
-import type { CascadeMember } from '../activities/cleanup-records';
+import type { CascadeMember } from '../activities/cleanup-records-bulk';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';

@@ -27,7 +27,7 @@ import {
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { inLanes } from '../domain/lanes';
-import type { CascadeMember, CascadePrepared } from '../activities/cleanup-records';
+import type { CascadeMember, CascadePrepared } from '../activities/cleanup-records-bulk';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { awaitPreparedUpdate } from './cleanup-messages';
 import { cleanupTask } from './cleanup-task';

@@ -6,19 +6,15 @@
  * An `environment_abandon` job runs no attempt: it only abandons. The job row and this workflow
  * tell the same story (the progress query, the Phase attribute).
  */
-import { ApplicationFailure, allHandlersFinished, condition, patched, setHandler, sleep } from '@temporalio/workflow';
+import type { ApplicationFailure } from '@temporalio/workflow';
+import { allHandlersFinished, condition, patched, setHandler, sleep } from '@temporalio/workflow';
 import {
   abandonsOnly,
-  CLEANUP_ERROR_CLASSES,
-  cleanupHosts,
-  emptyReport,
-  leftoverWorkspace,
   removesTask,
   waitAfterAttempt,
   waitsForOperatorAtOnce,
   type CancelledBy,
   type CancelRequest,
-  type CleanupErrorClass,
   type CleanupInput,
   type CleanupJobState,
   type CleanupProgress,
@@ -26,6 +22,16 @@ import {
 } from '../domain/cleanup';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
+import {
+  BATCH_HOLD_CHECK_EVERY,
+  cancelledReport,
+  classify,
+  dirtyWorktreeRefusal,
+  hostBackEndsWait,
+  hostDownRefusal,
+  initialProgress,
+  preparationRequest,
+} from './cleanup-task-steps';
 import { setPhase } from './phase';
 import {
   awaitPreparedUpdate,
@@ -38,35 +44,8 @@ import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
-/** How often a job held by a bulk cleanup's batch is looked at again. */
-const BATCH_HOLD_CHECK_EVERY = '5 seconds';
-
-/** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
-const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter(
-  (c) => c !== 'database_failed' && c !== 'internal',
-);
-
-function classify(err: unknown): CleanupErrorClass {
-  for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
-    if (cur instanceof ApplicationFailure && CLASSIFIED.includes(cur.type as CleanupErrorClass))
-      return cur.type as CleanupErrorClass;
-    if (cur.name === 'TimeoutFailure') return 'host_unavailable';
-  }
-  return 'internal';
-}
-
 export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress> {
-  const progress: CleanupProgress = {
-    operationId: input.operationId,
-    taskId: input.taskId,
-    trigger: input.trigger,
-    state: 'prepared',
-    phase: 'preparing',
-    attempts: 0,
-    nextAttemptAt: null,
-    lastError: null,
-    report: emptyReport(),
-  };
+  const progress = initialProgress(input);
   let prepared = false;
   let refusal: ApplicationFailure | null = null;
   let retryRequested = false;
@@ -95,13 +74,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   });
   let hostBack = false;
   setHandler(hostBackSignal, (hostId: string) => {
-    if (
-      progress.state === 'retry_wait' &&
-      progress.lastError === 'host_unavailable' &&
-      snapshot !== null &&
-      cleanupHosts(snapshot).includes(hostId)
-    )
-      hostBack = true;
+    if (hostBackEndsWait(progress, snapshot, hostId)) hostBack = true;
   });
   setHandler(cancelUpdate, async (req?: CancelRequest) => {
     const by = req?.by ?? 'workflow_message';
@@ -201,30 +174,12 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
           preview.worktrees.length > 0 &&
           patched('dirty-check-waits-for-no-down-host') &&
           (await records.hostIsDown(preview.hostId))
-        ) {
-          throw ApplicationFailure.create({
-            type: 'host_unavailable',
-            message: 'The host of this task is down.',
-            nonRetryable: true,
-          });
-        }
+        )
+          throw hostDownRefusal();
         const dirty = preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
-        if (dirty.length > 0)
-          throw ApplicationFailure.create({
-            type: 'task_delete_dirty_worktree',
-            message: 'The task has uncommitted changes.',
-            nonRetryable: true,
-            details: [{ dirtyRepositories: dirty }],
-          });
+        if (dirty.length > 0) throw dirtyWorktreeRefusal(dirty);
       }
-      snapshot = await records.prepareCleanup({
-        operationId: input.operationId,
-        taskId: input.taskId,
-        trigger: input.trigger,
-        workflowId: `cleanup/${input.trigger}/${input.taskId}/${input.operationId}`,
-        discardChanges: input.discardChanges,
-        ...(input.idleCutoff ? { idleCutoff: input.idleCutoff } : {}),
-      });
+      snapshot = await records.prepareCleanup(preparationRequest(input));
     }
   } catch (err) {
     refusal = asTypedFailure(err);
@@ -245,15 +200,8 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     return progress;
   };
   const finish = async (state: 'succeeded' | 'cancelled'): Promise<CleanupProgress> => {
-    if (state === 'cancelled' && !abandoned) {
-      // Who ended it is on the row; a cancelled delete's leftovers (its task row is gone) are
-      // recorded abandoned: never removed, never swept.
-      progress.report = {
-        ...progress.report,
-        ended: { action: 'cancel', by: cancelledBy },
-        ...(removesTask(input.trigger) ? { abandoned: leftoverWorkspace(prepSnapshot, progress.report) } : {}),
-      };
-    }
+    if (state === 'cancelled' && !abandoned)
+      progress.report = cancelledReport(input, prepSnapshot, progress.report, cancelledBy);
     if (!abandoned)
       await records.finishCleanup({
         operationId: input.operationId,

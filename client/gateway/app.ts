@@ -16,6 +16,7 @@ import { createGatewayMetrics } from './metrics';
 import type { GatewayContext } from './context';
 import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
+import { cleanupJobRoutes } from './routes/cleanup-jobs';
 import { gitStatusRoutes } from './routes/git-status';
 import { healthRoutes } from './routes/health';
 import { hostRoutes } from './routes/hosts';
@@ -99,6 +100,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(logRoutes(opts));
   await app.register(gitStatusRoutes(opts));
   await app.register(cleanupRoutes(opts));
+  await app.register(cleanupJobRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
   await app.register(idleReleaseRoutes(opts));
   await app.register(hostRoutes(opts));

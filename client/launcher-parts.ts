@@ -1,0 +1,85 @@
+/**
+ * The parts `make start` started (client/launcher.ts): each under supervision, their pids kept
+ * on file for an operator, and all of them stopped in layers. Apart from the launcher's start-up
+ * sequence because a signal, a fault or a failed start-up all end here, at any point of it.
+ */
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
+import { describeExit, supervise, type SupervisedPart } from './supervisor';
+
+/** Stop order: what depends on the others goes first. */
+export type Layer = 'services' | 'temporal' | 'postgres';
+const STOP_ORDER: Layer[] = ['services', 'temporal', 'postgres'];
+
+export class LaunchedParts {
+  private readonly parts: { layer: Layer; part: Promise<SupervisedPart> }[] = [];
+  readonly running = new Map<string, SupervisedPart>();
+  up = false;
+  startupDeath: string | null = null;
+  stopping = false;
+  // Written whole and renamed, one write at a time, so a reader never sees half a file.
+  private pidsWritten: Promise<void> = Promise.resolve();
+
+  /** `afterStopped` runs once a layer's parts are stopped (what a layer holds besides its parts). */
+  constructor(
+    private readonly pidsFile: string,
+    private readonly afterStopped: (layer: Layer) => Promise<void>,
+  ) {}
+
+  private writePids(): void {
+    const pidsFile = this.pidsFile;
+    const pids = {
+      launcher: process.pid,
+      ...Object.fromEntries([...this.running].map(([name, part]) => [name, part.pid])),
+    };
+    this.pidsWritten = this.pidsWritten
+      .then(async () => {
+        await writeFile(`${pidsFile}.tmp`, JSON.stringify(pids, null, 2) + '\n');
+        await rename(`${pidsFile}.tmp`, pidsFile);
+      })
+      .catch((err) =>
+        console.error(`launcher: could not write ${pidsFile}: ${err instanceof Error ? err.message : err}`),
+      );
+  }
+
+  /** Starts a part under supervision; a death before the system is up is a start-up failure. */
+  async run(name: string, layer: Layer, start: Parameters<typeof supervise>[1]): Promise<SupervisedPart> {
+    if (this.stopping) throw new Error('stopping');
+    const part = supervise(name, start, {
+      backoff: DEFAULT_RESTART_BACKOFF,
+      log: (line) => console.error(`launcher: ${line}`),
+      onDeath: (exit) => {
+        if (!this.up) this.startupDeath ??= `${name} exited during start-up (${describeExit(exit)})`;
+      },
+      onRestart: () => this.writePids(),
+    });
+    this.parts.push({ layer, part });
+    this.running.set(name, await part);
+    this.writePids();
+    return part;
+  }
+
+  async stopAll(code: number): Promise<void> {
+    if (this.stopping) return;
+
+    this.stopping = true;
+    process.exitCode = code; // also when a part that never settles lets the event loop run dry
+    console.log('\nstopping…');
+    for (const layer of STOP_ORDER) {
+      await Promise.all(
+        this.parts
+          .filter((p) => p.layer === layer)
+          .map((p) =>
+            p.part.then(
+              (part) => part.stop(),
+              () => {},
+            ),
+          ),
+      );
+      await this.afterStopped(layer);
+    }
+    await this.pidsWritten;
+    await rm(this.pidsFile, { force: true });
+    process.exit(code);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The pure parts of cleanupTask (workflows/cleanup-task.ts): its first progress, its refusals,
+ * how a failure is classed and what a cancel records. Apart from the workflow so that file holds
+ * only its commands, whose order recorded histories replay; nothing here issues one.
+ */
+import { ApplicationFailure } from '@temporalio/workflow';
+import {
+  CLEANUP_ERROR_CLASSES,
+  cleanupHosts,
+  emptyReport,
+  leftoverWorkspace,
+  removesTask,
+  type CancelledBy,
+  type CleanupErrorClass,
+  type CleanupInput,
+  type CleanupProgress,
+  type CleanupReport,
+  type CleanupSnapshot,
+} from '../domain/cleanup';
+import { cleanupWorkflowId } from '../domain/workflow-ids';
+
+/** How often a job held by a bulk cleanup's batch is looked at again. */
+export const BATCH_HOLD_CHECK_EVERY = '5 seconds';
+
+/** The classes an activity (or an attempt, for a host that is down) throws by type; the others are read from the failure's kind. */
+const CLASSIFIED: CleanupErrorClass[] = CLEANUP_ERROR_CLASSES.filter(
+  (c) => c !== 'database_failed' && c !== 'internal',
+);
+
+export function classify(err: unknown): CleanupErrorClass {
+  for (let cur: unknown = err; cur instanceof Error; cur = (cur as { cause?: unknown }).cause) {
+    if (cur instanceof ApplicationFailure && CLASSIFIED.includes(cur.type as CleanupErrorClass))
+      return cur.type as CleanupErrorClass;
+    if (cur.name === 'TimeoutFailure') return 'host_unavailable';
+  }
+  return 'internal';
+}
+
+/** A job's progress before its preparation: nothing attempted, nothing reported. */
+export function initialProgress(input: CleanupInput): CleanupProgress {
+  return {
+    operationId: input.operationId,
+    taskId: input.taskId,
+    trigger: input.trigger,
+    state: 'prepared',
+    phase: 'preparing',
+    attempts: 0,
+    nextAttemptAt: null,
+    lastError: null,
+    report: emptyReport(),
+  };
+}
+
+/** A host of the job that registers again ends a wait for a host that was unavailable, and only that wait. */
+export function hostBackEndsWait(progress: CleanupProgress, snapshot: CleanupSnapshot | null, hostId: string): boolean {
+  return (
+    progress.state === 'retry_wait' &&
+    progress.lastError === 'host_unavailable' &&
+    snapshot !== null &&
+    cleanupHosts(snapshot).includes(hostId)
+  );
+}
+
+/** The preparation's request: the job's barrier, snapshot and mutation, under the job's workflow id. */
+export function preparationRequest(input: CleanupInput) {
+  return {
+    operationId: input.operationId,
+    taskId: input.taskId,
+    trigger: input.trigger,
+    workflowId: cleanupWorkflowId(input.trigger, input.taskId, input.operationId),
+    discardChanges: input.discardChanges,
+    ...(input.idleCutoff ? { idleCutoff: input.idleCutoff } : {}),
+  };
+}
+
+/** A delete's host that is down cannot say whether its worktrees are dirty: refused, nothing changed. */
+export function hostDownRefusal(): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'host_unavailable',
+    message: 'The host of this task is down.',
+    nonRetryable: true,
+  });
+}
+
+/** A delete without consent of a task with uncommitted changes: refused before any change. */
+export function dirtyWorktreeRefusal(dirty: string[]): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'task_delete_dirty_worktree',
+    message: 'The task has uncommitted changes.',
+    nonRetryable: true,
+    details: [{ dirtyRepositories: dirty }],
+  });
+}
+
+/**
+ * Who ended it is on the row; a cancelled delete's leftovers (its task row is gone) are
+ * recorded abandoned: never removed, never swept.
+ */
+export function cancelledReport(
+  input: CleanupInput,
+  snapshot: CleanupSnapshot,
+  report: CleanupReport,
+  by: CancelledBy,
+): CleanupReport {
+  return {
+    ...report,
+    ended: { action: 'cancel', by },
+    ...(removesTask(input.trigger) ? { abandoned: leftoverWorkspace(snapshot, report) } : {}),
+  };
+}
