@@ -9,13 +9,8 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { claimForBatch, releaseFromBatch } from '../db/cleanup-jobs';
-import {
-  CLEANUP_ERROR_CLASSES,
-  type CleanupErrorClass,
-  type CleanupReport,
-  type CleanupSnapshot,
-  type CleanupTrigger,
-} from '../domain/cleanup';
+import { CLEANUP_ERROR_CLASSES, type CleanupErrorClass, type CleanupTrigger } from '../domain/cleanup';
+import type { CleanupReport, CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { cleanupOnHostActivities } from './cleanup-on-host';
 import { cleanupRecordActivities } from './cleanup-records';
 import { progressOfRow } from './cleanup-records-job';

@@ -9,7 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { findExecution } from '../db/executions';
 import { dropSpawnIntent } from '../db/spawn-intents';
-import type { SnapshotProcess, SnapshotWorktree } from '../domain/cleanup';
+import type { SnapshotProcess, SnapshotWorktree } from '../domain/cleanup-snapshot';
 import { OWNERSHIP_MARKER_FILE, ownershipMarkerText } from '../domain/task-layout';
 import { deleteBranchIfAt } from '../git/branches';
 import type { RemovalOutcome, RemovalRequest } from '../executors/executor';

@@ -4,15 +4,8 @@
  * every worktree, the branch decisions and the task folder. Idempotent: a retried attempt finds
  * what is already gone and counts it done [R6.4, R6.6].
  */
-import {
-  dirtyWorkHandling,
-  isDoneOutcome,
-  removesTask,
-  reportedOutcome,
-  type CleanupReport,
-  type CleanupSnapshot,
-  type CleanupTrigger,
-} from '../domain/cleanup';
+import { dirtyWorkHandling, removesTask, type CleanupTrigger } from '../domain/cleanup';
+import { isDoneOutcome, reportedOutcome, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { cleanupHostActivities } from './cleanup-host';
 import type { ActivityDeps } from '../executors/support/deps';
 import { taskFolderOf } from '../domain/task-layout';

@@ -22,13 +22,8 @@ import { mutateTask } from '../db/cleanup-prepare';
 import { takeSnapshot } from '../db/cleanup-snapshot';
 import { inTransaction, isUniqueViolation } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
-import {
-  batchHostOf,
-  cascadeMembersToPrepare,
-  type CleanupProgress,
-  type CleanupSnapshot,
-  type CleanupTrigger,
-} from '../domain/cleanup';
+import { cascadeMembersToPrepare, type CleanupProgress, type CleanupTrigger } from '../domain/cleanup';
+import { batchHostOf, type CleanupSnapshot } from '../domain/cleanup-snapshot';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
 
@@ -157,7 +152,7 @@ export function cleanupBulkRecordActivities({ pool, config, logger }: ActivityDe
 
     /**
      * A bulk cleanup's batches: its pending jobs grouped by the host that can carry each out in
-     * a batch (domain/cleanup.ts batchHostOf), hosts that are down left out. The jobs in no
+     * a batch (domain/cleanup-snapshot.ts batchHostOf), hosts that are down left out. The jobs in no
      * batch get runs of their own.
      */
     async batchPlan(operationIds: string[]): Promise<{ hostId: string; operationIds: string[] }[]> {

@@ -13,17 +13,15 @@ import { snapshotWorktrees } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
 import { inTransaction } from '../db/pool';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
+import type { CleanupErrorClass, CleanupJobState, CleanupProgress } from '../domain/cleanup';
 import {
   emptyReport,
   inventoryOutcomes,
   type CancelledBy,
-  type CleanupErrorClass,
-  type CleanupJobState,
-  type CleanupProgress,
   type CleanupReport,
   type CleanupSnapshot,
   type SnapshotWorktree,
-} from '../domain/cleanup';
+} from '../domain/cleanup-snapshot';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
 

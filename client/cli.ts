@@ -32,6 +32,7 @@ const USAGE = `usage: tws <command> [--json]
   sweep [--dry-run] [--host H]                  the orphan sweep of a host's workspace root (dry run: nothing removed)
   idle-release [--dry-run] [--host H] [--idle-for D]   release a host's idle workspaces now, work saved (D: 90s, 15m, 1h, 7d)
   pin <taskId> / unpin <taskId>                 keep a task from being released for idleness, or let it be again
+  disk [--host H] [--limit N]                   each host's free disk and its largest task workspaces (as last measured)
 exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found`;
 
 const one = (p: Parsed, what: string): string => oneOf(p, what, USAGE);
@@ -50,6 +51,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     '--dry-run',
     '--host',
     '--idle-for',
+    '--limit',
   ]);
   const unknown = [...p.flags.keys()].find((f) => !known.has(f));
   if (!command || command === 'help' || p.flags.has('--help')) {
@@ -188,9 +190,49 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       print(task, () => `${id} ${task.pinned ? 'pinned: never released for idleness' : 'unpinned'}`);
       return EXIT.ok;
     }
+    case 'disk': {
+      const host = p.flags.get('--host');
+      const limit = p.flags.get('--limit') ?? '20';
+      if (typeof limit !== 'string' || !/^[1-9]\d{0,2}$/.test(limit) || Number(limit) > 200)
+        throw new CliError('--limit takes a number from 1 to 200', EXIT.usage);
+      const hostIds =
+        typeof host === 'string'
+          ? [host]
+          : (await all(target(env), '/v1/hosts', {})).map((h: { hostId: string }) => h.hostId);
+      const disks: Parameters<typeof diskReport>[0][] = [];
+      for (const id of hostIds)
+        disks.push(await json(target(env), 'GET', `/v1/hosts/${encodeURIComponent(id)}/disk?limit=${limit}`));
+      print(disks, () => disks.map(diskReport).join('\n\n'));
+      return EXIT.ok;
+    }
     default:
       throw new CliError(`unknown command ${command}\n${USAGE}`, EXIT.usage);
   }
+}
+
+/** Bytes as a person reads them: 1.5 GiB. */
+function humanBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  for (; value >= 1024 && unit < units.length - 1; unit++) value /= 1024;
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** One host's disk and its largest workspaces, as `tws disk` prints them. */
+function diskReport(d: {
+  hostId: string;
+  lowDisk: boolean;
+  disk: { freeBytes: number; totalBytes: number; workspaceBytes: number; measuredAt: string } | null;
+  largest: { taskId: string; bytes: number; measuredAt: string }[];
+}): string {
+  if (!d.disk) return `${d.hostId}: not measured yet`;
+  const head =
+    `${d.hostId}: ${humanBytes(d.disk.freeBytes)} free of ${humanBytes(d.disk.totalBytes)}, ` +
+    `workspaces ${humanBytes(d.disk.workspaceBytes)} (measured ${d.disk.measuredAt})` +
+    (d.lowDisk ? ' LOW DISK: new workspaces are refused' : '');
+  const rows = d.largest.map((w) => ({ taskId: w.taskId, size: humanBytes(w.bytes), measuredAt: w.measuredAt }));
+  return `${head}\n${table(rows, ['taskId', 'size', 'measuredAt'])}`;
 }
 
 /** Runs the CLI as a process: output to stdout, one line of reason on stderr, the exit code. */

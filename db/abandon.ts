@@ -3,7 +3,7 @@
  * `abandoned` and the environment `released` with its next layout generation. No file is touched;
  * the abandoned paths stay known (db/live-paths.ts), so nothing removes them.
  */
-import type { AbandonedWorkspace } from '../domain/cleanup';
+import type { AbandonedWorkspace } from '../domain/cleanup-snapshot';
 import type { Db } from './pool';
 import { agentRunningInEnvironmentOf } from './sessions';
 

@@ -1,11 +1,6 @@
 /** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
-import type {
-  CleanupErrorClass,
-  CleanupJobState,
-  CleanupReport,
-  CleanupSnapshot,
-  CleanupTrigger,
-} from '../domain/cleanup';
+import type { CleanupErrorClass, CleanupJobState, CleanupTrigger } from '../domain/cleanup';
+import type { CleanupReport, CleanupSnapshot } from '../domain/cleanup-snapshot';
 import type pg from 'pg';
 import { newestFirst, type PageOf } from './keyset';
 import { isUniqueViolation, type Db } from './pool';

@@ -3,13 +3,8 @@
  * THEN snapshot the inventory into the job, THEN mutate the task. Files are touched only after.
  */
 import type pg from 'pg';
-import {
-  refusedWhileRunning,
-  removesTask,
-  takesTaskAway,
-  type CleanupSnapshot,
-  type CleanupTrigger,
-} from '../domain/cleanup';
+import { refusedWhileRunning, removesTask, takesTaskAway, type CleanupTrigger } from '../domain/cleanup';
+import type { CleanupSnapshot } from '../domain/cleanup-snapshot';
 import type { ContinuedJob } from '../domain/cleanup-continuation';
 import type { RefusalCode } from '../domain/errors';
 import { decideIdle } from '../domain/idle';

@@ -3,14 +3,8 @@
  * it finds worktrees after the last session was deleted and after any restart.
  */
 import { decideBorrowedEnvironment, type SuccessorCandidate } from '../domain/borrowed-environments';
-import {
-  CLEANUP_TRIGGERS,
-  takesTaskAway,
-  type CleanupSnapshot,
-  type CleanupTrigger,
-  type SnapshotProcess,
-  type SnapshotWorktree,
-} from '../domain/cleanup';
+import { CLEANUP_TRIGGERS, takesTaskAway, type CleanupTrigger } from '../domain/cleanup';
+import type { CleanupSnapshot, SnapshotProcess, SnapshotWorktree } from '../domain/cleanup-snapshot';
 import { isTaskBranch } from '../domain/task-layout';
 import { environmentOfTask, type EnvironmentRow } from './environments';
 import type { Db } from './pool';

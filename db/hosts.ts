@@ -2,6 +2,7 @@
  * Executor hosts: each worker's record (heartbeat, workspace root, executors), and where a task's
  * work is placed: on the host of its repositories.
  */
+import { HOST_DISK_COLUMNS, hostDiskOf, type HostDisk, type HostDiskColumns } from './disk';
 import type { Db } from './pool';
 
 /** A host is live while its last heartbeat is younger than this many of its own intervals. */
@@ -16,7 +17,7 @@ export interface HostRecord {
   heartbeatEveryMs: number;
 }
 
-export interface HostView {
+export interface HostView extends HostDisk {
   hostId: string;
   live: boolean;
   lastSeenAt: string;
@@ -43,26 +44,40 @@ export async function registerHost(db: Db, host: HostRecord): Promise<void> {
 
 /** One page of hosts by id, after `afterHostId` (keyset). */
 export async function listHosts(db: Db, limit: number, afterHostId: string | null): Promise<HostView[]> {
-  const res = await db.query<{
-    host_id: string;
-    live: boolean;
-    last_seen_at: Date;
-    workspace_root: string;
-    executors: string[];
-    version: string;
-  }>(
-    `SELECT host_id, ${LIVE} AS live, last_seen_at, workspace_root, executors, version FROM hosts
-      WHERE $2::text IS NULL OR host_id > $2 ORDER BY host_id LIMIT $1`,
+  const res = await db.query<HostRow>(
+    `SELECT ${HOST_COLUMNS} FROM hosts WHERE $2::text IS NULL OR host_id > $2 ORDER BY host_id LIMIT $1`,
     [limit, afterHostId],
   );
-  return res.rows.map((r) => ({
+  return res.rows.map(hostViewOf);
+}
+
+/** One host's view; null when no host of this id ever registered. */
+export async function findHost(db: Db, hostId: string): Promise<HostView | null> {
+  const row = (await db.query<HostRow>(`SELECT ${HOST_COLUMNS} FROM hosts WHERE host_id = $1`, [hostId])).rows[0];
+  return row ? hostViewOf(row) : null;
+}
+
+type HostRow = HostDiskColumns & {
+  host_id: string;
+  live: boolean;
+  last_seen_at: Date;
+  workspace_root: string;
+  executors: string[];
+  version: string;
+};
+
+const HOST_COLUMNS = `host_id, ${LIVE} AS live, last_seen_at, workspace_root, executors, version, ${HOST_DISK_COLUMNS}`;
+
+function hostViewOf(r: HostRow): HostView {
+  return {
     hostId: r.host_id,
     live: r.live,
     lastSeenAt: r.last_seen_at.toISOString(),
     workspaceRoot: r.workspace_root,
     executors: r.executors,
     version: r.version,
-  }));
+    ...hostDiskOf(r),
+  };
 }
 
 /** The live hosts' ids. */

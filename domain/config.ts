@@ -5,6 +5,7 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
+import { parseMinFreeDisk, type MinFreeDisk } from './disk';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 
@@ -103,6 +104,10 @@ export interface Config {
   idleReleaseAfterMs: number | null;
   /** How often each host looks for idle workspaces (TWS_IDLE_RELEASE_EVERY). */
   idleReleaseEveryMs: number;
+  /** Free space a host keeps: under it a materialization is refused `host_disk_low` (TWS_MIN_FREE_DISK) [R6.11]. */
+  minFreeDisk: MinFreeDisk;
+  /** How often a worker measures its workspaces and its workspace root's filesystem (TWS_DISK_MEASURE_EVERY_MS). */
+  diskMeasureEveryMs: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -188,6 +193,8 @@ export function loadConfig(
     orphanSweepEveryMs: Number(env.TWS_ORPHAN_SWEEP_EVERY_MS || 3 * HOUR_MS),
     idleReleaseAfterMs: parseIdleReleaseAfter(env.TWS_IDLE_RELEASE_AFTER),
     idleReleaseEveryMs: parseIdleReleaseEvery(env.TWS_IDLE_RELEASE_EVERY),
+    minFreeDisk: parseMinFreeDisk(env.TWS_MIN_FREE_DISK),
+    diskMeasureEveryMs: Number(env.TWS_DISK_MEASURE_EVERY_MS || 10 * 60_000),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
     agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),

@@ -8,6 +8,7 @@ export type RefusalCode =
   | 'workspace_reuse_unsafe'
   | 'workspace_reuse_unsupported'
   | 'workspace_materialization_failed'
+  | 'host_disk_low'
   | 'task_cleanup_in_progress'
   | 'task_archived'
   | 'task_delete_dirty_worktree'
@@ -43,6 +44,7 @@ type ErrorAction =
   | 'authenticate'
   | 'report'
   | 'wait'
+  | 'free_space'
   | 'operator';
 
 export interface ErrorRule {
@@ -85,6 +87,15 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     retryAfterMs: 0,
     action: 'retry',
     message: 'The task workspace could not be created; nothing was left behind.',
+  },
+  // Free space under TWS_MIN_FREE_DISK before git ran, or the disk filled during the
+  // materialization (which then undid everything it made) [R6.11].
+  host_disk_low: {
+    status: 507,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'free_space',
+    message: 'The host has too little free disk space for a new workspace; nothing was created.',
   },
   task_cleanup_in_progress: {
     status: 409,

@@ -13,7 +13,8 @@ import type { ExecutionRow, ExecutionStatus } from '../db/executions';
 import type { Db } from '../db/pool';
 import type { ExecutorType } from '../domain/admission';
 import type { LogSource } from '../domain/agent-log';
-import type { CleanupTrigger, SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup';
+import type { CleanupTrigger } from '../domain/cleanup';
+import type { SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup-snapshot';
 import type { GitStatusObservation, GitStatusTarget } from '../domain/git-status';
 import type { LaunchPlan, MaterializedSlot } from '../domain/launch';
 import type { StartAgentInput, StartedAgent } from './agent-start';
@@ -98,6 +99,12 @@ export interface CleanupOperations {
   removeTaskRuns(input: { taskId: string; sessionIds: string[]; sshTargetIds: string[] }): Promise<void>;
 }
 
+/** Disk [R6.11]: what a workspace holds, measured where it is (in the background, never on a request's path). */
+export interface DiskOperations {
+  /** The bytes of the workspace folder (every file, ignored ones too); null when it cannot be measured now. */
+  workspaceBytes(place: { workspacePath: string; sshTargetId: string | null }): Promise<number | null>;
+}
+
 /**
  * An optional capability (Kandev's shape: small interfaces beside the required one): putting a
  * saved commit's work back into a worktree the executor just made [R6.10]. `conflict` changes nothing.
@@ -107,6 +114,12 @@ interface RestoresWork {
 }
 
 export interface Executor
-  extends WorkspaceOperations, AgentOperations, GitOperations, CleanupOperations, Partial<RestoresWork> {
+  extends
+    WorkspaceOperations,
+    AgentOperations,
+    GitOperations,
+    CleanupOperations,
+    DiskOperations,
+    Partial<RestoresWork> {
   readonly kind: ExecutorKind;
 }

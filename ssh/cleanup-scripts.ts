@@ -4,6 +4,7 @@
  * task folder. How they run and what a target must have: ssh/remote-scripts.ts.
  */
 import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
+import { MEASURE_WORKSPACE } from './remote-disk';
 import { DISCARD_SLOTS, MATERIALIZE_SLOT, READ_WORKSPACE, script } from './remote-scripts';
 
 const MARKER_FILE_NAME = OWNERSHIP_MARKER_FILE;
@@ -94,4 +95,5 @@ export const WORKSPACE_SCRIPTS = {
   BUNDLE_BRANCH,
   REMOVE_CLONE,
   REMOVE_FOLDER,
+  MEASURE_WORKSPACE,
 };

@@ -42,7 +42,8 @@ let targetId: string;
 let n = 0;
 
 beforeAll(async () => {
-  [h, ssh] = await Promise.all([createHarness(), startSshServer()]);
+  // Disk measured often enough for the clone's measurement to be seen within the test.
+  [h, ssh] = await Promise.all([createHarness({ diskMeasureEveryMs: 1500 }), startSshServer()]);
   const res = await h.api(
     'POST',
     '/v1/ssh-targets',
@@ -197,6 +198,17 @@ describe('first launch and attach', () => {
     const third = await launch(h, t.taskId, { executorType: 'ssh' });
     expect(third.status, JSON.stringify(third.body)).toBe(201);
     expect(third.body.role).toBe('attached');
+  });
+
+  it("measures the clone's bytes on the target, untracked files too [R6.11]", async () => {
+    const t = await sshTask();
+    writeFileSync(path.join(t.remoteClone, 'big-untracked.bin'), Buffer.alloc(2 * 1024 * 1024, 3));
+    let disk: any = null;
+    await waitUntil(async () => {
+      disk = (await h.api('GET', `/v1/tasks/${t.taskId}`)).body.disk;
+      return disk !== null && disk.bytes >= 2 * 1024 * 1024;
+    }, "the clone's measurement");
+    expect(disk.bytes).toBeLessThan(8 * 1024 * 1024);
   });
 
   it('records how a remote agent ended, read from the target', async () => {

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/pool';
 import { HOST_BACK_SIGNAL } from '../domain/cleanup';
 
-/** Jobs waiting on a down host whose snapshot names this host (the attempt's hosts: domain/cleanup.ts cleanupHosts). */
+/** Jobs waiting on a down host whose snapshot names this host (the attempt's hosts: domain/cleanup-snapshot.ts cleanupHosts). */
 async function jobsWaitingOn(db: Db, hostId: string): Promise<string[]> {
   const res = await db.query<{ workflow_id: string }>(
     `SELECT workflow_id FROM cleanup_jobs

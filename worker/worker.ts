@@ -12,6 +12,7 @@ import { createHostActivities, createRecordActivities } from '../activities';
 import type { Config } from '../domain/config';
 import { hostTaskQueue } from '../domain/workflow-ids';
 import { wakeCleanupsWaitingOn } from './host-return';
+import { startDiskMeasurement } from './disk-measurement';
 import { startHostRegistration } from './host-registration';
 
 export interface WorkerHandle {
@@ -121,10 +122,15 @@ export async function startWorker(
   const host = await hostQueueWorker(connection, deps, workflowBundle, false);
   // Registered once it can poll its host's queue: a live record means work placed here is taken.
   const registration = await startHostRegistration(pool, config, logger);
+  // Its workspaces and its filesystem measured in the background, into the host's record.
+  const disk = startDiskMeasurement(deps);
   // Back: the cleanups that wait for this host run now.
   await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
-  return handleOf([shared, host], connection, ownsConnection, () => registration.stop());
+  return handleOf([shared, host], connection, ownsConnection, () => {
+    registration.stop();
+    disk.stop();
+  });
 }
 
 /**

@@ -17,13 +17,13 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError, type UpdateDefinition } from '@temporalio/common';
 import {
-  emptyReport,
   isTerminalJobState,
   type CleanupInput,
   type CleanupProgress,
   type CleanupTrigger,
   type RetryPolicy,
 } from '../domain/cleanup';
+import { emptyReport } from '../domain/cleanup-snapshot';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { inLanes } from '../domain/lanes';
@@ -139,7 +139,7 @@ const BATCH_LANES = 4;
 
 /**
  * A bulk cleanup in batches (issue 17): the members a batch can carry out (every part of the job
- * on one host, domain/cleanup.ts batchHostOf) are cleaned by host steps of BATCH_SIZE tasks,
+ * on one host, domain/cleanup-snapshot.ts batchHostOf) are cleaned by host steps of BATCH_SIZE tasks,
  * whose removals share the repositories' turns; each task keeps its job row (state, attempts,
  * last error, report), and this run's result shows each task's outcome. The others (and a
  * batched task whose attempt failed, let go by its batch) get child runs of their own, as before.

@@ -1,6 +1,7 @@
 /** One attempt of a cleanup: each involved host does its part in one activity, the workspace's host last. */
 import { ApplicationFailure, patched } from '@temporalio/workflow';
-import { cleanupHosts, type CleanupInput, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup';
+import type { CleanupInput } from '../domain/cleanup';
+import { cleanupHosts, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();

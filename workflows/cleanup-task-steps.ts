@@ -6,17 +6,19 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import {
   CLEANUP_ERROR_CLASSES,
-  cleanupHosts,
-  emptyReport,
-  leftoverWorkspace,
   removesTask,
-  type CancelledBy,
   type CleanupErrorClass,
   type CleanupInput,
   type CleanupProgress,
+} from '../domain/cleanup';
+import {
+  cleanupHosts,
+  emptyReport,
+  leftoverWorkspace,
+  type CancelledBy,
   type CleanupReport,
   type CleanupSnapshot,
-} from '../domain/cleanup';
+} from '../domain/cleanup-snapshot';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 
 /** How often a job held by a bulk cleanup's batch is looked at again. */

@@ -13,13 +13,12 @@ import {
   removesTask,
   waitAfterAttempt,
   waitsForOperatorAtOnce,
-  type CancelledBy,
   type CancelRequest,
   type CleanupInput,
   type CleanupJobState,
   type CleanupProgress,
-  type CleanupSnapshot,
 } from '../domain/cleanup';
+import type { CancelledBy, CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
 import {

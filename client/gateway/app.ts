@@ -23,6 +23,7 @@ import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
 import { idleReleaseRoutes } from './routes/idle-release';
 import { orphanSweepRoutes } from './routes/orphan-sweep';
+import { sessionControlRoutes } from './routes/session-control';
 import { sessionRoutes } from './routes/sessions';
 import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
@@ -97,6 +98,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(catalogRoutes(opts));
   await app.register(taskRoutes(opts));
   await app.register(sessionRoutes(opts));
+  await app.register(sessionControlRoutes(opts));
   await app.register(logRoutes(opts));
   await app.register(gitStatusRoutes(opts));
   await app.register(cleanupRoutes(opts));

@@ -1,6 +1,7 @@
 /** The gateway's Prometheus registry: its own HTTP metrics plus the cluster-wide counters workers record. */
 import type pg from 'pg';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { listHosts, type HostView } from '../../db/hosts';
 import { readCounters } from '../../db/metric-counters';
 import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL } from '../../domain/coresidency';
 import { RECONCILE_REPAIRED_TOTAL } from '../../domain/reconcile';
@@ -20,6 +21,30 @@ function storedCounter(registry: Registry, pool: pg.Pool, name: string, help: st
       const rows = await readCounters(pool, name);
       this.reset();
       for (const row of rows) this.inc(row.labels, row.value);
+    },
+  });
+}
+
+/** A gauge per host from the hosts' records (their disk as each worker last measured it) [R6.11]. */
+function hostGauge(
+  registry: Registry,
+  pool: pg.Pool,
+  name: string,
+  help: string,
+  value: (host: HostView) => number | null,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['host'],
+    registers: [registry],
+    async collect() {
+      const hosts = await listHosts(pool, 10_000, null);
+      this.reset();
+      for (const host of hosts) {
+        const v = value(host);
+        if (v !== null) this.set({ host: host.hostId }, v);
+      }
     },
   });
 }
@@ -53,6 +78,26 @@ export function createGatewayMetrics(pool: pg.Pool): GatewayMetrics {
     RECONCILE_REPAIRED_TOTAL,
     'Rows the consistency check found stranded (their workflow closed, their process gone, their start unrecorded) and repaired, by kind',
     ['kind'],
+  );
+  hostGauge(registry, pool, 'tws_host_disk_free_bytes', "Free bytes of the host's workspace root filesystem", (h) =>
+    h.disk ? h.disk.freeBytes : null,
+  );
+  hostGauge(registry, pool, 'tws_host_disk_total_bytes', "Total bytes of the host's workspace root filesystem", (h) =>
+    h.disk ? h.disk.totalBytes : null,
+  );
+  hostGauge(
+    registry,
+    pool,
+    'tws_host_workspace_bytes',
+    'Bytes of the workspaces the host holds, as last measured',
+    (h) => (h.disk ? h.disk.workspaceBytes : null),
+  );
+  hostGauge(
+    registry,
+    pool,
+    'tws_host_disk_low',
+    'Whether the host refuses new workspaces for low disk (1) or not (0)',
+    (h) => (h.disk ? Number(h.lowDisk) : null),
   );
   return { registry, requestSeconds };
 }

@@ -105,6 +105,8 @@ export const Task = Type.Object({
   ...TaskItem.properties,
   /** Never released for idleness (`POST /v1/tasks/:id/pin`). */
   pinned: Type.Boolean(),
+  /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
+  disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
   repositories: Type.Array(
     Type.Object({
       repositoryId: Uuid,
@@ -241,6 +243,9 @@ export const errorResponses = {
   500: ErrorResponse,
   503: ErrorResponse,
 };
+
+/** A launch or a resume may also meet a low disk where it materializes: `507 host_disk_low` [R6.11]. */
+export const launchErrorResponses = { ...errorResponses, 507: ErrorResponse };
 
 /** A UTF-16 surrogate without its other half: not a character, and written as UTF-8 it silently becomes U+FFFD. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { environmentDisk } from '../../db/disk';
 import { canonicalEnvironmentOf } from '../../db/environments';
 import { sessionsOfTask } from '../../db/sessions';
 import { findTask, taskRepositories, type TaskRow } from '../../db/tasks';
@@ -27,9 +28,12 @@ export async function taskView(pool: pg.Pool, id: string) {
     canonicalEnvironmentOf(pool, id),
     sessionsOfTask(pool, id),
   ]);
+  // Its workspace's bytes as its host last measured them (a borrowed one's are its owner's) [R6.11].
+  const disk = env?.materialized ? await environmentDisk(pool, env.id) : null;
   return {
     ...taskItem(task),
     pinned: task.pinned_at !== null,
+    disk,
     repositories: repos.map((r) => ({
       repositoryId: r.repository_id,
       baseBranch: r.base_branch,

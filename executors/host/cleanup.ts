@@ -6,7 +6,7 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup';
+import type { SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup-snapshot';
 import { OWNERSHIP_MARKER_FILE } from '../../domain/task-layout';
 import { bringObjectsHome } from '../../git/agent-objects-home';
 import { worktreeDirtiness } from '../../git/worktree-status';

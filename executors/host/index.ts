@@ -5,12 +5,13 @@
  */
 import path from 'node:path';
 import type { LogSource } from '../../domain/agent-log';
-import type { AgentOperations, CleanupOperations, GitOperations } from '../executor';
+import type { AgentOperations, CleanupOperations, DiskOperations, GitOperations } from '../executor';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { localLog } from './agent-log';
 import { hostAgents } from './agents';
 import { hostCleanup } from './cleanup';
+import { directoryBytes } from './disk';
 import { recoverHostAgents } from './exits';
 import { readHostGitStatus } from './git-status';
 
@@ -22,7 +23,10 @@ function hostLog(logDir: string, logPath: string): LogSource {
   return localLog(resolved);
 }
 
-export type HostOperations = AgentOperations & GitOperations & Omit<CleanupOperations, 'removeAudited'>;
+export type HostOperations = AgentOperations &
+  GitOperations &
+  DiskOperations &
+  Omit<CleanupOperations, 'removeAudited'>;
 
 export function hostOperations(deps: ActivityDeps): HostOperations {
   const { pool, config, logger } = deps;
@@ -31,6 +35,7 @@ export function hostOperations(deps: ActivityDeps): HostOperations {
     openLog: async (_place, logPath) => hostLog(config.logDir, logPath),
     recoverAgents: (hostId) => recoverHostAgents(pool, hostId, logger, config.gitBinary),
     readGitStatus: (target) => readHostGitStatus(deps, target),
+    workspaceBytes: (place) => directoryBytes(place.workspacePath),
     ...hostCleanup(deps),
   };
 }

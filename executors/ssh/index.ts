@@ -4,6 +4,7 @@
  * git or /proc; the records stay the host's (each row names its target).
  */
 import type { LogSource } from '../../domain/agent-log';
+import { remoteWorkspaceBytes } from '../../ssh/remote-disk';
 import { readRemoteGitStatus } from '../../ssh/remote-git-status';
 import { isRemoteRunLog, remoteLog } from '../../ssh/remote-log';
 import type { Executor } from '../executor';
@@ -45,6 +46,12 @@ export function sshExecutor(deps: ActivityDeps): Executor {
           observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, ...status });
       }
       return observations;
+    },
+
+    /** Measured on the target with `du` alone; a target that does not answer leaves the last figure. */
+    async workspaceBytes(place) {
+      const target = await loadSshTarget(pool, place.sshTargetId);
+      return remoteWorkspaceBytes(target, place.workspacePath);
     },
   };
 }

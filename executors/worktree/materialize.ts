@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
+import { diskIsLow, isNoSpaceFailure } from '../../domain/disk';
 import { outageOf } from '../../domain/outage';
 import { isMaterializer, releaseKeptMaterialization } from '../../db/environments';
 import { withRepositoryLock } from '../../db/locks';
@@ -26,6 +27,7 @@ import {
   sameRealPath,
   unlinkIfPresent,
 } from '../host/workspace-fs';
+import { filesystemSpace } from '../host/disk';
 
 /** A worktree git added but could not read back: the launch made it, so its undo removes it. */
 class UnreadableWorktree extends Error {
@@ -78,6 +80,14 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
             createdBranch = true;
           } else {
             if (refusal && (await pathExists(slot.worktreePath))) throw refusal; // git failed after it began: the undo decides
+            // A checkout that found no room: git made the branch (it refuses an existing one
+            // before it writes anything) and removed its half worktree; the branch goes too.
+            if (refusal && isNoSpaceFailure(refusal)) {
+              const base = await branchCommit(git, slot.baseBranch);
+              if (base && (await branchCommit(git, slot.branch)) === base)
+                await deleteBranchIfAt(git, slot.branch, base);
+              throw refusal;
+            }
             const commits = await branchCommits(git, [slot.branch, slot.baseBranch]);
             if (!commits.has(slot.branch)) {
               if (!slot.createBranch) throw new Error('the requested branch does not exist');
@@ -229,6 +239,9 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
 
   return {
     async materialize(plan: LaunchPlan): Promise<MaterializedSlot[]> {
+      // A low disk is refused before anything is made [R6.11]; git would meet it half-way.
+      if (diskIsLow(await filesystemSpace(config.workspaceRoot), config.minFreeDisk))
+        throw typedFailure('host_disk_low');
       const made: MaterializedSlot[] = [];
       const folderExisted = await pathExists(plan.taskFolder);
       try {
@@ -259,6 +272,8 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
           );
         // A refusal with its own reason (a registered worktree that cannot be reused) says so.
         if (err instanceof ApplicationFailure && err.type === 'workspace_reuse_unsafe') throw err;
+        // The disk filled during the materialization: undone like any failure, and said so [R6.11].
+        if (isNoSpaceFailure(err)) throw typedFailure('host_disk_low');
         throw typedFailure('workspace_materialization_failed');
       }
     },

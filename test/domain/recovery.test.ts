@@ -1,13 +1,12 @@
 /** The recovery rules as data: which cleanup failures wait for an operator at once, what a cancelled delete leaves, the layout after an abandonment. */
 import { describe, expect, it } from 'vitest';
+import { CLEANUP_ERROR_RECOVERY, waitsForOperatorAtOnce } from '../../domain/cleanup';
 import {
-  CLEANUP_ERROR_RECOVERY,
   emptyReport,
   leftoverWorkspace,
-  waitsForOperatorAtOnce,
   type CleanupSnapshot,
   type SnapshotWorktree,
-} from '../../domain/cleanup';
+} from '../../domain/cleanup-snapshot';
 import { materializeSlots } from '../../domain/launch-plan';
 import { isTaskBranch, taskBranchName, taskFolder, taskRefFolder } from '../../domain/task-layout';
 

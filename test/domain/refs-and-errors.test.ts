@@ -57,6 +57,7 @@ describe('error table [R7]', () => {
       session_running: [409, true, 0, 'stop_session'],
       service_unavailable: [503, true, 2000, 'retry'],
       engine_unavailable: [503, true, 2000, 'retry'],
+      host_disk_low: [507, true, 0, 'free_space'],
     });
   });
   it('builds the contract body, extras never overriding the contract fields', () => {

@@ -100,6 +100,8 @@ export async function createHarness(
       TWS_LOCAL_EXECUTOR: 'all',
       TWS_CLEANUP_RETRY_WAITS_MS: '200,400',
       TWS_CLEANUP_MAX_ATTEMPTS: '3',
+      // Not the machine's free disk: the disk tests set their own minimum on a small filesystem.
+      TWS_MIN_FREE_DISK: '64MiB',
     },
     { cwd: scratch, hostname: 'test' },
   );

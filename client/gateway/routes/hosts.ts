@@ -1,11 +1,27 @@
-/** GET /v1/hosts (operator): the executor hosts, whether each is live, its workspace root and executors. */
+/**
+ * GET /v1/hosts (operator): the executor hosts, whether each is live, its workspace root and
+ * executors, its disk as last measured and whether it is low; GET /v1/hosts/:id/disk (operator):
+ * one host's disk and its largest workspaces, for `tws disk` [R6.11].
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { listHosts } from '../../../db/hosts';
-import { badRequest } from '../api-error';
+import { largestWorkspaces } from '../../../db/disk';
+import { findHost, listHosts } from '../../../db/hosts';
+import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { DEFAULT_PAGE_LIMIT, PageQueryFields, pageOf } from '../pagination';
 import { errorResponses } from '../schemas';
+
+/** The host's filesystem and workspaces as its worker last measured them; null before the first measurement. */
+const HostDiskSchema = Type.Union([
+  Type.Object({
+    freeBytes: Type.Number(),
+    totalBytes: Type.Number(),
+    workspaceBytes: Type.Number(),
+    measuredAt: Type.String(),
+  }),
+  Type.Null(),
+]);
 
 const Host = Type.Object({
   hostId: Type.String(),
@@ -14,8 +30,34 @@ const Host = Type.Object({
   workspaceRoot: Type.String(),
   executors: Type.Array(Type.String()),
   version: Type.String(),
+  disk: HostDiskSchema,
+  lowDisk: Type.Boolean(),
 });
 const HostPage = pageOf(Host);
+const HostDiskQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({
+        ...PageQueryFields.limit,
+        description: 'How many of the largest workspaces: 1 to 200 (default 20)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const HostDiskAnswer = Type.Object({
+  hostId: Type.String(),
+  disk: HostDiskSchema,
+  lowDisk: Type.Boolean(),
+  largest: Type.Array(
+    Type.Object({
+      taskId: Type.String(),
+      taskEnvironmentId: Type.String(),
+      bytes: Type.Number(),
+      measuredAt: Type.String(),
+    }),
+  ),
+});
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 /** An opaque cursor: the last host id of the page (hosts are few and keyed by their id, so the keyset is the id alone). */
@@ -43,6 +85,35 @@ export function hostRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         return {
           items: page,
           nextCursor: rows.length > limit && last ? Buffer.from(last.hostId).toString('base64url') : null,
+        };
+      },
+    );
+
+    app.get(
+      '/v1/hosts/:id/disk',
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['hosts'],
+          params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) }),
+          querystring: HostDiskQuery,
+          response: { 200: HostDiskAnswer, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const host = await findHost(ctx.pool, request.params.id);
+        if (!host) throw notFound('Host');
+        const largest = await largestWorkspaces(ctx.pool, host.hostId, Number(request.query.limit ?? 20));
+        return {
+          hostId: host.hostId,
+          disk: host.disk,
+          lowDisk: host.lowDisk,
+          largest: largest.map((w) => ({
+            taskId: w.taskId,
+            taskEnvironmentId: w.environmentId,
+            bytes: w.bytes,
+            measuredAt: w.measuredAt,
+          })),
         };
       },
     );

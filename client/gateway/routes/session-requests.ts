@@ -1,0 +1,101 @@
+/**
+ * What the launch and resume routes read from a request before they start a run: the agent and
+ * its variables, the Idempotency-Key and the session it names, `Prefer: respond-async`, and who
+ * may use the `local` executor; and how an engine that did not answer is told.
+ */
+import { createHash } from 'node:crypto';
+import { claimIdempotencyKey } from '../../../db/idempotency';
+import { agentVariableProblem } from '../../../domain/agent-env';
+import { BUILTIN_SHELL_PROFILE, localExecutorAllowed } from '../../../domain/config';
+import { outageOf } from '../../../domain/outage';
+import { ApiError, badRequest } from '../api-error';
+import type { Role } from '../auth';
+import type { GatewayContext } from '../context';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export function validateEnv(env: Record<string, string> | undefined): void {
+  for (const name of Object.keys(env ?? {})) {
+    const problem = agentVariableProblem(name);
+    if (problem) throw badRequest(`Invalid env: ${problem}.`);
+  }
+}
+
+/** `Prefer: respond-async` (RFC 7240): answer once admitted. */
+export function respondAsync(headers: Headers): boolean {
+  const prefer = headers['prefer'];
+  return (Array.isArray(prefer) ? prefer.join(',') : (prefer ?? ''))
+    .split(',')
+    .some((p) => p.trim().toLowerCase() === 'respond-async');
+}
+
+/** The Idempotency-Key header: absent, or 1 to 200 visible ASCII characters. */
+export function idempotencyKeyOf(headers: Headers): string | null {
+  const raw = headers['idempotency-key'];
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || !/^[\x21-\x7e]{1,200}$/.test(raw))
+    throw badRequest('Idempotency-Key must be 1 to 200 visible ASCII characters.');
+  return raw;
+}
+
+/** A resume's run id from its Idempotency-Key: the same key, the same run, with nothing stored. */
+export const runIdOfKey = (sessionId: string, key: string): string =>
+  createHash('sha256').update(`resume:${sessionId}:${key}`).digest('hex').slice(0, 32);
+
+/** The engine did not answer: the outcome may be pending, and the same key (or the session id) finds it. */
+export function engineOutage(err: unknown, sessionId: string): never {
+  if (outageOf(err) === 'engine')
+    throw new ApiError('engine_unavailable', undefined, { sessionId, outcome: 'pending' });
+  throw err;
+}
+
+export function sessionRequests(ctx: GatewayContext) {
+  /** The argv and the variables of the agent a launch starts: the profile's, with the request's args and env. */
+  function resolveAgent(
+    profile: string,
+    body: { command?: string[]; args?: string[]; env?: Record<string, string> },
+  ): { command: string[]; env: Record<string, string> } {
+    validateEnv(body.env);
+    if (profile === BUILTIN_SHELL_PROFILE && ctx.config.shellProfile) {
+      if (!body.command) throw badRequest('The shell profile needs command (an argv array).');
+      return { command: [...body.command, ...(body.args ?? [])], env: { ...(body.env ?? {}) } };
+    }
+    const configured = Object.prototype.hasOwnProperty.call(ctx.config.agentProfiles, profile)
+      ? ctx.config.agentProfiles[profile]
+      : undefined;
+    if (!configured) throw badRequest('Unknown agent profile.');
+    if (body.command) throw badRequest('command is only accepted by the shell profile.');
+    return { command: [...configured.command, ...(body.args ?? [])], env: { ...configured.env, ...(body.env ?? {}) } };
+  }
+
+  /**
+   * The session this request works on: a new one, or, for an Idempotency-Key seen before with
+   * the same request, the one that request got. The same key with another request is refused.
+   */
+  async function sessionFor(
+    key: string | null,
+    scope: string,
+    request: unknown,
+    freshSessionId: string,
+  ): Promise<string> {
+    if (!key) return freshSessionId;
+    const fingerprint = createHash('sha256').update(JSON.stringify(request)).digest('hex');
+    const claim = await claimIdempotencyKey(ctx.pool, { scope, key, fingerprint, sessionId: freshSessionId });
+    if (claim.kind === 'mismatch') throw badRequest('This Idempotency-Key was used for a different request.');
+    return claim.sessionId;
+  }
+
+  /** A `local` agent works in the source checkout itself: only whom TWS_LOCAL_EXECUTOR allows (issue 32); nothing changed. */
+  const refuseLocal = (executorType: string, role: Role | null) => {
+    if (executorType === 'local' && !localExecutorAllowed(ctx.config.localExecutor, role)) {
+      throw new ApiError(
+        'forbidden',
+        ctx.config.localExecutor === 'off'
+          ? 'The local executor is turned off on this service.'
+          : 'The local executor needs the operator role on this service.',
+      );
+    }
+  };
+
+  return { resolveAgent, sessionFor, refuseLocal };
+}

@@ -1,0 +1,60 @@
+/**
+ * Disk in sight [R6.11]: every `diskMeasureEveryMs` this worker measures each workspace its host
+ * holds (through its executor: `du` here, over SSH for a clone on a target) and its workspace
+ * root's filesystem, and records both (db/disk.ts). In the background, one workspace at a time,
+ * never on a request's path: a launch never waits for a measurement.
+ */
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { recordHostDisk, workspacesToMeasure } from '../db/disk';
+import type { Config } from '../domain/config';
+import { minFreeBytes } from '../domain/disk';
+import { outageOf } from '../domain/outage';
+import { filesystemSpace } from '../executors/host/disk';
+import { executorsOf } from '../executors/registry';
+
+/** One measurement of this host: its workspaces, then its filesystem, recorded together. */
+async function measureHostDisk(deps: { pool: pg.Pool; config: Config; logger: Logger }): Promise<void> {
+  const { pool, config, logger } = deps;
+  const executors = executorsOf(deps);
+  const workspaces: { environmentId: string; bytes: number }[] = [];
+  for (const place of await workspacesToMeasure(pool, config.hostId)) {
+    // A workspace that cannot be measured now (a target down, a folder mid-removal) keeps its last figure.
+    const bytes = await executors
+      .at(place)
+      .workspaceBytes(place)
+      .catch((err: unknown) => {
+        logger.warn({ err, environmentId: place.environmentId }, 'workspace not measured; its last figure stays');
+        return null;
+      });
+    if (bytes !== null) workspaces.push({ environmentId: place.environmentId, bytes });
+  }
+  const space = await filesystemSpace(config.workspaceRoot);
+  await recordHostDisk(pool, {
+    hostId: config.hostId,
+    ...space,
+    minFreeBytes: minFreeBytes(config.minFreeDisk, space.totalBytes),
+    workspaces,
+    measuredAt: new Date(),
+  });
+}
+
+/** Measures now and every interval after (never two at once); `stop()` ends it. */
+export function startDiskMeasurement(deps: { pool: pg.Pool; config: Config; logger: Logger }): { stop(): void } {
+  let measuring = false;
+  const measure = () => {
+    if (measuring) return;
+    measuring = true;
+    measureHostDisk(deps)
+      .catch((err: unknown) =>
+        outageOf(err)
+          ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; disk measurement missed')
+          : deps.logger.error({ err, hostId: deps.config.hostId }, 'disk measurement failed'),
+      )
+      .finally(() => (measuring = false));
+  };
+  measure();
+  const timer = setInterval(measure, deps.config.diskMeasureEveryMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
