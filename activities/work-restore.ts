@@ -26,7 +26,7 @@ export async function restoreSavedWork(
     const slot = made.find((m) => m.repositoryId === entry.repositoryId)!;
     // An executor that cannot restore leaves the entry for a launch on one that can (listed, never lost).
     if (!executor.restoreWork) continue;
-    const outcome = await executor.restoreWork(slot, entry.commit).catch((err: unknown) => {
+    const outcome = await executor.restoreWork(plan, slot, entry.commit).catch((err: unknown) => {
       logger.warn(
         { err, repositoryId: entry.repositoryId },
         'saved work could not be restored; it is left to apply by hand',

@@ -213,6 +213,8 @@ export async function cancelStartingRun(client: Client, workflowId: string, boun
     if (err instanceof WorkflowNotFoundError) return; // ended and gone
     throw err;
   }
+  // Only its end is awaited here: a cancelled run fails by design, and how it ended is read from
+  // the session's rows by the caller (the stop after it acts on what is recorded).
   await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, boundMs))]);
 }
 

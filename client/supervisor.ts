@@ -112,6 +112,7 @@ export async function supervise(
     async stop() {
       stopping = true;
       cancelWait();
+      // A restart in flight is let finish (its failure was logged by keepRunning); then the run is stopped.
       await restarting.catch(() => {});
       await run.stop();
     },

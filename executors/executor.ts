@@ -110,7 +110,7 @@ export interface DiskOperations {
  * saved commit's work back into a worktree the executor just made [R6.10]. `conflict` changes nothing.
  */
 interface RestoresWork {
-  restoreWork(slot: MaterializedSlot, commit: string): Promise<'applied' | 'conflict'>;
+  restoreWork(plan: LaunchPlan, slot: MaterializedSlot, commit: string): Promise<'applied' | 'conflict'>;
 }
 
 export interface Executor

@@ -5,9 +5,10 @@
  * first parent is the HEAD it was made on. A restore applies exactly the difference between the
  * two, in one `git apply` that changes everything or nothing: never a half-applied worktree.
  */
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { SimpleGit } from 'simple-git';
 import { gitAt, type GitOptions } from './git';
 
 /**
@@ -30,6 +31,45 @@ export async function saveWorkOnRef(
 }
 
 /**
+ * Writes the work of a saved commit as a binary patch to `file` (by git itself, bytes as they
+ * are: a file in another encoding survives): exactly the difference between the save and the
+ * HEAD it was made on. `git` is any checkout that has the commit (the worktree, or the host
+ * repository for a remote clone).
+ */
+async function writeSavedWorkPatch(git: SimpleGit, commit: string, file: string): Promise<void> {
+  await git.raw([
+    'diff',
+    '--binary',
+    '--full-index',
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+    `--output=${file}`,
+    `${commit}^1`,
+    commit,
+  ]);
+}
+
+/** `use` gets a file of a private folder (mkdtemp: 0700) that is removed once it is done. */
+async function withPatchFile<T>(use: (file: string) => Promise<T>): Promise<T> {
+  const folder = await mkdtemp(path.join(tmpdir(), 'tws-restore-'));
+  try {
+    return await use(path.join(folder, 'work.patch'));
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** The saved commit's work as a binary patch, read from the repository at `repoDir` (for a clone elsewhere to apply). */
+export async function savedWorkPatch(repoDir: string, commit: string, options: GitOptions): Promise<Buffer> {
+  const git = gitAt(repoDir, options);
+  return withPatchFile(async (file) => {
+    await writeSavedWorkPatch(git, commit, file);
+    return readFile(file);
+  });
+}
+
+/**
  * Puts a saved commit's work back into the worktree at `dir`: `applied` (also when it holds
  * nothing), or `conflict` when it does not apply to the worktree as it is (the branch moved
  * since the save): then nothing was changed, and the saved ref is there to apply by hand.
@@ -40,22 +80,8 @@ export async function restoreSavedWork(
   options: GitOptions,
 ): Promise<'applied' | 'conflict'> {
   const git = gitAt(dir, options);
-  // Written by git itself (bytes as they are: a file in another encoding survives), to a file of a
-  // private folder (mkdtemp: 0700), removed at once.
-  const folder = await mkdtemp(path.join(tmpdir(), 'tws-restore-'));
-  try {
-    const file = path.join(folder, 'work.patch');
-    await git.raw([
-      'diff',
-      '--binary',
-      '--full-index',
-      '--no-color',
-      '--no-ext-diff',
-      '--no-textconv',
-      `--output=${file}`,
-      `${commit}^1`,
-      commit,
-    ]);
+  return withPatchFile(async (file) => {
+    await writeSavedWorkPatch(git, commit, file);
     if ((await stat(file)).size === 0) return 'applied';
     if (!(await applies(git, ['--check', file]))) {
       // A retried restore whose first run applied (and then lost its record) finds its work in place.
@@ -63,12 +89,10 @@ export async function restoreSavedWork(
     }
     await git.raw(['apply', file]);
     return 'applied';
-  } finally {
-    await rm(folder, { recursive: true, force: true });
-  }
+  });
 }
 
-async function applies(git: ReturnType<typeof gitAt>, args: string[]): Promise<boolean> {
+async function applies(git: SimpleGit, args: string[]): Promise<boolean> {
   try {
     await git.raw(['apply', ...args]);
     return true;

@@ -5,6 +5,7 @@
  */
 import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
 import { MEASURE_WORKSPACE } from './remote-disk';
+import { RESTORE_WORK } from './remote-restore';
 import { DISCARD_SLOTS, MATERIALIZE_SLOT, READ_WORKSPACE, script } from './remote-scripts';
 
 const MARKER_FILE_NAME = OWNERSHIP_MARKER_FILE;
@@ -96,4 +97,5 @@ export const WORKSPACE_SCRIPTS = {
   REMOVE_CLONE,
   REMOVE_FOLDER,
   MEASURE_WORKSPACE,
+  RESTORE_WORK,
 };

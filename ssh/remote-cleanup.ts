@@ -3,6 +3,7 @@
  * the SSH channel, nothing pushed anywhere), then an audited removal that re-checks everything in
  * the same script right before deleting.
  */
+import { randomUUID } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -106,7 +107,12 @@ export async function bringBranchBack(
   const host = gitAt(a.hostRepository, HOST_GIT);
   const { branchCommit: remoteCommit, known } = await remoteHeads(target, host, a.repoPath, a.branch);
   if (remoteCommit === null) throw new RemoteOperationError('branch_unreadable');
-  if ((await resolveCommit(host, remoteCommit)) === remoteCommit) return 'present';
+  if ((await resolveCommit(host, remoteCommit)) === remoteCommit) {
+    if ((await branchCommit(host, a.branch)) === remoteCommit) return 'present';
+    // The host has the commit (the saved work's bundle brought it as the save's parent) but not
+    // on its branch: moved there by the same fetch, from the host repository itself.
+    return fetchKnownCommit(host, a.branch, remoteCommit);
+  }
   const bundle = await runScript(target, BUNDLE_BRANCH, [absolutePath(a.repoPath), a.branch, ...known], {
     timeoutMs: BUNDLE_TIMEOUT_MS,
   });
@@ -121,6 +127,25 @@ export async function bringBranchBack(
     }
     return (await branchCommit(host, a.branch)) === remoteCommit ? 'fetched' : 'refused';
   });
+}
+
+/**
+ * The branch moved to a commit the host repository already has, by the rules of the bundle's
+ * fetch (no `+`: never a non-fast-forward, never a branch checked out in a host worktree),
+ * through a ref of its own that is deleted again.
+ */
+async function fetchKnownCommit(host: SimpleGit, branch: string, commit: string): Promise<'fetched' | 'refused'> {
+  const via = `refs/task-workspaces/bring-back/${randomUUID()}`;
+  const ref = branchRef(branch);
+  await host.raw(['update-ref', via, commit]);
+  try {
+    await host.raw(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '.', `${via}:${ref}`]);
+  } catch {
+    return 'refused';
+  } finally {
+    await host.raw(['update-ref', '-d', via, commit]);
+  }
+  return (await branchCommit(host, branch)) === commit ? 'fetched' : 'refused';
 }
 
 const REMOVE_ANSWERS = [

@@ -601,4 +601,48 @@ describe('transitions and cleanup', () => {
     expect(git(t.repo, 'show', `${entry.savedCommit}:draft.txt`)).toBe('unsaved');
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(404);
   });
+
+  it('an idle ssh task is released with its work brought home and saved, and its next launch restores it in a new clone [R6.9, R6.10]', async () => {
+    const t = await sshTask();
+    expect((await h.api('POST', `/v1/sessions/${t.first.sessionId}/stop`)).status).toBe(200);
+    // A commit, then uncommitted work of every kind on the target.
+    writeFileSync(path.join(t.remoteClone, 'feature.txt'), 'committed on the target\n');
+    git(t.remoteClone, 'add', 'feature.txt');
+    git(t.remoteClone, '-c', 'user.name=agent', '-c', 'user.email=agent@example.com', 'commit', '-q', '-m', 'feature');
+    const remoteHead = git(t.remoteClone, 'rev-parse', 'HEAD');
+    writeFileSync(path.join(t.remoteClone, 'README.md'), 'edited on the target\n');
+    rmSync(path.join(t.remoteClone, 'feature.txt'));
+    mkdirSync(path.join(t.remoteClone, 'notes'));
+    writeFileSync(path.join(t.remoteClone, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
+    const before = fingerprint(t.remoteClone, ['.git']);
+
+    // Only this task is a candidate: every other task of the file is pinned first.
+    const others = (await h.pool.query('SELECT id FROM tasks WHERE id <> $1 AND archived_at IS NULL', [t.taskId])).rows;
+    for (const { id } of others) expect((await h.api('POST', `/v1/tasks/${id}/pin`)).status).toBe(200);
+    const res = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.released.map((r: any) => r.taskId)).toEqual([t.taskId]);
+    const job = await waitForJob(h, res.body.released[0].operationId);
+    expect(job.state).toBe('succeeded');
+    expect(existsSync(t.remoteFolder)).toBe(false);
+    // The commit came home on the task branch; the uncommitted work on a release ref of the host repository.
+    expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(remoteHead);
+    const saved = (await h.api('GET', `/v1/repositories/${t.repoId}/saved-work`)).body.items.filter(
+      (i: any) => i.taskId === t.taskId,
+    );
+    expect(saved).toHaveLength(1);
+    expect(saved[0]).toMatchObject({ trigger: 'idle_release', restore: null, restoredAt: null });
+    expect(git(t.repo, 'show', `${saved[0].ref}:README.md`)).toBe('edited on the target');
+
+    const again = await sshLaunch(t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(fingerprint(t.remoteClone, ['.git'])).toBe(before);
+    expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(remoteHead);
+    expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('applied');
+    const restored = (await h.api('GET', `/v1/repositories/${t.repoId}/saved-work`)).body.items.find(
+      (i: any) => i.ref === saved[0].ref,
+    );
+    expect(restored.restore).toBe('applied');
+    expect(Date.parse(restored.restoredAt)).toBeGreaterThan(0);
+  });
 });

@@ -478,6 +478,9 @@ describe('bringing work back', () => {
   it('brings the task branch back: present, fetched, fast-forwarded, refused when diverged', async () => {
     const t = await launched('b1');
     const a = { repoPath: t.slot.repoPath, branch: 'tws/b1', hostRepository: host };
+    // The host has the commit (the base) but not the branch: the branch is made there, at it.
+    expect(await bringBranchBack(target, a)).toBe('fetched');
+    expect(git(host, 'rev-parse', 'tws/b1')).toBe(git(host, 'rev-parse', 'main'));
     expect(await bringBranchBack(target, a)).toBe('present');
 
     writeFileSync(path.join(t.slot.repoPath, 'work.txt'), 'one\n');
@@ -664,9 +667,11 @@ describe('the target runs no program its clone names [issue 31]', () => {
         message: 'saved',
       }),
     ).toMatchObject({ ref: 'refs/tws/saved/h1', commit: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    // The saved work's bundle brought the branch's commit; the branch is moved to it on the host alone.
     expect(await bringBranchBack(target, { repoPath: t.slot.repoPath, branch: 'tws/h1', hostRepository: host })).toBe(
-      'present',
+      'fetched',
     );
+    expect(git(host, 'rev-parse', 'tws/h1')).toBe(git(t.slot.repoPath, 'rev-parse', 'HEAD'));
     expect(listDir(marks).filter((f) => f.endsWith('.ran'))).toEqual([]);
     // The control: the target user's plain git runs them.
     writeFileSync(path.join(t.slot.repoPath, 'README.md'), 'changed again\n');

@@ -4,7 +4,9 @@
  * git or /proc; the records stay the host's (each row names its target).
  */
 import type { LogSource } from '../../domain/agent-log';
+import { savedWorkPatch } from '../../git/saved-work';
 import { remoteWorkspaceBytes } from '../../ssh/remote-disk';
+import { restoreRemoteWork } from '../../ssh/remote-restore';
 import { readRemoteGitStatus } from '../../ssh/remote-git-status';
 import { isRemoteRunLog, remoteLog } from '../../ssh/remote-log';
 import type { Executor } from '../executor';
@@ -46,6 +48,15 @@ export function sshExecutor(deps: ActivityDeps): Executor {
           observations.push({ repositoryId: slot.repositoryId, workspacePath: slot.path, observedAt, ...status });
       }
       return observations;
+    },
+
+    /** The saved work, written as a patch by the host repository that holds it, applied in the new clone on the target [R6.10]. */
+    async restoreWork(plan, slot, commit) {
+      const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId);
+      if (!source) throw new Error('the slot is not one of the plan');
+      const target = await loadSshTarget(pool, plan.sshTargetId);
+      const patch = await savedWorkPatch(source.sourcePath, commit, { binary: deps.config.gitBinary });
+      return restoreRemoteWork(target, slot.worktreePath, patch).catch((err: unknown) => Promise.reject(typedSsh(err)));
     },
 
     /** Measured on the target with `du` alone; a target that does not answer leaves the last figure. */
