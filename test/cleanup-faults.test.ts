@@ -219,6 +219,46 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect((await h.temporal.workflow.getHandle(accepted.workflowId).describe()).status.name).toBe('COMPLETED');
   });
 
+  it('a worker killed with SIGKILL in the middle of an idle release: nothing lost, the job finishes, the next launch restores [R6.9]', async () => {
+    const dir = (await harness()).scratch;
+    const wrapper = gitWrapper(dir, { sleepOnWorktreeRemove: 4 });
+    const h = await harness({ gitBinary: wrapper }, { inProcessWorker: false });
+    let worker: ChildProcess = h.spawnWorker();
+    cleanups.push(async () => void worker.kill('SIGKILL'));
+    const t = await taskWithWorktree(h, 'killed-release');
+    const sessions = (await h.api('GET', `/v1/tasks/${t.taskId}/sessions`)).body.items;
+    expect((await h.api('POST', `/v1/sessions/${sessions[0].id}/stop`)).status).toBe(200);
+    const worktree = (await h.api('GET', `/v1/sessions/${sessions[0].id}/workspace`)).body.repositories[0].worktreePath;
+    writeFileSync(path.join(worktree, 'README.md'), 'edited before the release\n');
+    writeFileSync(path.join(worktree, 'untracked.txt'), 'new before the release\n');
+
+    const res = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.released.map((r: any) => r.taskId)).toEqual([t.taskId]);
+    const operationId = res.body.released[0].operationId;
+    const workflowId = `cleanup/idle_release/${t.taskId}/${operationId}`;
+    await waitForPhase(h, workflowId, 'cleaning');
+    await new Promise((r) => setTimeout(r, 500));
+    worker.kill('SIGKILL');
+    await new Promise((r) => worker.once('exit', r));
+    worker = h.spawnWorker();
+
+    const job = await waitForJob(h, operationId, ['succeeded'], 120_000);
+    expect(job.state).toBe('succeeded');
+    expect(worktreePaths(t.repo)).toEqual([t.repo]);
+    expect(git(t.repo, 'rev-parse', '--verify', taskBranchName(t.taskId))).toMatch(/^[0-9a-f]{40}$/);
+    // Saved exactly once, with the work in it.
+    const saved = (await h.pool.query('SELECT ref FROM saved_work WHERE task_id = $1', [t.taskId])).rows;
+    expect(saved).toHaveLength(1);
+    expect(git(t.repo, 'show', `${saved[0].ref}:README.md`)).toBe('edited before the release');
+    expect(git(t.repo, 'show', `${saved[0].ref}:untracked.txt`)).toBe('new before the release');
+
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(readFileSync(path.join(worktree, 'README.md'), 'utf8')).toBe('edited before the release\n');
+    expect(readFileSync(path.join(worktree, 'untracked.txt'), 'utf8')).toBe('new before the release\n');
+  });
+
   it('a Temporal dev server restarted (same SQLite file) in the middle of a cleanup: it finishes', async () => {
     const base = await harness();
     const port = await freePort();

@@ -160,6 +160,12 @@ export async function createHarness(
     TWS_LOCAL_EXECUTOR: config.localExecutor,
     TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
     TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
+    TWS_MIN_FREE_DISK:
+      config.minFreeDisk.kind === 'bytes'
+        ? String(config.minFreeDisk.bytes)
+        : config.minFreeDisk.kind === 'percent'
+          ? `${config.minFreeDisk.percent}%`
+          : '',
     ...extra,
   });
 
