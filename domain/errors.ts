@@ -3,58 +3,9 @@
  * Refusal codes cross the Temporal boundary as ApplicationFailure `type`; the gateway maps
  * them to HTTP through this table, never by reading messages.
  */
-export type RefusalCode =
-  | 'workspace_preparing'
-  | 'workspace_reuse_unsafe'
-  | 'workspace_reuse_unsupported'
-  | 'workspace_materialization_failed'
-  | 'host_disk_low'
-  | 'task_cleanup_in_progress'
-  | 'task_archived'
-  | 'task_delete_dirty_worktree'
-  | 'session_running'
-  | 'task_not_idle'
-  | 'cleanup_job_not_retryable'
-  | 'cleanup_job_finished'
-  | 'launch_cancelled'
-  | 'ssh_host_key_mismatch'
-  | 'ssh_target_name_taken';
+import type { ErrorAction, ErrorCode, ErrorRule } from './error-codes';
 
-type InputErrorCode =
-  | 'invalid_request'
-  | 'not_found'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'uri_too_long'
-  | 'headers_too_large';
-/** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
-type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
-export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
-
-type ErrorAction =
-  | 'retry'
-  | 'reset_environment'
-  | 'choose_executor'
-  | 'unarchive'
-  | 'discard_or_commit'
-  | 'stop_session'
-  | 'fix_request'
-  | 'authenticate'
-  | 'report'
-  | 'wait'
-  | 'free_space'
-  | 'operator';
-
-export interface ErrorRule {
-  status: number;
-  recoverable: boolean;
-  retryAfterMs: number;
-  action: ErrorAction;
-  /** What the caller reads when nothing more specific (and safe) can be said. */
-  message: string;
-}
+export type { ErrorCode, ErrorRule, RefusalCode } from './error-codes';
 
 export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
   workspace_preparing: {
@@ -181,6 +132,13 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     message: 'The request is invalid.',
   },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
+  method_not_allowed: {
+    status: 405,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'Not allowed.',
+  },
   unauthorized: {
     status: 401,
     recoverable: false,

@@ -261,6 +261,30 @@ describe('launches', () => {
   });
 });
 
+describe('methods', () => {
+  it('a path that exists, asked with a method it does not answer, is 405 with Allow; nothing changed', async () => {
+    const before = await rowCounts(h.pool);
+    const ask = (method: string, route: string) =>
+      fetch(`${h.baseUrl}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' },
+        body: method === 'GET' || method === 'HEAD' ? undefined : '{}',
+      });
+    const put = await ask('PUT', `/v1/tasks/${taskId}`);
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('DELETE, GET, HEAD');
+    expectSafeError(await put.json(), 'method_not_allowed');
+    const stop = await ask('GET', `/v1/sessions/${randomUUID()}/stop?x=1`);
+    expect(stop.status).toBe(405);
+    expect(stop.headers.get('allow')).toBe('POST');
+    // A path no route has stays 404, with no Allow.
+    const unknown = await ask('GET', '/v1/nothing-here');
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('allow')).toBeNull();
+    expect(await rowCounts(h.pool)).toEqual(before);
+  });
+});
+
 describe('authentication', () => {
   it('answers 401 for a missing or wrong token on every /v1 route', async () => {
     await expectRefusedWithoutChange('POST', '/v1/boards', { name: 'b' }, 401, 'unauthorized', null);

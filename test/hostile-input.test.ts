@@ -234,17 +234,23 @@ const ROWS: Hostile[] = [
     code: 'forbidden',
   },
 
-  // Wrong methods and routes that do not exist.
-  json('PUT on a collection', 'PUT', '/v1/tasks', { title: 't', repositories: [] }, 404, 'not_found'),
-  json('PATCH on a task', 'PATCH', '/v1/tasks/{task}', { title: 't' }, 404, 'not_found'),
-  { name: 'DELETE on repositories', method: 'DELETE', url: '/v1/repositories', status: 404, code: 'not_found' },
+  // Wrong methods (405 with Allow: spec/api.md, third round) and routes that do not exist.
+  json('PUT on a collection', 'PUT', '/v1/tasks', { title: 't', repositories: [] }, 405, 'method_not_allowed'),
+  json('PATCH on a task', 'PATCH', '/v1/tasks/{task}', { title: 't' }, 405, 'method_not_allowed'),
+  {
+    name: 'DELETE on repositories',
+    method: 'DELETE',
+    url: '/v1/repositories',
+    status: 405,
+    code: 'method_not_allowed',
+  },
   {
     name: 'GET on the orphan sweep',
     method: 'GET',
     url: '/v1/orphan-sweep',
     token: OPERATOR_TOKEN,
-    status: 404,
-    code: 'not_found',
+    status: 405,
+    code: 'method_not_allowed',
   },
   { name: 'POST on /v1/sessions', method: 'POST', url: '/v1/sessions', status: 404, code: 'not_found' },
   {

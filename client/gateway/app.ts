@@ -28,6 +28,7 @@ import { sessionRoutes } from './routes/sessions';
 import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
 import { hasUnstorableText } from './schemas';
+import { collectMethodRoutes } from './method-routes';
 
 export interface GatewayOptions extends GatewayContext {
   logger: Logger | false;
@@ -48,6 +49,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const { registry, requestSeconds } = createGatewayMetrics(opts.pool);
+  // Before any route: it watches them registered, for the 405s below.
+  const methodRoutes = collectMethodRoutes(app);
   app.addHook('onResponse', async (request, reply) => {
     requestSeconds.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
@@ -89,9 +92,19 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     if (request.raw.url && request.raw.url.length > MAX_REQUEST_LINE_BYTES) throw new ApiError('uri_too_long');
   });
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((request, reply) =>
-    handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    // A path that exists, asked with a method it does not answer: 405 with the methods it does.
+    const allowed = methodRoutes.allowedFor(request.url);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return handleError(
+        new ApiError('method_not_allowed', 'This method is not allowed here; see the Allow header.'),
+        request,
+        reply,
+      );
+    }
+    return handleError(Object.assign(new Error('not found'), { statusCode: 404 }), request, reply);
+  });
   registerAuth(app, opts.tokens);
 
   await app.register(healthRoutes(opts, registry, opts.metricsPublic ?? false));

@@ -1,0 +1,57 @@
+/**
+ * The codes of the error contract (spec/workspace-lifecycle.md section 7, spec/api.md) and the
+ * shape of each one's rule; the rules themselves are domain/errors.ts's table.
+ */
+export type RefusalCode =
+  | 'workspace_preparing'
+  | 'workspace_reuse_unsafe'
+  | 'workspace_reuse_unsupported'
+  | 'workspace_materialization_failed'
+  | 'host_disk_low'
+  | 'task_cleanup_in_progress'
+  | 'task_archived'
+  | 'task_delete_dirty_worktree'
+  | 'session_running'
+  | 'task_not_idle'
+  | 'cleanup_job_not_retryable'
+  | 'cleanup_job_finished'
+  | 'launch_cancelled'
+  | 'ssh_host_key_mismatch'
+  | 'ssh_target_name_taken';
+
+type InputErrorCode =
+  | 'invalid_request'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'uri_too_long'
+  | 'headers_too_large';
+/** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
+type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
+export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
+
+export type ErrorAction =
+  | 'retry'
+  | 'reset_environment'
+  | 'choose_executor'
+  | 'unarchive'
+  | 'discard_or_commit'
+  | 'stop_session'
+  | 'fix_request'
+  | 'authenticate'
+  | 'report'
+  | 'wait'
+  | 'free_space'
+  | 'operator';
+
+export interface ErrorRule {
+  status: number;
+  recoverable: boolean;
+  retryAfterMs: number;
+  action: ErrorAction;
+  /** What the caller reads when nothing more specific (and safe) can be said. */
+  message: string;
+}
