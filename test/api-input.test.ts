@@ -261,6 +261,46 @@ describe('launches', () => {
   });
 });
 
+describe('messages a person can act on', () => {
+  const raw = (method: string, route: string, body: string) =>
+    fetch(`${h.baseUrl}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${USER_TOKEN}`, 'content-type': 'application/json' },
+      body,
+    }).then(async (res) => ({ status: res.status, body: (await res.json()) as any }));
+
+  it('a 400 names the field and what it accepts, once; an unknown field gets the nearest known one', async () => {
+    const before = await rowCounts(h.pool);
+    const bad = await launch(h, taskId, { executorType: 'bogus' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toBe('executorType must be one of worktree, local, ssh, container, sandbox.');
+    const repos = await h.api('POST', '/v1/tasks', { title: 't', repos: [] });
+    expect(repos.status).toBe(400);
+    expect(repos.body.error.message).toBe('repos is not a field of this request; did you mean repositories?');
+    const missing = await h.api('POST', '/v1/boards', {});
+    expect(missing.body.error.message).toBe('name is required.');
+    const profile = await launch(h, taskId, { agentProfile: 'no-such-agent' });
+    expect(profile.status).toBe(400);
+    expect(profile.body.error.message).toMatch(
+      /^agentProfile is not a profile of this service; the profiles are: shell/,
+    );
+    expect(await rowCounts(h.pool)).toEqual(before);
+  });
+
+  it('a body that is not JSON says where it broke', async () => {
+    const broken = await raw('POST', '/v1/boards', '{"name": }');
+    expect(broken.status).toBe(400);
+    // Node names the place (a position) or the token; either way the caller learns where.
+    expect(broken.body.error.message).toMatch(
+      /^The body is not valid JSON: (it breaks at character 10|a '\}' where a value or a name belongs)\.$/,
+    );
+    const cut = await raw('POST', '/v1/boards', '{"name": "b"');
+    expect(cut.body.error.message).toMatch(
+      /^The body is not valid JSON: (it ends too early|it breaks at character \d+)\.$/,
+    );
+  });
+});
+
 describe('methods', () => {
   it('a path that exists, asked with a method it does not answer, is 405 with Allow; nothing changed', async () => {
     const before = await rowCounts(h.pool);

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_TABLE, errorBody, isErrorCode, type ErrorCode } from '../../domain/errors';
 import { outageOf } from '../../domain/outage';
+import { validationMessage, type SchemaError } from './validation-message';
 
 /** An error the gateway answers with the contract's body. Messages are written for callers: no paths, branches or secrets. */
 export class ApiError extends Error {
@@ -64,7 +65,14 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
     );
   }
   const fe = err as FastifyError;
-  if (fe.validation) return sendError(reply, 'invalid_request', `Invalid request: ${fe.message}`, {}, errorId);
+  if (fe.validation)
+    return sendError(
+      reply,
+      'invalid_request',
+      validationMessage(fe.validation as unknown as SchemaError[], fe.validationContext),
+      {},
+      errorId,
+    );
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
     // Fastify's own client errors (malformed JSON, unsupported media type, body too large): their
     // status says which, their message (it may quote the request) stays out of the body.

@@ -29,6 +29,7 @@ import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
 import { hasUnstorableText } from './schemas';
 import { collectMethodRoutes } from './method-routes';
+import { malformedJsonMessage } from './validation-message';
 
 export interface GatewayOptions extends GatewayContext {
   logger: Logger | false;
@@ -45,7 +46,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     bodyLimit: 1024 * 1024,
     clientErrorHandler: answerClientError,
     frameworkErrors: handleFrameworkError,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    // verbose: an error carries its schema, so a 400 can name the fields a body takes.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, verbose: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const { registry, requestSeconds } = createGatewayMetrics(opts.pool);
@@ -79,7 +81,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    body === '' ? done(null, undefined) : json(request, body as string, done),
+    body === ''
+      ? done(null, undefined)
+      : json(request, body as string, (err, value) => done(err && bodyError(err, body as string), value)),
   );
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined && request.routeOptions.schema?.body) request.body = {};
@@ -149,4 +153,16 @@ function redactQuery(url: string): string {
     .split('&')
     .map((pair) => pair.split('=')[0]!.slice(0, 64));
   return `${url.slice(0, at)}?${names.map((name) => `${name}=[redacted]`).join('&')}`;
+}
+
+/** A body the JSON parser refused, said with where it broke (Fastify's own error drops that). */
+function bodyError(err: Error, body: string): Error {
+  if ((err as { code?: string }).code !== 'FST_ERR_CTP_INVALID_JSON_BODY') return err;
+  try {
+    JSON.parse(body);
+  } catch (syntax) {
+    return new ApiError('invalid_request', malformedJsonMessage((syntax as Error).message));
+  }
+  // Valid JSON that the parser still refused: a __proto__ or constructor key.
+  return new ApiError('invalid_request', 'The body has a field that is never accepted (__proto__ or constructor).');
 }

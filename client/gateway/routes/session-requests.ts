@@ -63,7 +63,16 @@ export function sessionRequests(ctx: GatewayContext) {
     const configured = Object.prototype.hasOwnProperty.call(ctx.config.agentProfiles, profile)
       ? ctx.config.agentProfiles[profile]
       : undefined;
-    if (!configured) throw badRequest('Unknown agent profile.');
+    if (!configured) {
+      // The names are the operator's configuration, not a secret: the caller can pick one.
+      const names = [
+        ...(ctx.config.shellProfile ? [BUILTIN_SHELL_PROFILE] : []),
+        ...Object.keys(ctx.config.agentProfiles),
+      ];
+      throw badRequest(
+        `agentProfile is not a profile of this service; the profiles are: ${names.join(', ') || '(none)'}.`,
+      );
+    }
     if (body.command) throw badRequest('command is only accepted by the shell profile.');
     return { command: [...configured.command, ...(body.args ?? [])], env: { ...configured.env, ...(body.env ?? {}) } };
   }
