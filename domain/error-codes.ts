@@ -17,7 +17,8 @@ export type RefusalCode =
   | 'cleanup_job_finished'
   | 'launch_cancelled'
   | 'ssh_host_key_mismatch'
-  | 'ssh_target_name_taken';
+  | 'ssh_target_name_taken'
+  | 'repository_taken';
 
 type InputErrorCode =
   | 'invalid_request'

@@ -124,6 +124,14 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'fix_request',
     message: 'An SSH target with this name is already registered.',
   },
+  // A repository of this name, or at this path on its host, is registered already (`clash` says which).
+  repository_taken: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: 'A repository with this name or path is already registered.',
+  },
   invalid_request: {
     status: 400,
     recoverable: false,

@@ -49,6 +49,27 @@ async function expectRefusedWithoutChange(
 }
 
 describe('repositories', () => {
+  it('a repository registered twice is 409 repository_taken, naming whether its name or its path clashes', async () => {
+    const dir = makeRepo(h.scratch, 'twice');
+    expect((await h.api('POST', '/v1/repositories', { name: 'twice', path: dir })).status).toBe(201);
+    const other = makeRepo(h.scratch, 'twice-other');
+    const byName = await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'twice', path: other },
+      409,
+      'repository_taken',
+    );
+    expect(byName.error).toMatchObject({ clash: 'name' });
+    const byPath = await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'twice-again', path: dir },
+      409,
+      'repository_taken',
+    );
+    expect(byPath.error).toMatchObject({ clash: 'path' });
+  });
   it('refuses a path that does not exist', async () => {
     await expectRefusedWithoutChange(
       'POST',
@@ -93,7 +114,7 @@ describe('repositories', () => {
       400,
       'invalid_request',
     );
-    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'dup', path: repo }, 400, 'invalid_request');
+    await expectRefusedWithoutChange('POST', '/v1/repositories', { name: 'dup', path: repo }, 409, 'repository_taken');
   });
   it('refuses a default branch that does not exist or that git would reject', async () => {
     const other = makeRepo(h.scratch, 'other-repo');

@@ -198,7 +198,7 @@ describe('make start from any folder [issue 14]', () => {
     await untilReady(second, 120_000);
     // The row written before the restart is there: the same repository is refused as registered.
     const again = await api('/v1/repositories', { name: 'the-clone', path: clone });
-    expect(again.status).toBe(400);
+    expect(again.status).toBe(409);
     expect(await again.text()).toContain('already registered');
     expect(await realpath(path.join(clone, '.data', 'postgres'))).toBe(dataDir);
     await pressCtrlC(second);

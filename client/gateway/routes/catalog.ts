@@ -7,7 +7,7 @@ import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { liveHostIds } from '../../../db/hosts';
 import { repositoryNameProblem } from '../../../domain/refs';
-import { badRequest, notFound } from '../api-error';
+import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
@@ -66,7 +66,17 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             root_commit: rootCommit,
           });
         } catch (err) {
-          if (isUniqueViolation(err)) throw badRequest('A repository with this name or path is already registered.');
+          if (isUniqueViolation(err)) {
+            // The index that refused it says which: the name is unique everywhere, the path per host.
+            const clash = (err as { constraint?: string }).constraint === 'repositories_host_path' ? 'path' : 'name';
+            throw new ApiError(
+              'repository_taken',
+              clash === 'path'
+                ? 'A repository at this path on this host is already registered (under another name).'
+                : 'A repository with this name is already registered; choose another name.',
+              { clash },
+            );
+          }
           throw err;
         }
         return reply.code(201).send({ id, name, defaultBranch: branch });
