@@ -10,7 +10,7 @@ import { branchNameProblem } from '../domain/refs';
 import { isWithinFolder } from '../domain/task-layout';
 import { branchCommit, rootCommit } from './branches';
 import { currentBranch, showToplevel } from './checkout';
-import { gitAt } from './git';
+import { gitAt, run } from './git';
 
 /** The refusal when the path is a usable repository but the branch asked for is not in it. */
 export const BRANCH_MISSING = 'The default branch does not exist in the repository.';
@@ -53,7 +53,11 @@ export async function checkRepository(
   const problem = branchNameProblem(branch);
   if (problem) return refuse(`The default branch name ${problem}.`);
   const git = gitAt(real, gitOptions);
-  if (!(await branchCommit(git, branch))) return refuse(BRANCH_MISSING);
+  if (!(await branchCommit(git, branch))) {
+    // A repository with no commit has no branch at all: a worktree needs one to start from.
+    const anyBranch = (await run(git, ['for-each-ref', '--count=1', '--format=%(objectname)', 'refs/heads/'])).trim();
+    return refuse(anyBranch ? BRANCH_MISSING : 'The repository has no commits yet; commit once, then register it.');
+  }
   return {
     ok: true,
     path: real,

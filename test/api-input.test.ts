@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { branches, fingerprint, listDir, makeRepo, rowCounts, worktreePaths } from './support/world';
+import { branches, fingerprint, git, listDir, makeRepo, rowCounts, worktreePaths } from './support/world';
 
 let h: Harness;
 let repo: string;
@@ -78,6 +78,19 @@ describe('repositories', () => {
       400,
       'invalid_request',
     );
+  });
+  it('refuses a repository with no commits, saying so', async () => {
+    const empty = path.join(h.scratch, 'empty-repo');
+    mkdirSync(empty);
+    git(empty, 'init', '-q', '-b', 'main');
+    const body = await expectRefusedWithoutChange(
+      'POST',
+      '/v1/repositories',
+      { name: 'empty', path: empty },
+      400,
+      'invalid_request',
+    );
+    expect(body.error.message).toBe('The repository has no commits yet; commit once, then register it.');
   });
   it('refuses a folder that is not a git repository', async () => {
     const plain = path.join(h.scratch, 'plain');
