@@ -1,6 +1,6 @@
 /** The workspace modes of the admission table [R1]: parent and group environments, abandoned and failed materializations. */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
@@ -202,8 +202,13 @@ describe('abandoned and failed materializations', () => {
       );
 
       // Never materialized, so a later launch is elected and makes the workspace (once the dead
-      // worker's orphaned git, which dies on its first write to the closed pipe, is past).
-      await new Promise((r) => setTimeout(r, 3_500));
+      // worker's orphaned git, which dies on its first write to the closed pipe, is past: waited
+      // for by its process, not a fixed time, which a loaded machine outlasts).
+      await waitUntil(
+        async () => !processesNaming(taskDirName(taskId)),
+        "the dead worker's orphaned git to end",
+        30_000,
+      );
       const again = await launch(slow, taskId);
       expect(again.status, JSON.stringify(again.body)).toBe(201);
       expect(again.body.role).toBe('materialized');
@@ -250,3 +255,15 @@ describe('task state refusals', () => {
     expect(body.error).toMatchObject({ recoverable: true, retryAfterMs: 5000, action: 'retry' });
   });
 });
+
+/** Whether any process of this machine has `text` in its command line (a git or a wrapper working on that path). */
+function processesNaming(text: string): boolean {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text)) return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
+}
