@@ -238,6 +238,8 @@ describe('an agent that cannot be stopped [R6.6]', () => {
       const worktree = worktreePath(h.config.workspaceRoot, taskId, 'unstoppable');
       const pid = await pidOf(h, launched.body.sessionId);
       const startTime = processStartTime(pid);
+      // The agent's shell forks its child a moment after the launch answers: freeze the whole tree.
+      await waitUntil(async () => processTree(pid).length > 1, "the agent's child to start");
       const frozen = await freezeTree(pid);
       expect(frozen.members.length).toBeGreaterThan(1);
       const inventoryBefore = await inventoryOf(h, launched.body.taskEnvironmentId);
