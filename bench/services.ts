@@ -152,14 +152,13 @@ export async function startServices(root: string, log: (msg: string) => void): P
       env.TWS_GIT_BINARY = trace.binary;
       log(`git trace (diagnostic, slows git down): ${trace.traceFile}`);
     }
-    // The same configuration the worker and the gateway will read (the Temporal schedules are made from it).
+    // The same configuration the worker and the gateway will read (the worker makes its Temporal schedules from it).
     const config = loadConfig(env, { cwd: root, hostname: 'bench' });
     const temporalProcess = temporal;
     await prepareServices({
       databaseUrl,
       temporalAddress,
       namespace: config.temporalNamespace,
-      config,
       isTemporalDead: () => !isRunning(temporalProcess),
     });
 

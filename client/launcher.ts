@@ -196,7 +196,6 @@ async function main(): Promise<void> {
       databaseUrl,
       temporalAddress,
       namespace: config.temporalNamespace,
-      config,
       isTemporalDead: () => parts.startupDeath !== null,
       engineEnv: { ...process.env, ...engineEnv },
     });

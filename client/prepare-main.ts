@@ -1,6 +1,4 @@
 /** One-shot set-up for a cluster deployment (docker-compose `setup` service): search attributes and migrations. */
-import os from 'node:os';
-import { loadConfig } from '../domain/config';
 import { prepareServices } from './prepare-services';
 import { errorLine } from './supervisor';
 
@@ -13,7 +11,6 @@ prepareServices({
   databaseUrl,
   temporalAddress: process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
   namespace: process.env.TEMPORAL_NAMESPACE || 'default',
-  config: loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }),
 })
   .then(() => console.log('services prepared'))
   .catch((err) => {

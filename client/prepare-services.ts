@@ -1,8 +1,9 @@
-/** What must hold before workers and gateways start: Temporal answers, search attributes exist, migrations ran. */
+/**
+ * What must hold before workers and gateways start: Temporal answers, search attributes exist,
+ * migrations ran. The schedules are each worker's own (worker/schedules.ts).
+ */
 import { Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
-import type { Config } from '../domain/config';
-import { ensureSchedules } from './schedules';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
 
@@ -33,7 +34,6 @@ export async function prepareServices(opts: {
   databaseUrl: string;
   temporalAddress: string;
   namespace: string;
-  config: Config;
   isTemporalDead?: () => boolean;
   engineEnv?: NodeJS.ProcessEnv;
 }): Promise<void> {
@@ -41,7 +41,6 @@ export async function prepareServices(opts: {
   const client = await connectClient(opts.temporalAddress, opts.namespace, opts.engineEnv);
   try {
     await ensureSearchAttributes(client, opts.namespace);
-    await ensureSchedules(client, opts.config);
   } finally {
     await client.connection.close();
   }

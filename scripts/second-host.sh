@@ -9,9 +9,13 @@
 # Then register a repository on it (its paths are checked by this worker, under its
 # TWS_REPOSITORY_ROOTS if set) and create tasks on that repository: their workspaces and agents
 # are made here. Ctrl-C stops it; `npx tws hosts` shows it live, then not live ~3 heartbeats after.
-# Creates this host's orphan-sweep and consistency-check Schedules first (each host sweeps its
-# own root). Reads .data/secrets.json for the embedded PostgreSQL's password (unless DATABASE_URL is set),
-# and uses the worker and workflow bundle `make start` built.
+# Its worker creates this host's Schedules when it starts (orphan sweep of its own root,
+# consistency check of its agents, idle release). It takes every setting as the first host took
+# it: run it with the same environment as `make start` (TEMPORAL_*, TWS_TEMPORAL_PORT, TWS_PG_PORT,
+# TWS_DATA_DIR, TWS_TASK_QUEUE, ...). Without DATABASE_URL it reads the embedded PostgreSQL's
+# password from <data>/secrets.json; without TEMPORAL_ADDRESS it presents the bundled engine's
+# client certificate from <data>/engine-tls/ (mutual TLS, as `make start`'s own services do).
+# It uses the worker and workflow bundle `make start` built.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 data="${TWS_DATA_DIR:-$root/.data}"
@@ -27,6 +31,15 @@ if [ -z "${DATABASE_URL:-}" ]; then
   DATABASE_URL="postgres://postgres:${password}@127.0.0.1:${TWS_PG_PORT:-54329}/task_workspaces"
 fi
 
+if [ -z "${TEMPORAL_ADDRESS:-}" ] && [ -f "$data/engine-tls/client.pem" ]; then
+  # The bundled engine behind its guard (TWS_ENGINE_GUARD=on): client/engine-credentials.ts.
+  export TEMPORAL_TLS=true \
+    TEMPORAL_TLS_CLIENT_CERT_PATH="$data/engine-tls/client.pem" \
+    TEMPORAL_TLS_CLIENT_KEY_PATH="$data/engine-tls/client.key" \
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH="$data/engine-tls/ca.pem" \
+    TEMPORAL_TLS_SERVER_NAME=tws-engine
+fi
+
 mkdir -p "$workspace_root" "$data/hosts/$host_id/logs"
 cd "$root"
 export DATABASE_URL TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:${TWS_TEMPORAL_PORT:-7233}}" \
@@ -35,7 +48,4 @@ export DATABASE_URL TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:${TWS_TEMPOR
   TWS_LOG_DIR="$data/hosts/$host_id/logs" \
   TWS_DATA_DIR="$data/hosts/$host_id" \
   TWS_WORKFLOW_BUNDLE="$data/workflow-bundle.js"
-# This host's own Temporal Schedules (orphan sweep of its root, consistency check of its agents);
-# idempotent, as every start of `make start` is.
-node .build/client/prepare-main.js
 exec node --max-semi-space-size=4 .build/worker/main.js

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchedules } from '../client/schedules';
+import { ensureSchedules } from '../worker/schedules';
 import { TaskIdAttr } from '../domain/search-attributes';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';

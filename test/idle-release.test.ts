@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureSchedules } from '../client/schedules';
+import { ensureSchedules } from '../worker/schedules';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';

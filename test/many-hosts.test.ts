@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN } from './support/harness';
 import { taskDirName } from '../domain/task-layout';
+import { IDLE_RELEASE_SCHEDULE_ID, ORPHAN_SWEEP_SCHEDULE_ID, RECONCILE_SCHEDULE_ID } from '../domain/workflow-ids';
 import { expectSafeError, SLEEPER, waitUntil } from './support/scenario';
 import { listDir, makeRepo, processCwd } from './support/world';
 
@@ -27,6 +28,14 @@ describe('hosts are records', () => {
       async () => (await h.pool.query("SELECT 1 FROM hosts WHERE host_id = 'host-beats'")).rowCount === 1,
       'the spawned worker registered',
     );
+    // Its worker set up the host's own schedules before it registered, so a host started any way has them.
+    for (const prefix of [ORPHAN_SWEEP_SCHEDULE_ID, RECONCILE_SCHEDULE_ID, IDLE_RELEASE_SCHEDULE_ID]) {
+      const schedule = await h.temporal.schedule.getHandle(`${prefix}-host-beats`).describe();
+      expect(schedule.action, prefix).toMatchObject({
+        taskQueue: h.config.taskQueue,
+        args: [{ hostId: 'host-beats' }],
+      });
+    }
     const listed = await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN);
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     const byId = Object.fromEntries(listed.body.items.map((x: any) => [x.hostId, x]));

@@ -10,6 +10,7 @@ import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { outageOf } from '../domain/outage';
 import { prepareWorkspaceRoot } from './workspace-root';
+import { ensureHostSchedules } from './schedules';
 import { prebuiltWorkflowBundle, startWorker } from './worker';
 
 async function main(): Promise<void> {
@@ -62,6 +63,8 @@ async function main(): Promise<void> {
       .catch((err) => (outageOf(err) ? undefined : logger.warn({ err }, 'collecting agent exits failed')))
       .finally(() => (checking = false));
   }, config.exitCheckEveryMs);
+  // This host's sweep, consistency check and idle release, set up by the worker that runs them.
+  await ensureHostSchedules(config);
   const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle() });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { ensureSchedules } from '../../client/schedules';
+import { ensureSchedules } from '../../worker/schedules';
 import { taskDirName } from '../../domain/task-layout';
 import {
   launchWorkflowId,

@@ -1,9 +1,16 @@
 /**
  * The Temporal Schedules: quick-chat expiry (default every 24 h), the orphan sweep (default every
  * 3 h), the consistency check, and idle release (per host, default every hour; none when it is
- * off). Idempotent.
+ * off). Idempotent. Set up by each host's worker when it starts (worker/main.ts), so a host
+ * started any way (make start, scripts/second-host.sh, a container) has its own.
  */
-import { ScheduleAlreadyRunning, ScheduleNotFoundError, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
+  ScheduleOverlapPolicy,
+} from '@temporalio/client';
 import type { Config } from '../domain/config';
 import { TriggerAttr } from '../domain/search-attributes';
 import {
@@ -12,6 +19,17 @@ import {
   QUICK_CHAT_EXPIRY_SCHEDULE_ID,
   RECONCILE_SCHEDULE_ID,
 } from '../domain/workflow-ids';
+import { engineConnectOptions } from './engine-connection';
+
+/** This host's schedules, on a client of its own for the call (the worker's connection is a native one). */
+export async function ensureHostSchedules(config: Config): Promise<void> {
+  const connection = await Connection.connect(engineConnectOptions(config.temporalAddress));
+  try {
+    await ensureSchedules(new Client({ connection, namespace: config.temporalNamespace }), config);
+  } finally {
+    await connection.close();
+  }
+}
 
 export async function ensureSchedules(
   client: Client,
