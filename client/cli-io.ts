@@ -1,12 +1,8 @@
 /**
- * How the CLI talks and reads (client/cli.ts holds the commands): where the API is and the
- * operator token, one request with the contract's error body turned into an exit code, every
+ * How the CLI talks and reads (client/cli.ts holds the commands, client/cli-instance.ts finds
+ * the API and its token): one request with the contract's error body turned into an exit code, every
  * page of a list, human tables, and the argument parser.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { loadConfig, localApiUrl } from '../domain/config';
 
 /** Exit codes a script can trust. */
 export const EXIT = { ok: 0, refused: 1, usage: 2, unavailable: 3, notFound: 4 } as const;
@@ -20,25 +16,10 @@ export class CliError extends Error {
   }
 }
 
+/** The API to call and the operator token for it (client/cli-instance.ts chooses both). */
 export interface Target {
   url: string;
   token: string;
-}
-
-/** TWS_API_URL + TWS_OPERATOR_TOKEN, else the `make start` of this checkout. */
-export function target(env: NodeJS.ProcessEnv): Target {
-  const config = loadConfig(env, { cwd: process.cwd(), hostname: os.hostname() });
-  const secretsFile = path.join(config.dataDir, 'secrets.json');
-  const secrets = existsSync(secretsFile)
-    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string })
-    : {};
-  const token = env.TWS_OPERATOR_TOKEN || config.operatorToken || secrets.operatorToken;
-  if (!token)
-    throw new CliError(
-      `no operator token: set TWS_OPERATOR_TOKEN (and TWS_API_URL), or run this in the checkout where \`make start\` runs (${secretsFile} is missing)`,
-      EXIT.usage,
-    );
-  return { url: (env.TWS_API_URL || localApiUrl(config.apiHost, config.apiPort)).replace(/\/+$/, ''), token };
 }
 
 export async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {
@@ -54,7 +35,7 @@ export async function call(t: Target, method: string, route: string, body?: unkn
     });
   } catch {
     throw new CliError(
-      `the API at ${t.url} does not answer (is \`make start\` running? TWS_API_URL moves it)`,
+      `the API at ${t.url} does not answer (is \`make start\` running? --api / TWS_API_URL name another)`,
       EXIT.unavailable,
     );
   }
@@ -115,7 +96,17 @@ export interface Parsed {
   flags: Map<string, string | true>;
 }
 
-const VALUED = new Set(['--state', '--task', '--trigger', '--tail', '--host', '--idle-for']);
+const VALUED = new Set([
+  '--state',
+  '--task',
+  '--trigger',
+  '--tail',
+  '--host',
+  '--idle-for',
+  '--limit',
+  '--data-dir',
+  '--api',
+]);
 
 export function parse(argv: string[], usage: string): Parsed {
   const positional: string[] = [];

@@ -1,86 +1,61 @@
 /**
  * The operator CLI, `npx tws <command>` (the package's bin): a client of the HTTP API, so it
- * works against any gateway and needs neither the database nor Temporal. It reads the API's
- * address and the operator token from `TWS_API_URL` + `TWS_OPERATOR_TOKEN`, else from what
- * `make start` keeps in this checkout (`.data/secrets.json`, the configured API port).
- * Human tables by default, `--json` for scripts; exit codes in `EXIT` below.
+ * works against any gateway and needs neither the database nor Temporal. Which API and token:
+ * client/cli-instance.ts (the `.data/` of this checkout, or `--data-dir`, `--api`, the `TWS_`
+ * variables); what each command takes: client/cli-usage.ts. Human tables by default, `--json`
+ * for scripts; exit codes in `EXIT` (client/cli-io.ts).
  */
 import { parseDuration } from '../domain/idle';
-import {
-  all,
-  call,
-  CliError,
-  EXIT,
-  json,
-  one as oneOf,
-  parse as parseArgs,
-  table,
-  target,
-  type Parsed,
-} from './cli-io';
-
-const USAGE = `usage: tws <command> [--json]
-  jobs [--state S] [--task ID] [--trigger T]   cleanup jobs (all pages)
-  job <operationId>                             one cleanup job, with its report
-  retry <operationId>                           a job waiting for an operator: a fresh round of attempts
-  cancel <operationId>                          end a waiting job; the barrier lifts (a delete's leftovers are recorded abandoned)
-  abandon <taskId>                              release the task's environment without touching a file
-  sessions <taskId>                             the task's sessions
-  logs [-f] [--tail N] <sessionId>              what the session's agent printed (-f: until it ends)
-  hosts                                         the executor hosts and whether they are live
-  ssh-targets                                   the SSH targets of the ssh executor (never their keys)
-  sweep [--dry-run] [--host H]                  the orphan sweep of a host's workspace root (dry run: nothing removed)
-  idle-release [--dry-run] [--host H] [--idle-for D]   release a host's idle workspaces now, work saved (D: 90s, 15m, 1h, 7d)
-  pin <taskId> / unpin <taskId>                 keep a task from being released for idleness, or let it be again
-  disk [--host H] [--limit N]                   each host's free disk and its largest task workspaces (as last measured)
-exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found`;
-
-const one = (p: Parsed, what: string): string => oneOf(p, what, USAGE);
+import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
+import { target as findTarget } from './cli-instance';
+import { COMMANDS, commandUsage, optionsOf, USAGE } from './cli-usage';
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void): Promise<number> {
   const p = parseArgs(argv, USAGE);
   const asJson = p.flags.has('--json');
   const command = p.positional[0];
-  const known = new Set([
-    '--json',
-    '--state',
-    '--task',
-    '--trigger',
-    '--tail',
-    '--follow',
-    '--dry-run',
-    '--host',
-    '--idle-for',
-    '--limit',
-  ]);
-  const unknown = [...p.flags.keys()].find((f) => !known.has(f));
-  if (!command || command === 'help' || p.flags.has('--help')) {
-    out(`${USAGE}\n`);
-    return command ? EXIT.ok : EXIT.usage;
+  const help = command === 'help' || p.flags.has('--help') || p.flags.has('-h');
+  if (command === 'help' && p.positional[1] && COMMANDS[p.positional[1]]) {
+    out(`${commandUsage(p.positional[1])}\n`);
+    return EXIT.ok;
   }
-  if (unknown) throw new CliError(`unknown option ${unknown}\n${USAGE}`, EXIT.usage);
+  if (!command && !help) throw new CliError(`give a command\n${USAGE}`, EXIT.usage);
+  if (!command || command === 'help') {
+    out(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  if (!COMMANDS[command]) throw new CliError(`unknown command ${command}\n${USAGE}`, EXIT.usage);
+  const usage = commandUsage(command);
+  if (help) {
+    out(`${usage}\n`);
+    return EXIT.ok;
+  }
+  const accepted = optionsOf(command);
+  const unknown = [...p.flags.keys()].find((f) => !accepted.has(f));
+  if (unknown) throw new CliError(`unknown option ${unknown} for ${command}\n${usage}`, EXIT.usage);
+  const one = (what: string): string => oneOf(p, what, usage);
+  const text = (name: string) => (typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined);
+  let chosen: Target | undefined;
+  const target = (): Target => (chosen ??= findTarget(env, { dataDir: text('--data-dir'), api: text('--api') }));
   const print = (value: unknown, human: () => string) => out(`${asJson ? JSON.stringify(value, null, 2) : human()}\n`);
 
   switch (command) {
     case 'jobs': {
-      const t = target(env);
-      const flag = (name: string) =>
-        typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined;
-      const jobs = await all(t, '/v1/cleanup-jobs', {
-        state: flag('--state'),
-        taskId: flag('--task'),
-        trigger: flag('--trigger'),
+      const jobs = await all(target(), '/v1/cleanup-jobs', {
+        state: text('--state'),
+        taskId: text('--task'),
+        trigger: text('--trigger'),
       });
       print(jobs, () =>
         table(
-          jobs.map((j) => ({ ...j, lastError: j.lastError, next: j.nextAttemptAt })),
-          ['operationId', 'taskId', 'trigger', 'state', 'attempts', 'next', 'lastError'],
+          jobs.map((j) => ({ ...j, next: j.nextAttemptAt, temporal: j.links?.temporal })),
+          ['operationId', 'taskId', 'trigger', 'state', 'attempts', 'next', 'temporal', 'lastError'],
         ),
       );
       return EXIT.ok;
     }
     case 'job': {
-      const job = await json(target(env), 'GET', `/v1/cleanup-jobs/${one(p, 'operation id')}`);
+      const job = await json(target(), 'GET', `/v1/cleanup-jobs/${one('operation id')}`);
       print(job, () =>
         [
           table([job], ['operationId', 'taskId', 'trigger', 'state', 'attempts', 'nextAttemptAt', 'lastError']),
@@ -93,20 +68,20 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     }
     case 'retry':
     case 'cancel': {
-      const id = one(p, 'operation id');
-      const res = await json(target(env), 'POST', `/v1/cleanup-jobs/${id}/${command}`);
+      const id = one('operation id');
+      const res = await json(target(), 'POST', `/v1/cleanup-jobs/${id}/${command}`);
       print(res, () => (command === 'retry' ? `retry requested for ${id}` : `${id} ${res.state}`));
       return EXIT.ok;
     }
     case 'abandon': {
-      const res = await json(target(env), 'POST', `/v1/tasks/${one(p, 'task id')}/environment/reset`, {
+      const res = await json(target(), 'POST', `/v1/tasks/${one('task id')}/environment/reset`, {
         abandon: true,
       });
       print(res, () => `${res.operationId} ${res.state}: the environment is released; its files are left as they are`);
       return EXIT.ok;
     }
     case 'sessions': {
-      const sessions = await all(target(env), `/v1/tasks/${one(p, 'task id')}/sessions`, {});
+      const sessions = await all(target(), `/v1/tasks/${one('task id')}/sessions`, {});
       print(sessions, () =>
         table(
           sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })),
@@ -116,7 +91,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       return EXIT.ok;
     }
     case 'logs': {
-      const id = one(p, 'session id');
+      const id = one('session id');
       const tail = p.flags.get('--tail');
       if (tail !== undefined && (typeof tail !== 'string' || !/^[0-9]{1,6}$/.test(tail)))
         throw new CliError('--tail takes a number of lines', EXIT.usage);
@@ -124,7 +99,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
         ...(typeof tail === 'string' ? { tail } : {}),
         ...(p.flags.has('--follow') ? { follow: '1' } : {}),
       });
-      const res = await call(target(env), 'GET', `/v1/sessions/${id}/logs?${q}`);
+      const res = await call(target(), 'GET', `/v1/sessions/${id}/logs?${q}`);
       // Streamed as it comes (with -f, until the agent ends).
       const decoder = new TextDecoder();
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
@@ -132,20 +107,20 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       return EXIT.ok;
     }
     case 'hosts': {
-      const hosts = await json(target(env), 'GET', '/v1/hosts');
+      const hosts = await json(target(), 'GET', '/v1/hosts');
       const items = Array.isArray(hosts) ? hosts : hosts.items;
       print(items, () => table(items, ['hostId', 'live', 'lastSeenAt', 'workspaceRoot', 'executors']));
       return EXIT.ok;
     }
     case 'ssh-targets': {
-      const targets = await all(target(env), '/v1/ssh-targets', {});
+      const targets = await all(target(), '/v1/ssh-targets', {});
       print(targets, () => table(targets, ['id', 'name', 'host', 'port', 'user', 'workspaceRoot', 'hostId']));
       return EXIT.ok;
     }
     case 'sweep': {
       const dryRun = p.flags.has('--dry-run');
       const host = p.flags.get('--host');
-      const res = await json(target(env), 'POST', '/v1/orphan-sweep', {
+      const res = await json(target(), 'POST', '/v1/orphan-sweep', {
         dryRun,
         ...(typeof host === 'string' ? { hostId: host } : {}),
       });
@@ -168,7 +143,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       } catch (err) {
         throw new CliError((err as Error).message, EXIT.usage);
       }
-      const res = await json(target(env), 'POST', '/v1/idle-release', {
+      const res = await json(target(), 'POST', '/v1/idle-release', {
         dryRun,
         ...(typeof host === 'string' ? { hostId: host } : {}),
         ...(idleForMs === undefined ? {} : { idleForMs }),
@@ -185,8 +160,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     }
     case 'pin':
     case 'unpin': {
-      const id = one(p, 'task id');
-      const task = await json(target(env), command === 'pin' ? 'POST' : 'DELETE', `/v1/tasks/${id}/pin`);
+      const id = one('task id');
+      const task = await json(target(), command === 'pin' ? 'POST' : 'DELETE', `/v1/tasks/${id}/pin`);
       print(task, () => `${id} ${task.pinned ? 'pinned: never released for idleness' : 'unpinned'}`);
       return EXIT.ok;
     }
@@ -198,15 +173,15 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       const hostIds =
         typeof host === 'string'
           ? [host]
-          : (await all(target(env), '/v1/hosts', {})).map((h: { hostId: string }) => h.hostId);
+          : (await all(target(), '/v1/hosts', {})).map((h: { hostId: string }) => h.hostId);
       const disks: Parameters<typeof diskReport>[0][] = [];
       for (const id of hostIds)
-        disks.push(await json(target(env), 'GET', `/v1/hosts/${encodeURIComponent(id)}/disk?limit=${limit}`));
+        disks.push(await json(target(), 'GET', `/v1/hosts/${encodeURIComponent(id)}/disk?limit=${limit}`));
       print(disks, () => disks.map(diskReport).join('\n\n'));
       return EXIT.ok;
     }
     default:
-      throw new CliError(`unknown command ${command}\n${USAGE}`, EXIT.usage);
+      throw new CliError(`unknown command ${command}\n${USAGE}`, EXIT.usage); // a row of COMMANDS without a case
   }
 }
 
@@ -245,4 +220,5 @@ export async function main(argv: string[]): Promise<never> {
   }
 }
 
-if (process.argv[1] && /client[\\/]cli\.ts$/.test(process.argv[1])) void main(process.argv.slice(2));
+// Run as a file (`node .build/client/cli.js`, or client/cli.ts through tsx); bin/tws.mjs calls main itself.
+if (process.argv[1] && /client[\\/]cli\.[jt]s$/.test(process.argv[1])) void main(process.argv.slice(2));

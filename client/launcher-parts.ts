@@ -5,6 +5,7 @@
  */
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
+import { removeApiRecord, writeApiRecord } from './cli-instance';
 import { describeExit, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
@@ -19,6 +20,8 @@ export class LaunchedParts {
   stopping = false;
   // Written whole and renamed, one write at a time, so a reader never sees half a file.
   private pidsWritten: Promise<void> = Promise.resolve();
+  /** The api.json that tells `tws` where the API is, once it answers: its folder and its write. */
+  private apiRecord: { dataDir: string; written: Promise<void> } | null = null;
 
   /** `afterStopped` runs once a layer's parts are stopped (what a layer holds besides its parts). */
   constructor(
@@ -42,6 +45,13 @@ export class LaunchedParts {
       );
   }
 
+  /** Records, once the API answers, the URL it listens on (`<dataDir>/api.json`, for `tws`). */
+  async recordApi(dataDir: string, url: string): Promise<void> {
+    if (this.stopping) return;
+    this.apiRecord = { dataDir, written: writeApiRecord(dataDir, url) };
+    await this.apiRecord.written;
+  }
+
   /** Starts a part under supervision; a death before the system is up is a start-up failure. */
   async run(name: string, layer: Layer, start: Parameters<typeof supervise>[1]): Promise<SupervisedPart> {
     if (this.stopping) throw new Error('stopping');
@@ -63,6 +73,11 @@ export class LaunchedParts {
     if (this.stopping) return;
 
     this.stopping = true;
+    // First, so no CLI is sent to an API that is going away.
+    if (this.apiRecord) {
+      await this.apiRecord.written.catch(() => {});
+      await removeApiRecord(this.apiRecord.dataDir).catch(() => {});
+    }
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
     for (const layer of STOP_ORDER) {

@@ -226,6 +226,7 @@ async function main(): Promise<void> {
     await waitUntilReady(apiUrl, () => parts.startupDeath);
     if (parts.startupDeath) throw new Error(parts.startupDeath);
     parts.up = true;
+    await parts.recordApi(config.dataDir, apiUrl);
   } catch (err) {
     if (parts.stopping) return; // a signal ended the start-up
     console.error(`start-up failed: ${parts.startupDeath ?? errorLine(err)}`);

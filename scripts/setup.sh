@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the project needs and is missing: npm packages, the Temporal CLI and (for the SSH tests) sshd.
+# Installs what the project needs and is missing: npm packages, the Temporal CLI and (for the SSH tests) sshd;
+# compiles the services and the operator CLI into .build/.
 # Idempotent and quick when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,13 @@ if ! installed; then
   fi
 fi
 [ -L node_modules ] || [ "$(cat "$stamp" 2>/dev/null)" = "$lock_hash" ] || echo "$lock_hash" > "$stamp"
+
+# The services and the operator CLI (bin/tws.mjs) run as plain JavaScript from .build/, compiled
+# here (under a second) so `tws` works without a TypeScript loader (scripts/build.mjs).
+if ! node scripts/build.mjs; then
+  echo "setup: node scripts/build.mjs failed (its messages are above): fix what they say, then run this again" >&2
+  exit 1
+fi
 
 # bubblewrap, the agent sandbox, and slirp4netns, its user-mode network (Debian's packages): where
 # they cannot be installed (not root, no apt-get), agents run without them and the service says so

@@ -1,12 +1,18 @@
 /**
  * The operator CLI (`npx tws`, issue 14 part 3) against a running system, as a script would use
- * it: the package's bin as a process, `--json` output parsed, exit codes checked.
+ * it: the package's bin as a process, `--json` output parsed, exit codes checked. The bin runs the
+ * CLI as built by set-up (.build/, plain JavaScript), so it is built first, as `make setup` does.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../client/cli-usage';
+import { buildServices } from '../client/service-build';
 import { taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
@@ -15,19 +21,31 @@ import { makeRepo } from './support/world';
 
 let h: Harness;
 
+const BIN = path.resolve('bin/tws.mjs');
+
 beforeAll(async () => {
+  buildServices(path.resolve('.'));
   h = await createHarness();
 });
 afterAll(async () => h?.close());
 
+/** The bin as `node` runs it; an `undefined` in `env` removes that variable. */
 async function tws(
   args: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
+  bin = BIN,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  const merged: NodeJS.ProcessEnv = {
+    ...process.env,
+    TWS_API_URL: h.baseUrl,
+    TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    ...env,
+  };
+  for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name];
   try {
-    const { stdout, stderr } = await promisify(execFile)(path.resolve('bin/tws.mjs'), args, {
-      cwd: h.scratch, // any folder: the bin finds its own install
-      env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN, ...env },
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args], {
+      cwd: h.scratch, // any folder outside the checkout: the bin finds its own install
+      env: merged,
       encoding: 'utf8',
     });
     return { code: 0, stdout, stderr };
@@ -153,5 +171,147 @@ describe('tws', () => {
     expect(sweep.code).toBe(0);
     expect(JSON.parse(sweep.stdout)).toMatchObject({ dryRun: true, removed: [] });
     expect(existsSync(t.worktree)).toBe(true);
+  });
+});
+
+/** A data folder as `make start` leaves it: the operator token and, optionally, the API's record. */
+function dataFolder(token: string, api?: { url: string; pid: number }): string {
+  const dir = mkdtempSync(path.join(h.scratch, 'data-'));
+  writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify({ operatorToken: token }), { mode: 0o600 });
+  if (api) writeFileSync(path.join(dir, 'api.json'), JSON.stringify(api), { mode: 0o600 });
+  return dir;
+}
+
+const NO_INSTANCE_ENV = { TWS_API_URL: undefined, TWS_OPERATOR_TOKEN: undefined, TWS_DATA_DIR: undefined };
+
+describe("tws on an operator's machine [issue 27]", () => {
+  it('runs as plain JavaScript from any folder: node loads .build/client/cli.js and no TypeScript loader', async () => {
+    // Every process of the tree says, as it exits, how it was started and what it loaded.
+    const trace = path.join(h.scratch, 'process-tree.jsonl');
+    const preload = path.join(h.scratch, 'trace-process.cjs');
+    writeFileSync(
+      preload,
+      `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(trace)}, JSON.stringify({ argv: process.argv, execArgv: process.execArgv, loaded: Object.keys(require.cache) }) + '\\n'));\n`,
+    );
+    const outside = mkdtempSync(path.join(os.tmpdir(), 'tws-operator-'));
+    const env: Record<string, string> = { NODE_OPTIONS: `--require ${preload}` };
+    const res = await promisify(execFile)(process.execPath, [BIN, 'hosts', '--json'], {
+      cwd: outside,
+      env: { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN, ...env },
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(res.stdout)).toContainEqual(expect.objectContaining({ hostId: h.config.hostId }));
+
+    const tree = readFileSync(trace, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { argv: string[]; execArgv: string[]; loaded: string[] });
+    expect(tree.length).toBeGreaterThan(0);
+    expect(tree.flatMap((p) => p.loaded)).toContain(path.resolve('.build/client/cli.js'));
+    for (const p of tree) {
+      expect([...p.argv, ...p.execArgv].join(' ')).not.toMatch(/tsx|\.ts\b/);
+      expect(p.loaded.filter((file) => /node_modules|\.ts$/.test(file))).toEqual([]);
+    }
+  });
+
+  it('not built: one line saying how to build, exit 3', async () => {
+    const elsewhere = path.join(mkdtempSync(path.join(h.scratch, 'unbuilt-')), 'bin');
+    mkdirSync(elsewhere);
+    copyFileSync(BIN, path.join(elsewhere, 'tws.mjs'));
+    const res = await tws(['jobs'], {}, path.join(elsewhere, 'tws.mjs'));
+    expect(res.code).toBe(3);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toMatch(/make setup.*node scripts\/build\.mjs/);
+  });
+
+  it("--help and <command> --help exit 0 with that usage; a usage error exits 2 with the command's usage", async () => {
+    const help = await tws(['--help'], NO_INSTANCE_ENV);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: tws <command>/);
+    for (const c of Object.values(COMMANDS)) expect(help.stdout).toContain(c.usage);
+
+    for (const [name, c] of Object.entries(COMMANDS)) {
+      const own = await tws([name, '--help'], NO_INSTANCE_ENV);
+      expect(own.code, name).toBe(0);
+      const [first, second] = own.stdout.split('\n');
+      expect(first!.startsWith(`usage: tws ${c.usage} `), first).toBe(true);
+      expect(second).toBe(`  ${c.what}`);
+    }
+    expect((await tws(['help', 'logs'])).stdout).toMatch(/^usage: tws logs \[-f\] \[--tail N\] <sessionId>/);
+
+    const wrong = await tws(['hosts', '--state', 'x']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/^tws: unknown option --state for hosts\nusage: tws hosts /);
+    expect((await tws(['frobnicate', '--help'])).code).toBe(2);
+    expect((await tws([])).code).toBe(2);
+  });
+
+  it('finds its instance in --data-dir (or TWS_DATA_DIR): api.json names the API, secrets.json the token; jobs print their Temporal link', async () => {
+    const t = await stoppedTask('cli-data-dir');
+    const { operationId } = await archive(h, t.taskId);
+    await waitForJob(h, operationId);
+    const link = (await h.api('GET', `/v1/cleanup-jobs/${operationId}`)).body.links.temporal as string;
+    expect(link).toMatch(/^http/);
+
+    const data = dataFolder(OPERATOR_TOKEN, { url: h.baseUrl, pid: process.pid });
+    const jobs = await tws(['--data-dir', data, 'jobs', '--task', t.taskId], NO_INSTANCE_ENV);
+    expect(jobs.code, jobs.stderr).toBe(0);
+    expect(jobs.stdout.split('\n')[0]).toMatch(
+      /^operationId\s+taskId\s+trigger\s+state\s+attempts\s+next\s+temporal\s+lastError$/,
+    );
+    expect(jobs.stdout).toContain(operationId);
+    expect(jobs.stdout).toContain(link);
+
+    const byEnv = await tws(['jobs', '--task', t.taskId, '--json'], { ...NO_INSTANCE_ENV, TWS_DATA_DIR: data });
+    expect(byEnv.code, byEnv.stderr).toBe(0);
+    expect(JSON.parse(byEnv.stdout)).toEqual([expect.objectContaining({ operationId })]);
+    // The record's own URL named again (another spelling) is still this instance: its token goes.
+    const named = await tws(
+      ['jobs', '--task', t.taskId, '--data-dir', data, '--api', `${h.baseUrl}/`],
+      NO_INSTANCE_ENV,
+    );
+    expect(named.code, named.stderr).toBe(0);
+
+    // A record whose launcher is gone is not believed: the configured port is the API then.
+    const stale = dataFolder(OPERATOR_TOKEN, { url: 'http://127.0.0.1:9', pid: 2 ** 22 + 1 });
+    const port = new URL(h.baseUrl).port;
+    const derived = await tws(['jobs', '--task', t.taskId, '--data-dir', stale], {
+      ...NO_INSTANCE_ENV,
+      TWS_API_PORT: port,
+    });
+    expect(derived.code, derived.stderr).toBe(0);
+    expect(derived.stdout).toContain(operationId);
+  });
+
+  it("never sends the data folder's token to an API that is not its own: without TWS_OPERATOR_TOKEN it exits 2, sending nothing", async () => {
+    const heard: (string | undefined)[] = [];
+    const spy = http.createServer((req, res) => {
+      heard.push(req.headers.authorization);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"items":[],"nextCursor":null}');
+    });
+    await new Promise<void>((resolve) => spy.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(spy.address() as AddressInfo).port}`;
+    try {
+      const data = dataFolder('the-data-folders-token', { url: h.baseUrl, pid: process.pid });
+      for (const [args, env] of [
+        [['--data-dir', data, '--api', elsewhere, 'jobs'], NO_INSTANCE_ENV],
+        [['jobs'], { ...NO_INSTANCE_ENV, TWS_DATA_DIR: data, TWS_API_URL: elsewhere }],
+      ] as const) {
+        const res = await tws([...args], env);
+        expect(res.code, args.join(' ')).toBe(2);
+        expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/set TWS_OPERATOR_TOKEN/)]);
+      }
+      expect(heard).toEqual([]);
+
+      // With TWS_OPERATOR_TOKEN, that one goes, and only that one.
+      const given = await tws(['--data-dir', data, '--api', elsewhere, 'jobs'], {
+        ...NO_INSTANCE_ENV,
+        TWS_OPERATOR_TOKEN: 'the-operators-own',
+      });
+      expect(given.code, given.stderr).toBe(0);
+      expect(heard).toEqual(['Bearer the-operators-own']);
+    } finally {
+      await new Promise((resolve) => spy.close(resolve));
+    }
   });
 });

@@ -190,9 +190,26 @@ describe('make start from any folder [issue 14]', () => {
     const registered = await api('/v1/repositories', { name: 'the-clone', path: clone });
     expect(registered.status).toBe(201);
 
+    // The clone's `tws`, from another folder and told no port: the record make start keeps of its API.
+    const apiRecord = path.join(clone, '.data', 'api.json');
+    expect(JSON.parse(await readFile(apiRecord, 'utf8'))).toEqual({
+      url: `http://127.0.0.1:${ports.TWS_API_PORT}`,
+      pid: pids.launcher,
+    });
+    expect(statSync(apiRecord).mode & 0o777).toBe(0o600);
+    const noPort = personEnv();
+    delete noPort.TWS_API_PORT;
+    const jobs = execFileSync(process.execPath, [path.join(clone, 'bin', 'tws.mjs'), 'jobs', '--json'], {
+      cwd: os.tmpdir(),
+      env: noPort,
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(jobs)).toEqual([]);
+
     const marks = [clone, dataDir];
     await pressCtrlC(first);
     await nothingLeftRunning(marks);
+    expect(existsSync(apiRecord)).toBe(false);
 
     const second = makeStart();
     await untilReady(second, 120_000);
@@ -204,6 +221,7 @@ describe('make start from any folder [issue 14]', () => {
     await pressCtrlC(second);
     await nothingLeftRunning(marks);
     expect(existsSync(path.join(clone, '.data', 'pids.json'))).toBe(false);
+    expect(existsSync(apiRecord)).toBe(false);
   }, 420_000);
 
   const variables = Object.keys(ports) as (keyof typeof ports)[];

@@ -1,0 +1,84 @@
+/**
+ * What `tws` says about itself: one row per command, from which the general USAGE, each
+ * command's own `--help` and the options each command accepts are all made, so they cannot drift.
+ */
+
+export interface CommandUsage {
+  /** The command and its arguments; the options named here are the ones it accepts. */
+  usage: string;
+  what: string;
+}
+
+export const COMMANDS: Record<string, CommandUsage> = {
+  jobs: {
+    usage: 'jobs [--state S] [--task ID] [--trigger T]',
+    what: "cleanup jobs (all pages), each with its Temporal link (the UI's page of its workflow)",
+  },
+  job: { usage: 'job <operationId>', what: 'one cleanup job, with its report and its Temporal link' },
+  retry: { usage: 'retry <operationId>', what: 'a job waiting for an operator: a fresh round of attempts' },
+  cancel: {
+    usage: 'cancel <operationId>',
+    what: "end a waiting job; the barrier lifts (a delete's leftovers are recorded abandoned)",
+  },
+  abandon: { usage: 'abandon <taskId>', what: "release the task's environment without touching a file" },
+  sessions: { usage: 'sessions <taskId>', what: "the task's sessions" },
+  logs: {
+    usage: 'logs [-f] [--tail N] <sessionId>',
+    what: "what the session's agent printed (-f: until it ends; --tail N: its last N lines)",
+  },
+  hosts: { usage: 'hosts', what: 'the executor hosts and whether they are live' },
+  'ssh-targets': { usage: 'ssh-targets', what: 'the SSH targets of the ssh executor (never their keys)' },
+  sweep: {
+    usage: 'sweep [--dry-run] [--host H]',
+    what: "the orphan sweep of a host's workspace root (default: the gateway's host; dry run: nothing removed)",
+  },
+  'idle-release': {
+    usage: 'idle-release [--dry-run] [--host H] [--idle-for D]',
+    what: "release a host's idle workspaces now, their work saved (D: 90s, 15m, 1h, 7d)",
+  },
+  pin: { usage: 'pin <taskId>', what: 'keep a task from being released for idleness' },
+  unpin: { usage: 'unpin <taskId>', what: 'let a pinned task be released for idleness again' },
+  disk: {
+    usage: 'disk [--host H] [--limit N]',
+    what: "each host's free disk and its largest task workspaces, as last measured (N: 1 to 200, default 20)",
+  },
+};
+
+/** Options every command takes. */
+const COMMON_OPTIONS = '[--json] [--data-dir D] [--api URL]';
+
+const INSTANCE = `instance: the .data/ of the checkout this tws belongs to (--data-dir / TWS_DATA_DIR move it); its API from .data/api.json
+  (written by make start), else the configured port; --api / TWS_API_URL override it, and an API that is not
+  the data folder's own gets TWS_OPERATOR_TOKEN only, never the data folder's token`;
+const EXITS =
+  'exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found';
+
+const width = Math.max(...Object.values(COMMANDS).map((c) => c.usage.length)) + 2;
+
+export const USAGE = [
+  `usage: tws <command> ${COMMON_OPTIONS}   (tws <command> --help: that command alone)`,
+  ...Object.values(COMMANDS).map((c) => `  ${c.usage.padEnd(width)}${c.what}`),
+  INSTANCE,
+  EXITS,
+].join('\n');
+
+/** One command's own usage, for `tws <command> --help` and its usage errors. */
+export function commandUsage(name: string): string {
+  const c = COMMANDS[name];
+  if (!c) return USAGE;
+  return [`usage: tws ${c.usage} ${COMMON_OPTIONS}`, `  ${c.what}`, EXITS].join('\n');
+}
+
+/** The options a command accepts: the ones its usage names, and the common ones. */
+export function optionsOf(name: string): Set<string> {
+  const usage = COMMANDS[name]?.usage ?? '';
+  const named = usage.match(/--[a-z-]+/g) ?? [];
+  return new Set([
+    ...named,
+    ...(/(^|\s)\[-f\]/.test(usage) ? ['--follow'] : []),
+    '--json',
+    '--data-dir',
+    '--api',
+    '--help',
+  ]);
+}
