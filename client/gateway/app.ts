@@ -1,5 +1,4 @@
 /** The HTTP API gateway of spec/api.md: stateless, so any number can run against one database and cluster. */
-import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -13,6 +12,7 @@ import {
 } from './api-error';
 import { registerAuth } from './auth';
 import { createGatewayMetrics } from './metrics';
+import { registerOpenApi, serveDocs } from './openapi-docs';
 import type { GatewayContext } from './context';
 import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
@@ -60,18 +60,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     );
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'task-workspaces',
-        version: '1.0.0',
-        description: 'Durable lifecycle of the git workspaces coding agents work in.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-  });
+  await registerOpenApi(app);
   // A POST without a body (with or without a JSON content type) is an empty object, not a broken
   // body: `archive` (all fields optional) and the body-less routes answer it; a route with required
   // fields answers its validation error. Anything else is Fastify's parser, prototype-poisoning
@@ -124,7 +113,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(idleReleaseRoutes(opts));
   await app.register(hostRoutes(opts));
   await app.register(sshTargetRoutes(opts));
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await serveDocs(app);
   return app;
 }
 

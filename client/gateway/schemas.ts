@@ -6,19 +6,31 @@ export const Uuid = Type.String({ format: 'uuid' });
 export const IdParams = Type.Object({ id: Uuid });
 export type IdParams = Static<typeof IdParams>;
 
-const ErrorResponse = Type.Object({
-  error: Type.Object(
-    {
-      code: Type.String(),
-      message: Type.String(),
-      recoverable: Type.Boolean(),
-      retryAfterMs: Type.Integer(),
-      action: Type.String(),
-      errorId: Type.String(),
-    },
-    { additionalProperties: true },
-  ),
-});
+/**
+ * The contract's error body, registered once (`app.addSchema`) and referred to by `$ref` from every
+ * error response: it validates the answers and is `#/components/schemas/ApiError` in /openapi.json.
+ */
+export const ApiErrorBody = Type.Object(
+  {
+    error: Type.Object(
+      {
+        code: Type.String(),
+        message: Type.String(),
+        recoverable: Type.Boolean(),
+        retryAfterMs: Type.Integer(),
+        action: Type.String(),
+        errorId: Type.String(),
+      },
+      { additionalProperties: true },
+    ),
+  },
+  {
+    $id: 'ApiError',
+    description:
+      'Every error: `code` (each response lists its codes), `message` for people, `recoverable`, `retryAfterMs` (retry no sooner), `action` (what to do) and `errorId` (in the log); some codes add fields (`reason`, `clash`, `dirtyRepositories`, `sessionId`).',
+  },
+);
+const ErrorResponse = Type.Unsafe<Static<typeof ApiErrorBody>>({ $ref: 'ApiError#' });
 
 const BranchName = Type.String({ minLength: 1, maxLength: 200 });
 

@@ -4,6 +4,13 @@ import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import { ApiError } from '../api-error';
 import type { GatewayContext } from '../context';
+import { errorResponses } from '../schemas';
+
+/** Documented only (a string payload is sent as it is): Prometheus text, or 403 to a caller not on loopback. */
+const MetricsResponses = {
+  200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } },
+  403: errorResponses[403],
+};
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+)$/;
 
@@ -87,7 +94,7 @@ export function healthRoutes(
       },
     );
 
-    app.get('/metrics', { schema: { tags: ['health'], hide: true } }, async (request, reply) => {
+    app.get('/metrics', { schema: { tags: ['health'], response: MetricsResponses } }, async (request, reply) => {
       if (!metricsPublic && !LOOPBACK.test(request.socket.remoteAddress ?? ''))
         throw new ApiError('forbidden', 'Metrics are served to loopback callers only.');
       return reply.type(registry.contentType).send(await registry.metrics());

@@ -39,9 +39,6 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         config: { role: 'operator' },
         schema: {
           tags: ['cleanup'],
-          summary: 'Release idle workspaces now',
-          description:
-            "Releases the workspace of every task of a host (default this gateway's) idle for `idleForMs` (default TWS_IDLE_RELEASE_AFTER): its uncommitted work saved, its worktrees removed, its branch kept; restored on the next launch. `dryRun` only says what it would release.",
           body: Type.Optional(IdleReleaseBody),
           response: { 200: IdleReleaseAnswer, ...errorResponses },
         },
@@ -72,10 +69,6 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         config: { role: 'user' },
         schema: {
           tags: ['tasks'],
-          summary: pinned ? 'Pin a task' : 'Unpin a task',
-          description: pinned
-            ? 'A pinned task is never released for idleness (its workspace stays on disk). Idempotent.'
-            : 'The task may be released for idleness again. Idempotent.',
           params: IdParams,
           response: { 200: Task, ...errorResponses },
         },

@@ -38,7 +38,11 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           params: IdParams,
           querystring: LogsQuery,
           response: {
-            200: Type.String({ description: 'text/plain; with follow=1, streamed (chunked) until the agent ends' }),
+            // Documented only: a string or a stream is sent as it is, never serialized.
+            200: {
+              description: 'What the agent printed; with follow=1, streamed (chunked) until the agent ends',
+              content: { 'text/plain': { schema: { type: 'string' } } },
+            },
             ...errorResponses,
           },
         },

@@ -4,6 +4,7 @@
  * may use the `local` executor; and how an engine that did not answer is told.
  */
 import { createHash } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE, localExecutorAllowed } from '../../../domain/config';
@@ -13,6 +14,24 @@ import type { Role } from '../auth';
 import type { GatewayContext } from '../context';
 
 type Headers = Record<string, string | string[] | undefined>;
+
+/**
+ * The headers a launch and a resume read (below), for the document: any string passes the
+ * schema, as each is judged by its reader here, with its own message.
+ */
+export const RunRequestHeaders = Type.Object({
+  'Idempotency-Key': Type.Optional(
+    Type.String({
+      description:
+        '1 to 200 visible ASCII characters: the same key returns the same session (its run joined, never started twice); the same key with another request is 400.',
+    }),
+  ),
+  Prefer: Type.Optional(
+    Type.String({
+      description: '`respond-async` (RFC 7240): answer 202 once admitted; the session then tells the outcome.',
+    }),
+  ),
+});
 
 export function validateEnv(env: Record<string, string> | undefined): void {
   for (const name of Object.keys(env ?? {})) {

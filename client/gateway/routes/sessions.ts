@@ -28,6 +28,7 @@ import {
   engineOutage,
   idempotencyKeyOf,
   respondAsync,
+  RunRequestHeaders,
   runIdOfKey,
   sessionRequests,
   validateEnv,
@@ -48,6 +49,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: {
           tags: ['sessions'],
           params: IdParams,
+          headers: RunRequestHeaders,
           body: LaunchBody,
           response: { 201: LaunchResponse, 202: AcceptedLaunch, ...launchErrorResponses },
         },
@@ -168,6 +170,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: {
           tags: ['sessions'],
           params: IdParams,
+          headers: RunRequestHeaders,
           body: ResumeBody,
           response: { 200: Session, 202: AcceptedLaunch, ...launchErrorResponses },
         },

@@ -1,0 +1,189 @@
+/**
+ * What each operation of /openapi.json says, by `METHOD /path` as Fastify registers it: the
+ * manual of the API, kept as data beside the README's "Routes" table. Who may call an operation
+ * is not written here: openapi-docs.ts adds it from the route's `config.role`, the field the auth
+ * hook checks. A route missing here makes the document fail to build, so none goes undocumented.
+ */
+
+interface OperationDoc {
+  summary: string;
+  description: string;
+}
+
+export const OPERATION_DOCS: Record<string, OperationDoc> = {
+  'GET /healthz': {
+    summary: 'Liveness',
+    description:
+      'Answers `{ status: "ok" }` while the gateway process serves requests; asks nothing of its dependencies.',
+  },
+  'GET /readyz': {
+    summary: 'Readiness',
+    description:
+      "Whether PostgreSQL and Temporal both answer (within 3 s), and what agents run in (`agentIsolation`, `agentNetwork`). 503 with `reason` (`database_unreachable`, `temporal_unreachable`, …) when one does not: that 503 is this probe's own body, not the error body.",
+  },
+  'GET /metrics': {
+    summary: 'Prometheus metrics',
+    description:
+      "The gateway's metrics in the Prometheus text format. Served to loopback callers only (403 `forbidden` otherwise) unless `TWS_METRICS_PUBLIC=1`.",
+  },
+  'GET /openapi.json': {
+    summary: 'This document',
+    description: 'The OpenAPI document of the API, built from the route schemas; `/docs` shows it as a page.',
+  },
+  'POST /v1/repositories': {
+    summary: 'Register a repository',
+    description:
+      'Registers a git repository at `path` on a host (`hostId`, default the only live host) under a unique `name`. The path is checked on that host; the answer never shows it. A taken name or path is 409 `repository_taken` (`clash`).',
+  },
+  'GET /v1/repositories': {
+    summary: 'List repositories',
+    description:
+      'The registered repositories, newest first, paged by `limit` and `cursor`: `{ id, name, defaultBranch }`, never the path.',
+  },
+  'GET /v1/repositories/{id}/saved-work': {
+    summary: 'List saved work of a repository',
+    description:
+      'The work a delete with `discardChanges=true` or an idle release saved on hidden refs of this repository: `{ taskId, repositoryId, ref, commit, savedAt }`, paged.',
+  },
+  'GET /v1/boards': { summary: 'List boards', description: 'The boards, newest first, paged: `{ id, name }`.' },
+  'POST /v1/boards': { summary: 'Create a board', description: 'A board groups tasks; it has a name only.' },
+  'DELETE /v1/boards/{id}': {
+    summary: 'Delete a board',
+    description:
+      'Deletes the board and every task on it, as a task delete would (one cleanup operation per task, listed in the answer); `discardChanges=true` deletes tasks with uncommitted work (saved on a hidden ref first).',
+  },
+  'POST /v1/tasks': {
+    summary: 'Create a task',
+    description:
+      'A task and the repositories it works on (`baseBranch`, `checkoutBranch`). `workspace.mode`: `new_workspace` (default), `inherit_parent` (needs `parentTaskId`) or `shared_group` (a `groupId` to join, or none to start a group). Nothing is made on disk until a launch.',
+  },
+  'GET /v1/tasks': {
+    summary: 'List tasks',
+    description:
+      "The tasks' own fields, newest first, paged; filters `boardId`, `parentTaskId`, `archived=true|false`. `GET /v1/tasks/{id}` adds repositories, environment and sessions.",
+  },
+  'GET /v1/tasks/{id}': {
+    summary: 'Show a task',
+    description:
+      'The task with its repositories, the environment it works in (borrowed ones included), its sessions, its pin and its disk use.',
+  },
+  'DELETE /v1/tasks/{id}': {
+    summary: 'Delete a task',
+    description:
+      'Starts the cleanup that removes the task, its worktrees and branches (202 with the operation id; watch it at `/v1/cleanup-jobs/{operationId}`). Uncommitted work is 409 `task_delete_dirty_worktree` unless `discardChanges=true` (then saved on a hidden ref first); `cascade=true` deletes child tasks too.',
+  },
+  'POST /v1/tasks/{id}/sessions': {
+    summary: 'Launch an agent',
+    description:
+      "Starts a session: admits the task's workspace (attach, borrow or materialize one), then starts the agent of `agentProfile` with `executorType`. 201 once the agent runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` returns the same session. Refusals are typed 409s (`workspace_preparing`, `workspace_reuse_unsafe`, …), a low disk 507 `host_disk_low`; a refused launch leaves no session and nothing on disk.",
+  },
+  'GET /v1/tasks/{id}/sessions': {
+    summary: "List a task's sessions",
+    description:
+      'Each session of the task as `GET /v1/sessions/{id}` shows it, newest first, paged; 404 for an unknown task.',
+  },
+  'GET /v1/tasks/{id}/git-status': {
+    summary: "Git status of a task's workspace",
+    description:
+      "One status per repository of the task's canonical workspace, each with its `observedAt`; concurrent readers share one observation.",
+  },
+  'POST /v1/tasks/{id}/archive': {
+    summary: 'Archive a task',
+    description:
+      'Starts the archive cleanup (202): agents stopped, a clean workspace released, a dirty worktree kept with its branch. `cascade: true` archives child tasks too.',
+  },
+  'POST /v1/tasks/{id}/unarchive': {
+    summary: 'Unarchive a task',
+    description:
+      'Makes the task active again; a pending archive cleanup is cancelled, one in flight waited for. The next launch materializes the workspace again on the kept branch.',
+  },
+  'POST /v1/tasks/{id}/environment/reset': {
+    summary: "Reset a task's environment",
+    description:
+      "Starts the cleanup that releases the task's environment so the next launch starts afresh (202); `abandon: true` ends a stuck one at once (200). 409 `session_running` while a session of the task works.",
+  },
+  'POST /v1/tasks/{id}/pin': {
+    summary: 'Pin a task',
+    description: 'A pinned task is never released for idleness (its workspace stays on disk). Idempotent.',
+  },
+  'DELETE /v1/tasks/{id}/pin': {
+    summary: 'Unpin a task',
+    description: 'The task may be released for idleness again. Idempotent.',
+  },
+  'GET /v1/sessions/{id}': {
+    summary: 'Show a session',
+    description:
+      'The session and its latest execution (`pid`, `hostId`, `state`, exit code); a first launch that left no row is read from its run: `state: "failed"` or `"cancelled"` with `error`.',
+  },
+  'POST /v1/sessions/{id}/resume': {
+    summary: 'Resume a session',
+    description:
+      "Starts a new agent in the session's workspace (the same admission as a launch, with the session's executor): `args` appended, `env` over the session's, a `prompt`. 200 once it runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` joins the same run. A refused resume changes nothing.",
+  },
+  'POST /v1/sessions/{id}/stop': {
+    summary: 'Stop a session',
+    description:
+      "Stops the session's agent; a session still `starting` has its launch cancelled (what it made is undone).",
+  },
+  'DELETE /v1/sessions/{id}': {
+    summary: 'Delete a session',
+    description: 'Stops the agent and forgets the session. Never removes files, worktrees or branches.',
+  },
+  'GET /v1/sessions/{id}/workspace': {
+    summary: "A session's workspace",
+    description:
+      'Where the session\'s environment is (`source: "environment"`), or that it is `released`, `preparing` or `failed` (`workspacePath: null`); `legacy_fallback` only for a session that never had an environment.',
+  },
+  'GET /v1/sessions/{id}/logs': {
+    summary: "An agent's output",
+    description:
+      "What the agent of the latest execution (or `executionId`) printed, as `text/plain`; `tail` lines only; `follow=1` streams it (chunked) until the agent ends. Read on the agent's host.",
+  },
+  'GET /v1/cleanup-jobs': {
+    summary: 'List cleanup jobs',
+    description:
+      'Every cleanup job as `GET /v1/cleanup-jobs/{operationId}` shows it, newest first, paged; filters `state`, `trigger`, `taskId`.',
+  },
+  'GET /v1/cleanup-jobs/{operationId}': {
+    summary: 'Show a cleanup job',
+    description:
+      'A cleanup (archive, delete, reset, idle release, …): its state, attempts, last error and the Temporal run behind it.',
+  },
+  'POST /v1/cleanup-jobs/{operationId}/retry': {
+    summary: 'Retry a cleanup job',
+    description: 'Runs again a job waiting for an operator (202); any other is 409 `cleanup_job_not_retryable`.',
+  },
+  'POST /v1/cleanup-jobs/{operationId}/cancel': {
+    summary: 'Cancel a cleanup job',
+    description:
+      'Ends the job (an attempt in flight finishes first); a job already ended is 409 `cleanup_job_finished`.',
+  },
+  'POST /v1/orphan-sweep': {
+    summary: 'Sweep orphaned workspaces',
+    description:
+      "Removes, on a host (`hostId`, default the gateway's), the folders of its workspace root that no environment records; `dryRun: true` only lists them. Unknown host 404, one that is down 503.",
+  },
+  'POST /v1/idle-release': {
+    summary: 'Release idle workspaces now',
+    description:
+      "Releases the workspace of every task of a host (default this gateway's) idle for `idleForMs` (default TWS_IDLE_RELEASE_AFTER): its uncommitted work saved, its worktrees removed, its branch kept; restored on the next launch. `dryRun` only says what it would release.",
+  },
+  'GET /v1/hosts': {
+    summary: 'List hosts',
+    description:
+      'The executor hosts: whether each is live, its workspace root, executors, version, and its disk as last measured (`lowDisk`), paged.',
+  },
+  'GET /v1/hosts/{id}/disk': {
+    summary: "A host's disk",
+    description: "The host's free disk, whether it is low, and its `limit` largest workspaces (what `tws disk` shows).",
+  },
+  'POST /v1/ssh-targets': {
+    summary: 'Register an SSH target',
+    description:
+      'A machine the `ssh` executor works on. Stored only after one check over SSH from the host that holds the key (`hostId`): the pinned host key, the key, a usable workspace root. No answer shows the key, its path or the known_hosts lines.',
+  },
+  'GET /v1/ssh-targets': {
+    summary: 'List SSH targets',
+    description: 'The registered SSH targets, paged; keys and key paths are never shown.',
+  },
+};
