@@ -395,10 +395,11 @@ describe('refusals touch nothing', () => {
       expect(res.status, JSON.stringify(body)).toBe(status);
       expectSafeError(res.body, code);
     }
-    // ssh with no target named and none in use: nothing to run on.
+    // ssh with no target named and none in use: the answer says which field is needed.
     const none = await launch(h, taskId, { executorType: 'ssh' });
-    expect(none.status).toBe(409);
-    expectSafeError(none.body, 'workspace_reuse_unsupported');
+    expect(none.status).toBe(400);
+    expectSafeError(none.body, 'invalid_request');
+    expect(none.body.error.message).toMatch(/^executorType ssh needs sshTargetId\b/);
     expect(await rowCounts(h.pool)).toEqual(before);
   });
 

@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { latestExecution, latestExecutions } from '../../../db/executions';
 import { restoresOfSessions } from '../../../db/saved-work';
 import { admittedPlanOf, findSession, listSessionsOfTask } from '../../../db/sessions';
+import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
 import { getSshTarget } from '../../../db/ssh-targets';
 import { launchWorkflowId } from '../../../domain/workflow-ids';
@@ -68,6 +69,14 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         );
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
         if (sshTargetId !== undefined && !(await getSshTarget(ctx.pool, sshTargetId))) throw notFound('SSH target');
+        if (
+          executorType === 'ssh' &&
+          sshTargetId === undefined &&
+          !(await canonicalSshTarget(ctx.pool, request.params.id))
+        )
+          throw badRequest(
+            'executorType ssh needs sshTargetId, the SSH target to work on (GET /v1/ssh-targets lists them).',
+          );
         const sessionId = await sessionFor(key, `launch:${request.params.id}`, request.body, randomUUID());
         const placed = await host;
         if ('err' in placed) throw placed.err;
@@ -213,4 +222,10 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       },
     );
   };
+}
+
+/** The SSH target the task's canonical workspace is on, if it is on one: an ssh launch without `sshTargetId` goes there. */
+async function canonicalSshTarget(db: GatewayContext['pool'], taskId: string): Promise<string | null> {
+  const env = await canonicalEnvironmentOf(db, taskId);
+  return env?.executor_type === 'ssh' ? env.ssh_target_id : null;
 }

@@ -1,0 +1,104 @@
+/**
+ * The deployment files say only what the code does [issue 27 part 6, "Done when"]: every
+ * container's command is a file the build makes, every variable docker-compose.yml sets is one
+ * the code reads, and the README's configuration table lists every setting the code reads.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const root = path.resolve(__dirname, '..');
+const PRODUCT_FOLDERS = [
+  'activities',
+  'bench',
+  'client',
+  'db',
+  'domain',
+  'executors',
+  'git',
+  'ssh',
+  'worker',
+  'workflows',
+];
+/** The folders scripts/build.mjs compiles into .build/ (read from the script, so the two cannot drift). */
+const builtFolders = JSON.parse(
+  /const folders = (\[[^\]]*\])/
+    .exec(readFileSync(path.join(root, 'scripts/build.mjs'), 'utf8'))![1]!
+    .replace(/'/g, '"'),
+) as string[];
+
+function sourcesUnder(dir: string, kinds = /\.(ts|mjs|sh)$/): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourcesUnder(full, kinds);
+    return kinds.test(entry.name) && !entry.name.endsWith('.d.ts') ? [full] : [];
+  });
+}
+const productText = [...PRODUCT_FOLDERS, 'bin', 'scripts']
+  .flatMap((folder) => sourcesUnder(path.join(root, folder)))
+  .map((file) => readFileSync(file, 'utf8'))
+  .join('\n');
+/** What every agent is given (domain/agent-env.ts; README "Agents"), not a setting of the service. */
+const GIVEN_TO_AGENTS = new Set([
+  'TWS_SESSION_ID',
+  'TWS_TASK_ID',
+  'TWS_EXECUTION_ID',
+  'TWS_WORKSPACE',
+  'TWS_PROMPT_FILE',
+]);
+/** Every TWS_* setting the product reads (from process.env or an env object). */
+const settingsRead = new Set((productText.match(/\bTWS_[A-Z0-9_]+\b/g) ?? []).filter((n) => !GIVEN_TO_AGENTS.has(n)));
+/** The variables Temporal's envconfig reads (its own source, not our list of it). */
+const envconfigText = sourcesUnder(path.join(root, 'node_modules/@temporalio/envconfig/lib'), /\.js$/)
+  .map((f) => readFileSync(f, 'utf8'))
+  .join('\n');
+
+/** The `.build/<x>.js` a command runs, as the TypeScript source it is built from. */
+function builtEntries(command: string | string[]): string[] {
+  const words = (Array.isArray(command) ? command : [command]).flatMap((c) => c.split(/\s+/));
+  return words.filter((w) => w.startsWith('.build/')).map((w) => w.replace(/^\.build\//, '').replace(/\.js$/, '.ts'));
+}
+
+describe('docker-compose.yml', () => {
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { build?: string; command?: string | string[]; environment?: Record<string, unknown> }>;
+  };
+  const ours = Object.entries(compose.services).filter(([, s]) => s.build === '.');
+  const dockerfileCmd = JSON.parse(/^CMD (\[.*\])$/m.exec(readFileSync(path.join(root, 'Dockerfile'), 'utf8'))![1]!);
+
+  it('runs, in each of its own containers, a file the build makes', () => {
+    expect(ours.map(([name]) => name).sort()).toEqual(['gateway', 'setup', 'worker-1', 'worker-2']);
+    for (const [name, service] of [...ours, ['Dockerfile CMD', { command: dockerfileCmd }] as const]) {
+      const entries = builtEntries(service.command ?? dockerfileCmd);
+      expect(entries.length, name).toBeGreaterThan(0);
+      for (const entry of entries) {
+        expect(existsSync(path.join(root, entry)), `${name}: ${entry}`).toBe(true);
+        expect(builtFolders, `${name}: ${entry}`).toContain(entry.split('/')[0]);
+      }
+    }
+  });
+
+  it('sets only variables the code reads', () => {
+    const set = new Set(ours.flatMap(([, s]) => Object.keys(s.environment ?? {})));
+    expect(set.size).toBeGreaterThan(5);
+    for (const name of set) {
+      if (name.startsWith('TWS_')) expect(settingsRead.has(name), name).toBe(true);
+      else if (name.startsWith('TEMPORAL_')) expect(envconfigText, name).toContain(name);
+      else expect(productText, name).toMatch(new RegExp(`\\b${name}\\b`));
+    }
+  });
+});
+
+describe('README configuration table', () => {
+  it('lists every setting the code reads', () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const table = readme.slice(
+      readme.indexOf('\n## Configuration'),
+      readme.indexOf('\n## ', readme.indexOf('\n## Configuration') + 5),
+    );
+    const listed = new Set(table.match(/`TWS_[A-Z0-9_]+`/g)?.map((x) => x.slice(1, -1)));
+    expect(settingsRead.size).toBeGreaterThan(30);
+    expect([...settingsRead].filter((name) => !listed.has(name)).sort()).toEqual([]);
+  });
+});

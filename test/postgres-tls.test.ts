@@ -1,0 +1,163 @@
+/**
+ * PostgreSQL over TLS [issue 27 part 1]: the embedded PostgreSQL with TLS turned on, and the
+ * service's own database code (migrations, the pool) connecting with
+ * `DATABASE_URL=…?sslmode=verify-full&sslrootcert=<ca>`, the layout the README shows for a managed
+ * PostgreSQL. A server certificate the CA did not sign, or one made out to another name, is refused.
+ */
+import { execFileSync } from 'node:child_process';
+import { chownSync, chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../client/postgres-service';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
+import { freePort } from './support/harness';
+
+const openssl = (args: string[], cwd: string) => execFileSync('openssl', args, { cwd, stdio: 'pipe' });
+
+/** A CA and a server certificate it signs, made out to `names` (subjectAltName). */
+function certificates(dir: string, prefix: string, names: string): { ca: string; cert: string; key: string } {
+  mkdirSync(dir, { recursive: true });
+  const at = (f: string) => path.join(dir, `${prefix}-${f}`);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${prefix} CA`,
+      '-keyout',
+      at('ca.key'),
+      '-out',
+      at('ca.pem'),
+    ],
+    dir,
+  );
+  openssl(
+    ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=db', '-keyout', at('server.key'), '-out', at('server.csr')],
+    dir,
+  );
+  writeFileSync(at('ext'), `subjectAltName=${names}\n`);
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      at('server.csr'),
+      '-CA',
+      at('ca.pem'),
+      '-CAkey',
+      at('ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      at('ext'),
+      '-out',
+      at('server.pem'),
+    ],
+    dir,
+  );
+  return { ca: at('ca.pem'), cert: at('server.pem'), key: at('server.key') };
+}
+
+let scratch: string;
+let server: EmbeddedPostgresServer;
+let port: number;
+let password: string;
+let good: ReturnType<typeof certificates>;
+let stranger: ReturnType<typeof certificates>;
+let wrongName: ReturnType<typeof certificates>;
+
+const url = (ca: string, host = '127.0.0.1', db = 'tls_check') =>
+  `postgres://postgres:${encodeURIComponent(password)}@${host}:${port}/${db}?sslmode=verify-full&sslrootcert=${encodeURIComponent(ca)}`;
+
+/** The server presents `c` from now on (TLS settings take effect on reload). */
+async function serve(c: ReturnType<typeof certificates>): Promise<void> {
+  const admin = new pg.Client({ connectionString: server.serverUrl + '/postgres' });
+  await admin.connect();
+  try {
+    const dataDir = (await admin.query<{ data_directory: string }>('SHOW data_directory')).rows[0]!.data_directory;
+    const owner = statSync(dataDir);
+    // PostgreSQL reads the key only when its own account owns it and no one else can read it.
+    for (const [from, name] of [
+      [c.cert, 'server.crt'],
+      [c.key, 'server.key'],
+    ] as const) {
+      const to = path.join(dataDir, name);
+      writeFileSync(to, readFileSync(from));
+      chmodSync(to, 0o600);
+      chownSync(to, owner.uid, owner.gid);
+    }
+    await admin.query(`ALTER SYSTEM SET ssl = on`);
+    await admin.query(`SELECT pg_reload_conf()`);
+  } finally {
+    await admin.end();
+  }
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-pg-tls-'));
+  chmodSync(scratch, 0o755); // the postgres account (under root) enters it
+  port = await freePort();
+  password = 'tls-secret';
+  good = certificates(path.join(scratch, 'certs'), 'good', 'IP:127.0.0.1');
+  stranger = certificates(path.join(scratch, 'certs'), 'stranger', 'IP:127.0.0.1');
+  wrongName = certificates(path.join(scratch, 'certs'), 'named', 'DNS:elsewhere.example');
+  server = await startEmbeddedPostgres({ dataDir: path.join(scratch, 'pg'), port, password });
+  const admin = new pg.Client({ connectionString: server.serverUrl + '/postgres' });
+  await admin.connect();
+  await admin.query('CREATE DATABASE tls_check');
+  await admin.end();
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('DATABASE_URL with sslmode=verify-full and a CA', () => {
+  it('migrates and serves over TLS; a certificate the CA did not sign, or made out to another name, is refused', async () => {
+    await serve(good);
+    await migrate(url(good.ca));
+    const pool = createPool(url(good.ca), 2);
+    try {
+      const row = (
+        await pool.query<{ ssl: boolean; version: string }>(
+          'SELECT ssl, version FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+        )
+      ).rows[0]!;
+      expect(row.ssl).toBe(true);
+      expect(row.version).toMatch(/^TLSv1\.[23]$/);
+      // The migrations really ran through it.
+      expect((await pool.query('SELECT count(*)::int AS n FROM tasks')).rows[0].n).toBe(0);
+    } finally {
+      await pool.end();
+    }
+
+    // The server's certificate is not from the CA the URL names: no connection, nothing migrated.
+    const refusedBy = async (connectionString: string) => {
+      const client = new pg.Client({ connectionString });
+      const err = await client.connect().then(
+        () => null,
+        (e: Error) => e,
+      );
+      await client.end().catch(() => {});
+      return err?.message ?? 'connected';
+    };
+    expect(await refusedBy(url(stranger.ca))).toMatch(/self[- ]signed|unable to verify|certificate/i);
+
+    // Signed by a CA the URL trusts, but made out to another host: verify-full checks the name.
+    await serve(wrongName);
+    expect(await refusedBy(url(wrongName.ca))).toMatch(/altnames|does not match|hostname/i);
+    await serve(good);
+    expect(await refusedBy(url(good.ca))).toBe('connected');
+  });
+});
