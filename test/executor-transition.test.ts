@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createTask, expectLaunchRefused, launch, pidOf, registerRepo } from './support/scenario';
+import { createTask, expectLaunchRefused, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
 import {
   fingerprint,
   git,
@@ -13,6 +13,7 @@ import {
   makeRepo,
   processAlive,
   processCwd,
+  rowCounts,
   worktreePaths,
 } from './support/world';
 
@@ -233,13 +234,15 @@ describe('worktree → local → worktree', () => {
 });
 
 describe('unsupported executors', () => {
-  it('ssh with no target to run on, and a remote kind this build does not run, are refused workspace_reuse_unsupported before any side effect', async () => {
+  it('ssh with no target to run on is a 400 naming sshTargetId, and a remote kind this build does not run is refused workspace_reuse_unsupported, before any side effect', async () => {
     const t = await taskOn(h, 'worktree');
-    const body = await expectLaunchRefused(h, t.taskId, 'workspace_reuse_unsupported', {
-      body: { executorType: 'ssh' },
-      watch: [t.repo, t.worktree],
-    });
-    expect(body.error).toMatchObject({ recoverable: false, action: 'choose_executor' });
+    const before = { rows: await rowCounts(h.pool), files: [t.repo, t.worktree].map((d) => fingerprint(d)) };
+    const noTarget = await launch(h, t.taskId, { executorType: 'ssh' });
+    expect(noTarget.status, JSON.stringify(noTarget.body)).toBe(400);
+    expectSafeError(noTarget.body, 'invalid_request', [t.repo, t.worktree]);
+    expect(noTarget.body.error.message).toMatch(/^executorType ssh needs sshTargetId\b/);
+    expect(await rowCounts(h.pool)).toEqual(before.rows);
+    expect([t.repo, t.worktree].map((d) => fingerprint(d))).toEqual(before.files);
     const fresh = await createTask(h, [t.repoId]);
     await expectLaunchRefused(h, fresh, 'workspace_reuse_unsupported', { body: { executorType: 'container' } });
     expect(
