@@ -26,6 +26,7 @@ import {
 } from './engine-guard';
 import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
+import { claimDataFolder } from './data-folder-claim';
 import { LaunchedParts } from './launcher-parts';
 import { errorLine, spawnPart } from './supervisor';
 
@@ -72,6 +73,14 @@ async function main(): Promise<void> {
     { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
     { cwd: root, hostname: os.hostname() },
   );
+  // Before anything is checked, written or started: a second start on this folder touches nothing.
+  const claim = await claimDataFolder(config.dataDir);
+  if (!claim.taken) {
+    console.error(
+      `start-up failed: another make start (pid ${claim.heldBy}) uses this data folder (${config.dataDir}): stop it first (Ctrl-C where it runs), or give this one its own TWS_DATA_DIR`,
+    );
+    process.exit(1);
+  }
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
   const pgPort = Number(process.env.TWS_PG_PORT || 54329);
   const temporalServer = !process.env.TEMPORAL_ADDRESS;

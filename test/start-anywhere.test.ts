@@ -206,6 +206,28 @@ describe('make start from any folder [issue 14]', () => {
     });
     expect(JSON.parse(jobs)).toEqual([]);
 
+    // A second make start on the data folder in use refuses at once, in one line, and touches
+    // nothing of the running one: its pids.json, its workflow bundle, its API record, its API.
+    const bundle = path.join(clone, '.data', 'workflow-bundle.js');
+    const untouched = async () => ({
+      pids: await readFile(path.join(clone, '.data', 'pids.json'), 'utf8'),
+      bundleMtime: statSync(bundle).mtimeMs,
+      api: await readFile(apiRecord, 'utf8'),
+    });
+    const before = await untouched();
+    const intruder = makeStart();
+    expect(await intruder.exited).not.toBe(0);
+    const said = `${intruder.output().stdout}\n${intruder.output().stderr}`
+      .split('\n')
+      .filter((line) => line.trim() && !line.startsWith('make: ***') && !line.startsWith('setup: '));
+    expect(said).toEqual([
+      expect.stringMatching(
+        new RegExp(`^start-up failed: another make start \\(pid ${pids.launcher}\\) uses this data folder`),
+      ),
+    ]);
+    expect(await untouched()).toEqual(before);
+    expect((await api('/readyz')).status).toBe(200);
+
     const marks = [clone, dataDir];
     await pressCtrlC(first);
     await nothingLeftRunning(marks);
@@ -222,6 +244,7 @@ describe('make start from any folder [issue 14]', () => {
     await nothingLeftRunning(marks);
     expect(existsSync(path.join(clone, '.data', 'pids.json'))).toBe(false);
     expect(existsSync(apiRecord)).toBe(false);
+    expect(existsSync(path.join(clone, '.data', 'launcher.pid'))).toBe(false);
   }, 420_000);
 
   const variables = Object.keys(ports) as (keyof typeof ports)[];
