@@ -75,8 +75,12 @@ export class LaunchedParts {
     this.stopping = true;
     // First, so no CLI is sent to an API that is going away.
     if (this.apiRecord) {
+      // A write that failed is recordApi's caller's failure (the start-up), not the stop's.
       await this.apiRecord.written.catch(() => {});
-      await removeApiRecord(this.apiRecord.dataDir).catch(() => {});
+      // A record left behind misleads no one: tws ignores one whose launcher pid is gone.
+      await removeApiRecord(this.apiRecord.dataDir).catch((err: unknown) =>
+        console.error(`launcher: could not remove api.json: ${err instanceof Error ? err.message : err}`),
+      );
     }
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
