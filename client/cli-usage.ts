@@ -22,6 +22,10 @@ export const COMMANDS: Record<string, CommandUsage> = {
   },
   abandon: { usage: 'abandon <taskId>', what: "release the task's environment without touching a file" },
   sessions: { usage: 'sessions <taskId>', what: "the task's sessions" },
+  stop: {
+    usage: 'stop <sessionId> | stop --all',
+    what: 'stop one agent, or (--all) every agent running or starting on the instance; files, worktrees and branches stay',
+  },
   logs: {
     usage: 'logs [-f] [--tail N] <sessionId>',
     what: "what the session's agent printed (-f: until it ends; --tail N: its last N lines)",

@@ -90,6 +90,39 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       );
       return EXIT.ok;
     }
+    case 'stop': {
+      const every = p.flags.has('--all');
+      if (every === (p.positional[1] !== undefined))
+        throw new CliError(`give one session id, or --all\n${usage}`, EXIT.usage);
+      if (!every) {
+        const session = await json(target(), 'POST', `/v1/sessions/${one('session id')}/stop`);
+        print(session, () => `${session.id} ${session.state}`);
+        return EXIT.ok;
+      }
+      // The sessions at work when listed; one launched meanwhile is not in the list (run it again).
+      const listed = [
+        ...(await all(target(), '/v1/sessions', { state: 'running' })),
+        ...(await all(target(), '/v1/sessions', { state: 'starting' })),
+      ];
+      const results: { id: string; taskId: string; state?: string; error?: string }[] = [];
+      for (const s of listed) {
+        try {
+          const after = await json(target(), 'POST', `/v1/sessions/${s.id}/stop`);
+          results.push({ id: s.id, taskId: s.taskId, state: after.state });
+        } catch (err) {
+          if (!(err instanceof CliError) || err.code === EXIT.unavailable) throw err;
+          results.push({ id: s.id, taskId: s.taskId, error: err.message });
+        }
+      }
+      const failed = results.filter((r) => r.error !== undefined);
+      print(results, () =>
+        [
+          `stopped ${results.length - failed.length} of ${listed.length} session${listed.length === 1 ? '' : 's'}`,
+          ...(results.length > 0 ? [table(results, ['id', 'taskId', 'state', 'error'])] : []),
+        ].join('\n'),
+      );
+      return failed.length > 0 ? EXIT.refused : EXIT.ok;
+    }
     case 'logs': {
       const id = one('session id');
       const tail = p.flags.get('--tail');

@@ -22,6 +22,8 @@ export class LaunchedParts {
   private pidsWritten: Promise<void> = Promise.resolve();
   /** The api.json that tells `tws` where the API is, once it answers: its folder and its write. */
   private apiRecord: { dataDir: string; written: Promise<void> } | null = null;
+  /** Said on a stop of a system that was up, before its services stop (client/agents-left.ts). */
+  farewell: (() => Promise<string | null>) | null = null;
 
   /** `afterStopped` runs once a layer's parts are stopped (what a layer holds besides its parts). */
   constructor(
@@ -84,6 +86,9 @@ export class LaunchedParts {
     }
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
+    // Asked while the API still answers; a count that fails is said by the farewell itself.
+    const farewell = this.up && this.farewell ? await this.farewell().catch(() => null) : null;
+    if (farewell) console.log(farewell);
     for (const layer of STOP_ORDER) {
       await Promise.all(
         this.parts

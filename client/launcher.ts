@@ -28,6 +28,7 @@ import { prepareServices } from './prepare-services';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { claimDataFolder } from './data-folder-claim';
 import { LaunchedParts } from './launcher-parts';
+import { agentsLeftLine } from './agents-left';
 import { errorLine, spawnPart } from './supervisor';
 
 const root = path.resolve(__dirname, '..');
@@ -234,6 +235,7 @@ async function main(): Promise<void> {
     }
     await waitUntilReady(apiUrl, () => parts.startupDeath);
     if (parts.startupDeath) throw new Error(parts.startupDeath);
+    parts.farewell = () => agentsLeftLine(apiUrl, config.operatorToken ?? secrets.operatorToken, config.hostId);
     parts.up = true;
     await parts.recordApi(config.dataDir, apiUrl);
   } catch (err) {
@@ -251,7 +253,7 @@ task-workspaces is running
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
   Pids:         launcher ${process.pid}, ${[...parts.running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
-A part that dies is started again. Ctrl-C stops everything.`);
+A part that dies is started again. Ctrl-C stops the services; agents keep running (it says how many).`);
 }
 
 main().catch((err) => {

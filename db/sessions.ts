@@ -85,6 +85,22 @@ export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
   );
 }
 
+/** Every session of the instance, newest first, optionally in one state (migration 023's indexes). */
+export async function listSessions(db: Db, filter: { state?: SessionState }, page: PageOf) {
+  return newestFirst<SessionRow>(
+    db,
+    {
+      columns: SESSION_COLUMNS,
+      table: 'sessions',
+      time: 'created_at',
+      key: 'id',
+      keyType: 'uuid',
+      equal: { state: filter.state },
+    },
+    page,
+  );
+}
+
 export async function sessionState(db: Db, id: string): Promise<SessionState | null> {
   const res = await db.query<{ state: SessionState }>('SELECT state FROM sessions WHERE id = $1', [id]);
   return res.rows[0]?.state ?? null;

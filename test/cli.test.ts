@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentsLeftLine } from '../client/agents-left';
 import { COMMANDS } from '../client/cli-usage';
 import { buildServices } from '../client/service-build';
 import { taskDirName } from '../domain/task-layout';
@@ -171,6 +172,69 @@ describe('tws', () => {
     expect(sweep.code).toBe(0);
     expect(JSON.parse(sweep.stdout)).toMatchObject({ dryRun: true, removed: [] });
     expect(existsSync(t.worktree)).toBe(true);
+  });
+});
+
+describe('tws stop and what Ctrl-C leaves running [issue 27 part 6]', () => {
+  it('stop --all stops every running agent of the instance, across tasks, and keeps their files; the launcher counts them first', async () => {
+    const a = await stoppedTask('cli-stop-a');
+    const b = await stoppedTask('cli-stop-b');
+    const mine = [a.sessionId, b.sessionId].sort();
+
+    // GET /v1/sessions?state=running: every task's, paged.
+    const first = await h.api('GET', '/v1/sessions?state=running&limit=1');
+    expect(first.status).toBe(200);
+    expect(first.body.items).toHaveLength(1);
+    const second = await h.api('GET', `/v1/sessions?state=running&limit=200&cursor=${first.body.nextCursor}`);
+    const running = [...first.body.items, ...second.body.items].map((s: { id: string }) => s.id);
+    expect(running).toEqual(expect.arrayContaining(mine));
+    expect((await h.api('GET', '/v1/sessions?state=sleeping')).status).toBe(400);
+
+    // What the launcher says on Ctrl-C: this host's agents, by count and id.
+    const line = await agentsLeftLine(h.baseUrl, OPERATOR_TOKEN, h.config.hostId);
+    expect(line).toMatch(new RegExp(`^${running.length} agents keep running on this host`));
+    for (const id of mine) expect(line).toContain(id);
+    expect(line).toContain('npx tws stop --all');
+    expect(await agentsLeftLine(h.baseUrl, OPERATOR_TOKEN, 'another-host')).toBeNull();
+
+    expect((await tws(['stop'])).code).toBe(2);
+    expect((await tws(['stop', a.sessionId, '--all'])).code).toBe(2);
+    const stopped = await tws(['stop', '--all', '--json']);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    const results = JSON.parse(stopped.stdout) as { id: string; state: string }[];
+    expect(results.map((r) => r.id).sort()).toEqual([...running].sort());
+    for (const r of results) expect(r.state).toBe('stopped');
+    const rows = await h.pool.query<{ state: string }>('SELECT state FROM sessions WHERE id = ANY($1::uuid[])', [mine]);
+    expect(rows.rows).toEqual([{ state: 'stopped' }, { state: 'stopped' }]);
+    expect((await h.pool.query("SELECT count(*)::int AS n FROM executions WHERE status = 'running'")).rows[0].n).toBe(
+      0,
+    );
+    expect(existsSync(a.worktree) && existsSync(b.worktree)).toBe(true);
+
+    // Nothing left: the next run stops none, and the launcher has nothing to say.
+    const again = await tws(['stop', '--all']);
+    expect(again).toMatchObject({ code: 0, stdout: 'stopped 0 of 0 sessions\n' });
+    expect(await agentsLeftLine(h.baseUrl, OPERATOR_TOKEN, h.config.hostId)).toBeNull();
+    const one = await tws(['stop', a.sessionId]);
+    expect(one).toMatchObject({ code: 0, stdout: `${a.sessionId} stopped\n` });
+  });
+
+  it('an API that does not answer: the launcher says it could not count, within its bound', async () => {
+    const silent = http.createServer(() => {}); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const started = Date.now();
+      const line = await agentsLeftLine(
+        `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        OPERATOR_TOKEN,
+        h.config.hostId,
+      );
+      expect(line).toMatch(/^could not count the agents left running/);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 });
 

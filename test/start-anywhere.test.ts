@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_POSTGRES_HOME } from '../client/postgres-account';
+import { taskDirName } from '../domain/task-layout';
 
 const source = process.cwd();
 const asRoot = process.getuid?.() === 0;
@@ -113,10 +114,15 @@ function processesOf(marks: string[]): string[] {
   return found;
 }
 
-async function nothingLeftRunning(marks: string[]): Promise<void> {
+/** Nothing of `marks` runs any more, apart from the processes of `kept` (an agent left running on purpose). */
+async function nothingLeftRunning(marks: string[], kept: string[] = []): Promise<void> {
+  const left = () => {
+    const keptNow = new Set(kept.length > 0 ? processesOf(kept) : []);
+    return processesOf(marks).filter((p) => !keptNow.has(p));
+  };
   const deadline = Date.now() + 5000; // the kernel reaps what has just exited
-  while (processesOf(marks).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-  expect(processesOf(marks)).toEqual([]);
+  while (left().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  expect(left()).toEqual([]);
 }
 
 const uidOf = (pid: number): number => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
@@ -189,6 +195,23 @@ describe('make start from any folder [issue 14]', () => {
       });
     const registered = await api('/v1/repositories', { name: 'the-clone', path: clone });
     expect(registered.status).toBe(201);
+    // An agent at work, which Ctrl-C leaves running (it says so) and `tws stop --all` stops.
+    const task = await api('/v1/tasks', {
+      title: 'outlives a Ctrl-C',
+      repositories: [{ repositoryId: ((await registered.json()) as { id: string }).id }],
+    });
+    expect(task.status).toBe(201);
+    const taskId = ((await task.json()) as { id: string }).id;
+    const launched = await api(`/v1/tasks/${taskId}/sessions`, {
+      executorType: 'worktree',
+      agentProfile: 'shell',
+      command: ['sh', '-c', 'sleep 600'],
+    });
+    expect(launched.status).toBe(201);
+    const { sessionId, executionId } = (await launched.json()) as { sessionId: string; executionId: string };
+    // The agent's processes: its worktree (under the task's folder) or its execution's mark.
+    const agentMarks = [taskDirName(taskId), executionId];
+    expect(processesOf(agentMarks)).not.toEqual([]);
 
     // The clone's `tws`, from another folder and told no port: the record make start keeps of its API.
     const apiRecord = path.join(clone, '.data', 'api.json');
@@ -230,7 +253,12 @@ describe('make start from any folder [issue 14]', () => {
 
     const marks = [clone, dataDir];
     await pressCtrlC(first);
-    await nothingLeftRunning(marks);
+    // Ctrl-C stops the services and says what it leaves: the one agent, still running.
+    expect(first.output().stdout).toMatch(
+      new RegExp(`^1 agent keeps running on this host \\(session ${sessionId}\\): .*npx tws stop --all`, 'm'),
+    );
+    await nothingLeftRunning(marks, agentMarks);
+    expect(processesOf(agentMarks)).not.toEqual([]);
     expect(existsSync(apiRecord)).toBe(false);
 
     const second = makeStart();
@@ -240,7 +268,16 @@ describe('make start from any folder [issue 14]', () => {
     expect(again.status).toBe(409);
     expect(await again.text()).toContain('already registered');
     expect(await realpath(path.join(clone, '.data', 'postgres'))).toBe(dataDir);
+    // As the message said: the clone's tws, from another folder, stops the agent the restart found.
+    const stopAll = execFileSync(process.execPath, [path.join(clone, 'bin', 'tws.mjs'), 'stop', '--all'], {
+      cwd: os.tmpdir(),
+      env: noPort,
+      encoding: 'utf8',
+    });
+    expect(stopAll.split('\n')[0]).toBe('stopped 1 of 1 session');
+    await nothingLeftRunning(agentMarks);
     await pressCtrlC(second);
+    expect(second.output().stdout).not.toMatch(/keeps? running on this host/);
     await nothingLeftRunning(marks);
     expect(existsSync(path.join(clone, '.data', 'pids.json'))).toBe(false);
     expect(existsSync(apiRecord)).toBe(false);

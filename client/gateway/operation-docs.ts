@@ -110,6 +110,11 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     summary: 'Unpin a task',
     description: 'The task may be released for idleness again. Idempotent.',
   },
+  'GET /v1/sessions': {
+    summary: 'List every session',
+    description:
+      'Every session of the instance, across tasks and hosts, as `GET /v1/sessions/{id}` shows each, newest first, paged; `state` (`starting`, `running`, `stopped`, `exited`, `failed`) keeps one state. `state=running` lists the agents at work: `tws stop --all` stops them one by one with `POST /v1/sessions/{id}/stop`.',
+  },
   'GET /v1/sessions/{id}': {
     summary: 'Show a session',
     description:

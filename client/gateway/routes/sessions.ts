@@ -1,10 +1,13 @@
-/** POST /v1/tasks/:id/sessions (a launch), GET /v1/tasks/:id/sessions (a list), GET /v1/sessions/:id, POST /v1/sessions/:id/resume. */
+/**
+ * POST /v1/tasks/:id/sessions (a launch), GET /v1/tasks/:id/sessions and GET /v1/sessions (lists),
+ * GET /v1/sessions/:id, POST /v1/sessions/:id/resume.
+ */
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { latestExecution, latestExecutions } from '../../../db/executions';
 import { restoresOfSessions } from '../../../db/saved-work';
-import { admittedPlanOf, findSession, listSessionsOfTask } from '../../../db/sessions';
+import { admittedPlanOf, findSession, listSessions, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
 import { getSshTarget } from '../../../db/ssh-targets';
@@ -37,10 +40,33 @@ import {
 import { sessionViews } from './session-views';
 
 const SessionListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
+const SESSION_STATES = ['starting', 'running', 'stopped', 'exited', 'failed'] as const;
+const AllSessionsQuery = Type.Object(
+  {
+    ...PageQueryFields,
+    state: Type.Optional(Type.Union(SESSION_STATES.map((state) => Type.Literal(state)))),
+  },
+  { additionalProperties: false },
+);
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const { sessionViewOf, sessionView, acceptedView } = sessionViews(ctx);
   const { resolveAgent, sessionFor, refuseLocal } = sessionRequests(ctx);
+
+  /** A page of sessions as GET /v1/sessions/:id shows each: their latest executions and restores in one query each, not one per row. */
+  async function sessionPage(rows: (SessionRow & { exact_at: string })[], limit: number) {
+    const ids = rows.map((row) => row.id);
+    const [executions, restores] = await Promise.all([
+      latestExecutions(ctx.pool, ids),
+      restoresOfSessions(ctx.pool, ids),
+    ]);
+    return pageAnswer(
+      rows,
+      limit,
+      (row) => row.id,
+      (row) => sessionViewOf(row, executions.get(row.id) ?? null, restores.get(row.id)),
+    );
+  }
 
   return async (app) => {
     app.post(
@@ -145,19 +171,24 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request) => {
         const page = pageRequest(request.query);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-        const rows = await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page));
-        // Each session's latest execution and restore: one query each for the page, not one per row.
-        const ids = rows.map((row) => row.id);
-        const [executions, restores] = await Promise.all([
-          latestExecutions(ctx.pool, ids),
-          restoresOfSessions(ctx.pool, ids),
-        ]);
-        return pageAnswer(
-          rows,
-          page.limit,
-          (row) => row.id,
-          (row) => sessionViewOf(row, executions.get(row.id) ?? null, restores.get(row.id)),
-        );
+        return sessionPage(await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page)), page.limit);
+      },
+    );
+
+    // Every session of the instance (`tws stop --all`, the launcher's count of agents left running).
+    app.get(
+      '/v1/sessions',
+      {
+        config: { role: 'user' },
+        schema: {
+          tags: ['sessions'],
+          querystring: AllSessionsQuery,
+          response: { 200: pageOf(Session), ...errorResponses },
+        },
+      },
+      async (request) => {
+        const page = pageRequest(request.query);
+        return sessionPage(await listSessions(ctx.pool, { state: request.query.state }, lookahead(page)), page.limit);
       },
     );
 
