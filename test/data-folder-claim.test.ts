@@ -1,0 +1,100 @@
+/**
+ * One `make start` per data folder (issue 27 part 6), raced on purpose: starts that all find the
+ * same stale claim at the same moment, as real processes whose command line runs
+ * `client/launcher.js` (what the claim recognises a launcher by), each claiming through the built
+ * client/data-folder-claim.js. Exactly one may hold the folder, and every other names it.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServices } from '../client/service-build';
+
+let scratch: string;
+let launcher: string;
+
+beforeAll(() => {
+  buildServices(path.resolve('.'));
+  scratch = mkdtempSync(path.join(os.tmpdir(), 'tws-claim-'));
+  mkdirSync(path.join(scratch, 'client'));
+  launcher = path.join(scratch, 'client', 'launcher.js');
+  // Claims, says the outcome, and holds its claim until told to go (stdin closes).
+  writeFileSync(
+    launcher,
+    `const { claimDataFolder } = require(${JSON.stringify(path.resolve('.build/client/data-folder-claim.js'))});
+claimDataFolder(process.argv[2]).then((claim) => {
+  process.stdout.write(JSON.stringify(claim) + '\\n');
+  process.stdin.resume();
+  process.stdin.on('end', () => process.exit(0));
+});
+`,
+  );
+});
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+interface Start {
+  pid: number;
+  claim: Promise<{ taken: boolean; heldBy?: number }>;
+  stop: () => Promise<void>;
+}
+
+function start(dataDir: string): Start {
+  const child = spawn(process.execPath, [launcher, dataDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  const claim = new Promise<{ taken: boolean; heldBy?: number }>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(JSON.parse(out));
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code} before claiming`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    pid: child.pid!,
+    claim,
+    stop: async () => {
+      child.stdin!.end();
+      await exited;
+    },
+  };
+}
+
+/** A pid that runs nothing now: a process that has ended. */
+async function deadPid(): Promise<number> {
+  const child = spawn('true');
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+describe('claiming a data folder', () => {
+  it('eight starts on one stale claim at once: exactly one holds the folder, the others name it; its exit releases it', async () => {
+    for (let round = 0; round < 6; round++) {
+      const dataDir = path.join(scratch, `data-${round}`);
+      mkdirSync(dataDir);
+      const file = path.join(dataDir, 'launcher.pid');
+      writeFileSync(file, `${await deadPid()}\n`); // a launcher killed outright left it
+      const starts = Array.from({ length: 8 }, () => start(dataDir));
+      const claims = await Promise.all(starts.map((s) => s.claim));
+      const holders = starts.filter((_, i) => claims[i]!.taken);
+      expect(holders, `round ${round}: ${JSON.stringify(claims)}`).toHaveLength(1);
+      const holder = holders[0]!;
+      for (const [i, claim] of claims.entries()) if (!claim.taken) expect(claim.heldBy, `start ${i}`).toBe(holder.pid);
+      expect(Number(readFileSync(file, 'utf8').trim())).toBe(holder.pid);
+      expect(readdirSync(dataDir).sort()).toEqual(['launcher.pid']); // nothing set aside is left behind
+      await Promise.all(starts.filter((s) => s !== holder).map((s) => s.stop()));
+      expect(Number(readFileSync(file, 'utf8').trim())).toBe(holder.pid);
+      await holder.stop();
+      expect(existsSync(file)).toBe(false);
+    }
+  }, 120_000);
+
+  it("a pid that now belongs to another program is not a launcher's: its claim is taken over", async () => {
+    const dataDir = path.join(scratch, 'reused-pid');
+    mkdirSync(dataDir);
+    writeFileSync(path.join(dataDir, 'launcher.pid'), `${process.pid}\n`); // vitest's worker, not a launcher
+    const s = start(dataDir);
+    expect(await s.claim).toEqual({ taken: true });
+    await s.stop();
+  });
+});
