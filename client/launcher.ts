@@ -11,9 +11,9 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, localApiUrl } from '../domain/config';
+import { loadConfig, localApiUrl, socketAddressOf } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { portProblem } from './listen-ports';
+import { freeLoopbackPorts, portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
 import { engineClientEnv, ensureEngineCredentials } from './engine-credentials';
@@ -25,6 +25,7 @@ import {
   type EngineFront,
 } from './engine-guard';
 import { prepareServices } from './prepare-services';
+import { adoptEngineProfile } from '../worker/engine-connection';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { claimDataFolder } from './data-folder-claim';
 import { LaunchedParts } from './launcher-parts';
@@ -67,6 +68,9 @@ async function waitUntilReady(url: string, failed: () => string | null): Promise
 }
 
 async function main(): Promise<void> {
+  // A profile asked for by name or file is an engine named as TEMPORAL_ADDRESS names one (a
+  // personal default profile of the Temporal CLI does not turn the bundled engine off).
+  if (process.env.TEMPORAL_PROFILE || process.env.TEMPORAL_CONFIG_FILE) adoptEngineProfile();
   // TEMPORAL_ADDRESS means "use that server"; TWS_TEMPORAL_PORT is where the dev server listens.
   const temporalPort = Number(process.env.TWS_TEMPORAL_PORT || 7233);
   const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
@@ -111,11 +115,22 @@ async function main(): Promise<void> {
         ]
       : []),
     { port: config.apiPort, host: config.apiHost, what: 'the API gateway', variable: 'TWS_API_PORT' },
+    ...(config.sdkMetricsAddress
+      ? [{ ...config.sdkMetricsAddress, what: "the worker's SDK metrics", variable: 'TWS_SDK_METRICS_ADDRESS' }]
+      : []),
   ]);
   if (taken) {
     console.error(`start-up failed: ${taken}`);
     process.exit(1);
   }
+  // Each service serves its Temporal SDK metrics on an address of its own (one setting, two
+  // processes): the worker where TWS_SDK_METRICS_ADDRESS says, else a free loopback port (said
+  // below); the gateway on a free loopback port that its own /metrics reads.
+  const [workerSdkPort, gatewaySdkPort] = await freeLoopbackPorts(2);
+  const sdkMetrics = {
+    worker: config.sdkMetricsAddress ?? { host: '127.0.0.1', port: workerSdkPort! },
+    gateway: { host: '127.0.0.1', port: gatewaySdkPort! },
+  };
 
   // Enterable by the postgres account that embedded PostgreSQL runs as under root, where the
   // folders above let it in (client/postgres-account.ts); the secrets file inside is 0600.
@@ -230,7 +245,11 @@ async function main(): Promise<void> {
       ['gateway', 'client/gateway/main.ts'],
     ] as const) {
       await parts.run(name, 'services', () =>
-        spawnPart(process.execPath, serviceArgs(root, entry), { cwd: root, env, stdio: 'inherit' }),
+        spawnPart(process.execPath, serviceArgs(root, entry), {
+          cwd: root,
+          env: { ...env, TWS_SDK_METRICS_ADDRESS: socketAddressOf(sdkMetrics[name]) },
+          stdio: 'inherit',
+        }),
       );
     }
     await waitUntilReady(apiUrl, () => parts.startupDeath);
@@ -252,6 +271,7 @@ task-workspaces is running
   Temporal:     ${engineGuarded ? `${temporalAddress}, mutual TLS only: the client certificate and key in ${path.join(config.dataDir, 'engine-tls')}` : temporalAddress}
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
+  SDK metrics:  worker ${localApiUrl(sdkMetrics.worker.host, sdkMetrics.worker.port)}/metrics (Prometheus; the gateway's own are in the API's /metrics)
   Pids:         launcher ${process.pid}, ${[...parts.running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
 A part that dies is started again. Ctrl-C stops the services; agents keep running (it says how many).`);
 }

@@ -39,3 +39,21 @@ export async function portProblem(ports: ListenPort[]): Promise<string | null> {
   }
   return null;
 }
+
+/** `n` distinct loopback ports nothing listens on now (each held until all are found, so no two are one). */
+export async function freeLoopbackPorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const server = net.createServer();
+          server.once('error', reject);
+          server.listen({ host: '127.0.0.1', port: 0 }, () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}

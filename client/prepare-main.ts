@@ -1,7 +1,9 @@
 /** One-shot set-up for a cluster deployment (docker-compose `setup` service): search attributes and migrations. */
 import { prepareServices } from './prepare-services';
 import { errorLine } from './supervisor';
+import { adoptEngineProfile } from '../worker/engine-connection';
 
+adoptEngineProfile();
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) {
   console.error('DATABASE_URL is required');

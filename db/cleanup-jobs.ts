@@ -1,5 +1,10 @@
 /** The cleanup job rows: the barrier, the snapshot, and the story an operator reads. */
-import type { CleanupErrorClass, CleanupJobState, CleanupTrigger } from '../domain/cleanup';
+import {
+  ACTIVE_JOB_STATES,
+  type CleanupErrorClass,
+  type CleanupJobState,
+  type CleanupTrigger,
+} from '../domain/cleanup';
 import type { CleanupReport, CleanupSnapshot } from '../domain/cleanup-snapshot';
 import type pg from 'pg';
 import { newestFirst, type PageOf } from './keyset';
@@ -114,6 +119,19 @@ export async function activeJobOfTask(db: Db, taskId: string): Promise<CleanupJo
     [taskId],
   );
   return res.rows[0] ?? null;
+}
+
+/**
+ * How many jobs are in each state that has not ended (all of them, 0 included): the gauge an
+ * operator watches. One read of the state index, bounded by the jobs under way, not by history.
+ */
+export async function activeJobCounts(db: Db): Promise<{ state: CleanupJobState; jobs: number }[]> {
+  const res = await db.query<{ state: CleanupJobState; n: number }>(
+    'SELECT state, count(*)::int AS n FROM cleanup_jobs WHERE state = ANY($1::text[]) GROUP BY state',
+    [ACTIVE_JOB_STATES],
+  );
+  const counted = new Map(res.rows.map((row) => [row.state, row.n]));
+  return ACTIVE_JOB_STATES.map((state) => ({ state, jobs: counted.get(state) ?? 0 }));
 }
 
 export interface JobFilter {

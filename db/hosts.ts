@@ -80,6 +80,32 @@ function hostViewOf(r: HostRow): HostView {
   };
 }
 
+/** A host as its liveness and load gauges read it. */
+interface HostVitals {
+  hostId: string;
+  live: boolean;
+  /** Seconds since its last heartbeat, by the database's clock (the one that wrote it). */
+  heartbeatAgeSeconds: number;
+  /** Agent processes recorded running there. */
+  agentsRunning: number;
+}
+
+/** Every host's vitals in one statement (the running count reads the partial index of running executions). */
+export async function hostVitals(db: Db, limit = 10_000): Promise<HostVitals[]> {
+  const res = await db.query<{ host_id: string; live: boolean; age: number; agents: number }>(
+    `SELECT h.host_id, ${LIVE} AS live, extract(epoch FROM now() - h.last_seen_at)::float8 AS age,
+       (SELECT count(*)::int FROM executions e WHERE e.host_id = h.host_id AND e.status = 'running') AS agents
+       FROM hosts h ORDER BY h.host_id LIMIT $1`,
+    [limit],
+  );
+  return res.rows.map((r) => ({
+    hostId: r.host_id,
+    live: r.live,
+    heartbeatAgeSeconds: Math.max(0, r.age),
+    agentsRunning: r.agents,
+  }));
+}
+
 /** The live hosts' ids. */
 export async function liveHostIds(db: Db): Promise<string[]> {
   return (await db.query<{ host_id: string }>(`SELECT host_id FROM hosts WHERE ${LIVE} ORDER BY host_id`)).rows.map(

@@ -108,7 +108,35 @@ export interface Config {
   minFreeDisk: MinFreeDisk;
   /** How often a worker measures its workspaces and its workspace root's filesystem (TWS_DISK_MEASURE_EVERY_MS). */
   diskMeasureEveryMs: number;
+  /**
+   * Where this process serves the Temporal SDK's own metrics for Prometheus (TWS_SDK_METRICS_ADDRESS,
+   * worker/sdk-telemetry.ts); null: not served. The gateway's /metrics carries its own after ours.
+   */
+  sdkMetricsAddress: ListenAddress | null;
 }
+
+/** An IP address and a port to listen on. */
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * `host:port` with an IP literal (`127.0.0.1:9464`, `0.0.0.0:9464`, `[::1]:9464`): the SDK's
+ * exporter binds a socket address, not a name. Unset or empty: null.
+ */
+export function parseSdkMetricsAddress(raw: string | undefined): ListenAddress | null {
+  if (!raw) return null;
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/.exec(raw);
+  const port = Number(match?.[3]);
+  if (!match || port < 1 || port > 65535)
+    throw new Error('TWS_SDK_METRICS_ADDRESS must be an IP address and a port, e.g. 127.0.0.1:9464 or [::1]:9464');
+  return { host: match[1] ?? match[2]!, port };
+}
+
+/** The address as a socket address (`127.0.0.1:9464`, `[::1]:9464`). */
+export const socketAddressOf = (address: ListenAddress): string =>
+  `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;
 
 const HOUR_MS = 3_600_000;
 
@@ -200,6 +228,7 @@ export function loadConfig(
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
     hostHeartbeatEveryMs: Number(env.TWS_HOST_HEARTBEAT_MS || 10_000),
+    sdkMetricsAddress: parseSdkMetricsAddress(env.TWS_SDK_METRICS_ADDRESS),
   };
 }
 

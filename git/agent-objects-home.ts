@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { inflate } from 'node:zlib';
 import { objectStoreKeyDir, objectStoreOf } from './agent-objects';
 import { gitEnvironment } from './git-environment';
+import { tracedGitProcess } from './command-span';
 import { codeOf, openDirIfPresent, readRegularFile, via } from './untrusted-folder';
 
 const inflateAsync = promisify(inflate);
@@ -178,11 +179,10 @@ async function bringPacksHome(
 /** `git index-pack --stdin` in the repository: every object hashed by git, thin packs completed from the repository. */
 function indexPack(commonDir: string, gitBinary: string, data: Buffer): Promise<boolean> {
   return new Promise((resolve, reject) => {
-    const child = spawn(gitBinary, ['--git-dir', commonDir, 'index-pack', '--stdin', '--fix-thin'], {
-      cwd: commonDir,
-      env: gitEnvironment(commonDir),
-      stdio: ['pipe', 'ignore', 'ignore'],
-    });
+    const args = ['--git-dir', commonDir, 'index-pack', '--stdin', '--fix-thin'];
+    const child = tracedGitProcess(args, () =>
+      spawn(gitBinary, args, { cwd: commonDir, env: gitEnvironment(commonDir), stdio: ['pipe', 'ignore', 'ignore'] }),
+    );
     child.once('error', reject);
     child.stdin.once('error', () => undefined); // git refused the data early: its exit status says so
     child.once('close', (code) => resolve(code === 0));

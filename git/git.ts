@@ -9,6 +9,7 @@ import childProcess from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { startFromSpawnOptions } from './process-starter';
+import { tracedGitProcess } from './command-span';
 import { gitEnvironment, HARDENING_IS_MEANT } from './git-environment';
 
 export interface GitOptions {
@@ -31,8 +32,9 @@ function startGitThroughStarter(binary: string): void {
     // simple-git's call: (binary, args, { cwd, env }) with the default pipes.
     function routed(this: unknown, file: string, ...rest: unknown[]) {
       const [args, options] = rest as [unknown, childProcess.SpawnOptions | undefined];
+      // Each git process in a span of its own (git/command-span.ts).
       if (startedThroughStarter.has(file) && Array.isArray(args) && options?.stdio === undefined)
-        return startFromSpawnOptions(file, args, options);
+        return tracedGitProcess(args as string[], () => startFromSpawnOptions(file, args as string[], options));
       return Reflect.apply(nodeSpawn, this, [file, ...rest]);
     }
     childProcess.spawn = routed as unknown as typeof childProcess.spawn;

@@ -81,6 +81,7 @@ group_alive() {
  * relative to cwd) before anything is written. Prints `started <pid> <startTime>`.
  */
 export const START_AGENT = script(
+  'start agent',
   PROC_STAT +
     `
 runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
@@ -134,6 +135,7 @@ export const START_NOT_STARTABLE = 11;
  * `cwd` + the path or `nocwd`; or `gone`. A zombie is gone.
  */
 export const PROCESSES = script(
+  'read processes',
   PROC_STAT +
     `
 while [ $# -ge 2 ]; do
@@ -155,6 +157,7 @@ done
  * Prints gone | stopped | would_not_stop.
  */
 export const STOP_AGENT = script(
+  'stop agent',
   PROC_STAT +
     GROUP_ALIVE +
     `
@@ -183,6 +186,7 @@ echo would_not_stop
  * when only others of its group do, "none" when nothing carries the mark.
  */
 export const FIND_MARKED = script(
+  'find marked processes',
   PROC_STAT +
     `
 mark=$1 pgid=
@@ -200,6 +204,7 @@ if proc_stat "$pgid" && [ "$state" != Z ] && [ "$pgrp" = "$pgid" ]; then echo "l
 
 /** stopRemoteGroup. Args: pgid graceMs. TERM to the group, KILL after the grace; prints stopped | would_not_stop. */
 export const STOP_GROUP = script(
+  'stop process group',
   PROC_STAT +
     GROUP_ALIVE +
     `
@@ -214,24 +219,33 @@ echo would_not_stop
 );
 
 /** readRemoteExitStatus. Args: statusPath. Prints the file; exit 10 when absent. */
-export const READ_EXIT_STATUS = script(`
+export const READ_EXIT_STATUS = script(
+  'read exit status',
+  `
 present "$1" || exit 10
 cat -- "$1"
-`);
+`,
+);
 
 /** readRemoteLog. Args: logPath offset maxBytes. Prints up to maxBytes from offset; nothing when absent. */
-export const READ_LOG = script(`
+export const READ_LOG = script(
+  'read log',
+  `
 case "$2$3" in ""|*[!0-9]*) exit 10 ;; esac
 present "$1" || exit 0
 tail -c "+$(($2 + 1))" -- "$1" | head -c "$3"
-`);
+`,
+);
 
 /** removeRemoteTaskRuns. Args: runsDir taskId. Removes a deleted task's run folder (its agents' logs and statuses); prints removed. */
-export const REMOVE_RUNS = script(`
+export const REMOVE_RUNS = script(
+  'remove runs',
+  `
 case "$2" in ""|*[!0-9a-f-]*) exit 10 ;; esac
 rm -rf -- "$1/$2" || exit 11
 echo removed
-`);
+`,
+);
 
 /** The agent's scripts, for the check that none holds a single quote. */
 export const AGENT_SCRIPTS = {

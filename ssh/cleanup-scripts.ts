@@ -24,11 +24,14 @@ g config user.email >/dev/null || export GIT_AUTHOR_EMAIL=task-workspaces@localh
  * commit (`-` when there is no branch asked or it does not exist), then the commit of every local
  * branch, one a line: the host names those it has, and the bundle leaves them out.
  */
-export const LOCAL_HEADS = script(`
+export const LOCAL_HEADS = script(
+  'read local heads',
+  `
 real_dir "$1" || exit 10
 if [ -n "$2" ] && c=$(g -C "$1" rev-parse --verify --quiet "refs/heads/$2^{commit}"); then echo "$c"; else echo -; fi
 g -C "$1" for-each-ref --format="%(objectname)" refs/heads/ || exit 10
-`);
+`,
+);
 
 /**
  * saveRemoteWork. Args: repoPath message tempRef knownCommit... Stages everything (the clone is
@@ -37,7 +40,9 @@ g -C "$1" for-each-ref --format="%(objectname)" refs/heads/ || exit 10
  * `saved <commit>` and a newline followed by the bundle bytes. The temporary ref is deleted before
  * the end.
  */
-export const SAVE_WORK = script(`
+export const SAVE_WORK = script(
+  'save work',
+  `
 repo=$1 message=$2 ref=$3
 shift 3
 real_dir "$repo" || exit 10
@@ -52,24 +57,30 @@ if [ $# -gt 0 ]; then g bundle create --quiet - "$ref" --not "$@"; else g bundle
 rc=$?
 g update-ref -d "$ref"
 [ "$rc" = 0 ] || exit 12
-`);
+`,
+);
 
 /** bringBranchBack, second trip. Args: repoPath branch knownCommit... Streams a bundle of the branch without what the host has. */
-export const BUNDLE_BRANCH = script(`
+export const BUNDLE_BRANCH = script(
+  'bundle branch',
+  `
 real_dir "$1" || exit 10
 repo=$1 branch=$2
 shift 2
 if [ $# -gt 0 ]; then g -C "$repo" bundle create --quiet - "refs/heads/$branch" --not "$@" || exit 11
 else g -C "$repo" bundle create --quiet - "refs/heads/$branch" || exit 11
 fi
-`);
+`,
+);
 
 /**
  * removeRemoteClone. Args: taskFolder markerText repoPath expectedBranch expectedHead [savedCommit].
  * Every check runs in this script right before the removal; with savedCommit (its uncommitted work
  * saved on the host first), the clone may be dirty only with exactly the saved state. Prints removed | already_gone | a refusal reason.
  */
-export const REMOVE_CLONE = script(`
+export const REMOVE_CLONE = script(
+  'remove clone',
+  `
 folder=$1 text=$2 repo=$3 branch=$4 head=$5 saved=\${6:-}
 present "$repo" || { echo already_gone; exit 0; }
 real_dir "$repo" || { echo not_a_directory; exit 0; }
@@ -79,12 +90,16 @@ reason=$(clone_check "$repo" "$branch" "$head" "$saved")
 rm -rf --one-file-system -- "$repo"
 present "$repo" && exit 10
 echo removed
-`);
+`,
+);
 
 /** removeRemoteTaskFolderIfEmpty. Args: taskFolder markerText. Prints removed | kept | already_gone (remove_folder_if_empty). */
-export const REMOVE_FOLDER = script(`
+export const REMOVE_FOLDER = script(
+  'remove folder',
+  `
 remove_folder_if_empty "$1" "$2"
-`);
+`,
+);
 
 /** These and the workspace scripts of ssh/remote-scripts.ts (the agent's are in ssh/agent-scripts.ts), for the check that none holds a single quote. */
 export const WORKSPACE_SCRIPTS = {

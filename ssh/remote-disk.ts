@@ -7,11 +7,14 @@ import type { SshTarget } from './connection';
 import { absolutePath, runScript, script } from './remote-scripts';
 
 /** remoteWorkspaceBytes. Args: workspacePath. Prints `du -sk`'s line; exit 10 when it is not a real folder. */
-export const MEASURE_WORKSPACE = script(`
+export const MEASURE_WORKSPACE = script(
+  'measure workspace',
+  `
 real_dir "$1" || exit 10
 du -s -k -x -- "$1" 2>/dev/null
 exit 0
-`);
+`,
+);
 
 /** A walk of a large clone over SSH: minutes, not seconds. */
 const MEASURE_TIMEOUT_MS = 10 * 60_000;

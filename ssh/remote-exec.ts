@@ -8,8 +8,14 @@
  * follows the arguments (the caller's stdin payload, then EOF) is left for the script.
  *
  * It runs on a pooled connection of ssh/connection.ts, whose typed refusals it shares.
+ *
+ * Each run is a span, `ssh <script's name>` (`namedScript`), with the target's id, the task,
+ * session and operation of the step that ran it (domain/trace-ids.ts) and the exit code: never
+ * the host, a path or an argument. With tracing off the span is @opentelemetry/api's no-op.
  */
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ClientChannel } from 'ssh2';
+import { idAttributes, idsIn } from '../domain/trace-ids';
 import { connectionFor, SshRefusal, type PooledConnection, type SshTarget } from './connection';
 
 export interface RemoteResult {
@@ -28,6 +34,17 @@ const PRELUDE =
   'IFS= read -r -d "" n || exit 96; [[ $n =~ ^[0-9]+$ ]] || exit 96; a=(); ' +
   'for ((i=0;i<n;i++)); do IFS= read -r -d "" x || exit 96; a+=("$x"); done; set -- "${a[@]}"; unset n a i x\n';
 
+const tracer = trace.getTracer('task-workspaces');
+
+/** The scripts' names for their spans, by script. */
+const scriptNames = new Map<string, string>();
+
+/** Names a constant script (`materialize slot`) for the span of each of its runs; returns it unchanged. */
+export function namedScript(name: string, script: string): string {
+  scriptNames.set(script, name);
+  return script;
+}
+
 /** Runs a constant bash script on the target with the args delivered over stdin (never in a command string). */
 export async function runRemote(
   target: SshTarget,
@@ -40,6 +57,36 @@ export async function runRemote(
     throw new Error('runRemote: a remote script may not contain a single quote (it is sent single-quoted)');
   if (args.some((arg) => arg.includes('\0')))
     throw new Error('runRemote: an argument may not contain NUL (NUL ends each argument)');
+  const attributes = { 'tws.ssh_target_id': target.id, ...idAttributes(idsIn(context.active())) };
+  return tracer.startActiveSpan(
+    `ssh ${scriptNames.get(script) ?? 'script'}`,
+    { kind: SpanKind.CLIENT, attributes },
+    async (span) => {
+      try {
+        const result = await runOnTarget(target, script, args, opts);
+        if (result.code !== null) span.setAttribute('process.exit.code', result.code);
+        else span.setStatus({ code: SpanStatusCode.ERROR, message: result.signal ?? 'no exit status' });
+        return result;
+      } catch (err) {
+        // A refusal's code and classified reason; any other failure by its kind alone.
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: err instanceof SshRefusal ? `${err.code}: ${err.reason}` : 'transport_failed',
+        });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+async function runOnTarget(
+  target: SshTarget,
+  script: string,
+  args: string[],
+  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number },
+): Promise<RemoteResult> {
   let connection = await connectionFor(target);
   await connection.acquire();
   if (connection.lost) {

@@ -5,11 +5,13 @@
  */
 import { parsePorcelainZ, type FileStatus } from '../git/worktree-status';
 import type { SshTarget } from './connection';
-import { runRemote } from './remote-exec';
+import { namedScript, runRemote } from './remote-exec';
 import { REMOTE_GIT_FUNCTION } from './remote-git';
 
 /** Args: the clone, the base branch. Prints branch, HEAD, "behind<TAB>ahead" each NUL-terminated, then the porcelain -z listing. */
-const STATUS_SCRIPT = `
+const STATUS_SCRIPT = namedScript(
+  'read git status',
+  `
 ${REMOTE_GIT_FUNCTION}
 cd -- "$1" 2>/dev/null || exit 3
 b=$(g symbolic-ref --quiet --short HEAD 2>/dev/null || true)
@@ -17,7 +19,8 @@ h=$(g rev-parse --verify --quiet HEAD 2>/dev/null || true)
 ab=$(g rev-list --left-right --count "refs/heads/$2...HEAD" 2>/dev/null || true)
 printf "%s\\0%s\\0%s\\0" "$b" "$h" "$ab"
 g --no-optional-locks status --porcelain=v1 -z --untracked-files=all || exit 4
-`;
+`,
+);
 
 export interface RemoteGitStatus {
   branch: string | null;

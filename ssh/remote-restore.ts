@@ -11,7 +11,9 @@ import { absolutePath, RemoteOperationError, runScript, script } from './remote-
  * restoreRemoteWork. Args: clonePath. Stdin: the patch. Prints `applied` or `conflict` (nothing
  * was changed); a patch already in place (a retried restore) is `applied`. Exit 10: not a folder.
  */
-export const RESTORE_WORK = script(`
+export const RESTORE_WORK = script(
+  'restore work',
+  `
 real_dir "$1" || exit 10
 patch=$(mktemp) || exit 11
 out=conflict
@@ -29,7 +31,8 @@ fi
 rm -f -- "$patch"
 [ "$out" != failed ] || exit 12
 echo "$out"
-`);
+`,
+);
 
 export async function restoreRemoteWork(
   target: SshTarget,

@@ -22,7 +22,7 @@
 import { OWNERSHIP_MARKER_FILE } from '../domain/task-layout';
 import { REMOTE_GIT_FUNCTION } from './remote-git';
 import { SshRefusal, type SshTarget } from './connection';
-import { runRemote, type RemoteResult } from './remote-exec';
+import { namedScript, runRemote, type RemoteResult } from './remote-exec';
 
 /** A remote operation that did not succeed, by a short reason: never a path, a branch name or git's stderr. */
 export class RemoteOperationError extends Error {
@@ -94,7 +94,8 @@ remove_folder_if_empty() {
 }
 `;
 
-export const script = (body: string): string => PRELUDE + body;
+/** A script of one operation, with the prelude, named for its spans (`ssh materialize slot`). */
+export const script = (name: string, body: string): string => namedScript(name, PRELUDE + body);
 
 /**
  * materializeRemoteSlot. Args: taskFolder markerText repoPath branch baseBranch mode, where mode
@@ -106,7 +107,9 @@ export const script = (body: string): string => PRELUDE + body;
  * The clone is made in a temporary folder inside the task folder and moved into place in one
  * rename, so repoPath is either absent or a whole clone. Prints `adopted <head>` or `created <head>`.
  */
-export const MATERIALIZE_SLOT = script(`
+export const MATERIALIZE_SLOT = script(
+  'materialize slot',
+  `
 folder=$1 text=$2 repo=$3 branch=$4 base=$5 mode=$6
 marker="$folder/${MARKER_FILE_NAME}"
 drain() { cat >/dev/null; }
@@ -161,7 +164,8 @@ mv -T -- "$work/repo" "$repo" 2>/dev/null || exit 23
 head=$(g -C "$repo" rev-parse --verify --quiet HEAD) || exit 28
 done_ok=1
 printf "created %s\\n" "$head"
-`);
+`,
+);
 
 export const MATERIALIZE_REFUSALS: Record<number, string> = {
   20: 'folder_not_directory',
@@ -182,7 +186,9 @@ export const MATERIALIZE_REFUSALS: Record<number, string> = {
  * when nothing was kept and nothing else is there (what stays keeps its owner), the folder only
  * when empty.
  */
-export const DISCARD_SLOTS = script(`
+export const DISCARD_SLOTS = script(
+  'discard slots',
+  `
 folder=$1 text=$2
 shift 2
 marker="$folder/${MARKER_FILE_NAME}"
@@ -202,7 +208,8 @@ while [ $# -ge 3 ]; do
 done
 if [ "$owned" = 1 ] && [ "$kept" = 0 ]; then remove_folder_if_empty "$folder" "$text" >/dev/null; else rmdir -- "$folder" 2>/dev/null; fi
 exit 0
-`);
+`,
+);
 
 /**
  * readRemoteWorkspace. Args: taskFolder workspacePath withDirty(0|1) repoPath...
@@ -210,7 +217,9 @@ exit 0
  * the marker (`m` + base64 of its bytes, `n` absent, `u` unreadable), the workspace (1|0), then per
  * slot: exists realDirectory toplevel branch head dirty, each value `=<text>` or `-` for null.
  */
-export const READ_WORKSPACE = script(`
+export const READ_WORKSPACE = script(
+  'read workspace',
+  `
 folder=$1 workspace=$2 with_dirty=$3
 shift 3
 marker="$folder/${MARKER_FILE_NAME}"
@@ -244,7 +253,8 @@ for repo in "$@"; do
   else value unreadable
   fi
 done
-`);
+`,
+);
 
 /**
  * Runs one script; arguments are checked here (no NUL byte, which no argument can carry). A

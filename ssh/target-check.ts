@@ -4,12 +4,14 @@
  * its real path (no symlink anywhere in it), in which the user can create and remove a folder.
  */
 import { closeSshConnection, type SshTarget } from './connection';
-import { runRemote } from './remote-exec';
+import { namedScript, runRemote } from './remote-exec';
 
 // "$1" is the workspace root (absolute: validated before). A probe folder, made and removed,
 // proves writability where `test -w` would trust permission bits alone (a read-only mount).
-const CHECK_WORKSPACE_ROOT =
-  '[ -d "$1" ] && [ "$(realpath -e -- "$1")" = "$1" ] && probe=$(mktemp -d "$1/.tws-probe.XXXXXX") && rmdir -- "$probe"';
+const CHECK_WORKSPACE_ROOT = namedScript(
+  'check workspace root',
+  '[ -d "$1" ] && [ "$(realpath -e -- "$1")" = "$1" ] && probe=$(mktemp -d "$1/.tws-probe.XXXXXX") && rmdir -- "$probe"',
+);
 const CHECK_TIMEOUT_MS = 30_000;
 
 /** `usable`, or why not; a target that cannot be reached or is not the pinned host throws its SshRefusal. */

@@ -3,6 +3,7 @@ import { closeSshConnections } from '../ssh/connection';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { sdkTelemetry } from './sdk-telemetry';
 import pino, { type Logger } from 'pino';
 import { recoverAgents } from '../executors/registry';
 import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
@@ -12,12 +13,18 @@ import { outageOf } from '../domain/outage';
 import { prepareWorkspaceRoot } from './workspace-root';
 import { ensureHostSchedules } from './schedules';
 import { prebuiltWorkflowBundle, startWorker } from './worker';
+import { startTracing } from './tracing';
+import { engineFailureLine } from './engine-failure';
+import { adoptEngineProfile } from './engine-connection';
 
 async function main(): Promise<void> {
+  adoptEngineProfile();
   const logger = pino({ name: 'worker' });
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
   const config = await prepareWorkspaceRoot(loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }));
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
+  // Null (and nothing of OpenTelemetry's SDK loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const tracing = await startTracing('tws-worker', config.hostId);
   // Enough for every activity slot to hold a transaction or a repository lock at once.
   const pool = createPool(config.databaseUrl, 60);
   // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
@@ -65,7 +72,7 @@ async function main(): Promise<void> {
   }, config.exitCheckEveryMs);
   // This host's sweep, consistency check and idle release, set up by the worker that runs them.
   await ensureHostSchedules(config);
-  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle() });
+  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle(), tracing });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logger.info({ signal }, 'worker stopping');
@@ -78,6 +85,7 @@ async function main(): Promise<void> {
   stopped.abort();
   await reconciled;
   await pool.end();
+  await tracing?.shutdown();
 }
 
 /** Runs `step` until it succeeds, waiting 1 s, 2 s, … up to 30 s between tries; gives up only when the worker stops. */
@@ -95,7 +103,9 @@ async function untilAnswered<T>(step: () => Promise<T>, logger: Logger, stopped:
   return undefined;
 }
 
-main().catch((err) => {
-  console.error(err);
+// An engine that does not take this client is said in one line; anything else keeps its stack.
+main().catch(async (err) => {
+  const engine = await engineFailureLine(err).catch(() => null);
+  console.error(engine ? `worker: ${engine}` : err);
   process.exit(1);
 });

@@ -5,6 +5,7 @@
  */
 import { engineConnectOptions } from './engine-connection';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -14,6 +15,7 @@ import { hostTaskQueue } from '../domain/workflow-ids';
 import { wakeCleanupsWaitingOn } from './host-return';
 import { startDiskMeasurement } from './disk-measurement';
 import { startHostRegistration } from './host-registration';
+import { WORKFLOW_SPANS_DROPPED, type Tracing } from './tracing';
 
 export interface WorkerHandle {
   /** Resolves when both workers stopped. */
@@ -21,8 +23,14 @@ export interface WorkerHandle {
   shutdown(): Promise<void>;
 }
 
+/** The one workflow bundle, tracing on or off: its tracing interceptors wake only in a traced run (workflows/tracing-interceptors.ts). */
 export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quietBundlerLogger });
+  return bundleWorkflowCode({
+    // Paths the bundler resolves (.ts from the sources, .js from .build), not require.resolve's.
+    workflowsPath: path.join(__dirname, '../workflows'),
+    workflowInterceptorModules: [path.join(__dirname, '../workflows/tracing-interceptors')],
+    logger: quietBundlerLogger,
+  });
 }
 
 const quietBundlerLogger = {
@@ -46,6 +54,16 @@ interface WorkerDeps {
   config: Config;
   pool: pg.Pool;
   logger: Logger;
+  /** This process's tracing (worker/tracing.ts); null or absent when off. */
+  tracing?: Tracing | null;
+}
+
+/** What tracing adds to a worker: its interceptors when on; the workflow-span sink always (a no-op when off). */
+function tracingOptions(tracing: Tracing | null | undefined) {
+  return {
+    interceptors: tracing?.worker,
+    sinks: { exporter: tracing?.workflowSpans ?? WORKFLOW_SPANS_DROPPED },
+  };
 }
 
 /**
@@ -64,6 +82,7 @@ function hostQueueWorker(
     namespace: deps.config.temporalNamespace,
     taskQueue: hostTaskQueue(deps.config.taskQueue, deps.config.hostId),
     workflowBundle,
+    ...tracingOptions(deps.tracing),
     activities: { ...createRecordActivities(deps), ...createHostActivities(deps) },
     enableNonLocalActivities: !launchesOnly,
     // Git work is serialized per repository anyway; waiting slots would only hold memory.
@@ -110,6 +129,7 @@ export async function startWorker(
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
     workflowBundle,
+    ...tracingOptions(opts.tracing),
     activities: createRecordActivities(deps),
     // Sized for 2 cores: more slots only queue work inside the process and hold its memory.
     maxConcurrentLocalActivityExecutions: 32,
@@ -119,7 +139,7 @@ export async function startWorker(
   });
   // Launches and resumes run on this host's queue, their steps as local activities here; other
   // workflows reach this host's steps as ordinary activities on the same queue.
-  const host = await hostQueueWorker(connection, deps, workflowBundle, false);
+  const host = await hostQueueWorker(connection, { ...deps, tracing: opts.tracing }, workflowBundle, false);
   // Registered once it can poll its host's queue: a live record means work placed here is taken.
   const registration = await startHostRegistration(pool, config, logger);
   // Its workspaces and its filesystem measured in the background, into the host's record.
@@ -142,10 +162,10 @@ export async function startWorker(
 export async function startLaunchWorker(
   opts: WorkerDeps & { connection: NativeConnection; workflowBundle?: Bundle },
 ): Promise<WorkerHandle> {
-  const { config, pool, logger } = opts;
+  const { config, pool, logger, tracing } = opts;
   const launches = await hostQueueWorker(
     opts.connection,
-    { config, pool, logger },
+    { config, pool, logger, tracing },
     opts.workflowBundle ?? (await bundleWorkflows()),
     true,
   );

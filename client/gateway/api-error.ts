@@ -20,6 +20,12 @@ export class ApiError extends Error {
 export const badRequest = (message: string) => new ApiError('invalid_request', message);
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
 
+/** The code each error answer carried, read once it is sent (the refusal counter, client/gateway/metrics.ts). */
+const answeredCodes = new WeakMap<FastifyReply, ErrorCode>();
+
+/** The contract's code this reply answered with; undefined for an answer that is no error. */
+export const answeredErrorCode = (reply: FastifyReply): ErrorCode | undefined => answeredCodes.get(reply);
+
 function sendError(
   reply: FastifyReply,
   code: ErrorCode,
@@ -28,6 +34,7 @@ function sendError(
   errorId = randomUUID(),
 ) {
   const rule = ERROR_TABLE[code];
+  answeredCodes.set(reply, code);
   if (rule.retryAfterMs > 0) reply.header('retry-after', Math.ceil(rule.retryAfterMs / 1000));
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));
 }

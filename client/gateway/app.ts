@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import {
   answerClientError,
+  answeredErrorCode,
   ApiError,
   badRequest,
   handleError,
@@ -11,6 +12,7 @@ import {
   MAX_REQUEST_LINE_BYTES,
 } from './api-error';
 import { registerAuth } from './auth';
+import { traceRequests } from './request-spans';
 import { createGatewayMetrics } from './metrics';
 import { registerOpenApi, serveDocs } from './openapi-docs';
 import type { GatewayContext } from './context';
@@ -35,6 +37,8 @@ export interface GatewayOptions extends GatewayContext {
   logger: Logger | false;
   tokens: { user: string; operator: string };
   metricsPublic?: boolean;
+  /** A server span per request (request-spans.ts): set when the process traces (worker/tracing.ts). */
+  traceRequests?: boolean;
 }
 
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
@@ -50,14 +54,20 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, verbose: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const { registry, requestSeconds } = createGatewayMetrics(opts.pool);
+  // The first hooks, so a request's span covers its authentication and parsing; none when off.
+  if (opts.traceRequests) traceRequests(app);
+
+  const metrics = createGatewayMetrics(opts.pool, opts.config.sdkMetricsAddress);
   // Before any route: it watches them registered, for the 405s below.
   const methodRoutes = collectMethodRoutes(app);
   app.addHook('onResponse', async (request, reply) => {
-    requestSeconds.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
+    metrics.observeAnswer({
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+      errorCode: answeredErrorCode(reply),
+      seconds: reply.elapsedTime / 1000,
+    });
   });
 
   await registerOpenApi(app);
@@ -100,7 +110,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   });
   registerAuth(app, opts.tokens);
 
-  await app.register(healthRoutes(opts, registry, opts.metricsPublic ?? false));
+  await app.register(healthRoutes(opts, metrics, opts.metricsPublic ?? false));
   await app.register(catalogRoutes(opts));
   await app.register(taskRoutes(opts));
   await app.register(sessionRoutes(opts));

@@ -3,17 +3,20 @@
  * default), its Temporal client shares one connection with a worker on this host's queue, so a
  * launch or resume it starts comes back in the start call's answer (eager workflow start).
  */
-import { engineConnectOptions } from '../../worker/engine-connection';
+import { adoptEngineProfile, engineConnectOptions } from '../../worker/engine-connection';
+import { engineFailureLine } from '../../worker/engine-failure';
 import { closeSshConnections } from '../../ssh/connection';
 import os from 'node:os';
 import v8 from 'node:v8';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { sdkTelemetry } from '../../worker/sdk-telemetry';
 import pino from 'pino';
 import { createPool } from '../../db/pool';
 import { loadConfig } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
+import { startTracing } from '../../worker/tracing';
 import { buildGateway } from './app';
 import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 
@@ -36,21 +39,31 @@ function logMemory(): void {
 
 async function main(): Promise<void> {
   logMemory();
+  adoptEngineProfile();
   const logger = pino({ name: 'gateway' });
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
   const loaded = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
   // Running launches, it makes worktrees and logs here, as the worker does.
   const config = loaded.gatewayRunsLaunches ? await prepareWorkspaceRoot(loaded) : loaded;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   if (!config.userToken || !config.operatorToken)
     throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
+  // Null (and nothing of OpenTelemetry's SDK loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const tracing = await startTracing('tws-gateway', config.hostId);
   // Launch steps hold a transaction or a repository lock each: room for every local-activity slot.
   const pool = createPool(config.databaseUrl, config.gatewayRunsLaunches ? 40 : 20);
   const connection = await NativeConnection.connect(engineConnectOptions(config.temporalAddress));
-  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.client });
   let launches: WorkerHandle | null = null;
   if (config.gatewayRunsLaunches) {
-    launches = await startLaunchWorker({ config, pool, logger, connection, workflowBundle: prebuiltWorkflowBundle() });
+    launches = await startLaunchWorker({
+      config,
+      pool,
+      logger,
+      connection,
+      workflowBundle: prebuiltWorkflowBundle(),
+      tracing,
+    });
   }
   const app = await buildGateway({
     agentIsolation: await agentIsolation(config.agentSandbox),
@@ -61,6 +74,7 @@ async function main(): Promise<void> {
     logger,
     tokens: { user: config.userToken, operator: config.operatorToken },
     metricsPublic: process.env.TWS_METRICS_PUBLIC === '1',
+    traceRequests: tracing !== null,
   });
   await app.listen({ host: config.apiHost, port: config.apiPort });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -71,13 +85,16 @@ async function main(): Promise<void> {
         await closeSshConnections();
         await pool.end();
         await connection.close();
+        await tracing?.shutdown();
         process.exit(0);
       });
     });
   }
 }
 
-main().catch((err) => {
-  console.error(err);
+// An engine that does not take this client is said in one line; anything else keeps its stack.
+main().catch(async (err) => {
+  const engine = await engineFailureLine(err).catch(() => null);
+  console.error(engine ? `gateway: ${engine}` : err);
   process.exit(1);
 });

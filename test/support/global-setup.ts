@@ -6,12 +6,12 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
 import { buildServices } from '../../client/service-build';
 import { resolveTemporalCli } from '../../client/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
+import { bundleWorkflows } from '../../worker/worker';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -41,10 +41,8 @@ export default async function setup(project: TestProject) {
           port: 20000 + Math.floor(Math.random() * 20000),
           password: 'test',
         }),
-    bundleWorkflowCode({
-      workflowsPath: path.join(root, 'workflows/index.ts'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error: console.error },
-    }),
+    // The worker's own bundle (its interceptor modules included), from the sources.
+    bundleWorkflows(),
   ]);
   const bundlePath = path.join(scratch, 'workflow-bundle.js');
   await writeFile(bundlePath, bundle.code);

@@ -1,9 +1,9 @@
-/** /healthz, /readyz and /metrics: no auth; metrics answer loopback callers only by default. */
+/** /healthz, /readyz and /metrics: no auth; metrics (ours, then this process's Temporal SDK's) answer loopback callers only by default. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { Registry } from 'prom-client';
 import { ApiError } from '../api-error';
 import type { GatewayContext } from '../context';
+import type { GatewayMetrics } from '../metrics';
 import { errorResponses } from '../schemas';
 
 /** Documented only (a string payload is sent as it is): Prometheus text, or 403 to a caller not on loopback. */
@@ -41,7 +41,7 @@ function notReadyReason(database: boolean, temporal: boolean): string {
 
 export function healthRoutes(
   ctx: GatewayContext,
-  registry: Registry,
+  metrics: GatewayMetrics,
   metricsPublic: boolean,
 ): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -97,7 +97,7 @@ export function healthRoutes(
     app.get('/metrics', { schema: { tags: ['health'], response: MetricsResponses } }, async (request, reply) => {
       if (!metricsPublic && !LOOPBACK.test(request.socket.remoteAddress ?? ''))
         throw new ApiError('forbidden', 'Metrics are served to loopback callers only.');
-      return reply.type(registry.contentType).send(await registry.metrics());
+      return reply.type(metrics.registry.contentType).send(await metrics.exposition());
     });
   };
 }
