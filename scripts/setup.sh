@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the project needs and is missing: npm packages, the Temporal CLI and (for the SSH tests) sshd;
-# compiles the services and the operator CLI into .build/.
+# compiles the services and the operator CLI into .build/ and the agent supervisor into .tools/.
 # Idempotent and quick when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +38,11 @@ if ! node scripts/build.mjs; then
   echo "setup: node scripts/build.mjs failed (its messages are above): fix what they say, then run this again" >&2
   exit 1
 fi
+
+# The agent supervisor (native/agent-supervisor.c), a small C program every agent runs under:
+# compiled into .tools/ when missing or older than its source (scripts/build-supervisor.sh).
+# It says why itself when it cannot.
+bash scripts/build-supervisor.sh || exit 1
 
 # bubblewrap, the agent sandbox, and slirp4netns, its user-mode network (Debian's packages): where
 # they cannot be installed (not root, no apt-get), agents run without them and the service says so

@@ -30,12 +30,12 @@ import { agentEnvironment } from '../../domain/agent-env';
 import { bubblewrapArgs } from '../../domain/sandbox';
 import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
 import {
+  agentSupervisor,
+  AGENT_SUPERVISOR_MISSING,
   commandStartable,
   exitStatusPath,
   readExitStatus,
   shimSandboxArgument,
-  SHIM_NODE_FLAGS,
-  SHIM_SOURCE,
 } from './agent-shim';
 import { collectExit, objectStoresListPath } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
@@ -44,10 +44,11 @@ import { processStarter } from '../../git/process-starter';
 
 /**
  * Starts the agent under its supervising parent (executors/host/agent-shim.ts), detached in its own
- * process group with the workspace as working directory and its output in the log. The shim is
+ * process group with the workspace as working directory and its output in the log. The supervisor is
  * the recorded process (pid + start time) and carries the execution id's mark; the agent's
- * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the shim ends while
- * this process still runs: the agent's outcome is then in its status file.
+ * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the supervisor ends while
+ * this process still runs: the agent's outcome is then in its status file. A host without the
+ * supervisor binary refuses the start (`internal`, reason `agent_supervisor_missing`) before anything is written.
  */
 export async function spawnDetached(
   input: StartAgentInput,
@@ -60,6 +61,7 @@ export async function spawnDetached(
     { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
     input.env ?? {},
   );
+  const supervisorBinary = await agentSupervisor();
   if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH)))
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
@@ -95,19 +97,10 @@ export async function spawnDetached(
   const log = await open(logPath, 'a');
   try {
     // Through the process starter (git/process-starter.ts): a fork of this process costs a few
-    // milliseconds of CPU, one of the starter a fraction; the shim's output goes to the log.
-    const shim = processStarter().spawn(
-      process.execPath,
-      [
-        ...SHIM_NODE_FLAGS,
-        '-e',
-        SHIM_SOURCE,
-        exitStatusPath(logPath),
-        logPath,
-        String(config.agentLogMaxBytes),
-        shimSandboxArgument(network),
-        ...command,
-      ],
+    // milliseconds of CPU, one of the starter a fraction; the supervisor's own output goes to the log.
+    const supervisor = processStarter().spawn(
+      supervisorBinary,
+      [exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), shimSandboxArgument(network), ...command],
       {
         cwd: input.cwd,
         detached: true,
@@ -116,12 +109,12 @@ export async function spawnDetached(
       },
     );
     const pid = await new Promise<number>((resolve, reject) => {
-      shim.once('spawn', () => resolve(shim.pid!));
-      shim.once('error', reject);
+      supervisor.once('spawn', () => resolve(supervisor.pid!));
+      supervisor.once('error', reject);
     });
     // Noticed at once while this process lives; unref: it never keeps this process up.
-    shim.once('exit', onExit);
-    shim.unref();
+    supervisor.once('exit', onExit);
+    supervisor.unref();
     return pid;
   } catch {
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
@@ -129,6 +122,10 @@ export async function spawnDetached(
     await log.close();
   }
 }
+
+const supervisorMissing = (err: ApplicationFailure): boolean =>
+  err.type === 'internal' &&
+  (err.details?.[0] as { reason?: unknown } | undefined)?.reason === 'agent_supervisor_missing';
 
 /**
  * Stops a recorded agent: its execution is marked stopped before the signal (the exit that follows
@@ -239,8 +236,10 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
         await afterRecord?.(client);
         return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
       }).catch(async (err) => {
-        // Refused before anything ran (the command cannot start): no intent is left to adopt.
-        if (err instanceof ApplicationFailure && err.type === 'invalid_request')
+        // Refused before anything ran (the command cannot start, no supervisor): no intent is left to adopt.
+        const missing = err instanceof ApplicationFailure && supervisorMissing(err);
+        if (missing) deps.logger.error({ executionId: input.executionId }, AGENT_SUPERVISOR_MISSING);
+        if (err instanceof ApplicationFailure && (err.type === 'invalid_request' || missing))
           await dropSpawnIntent(pool, input.executionId);
         throw err;
       });
