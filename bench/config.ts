@@ -17,6 +17,18 @@ export interface BenchConfig {
   cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
   growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number; sessionsPerTask: number };
   exitDetection: { samples: number };
+  /** Issue 26: tasks released and restored, over `repositories`; restores `restoreConcurrency` at once; bytes checked on `verifySample`. */
+  idle: { tasks: number; repositories: number; restoreConcurrency: number; verifySample: number };
+  /** Issue 26: attach samples per phase (measurement on / off) with `workspaces` seeded worktrees of `repoFiles` files on the host. */
+  disk: {
+    samples: number;
+    block: number;
+    warmup: number;
+    tasks: number;
+    workspaces: number;
+    repositories: number;
+    repoFiles: number;
+  };
   resultsDir: string;
 }
 
@@ -57,6 +69,16 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
       sessionsPerTask: int(env.BENCH_GROWTH_SESSIONS_PER_TASK, 10),
     },
     exitDetection: { samples: int(env.BENCH_EXIT_SAMPLES, q(20, 6)) },
+    idle: { tasks: int(env.BENCH_IDLE_TASKS, q(200, 16)), repositories: 4, restoreConcurrency: 8, verifySample: 10 },
+    disk: {
+      samples: int(env.BENCH_DISK_SAMPLES, q(60, 12)),
+      block: q(15, 6),
+      warmup: 3,
+      tasks: q(10, 4),
+      workspaces: int(env.BENCH_DISK_WORKSPACES, q(1000, 100)),
+      repositories: 4,
+      repoFiles: int(env.BENCH_DISK_REPO_FILES, q(200, 100)),
+    },
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
   };
 }

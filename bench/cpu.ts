@@ -79,6 +79,11 @@ export type CpuGroups = Record<string, number | { tree: number }>;
 export class CpuMeter {
   constructor(private readonly groups: CpuGroups) {}
 
+  /** A restarted service is the same group under a new pid (bench/services.ts restartWorker). */
+  retarget(name: string, pid: number): void {
+    if (typeof this.groups[name] === 'number') this.groups[name] = pid;
+  }
+
   snapshot(): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [name, g] of Object.entries(this.groups)) {

@@ -72,6 +72,37 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
       note: `${board.product.leftBehind} of ${board.tasks} worktrees left behind, ${board.product.failures} jobs failed`,
     });
   } else out.push(judge(TARGETS.boardDeleteThroughput, board?.throughputRatio, failed(r.boardDelete)));
+  const idle = r.idleRelease?.ok ? r.idleRelease.value : null;
+  const idleFailed = failed(r.idleRelease);
+  if (idle && (idle.release.product.leftBehind > 0 || idle.release.product.failures > 0)) {
+    out.push({
+      ...TARGETS.idleReleaseThroughput,
+      measured: 0,
+      status: 'miss',
+      note: `${idle.release.product.leftBehind} of ${idle.tasks} worktrees left behind, ${idle.release.product.failures} not released or failed`,
+    });
+  } else out.push(judge(TARGETS.idleReleaseThroughput, idle?.release.throughputRatio, idleFailed));
+  const restoreMissed = idle
+    ? idle.restore.product.failures +
+      (idle.restore.product.verified.sampled - idle.restore.product.verified.identical) +
+      idle.tasks -
+      (idle.restore.product.restoreOutcomes.applied ?? 0)
+    : 0;
+  if (idle && restoreMissed > 0) {
+    out.push({
+      ...TARGETS.idleRestoreThroughput,
+      measured: 0,
+      status: 'miss',
+      note: `${idle.restore.product.failures} launches failed, ${idle.tasks - (idle.restore.product.restoreOutcomes.applied ?? 0)} not applied, ${idle.restore.product.verified.sampled - idle.restore.product.verified.identical} of ${idle.restore.product.verified.sampled} sampled not identical`,
+    });
+  } else out.push(judge(TARGETS.idleRestoreThroughput, idle?.restore.throughputRatio, idleFailed));
+  out.push(
+    judge(
+      TARGETS.diskMeasurementAttach,
+      r.diskMeasurement?.ok ? r.diskMeasurement.value.ratioP50 : null,
+      failed(r.diskMeasurement),
+    ),
+  );
   out.push(
     judge(
       TARGETS.manyTasksFailures,

@@ -59,6 +59,11 @@ export class MemorySampler {
     this.timer.unref();
   }
 
+  /** A restarted service is sampled under its new pid (its VmHWM starts again with the process). */
+  retarget(name: string, pid: number): void {
+    if (name in this.pids) this.pids[name] = pid;
+  }
+
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;

@@ -5,8 +5,10 @@ import type { MemoryWindowResult } from './memory';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
+import type { DiskMeasurementResult } from './scenarios/disk-measurement';
 import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
+import type { IdleReleaseResult } from './scenarios/idle-release';
 import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
 import type { ResumeResult } from './scenarios/resume';
@@ -51,6 +53,9 @@ export interface BenchResults {
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
   boardDelete?: Outcome<BoardDeleteResult>;
+  /** Issue 26's rows (absent in results written before round 5). */
+  idleRelease?: Outcome<IdleReleaseResult>;
+  diskMeasurement?: Outcome<DiskMeasurementResult>;
   /** Scenario 6 (absent in results written before it existed). */
   exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;

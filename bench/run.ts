@@ -25,8 +25,10 @@ import { writeResults } from './report/write';
 import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
+import { runDiskMeasurement } from './scenarios/disk-measurement';
 import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
+import { runIdleRelease } from './scenarios/idle-release';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
 import { runResume } from './scenarios/resume';
@@ -142,6 +144,11 @@ async function main(): Promise<void> {
       ],
       log,
     };
+    // Scenario 11 restarts the worker: the meters follow it.
+    services.onWorkerRestart((pid) => {
+      sampler.retarget('worker', pid);
+      ctx.cpu?.retarget('worker', pid);
+    });
 
     // Growth first, so its two database sizes are measured back to back; 1–4 then run on the grown database.
     const growth = await scenario('5 growth', () => runGrowth(ctx));
@@ -154,6 +161,9 @@ async function main(): Promise<void> {
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
     const boardDelete = await scenario('8 board delete', () => runBoardDelete(ctx));
     const window = sampler.closeWindow();
+    // Issue 26: both act on the whole host, so the environments of the scenarios before are parked meanwhile.
+    const idleRelease = await scenario('10 idle release and restore', () => runIdleRelease(ctx));
+    const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () =>
       measureTemporalFloor(temporal, services.temporalAddress, 'default'),
@@ -202,6 +212,8 @@ async function main(): Promise<void> {
           '3 many tasks',
           '4 single archives',
           '8 board delete',
+          '10 idle release and restore',
+          '11 disk measurement and launch latency (restarts the worker)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],
@@ -227,6 +239,8 @@ async function main(): Promise<void> {
           'Board delete: one board, its tasks spread over 4 repositories, deleted by an operator with discardChanges; the engine floor replays the parent’s history: its batch steps as activities that do nothing, and children where the run has any (run once, after the product; reported, not judged).',
           'Simultaneous first launches: the floor launches as many other tasks of the same repository at once from this process, as many in flight as the benchmark’s pool has connections (6), its `git worktree add`s in turn (floor first, then the product).',
           'SSH: a real OpenSSH sshd on 127.0.0.1 started by test/support/ssh-server.ts, registered through `POST /v1/ssh-targets`; the ssh floor runs the attach’s statements and the product’s remote scripts (ssh/remote-workspace.ts readRemoteWorkspace, ssh/remote-agent.ts startRemoteAgent) over the benchmark process’s one pooled connection.',
+          'Idle release and restore (issue 26): the environments of the earlier scenarios (growth’s 100,000 seeded ones among them) are parked on another host id while 10 and 11 run, and put back after: a release judges every environment of the host (500 at most, oldest first) and the disk measurement walks every workspace it holds. Release halves go A-B-B-A, the second product half pinned while the first is released; the floor saves with `git add --all` + `git stash create` + `git update-ref` and removes with `git worktree remove --force`, and restores with `git worktree add` on the kept branch + `git diff --binary` of the save + `git apply`, per repository in order. The product restore is a whole launch (8 at once); its floor is the git work alone.',
+          'Disk measurement: the worker is restarted for each phase (TWS_DISK_MEASURE_EVERY_MS is read at start): 250 ms while on (rounds back to back), a day while off (its start-up round waited for); blocks off → on → on → off, a few unmeasured attaches after each restart; then restarted as it first ran.',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -241,6 +255,8 @@ async function main(): Promise<void> {
       manyTasks,
       cleanup,
       boardDelete,
+      idleRelease,
+      diskMeasurement,
       exitDetection,
       memory,
       gitLayer,

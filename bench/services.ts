@@ -36,6 +36,14 @@ export interface Services {
   temporalPid: number;
   postgresPid: number | null;
   versions: { postgres: string; temporalCli: string };
+  /**
+   * Stops the worker and starts it again with `env` over its start-up environment (an empty
+   * object: as it first started), for settings read only at start (the disk measurement's
+   * period). `services.worker` is the new process once it says it runs; `onWorkerRestart`
+   * listeners (the CPU meter, the memory sampler) learn its pid.
+   */
+  restartWorker(env: Record<string, string>): Promise<ServiceProcess>;
+  onWorkerRestart(listener: (pid: number) => void): void;
   stop(): Promise<void>;
 }
 
@@ -209,7 +217,9 @@ export async function startServices(root: string, log: (msg: string) => void): P
     const postgresPid = postgres
       ? Number((await readFile(path.join(scratch, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]) || null
       : null;
-    return {
+    const workerArgs = [...profile, ...node('worker/main.ts')];
+    const restartListeners: ((pid: number) => void)[] = [];
+    const services: Services = {
       root,
       scratch,
       dataDir,
@@ -223,8 +233,24 @@ export async function startServices(root: string, log: (msg: string) => void): P
       temporalPid: temporal.pid!,
       postgresPid,
       versions: { postgres: pgVersion, temporalCli: execFileSync(cli, ['--version'], { encoding: 'utf8' }).trim() },
+      async restartWorker(extra) {
+        await stopProcess(worker?.child ?? null);
+        worker = startLogged('worker', process.execPath, workerArgs, {
+          cwd: root,
+          env: { ...env, ...extra },
+          logFile: path.join(logDir, 'worker.log'),
+        });
+        await worker.waitForOutput('worker running', 180_000);
+        services.worker = worker;
+        for (const listener of restartListeners) listener(worker.pid);
+        return worker;
+      },
+      onWorkerRestart(listener) {
+        restartListeners.push(listener);
+      },
       stop,
     };
+    return services;
   } catch (err) {
     await stop();
     throw err;

@@ -17,7 +17,9 @@ export interface TargetResult extends Target {
 
 /**
  * Issue 17 (round 4): each launch is judged against bare floor + engine floor of its own shape,
- * as a ratio product / (bare + engine); the cleanups by throughput.
+ * as a ratio product / (bare + engine); the cleanups by throughput. Round 5 (issue 28) adds
+ * issue 26's rows: idle release and restore against their bare floors, and attach with the disk
+ * measurement running against without ("must not move launch latency": ≤ 1.05).
  */
 export const TARGETS = {
   attachRatio: {
@@ -67,6 +69,27 @@ export const TARGETS = {
     label: 'Board delete: throughput / bare floor throughput',
     comparator: '>=',
     value: 0.5,
+    unit: 'x',
+  },
+  idleReleaseThroughput: {
+    id: 'idle_release_throughput_vs_bare',
+    label: 'Idle release: throughput / bare floor throughput',
+    comparator: '>=',
+    value: 0.6,
+    unit: 'x',
+  },
+  idleRestoreThroughput: {
+    id: 'idle_restore_throughput_vs_bare',
+    label: 'Restore on the next launch: throughput / bare floor throughput',
+    comparator: '>=',
+    value: 0.6,
+    unit: 'x',
+  },
+  diskMeasurementAttach: {
+    id: 'attach_with_disk_measurement_ratio',
+    label: 'Attach p50 with the disk measurement running / without',
+    comparator: '<=',
+    value: 1.05,
     unit: 'x',
   },
   manyTasksFailures: {

@@ -42,6 +42,23 @@ export function cpuTable(r: BenchResults): string[] {
       ['Board delete, product (per worktree)', r.boardDelete.value.cpuPerWorktreeMs.product],
       ['Board delete, floor (per worktree)', r.boardDelete.value.cpuPerWorktreeMs.floor],
     );
+  if (r.idleRelease?.ok) {
+    const v = r.idleRelease.value;
+    rows.push(
+      ['Idle release, product (per task)', v.release.cpuPerTaskMs.product],
+      ['Idle release, floor (per task)', v.release.cpuPerTaskMs.floor],
+      ['Restore on the next launch, product (per task)', v.restore.cpuPerTaskMs.product],
+      ['Restore, floor (per task)', v.restore.cpuPerTaskMs.floor],
+    );
+  }
+  if (r.diskMeasurement?.ok)
+    rows.push(
+      ['Attach, disk measurement off (per launch)', r.diskMeasurement.value.cpuPerAttachMs.off],
+      [
+        'Attach, disk measurement on (per launch; the worker counts its `du`s)',
+        r.diskMeasurement.value.cpuPerAttachMs.on,
+      ],
+    );
   if (rows.length === 0) return [];
   // A reaped-children column only where a process reaped any.
   const groups = [...new Set(rows.flatMap(([, g]) => Object.keys(g)))].filter(

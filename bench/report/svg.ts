@@ -147,6 +147,24 @@ export function renderSvg(r: BenchResults): string {
       `Board delete of ${b.tasks} tasks: ${b.product.seconds.toFixed(1)} s vs bare ${b.floor.seconds.toFixed(1)} s = ${times(b.throughputRatio)} throughput (target ≥ 0.5×), ${b.product.failures} failures`,
     );
   } else line('board_delete_throughput_vs_bare', 'Board delete: error or not run');
+  if (r.idleRelease?.ok) {
+    const v = r.idleRelease.value;
+    line(
+      'idle_release_throughput_vs_bare',
+      `Idle release of ${v.tasks} tasks: ${v.release.product.seconds.toFixed(1)} s vs bare ${v.release.floor.seconds.toFixed(1)} s = ${times(v.release.throughputRatio)} throughput (target ≥ 0.6×), ${v.release.product.failures} failures`,
+    );
+    line(
+      'idle_restore_throughput_vs_bare',
+      `  … restore on the next launch: ${v.restore.product.seconds.toFixed(1)} s vs bare ${v.restore.floor.seconds.toFixed(1)} s = ${times(v.restore.throughputRatio)} throughput (target ≥ 0.6×)`,
+    );
+  } else line('idle_release_throughput_vs_bare', 'Idle release and restore: error or not run');
+  if (r.diskMeasurement?.ok) {
+    const d = r.diskMeasurement.value;
+    line(
+      'attach_with_disk_measurement_ratio',
+      `Attach p50 with ${d.workspaces.toLocaleString('en')} workspaces, disk measurement on vs off: ${ms(d.on.p50)} vs ${ms(d.off.p50)} = ${times(d.ratioP50)} (target ≤ 1.05×)`,
+    );
+  } else line('attach_with_disk_measurement_ratio', 'Attach beside the disk measurement: error or not run');
   if (r.growth.ok) {
     const g = r.growth.value;
     line(

@@ -122,6 +122,64 @@ export function renderTable(r: BenchResults): string {
       '',
       ...t('board_delete_throughput_vs_bare'),
     ]);
+  if (r.idleRelease?.ok) {
+    const v = r.idleRelease.value;
+    const codes = (c: Record<string, number>) =>
+      Object.keys(c).length
+        ? ` (${Object.entries(c)
+            .map(([k, n]) => `${k}: ${n}`)
+            .join(', ')})`
+        : '';
+    const rel = v.release;
+    rows.push([
+      `Idle release of ${v.tasks} tasks (a modified and an untracked file each) until every job succeeded and every worktree is verified gone (throughput)`,
+      `${rel.product.seconds.toFixed(2)} s, ${rel.product.tasksPerSecond.toFixed(1)} /s, ${rel.product.failures} failures${codes(rel.product.failureCodes)}, ${rel.product.leftBehind} left; answered after ${rel.product.acceptedMs.map(ms).join(' and ')}`,
+      `${rel.floor.seconds.toFixed(2)} s, ${rel.floor.tasksPerSecond.toFixed(1)} /s (add, stash create, update-ref, remove --force)`,
+      '—',
+      `**${times(rel.throughputRatio)}** of bare`,
+      ...t('idle_release_throughput_vs_bare'),
+    ]);
+    const res = v.restore;
+    rows.push([
+      `Restore: the next launch of each of the ${v.tasks} released tasks until \`201\`, ${res.concurrency} at once (throughput)`,
+      `${res.product.seconds.toFixed(2)} s, ${res.product.tasksPerSecond.toFixed(1)} /s, ${res.product.failures} failures${codes(res.product.failureCodes)}; restore ${Object.entries(
+        res.product.restoreOutcomes,
+      )
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}; ${res.product.verified.identical}/${res.product.verified.sampled} sampled byte-identical`,
+      `${res.floor.seconds.toFixed(2)} s, ${res.floor.tasksPerSecond.toFixed(1)} /s (worktree add, diff --binary, apply); ${res.floor.verified.identical}/${res.floor.verified.sampled} identical`,
+      '—',
+      `**${times(res.throughputRatio)}** of bare`,
+      ...t('idle_restore_throughput_vs_bare'),
+    ]);
+  } else
+    rows.push([
+      'Idle release and restore',
+      r.idleRelease ? failed(r.idleRelease) : 'not run',
+      '',
+      '',
+      '',
+      ...t('idle_release_throughput_vs_bare'),
+    ]);
+  if (r.diskMeasurement?.ok) {
+    const d = r.diskMeasurement.value;
+    rows.push([
+      `Attach p50 with ${d.workspaces.toLocaleString('en')} workspaces on the host, disk measurement running (n=${d.on.n}; ${d.rounds.on} rounds ended in its blocks${d.rounds.roundMs ? `, a round of every workspace ${ms(d.rounds.roundMs)}` : ''}) vs not (n=${d.off.n}; ${d.rounds.off} rounds)`,
+      `${ms(d.on.p50)} (p95 ${ms(d.on.p95)}) vs ${ms(d.off.p50)} (p95 ${ms(d.off.p95)})${d.failures ? `; ${d.failures} failures` : ''}`,
+      '—',
+      '—',
+      `**${times(d.ratioP50)}**`,
+      ...t('attach_with_disk_measurement_ratio'),
+    ]);
+  } else
+    rows.push([
+      'Attach beside the disk measurement',
+      r.diskMeasurement ? failed(r.diskMeasurement) : 'not run',
+      '',
+      '',
+      '',
+      ...t('attach_with_disk_measurement_ratio'),
+    ]);
   if (r.manyTasks.ok) {
     const m = r.manyTasks.value;
     const codes = Object.keys(m.failureCodes).length
