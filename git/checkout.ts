@@ -6,14 +6,23 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { gitAt, run, type GitOptions } from './git';
 
-/** Absolute top level of the checkout containing dir, symlinks resolved; null when not in a work tree. */
+/** What git says of a folder that is no checkout with a work tree (none, or a bare repository). */
+const NOT_A_WORK_TREE = /not a git repository|must be run in a work tree/i;
+
+/**
+ * Absolute top level of the checkout containing dir, symlinks resolved; null when git says it is
+ * not in a work tree. Any other failure (git could not be started, or was killed under load) is
+ * thrown, not read as "no repository": a transient failure must not be reported as a permanent one.
+ */
 export async function showToplevel(dir: string, options: GitOptions): Promise<string | null> {
+  let out: string;
   try {
-    const out = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel'])).trim();
-    return out ? await realpath(out) : null;
-  } catch {
-    return null;
+    out = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel'])).trim();
+  } catch (err) {
+    if (err instanceof Error && NOT_A_WORK_TREE.test(err.message)) return null;
+    throw err;
   }
+  return out ? await realpath(out) : null;
 }
 
 /** Absolute common git dir (shared by all worktrees of a repository), symlinks resolved. */

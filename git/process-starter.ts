@@ -18,6 +18,7 @@
  */
 import { spawn as forkAndExec, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { constants as osConstants } from 'node:os';
 import { Readable } from 'node:stream';
 import { STARTER_NODE_FLAGS, STARTER_SOURCE, type StarterEvent } from './process-starter-helper';
 
@@ -42,6 +43,8 @@ export class StartedProcess extends EventEmitter {
   readonly stderr: Readable | null;
   private refed = true;
   private ended = false;
+  /** See `codeOf`: set for git's commands (git/git.ts), whose output simple-git reads. */
+  signalIsFailure = false;
 
   constructor(
     private readonly id: number,
@@ -88,13 +91,24 @@ export class StartedProcess extends EventEmitter {
         (event.fd === 1 ? this.stdout : this.stderr)?.push(Buffer.from(event.data, 'base64'));
         return;
       case 'exit':
-        this.exitCode = event.code;
+        this.exitCode = this.codeOf(event.code, event.signal);
         this.signalCode = event.signal;
-        this.emit('exit', event.code, event.signal);
+        this.emit('exit', this.exitCode, event.signal);
         return;
       case 'close':
-        this.finish(event.code, event.signal);
+        if (this.signalIsFailure && event.signal) this.stderr?.push(Buffer.from(`ended by ${event.signal}\n`));
+        this.finish(this.codeOf(event.code, event.signal), event.signal);
     }
+  }
+
+  /**
+   * With `signalIsFailure`, a child ended by a signal reads as exit code 128 + its number (as a
+   * shell says it) with a line on stderr: simple-git takes a failure only from a non-zero code
+   * with some stderr, and would otherwise take a git killed half-way for a success with no output.
+   */
+  private codeOf(code: number | null, signal: NodeJS.Signals | null): number | null {
+    if (!this.signalIsFailure || !signal) return code;
+    return 128 + (osConstants.signals[signal] ?? 0);
   }
 
   /** 'close' comes after every byte of output was read, as Node's own. */
@@ -239,9 +253,11 @@ export function startFromSpawnOptions(
   args: readonly string[],
   options: SpawnOptions | undefined,
 ): StartedProcess {
-  return processStarter().spawn(file, args, {
+  const started = processStarter().spawn(file, args, {
     cwd: typeof options?.cwd === 'string' ? options.cwd : options?.cwd?.toString(),
     env: options?.env,
     detached: options?.detached,
   });
+  started.signalIsFailure = true;
+  return started;
 }
