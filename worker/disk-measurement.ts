@@ -14,11 +14,16 @@ import { filesystemSpace } from '../executors/host/disk';
 import { executorsOf } from '../executors/registry';
 
 /** One measurement of this host: its workspaces, then its filesystem, recorded together. */
-async function measureHostDisk(deps: { pool: pg.Pool; config: Config; logger: Logger }): Promise<void> {
+async function measureHostDisk(
+  deps: { pool: pg.Pool; config: Config; logger: Logger },
+  stopped: () => boolean,
+): Promise<void> {
   const { pool, config, logger } = deps;
   const executors = executorsOf(deps);
   const workspaces: { environmentId: string; bytes: number }[] = [];
   for (const place of await workspacesToMeasure(pool, config.hostId)) {
+    // Stopping: the round ends here, unrecorded (the next start measures again).
+    if (stopped()) return;
     // A workspace that cannot be measured now (a target down, a folder mid-removal) keeps its last figure.
     const bytes = await executors
       .at(place)
@@ -29,6 +34,7 @@ async function measureHostDisk(deps: { pool: pg.Pool; config: Config; logger: Lo
       });
     if (bytes !== null) workspaces.push({ environmentId: place.environmentId, bytes });
   }
+  if (stopped()) return;
   const space = await filesystemSpace(config.workspaceRoot);
   await recordHostDisk(pool, {
     hostId: config.hostId,
@@ -39,22 +45,32 @@ async function measureHostDisk(deps: { pool: pg.Pool; config: Config; logger: Lo
   });
 }
 
-/** Measures now and every interval after (never two at once); `stop()` ends it. */
-export function startDiskMeasurement(deps: { pool: pg.Pool; config: Config; logger: Logger }): { stop(): void } {
-  let measuring = false;
+/**
+ * Measures now and every interval after (never two at once); `stop()` ends it, and resolves once a
+ * round in flight has ended (it skips the workspaces it has not reached and records nothing).
+ */
+export function startDiskMeasurement(deps: { pool: pg.Pool; config: Config; logger: Logger }): {
+  stop(): Promise<void>;
+} {
+  let inFlight: Promise<void> | null = null;
+  let stopped = false;
   const measure = () => {
-    if (measuring) return;
-    measuring = true;
-    measureHostDisk(deps)
+    inFlight ??= measureHostDisk(deps, () => stopped)
       .catch((err: unknown) =>
         outageOf(err)
           ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; disk measurement missed')
           : deps.logger.error({ err, hostId: deps.config.hostId }, 'disk measurement failed'),
       )
-      .finally(() => (measuring = false));
+      .finally(() => (inFlight = null));
   };
   measure();
   const timer = setInterval(measure, deps.config.diskMeasureEveryMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
 }

@@ -33,25 +33,32 @@ function hostRecordOf(config: Config): HostRecord {
 
 /**
  * Registers now (a database that does not answer yet is tried again at the next beat: the worker
- * polls regardless) and every interval after; `stop()` ends the beat.
+ * polls regardless) and every interval after; `stop()` ends the beat, and resolves once a beat in
+ * flight has ended (the pool may be closed after it).
  */
-export async function startHostRegistration(pool: pg.Pool, config: Config, logger: Logger): Promise<{ stop(): void }> {
+export async function startHostRegistration(
+  pool: pg.Pool,
+  config: Config,
+  logger: Logger,
+): Promise<{ stop(): Promise<void> }> {
   const record = hostRecordOf(config);
-  let beating = false;
+  let inFlight: Promise<void> | null = null;
   const beat = async () => {
-    if (beating) return;
-    beating = true;
     try {
       await registerHost(pool, record);
     } catch (err) {
       if (outageOf(err)) logger.warn({ hostId: record.hostId }, 'database unavailable; host heartbeat missed');
       else logger.error({ err, hostId: record.hostId }, 'host heartbeat failed');
-    } finally {
-      beating = false;
     }
   };
-  await beat();
-  const timer = setInterval(() => void beat(), config.hostHeartbeatEveryMs);
+  const tick = () => (inFlight ??= beat().finally(() => (inFlight = null)));
+  await tick();
+  const timer = setInterval(() => void tick(), config.hostHeartbeatEveryMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
 }

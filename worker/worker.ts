@@ -100,10 +100,10 @@ function handleOf(
   workers: Worker[],
   connection: NativeConnection,
   ownsConnection: boolean,
-  onDone: () => void = () => {},
+  onDone: () => Promise<void> = async () => {},
 ): WorkerHandle {
   const done = Promise.all(workers.map((w) => w.run())).then(async () => {
-    onDone();
+    await onDone();
     if (ownsConnection) await connection.close();
   });
   return {
@@ -147,9 +147,8 @@ export async function startWorker(
   // Back: the cleanups that wait for this host run now.
   await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
-  return handleOf([shared, host], connection, ownsConnection, () => {
-    registration.stop();
-    disk.stop();
+  return handleOf([shared, host], connection, ownsConnection, async () => {
+    await Promise.all([registration.stop(), disk.stop()]);
   });
 }
 

@@ -4,10 +4,10 @@
  * filesystems mounted inside are not crossed) and the free and total bytes of the filesystem a
  * folder is on. Nothing here runs anything an agent wrote.
  */
-import { execFile } from 'node:child_process';
 import { statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { duBytes, type FilesystemSpace } from '../../domain/disk';
+import { processStarter } from '../../git/process-starter';
 
 /** One workspace's walk at most: a folder of millions of files still ends, measured next time. */
 const DU_TIMEOUT_MS = 10 * 60_000;
@@ -15,16 +15,31 @@ const DU_TIMEOUT_MS = 10 * 60_000;
 /**
  * The bytes under `dir` on disk, or null when it cannot be measured (gone, unreadable). `du` may
  * exit non-zero for a file it could not read while still printing the total of the rest: that
- * total is the measure.
+ * total is the measure. It runs at the lowest CPU priority (`nice -n 19`), so that launches on
+ * the same host are served first, and through the process starter (git/process-starter.ts), so
+ * that no walk costs a fork of the worker (issue 26: a thousand workspaces measured must not move
+ * launch latency; bench/scenarios/disk-measurement.ts measures it).
  */
 export function directoryBytes(dir: string): Promise<number | null> {
   return new Promise((resolve) => {
-    execFile(
-      'du',
-      ['-s', '-k', '-x', '--', dir],
-      { timeout: DU_TIMEOUT_MS, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' }, maxBuffer: 1 << 20 },
-      (_err, stdout) => resolve(duBytes(String(stdout))),
-    );
+    const child = processStarter().spawn('nice', ['-n', '19', 'du', '-s', '-k', '-x', '--', dir], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+    });
+    let out = '';
+    let settled = false;
+    const settle = (bytes: number | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(bytes);
+    };
+    const timer = setTimeout(() => child.kill('SIGKILL'), DU_TIMEOUT_MS);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (out.length < 1 << 20) out += chunk.toString('utf8');
+    });
+    child.stderr!.resume();
+    child.once('error', () => settle(null));
+    child.once('close', () => settle(duBytes(out)));
   });
 }
 
