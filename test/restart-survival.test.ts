@@ -281,7 +281,11 @@ describe('the engine killed during a first launch', () => {
     const retried = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(retried.body).toMatchObject({ sessionId, state: 'running' });
-    await waitUntil(async () => agentsOf(sessionId).length === 1, 'the agent');
+    // On a time-out, what there was: the live agents and the records (none, or two, say different things).
+    await waitUntil(async () => agentsOf(sessionId).length === 1, 'the agent').catch(async (err: Error) => {
+      const rows = (await h.pool.query('SELECT pid, status FROM executions WHERE session_id = $1', [sessionId])).rows;
+      throw new Error(`${err.message}: live ${JSON.stringify(agentsOf(sessionId))}, recorded ${JSON.stringify(rows)}`);
+    });
     expect((await h.pool.query('SELECT pid FROM executions WHERE session_id = $1', [sessionId])).rows).toEqual([
       { pid: agentsOf(sessionId)[0] },
     ]);
