@@ -252,7 +252,8 @@ const ROWS: Hostile[] = [
     status: 405,
     code: 'method_not_allowed',
   },
-  { name: 'POST on /v1/sessions', method: 'POST', url: '/v1/sessions', status: 404, code: 'not_found' },
+  // GET /v1/sessions lists sessions (issue 27 part 6): a POST there is a wrong method, not a missing route.
+  { name: 'POST on /v1/sessions', method: 'POST', url: '/v1/sessions', status: 405, code: 'method_not_allowed' },
   {
     name: 'a method HTTP does not know',
     raw: 'FROB /v1/tasks HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
