@@ -69,36 +69,23 @@ export async function sessionsOfTask(db: Db, taskId: string): Promise<SessionRow
   return res.rows;
 }
 
-/** A task's sessions, newest first. */
-export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
+/** Sessions newest first, those whose columns equal `equal` (an undefined value: any). */
+function sessionsNewestFirst(db: Db, equal: Record<string, string | undefined>, page: PageOf) {
   return newestFirst<SessionRow>(
     db,
-    {
-      columns: SESSION_COLUMNS,
-      table: 'sessions',
-      time: 'created_at',
-      key: 'id',
-      keyType: 'uuid',
-      equal: { task_id: taskId },
-    },
+    { columns: SESSION_COLUMNS, table: 'sessions', time: 'created_at', key: 'id', keyType: 'uuid', equal },
     page,
   );
 }
 
+/** A task's sessions, newest first. */
+export async function listSessionsOfTask(db: Db, taskId: string, page: PageOf) {
+  return sessionsNewestFirst(db, { task_id: taskId }, page);
+}
+
 /** Every session of the instance, newest first, optionally in one state (migration 023's indexes). */
 export async function listSessions(db: Db, filter: { state?: SessionState }, page: PageOf) {
-  return newestFirst<SessionRow>(
-    db,
-    {
-      columns: SESSION_COLUMNS,
-      table: 'sessions',
-      time: 'created_at',
-      key: 'id',
-      keyType: 'uuid',
-      equal: { state: filter.state },
-    },
-    page,
-  );
+  return sessionsNewestFirst(db, { state: filter.state }, page);
 }
 
 export async function sessionState(db: Db, id: string): Promise<SessionState | null> {

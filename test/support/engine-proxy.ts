@@ -111,6 +111,28 @@ const hostAndPort = (address: string): [string, number] => {
   return [address.slice(0, at), Number(address.slice(at + 1))];
 };
 
+/** A proxy's handle: its address, its live counts, and a close that drops its open connections first. */
+function proxyHandle(
+  address: string,
+  counts: { accepted: number; refused: number },
+  server: net.Server,
+  dropOpen: () => void,
+): EngineProxy {
+  return {
+    address,
+    get accepted() {
+      return counts.accepted;
+    },
+    get refused() {
+      return counts.refused;
+    },
+    async close() {
+      dropOpen();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /**
  * Mutual TLS in front of `engineAddress`: a client without a certificate of the CA fails the
  * handshake; one with it has its bytes carried to the engine's TCP port unchanged.
@@ -118,13 +140,12 @@ const hostAndPort = (address: string): [string, number] => {
 export async function startMtlsProxy(engineAddress: string, certs: TestCertificates): Promise<EngineProxy> {
   const [host, port] = hostAndPort(engineAddress);
   const [key, cert, ca] = await Promise.all([certs.serverKey, certs.serverCert, certs.caCert].map((f) => readFile(f)));
-  let accepted = 0;
-  let refused = 0;
+  const counts = { accepted: 0, refused: 0 };
   const open = new Set<net.Socket>();
   const server = tls.createServer(
     { key, cert, ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'] },
     (client) => {
-      accepted++;
+      counts.accepted++;
       const engine = net.connect(port, host);
       open.add(client).add(engine);
       const end = () => {
@@ -138,21 +159,10 @@ export async function startMtlsProxy(engineAddress: string, certs: TestCertifica
       client.pipe(engine).pipe(client);
     },
   );
-  server.on('tlsClientError', () => refused++);
-  const address = await listening(server);
-  return {
-    address,
-    get accepted() {
-      return accepted;
-    },
-    get refused() {
-      return refused;
-    },
-    async close() {
-      for (const socket of open) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  server.on('tlsClientError', () => counts.refused++);
+  return proxyHandle(await listening(server), counts, server, () => {
+    for (const socket of open) socket.destroy();
+  });
 }
 
 /** HTTP/2 headers a proxy never forwards as they are (pseudo-headers and per-hop ones). */
@@ -177,8 +187,7 @@ export async function startApiKeyProxy(
   apiKey: string,
 ): Promise<EngineProxy> {
   const [key, cert] = await Promise.all([certs.serverKey, certs.serverCert].map((f) => readFile(f)));
-  let accepted = 0;
-  let refused = 0;
+  const counts = { accepted: 0, refused: 0 };
   // One HTTP/2 connection to the engine for all calls, made again if the engine closed it.
   let engine: http2.ClientHttp2Session | null = null;
   const toEngine = (): http2.ClientHttp2Session => {
@@ -197,7 +206,7 @@ export async function startApiKeyProxy(
   server.on('stream', (stream, headers) => {
     stream.on('error', () => {});
     if (headers.authorization !== `Bearer ${apiKey}`) {
-      refused++;
+      counts.refused++;
       stream.respond(
         {
           ':status': 200,
@@ -209,7 +218,7 @@ export async function startApiKeyProxy(
       );
       return;
     }
-    accepted++;
+    counts.accepted++;
     const upstream = toEngine().request({
       ':method': 'POST',
       ':path': headers[':path'],
@@ -235,19 +244,8 @@ export async function startApiKeyProxy(
     stream.pipe(upstream);
     upstream.pipe(stream);
   });
-  const address = await listening(server);
-  return {
-    address,
-    get accepted() {
-      return accepted;
-    },
-    get refused() {
-      return refused;
-    },
-    async close() {
-      for (const session of sessions) session.destroy();
-      engine?.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return proxyHandle(await listening(server), counts, server, () => {
+    for (const session of sessions) session.destroy();
+    engine?.destroy();
+  });
 }
