@@ -29,6 +29,12 @@ export interface BenchConfig {
     repositories: number;
     repoFiles: number;
   };
+  /** Issue 28: agents started under each supervising process (and each floor). */
+  supervision: { agents: number };
+  /** Issue 28: agents kept alive at once on `tasks` ready tasks; RSS sampled for `sampleMs` after `settleMs`. */
+  alive: { agents: number; tasks: number; settleMs: number; sampleMs: number };
+  /** Issue 28: attach samples per tracing mode (not loaded, loaded with nothing sampled, exporting). */
+  tracing: { samples: number; block: number; warmup: number; tasks: number };
   resultsDir: string;
 }
 
@@ -79,6 +85,9 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
       repositories: 4,
       repoFiles: int(env.BENCH_DISK_REPO_FILES, q(200, 100)),
     },
+    supervision: { agents: int(env.BENCH_SUPERVISION_AGENTS, q(50, 20)) },
+    alive: { agents: int(env.BENCH_ALIVE_AGENTS, 100), tasks: 4, settleMs: q(5000, 3000), sampleMs: q(5000, 3000) },
+    tracing: { samples: int(env.BENCH_TRACING_SAMPLES, q(60, 12)), block: q(15, 6), warmup: q(10, 5), tasks: q(10, 4) },
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
   };
 }

@@ -103,6 +103,22 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
       failed(r.diskMeasurement),
     ),
   );
+  const supervision = r.supervision?.ok ? r.supervision.value.supervisor : null;
+  out.push(judge(TARGETS.supervisorPss, supervision?.pssP50Mb, failed(r.supervision)));
+  out.push(judge(TARGETS.supervisorStartCpu, supervision?.cpuP50Ms, failed(r.supervision)));
+  const alive = r.agentsAlive?.ok ? r.agentsAlive.value : null;
+  out.push(judge(TARGETS.aliveWorkerRss, alive?.ratio.worker, failed(r.agentsAlive)));
+  out.push(judge(TARGETS.aliveGatewayRss, alive?.ratio.gateway, failed(r.agentsAlive)));
+  const tracing = r.tracing?.ok ? r.tracing.value : null;
+  out.push(
+    judge(
+      TARGETS.tracingAttach,
+      tracing?.ratioP50,
+      tracing && tracing.exported.on.spans === 0
+        ? { status: 'error', note: 'no span reached the sink while tracing was on: nothing was compared' }
+        : failed(r.tracing),
+    ),
+  );
   out.push(
     judge(
       TARGETS.manyTasksFailures,

@@ -30,8 +30,8 @@ function procKb(pid: number, file: 'status' | 'smaps_rollup', field: string): nu
   }
 }
 
-const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number | null => procKb(pid, 'status', field);
-const pssKb = (pid: number): number | null => procKb(pid, 'smaps_rollup', 'Pss');
+export const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM'): number | null => procKb(pid, 'status', field);
+export const pssKb = (pid: number): number | null => procKb(pid, 'smaps_rollup', 'Pss');
 
 const mb = (kb: number | null): number | null => (kb === null ? null : Math.round((kb / 1024) * 10) / 10);
 

@@ -2,6 +2,7 @@
 import type { GitLayerCost } from './git-layer';
 import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
+import type { AgentsAliveResult } from './scenarios/agents-alive';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
@@ -13,6 +14,8 @@ import type { ManyTasksResult } from './scenarios/many-tasks';
 import type { MaterializeResult } from './scenarios/materialize';
 import type { ResumeResult } from './scenarios/resume';
 import type { SshAttachResult } from './scenarios/ssh-attach';
+import type { SupervisionResult } from './scenarios/supervision';
+import type { TracingResult } from './scenarios/tracing';
 import type { TargetResult } from './targets';
 
 /** A scenario either produced its figures or failed with a message (the run goes on). */
@@ -56,6 +59,10 @@ export interface BenchResults {
   /** Issue 26's rows (absent in results written before round 5). */
   idleRelease?: Outcome<IdleReleaseResult>;
   diskMeasurement?: Outcome<DiskMeasurementResult>;
+  /** Issue 28's rows (absent in results written before round 6). */
+  supervision?: Outcome<SupervisionResult>;
+  agentsAlive?: Outcome<AgentsAliveResult>;
+  tracing?: Outcome<TracingResult>;
   /** Scenario 6 (absent in results written before it existed). */
   exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;

@@ -22,6 +22,7 @@ import { MemorySampler } from './memory';
 import type { BenchResults, MemoryResult, Outcome } from './model';
 import { renderTable } from './report/table';
 import { writeResults } from './report/write';
+import { runAgentsAlive } from './scenarios/agents-alive';
 import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
@@ -33,6 +34,8 @@ import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
 import { runResume } from './scenarios/resume';
 import { runSshAttach } from './scenarios/ssh-attach';
+import { runSupervision } from './scenarios/supervision';
+import { runTracing } from './scenarios/tracing';
 import { startServices, type Services } from './services';
 import { killAgents, makeRepo } from './world';
 
@@ -144,10 +147,14 @@ async function main(): Promise<void> {
       ],
       log,
     };
-    // Scenario 11 restarts the worker: the meters follow it.
+    // Scenarios 11 and 14 restart the worker, 14 the gateway too: the meters follow them.
     services.onWorkerRestart((pid) => {
       sampler.retarget('worker', pid);
       ctx.cpu?.retarget('worker', pid);
+    });
+    services.onGatewayRestart((pid) => {
+      sampler.retarget('gateway', pid);
+      ctx.cpu?.retarget('gateway', pid);
     });
 
     // Growth first, so its two database sizes are measured back to back; 1–4 then run on the grown database.
@@ -161,9 +168,14 @@ async function main(): Promise<void> {
     const cleanup = await scenario('4 cleanup', () => runCleanup(ctx));
     const boardDelete = await scenario('8 board delete', () => runBoardDelete(ctx));
     const window = sampler.closeWindow();
+    // Issue 28: after the memory window (its launches would count in its peaks), before anything restarts a service.
+    const supervision = await scenario('12 per-agent supervision', () => runSupervision(ctx));
+    const agentsAlive = await scenario('13 100 agents alive', () => runAgentsAlive(ctx));
     // Issue 26: both act on the whole host, so the environments of the scenarios before are parked meanwhile.
     const idleRelease = await scenario('10 idle release and restore', () => runIdleRelease(ctx));
     const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
+    // Restarts the worker and the gateway before each block, and once more at the end as they first ran.
+    const tracing = await scenario('14 tracing exporting vs not loaded', () => runTracing(ctx));
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () =>
       measureTemporalFloor(temporal, services.temporalAddress, 'default'),
@@ -212,8 +224,11 @@ async function main(): Promise<void> {
           '3 many tasks',
           '4 single archives',
           '8 board delete',
+          '12 per-agent supervision',
+          '13 100 agents alive',
           '10 idle release and restore',
           '11 disk measurement and launch latency (restarts the worker)',
+          '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],
@@ -241,6 +256,9 @@ async function main(): Promise<void> {
           'SSH: a real OpenSSH sshd on 127.0.0.1 started by test/support/ssh-server.ts, registered through `POST /v1/ssh-targets`; the ssh floor runs the attach’s statements and the product’s remote scripts (ssh/remote-workspace.ts readRemoteWorkspace, ssh/remote-agent.ts startRemoteAgent) over the benchmark process’s one pooled connection.',
           'Idle release and restore (issue 26): the environments of the earlier scenarios (growth’s 100,000 seeded ones among them) are parked on another host id while 10 and 11 run, and put back after: a release judges every environment of the host (500 at most, oldest first) and the disk measurement walks every workspace it holds. Release halves go A-B-B-A, the second product half pinned while the first is released; the floor saves with `git add --all` + `git stash create` + `git update-ref` and removes with `git worktree remove --force`, and restores with `git worktree add` on the kept branch + `git diff --binary` of the save + `git apply`, per repository in order. The product restore is a whole launch (8 at once); its floor is the git work alone.',
           'Disk measurement: the worker is restarted for each phase (TWS_DISK_MEASURE_EVERY_MS is read at start): 250 ms while on (rounds back to back), a day while off (its start-up round waited for); blocks off → on → on → off, a few unmeasured attaches after each restart; then restarted as it first ran.',
+          "Per-agent supervision (issue 28, bench/supervision.ts, also run alone by bench/supervisor-cost.ts): agents (`sleep 60`) started through the benchmark process’s process starter, detached, as the product starts its agents, under the old node shim, the C supervisor, and beside `sh -c 'exec sleep 60'` (no wrapper left) and `sh -c 'sleep 60; exit $?'` (a shell wrapper); PSS from smaps_rollup and CPU from every thread’s schedstat ~200 ms after the start, of the supervising process alone (the agent is another process). The CPU target is judged on the raw figure, which includes the exec out of the starter; the figure above the `exec sleep` floor is beside it.",
+          '100 agents alive (issue 28): attach launches on 4 ready tasks until that many agents run, after a warm-up round of as many launches killed again; VmRSS of the worker and the gateway sampled every 250 ms after a settling wait, medians compared; their process starters’ RSS (the parent of the gateway’s agents) beside, not added.',
+          'Tracing (issue 28): the worker and the gateway restarted for each phase (the endpoint is read at start): not loaded (OTEL_EXPORTER_OTLP_ENDPOINT unset, as every other scenario runs), loaded with OTEL_TRACES_SAMPLER=always_off (nothing recorded or exported), and exporting every span over OTLP/HTTP JSON to a sink in the benchmark process that answers 200 and discards (batched every 5 s, the SDK’s default); blocks off → on → loaded → loaded → on → off …, each on the services restarted for it, followed by a few unmeasured attaches (10; quick: 5); then restarted as they first ran. Judged: exporting / not loaded.',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -257,6 +275,9 @@ async function main(): Promise<void> {
       boardDelete,
       idleRelease,
       diskMeasurement,
+      supervision,
+      agentsAlive,
+      tracing,
       exitDetection,
       memory,
       gitLayer,

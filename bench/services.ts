@@ -44,6 +44,12 @@ export interface Services {
    */
   restartWorker(env: Record<string, string>): Promise<ServiceProcess>;
   onWorkerRestart(listener: (pid: number) => void): void;
+  /**
+   * The same for the gateway (settings read at start: tracing's OTEL_* variables), on the same
+   * port and with the same arguments; resolves once the new process answers `/readyz`.
+   */
+  restartGateway(env: Record<string, string>): Promise<ServiceProcess>;
+  onGatewayRestart(listener: (pid: number) => void): void;
   stop(): Promise<void>;
 }
 
@@ -194,12 +200,12 @@ export async function startServices(root: string, log: (msg: string) => void): P
     // BENCH_GATEWAY_HEAP=1 (diagnostic): SIGUSR2 writes a heap snapshot of the gateway into the logs folder.
     const gatewayHeap =
       process.env.BENCH_GATEWAY_HEAP === '1' ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${logDir}`] : [];
-    gateway = startLogged(
-      'gateway',
-      process.execPath,
-      [...gatewayProfile, ...gatewayHeap, ...node('client/gateway/main.ts')],
-      { cwd: root, env, logFile: path.join(logDir, 'gateway.log') },
-    );
+    const gatewayArgs = [...gatewayProfile, ...gatewayHeap, ...node('client/gateway/main.ts')];
+    gateway = startLogged('gateway', process.execPath, gatewayArgs, {
+      cwd: root,
+      env,
+      logFile: path.join(logDir, 'gateway.log'),
+    });
     const gatewayChild = gateway.child;
     const apiBase = `http://127.0.0.1:${apiPort}`;
     log('waiting for the worker (workflow bundle) and the gateway');
@@ -219,6 +225,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
       : null;
     const workerArgs = [...profile, ...node('worker/main.ts')];
     const restartListeners: ((pid: number) => void)[] = [];
+    const gatewayRestartListeners: ((pid: number) => void)[] = [];
     const services: Services = {
       root,
       scratch,
@@ -247,6 +254,22 @@ export async function startServices(root: string, log: (msg: string) => void): P
       },
       onWorkerRestart(listener) {
         restartListeners.push(listener);
+      },
+      async restartGateway(extra) {
+        await stopProcess(gateway?.child ?? null);
+        const started = startLogged('gateway', process.execPath, gatewayArgs, {
+          cwd: root,
+          env: { ...env, ...extra },
+          logFile: path.join(logDir, 'gateway.log'),
+        });
+        gateway = started;
+        await waitForReady(`${apiBase}/readyz`, () => isRunning(started.child), 120_000);
+        services.gateway = started;
+        for (const listener of gatewayRestartListeners) listener(started.pid);
+        return started;
+      },
+      onGatewayRestart(listener) {
+        gatewayRestartListeners.push(listener);
       },
       stop,
     };

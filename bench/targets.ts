@@ -19,7 +19,9 @@ export interface TargetResult extends Target {
  * Issue 17 (round 4): each launch is judged against bare floor + engine floor of its own shape,
  * as a ratio product / (bare + engine); the cleanups by throughput. Round 5 (issue 28) adds
  * issue 26's rows: idle release and restore against their bare floors, and attach with the disk
- * measurement running against without ("must not move launch latency": ≤ 1.05).
+ * measurement running against without ("must not move launch latency": ≤ 1.05). Round 6 adds
+ * issue 28's: per-agent supervision (≤ 1 MB PSS, ≤ 5 ms CPU to start), the services' RSS with 100
+ * agents alive against none (≤ 1.10 each), attach with tracing exporting against not loaded (≤ 1.02).
  */
 export const TARGETS = {
   attachRatio: {
@@ -90,6 +92,42 @@ export const TARGETS = {
     label: 'Attach p50 with the disk measurement running / without',
     comparator: '<=',
     value: 1.05,
+    unit: 'x',
+  },
+  supervisorPss: {
+    id: 'supervisor_pss_p50_mb',
+    label: 'Per-agent supervision: the C supervisor’s PSS, p50',
+    comparator: '<=',
+    value: 1,
+    unit: 'MB',
+  },
+  supervisorStartCpu: {
+    id: 'supervisor_start_cpu_p50_ms',
+    label:
+      'Per-agent supervision: the C supervisor’s CPU to start, p50 (raw, its exec included; the `sh` floors beside)',
+    comparator: '<=',
+    value: 5,
+    unit: 'ms',
+  },
+  aliveWorkerRss: {
+    id: 'worker_rss_100_agents_ratio',
+    label: 'Worker RSS with 100 agents alive / with none',
+    comparator: '<=',
+    value: 1.1,
+    unit: 'x',
+  },
+  aliveGatewayRss: {
+    id: 'gateway_rss_100_agents_ratio',
+    label: 'Gateway RSS with 100 agents alive / with none',
+    comparator: '<=',
+    value: 1.1,
+    unit: 'x',
+  },
+  tracingAttach: {
+    id: 'attach_tracing_exporting_vs_not_loaded_ratio',
+    label: 'Attach p50 with tracing exporting every span to a local OTLP sink / with tracing not loaded (the default)',
+    comparator: '<=',
+    value: 1.02,
     unit: 'x',
   },
   manyTasksFailures: {

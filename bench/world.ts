@@ -102,20 +102,27 @@ export function registeredWorktrees(repoPath: string): Set<string> {
 }
 
 /**
- * Kills the agent processes the launches started (product and floor alike record them in
- * `executions`): by process group, and only when pid and start time still name the same process.
+ * The agent processes the launches started (product and floor alike record them in `executions`)
+ * that still run: rows `running` whose pid and start time still name the same process.
  */
-export async function killAgents(pool: pg.Pool): Promise<number> {
+export async function liveAgentPids(pool: pg.Pool): Promise<number[]> {
   const rows = (
     await pool.query<{ pid: number; process_start_time: string }>(
       `SELECT pid, process_start_time FROM executions WHERE host_id = 'bench' AND status = 'running'`,
     )
   ).rows;
+  const live: number[] = [];
+  for (const row of rows)
+    if (row.pid > 1 && (await processStartTime(row.pid)) === row.process_start_time) live.push(row.pid);
+  return live;
+}
+
+/** Kills the agent processes the launches started ({@link liveAgentPids}), by process group. */
+export async function killAgents(pool: pg.Pool): Promise<number> {
   let killed = 0;
-  for (const row of rows) {
-    if (row.pid <= 1 || (await processStartTime(row.pid)) !== row.process_start_time) continue;
+  for (const pid of await liveAgentPids(pool)) {
     try {
-      process.kill(-row.pid, 'SIGKILL');
+      process.kill(-pid, 'SIGKILL');
       killed++;
     } catch {
       // already gone

@@ -59,6 +59,14 @@ export function cpuTable(r: BenchResults): string[] {
         r.diskMeasurement.value.cpuPerAttachMs.on,
       ],
     );
+  if (r.tracing?.ok) {
+    const c = r.tracing.value.cpuPerAttachMs;
+    rows.push(
+      ['Attach, tracing not loaded (per launch)', c.off],
+      ['Attach, tracing loaded, nothing sampled (per launch)', c.loaded],
+      ['Attach, tracing exporting to the local sink (per launch; the sink counts with bench)', c.on],
+    );
+  }
   if (rows.length === 0) return [];
   // A reaped-children column only where a process reaped any.
   const groups = [...new Set(rows.flatMap(([, g]) => Object.keys(g)))].filter(

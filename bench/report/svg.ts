@@ -165,6 +165,39 @@ export function renderSvg(r: BenchResults): string {
       `Attach p50 with ${d.workspaces.toLocaleString('en')} workspaces, disk measurement on vs off: ${ms(d.on.p50)} vs ${ms(d.off.p50)} = ${times(d.ratioP50)} (target ≤ 1.05×)`,
     );
   } else line('attach_with_disk_measurement_ratio', 'Attach beside the disk measurement: error or not run');
+  if (r.supervision?.ok) {
+    const now = r.supervision.value.supervisor;
+    line(
+      'supervisor_pss_p50_mb',
+      `Per-agent supervision (C supervisor, n=${r.supervision.value.agents}): PSS p50 ${now.pssP50Mb.toFixed(2)} MB (target ≤ 1 MB)`,
+    );
+    line(
+      'supervisor_start_cpu_p50_ms',
+      `  … CPU to start p50 ${now.cpuP50Ms.toFixed(2)} ms raw, ${now.cpuAboveFloorP50Ms.toFixed(2)} ms above the exec sleep floor (target ≤ 5 ms, raw)`,
+    );
+  } else line('supervisor_pss_p50_mb', 'Per-agent supervision: error or not run');
+  if (r.agentsAlive?.ok) {
+    const a = r.agentsAlive.value;
+    line(
+      'worker_rss_100_agents_ratio',
+      `Worker RSS with ${a.alive} agents alive vs none: ${a.withAgents.worker.rssMb.toFixed(0)} vs ${a.none.worker.rssMb.toFixed(0)} MB = ${times(a.ratio.worker)} (target ≤ 1.1×)`,
+    );
+    line(
+      'gateway_rss_100_agents_ratio',
+      `Gateway RSS with ${a.alive} agents alive vs none: ${a.withAgents.gateway.rssMb.toFixed(0)} vs ${a.none.gateway.rssMb.toFixed(0)} MB = ${times(a.ratio.gateway)} (target ≤ 1.1×)`,
+    );
+  } else line('worker_rss_100_agents_ratio', '100 agents alive: error or not run');
+  if (r.tracing?.ok) {
+    const x = r.tracing.value;
+    line(
+      'attach_tracing_exporting_vs_not_loaded_ratio',
+      `Attach p50, tracing exporting to a local sink vs not loaded: ${ms(x.on.p50)} vs ${ms(x.off.p50)} = ${times(x.ratioP50)} (target ≤ 1.02×); loaded, nothing sampled: ${times(x.loadedRatioP50)}`,
+    );
+  } else
+    line(
+      'attach_tracing_exporting_vs_not_loaded_ratio',
+      'Attach with tracing exporting vs not loaded: error or not run',
+    );
   if (r.growth.ok) {
     const g = r.growth.value;
     line(

@@ -180,6 +180,83 @@ export function renderTable(r: BenchResults): string {
       '',
       ...t('attach_with_disk_measurement_ratio'),
     ]);
+  if (r.supervision?.ok) {
+    const s = r.supervision.value;
+    const kind = (role: string) => s.kinds.find((k) => k.role === role);
+    const [now, before, floor, wrapper] = [kind('now'), kind('before'), kind('floor'), kind('wrapper')];
+    const mb2 = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(2)} MB`);
+    const ms2 = (x: number | undefined) => (x === undefined ? '—' : `${x.toFixed(2)} ms`);
+    rows.push([
+      `Per-agent supervision: the C supervisor's PSS once started, p50 (n=${s.agents}; max)`,
+      `${mb2(now?.pssMb.p50)} (${mb2(now?.pssMb.max)}), RSS ${mb2(now?.rssMb.p50)}; the node shim before: ${mb2(before?.pssMb.p50)}`,
+      `\`sh -c 'exec sleep 60'\` ${mb2(floor?.pssMb.p50)}; a \`sh\` wrapper ${mb2(wrapper?.pssMb.p50)}`,
+      '—',
+      '—',
+      ...t('supervisor_pss_p50_mb'),
+    ]);
+    rows.push([
+      `Per-agent supervision: the C supervisor's CPU to start, raw (its exec out of the process starter included; schedstat ~200 ms after the start), p50 (n=${s.agents}; max)`,
+      `${ms2(now?.cpuMs.p50)} (${ms2(now?.cpuMs.max)}); the node shim before: ${ms2(before?.cpuMs.p50)}`,
+      `\`sh -c 'exec sleep 60'\` ${ms2(floor?.cpuMs.p50)}; a \`sh\` wrapper ${ms2(wrapper?.cpuMs.p50)}`,
+      '—',
+      `${ms2(now?.cpuAboveFloorMs)} above the \`exec sleep\` floor`,
+      ...t('supervisor_start_cpu_p50_ms'),
+    ]);
+  } else
+    rows.push([
+      'Per-agent supervision',
+      r.supervision ? failed(r.supervision) : 'not run',
+      '',
+      '',
+      '',
+      ...t('supervisor_pss_p50_mb'),
+    ]);
+  if (r.agentsAlive?.ok) {
+    const a = r.agentsAlive.value;
+    const starter = (x: number | null) => (x === null ? '' : `, its process starter ${x.toFixed(1)} MB beside`);
+    for (const [name, id] of [
+      ['worker', 'worker_rss_100_agents_ratio'],
+      ['gateway', 'gateway_rss_100_agents_ratio'],
+    ] as const) {
+      rows.push([
+        `${name === 'worker' ? 'Worker' : 'Gateway'} RSS with ${a.alive} agents alive vs none (median of ${a.withAgents[name].samples} samples over ${ms(a.sampleMs)}, ${ms(a.settleMs)} after the launches or kills; after a warm-up round of as many launches)`,
+        `${a.withAgents[name].rssMb.toFixed(1)} MB${starter(a.withAgents[name].starterRssMb)} vs ${a.none[name].rssMb.toFixed(1)} MB${starter(a.none[name].starterRssMb)}; ${a.afterKill[name].rssMb.toFixed(1)} MB once killed again${name === 'gateway' && a.supervisorsPssMb ? `; the ${a.supervisorsPssMb.n} supervisors it started: ${a.supervisorsPssMb.p50.toFixed(2)} MB PSS each (p50), ${a.supervisorsPssMb.total.toFixed(1)} MB together` : ''}${a.launchFailures ? `; ${a.launchFailures} launches failed` : ''}`,
+        '—',
+        '—',
+        `**${times(a.ratio[name])}**`,
+        ...t(id),
+      ]);
+    }
+  } else
+    rows.push([
+      '100 agents alive',
+      r.agentsAlive ? failed(r.agentsAlive) : 'not run',
+      '',
+      '',
+      '',
+      ...t('worker_rss_100_agents_ratio'),
+    ]);
+  if (r.tracing?.ok) {
+    const x = r.tracing.value;
+    const spans = (m: 'off' | 'loaded' | 'on') =>
+      `${x.exported[m].spans.toLocaleString('en')} spans in ${x.exported[m].requests} exports for ${x.exported[m].launches} launches`;
+    rows.push([
+      `Attach p50, tracing exporting every span (OTLP/HTTP JSON to a local sink that discards; n=${x.on.n}) vs tracing not loaded (OTEL_EXPORTER_OTLP_ENDPOINT unset, the default; n=${x.off.n}); the worker and the gateway restarted before each block`,
+      `${ms(x.on.p50)} (p95 ${ms(x.on.p95)}; ${spans('on')}) vs ${ms(x.off.p50)} (p95 ${ms(x.off.p95)}); loaded with nothing sampled (OTEL_TRACES_SAMPLER=always_off; n=${x.loaded.n}): ${ms(x.loaded.p50)}, ${times(x.loadedRatioP50)} (${spans('loaded')})${x.failures ? `; ${x.failures} failures` : ''}`,
+      '—',
+      '—',
+      `**${times(x.ratioP50)}**`,
+      ...t('attach_tracing_exporting_vs_not_loaded_ratio'),
+    ]);
+  } else
+    rows.push([
+      'Attach with tracing exporting vs not loaded',
+      r.tracing ? failed(r.tracing) : 'not run',
+      '',
+      '',
+      '',
+      ...t('attach_tracing_exporting_vs_not_loaded_ratio'),
+    ]);
   if (r.manyTasks.ok) {
     const m = r.manyTasks.value;
     const codes = Object.keys(m.failureCodes).length
