@@ -37,6 +37,7 @@ interface Start {
   pid: number;
   claim: Promise<{ taken: boolean; heldBy?: number }>;
   stop: () => Promise<void>;
+  exited: Promise<void>;
 }
 
 function start(dataDir: string): Start {
@@ -53,6 +54,7 @@ function start(dataDir: string): Start {
   return {
     pid: child.pid!,
     claim,
+    exited,
     stop: async () => {
       child.stdin!.end();
       await exited;
@@ -88,6 +90,36 @@ describe('claiming a data folder', () => {
       expect(existsSync(file)).toBe(false);
     }
   }, 120_000);
+
+  it('a record naming a live launcher that does not hold the folder (another network namespace) is refused, and kept', async () => {
+    const dataDir = path.join(scratch, 'other-namespace');
+    mkdirSync(dataDir);
+    // A live process whose command line runs client/launcher.js but that never claimed here.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)', launcher], { stdio: 'ignore' });
+    try {
+      writeFileSync(path.join(dataDir, 'launcher.pid'), `${other.pid}\n`);
+      const s = start(dataDir);
+      expect(await s.claim).toEqual({ taken: false, heldBy: other.pid });
+      await s.stop();
+      expect(readFileSync(path.join(dataDir, 'launcher.pid'), 'utf8').trim()).toBe(String(other.pid));
+    } finally {
+      other.kill('SIGKILL');
+    }
+  });
+
+  it('a holder killed outright releases the folder at once: the next start holds it', async () => {
+    const dataDir = path.join(scratch, 'killed');
+    mkdirSync(dataDir);
+    const first = start(dataDir);
+    expect(await first.claim).toEqual({ taken: true });
+    process.kill(first.pid, 'SIGKILL'); // no exit handler runs: its record stays behind
+    await first.exited;
+    expect(Number(readFileSync(path.join(dataDir, 'launcher.pid'), 'utf8').trim())).toBe(first.pid);
+    const second = start(dataDir);
+    expect(await second.claim).toEqual({ taken: true });
+    expect(Number(readFileSync(path.join(dataDir, 'launcher.pid'), 'utf8').trim())).toBe(second.pid);
+    await second.stop();
+  });
 
   it("a pid that now belongs to another program is not a launcher's: its claim is taken over", async () => {
     const dataDir = path.join(scratch, 'reused-pid');
