@@ -6,14 +6,35 @@ import { Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
+import { engineFailureLine } from '../worker/engine-failure';
+import { errorLine } from './supervisor';
 
+/**
+ * What the diagnosis says of an engine that is not up yet (the bundled dev server still
+ * starting): worth waiting for. Anything else (a certificate, a key, a CA, a file) is a refusal
+ * that waiting does not mend.
+ */
+const NOT_YET_UP =
+  /^cannot reach the Temporal engine at \S+: (nothing listens there|it does not answer( \(| a call)|it closed the connection:|the namespace \S+ does not exist|there is no route to it)/;
+
+/**
+ * Waits for the engine to answer. A refusal ends the wait at once with the one line that names
+ * it (worker/engine-failure.ts, as the worker and the gateway print it); an engine that is not
+ * there yet is waited for, and named the same way when the wait runs out.
+ */
 async function waitForTemporal(
   address: string,
   isDead: () => boolean = () => false,
   timeoutMs = 60_000,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
-  const options = engineConnectOptions(address, env);
+  const diagnose = (err: unknown) => engineFailureLine(err, { ...env, TEMPORAL_ADDRESS: address }).catch(() => null);
+  let options: ReturnType<typeof engineConnectOptions>;
+  try {
+    options = engineConnectOptions(address, env);
+  } catch (err) {
+    throw new Error((await diagnose(err)) ?? errorLine(err));
+  }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (isDead()) throw new Error('the Temporal server exited during start-up');
@@ -23,7 +44,9 @@ async function waitForTemporal(
       await connection.close();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw err;
+      const line = await diagnose(err);
+      if (line && !NOT_YET_UP.test(line)) throw new Error(line);
+      if (Date.now() > deadline) throw new Error(line ?? errorLine(err));
       await new Promise((r) => setTimeout(r, 300));
     }
   }

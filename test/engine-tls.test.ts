@@ -138,15 +138,14 @@ function withoutEngineVariables(): Record<string, string> {
   );
 }
 
+/** The parts that connect to the engine at start: the worker, the gateway and the one-shot set-up. */
+type Entry = 'worker/main.ts' | 'client/gateway/main.ts' | 'client/prepare-main.ts';
+
 /**
  * A service started with `engineEnv` that must not start: its exit code, how long it ran and its
  * stderr. Spawned here rather than by the harness, which passes a child's stderr through.
  */
-async function refusedStart(
-  h: Harness,
-  entry: 'worker/main.ts' | 'client/gateway/main.ts',
-  engineEnv: Record<string, string>,
-) {
+async function refusedStart(h: Harness, entry: Entry, engineEnv: Record<string, string>) {
   const { child, stderr } = startService(h, entry, engineEnv);
   const started = Date.now();
   const code = await new Promise<number | null>((resolve) => {
@@ -168,11 +167,7 @@ async function refusedStart(
 }
 
 /** A service of a host of its own, told of the engine by `engineEnv` alone (none of the runner's TEMPORAL_*). */
-function startService(
-  h: Harness,
-  entry: 'worker/main.ts' | 'client/gateway/main.ts',
-  engineEnv: Record<string, string>,
-) {
+function startService(h: Harness, entry: Entry, engineEnv: Record<string, string>) {
   const own = `own-${randomUUID().slice(0, 8)}`;
   const child = spawn(process.execPath, serviceArgs(root, entry), {
     env: {
@@ -225,13 +220,14 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
     expect(seen.afterAll).toBeGreaterThan(seen.acceptedAtStart);
   });
 
-  it('a certificate of another CA: the worker and the gateway exit in one line saying the engine refused the certificate', async () => {
+  it('a certificate of another CA: the worker, the gateway and the set-up exit in one line saying the engine refused the certificate', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const refusedBefore = mtls.refused;
     const stranger = withCertificate(certs.strangerCert, certs.strangerKey);
-    const [worker, gateway] = await Promise.all([
+    const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', stranger),
       refusedStart(h, 'client/gateway/main.ts', stranger),
+      refusedStart(h, 'client/prepare-main.ts', stranger),
     ]);
     const refused = (part: string) =>
       new RegExp(
@@ -239,16 +235,19 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
       );
     expectOneLine(worker, refused('worker'), [certs.strangerCert, certs.strangerKey, path.dirname(certs.caCert)]);
     expectOneLine(gateway, refused('gateway'), [certs.strangerCert, certs.strangerKey, path.dirname(certs.caCert)]);
-    expect(mtls.refused).toBeGreaterThanOrEqual(refusedBefore + 2);
+    // The set-up (docker-compose's setup service, make start's) does not wait out its minute on a refusal.
+    expectOneLine(setUp, refused('set-up failed'), [certs.strangerCert, certs.strangerKey, path.dirname(certs.caCert)]);
+    expect(mtls.refused).toBeGreaterThanOrEqual(refusedBefore + 3);
   });
 
   it('a certificate file that is not there: one line naming the variable, not the path, and nothing is sent', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const missing = path.join(h.scratch, 'nowhere', 'client.pem');
     const refusedBefore = mtls.refused;
-    const [worker, gateway] = await Promise.all([
+    const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', withCertificate(missing, certs.clientKey)),
       refusedStart(h, 'client/gateway/main.ts', withCertificate(missing, certs.clientKey)),
+      refusedStart(h, 'client/prepare-main.ts', withCertificate(missing, certs.clientKey)),
     ]);
     const unreadable = (part: string) =>
       new RegExp(
@@ -256,6 +255,7 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
       );
     expectOneLine(worker, unreadable('worker'), [missing, certs.clientKey]);
     expectOneLine(gateway, unreadable('gateway'), [missing, certs.clientKey]);
+    expectOneLine(setUp, unreadable('set-up failed'), [missing, certs.clientKey]);
     expect(mtls.refused).toBe(refusedBefore);
   });
 });
@@ -306,13 +306,14 @@ describe('the engine behind an API key [issue 27.1]', () => {
     worker.child.kill('SIGTERM');
   });
 
-  it('a wrong key: the worker and the gateway exit in one line saying the engine refused the API key', async () => {
+  it('a wrong key: the worker, the gateway and the set-up exit in one line saying the engine refused the API key', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const refusedBefore = keyed.refused;
     const wrongKey = `wrong-${randomUUID()}`;
-    const [worker, gateway] = await Promise.all([
+    const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', withApiKey(wrongKey)),
       refusedStart(h, 'client/gateway/main.ts', withApiKey(wrongKey)),
+      refusedStart(h, 'client/prepare-main.ts', withApiKey(wrongKey)),
     ]);
     const refused = (part: string) =>
       new RegExp(
@@ -320,6 +321,7 @@ describe('the engine behind an API key [issue 27.1]', () => {
       );
     expectOneLine(worker, refused('worker'), [wrongKey, API_KEY]);
     expectOneLine(gateway, refused('gateway'), [wrongKey, API_KEY]);
-    expect(keyed.refused).toBeGreaterThanOrEqual(refusedBefore + 2);
+    expectOneLine(setUp, refused('set-up failed'), [wrongKey, API_KEY]);
+    expect(keyed.refused).toBeGreaterThanOrEqual(refusedBefore + 3);
   });
 });
