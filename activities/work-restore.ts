@@ -2,7 +2,8 @@
  * Restore on the next launch [R6.10]: a new worktree of a task whose earlier worktree was
  * released with its work saved gets that work back, exactly as it was, before its agent starts.
  * An entry that does not apply (the branch moved since) leaves the worktree clean on its branch
- * and says `conflict`; the saved ref stays, so nothing is lost either way.
+ * and says `conflict`; one that fails to apply (a disk that filled) fails the launch, undone like
+ * any failed first launch. The saved ref stays, so nothing is lost either way.
  */
 import { access } from 'node:fs/promises';
 import { forgetRestoresOf, recordRestore, workToRestore } from '../db/saved-work';
@@ -26,13 +27,10 @@ export async function restoreSavedWork(
     const slot = made.find((m) => m.repositoryId === entry.repositoryId)!;
     // An executor that cannot restore leaves the entry for a launch on one that can (listed, never lost).
     if (!executor.restoreWork) continue;
-    const outcome = await executor.restoreWork(plan, slot, entry.commit).catch((err: unknown) => {
-      logger.warn(
-        { err, repositoryId: entry.repositoryId },
-        'saved work could not be restored; it is left to apply by hand',
-      );
-      return 'conflict' as const;
-    });
+    // A restore that fails (rather than finding the work does not fit) fails the materialization,
+    // which is then undone whole (workspace-materialize.ts): `conflict` is said only of a worktree
+    // left clean on its branch.
+    const outcome = await executor.restoreWork(plan, slot, entry.commit);
     if (outcome === 'conflict')
       logger.warn(
         { repositoryId: entry.repositoryId, sessionId: plan.sessionId },

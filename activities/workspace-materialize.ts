@@ -9,6 +9,9 @@ import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
 import { withHeartbeat } from '../executors/support/heartbeat';
 import { giveBackRestores, restoreSavedWork } from './work-restore';
+import { isNoSpaceFailure } from '../domain/disk';
+import { outageOf } from '../domain/outage';
+import { typedFailure } from '../executors/support/failures';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const executors = executorsOf(deps);
@@ -19,7 +22,18 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
         const executor = executors.forPlan(plan);
         const made = await executor.materialize(plan);
         // Work a release saved comes back into the new worktrees before the agent starts [R6.10].
-        await restoreSavedWork(deps, executor, plan, made);
+        try {
+          await restoreSavedWork(deps, executor, plan, made);
+        } catch (err) {
+          // The database went away: the retried step adopts what this one made, as a materialization's does.
+          if (outageOf(err) === 'database') throw err;
+          // A restore that failed (its worktree put back clean, or kept if it cannot be): the
+          // launch fails whole, like any failed first launch; the saved work waits for the next.
+          deps.logger.warn({ err, sessionId: plan.sessionId }, 'saved work could not be restored; undoing the launch');
+          await executor.discard(plan, made);
+          await giveBackRestores(deps, plan, made);
+          throw typedFailure(isNoSpaceFailure(err) ? 'host_disk_low' : 'workspace_materialization_failed');
+        }
         return made;
       });
     },

@@ -3,7 +3,8 @@
  * into a new worktree [R6.9, R6.10]. A save is one commit (git's `stash create` over the index of
  * everything: modified, added, deleted and untracked files; ignored ones are not saved) whose
  * first parent is the HEAD it was made on. A restore applies exactly the difference between the
- * two, in one `git apply` that changes everything or nothing: never a half-applied worktree.
+ * two, in one `git apply` that changes everything or nothing (a write that fails part-way is
+ * undone path by path): never a half-applied worktree.
  */
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -87,9 +88,36 @@ export async function restoreSavedWork(
       // A retried restore whose first run applied (and then lost its record) finds its work in place.
       return (await applies(git, ['--check', '--reverse', file])) ? 'applied' : 'conflict';
     }
-    await git.raw(['apply', file]);
+    try {
+      await git.raw(['apply', file]);
+    } catch (err) {
+      // The patch fits (checked above), so git failed writing it (a disk that filled): what it
+      // wrote is put back as HEAD has it, and the caller is told. The saved ref keeps the work.
+      await undoApply(git, commit);
+      throw err;
+    }
     return 'applied';
   });
+}
+
+/**
+ * Puts every path the saved commit touches back as HEAD has it, and removes those HEAD does not
+ * have: after a failed apply into a new worktree, it is the checkout it was. Only those paths
+ * are touched.
+ */
+async function undoApply(git: SimpleGit, commit: string): Promise<void> {
+  const touched = (await git.raw(['diff', '--name-only', '-z', '--no-renames', `${commit}^1`, commit]))
+    .split('\0')
+    .filter(Boolean);
+  if (touched.length === 0) return;
+  const root = (await git.raw(['rev-parse', '--show-toplevel'])).trim();
+  const inHead = new Set(
+    (await git.raw(['ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD'])).split('\0').filter(Boolean),
+  );
+  const kept = touched.filter((p) => inHead.has(p));
+  for (let i = 0; i < kept.length; i += 500)
+    await git.raw(['checkout', 'HEAD', '--', ...kept.slice(i, i + 500).map((p) => `:(top,literal)${p}`)]);
+  for (const p of touched.filter((p) => !inHead.has(p))) await rm(path.join(root, p), { force: true });
 }
 
 async function applies(git: SimpleGit, args: string[]): Promise<boolean> {

@@ -11,9 +11,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { run as cli } from '../client/cli';
+import { waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
-import { branches, git, makeRepo, rowCounts, worktreePaths } from './support/world';
+import { branches, commitOf, fingerprint, git, makeRepo, rowCounts, worktreePaths } from './support/world';
 
 const MiB = 1024 * 1024;
 const ROOT_SIZE = 48 * MiB;
@@ -192,5 +193,95 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
     } finally {
       rmSync(filler, { force: true });
     }
+  });
+  /** A task launched, stopped with `work` left in its worktree, and released idle: its work on a saved ref. */
+  async function releasedWith(work: (worktree: string) => void) {
+    const r = await repo();
+    const taskId = await createTask(h, [r.id]);
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect((await h.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
+    const worktree = path.join(smallRoot!, taskDirName(taskId), r.name);
+    work(worktree);
+    const before = fingerprint(worktree, ['.git']);
+    const released = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    const job = await waitForJob(h, released.body.released.find((x: any) => x.taskId === taskId).operationId);
+    const ref: string = job.report.worktrees[0].savedRef;
+    expect(existsSync(worktree)).toBe(false);
+    return {
+      r,
+      taskId,
+      sessionId: first.body.sessionId as string,
+      worktree,
+      before,
+      ref,
+      commit: commitOf(r.dir, ref),
+    };
+  }
+
+  const savedEntry = async (repositoryId: string, taskId: string) =>
+    ((await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items as any[]).find(
+      (i) => i.taskId === taskId,
+    );
+
+  it('a released task is not materialized again on a low disk (launch and resume): 507 before git, its saved work untouched', async () => {
+    const t = await releasedWith((w) => writeFileSync(path.join(w, 'notes.txt'), 'my notes\n'));
+    const filler = path.join(smallRoot!, 'filler-released.bin');
+    writeFileSync(filler, Buffer.alloc(freeBytes() - MIN_FREE / 2, 1));
+    try {
+      const before = await worldOf(t.r);
+      for (const attempt of [
+        () => launch(h, t.taskId),
+        () => h.api('POST', `/v1/sessions/${t.sessionId}/resume`, {}),
+      ]) {
+        const res = await attempt();
+        expect(res.status, JSON.stringify(res.body)).toBe(507);
+        expectSafeError(res.body, 'host_disk_low');
+      }
+      const after = await worldOf(t.r);
+      // Nothing made: no worktree, no folder; the refusals are sessions that failed, nothing more.
+      expect({ ...after, sessions: 0 }).toEqual({ ...before, sessions: 0 });
+      expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
+      expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
+      expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
+    } finally {
+      rmSync(filler, { force: true });
+    }
+    // Room again: the launch materializes and the work comes back.
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(fingerprint(t.worktree, ['.git'])).toBe(t.before);
+  });
+
+  it('a restore that runs out of space part-way leaves nothing: 507, no worktree, the branch and the saved ref as they were; the next launch restores it all', async () => {
+    const bigBytes = 20 * MiB;
+    const big = randomBytes(bigBytes);
+    const t = await releasedWith((w) => writeFileSync(path.join(w, 'big-untracked.bin'), big));
+    const branchHead = commitOf(t.r.dir, taskBranchName(t.taskId));
+    // Room enough for the free-space check and the checkout, not for the work the restore writes.
+    const filler = path.join(smallRoot!, 'filler-restore.bin');
+    writeFileSync(filler, Buffer.alloc(freeBytes() - (MIN_FREE + 2 * MiB), 1));
+    try {
+      expect(freeBytes()).toBeGreaterThan(MIN_FREE);
+      expect(freeBytes()).toBeLessThan(bigBytes);
+      const before = await worldOf(t.r);
+      const res = await launch(h, t.taskId);
+      expect(res.status, JSON.stringify(res.body)).toBe(507);
+      expectSafeError(res.body, 'host_disk_low');
+      const after = await worldOf(t.r);
+      expect({ ...after, sessions: 0 }).toEqual({ ...before, sessions: 0 });
+      expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
+      expect(commitOf(t.r.dir, taskBranchName(t.taskId))).toBe(branchHead);
+      expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
+      // The entry is still waiting to be restored: not recorded as applied, nor as a conflict.
+      expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
+    } finally {
+      rmSync(filler, { force: true });
+    }
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(fingerprint(t.worktree, ['.git'])).toBe(t.before);
+    expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('applied');
   });
 });
