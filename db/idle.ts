@@ -6,7 +6,11 @@
 import type { IdleFacts } from '../domain/idle';
 import type { Db } from './pool';
 
-/** A host's candidates (`hostId`), or one task's own environment (`ownerTaskId`: the preparation's second look). */
+/**
+ * A host's candidates (`hostId`), or one task's own environment (`ownerTaskId`: the preparation's
+ * second look): at most `limit`, those that may be released first (oldest first), then the pinned
+ * and busy ones (reported as kept), so a host with many pinned tasks still releases the rest.
+ */
 export async function idleCandidates(
   db: Db,
   of: { hostId: string } | { ownerTaskId: string },
@@ -35,6 +39,7 @@ export async function idleCandidates(
            OR EXISTS (SELECT 1 FROM workspace_groups g WHERE g.id = u.group_id AND g.environment_id = env.id)
            OR EXISTS (SELECT 1 FROM sessions s WHERE s.task_id = u.id AND s.environment_id = env.id))
      )
+     SELECT * FROM (
      SELECT u.environment_id, u.owner_task_id,
             bool_or(u.pinned_at IS NOT NULL) AS pinned,
             bool_or(u.task_id = u.owner_task_id AND EXISTS (
@@ -51,7 +56,9 @@ export async function idleCandidates(
                              WHERE s.environment_id = u.environment_id AND x.status = 'running')) AS live_agent
        FROM users u
       GROUP BY u.environment_id, u.owner_task_id
-      ORDER BY last_activity_at
+     ) c
+      -- What may be released first, oldest first: pinned or busy ones never fill the limit ahead of them.
+      ORDER BY (c.pinned OR c.busy_owner OR c.busy_other OR c.live_agent), c.last_activity_at
       LIMIT $2`,
     ['hostId' in of ? of.hostId : null, limit, 'ownerTaskId' in of ? of.ownerTaskId : null],
   );

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchedules } from '../worker/schedules';
+import { idleCandidates } from '../db/idle';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
@@ -146,6 +147,33 @@ describe('idle release [R6.9]', () => {
     expect(fingerprint(worktree, ['.git'])).toBe(before);
   });
 
+  it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const worktree = worktreeOf(t.taskId, r.name);
+    makeWork(worktree);
+    const before = fingerprint(worktree, ['.git']);
+    const job = await waitForJob(
+      h,
+      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
+    );
+    expect(job.state).toBe('succeeded');
+    expect(existsSync(worktree)).toBe(false);
+
+    const resumed = await h.api('POST', `/v1/sessions/${t.sessionId}/resume`, {});
+    expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
+    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
+    const session = (await h.api('GET', `/v1/sessions/${t.sessionId}`)).body;
+    expect(session).toMatchObject({ state: 'running', restore: 'applied', restoreConflictRefs: [] });
+    const [entry] = await savedWorkOf(r.id, t.taskId);
+    expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
+    expect(Date.parse(entry.restoredAt)).toBeGreaterThan(0);
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.envId])).rows[0].status).toBe(
+      'ready',
+    );
+  });
+
   it('a branch that moved since the save: the launch succeeds on the clean branch, the view says conflict, the ref stays', async () => {
     const r = await repo();
     const t = await stoppedTask(r);
@@ -213,6 +241,26 @@ describe('idle release [R6.9]', () => {
     expect(unpin.body.pinned).toBe(false);
     const later = await releaseNow({ dryRun: true });
     expect(later.body.released).toContainEqual({ taskId: pinned.taskId, operationId: null });
+  });
+
+  it('pinned and busy environments never take the places of releasable ones in a run (its candidates are limited)', async () => {
+    const r = await repo();
+    const older = await stoppedTask(r);
+    const newer = await stoppedTask(r);
+    // The older one would come first by age alone; pinned, it must not fill a run's only place.
+    expect((await h.api('POST', `/v1/tasks/${older.taskId}/pin`)).status).toBe(200);
+    await h.pool.query(`UPDATE tasks SET last_activity_at = now() - interval '30 days' WHERE id = $1`, [older.taskId]);
+    const all = await idleCandidates(h.pool, { hostId: h.config.hostId });
+    const held = (f: { pinned: boolean; busy: boolean }) => f.pinned || f.busy;
+    const firstHeld = all.findIndex(held);
+    expect(firstHeld).toBeGreaterThanOrEqual(0);
+    expect(all.slice(firstHeld).every(held)).toBe(true); // every releasable one comes before every held one
+    expect(all.find((f) => f.ownerTaskId === older.taskId)).toMatchObject({ pinned: true });
+    const releasable = all.filter((f) => !held(f)).length;
+    const limited = await idleCandidates(h.pool, { hostId: h.config.hostId }, releasable);
+    expect(limited.map((f) => f.ownerTaskId)).toContain(newer.taskId);
+    expect(limited.some(held)).toBe(false);
+    expect((await h.api('DELETE', `/v1/tasks/${older.taskId}/pin`)).status).toBe(200);
   });
 
   it('a task used again since the judgement is not released (the preparation looks again under the lock)', async () => {
