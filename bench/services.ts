@@ -152,7 +152,9 @@ export async function startServices(root: string, log: (msg: string) => void): P
     const env: NodeJS.ProcessEnv = {
       // As the launcher starts them (client/service-build.ts SERVICE_ENV).
       ...SERVICE_ENV,
-      ...process.env,
+      // The benchmark measures against its own dev server, with no credentials: an engine's
+      // settings in the shell (an API key, a profile) are not this engine's.
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TEMPORAL_'))),
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TWS_USER_TOKEN: tokens.user,

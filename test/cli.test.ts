@@ -113,7 +113,7 @@ describe('tws', () => {
     expect(missing.stderr).toMatch(/^tws: not found/);
   });
 
-  it('retry and cancel of a finished job are refused with exit 1 and the reason; bad ids and commands exit 2 without a call', async () => {
+  it('retry and cancel of a finished job are refused with exit 1 and the reason, a 400 with its own message; bad ids and commands exit 2 without a call', async () => {
     const t = await stoppedTask('cli-refused');
     const { operationId } = await archive(h, t.taskId);
     await waitForJob(h, operationId);
@@ -135,6 +135,13 @@ describe('tws', () => {
     ]) {
       expect((await tws(args)).code, args.join(' ')).toBe(2);
     }
+    // A value the service refuses: the CLI shows the 400's own message, word for word, exit 1.
+    const api = await h.api('GET', '/v1/cleanup-jobs?state=bogus', undefined, OPERATOR_TOKEN);
+    expect(api.status).toBe(400);
+    const refused = await tws(['jobs', '--state', 'bogus']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`${api.body.error.code}: ${api.body.error.message}`);
+    expect(api.body.error.message).toMatch(/state/);
     // A user token is not an operator's: the service refuses (403), exit 1.
     expect((await tws(['sweep', '--dry-run'], { TWS_OPERATOR_TOKEN: USER_TOKEN })).code).toBe(1);
     // Nothing listens: exit 3, one line, no stack.

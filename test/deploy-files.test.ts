@@ -101,4 +101,19 @@ describe('README configuration table', () => {
     expect(settingsRead.size).toBeGreaterThan(30);
     expect([...settingsRead].filter((name) => !listed.has(name)).sort()).toEqual([]);
   });
+
+  it('lists every TEMPORAL_* and OTEL_* setting the product names, by name or by its family (`TEMPORAL_TLS_*`)', () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const table = readme.slice(
+      readme.indexOf('\n## Configuration'),
+      readme.indexOf('\n## ', readme.indexOf('\n## Configuration') + 5),
+    );
+    const named = new Set(
+      (productText.match(/\b(TEMPORAL|OTEL)_[A-Z0-9_]*[A-Z0-9]\b/g) ?? []).filter((n) => !/_$/.test(n)),
+    );
+    expect(named.size).toBeGreaterThan(10);
+    const families = [...table.matchAll(/`((?:TEMPORAL|OTEL)_[A-Z0-9_]*)\*`/g)].map((m) => m[1]!);
+    const listed = (name: string) => table.includes(`\`${name}\``) || families.some((f) => name.startsWith(f));
+    expect([...named].filter((name) => !listed(name)).sort()).toEqual([]);
+  });
 });
