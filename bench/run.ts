@@ -96,7 +96,8 @@ async function main(): Promise<void> {
   log(`starting services${config.quick ? ' (QUICK run: reduced samples)' : ''}`);
   const services: Services = await startServices(root, log);
   const pool = createPool(services.databaseUrl, 6);
-  const temporal = await connectClient(services.temporalAddress, 'default');
+  // Its own dev server, no credentials (bench/services.ts): none of the shell's TEMPORAL_* settings.
+  const temporal = await connectClient(services.temporalAddress, 'default', {});
   const engine = await startEngineFloor(temporal, services.temporalAddress, 'default');
   let tornDown = false;
   const teardown = async () => {

@@ -176,6 +176,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
       temporalAddress,
       namespace: config.temporalNamespace,
       isTemporalDead: () => !isRunning(temporalProcess),
+      engineEnv: env,
     });
 
     // As `make start` does: the services run compiled (client/service-build.ts).
