@@ -225,6 +225,21 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
       (i) => i.taskId === taskId,
     );
 
+  /**
+   * A refused re-materialization made nothing (no worktree, no folder; the refusals are sessions
+   * that failed, nothing more) and left the saved work as it was, still waiting to be restored:
+   * recorded neither applied nor a conflict.
+   */
+  async function expectNothingMade(
+    t: Awaited<ReturnType<typeof releasedWith>>,
+    before: Awaited<ReturnType<typeof worldOf>>,
+  ) {
+    expect({ ...(await worldOf(t.r)), sessions: 0 }).toEqual({ ...before, sessions: 0 });
+    expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
+    expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
+    expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
+  }
+
   it('a released task is not materialized again on a low disk (launch and resume): 507 before git, its saved work untouched', async () => {
     const t = await releasedWith((w) => writeFileSync(path.join(w, 'notes.txt'), 'my notes\n'));
     const filler = path.join(smallRoot!, 'filler-released.bin');
@@ -239,12 +254,7 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
         expect(res.status, JSON.stringify(res.body)).toBe(507);
         expectSafeError(res.body, 'host_disk_low');
       }
-      const after = await worldOf(t.r);
-      // Nothing made: no worktree, no folder; the refusals are sessions that failed, nothing more.
-      expect({ ...after, sessions: 0 }).toEqual({ ...before, sessions: 0 });
-      expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
-      expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
-      expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
+      await expectNothingMade(t, before);
     } finally {
       rmSync(filler, { force: true });
     }
@@ -269,13 +279,8 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
       const res = await launch(h, t.taskId);
       expect(res.status, JSON.stringify(res.body)).toBe(507);
       expectSafeError(res.body, 'host_disk_low');
-      const after = await worldOf(t.r);
-      expect({ ...after, sessions: 0 }).toEqual({ ...before, sessions: 0 });
-      expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
+      await expectNothingMade(t, before);
       expect(commitOf(t.r.dir, taskBranchName(t.taskId))).toBe(branchHead);
-      expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
-      // The entry is still waiting to be restored: not recorded as applied, nor as a conflict.
-      expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
     } finally {
       rmSync(filler, { force: true });
     }

@@ -55,6 +55,26 @@ function makeWork(worktree: string) {
 const releaseNow = (body: Record<string, unknown> = {}) =>
   h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1, ...body }, OPERATOR_TOKEN);
 
+/**
+ * A stopped task with work of every kind (makeWork) in its worktree, released idle: its
+ * worktree gone, and what the work was, file by file (the index is git's own, rebuilt by a new
+ * worktree).
+ */
+async function releasedWithWork() {
+  const r = await repo();
+  const t = await stoppedTask(r);
+  const worktree = worktreeOf(t.taskId, r.name);
+  makeWork(worktree);
+  const before = fingerprint(worktree, ['.git']);
+  const job = await waitForJob(
+    h,
+    (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
+  );
+  expect(job.state).toBe('succeeded');
+  expect(existsSync(worktree)).toBe(false);
+  return { r, t, worktree, before };
+}
+
 async function savedWorkOf(repositoryId: string, taskId: string) {
   const items: any[] = (await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items;
   return items.filter((i) => i.taskId === taskId);
@@ -109,18 +129,7 @@ describe('idle release [R6.9]', () => {
   });
 
   it('the next launch restores the saved work byte-for-byte: modified, staged, deleted and untracked files [R6.10]', async () => {
-    const r = await repo();
-    const t = await stoppedTask(r);
-    const worktree = worktreeOf(t.taskId, r.name);
-    makeWork(worktree);
-    // What the work is, file by file (the index is git's own, rebuilt by the new worktree).
-    const before = fingerprint(worktree, ['.git']);
-    const job = await waitForJob(
-      h,
-      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
-    );
-    expect(job.state).toBe('succeeded');
-    expect(existsSync(worktree)).toBe(false);
+    const { r, t, worktree, before } = await releasedWithWork();
 
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
@@ -148,17 +157,7 @@ describe('idle release [R6.9]', () => {
   });
 
   it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
-    const r = await repo();
-    const t = await stoppedTask(r);
-    const worktree = worktreeOf(t.taskId, r.name);
-    makeWork(worktree);
-    const before = fingerprint(worktree, ['.git']);
-    const job = await waitForJob(
-      h,
-      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
-    );
-    expect(job.state).toBe('succeeded');
-    expect(existsSync(worktree)).toBe(false);
+    const { r, t, worktree, before } = await releasedWithWork();
 
     const resumed = await h.api('POST', `/v1/sessions/${t.sessionId}/resume`, {});
     expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
