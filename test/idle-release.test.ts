@@ -206,7 +206,7 @@ describe('idle release [R6.9]', () => {
     expect(git(r.dir, 'show', `${ref}:mine.txt`)).toBe('untracked of mine');
   });
 
-  it('leaves alone what is pinned, running, or shared with a task that runs; a pin shows on the task', async () => {
+  it('leaves alone what is pinned, running, or shared with a task that runs (a group, a child inheriting it); a pin shows on the task', async () => {
     const r = await repo();
     const pinned = await stoppedTask(r);
     const pin = await h.api('POST', `/v1/tasks/${pinned.taskId}/pin`);
@@ -221,18 +221,27 @@ describe('idle release [R6.9]', () => {
     expect((await h.api('POST', `/v1/sessions/${owner.body.sessionId}/stop`)).status).toBe(200);
     expect((await launch(h, group.tasks[1]!)).status).toBe(201);
 
+    // A parent whose child works in its workspace (inherit_parent) while the parent's own agent is stopped.
+    const parent = await stoppedTask(r);
+    const child = await createTask(h, [r.id], { parentTaskId: parent.taskId, workspace: { mode: 'inherit_parent' } });
+    const inherited = await launch(h, child);
+    expect(inherited.status, JSON.stringify(inherited.body)).toBe(201);
+    expect(inherited.body.taskEnvironmentId).toBe(parent.envId);
+
     const res = await releaseNow();
     expect(res.status).toBe(200);
     const released = res.body.released.map((x: any) => x.taskId);
-    for (const kept of [pinned.taskId, runningTask, group.tasks[0]]) expect(released).not.toContain(kept);
+    for (const kept of [pinned.taskId, runningTask, group.tasks[0], parent.taskId])
+      expect(released).not.toContain(kept);
     expect(res.body.kept).toEqual(
       expect.arrayContaining([
         { taskId: pinned.taskId, reason: 'pinned' },
         { taskId: runningTask, reason: 'running' },
         { taskId: group.tasks[0], reason: 'shared_task_running' },
+        { taskId: parent.taskId, reason: 'shared_task_running' },
       ]),
     );
-    for (const taskId of [pinned.taskId, runningTask, group.tasks[0]!])
+    for (const taskId of [pinned.taskId, runningTask, group.tasks[0]!, parent.taskId])
       expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(taskId)))).toBe(true);
 
     // Unpinned, it is idle like any other.
