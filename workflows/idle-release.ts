@@ -3,7 +3,7 @@
  * every environment of the host whose tasks are all idle is released through the cleanup path
  * (trigger `idle_release`: its uncommitted work saved first, the branch kept) [R6.9].
  */
-import { ParentClosePolicy, startChild, uuid4 } from '@temporalio/workflow';
+import { ParentClosePolicy, patched, startChild, uuid4 } from '@temporalio/workflow';
 import type { RetryPolicy } from '../domain/cleanup';
 import type { IdleReleaseResult } from '../domain/idle';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
@@ -30,10 +30,8 @@ export async function releaseIdleWorkspaces(input: {
   const idleCutoff = new Date(asOf - input.idleForMs).toISOString();
   if (input.dryRun)
     return { released: found.release.map((taskId) => ({ taskId, operationId: null })), kept: found.kept, dryRun: true };
-  const released: IdleReleaseResult['released'] = [];
-  for (const taskId of found.release) {
-    const operationId = uuid4();
-    // Each release is its own durable cleanup; one refused (an agent started meanwhile) does not stop the others.
+  // Each release is its own durable cleanup; one refused (an agent started meanwhile) does not stop the others.
+  const release = async (taskId: string, operationId: string) => {
     await startChild(cleanupTask, {
       workflowId: cleanupWorkflowId('idle_release', taskId, operationId),
       args: [
@@ -53,7 +51,15 @@ export async function releaseIdleWorkspaces(input: {
         { key: TriggerAttr, value: 'idle_release' },
       ]),
     });
-    released.push({ taskId, operationId });
+    return { taskId, operationId };
+  };
+  const released: IdleReleaseResult['released'] = [];
+  if (patched('idle-release-starts-children-at-once')) {
+    // Every start in one workflow task: one at a time, each start waited for a workflow task of
+    // its own, queued behind the very cleanups it had started (a hundred took over five minutes).
+    released.push(...(await Promise.all(found.release.map((taskId) => release(taskId, uuid4())))));
+  } else {
+    for (const taskId of found.release) released.push(await release(taskId, uuid4()));
   }
   return { released, kept: found.kept, dryRun: false };
 }
