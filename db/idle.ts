@@ -27,7 +27,7 @@ export async function idleCandidates(
   }>(
     `WITH env AS (
        SELECT e.id, e.task_id FROM task_environments e JOIN tasks o ON o.id = e.task_id
-        WHERE ($1::text IS NULL OR e.host_id = $1) AND ($3::uuid IS NULL OR e.task_id = $3) AND e.status IN ('ready', 'stopped') AND o.archived_at IS NULL
+        WHERE ${'hostId' in of ? 'e.host_id = $1' : 'e.task_id = $1'} AND e.status IN ('ready', 'stopped') AND o.archived_at IS NULL
           AND EXISTS (SELECT 1 FROM environment_repos er WHERE er.environment_id = e.id AND er.status = 'active'
                         AND er.worktree_path IS NOT NULL AND (er.worktree_id IS NOT NULL OR er.ssh_target_id IS NOT NULL))
           AND NOT EXISTS (SELECT 1 FROM cleanup_jobs j WHERE j.task_id = e.task_id AND j.state NOT IN ('succeeded', 'cancelled'))
@@ -67,7 +67,9 @@ export async function idleCandidates(
       -- What may be released first, oldest first: pinned or busy ones never fill the limit ahead of them.
       ORDER BY (c.pinned OR c.busy_owner OR c.busy_other OR c.live_agent), c.last_activity_at
       LIMIT $2`,
-    ['hostId' in of ? of.hostId : null, limit, 'ownerTaskId' in of ? of.ownerTaskId : null],
+    // One statement per form, each with its own index (task_id's unique one for a second look):
+    // a NULL-or-value parameter in one statement kept its generic plan off both.
+    ['hostId' in of ? of.hostId : of.ownerTaskId, limit],
   );
   return res.rows.map((r) => ({
     environmentId: r.environment_id,
