@@ -154,7 +154,9 @@ export async function endExecution(
 ): Promise<{ sessionId: string } | null> {
   return inTransaction(pool, async (client) => {
     const ended = await client.query<{ session_id: string }>(
-      `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = COALESCE($5::timestamptz, now()) WHERE id = $1 AND status = 'running' RETURNING session_id`,
+      // Never before the start: started_at is the moment the start was recorded, after the spawn,
+      // and an agent that ends at once (or a target's clock) can date its end before that.
+      `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = GREATEST(COALESCE($5::timestamptz, now()), started_at) WHERE id = $1 AND status = 'running' RETURNING session_id`,
       [id, end.status, end.exitCode, end.signal, end.endedAt],
     );
     const sessionId = ended.rows[0]?.session_id;
@@ -177,7 +179,7 @@ export async function markStopped(
   outcome: { exitCode: number | null; signal: string | null } | null,
 ): Promise<void> {
   await db.query(
-    `UPDATE executions SET status = 'stopped', exit_code = COALESCE($2, exit_code), signal = COALESCE($3, signal), ended_at = COALESCE(ended_at, now()) WHERE id = $1`,
+    `UPDATE executions SET status = 'stopped', exit_code = COALESCE($2, exit_code), signal = COALESCE($3, signal), ended_at = GREATEST(COALESCE(ended_at, now()), started_at) WHERE id = $1`,
     [id, outcome?.exitCode ?? null, outcome?.signal ?? null],
   );
 }

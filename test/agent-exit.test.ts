@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { killableWorker } from './support/processes';
+import { endExecution } from '../db/executions';
 import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';
 
@@ -37,6 +38,23 @@ describe('agent exits [issue 11]', () => {
       });
       expect(Date.parse(session.execution.endedAt)).toBeGreaterThanOrEqual(Date.parse(session.execution.startedAt));
     }
+  });
+
+  it('an end dated before the start was recorded (an agent that ends at once, a target whose clock is behind) is recorded at the start, never before it', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'early-end');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'early-end')]);
+    // Long enough to end after its end is recorded here; short enough never to outlive the test.
+    const res = await launch(h, taskId, { command: ['sleep', '3'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const { rows } = await h.pool.query('SELECT started_at FROM executions WHERE id = $1', [res.body.executionId]);
+    const startedAt: Date = rows[0].started_at;
+    const said = new Date(startedAt.getTime() - 5).toISOString(); // what the supervisor's clock said
+    expect(
+      await endExecution(h.pool, res.body.executionId, { status: 'exited', exitCode: 0, signal: null, endedAt: said }),
+    ).not.toBeNull();
+    const after = await h.pool.query('SELECT ended_at FROM executions WHERE id = $1', [res.body.executionId]);
+    expect(after.rows[0].ended_at.getTime()).toBe(startedAt.getTime());
   });
 
   it('an agent that ends while its worker is dead is reported with its real exit code once a worker is back', async () => {
