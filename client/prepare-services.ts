@@ -6,16 +6,8 @@ import { Connection } from '@temporalio/client';
 import { migrate } from '../db/migrate';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
-import { engineFailureLine } from '../worker/engine-failure';
+import { engineFailure } from '../worker/engine-failure';
 import { errorLine } from './supervisor';
-
-/**
- * What the diagnosis says of an engine that is not up yet (the bundled dev server still
- * starting): worth waiting for. Anything else (a certificate, a key, a CA, a file) is a refusal
- * that waiting does not mend.
- */
-const NOT_YET_UP =
-  /^cannot reach the Temporal engine at \S+: (nothing listens there|it does not answer( \(| a call)|it closed the connection:|the namespace \S+ does not exist|there is no route to it)/;
 
 /**
  * Waits for the engine to answer. A refusal ends the wait at once with the one line that names
@@ -28,12 +20,12 @@ async function waitForTemporal(
   timeoutMs = 60_000,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<void> {
-  const diagnose = (err: unknown) => engineFailureLine(err, { ...env, TEMPORAL_ADDRESS: address }).catch(() => null);
+  const diagnose = (err: unknown) => engineFailure(err, { ...env, TEMPORAL_ADDRESS: address }).catch(() => null);
   let options: ReturnType<typeof engineConnectOptions>;
   try {
     options = engineConnectOptions(address, env);
   } catch (err) {
-    throw new Error((await diagnose(err)) ?? errorLine(err));
+    throw new Error((await diagnose(err))?.line ?? errorLine(err));
   }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -44,9 +36,9 @@ async function waitForTemporal(
       await connection.close();
       return;
     } catch (err) {
-      const line = await diagnose(err);
-      if (line && !NOT_YET_UP.test(line)) throw new Error(line);
-      if (Date.now() > deadline) throw new Error(line ?? errorLine(err));
+      const failure = await diagnose(err);
+      if (failure && !failure.notUpYet) throw new Error(failure.line);
+      if (Date.now() > deadline) throw new Error(failure?.line ?? errorLine(err));
       await new Promise((r) => setTimeout(r, 300));
     }
   }

@@ -29,6 +29,18 @@ const FILE_VARIABLES = [
  * failure was something else, which keeps its own output).
  */
 export async function engineFailureLine(err: unknown, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  return (await engineFailure(err, env))?.line ?? null;
+}
+
+/**
+ * The same, and whether the engine is only not up yet (nothing listens, no answer yet, its
+ * namespace not made yet: an engine still starting), which waiting may mend; any other reason
+ * (a certificate, a key, a CA, a file) is a refusal that waiting does not.
+ */
+export async function engineFailure(
+  err: unknown,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ line: string; notUpYet: boolean } | null> {
   let address: string;
   let namespace: string;
   try {
@@ -39,18 +51,21 @@ export async function engineFailureLine(err: unknown, env: NodeJS.ProcessEnv = p
   } catch {
     return null; // the configuration itself is wrong: its own error says how
   }
-  const line = (reason: string) => `cannot reach the Temporal engine at ${address}: ${reason}`;
+  const failure = (reason: string) => ({
+    line: `cannot reach the Temporal engine at ${address}: ${reason}`,
+    notUpYet: NOT_UP_YET.includes(reason) || reason === missingNamespace(namespace),
+  });
   const unreadable = unreadableFile(err, env);
-  if (unreadable) return line(unreadable);
+  if (unreadable) return failure(unreadable);
   let options: EngineConnectOptions;
   try {
     options = engineConnectOptions(address, env);
   } catch (settingsErr) {
     const first = (settingsErr instanceof Error ? settingsErr.message : String(settingsErr)).split('\n')[0];
-    return line(unreadableFile(settingsErr, env) ?? `its connection settings cannot be read (${first})`);
+    return failure(unreadableFile(settingsErr, env) ?? `its connection settings cannot be read (${first})`);
   }
   const problem = (await transportProblem(address, options)) ?? (await callProblem(options, namespace));
-  return problem ? line(problem) : null;
+  return problem ? failure(problem) : null;
 }
 
 function unreadableFile(err: unknown, env: NodeJS.ProcessEnv): string | null {
@@ -170,15 +185,28 @@ async function callProblem(o: EngineConnectOptions, namespace: string): Promise<
     return null;
   } catch (err) {
     const grpc = err instanceof ServiceError ? err.cause : err;
-    if (!isGrpcServiceError(grpc)) return `it does not answer a call within ${PROBE_TIMEOUT_MS / 1000} s`;
+    if (!isGrpcServiceError(grpc)) return NO_CALL_ANSWER;
     const keyed = o.apiKey !== undefined;
     if (grpc.code === 16)
       return `the engine refused ${keyed ? 'the API key in TEMPORAL_API_KEY' : "this client's credentials"} (UNAUTHENTICATED)`;
     if (grpc.code === 7)
       return `${keyed ? 'the API key in TEMPORAL_API_KEY' : "this client's certificate"} gives no access to namespace ${namespace} (PERMISSION_DENIED)`;
-    if (grpc.code === 5) return `the namespace ${namespace} does not exist there (TEMPORAL_NAMESPACE)`;
+    if (grpc.code === 5) return missingNamespace(namespace);
     return `a call failed (${grpc.details || `gRPC status ${grpc.code}`})`;
   } finally {
     await connection?.close().catch(() => {});
   }
 }
+
+const NO_CALL_ANSWER = `it does not answer a call within ${PROBE_TIMEOUT_MS / 1000} s`;
+const missingNamespace = (namespace: string) => `the namespace ${namespace} does not exist there (TEMPORAL_NAMESPACE)`;
+
+/** The reasons an engine that is still starting gives (see engineFailure). */
+const NOT_UP_YET = [
+  NETWORK_REASONS.ECONNREFUSED,
+  NETWORK_REASONS.ETIMEDOUT,
+  NETWORK_REASONS.EHOSTUNREACH,
+  NO_CALL_ANSWER,
+  closed(true),
+  closed(false),
+];
