@@ -9,12 +9,16 @@ import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
 import { withHeartbeat } from '../executors/support/heartbeat';
 import { giveBackRestores, restoreSavedWork } from './work-restore';
-import { isNoSpaceFailure } from '../domain/disk';
 import { outageOf } from '../domain/outage';
-import { typedFailure } from '../executors/support/failures';
+import { materializationFailure } from '../executors/support/failures';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const executors = executorsOf(deps);
+  /** The exact undo: what the launch made goes, and the saved work it took waits for the next one. */
+  const undo = async (plan: LaunchPlan, made: MaterializedSlot[]) => {
+    await executors.forPlan(plan).discard(plan, made);
+    await giveBackRestores(deps, plan, made);
+  };
   return {
     async materializeWorkspace(plan: LaunchPlan): Promise<MaterializedSlot[]> {
       if (!workspaceStepsOf(plan).createWorktrees) return []; // the source checkout is the workspace: nothing to create
@@ -30,17 +34,15 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
           // A restore that failed (its worktree put back clean, or kept if it cannot be): the
           // launch fails whole, like any failed first launch; the saved work waits for the next.
           deps.logger.warn({ err, sessionId: plan.sessionId }, 'saved work could not be restored; undoing the launch');
-          await executor.discard(plan, made);
-          await giveBackRestores(deps, plan, made);
-          throw typedFailure(isNoSpaceFailure(err) ? 'host_disk_low' : 'workspace_materialization_failed');
+          await undo(plan, made);
+          throw materializationFailure(err);
         }
         return made;
       });
     },
 
     async discardMaterialization(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
-      await withHeartbeat('discard', () => executors.forPlan(plan).discard(plan, made));
-      await giveBackRestores(deps, plan, made);
+      await withHeartbeat('discard', () => undo(plan, made));
     },
   };
 }

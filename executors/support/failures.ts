@@ -1,6 +1,7 @@
 /** Typed outcomes of executors and activities: what crosses the Temporal boundary by `type`. */
 import { ApplicationFailure } from '@temporalio/common';
 import type { CleanupErrorClass } from '../../domain/cleanup';
+import { isNoSpaceFailure } from '../../domain/disk';
 import { ERROR_TABLE, type ErrorCode } from '../../domain/errors';
 
 /**
@@ -19,3 +20,7 @@ export function typedFailure(code: ErrorCode, details?: Record<string, unknown>)
 /** A cleanup attempt's classified failure (domain/cleanup.ts decides its retries); its message is the caller's safe text. */
 export const cleanupFailure = (type: CleanupErrorClass, message: string): ApplicationFailure =>
   ApplicationFailure.create({ type, message, nonRetryable: true });
+
+/** A materialization that failed and was undone: `host_disk_low` when a write found no room [R6.11], else the general refusal. */
+export const materializationFailure = (err: unknown): ApplicationFailure =>
+  typedFailure(isNoSpaceFailure(err) ? 'host_disk_low' : 'workspace_materialization_failed');

@@ -18,7 +18,7 @@ import { branchCommit, branchCommits, branchRef, deleteBranchIfAt, recreateMissi
 import { gitAt } from '../../git/git';
 import type { WorkspaceOperations } from '../executor';
 import type { ActivityDeps } from '../support/deps';
-import { typedFailure } from '../support/failures';
+import { materializationFailure, typedFailure } from '../support/failures';
 import {
   markerOwnedBy,
   pathExists,
@@ -273,8 +273,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
         // A refusal with its own reason (a registered worktree that cannot be reused) says so.
         if (err instanceof ApplicationFailure && err.type === 'workspace_reuse_unsafe') throw err;
         // The disk filled during the materialization: undone like any failure, and said so [R6.11].
-        if (isNoSpaceFailure(err)) throw typedFailure('host_disk_low');
-        throw typedFailure('workspace_materialization_failed');
+        throw materializationFailure(err);
       }
     },
 
