@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { run as cli } from '../client/cli';
-import { waitForJob } from './support/cleanup';
+import { releaseIdleTask, savedWorkOf } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { branches, commitOf, fingerprint, git, makeRepo, rowCounts, worktreePaths } from './support/world';
@@ -204,9 +204,7 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
     const worktree = path.join(smallRoot!, taskDirName(taskId), r.name);
     work(worktree);
     const before = fingerprint(worktree, ['.git']);
-    const released = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
-    expect(released.status, JSON.stringify(released.body)).toBe(200);
-    const job = await waitForJob(h, released.body.released.find((x: any) => x.taskId === taskId).operationId);
+    const job = await releaseIdleTask(h, taskId);
     const ref: string = job.report.worktrees[0].savedRef;
     expect(existsSync(worktree)).toBe(false);
     return {
@@ -220,11 +218,6 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
     };
   }
 
-  const savedEntry = async (repositoryId: string, taskId: string) =>
-    ((await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items as any[]).find(
-      (i) => i.taskId === taskId,
-    );
-
   /**
    * A refused re-materialization made nothing (no worktree, no folder; the refusals are sessions
    * that failed, nothing more) and left the saved work as it was, still waiting to be restored:
@@ -237,7 +230,7 @@ describe.skipIf(!smallRoot)('disk in sight and a low disk refused [R6.11] (a rea
     expect({ ...(await worldOf(t.r)), sessions: 0 }).toEqual({ ...before, sessions: 0 });
     expect(existsSync(path.join(smallRoot!, taskDirName(t.taskId)))).toBe(false);
     expect(commitOf(t.r.dir, t.ref)).toBe(t.commit);
-    expect(await savedEntry(t.r.id, t.taskId)).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
+    expect((await savedWorkOf(h, t.r.id, t.taskId))[0]).toMatchObject({ ref: t.ref, restore: null, restoredAt: null });
   }
 
   it('a released task is not materialized again on a low disk (launch and resume): 507 before git, its saved work untouched', async () => {

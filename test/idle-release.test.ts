@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSchedules } from '../worker/schedules';
 import { idleCandidates } from '../db/idle';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
-import { waitForJob } from './support/cleanup';
+import { releaseIdleTask, savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createGroupTasks, createTask, launch, registerRepo, waitUntil } from './support/scenario';
 import { commitOf, fingerprint, git, makeRepo, worktreePaths } from './support/world';
@@ -66,18 +66,10 @@ async function releasedWithWork() {
   const worktree = worktreeOf(t.taskId, r.name);
   makeWork(worktree);
   const before = fingerprint(worktree, ['.git']);
-  const job = await waitForJob(
-    h,
-    (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
-  );
+  const job = await releaseIdleTask(h, t.taskId);
   expect(job.state).toBe('succeeded');
   expect(existsSync(worktree)).toBe(false);
   return { r, t, worktree, before };
-}
-
-async function savedWorkOf(repositoryId: string, taskId: string) {
-  const items: any[] = (await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items;
-  return items.filter((i) => i.taskId === taskId);
 }
 
 describe('idle release [R6.9]', () => {
@@ -123,7 +115,7 @@ describe('idle release [R6.9]', () => {
     );
     const task = (await h.api('GET', `/v1/tasks/${t.taskId}`)).body;
     expect(task.state).toBe('active');
-    expect(await savedWorkOf(r.id, t.taskId)).toEqual([
+    expect(await savedWorkOf(h, r.id, t.taskId)).toEqual([
       expect.objectContaining({ ref, trigger: 'idle_release', restore: null, restoredAt: null }),
     ]);
   });
@@ -144,7 +136,7 @@ describe('idle release [R6.9]', () => {
     ).toEqual(['?? notes/untracked.bin', 'D src/gone.txt', 'M README.md', 'M src/keep.txt']);
     const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
     expect(session).toMatchObject({ restore: 'applied', restoreConflictRefs: [] });
-    const [entry] = await savedWorkOf(r.id, t.taskId);
+    const [entry] = await savedWorkOf(h, r.id, t.taskId);
     expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
     expect(Date.parse(entry.restoredAt)).toBeGreaterThan(0);
     // Kept until the task is deleted: the ref is still there, and a later launch does not apply it twice.
@@ -165,7 +157,7 @@ describe('idle release [R6.9]', () => {
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     const session = (await h.api('GET', `/v1/sessions/${t.sessionId}`)).body;
     expect(session).toMatchObject({ state: 'running', restore: 'applied', restoreConflictRefs: [] });
-    const [entry] = await savedWorkOf(r.id, t.taskId);
+    const [entry] = await savedWorkOf(h, r.id, t.taskId);
     expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
     expect(Date.parse(entry.restoredAt)).toBeGreaterThan(0);
     expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.envId])).rows[0].status).toBe(
@@ -179,10 +171,7 @@ describe('idle release [R6.9]', () => {
     const worktree = worktreeOf(t.taskId, r.name);
     writeFileSync(path.join(worktree, 'README.md'), '# idle\nmy edit\n');
     writeFileSync(path.join(worktree, 'mine.txt'), 'untracked of mine\n');
-    const job = await waitForJob(
-      h,
-      (await releaseNow()).body.released.find((x: any) => x.taskId === t.taskId).operationId,
-    );
+    const job = await releaseIdleTask(h, t.taskId);
     const ref: string = job.report.worktrees[0].savedRef;
     // Someone commits to the kept branch meanwhile, on the same lines.
     const side = path.join(h.scratch, `side-${randomUUID()}`);
@@ -200,7 +189,7 @@ describe('idle release [R6.9]', () => {
     expect(existsSync(path.join(worktree, 'mine.txt'))).toBe(false);
     const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
     expect(session).toMatchObject({ restore: 'conflict', restoreConflictRefs: [ref] });
-    expect(await savedWorkOf(r.id, t.taskId)).toEqual([
+    expect(await savedWorkOf(h, r.id, t.taskId)).toEqual([
       expect.objectContaining({ ref, restore: 'conflict', restoredAt: null }),
     ]);
     expect(git(r.dir, 'show', `${ref}:mine.txt`)).toBe('untracked of mine');

@@ -29,3 +29,16 @@ export async function archive(h: Harness, taskId: string, body: Record<string, u
 export function deleteTask(h: Harness, taskId: string, query = '') {
   return h.api('DELETE', `/v1/tasks/${taskId}${query ? `?${query}` : ''}`, undefined, OPERATOR_TOKEN);
 }
+
+/** Releases the harness host's idle workspaces now (operator) and waits for `taskId`'s release job to succeed. */
+export async function releaseIdleTask(h: Harness, taskId: string): Promise<any> {
+  const res = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return waitForJob(h, res.body.released.find((x: any) => x.taskId === taskId).operationId);
+}
+
+/** A task's saved-work entries in one repository (`GET /v1/repositories/:id/saved-work`). */
+export async function savedWorkOf(h: Harness, repositoryId: string, taskId: string): Promise<any[]> {
+  const items: any[] = (await h.api('GET', `/v1/repositories/${repositoryId}/saved-work`)).body.items;
+  return items.filter((i) => i.taskId === taskId);
+}
