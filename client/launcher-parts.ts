@@ -6,7 +6,7 @@
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { removeApiRecord, writeApiRecord } from './cli-instance';
-import { describeExit, supervise, type SupervisedPart } from './supervisor';
+import { describeExit, errorLine, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
 export type Layer = 'services' | 'temporal' | 'postgres';
@@ -86,8 +86,15 @@ export class LaunchedParts {
     }
     process.exitCode = code; // also when a part that never settles lets the event loop run dry
     console.log('\nstopping…');
-    // Asked while the API still answers; a count that fails is said by the farewell itself.
-    const farewell = this.up && this.farewell ? await this.farewell().catch(() => null) : null;
+    // Asked while the API still answers; a count that fails is said by the farewell itself, and
+    // a farewell that fails says it could not count, never nothing (agents may be left running).
+    const farewell =
+      this.up && this.farewell
+        ? await this.farewell().catch(
+            (err: unknown) =>
+              `could not count the agents left running (${errorLine(err)}): \`npx tws stop --all\` after the next make start stops them`,
+          )
+        : null;
     if (farewell) console.log(farewell);
     for (const layer of STOP_ORDER) {
       await Promise.all(
