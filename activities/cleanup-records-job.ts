@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { startFollowUps } from './follow-up-starts';
 import { abandonInventory } from '../db/abandon';
 import { reserveEndedBorrows } from '../db/borrow-follow-up';
-import { findJob, type CleanupJobRow, recordJobState } from '../db/cleanup-jobs';
+import { beginAttempt, findJob, type CleanupJobRow, recordJobState } from '../db/cleanup-jobs';
 import { prepareCleanup, type PrepareRequest } from '../db/cleanup-prepare';
 import { snapshotWorktrees } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
@@ -101,6 +101,18 @@ export function cleanupJobRecordActivities({ pool, config, logger }: ActivityDep
       const nextAttemptAt =
         change.nextAttemptInMs === null ? null : new Date(Date.now() + change.nextAttemptInMs).toISOString();
       await recordJobState(pool, operationId, { ...change, nextAttemptAt });
+    },
+
+    /**
+     * An attempt's start in one transaction: the job `running` with this attempt counted, and
+     * which of the attempt's hosts are down (the attempt then fails at once, host_unavailable).
+     */
+    async beginCleanupAttempt(
+      operationId: string,
+      change: { attempts: number; lastError: CleanupErrorClass | null; report: CleanupReport },
+      hostIds: string[],
+    ): Promise<string[]> {
+      return beginAttempt(pool, operationId, change, hostIds);
     },
 
     /**

@@ -7,6 +7,7 @@ import {
 } from '../domain/cleanup';
 import type { CleanupReport, CleanupSnapshot } from '../domain/cleanup-snapshot';
 import type pg from 'pg';
+import { LIVE } from './hosts';
 import { newestFirst, type PageOf } from './keyset';
 import { isUniqueViolation, type Db } from './pool';
 
@@ -174,6 +175,28 @@ export async function recordJobState(
       WHERE operation_id = $1 AND state NOT IN ('succeeded', 'cancelled')`,
     [operationId, change.state, change.attempts, change.nextAttemptAt, change.lastError, JSON.stringify(change.report)],
   );
+}
+
+/**
+ * An attempt begins in one statement: the job is recorded `running` with its attempt counted, and
+ * the attempt's hosts that are down (a record whose heartbeat is stale; a host that never
+ * registered is not known to be down) are read beside it. Two round trips were one each.
+ */
+export async function beginAttempt(
+  db: Db,
+  operationId: string,
+  change: { attempts: number; lastError: CleanupErrorClass | null; report: CleanupReport },
+  hostIds: string[],
+): Promise<string[]> {
+  const res = await db.query<{ host_id: string }>(
+    `WITH job AS (
+       UPDATE cleanup_jobs SET state = 'running', attempts = $2, next_attempt_at = NULL, last_error = $3, report = $4,
+              updated_at = now(), finished_at = NULL
+        WHERE operation_id = $1 AND state NOT IN ('succeeded', 'cancelled'))
+     SELECT host_id FROM hosts WHERE host_id = ANY($5::text[]) AND NOT (${LIVE})`,
+    [operationId, change.attempts, change.lastError, JSON.stringify(change.report), hostIds],
+  );
+  return res.rows.map((r) => r.host_id);
 }
 
 /**

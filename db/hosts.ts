@@ -7,7 +7,8 @@ import type { Db } from './pool';
 
 /** A host is live while its last heartbeat is younger than this many of its own intervals. */
 const LIVE_WITHIN_INTERVALS = 3;
-const LIVE = `last_seen_at > now() - make_interval(secs => ${LIVE_WITHIN_INTERVALS} * heartbeat_every_ms / 1000.0)`;
+/** Whether a `hosts` row is live, as SQL: for a statement that reads liveness beside its own work (db/cleanup-jobs.ts). */
+export const LIVE = `last_seen_at > now() - make_interval(secs => ${LIVE_WITHIN_INTERVALS} * heartbeat_every_ms / 1000.0)`;
 
 export interface HostRecord {
   hostId: string;

@@ -11,6 +11,8 @@ export async function cleanupAttempt(
   snapshot: CleanupSnapshot,
   report: CleanupReport,
   phase: (p: string) => void,
+  /** The hosts found down when the attempt began (null: an older history, which asks here, one host at a time). */
+  hostsDown: string[] | null = null,
 ): Promise<CleanupReport> {
   phase('cleaning');
   // Agents on other hosts stop before the workspace's host removes anything.
@@ -18,15 +20,10 @@ export async function cleanupAttempt(
   // A host that is down fails the attempt at once, before any host does its part: the job waits
   // in its retry schedule (host_unavailable) and the next attempt runs once the host is back,
   // instead of the attempt waiting minutes on a queue nobody polls.
-  if (patched('cleanup-waits-for-down-host')) {
-    for (const hostId of hosts) {
-      if (await records.hostIsDown(hostId))
-        throw ApplicationFailure.create({
-          type: 'host_unavailable',
-          message: 'A host of this cleanup is down.',
-          nonRetryable: true,
-        });
-    }
+  if (hostsDown !== null) {
+    if (hostsDown.length > 0) throw hostDown();
+  } else if (patched('cleanup-waits-for-down-host')) {
+    for (const hostId of hosts) if (await records.hostIsDown(hostId)) throw hostDown();
   }
   let current = report;
   for (const hostId of hosts) {
@@ -40,3 +37,10 @@ export async function cleanupAttempt(
   }
   return current;
 }
+
+const hostDown = () =>
+  ApplicationFailure.create({
+    type: 'host_unavailable',
+    message: 'A host of this cleanup is down.',
+    nonRetryable: true,
+  });

@@ -18,7 +18,7 @@ import {
   type CleanupJobState,
   type CleanupProgress,
 } from '../domain/cleanup';
-import type { CancelledBy, CleanupSnapshot } from '../domain/cleanup-snapshot';
+import { cleanupHosts, type CancelledBy, type CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { hostSteps, recordSteps } from './activity-proxies';
 import { cleanupAttempt } from './cleanup-attempt';
 import {
@@ -242,9 +242,18 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     progress.attempts++;
     roundAttempts++;
     attemptInFlight = true;
-    await record('running');
+    // The attempt's start and its hosts' liveness in one transaction (older histories: two steps).
+    let hostsDown: string[] | null = null;
+    if (patched('attempt-begins-in-one-step')) {
+      progress.state = 'running';
+      hostsDown = await records.beginCleanupAttempt(
+        input.operationId,
+        { attempts: progress.attempts, lastError: progress.lastError, report: progress.report },
+        cleanupHosts(prepSnapshot),
+      );
+    } else await record('running');
     try {
-      progress.report = await cleanupAttempt(input, prepSnapshot, progress.report, phase);
+      progress.report = await cleanupAttempt(input, prepSnapshot, progress.report, phase, hostsDown);
       progress.lastError = null;
       progress.nextAttemptAt = null;
       return await finish('succeeded');
