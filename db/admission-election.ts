@@ -56,12 +56,26 @@ async function situationOf(client: pg.PoolClient, target: AdmissionTarget): Prom
   return classifyEnvironment(facts);
 }
 
-/** Binds the admitted session to its environment: a new row for a launch, the existing one for a resume. */
+/**
+ * Binds the admitted session to its environment (a new row for a launch, the existing one for a
+ * resume) and records the plan it was admitted with, in the same statement.
+ */
 type BindSession = (
   environmentId: string,
   executorType: ExecutorType,
   role: 'materialized' | 'attached' | 'transitioned',
+  plan: LaunchPlan,
 ) => Promise<void>;
+
+const admitted = async (
+  bindSession: BindSession,
+  environmentId: string,
+  executorType: ExecutorType,
+  plan: LaunchPlan,
+): Promise<AdmissionOutcome> => {
+  await bindSession(environmentId, executorType, plan.role, plan);
+  return { kind: 'admitted', plan };
+};
 
 /** An SSH target as admission needs it: where its workspaces go, and the host whose worker talks to it. */
 interface AdmittedSshTarget {
@@ -85,20 +99,27 @@ export async function admitAnew(
   hostWorkspaceRoot: string,
   bindSession: BindSession,
 ): Promise<AdmissionOutcome> {
+  // The task's lock and, for a launch that goes on past these checks, its activity time: one
+  // statement (the update only where none of the refusals below applies).
+  const runnable = isRunnableExecutor(req.executorType);
   const taskRes = await client.query<LockedTask>(
-    `SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
-            EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
-       FROM tasks t WHERE t.id = $1 FOR UPDATE OF t`,
-    [req.taskId],
+    `WITH t AS (
+       SELECT t.id, t.workspace_mode, t.parent_task_id, t.group_id, t.archived_at,
+              EXISTS (SELECT 1 FROM cleanup_jobs c WHERE c.task_id = t.id AND c.state NOT IN ('succeeded', 'cancelled')) AS cleanup_active
+         FROM tasks t WHERE t.id = $1 FOR UPDATE OF t),
+     touched AS (
+       UPDATE tasks SET last_activity_at = now() FROM t
+        WHERE tasks.id = t.id AND NOT t.cleanup_active AND t.archived_at IS NULL AND $2::boolean)
+     SELECT * FROM t`,
+    [req.taskId, runnable],
   );
   const task = taskRes.rows[0];
   if (!task) return { kind: 'refused', code: 'not_found' };
   if (task.cleanup_active) return { kind: 'refused', code: 'task_cleanup_in_progress' };
   if (task.archived_at) return { kind: 'refused', code: 'task_archived' };
   // An executor this host cannot run is refused before any write [R3].
-  if (!isRunnableExecutor(req.executorType)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
-  const executorType: ExecutorType = req.executorType;
-  await client.query('UPDATE tasks SET last_activity_at = now() WHERE id = $1', [task.id]);
+  if (!runnable) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+  const executorType = req.executorType as ExecutorType;
 
   const target = await admissionTarget(client, task);
   // `ssh` works on the target the request names, else the one its canonical environment is on,
@@ -162,7 +183,6 @@ export async function admitAnew(
         throw err;
       }
     }
-    await bindSession(environmentId, executorType, 'materialized');
     const generation = env?.layout_generation ?? 0;
     // A released environment's folder was on its previous executor's place; a new one is where
     // this executor works. Its worktrees are planned in it: after a hand-over that is the old
@@ -171,23 +191,20 @@ export async function admitAnew(
       (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ??
       taskFolder(workspaceRoot, target.ownerTaskId, generation);
     const slots = materializeSlots(target.slots, executorType, folder, generation);
-    return {
-      kind: 'admitted',
-      plan: {
-        role: 'materialized',
-        workspace: decideWorkspaceSteps('materialized', executorType),
-        sessionId: req.sessionId,
-        taskId: req.taskId,
-        environmentId,
-        environmentTaskId: target.ownerTaskId,
-        executorType,
-        hostId: req.hostId,
-        workspacePath: materializedWorkspacePath(slots, executorType, folder),
-        taskFolder: folder,
-        slots,
-        sshTargetId: ssh?.id ?? null,
-      },
-    };
+    return admitted(bindSession, environmentId, executorType, {
+      role: 'materialized',
+      workspace: decideWorkspaceSteps('materialized', executorType),
+      sessionId: req.sessionId,
+      taskId: req.taskId,
+      environmentId,
+      environmentTaskId: target.ownerTaskId,
+      executorType,
+      hostId: req.hostId,
+      workspacePath: materializedWorkspacePath(slots, executorType, folder),
+      taskFolder: folder,
+      slots,
+      sshTargetId: ssh?.id ?? null,
+    });
   }
 
   // Attach to the canonical environment.
@@ -199,30 +216,26 @@ export async function admitAnew(
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
     if (!executorFitsSlots(executorType, target.slots.length))
       return { kind: 'refused', code: 'workspace_reuse_unsupported' };
-    await bindSession(env.id, executorType, 'transitioned');
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
     const folder =
       (samePlace(env, executorType, ssh) ? env.task_folder : null) ??
       taskFolder(workspaceRoot, env.task_id, env.layout_generation);
     const slots = materializeSlots(target.slots, executorType, folder, env.layout_generation);
-    return {
-      kind: 'admitted',
-      plan: {
-        role: 'transitioned',
-        workspace: decideWorkspaceSteps('transitioned', executorType),
-        sessionId: req.sessionId,
-        taskId: req.taskId,
-        environmentId: env.id,
-        environmentTaskId: env.task_id,
-        executorType,
-        hostId: env.host_id,
-        workspacePath: materializedWorkspacePath(slots, executorType, folder),
-        taskFolder: folder,
-        slots,
-        transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
-        sshTargetId: ssh?.id ?? null,
-      },
-    };
+    return admitted(bindSession, env.id, executorType, {
+      role: 'transitioned',
+      workspace: decideWorkspaceSteps('transitioned', executorType),
+      sessionId: req.sessionId,
+      taskId: req.taskId,
+      environmentId: env.id,
+      environmentTaskId: env.task_id,
+      executorType,
+      hostId: env.host_id,
+      workspacePath: materializedWorkspacePath(slots, executorType, folder),
+      taskFolder: folder,
+      slots,
+      transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
+      sshTargetId: ssh?.id ?? null,
+    });
   }
   if (env.task_id !== req.taskId) {
     // A borrowing task may only ask for repositories the environment holds.
@@ -231,33 +244,29 @@ export async function admitAnew(
       return { kind: 'refused', code: 'workspace_reuse_unsafe' };
   }
   const rows = await inventoryOf(client, env.id);
-  await bindSession(env.id, executorType, 'attached');
-  return {
-    kind: 'admitted',
-    plan: {
-      role: 'attached',
-      workspace: decideWorkspaceSteps('attached', env.executor_type),
-      sessionId: req.sessionId,
-      taskId: req.taskId,
-      environmentId: env.id,
-      environmentTaskId: env.task_id,
-      executorType: env.executor_type,
-      hostId: env.host_id,
-      workspacePath: env.workspace_path!,
-      taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),
-      slots: attachSlots(
-        target.slots,
-        rows.map((r) => ({
-          repositoryId: r.repository_id,
-          branchSlug: r.branch_slug,
-          worktreeId: r.worktree_id,
-          worktreePath: r.worktree_path,
-          worktreeBranch: r.worktree_branch,
-        })),
-      ),
-      sshTargetId: env.ssh_target_id,
-    },
-  };
+  return admitted(bindSession, env.id, executorType, {
+    role: 'attached',
+    workspace: decideWorkspaceSteps('attached', env.executor_type),
+    sessionId: req.sessionId,
+    taskId: req.taskId,
+    environmentId: env.id,
+    environmentTaskId: env.task_id,
+    executorType: env.executor_type,
+    hostId: env.host_id,
+    workspacePath: env.workspace_path!,
+    taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),
+    slots: attachSlots(
+      target.slots,
+      rows.map((r) => ({
+        repositoryId: r.repository_id,
+        branchSlug: r.branch_slug,
+        worktreeId: r.worktree_id,
+        worktreePath: r.worktree_path,
+        worktreeBranch: r.worktree_branch,
+      })),
+    ),
+    sshTargetId: env.ssh_target_id,
+  });
 }
 
 /** Whether an environment's folder is where an executor works: both on the host, or both on the same target. */

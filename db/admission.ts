@@ -33,15 +33,10 @@ export async function admitLaunch(
     env: req.env ?? {},
     name: req.name,
   };
-  const outcome = await admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role) =>
-    insertSession(client, { ...session, executorType, environmentId, role }),
+  // The session row is written with the plan it was admitted with: one statement.
+  return admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role, plan) =>
+    insertSession(client, { ...session, executorType, environmentId, role, admittedPlan: plan }),
   );
-  if (outcome.kind === 'admitted')
-    await client.query('UPDATE sessions SET admitted_plan = $2 WHERE id = $1', [
-      req.sessionId,
-      JSON.stringify(outcome.plan),
-    ]);
-  return outcome;
 }
 
 /**
@@ -83,23 +78,17 @@ export async function admitResume(
     name: row.name,
     hostId: req.hostId,
   };
-  const outcome = await admitAnew(client, launch, ids, workspaceRoot, async (environmentId, _executorType, role) => {
+  return admitAnew(client, launch, ids, workspaceRoot, async (environmentId, _executorType, role, plan) => {
     // The materializer of a new workspace counts as alive while it prepares it (`starting`).
     // An attach to the environment it already had keeps the session's role (how it came there).
+    // The run's plan is recorded in the same statement.
     await client.query(
       `UPDATE sessions SET environment_id = $2,
               role = CASE WHEN $3 = 'attached' AND environment_id IS NOT DISTINCT FROM $2::uuid THEN role ELSE $3 END,
-              state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now()
+              state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now(),
+              admitted_plan = $4, admitted_run = $5
         WHERE id = $1`,
-      [req.sessionId, environmentId, role],
+      [req.sessionId, environmentId, role, JSON.stringify(plan), req.runId],
     );
   });
-  if (outcome.kind === 'admitted') {
-    await client.query('UPDATE sessions SET admitted_plan = $2, admitted_run = $3 WHERE id = $1', [
-      req.sessionId,
-      JSON.stringify(outcome.plan),
-      req.runId,
-    ]);
-  }
-  return outcome;
 }

@@ -37,11 +37,13 @@ export async function insertSession(
     env?: Record<string, string>;
     name: string | null;
     role: SessionRole;
+    /** The plan its launch was admitted with (a re-run of the admission answers it). */
+    admittedPlan?: unknown;
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role)
-     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9)`,
+    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, admitted_plan)
+     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $10)`,
     [
       s.id,
       s.taskId,
@@ -52,6 +54,7 @@ export async function insertSession(
       JSON.stringify(s.env ?? {}),
       s.name,
       s.role,
+      s.admittedPlan === undefined ? null : JSON.stringify(s.admittedPlan),
     ],
   );
 }
