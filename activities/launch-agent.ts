@@ -7,7 +7,9 @@
  */
 import { markSessionStarted, type SessionState } from '../db/sessions';
 import type { CoresidencyObservation, CoresidencySite } from '../domain/coresidency';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { isErrorCode, type ErrorCode } from '../domain/errors';
 import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
 import { outageOf } from '../domain/outage';
 import { isStranded } from '../domain/reconcile';
@@ -35,6 +37,13 @@ export interface LaunchAgentInput {
   /** A resume's run, counted when its agent started. */
   resumeRun?: string | null;
 }
+
+/** A resume's host step: its agent, or its validation's refusal (nothing was touched). */
+export type ResumedOnHost =
+  { agent: StartedAgent } | { refused: { type: ErrorCode; message: string; details: unknown[] } };
+
+/** Whether this is the first try of the running activity (a local one's attempt counts too). */
+const firstTry = () => Context.current().info.attempt <= 1;
 
 export function launchAgentActivities(deps: ActivityDeps) {
   const { validateWorkspace } = workspaceValidateActivities(deps);
@@ -86,6 +95,26 @@ export function launchAgentActivities(deps: ActivityDeps) {
 
   return {
     launchAgent,
+
+    /**
+     * A resume on its host in one step (its previous agents on this host): the workspace validated
+     * first, a refusal answered as it is with nothing touched (the previous agent runs on); then the
+     * previous agents stopped and the new one started, as the three separate steps did. A re-run of
+     * the step (after an outage) may have stopped them already: its refusal is then thrown, so the
+     * launch settles the session as for any failure after the stop.
+     */
+    async resumeAgent(input: LaunchAgentInput & { stopFirst: string[] }): Promise<ResumedOnHost> {
+      const { stopFirst, ...launch } = input;
+      try {
+        await validateWorkspace(launch.plan);
+      } catch (err) {
+        if (err instanceof ApplicationFailure && isErrorCode(err.type) && err.nonRetryable && firstTry())
+          return { refused: { type: err.type, message: err.message, details: (err.details ?? []) as unknown[] } };
+        throw err;
+      }
+      for (const executionId of stopFirst) await stopAgent(executionId);
+      return { agent: await launchAgent({ ...launch, validate: false }) };
+    },
 
     /**
      * The undo of a failed or cancelled launch on its host, in one step: its agent stopped (when

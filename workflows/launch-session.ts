@@ -4,7 +4,15 @@
  * this launch made and fails with the typed code. A resume carries out its admitted plan with
  * the same steps (`carryOut`).
  */
-import { CancellationScope, CancelledFailure, deprecatePatch, isCancellation, uuid4 } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  deprecatePatch,
+  isCancellation,
+  patched,
+  uuid4,
+} from '@temporalio/workflow';
 import {
   type LaunchPlan,
   type LaunchRequest,
@@ -123,6 +131,28 @@ async function carryOutSteps(
     // after a worker died finds the agent it started already running, and keeps it. An attach is
     // validated before that, so a refusal leaves the previous agent as it was.
     const previous = (run.resume?.stopFirst ?? []).filter((e) => e.executionId !== executionId);
+    // A resume whose previous agents are all on the workspace's host: validation, the stops and
+    // the start in one host step (older histories: three). Set before it runs, so a failure of the
+    // step is handled as one after the stop; a validation refusal comes back as it is instead.
+    if (
+      previous.length > 0 &&
+      plan.role === 'attached' &&
+      previous.every((e) => e.hostId === plan.hostId) &&
+      patched('resume-in-one-host-step')
+    ) {
+      touched = true;
+      agentRequested = true;
+      const resumed = await host.resumeAgent({
+        ...agentInput(false),
+        stopFirst: previous.map((e) => e.executionId),
+      });
+      if ('refused' in resumed) {
+        touched = false;
+        agentRequested = false;
+        throw ApplicationFailure.create({ ...resumed.refused, nonRetryable: true });
+      }
+      return running(resumed.agent);
+    }
     let validated = false;
     if (previous.length > 0 && plan.role === 'attached') {
       await host.validateWorkspace(plan);
