@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { startFollowUps } from './follow-up-starts';
 import { abandonInventory } from '../db/abandon';
 import { reserveEndedBorrows } from '../db/borrow-follow-up';
-import { beginAttempt, findJob, type CleanupJobRow, recordJobState } from '../db/cleanup-jobs';
+import { beginAttempt, findJob, finishJobRows, type CleanupJobRow, recordJobState } from '../db/cleanup-jobs';
 import { prepareCleanup, type PrepareRequest } from '../db/cleanup-prepare';
 import { snapshotWorktrees } from '../db/cleanup-snapshot';
 import { environmentOfTask } from '../db/environments';
@@ -116,9 +116,9 @@ export function cleanupJobRecordActivities({ pool, config, logger }: ActivityDep
     },
 
     /**
-     * Marks the rows after the files are handled, in one transaction: removed worktrees are
-     * `deleted`, kept ones stay known; an environment that stays (archive, reset) is `released`
-     * so the next launch materializes it again.
+     * Marks the rows after the files are handled, in one statement (db/cleanup-jobs.ts
+     * finishJobRows): removed worktrees are `deleted`, kept ones stay known; an environment that
+     * stays (archive, reset) is `released` so the next launch materializes it again.
      */
     async finishCleanup(input: {
       operationId: string;
@@ -127,45 +127,28 @@ export function cleanupJobRecordActivities({ pool, config, logger }: ActivityDep
       report: CleanupReport;
       attempts: number;
     }): Promise<void> {
-      const followUps = await inTransaction(pool, async (client) => {
-        // The task's agents were stopped by the attempts; its sessions say so (a deleted task has none left).
-        await client.query(
-          `UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')`,
-          [input.snapshot.taskId],
-        );
-        const ledger = inventoryOutcomes(input.snapshot, input.report, input.state);
-        // Removed worktrees are `deleted`. Rows a removed task's job took over (environment_id
-        // NULL) stay in the ledger: a dirty one kept is `kept`, one a cancelled removal left
-        // behind `abandoned`; never removed, by anyone, the orphan sweep included.
-        for (const [status, rowIds] of Object.entries(ledger)) {
-          if (rowIds.length === 0) continue;
-          await client.query(
-            `UPDATE environment_repos SET status = $2, updated_at = now()
-              WHERE id = ANY($1::uuid[]) AND status IN ('active', 'retained') AND ($2 = 'deleted' OR environment_id IS NULL)`,
-            [rowIds, status],
-          );
-        }
-        const envId = input.snapshot.environmentId;
-        if (envId)
-          await client.query(
-            `UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $1 AND status <> 'creating'`,
-            [envId],
-          );
-        await recordJobState(client, input.operationId, {
-          state: input.state,
-          attempts: input.attempts,
-          nextAttemptAt: null,
-          lastError: null,
-          report: input.report,
-        });
-        // An environment this archive kept whose borrowers all went while it ran: its follow-up (a cancelled job is an unarchive's, or an operator's).
-        return input.state === 'succeeded'
-          ? reserveEndedBorrows(
-              client,
-              input.snapshot.borrowed.filter((b) => b.action === 'kept').map((b) => b.environmentId),
-            )
+      const rows = {
+        operationId: input.operationId,
+        taskId: input.snapshot.taskId,
+        environmentId: input.snapshot.environmentId,
+        ledger: inventoryOutcomes(input.snapshot, input.report, input.state),
+        state: input.state,
+        attempts: input.attempts,
+        report: input.report,
+      };
+      // An environment this archive kept whose borrowers all went while it ran: its follow-up
+      // (a cancelled job is an unarchive's, or an operator's), reserved in the finish's transaction.
+      const keptBorrowed =
+        input.state === 'succeeded'
+          ? input.snapshot.borrowed.filter((b) => b.action === 'kept').map((b) => b.environmentId)
           : [];
-      });
+      const followUps =
+        keptBorrowed.length === 0
+          ? await finishJobRows(pool, rows).then(() => [])
+          : await inTransaction(pool, async (client) => {
+              await finishJobRows(client, rows);
+              return reserveEndedBorrows(client, keptBorrowed);
+            });
       await startReserved(followUps);
       if (input.report.ended) logEnded(input.operationId, input.snapshot.taskId, input.report);
     },

@@ -178,6 +178,54 @@ export async function recordJobState(
 }
 
 /**
+ * A job's end in one statement: the task's sessions `stopped` (its agents were stopped by the
+ * attempts), each inventory row's outcome (`deleted`; `kept` and `abandoned` only for rows a
+ * removed task's job took over), the environment `released` (unless still being created), and the
+ * job's row. Each part updates rows no other part touches, so the one statement (atomic, one round
+ * trip) does what the five did in their transaction.
+ */
+export async function finishJobRows(
+  db: Db,
+  input: {
+    operationId: string;
+    taskId: string;
+    environmentId: string | null;
+    /** Inventory row ids by their outcome; a row named twice keeps its first (deleted, kept, abandoned). */
+    ledger: Record<'deleted' | 'kept' | 'abandoned', string[]>;
+    state: 'succeeded' | 'cancelled';
+    attempts: number;
+    report: CleanupReport;
+  },
+): Promise<void> {
+  const outcomes = new Map<string, string>();
+  for (const status of ['deleted', 'kept', 'abandoned'] as const)
+    for (const id of input.ledger[status]) if (!outcomes.has(id)) outcomes.set(id, status);
+  await db.query(
+    `WITH stopped AS (
+       UPDATE sessions SET state = 'stopped', updated_at = now() WHERE task_id = $1 AND state IN ('starting', 'running')),
+     inventory AS (
+       UPDATE environment_repos r SET status = u.status, updated_at = now()
+         FROM unnest($2::uuid[], $3::text[]) AS u(id, status)
+        WHERE r.id = u.id AND r.status IN ('active', 'retained') AND (u.status = 'deleted' OR r.environment_id IS NULL)),
+     released AS (
+       UPDATE task_environments SET status = 'released', updated_at = now() WHERE id = $4::uuid AND status <> 'creating')
+     UPDATE cleanup_jobs SET state = $5, attempts = $6, next_attempt_at = NULL, last_error = NULL, report = $7,
+            updated_at = now(), finished_at = now()
+      WHERE operation_id = $8 AND state NOT IN ('succeeded', 'cancelled')`,
+    [
+      input.taskId,
+      [...outcomes.keys()],
+      [...outcomes.values()],
+      input.environmentId,
+      input.state,
+      input.attempts,
+      JSON.stringify(input.report),
+      input.operationId,
+    ],
+  );
+}
+
+/**
  * An attempt begins in one statement: the job is recorded `running` with its attempt counted, and
  * the attempt's hosts that are down (a record whose heartbeat is stale; a host that never
  * registered is not known to be down) are read beside it. Two round trips were one each.
