@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { LOCAL_ACTIVITY_MARKER } from './history';
 import { shapedReady, type ShapeStep } from './temporal-floor-workflows';
 
 export interface WorkflowShape {
@@ -44,6 +45,8 @@ export async function shapeOfWorkflow(
         counts.workflowTasks++;
         break;
       case EventType.EVENT_TYPE_MARKER_RECORDED:
+        // A patch's marker (`core_patch`) is a command of the workflow task, not a step that runs.
+        if (e.markerRecordedEventAttributes?.markerName !== LOCAL_ACTIVITY_MARKER) break;
         counts.localActivities++;
         steps.push({ kind: 'local' });
         break;

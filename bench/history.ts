@@ -7,6 +7,9 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { round } from './stats';
 
+/** The marker name of a local activity's result in a history (a patch's marker is `core_patch`). */
+export const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
 export interface HistoryProfile {
   workflowId: string;
   /** The HTTP request as the client timed it (null when the workflow outlives the request). */
@@ -17,6 +20,8 @@ export interface HistoryProfile {
   workflowTasks: number;
   remoteActivities: string[];
   localActivityMarkers: number;
+  /** Markers of patches (`patched()`): commands, not steps. */
+  patchMarkers: number;
   searchAttributeUpserts: number;
   /** Which process ran each workflow task (its worker identity is `<pid>@<host>`). */
   workflowTasksRanIn: string[];
@@ -71,6 +76,7 @@ export async function profileWorkflow(
     workflowTasks: 0,
     remoteActivities: [],
     localActivityMarkers: 0,
+    patchMarkers: 0,
     searchAttributeUpserts: 0,
     workflowTasksRanIn: [],
     eagerStart: events[0]?.workflowExecutionStartedEventAttributes?.eagerExecutionAccepted === true,
@@ -116,7 +122,8 @@ export async function profileWorkflow(
           t - (startedAt.get(String(e.activityTaskCompletedEventAttributes?.startedEventId)) ?? t);
         break;
       case EventType.EVENT_TYPE_MARKER_RECORDED:
-        profile.localActivityMarkers++;
+        if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) profile.localActivityMarkers++;
+        else profile.patchMarkers++;
         break;
       case EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
         profile.searchAttributeUpserts++;

@@ -43,7 +43,7 @@ export function profileLines(
   return [
     `**${name}** (\`${p.workflowId}\`): ${p.httpMs === null ? '' : `HTTP ${ms(p.httpMs)}, `}workflow first→last event ${ms(p.workflowMs)} ` +
       `${p.httpMs === null ? '' : `(so ${ms(p.httpMs - p.workflowMs)} in the gateway, the client's start and result round trips)`}; ${p.events} history events, ` +
-      `${p.workflowTasks} workflow tasks (queued ${ms(p.workflowTaskQueuedMs)}, running ${ms(p.workflowTaskRunningMs)} in the ${(p.workflowTasksRanIn ?? []).join(', ')}${p.eagerStart ? ', started eagerly' : ''} — local activities run inside them: ${p.localActivityMarkers} markers), ` +
+      `${p.workflowTasks} workflow tasks (queued ${ms(p.workflowTaskQueuedMs)}, running ${ms(p.workflowTaskRunningMs)} in the ${(p.workflowTasksRanIn ?? []).join(', ')}${p.eagerStart ? ', started eagerly' : ''} — local activities run inside them: ${p.localActivityMarkers} markers, and ${p.patchMarkers ?? 0} patch markers), ` +
       `${p.remoteActivities.length} host-queue activities [${p.remoteActivities.join(', ')}] (queued ${ms(p.activityQueuedMs)}, running ${ms(p.activityRunningMs)}), ${p.searchAttributeUpserts} search-attribute upserts.`,
     '',
     '<details><summary>history timeline</summary>',
