@@ -18,6 +18,7 @@ import type { StartedAgent } from '../executors/agent-start';
 import { coresidencySteps } from './coresidency';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
+import { withHeartbeat } from '../executors/support/heartbeat';
 import { launchRecordActivities } from './launch-records';
 import { servedWorkflowId, workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -112,8 +113,11 @@ export function launchAgentActivities(deps: ActivityDeps) {
           return { refused: { type: err.type, message: err.message, details: (err.details ?? []) as unknown[] } };
         throw err;
       }
-      for (const executionId of stopFirst) await stopAgent(executionId);
-      return { agent: await launchAgent({ ...launch, validate: false }) };
+      // On another host's queue the stops' grace periods could outlast the heartbeat timeout.
+      return withHeartbeat('resume', async () => {
+        for (const executionId of stopFirst) await stopAgent(executionId);
+        return { agent: await launchAgent({ ...launch, validate: false }) };
+      });
     },
 
     /**
