@@ -31,6 +31,9 @@ async function repoFor(harness: Harness = h) {
   return { repo, repoId: await registerRepo(harness, repo, name), name };
 }
 
+const lastActivityOf = async (taskId: string): Promise<Date> =>
+  (await h.pool.query<{ at: Date }>('SELECT last_activity_at AS at FROM tasks WHERE id = $1', [taskId])).rows[0]!.at;
+
 const envCount = async (harness: Harness = h) =>
   Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
 
@@ -239,9 +242,12 @@ describe('task state refusals', () => {
     const { repo, repoId } = await repoFor();
     const taskId = await createTask(h, [repoId]);
     await h.pool.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [taskId]);
+    const before = await lastActivityOf(taskId);
     const body = await expectLaunchRefused(h, taskId, 'task_archived', { watch: [repo] });
     expect(body.error).toMatchObject({ recoverable: false, action: 'unarchive' });
     expect(listDir(h.config.workspaceRoot)).not.toContain(taskDirName(taskId));
+    // A refused launch is no activity of the task (idle release reads it).
+    expect(await lastActivityOf(taskId)).toEqual(before);
   });
 
   it('a task with an active cleanup job refuses every launch with task_cleanup_in_progress', async () => {
@@ -251,8 +257,19 @@ describe('task state refusals', () => {
       "INSERT INTO cleanup_jobs (operation_id, task_id, trigger, state, workflow_id) VALUES ($1, $2, 'archive', 'pending', 'x')",
       [randomUUID(), taskId],
     );
+    const before = await lastActivityOf(taskId);
     const body = await expectLaunchRefused(h, taskId, 'task_cleanup_in_progress', { watch: [repo] });
     expect(body.error).toMatchObject({ recoverable: true, retryAfterMs: 5000, action: 'retry' });
+    expect(await lastActivityOf(taskId)).toEqual(before);
+  });
+
+  it("an admitted launch is the task's activity: its time moves, in the admission that locks the task", async () => {
+    const { repoId } = await repoFor();
+    const taskId = await createTask(h, [repoId]);
+    await h.pool.query("UPDATE tasks SET last_activity_at = now() - interval '3 days' WHERE id = $1", [taskId]);
+    const before = await lastActivityOf(taskId);
+    expect((await launch(h, taskId)).status).toBe(201);
+    expect((await lastActivityOf(taskId)).getTime()).toBeGreaterThan(before.getTime() + 2 * 24 * 3600_000);
   });
 });
 
