@@ -55,9 +55,13 @@ export async function withClient<T>(
   }
 }
 
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   return withClient(pool, async (client, markBroken) => {
-    await client.query('BEGIN');
+    await client.query(begin);
     try {
       const result = await fn(client);
       await client.query('COMMIT');
@@ -69,6 +73,15 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
       throw err;
     }
   });
+}
+
+/**
+ * Reads that must agree with each other (a session and its latest execution; a task and its
+ * sessions): one snapshot for all of them, so a reader never sees one row before a commit and its
+ * partner after it. Read-only: it takes no lock and never waits on a writer.
+ */
+export function inSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return inTransaction(pool, fn, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
 }
 
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23505';

@@ -40,6 +40,58 @@ describe('agent exits [issue 11]', () => {
     }
   });
 
+  it('a session and its execution are read in one snapshot: an end committed between the two reads is seen whole or not at all', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'snapshot');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'snapshot')]);
+    // Long enough to outlive the read below; it ends by itself, its end then found recorded already.
+    const res = await launch(h, taskId, { command: ['sleep', '5'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const { sessionId, executionId } = res.body;
+    // A writer holds the executions table: each reader has read its session row and now waits to
+    // read the execution. The writer then ends the agent as an exit's collection does (execution
+    // and session in one commit), between a reader's two reads.
+    const writer = await h.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('LOCK TABLE executions IN ACCESS EXCLUSIVE MODE');
+      const still = await writer.query('SELECT status FROM executions WHERE id = $1', [executionId]);
+      expect(still.rows[0].status, 'the agent must still run when the readers start').toBe('running');
+      const one = h.api('GET', `/v1/sessions/${sessionId}`);
+      const page = h.api('GET', `/v1/tasks/${taskId}/sessions`);
+      await waitUntil(async () => {
+        const waiting = await h.pool.query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'executions'::regclass`,
+        );
+        return waiting.rows[0].n >= 2;
+      }, 'both readers to wait for the executions table');
+      await writer.query(`UPDATE executions SET status = 'exited', exit_code = 0, ended_at = now() WHERE id = $1`, [
+        executionId,
+      ]);
+      await writer.query(`UPDATE sessions SET state = 'exited', updated_at = now() WHERE id = $1`, [sessionId]);
+      await writer.query('COMMIT');
+      const [seen, listed] = await Promise.all([one, page]);
+      expect(seen.status).toBe(200);
+      expect(listed.status).toBe(200);
+      const inPage = listed.body.items.find((s: { id: string }) => s.id === sessionId);
+      for (const view of [seen.body, inPage]) {
+        // The moment before the end, whole: both still running.
+        expect({ session: view.state, execution: view.execution.state }).toEqual({
+          session: 'running',
+          execution: 'running',
+        });
+      }
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      writer.release();
+    }
+    const after = (await h.api('GET', `/v1/sessions/${sessionId}`)).body;
+    expect({ session: after.state, execution: after.execution.state }).toEqual({
+      session: 'exited',
+      execution: 'exited',
+    });
+  });
+
   it('an end dated before the start was recorded (an agent that ends at once, a target whose clock is behind) is recorded at the start, never before it', async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'early-end');

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { environmentDisk } from '../../db/disk';
 import { canonicalEnvironmentOf } from '../../db/environments';
 import { sessionsOfTask } from '../../db/sessions';
+import { inSnapshot } from '../../db/pool';
 import { findTask, taskRepositories, type TaskRow } from '../../db/tasks';
 import { notFound } from './api-error';
 
@@ -20,16 +21,21 @@ export const taskItem = (task: TaskRow) => ({
 
 /** The task resource of spec/api.md. */
 export async function taskView(pool: pg.Pool, id: string) {
-  const task = await findTask(pool, id);
-  if (!task) throw notFound('Task');
-  // Its own environment, or the one it borrows (inherit_parent, shared_group), named with its owner.
-  const [repos, env, sessions] = await Promise.all([
-    taskRepositories(pool, id),
-    canonicalEnvironmentOf(pool, id),
-    sessionsOfTask(pool, id),
-  ]);
-  // Its workspace's bytes as its host last measured them (a borrowed one's are its owner's) [R6.11].
-  const disk = env?.materialized ? await environmentDisk(pool, env.id) : null;
+  // One snapshot: its environment's state and its sessions' as one moment saw them (a release or
+  // an agent's end commits them together).
+  const read = await inSnapshot(pool, async (client) => {
+    const task = await findTask(client, id);
+    if (!task) return null;
+    const repos = await taskRepositories(client, id);
+    // Its own environment, or the one it borrows (inherit_parent, shared_group), named with its owner.
+    const env = await canonicalEnvironmentOf(client, id);
+    const sessions = await sessionsOfTask(client, id);
+    // Its workspace's bytes as its host last measured them (a borrowed one's are its owner's) [R6.11].
+    const disk = env?.materialized ? await environmentDisk(client, env.id) : null;
+    return { task, repos, env, sessions, disk };
+  });
+  if (!read) throw notFound('Task');
+  const { task, repos, env, sessions, disk } = read;
   return {
     ...taskItem(task),
     pinned: task.pinned_at !== null,

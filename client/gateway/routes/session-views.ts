@@ -3,6 +3,7 @@
  * what its launch run tells (still being admitted, or a first launch that left nothing) [R1.4].
  */
 import { latestExecution, type ExecutionRow } from '../../../db/executions';
+import { inSnapshot } from '../../../db/pool';
 import { restoresOfSessions, type SessionRestore } from '../../../db/saved-work';
 import { findSession, type SessionRow } from '../../../db/sessions';
 import { ERROR_TABLE } from '../../../domain/errors';
@@ -67,13 +68,17 @@ export function sessionViews(ctx: GatewayContext) {
   }
 
   async function sessionView(id: string) {
-    // The session, its latest execution and its restore are read side by side; with no session, the others are unused.
-    const [session, exec, restored] = await Promise.all([
-      findSession(ctx.pool, id),
-      latestExecution(ctx.pool, id),
-      restoresOfSessions(ctx.pool, [id]).then((found) => found.get(id)),
-    ]);
-    if (!session) return runOutcomeView(id);
+    // The session, its latest execution and its restore in one snapshot: an agent's end moves its
+    // execution and its session in one commit, and a reader sees both moves or neither.
+    const read = await inSnapshot(ctx.pool, async (client) => {
+      const session = await findSession(client, id);
+      if (!session) return null;
+      const exec = await latestExecution(client, id);
+      const restored = (await restoresOfSessions(client, [id])).get(id);
+      return { session, exec, restored };
+    });
+    if (!read) return runOutcomeView(id);
+    const { session, exec, restored } = read;
     const view = sessionViewOf(session, exec, restored);
     // A failed session says why, as a failed first launch does: from the run that admitted it last (a resume's).
     if (session.state === 'failed') {

@@ -7,6 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { latestExecution, latestExecutions } from '../../../db/executions';
 import { restoresOfSessions } from '../../../db/saved-work';
+import { inSnapshot, type Db } from '../../../db/pool';
 import { admittedPlanOf, findSession, listSessions, listSessionsOfTask, type SessionRow } from '../../../db/sessions';
 import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
@@ -53,13 +54,17 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const { sessionViewOf, sessionView, acceptedView } = sessionViews(ctx);
   const { resolveAgent, sessionFor, refuseLocal } = sessionRequests(ctx);
 
-  /** A page of sessions as GET /v1/sessions/:id shows each: their latest executions and restores in one query each, not one per row. */
-  async function sessionPage(rows: (SessionRow & { exact_at: string })[], limit: number) {
-    const ids = rows.map((row) => row.id);
-    const [executions, restores] = await Promise.all([
-      latestExecutions(ctx.pool, ids),
-      restoresOfSessions(ctx.pool, ids),
-    ]);
+  /**
+   * A page of sessions as GET /v1/sessions/:id shows each: their latest executions and restores in
+   * one query each, not one per row, and in the rows' own snapshot (an ended agent's execution
+   * never beside its session still running).
+   */
+  async function sessionPage(readRows: (db: Db) => Promise<(SessionRow & { exact_at: string })[]>, limit: number) {
+    const { rows, executions, restores } = await inSnapshot(ctx.pool, async (client) => {
+      const rows = await readRows(client);
+      const ids = rows.map((row) => row.id);
+      return { rows, executions: await latestExecutions(client, ids), restores: await restoresOfSessions(client, ids) };
+    });
     return pageAnswer(
       rows,
       limit,
@@ -171,7 +176,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request) => {
         const page = pageRequest(request.query);
         if (!(await findTask(ctx.pool, request.params.id))) throw notFound('Task');
-        return sessionPage(await listSessionsOfTask(ctx.pool, request.params.id, lookahead(page)), page.limit);
+        return sessionPage((db) => listSessionsOfTask(db, request.params.id, lookahead(page)), page.limit);
       },
     );
 
@@ -188,7 +193,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const page = pageRequest(request.query);
-        return sessionPage(await listSessions(ctx.pool, { state: request.query.state }, lookahead(page)), page.limit);
+        return sessionPage((db) => listSessions(db, { state: request.query.state }, lookahead(page)), page.limit);
       },
     );
 
