@@ -11,7 +11,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
 import { spawnDetached } from '../executors/host/agents';
-import { processStartTime } from '../executors/host/process-identity';
 import { isRealDirectory, markerOwnedBy, readMarker } from '../executors/host/workspace-fs';
 import { admitLaunch } from '../db/admission';
 import { insertExecution } from '../db/executions';
@@ -110,8 +109,13 @@ async function spawnAgent(
   const logDir = path.join(config.logDir, plan.taskId, plan.sessionId);
   await mkdir(logDir, { recursive: true });
   const logPath = path.join(logDir, `${executionId}.log`);
-  const pid = await spawnDetached(agentStartOf(plan, AGENT_COMMAND, executionId), logPath, config, () => {});
-  return { pid, startTime: await processStartTime(pid), logPath };
+  const { pid, startTime } = await spawnDetached(
+    agentStartOf(plan, AGENT_COMMAND, executionId),
+    logPath,
+    config,
+    () => {},
+  );
+  return { pid, startTime, logPath };
 }
 
 export async function startAgent(
@@ -132,7 +136,7 @@ export async function startAgent(
       process_start_time: agent.startTime ?? 'exited-before-identified',
       cwd: plan.workspacePath,
       log_path: agent.logPath,
-      status: agent.startTime ? 'running' : 'exited',
+      status: 'running', // as the service records it: an end is collected, never presumed
     });
     if (!(await moveSessionState(client, plan.sessionId, from as Parameters<typeof moveSessionState>[2], 'running')))
       throw new Error('floor: session did not move to running');

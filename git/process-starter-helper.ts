@@ -25,7 +25,16 @@ function start(m) {
     const out = fd === null ? (m.output === 'ignore' ? 'ignore' : 'pipe') : fd;
     const c = spawn(m.file, m.args, { cwd: m.cwd, env: m.env, detached: m.detached, stdio: ['ignore', out, out], windowsHide: true });
     children.set(m.id, c);
-    c.once('spawn', () => send({ id: m.id, ev: 'spawn', pid: c.pid }));
+    // A detached child's start time (field 22 of its stat), read before this loop can reap it: an
+    // agent that ends at once is identified all the same (its record needs pid and start time).
+    let startTime = null;
+    if (m.detached && c.pid) {
+      try {
+        const stat = fs.readFileSync('/proc/' + c.pid + '/stat', 'latin1');
+        startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || null;
+      } catch {}
+    }
+    c.once('spawn', () => send({ id: m.id, ev: 'spawn', pid: c.pid, startTime }));
     c.on('error', (e) => send({ id: m.id, ev: 'error', code: e.code, errno: e.errno, syscall: e.syscall, message: e.message }));
     if (c.stdout) c.stdout.on('data', (d) => send({ id: m.id, ev: 'out', fd: 1, data: d.toString('base64') }));
     if (c.stderr) c.stderr.on('data', (d) => send({ id: m.id, ev: 'out', fd: 2, data: d.toString('base64') }));
@@ -57,7 +66,7 @@ process.stdout.on('error', () => process.exit(0));
 export const STARTER_NODE_FLAGS = ['--max-old-space-size=32', '--max-semi-space-size=1', '--v8-pool-size=1'];
 
 export type StarterEvent =
-  | { id: number; ev: 'spawn'; pid: number }
+  | { id: number; ev: 'spawn'; pid: number; startTime: string | null }
   | { id: number; ev: 'error'; code?: string; errno?: number; syscall?: string; message: string }
   | { id: number; ev: 'out'; fd: 1 | 2; data: string }
   | { id: number; ev: 'exit' | 'close'; code: number | null; signal: NodeJS.Signals | null };

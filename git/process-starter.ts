@@ -35,6 +35,11 @@ export interface StartOptions {
 /** The part of a ChildProcess a started command offers (see the file's comment). */
 export class StartedProcess extends EventEmitter {
   pid: number | undefined = undefined;
+  /**
+   * A detached child's start time (clock ticks since boot, executors/host/process-identity.ts),
+   * read by the helper before it could reap the child: known even for one that ended at once.
+   */
+  startTime: string | null = null;
   exitCode: number | null = null;
   signalCode: NodeJS.Signals | null = null;
   killed = false;
@@ -79,6 +84,7 @@ export class StartedProcess extends EventEmitter {
     switch (event.ev) {
       case 'spawn':
         this.pid = event.pid;
+        this.startTime = event.startTime ?? null;
         this.emit('spawn');
         return;
       case 'error':

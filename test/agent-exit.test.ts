@@ -40,6 +40,27 @@ describe('agent exits [issue 11]', () => {
     }
   });
 
+  it('agents that end at once, many at a time, each have their own exit code recorded (also one whose supervisor ended before it was identified)', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'at-once');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'at-once')]);
+    // Side by side, the worker is busy: a supervisor can end (and be reaped) before its start
+    // time is read. Its outcome is in its status file all the same.
+    // The first prepares the workspace; the others attach to it at once.
+    const codes = Array.from({ length: 12 }, (_, i) => i + 1);
+    const exit = (code: number) => launch(h, taskId, { command: ['sh', '-c', `exit ${code}`] });
+    const launched = [await exit(codes[0]!), ...(await Promise.all(codes.slice(1).map(exit)))];
+    for (const [i, res] of launched.entries()) {
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const session = await ended(h, res.body.sessionId);
+      expect({
+        session: session.state,
+        execution: session.execution.state,
+        exitCode: session.execution.exitCode,
+      }).toEqual({ session: 'exited', execution: 'exited', exitCode: codes[i] });
+    }
+  });
+
   it('a session and its execution are read in one snapshot: an end committed between the two reads is seen whole or not at all', async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'snapshot');

@@ -112,6 +112,29 @@ describe('the process starter', () => {
     expect(readFileSync(log, 'utf8')).toBe('before\ndetached\n');
   });
 
+  it('gives a detached child its start time as /proc says it, also one that ended at once (read before the helper could reap it)', async () => {
+    const starter = new ProcessStarter();
+    const sleeper = starter.spawn('sleep', ['30'], { detached: true, output: 'ignore' });
+    await new Promise((r) => sleeper.once('spawn', r));
+    sleeper.unref();
+    detachedPids.push(sleeper.pid!);
+    expect(sleeper.startTime).toBe(statOf(sleeper.pid!)[19]);
+    // Ten that end at once: each is gone (reaped) by the time anyone else could read its /proc entry.
+    for (let i = 0; i < 10; i++) {
+      const quick = starter.spawn('true', [], { detached: true, output: 'ignore' });
+      const exited = new Promise((r) => quick.once('exit', r));
+      await new Promise((r) => quick.once('spawn', r));
+      await exited;
+      expect(processAlive(quick.pid!)).toBe(false);
+      expect(quick.startTime).toMatch(/^[0-9]+$/);
+      expect(Number(quick.startTime)).toBeGreaterThanOrEqual(Number(sleeper.startTime));
+    }
+    // Not asked for a command run attached (git's): nothing is read for it.
+    const attached = starter.spawn('true', []);
+    await observe(attached);
+    expect(attached.startTime).toBeNull();
+  });
+
   it("routes git.ts's commands through the helper: git's parent is the starter, not this process", async () => {
     const binary = path.join(scratch, 'git-parent.sh');
     const parents = path.join(scratch, 'parents.txt');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { cleanupBarrierStands } from '../../db/barrier';
 import {
   claimExecutionStart,
+  findExecution,
   markStopped,
   recordExecutionOfIntent,
   setExecutionStatus,
@@ -42,12 +43,16 @@ import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
 
+/** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
+const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
+
 /**
  * Starts the agent under its supervising parent (executors/host/agent-shim.ts), detached in its own
  * process group with the workspace as working directory and its output in the log. The supervisor is
  * the recorded process (pid + start time) and carries the execution id's mark; the agent's
  * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the supervisor ends while
- * this process still runs: the agent's outcome is then in its status file. A host without the
+ * this process still runs: the agent's outcome is then in its status file. Its pid comes back with
+ * its start time (null only when it could not be read). A host without the
  * supervisor binary refuses the start (`internal`, reason `agent_supervisor_missing`) before anything is written.
  */
 export async function spawnDetached(
@@ -55,7 +60,7 @@ export async function spawnDetached(
   logPath: string,
   config: ActivityDeps['config'],
   onExit: () => void,
-): Promise<number> {
+): Promise<{ pid: number; startTime: string | null }> {
   const env = agentEnvironment(
     process.env,
     { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
@@ -115,7 +120,8 @@ export async function spawnDetached(
     // Noticed at once while this process lives; unref: it never keeps this process up.
     supervisor.once('exit', onExit);
     supervisor.unref();
-    return pid;
+    // Its start time as its parent read it before it could be reaped; read here only if that failed.
+    return { pid, startTime: supervisor.startTime ?? (await processStartTime(pid)) };
   } catch {
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   } finally {
@@ -177,17 +183,19 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
       const logDir = path.join(config.logDir, input.taskId, input.sessionId);
       await mkdir(logDir, { recursive: true });
       const logPath = path.join(logDir, `${input.executionId}.log`);
-      // With its spawn intent dropped in the same statement.
+      // With its spawn intent dropped in the same statement. Running even when its supervisor had
+      // ended before its start time could be read (no process is ever that marker's): its end is
+      // then collected as any end is, its outcome read from its status file, never guessed.
       const record = (client: Db, pid: number, startTime: string | null) =>
         recordExecutionOfIntent(client, {
           id: input.executionId,
           session_id: input.sessionId,
           host_id: config.hostId,
           pid,
-          process_start_time: startTime ?? 'exited-before-identified',
+          process_start_time: startTime ?? ENDED_BEFORE_IDENTIFIED,
           cwd: input.cwd,
           log_path: logPath,
-          status: startTime ? 'running' : 'exited',
+          status: 'running',
         });
 
       // At most one agent per execution id, across processes and re-runs: the intent is committed
@@ -225,16 +233,15 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
         }
         await hooks.beforeStart(client);
         await recordWithStart?.(client);
-        const pid = await spawnDetached(
+        const { pid, startTime } = await spawnDetached(
           input,
           logPath,
           config,
           () => void collectExit(deps, input.executionId, config.gitBinary),
         );
-        const startTime = await processStartTime(pid);
         await record(client, pid, startTime);
         await afterRecord?.(client);
-        return { pid, status: (startTime ? 'running' : 'exited') as ExecutionStatus };
+        return { pid, identified: startTime !== null };
       }).catch(async (err) => {
         // Refused before anything ran (the command cannot start, no supervisor): no intent is left to adopt.
         const missing = err instanceof ApplicationFailure && supervisorMissing(err);
@@ -244,7 +251,11 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
         throw err;
       });
       if (!started) throw typedFailure('task_cleanup_in_progress');
-      const { pid, status } = started;
+      const { pid, identified } = started;
+      if (identified) return { executionId: input.executionId, pid, status: 'running' };
+      // Ended already: collected now (its exit's own collection may be first; one of them records it).
+      await collectExit(deps, input.executionId, config.gitBinary);
+      const status = (await findExecution(pool, input.executionId))?.status ?? 'running';
       return { executionId: input.executionId, pid, status };
     },
 
