@@ -1,8 +1,9 @@
 /** One attempt of a cleanup: each involved host does its part in one activity, the workspace's host last. */
-import { ApplicationFailure, patched } from '@temporalio/workflow';
+import { patched } from '@temporalio/workflow';
 import type { CleanupInput } from '../domain/cleanup';
 import { cleanupHosts, type CleanupReport, type CleanupSnapshot } from '../domain/cleanup-snapshot';
 import { hostSteps, recordSteps } from './activity-proxies';
+import { hostDownRefusal } from './cleanup-task-steps';
 
 const records = recordSteps();
 
@@ -21,9 +22,9 @@ export async function cleanupAttempt(
   // in its retry schedule (host_unavailable) and the next attempt runs once the host is back,
   // instead of the attempt waiting minutes on a queue nobody polls.
   if (hostsDown !== null) {
-    if (hostsDown.length > 0) throw hostDown();
+    if (hostsDown.length > 0) throw hostDownRefusal('cleanup');
   } else if (patched('cleanup-waits-for-down-host')) {
-    for (const hostId of hosts) if (await records.hostIsDown(hostId)) throw hostDown();
+    for (const hostId of hosts) if (await records.hostIsDown(hostId)) throw hostDownRefusal('cleanup');
   }
   let current = report;
   for (const hostId of hosts) {
@@ -37,10 +38,3 @@ export async function cleanupAttempt(
   }
   return current;
 }
-
-const hostDown = () =>
-  ApplicationFailure.create({
-    type: 'host_unavailable',
-    message: 'A host of this cleanup is down.',
-    nonRetryable: true,
-  });

@@ -75,11 +75,14 @@ export function preparationRequest(input: CleanupInput) {
   };
 }
 
-/** A delete's host that is down cannot say whether its worktrees are dirty: refused, nothing changed. */
-export function hostDownRefusal(): ApplicationFailure {
+/**
+ * A host that is down: a delete's cannot say whether its worktrees are dirty (refused, nothing
+ * changed); an attempt's fails before any host does its part (the job waits in its schedule).
+ */
+export function hostDownRefusal(of: 'task' | 'cleanup' = 'task'): ApplicationFailure {
   return ApplicationFailure.create({
     type: 'host_unavailable',
-    message: 'The host of this task is down.',
+    message: of === 'task' ? 'The host of this task is down.' : 'A host of this cleanup is down.',
     nonRetryable: true,
   });
 }

@@ -125,15 +125,11 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     }
   };
 
+  // What the job row records of the job's progress, with each state it moves to.
+  const recorded = () => ({ attempts: progress.attempts, lastError: progress.lastError, report: progress.report });
   const record = async (state: CleanupJobState, nextAttemptInMs: number | null = null) => {
     progress.state = state;
-    await records.recordCleanupState(input.operationId, {
-      state,
-      attempts: progress.attempts,
-      nextAttemptInMs,
-      lastError: progress.lastError,
-      report: progress.report,
-    });
+    await records.recordCleanupState(input.operationId, { state, nextAttemptInMs, ...recorded() });
   };
 
   // A bulk cleanup's batch may be carrying this job out (this run is then the consistency
@@ -246,11 +242,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
     let hostsDown: string[] | null = null;
     if (patched('attempt-begins-in-one-step')) {
       progress.state = 'running';
-      hostsDown = await records.beginCleanupAttempt(
-        input.operationId,
-        { attempts: progress.attempts, lastError: progress.lastError, report: progress.report },
-        cleanupHosts(prepSnapshot),
-      );
+      hostsDown = await records.beginCleanupAttempt(input.operationId, recorded(), cleanupHosts(prepSnapshot));
     } else await record('running');
     try {
       progress.report = await cleanupAttempt(input, prepSnapshot, progress.report, phase, hostsDown);
