@@ -17,9 +17,17 @@ export interface ExitDetectionResult {
   checkEveryMs: number;
 }
 
-/** Starts `count` agents that end `lifetimeS` after they start, on one ready task; their execution ids. */
-async function startEnding(ctx: BenchContext, taskId: string, count: number, lifetimeS: number): Promise<string[]> {
-  const ids: string[] = [];
+/**
+ * Starts `count` agents that end `lifetimeS` after they start, on one ready task; their execution
+ * ids, each added to `ids` as soon as its launch answers (the watcher reads them while launches go on).
+ */
+async function startEnding(
+  ctx: BenchContext,
+  taskId: string,
+  count: number,
+  lifetimeS: number,
+  ids: string[] = [],
+): Promise<string[]> {
   for (let i = 0; i < count; i++) {
     const res = await ctx.api.call<{ executionId: string }>('POST', `/v1/tasks/${taskId}/sessions`, {
       executorType: 'worktree',
@@ -32,11 +40,24 @@ async function startEnding(ctx: BenchContext, taskId: string, count: number, lif
   return ids;
 }
 
-/** Polls the rows every 20 ms until each reads exited; the latency of each from its recorded end. */
-async function latencies(pool: pg.Pool, ids: string[], timeoutMs: number): Promise<number[]> {
+/**
+ * Polls the rows every 20 ms until each reads exited; the latency of each from its recorded end.
+ * With `launching`, it watches while the launches still go on (ids join as they answer): an exit
+ * recorded while later agents were still being launched is timed when it was recorded, not when
+ * the last launch answered.
+ */
+async function latencies(
+  pool: pg.Pool,
+  ids: string[],
+  timeoutMs: number,
+  launching: Promise<unknown> = Promise.resolve(),
+): Promise<number[]> {
+  let launched = false;
+  const launches = launching.finally(() => (launched = true));
+  launches.catch(() => undefined); // awaited below; a failed launch ends the watch first
   const seen = new Map<string, number>();
   const deadline = Date.now() + timeoutMs;
-  while (seen.size < ids.length && Date.now() < deadline) {
+  while ((!launched || seen.size < ids.length) && Date.now() < deadline) {
     const rows = (
       await pool.query<{ id: string; ended_at: Date }>(
         `SELECT id, ended_at FROM executions WHERE id = ANY($1::uuid[]) AND status = 'exited'`,
@@ -47,6 +68,7 @@ async function latencies(pool: pg.Pool, ids: string[], timeoutMs: number): Promi
     for (const row of rows) if (!seen.has(row.id)) seen.set(row.id, now - row.ended_at.getTime());
     await new Promise((r) => setTimeout(r, 20));
   }
+  await launches;
   if (seen.size < ids.length)
     throw new Error(`${ids.length - seen.size} of ${ids.length} exits not recorded within ${timeoutMs} ms`);
   return [...seen.values()].map((ms) => round(Math.max(0, ms)));
@@ -57,7 +79,8 @@ export async function runExitDetection(ctx: BenchContext, samples: number): Prom
   const [taskId] = await createTasks(ctx.api, 1, [repo], 'exits');
   await materializeTasks(ctx.api, [taskId!]);
 
-  const watched = await latencies(ctx.pool, await startEnding(ctx, taskId!, samples, 1), 60_000);
+  const watchedIds: string[] = [];
+  const watched = await latencies(ctx.pool, watchedIds, 60_000, startEnding(ctx, taskId!, samples, 1, watchedIds));
 
   // Unwatched: the process that started them dies before they end (the launches take well under 10 s).
   const ids = await startEnding(ctx, taskId!, samples, 10);
