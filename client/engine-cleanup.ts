@@ -16,16 +16,23 @@ import { continuationStart, type ContinuedJob } from '../domain/cleanup-continua
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
-import { boardDeleteWorkflowId, cascadeWorkflowId, cleanupWorkflowId } from '../domain/workflow-ids';
-import type { boardDelete } from '../workflows';
+import {
+  boardDeleteWorkflowId,
+  cascadeWorkflowId,
+  cleanupWorkflowId,
+  idleReleaseWorkflowId,
+} from '../domain/workflow-ids';
+import type { IdleReleaseResult } from '../domain/idle';
+import type { boardDelete, releaseIdleWorkspaces } from '../workflows';
 import {
   awaitBoardPreparedUpdate,
+  awaitIdleReleasePreparedUpdate,
   awaitPreparedUpdate,
   cancelUpdate,
   operatorRetrySignal,
   type PreparedAnswer,
 } from '../workflows/cleanup-messages';
-import { typedRefusalOf } from './typed-outcome';
+import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 import { startPreparedJob } from '../activities/follow-up-starts';
 
 export type CleanupStart =
@@ -128,6 +135,31 @@ export async function startBoardDelete(
   } catch (err) {
     const refusal = typedRefusalOf(err);
     if (refusal) return { ok: false, ...refusal };
+    throw err;
+  }
+}
+
+/**
+ * A host's idle release now (the workflow its schedule runs), answered once every release's job is
+ * prepared (or, for a dry run, judged): the releases themselves go on in that run. A typed
+ * refusal is thrown as an EngineRefusal for the caller to answer.
+ */
+export async function runIdleRelease(
+  client: Client,
+  config: Config,
+  req: { hostId: string; idleForMs: number; dryRun: boolean },
+): Promise<IdleReleaseResult> {
+  const startWorkflowOperation = new WithStartWorkflowOperation<typeof releaseIdleWorkspaces>('releaseIdleWorkspaces', {
+    taskQueue: config.taskQueue,
+    workflowId: idleReleaseWorkflowId(req.hostId, randomUUID()),
+    args: [{ ...req, policy: config.cleanupPolicy }],
+    workflowIdConflictPolicy: 'FAIL',
+  });
+  try {
+    return await client.workflow.executeUpdateWithStart(awaitIdleReleasePreparedUpdate, { startWorkflowOperation });
+  } catch (err) {
+    const refusal = typedRefusalOf(err);
+    if (refusal) throw new EngineRefusal(refusal);
     throw err;
   }
 }

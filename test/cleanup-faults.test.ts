@@ -8,7 +8,7 @@ import { waitForPhase } from './support/phases';
 import { startTemporalDevServer, waitForPort } from './support/processes';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
+import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { taskBranchName } from '../domain/task-layout';
 import { clearGitFault, git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -236,8 +236,17 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.released.map((r: any) => r.taskId)).toEqual([t.taskId]);
     const operationId = res.body.released[0].operationId;
-    const workflowId = `cleanup/idle_release/${t.taskId}/${operationId}`;
-    await waitForPhase(h, workflowId, 'cleaning');
+    // The release's own run carries the job out in a batch: killed while that batch removes it.
+    await waitUntil(
+      async () =>
+        (
+          await h.pool.query(
+            "SELECT 1 FROM cleanup_jobs WHERE operation_id = $1 AND state = 'running' AND batch_workflow_id IS NOT NULL",
+            [operationId],
+          )
+        ).rowCount === 1,
+      'the release under way in its batch',
+    );
     await new Promise((r) => setTimeout(r, 500));
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));

@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { idleReleaseRecordActivities } from '../activities/idle-release';
 import { ensureSchedules } from '../worker/schedules';
 import { idleCandidates } from '../db/idle';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
@@ -95,6 +97,11 @@ describe('idle release [R6.9]', () => {
     expect(mine.operationId).toMatch(/^[0-9a-f-]{36}$/);
     const job = await waitForJob(h, mine.operationId);
     expect(job).toMatchObject({ trigger: 'idle_release', state: 'succeeded' });
+    // Carried out by the release's own run in a batch (its removals in the repositories' shared turns).
+    const carrier = await h.pool.query('SELECT batch_workflow_id FROM cleanup_jobs WHERE operation_id = $1', [
+      mine.operationId,
+    ]);
+    expect(carrier.rows[0].batch_workflow_id).toMatch(new RegExp(`^idle-release/${h.config.hostId}/`));
     expect(job.report.worktrees).toEqual([
       expect.objectContaining({ repositoryId: r.id, outcome: 'saved_and_removed' }),
     ]);
@@ -285,6 +292,45 @@ describe('idle release [R6.9]', () => {
     expect(
       (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n,
     ).toBe(0);
+  });
+
+  it('a run prepares each release on its own: one pinned since the judgement is left as it is, the other prepared once, however often the step runs', async () => {
+    const r = await repo();
+    const [kept, released] = [await stoppedTask(r), await stoppedTask(r)];
+    expect((await h.api('POST', `/v1/tasks/${kept.taskId}/pin`)).status).toBe(200);
+    const steps = idleReleaseRecordActivities({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) });
+    const releases = [kept, released].map((t) => {
+      const operationId = randomUUID();
+      return { taskId: t.taskId, operationId, workflowId: `cleanup/idle_release/${t.taskId}/${operationId}` };
+    });
+    // Judged idle up to a moment after every activity of both.
+    const idleCutoff = new Date(Date.now() + 60_000).toISOString();
+    expect(await steps.prepareIdleReleases({ idleCutoff, releases })).toEqual([releases[1]]);
+    expect(await steps.prepareIdleReleases({ idleCutoff, releases })).toEqual([releases[1]]); // a re-run
+    const jobs = async (taskId: string) =>
+      (await h.pool.query('SELECT operation_id, state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
+    expect(await jobs(kept.taskId)).toEqual([]);
+    expect(await jobs(released.taskId)).toEqual([{ operation_id: releases[1]!.operationId, state: 'pending' }]);
+    expect(existsSync(worktreeOf(kept.taskId, r.name))).toBe(true);
+    // The prepared job is carried out by a run of its own, as any job a batch lets go.
+    await h.temporal.workflow.execute('cleanupTask', {
+      workflowId: releases[1]!.workflowId,
+      taskQueue: h.config.taskQueue,
+      args: [
+        {
+          operationId: releases[1]!.operationId,
+          taskId: released.taskId,
+          trigger: 'idle_release',
+          discardChanges: false,
+          policy: h.config.cleanupPolicy,
+          alreadyPrepared: true,
+        },
+      ],
+    });
+    expect((await waitForJob(h, releases[1]!.operationId)).state).toBe('succeeded');
+    expect(existsSync(worktreeOf(released.taskId, r.name))).toBe(false);
+    expect(existsSync(worktreeOf(kept.taskId, r.name))).toBe(true);
+    expect((await h.api('DELETE', `/v1/tasks/${kept.taskId}/pin`)).status).toBe(200);
   });
 
   it('the per-host schedule releases an idle task (idle-release-<hostId>)', async () => {

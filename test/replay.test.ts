@@ -53,7 +53,7 @@ describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', ()
     300_000,
   );
   it(
-    'records an idle release and the cleanup that released a task with its work saved',
+    'records an idle release that carries out its release itself (a batch), the work saved',
     () => recordIdleRelease(harness),
     300_000,
   );

@@ -1,6 +1,7 @@
 /** Queries, updates and signals of the cleanup workflows, defined once at module level. */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { HOST_BACK_SIGNAL, type CancelRequest, type CleanupProgress } from '../domain/cleanup';
+import type { IdleReleaseResult } from '../domain/idle';
 
 /** The job's progress: the same story the cleanup_jobs row tells. */
 export const progressQuery = defineQuery<CleanupProgress>('progress');
@@ -35,3 +36,9 @@ export interface BoardPrepared {
 
 /** Returns once every member's barrier, snapshot and deletion and the board's deletion committed, or throws the typed refusal. */
 export const awaitBoardPreparedUpdate = defineUpdate<BoardPrepared>('awaitBoardPrepared');
+
+/**
+ * Returns once an idle release's jobs are prepared (each task's barrier, second look and snapshot):
+ * what it releases and keeps. The releases themselves go on in the run after the answer.
+ */
+export const awaitIdleReleasePreparedUpdate = defineUpdate<IdleReleaseResult>('awaitIdleReleasePrepared');

@@ -36,7 +36,7 @@ export interface IdleReleaseResult {
       failures: number;
       failureCodes: Record<string, number>;
       leftBehind: number;
-      /** Milliseconds until each half's `POST /v1/idle-release` answered (its workflow started every release). */
+      /** Milliseconds until each half's `POST /v1/idle-release` answered (every release prepared; older: every release started). */
       acceptedMs: number[];
       /** Released that were not this half's tasks (should be 0). */
       othersReleased: number;

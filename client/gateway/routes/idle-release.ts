@@ -6,12 +6,11 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { randomUUID } from 'node:crypto';
 import { hostLiveness } from '../../../db/hosts';
 import { setPinned } from '../../../db/tasks';
-import { idleReleaseWorkflowId } from '../../../domain/workflow-ids';
-import type { releaseIdleWorkspaces } from '../../../workflows';
-import { ApiError, badRequest, notFound } from '../api-error';
+import { runIdleRelease } from '../../engine-cleanup';
+import { EngineRefusal } from '../../typed-outcome';
+import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
 import { errorResponses, IdParams, Task } from '../schemas';
@@ -51,11 +50,16 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches))
           throw notFound('Host');
         if (liveness === 'down') throw new ApiError('host_unavailable');
-        return ctx.temporal.workflow.execute<typeof releaseIdleWorkspaces>('releaseIdleWorkspaces', {
-          workflowId: idleReleaseWorkflowId(hostId, randomUUID()),
-          taskQueue: ctx.config.taskQueue,
-          args: [{ hostId, idleForMs, dryRun: request.body?.dryRun ?? false, policy: ctx.config.cleanupPolicy }],
-        });
+        try {
+          return await runIdleRelease(ctx.temporal, ctx.config, {
+            hostId,
+            idleForMs,
+            dryRun: request.body?.dryRun ?? false,
+          });
+        } catch (err) {
+          if (err instanceof EngineRefusal) throw refusalError(err.refusal);
+          throw err;
+        }
       },
     );
 
