@@ -12,16 +12,16 @@
  *      batched attempt failed, gets a child cleanupTask of its own (retried and watched, and
  *      retried by an operator, by itself), BULK_LANES of them at a time.
  */
-import { ApplicationFailure, patched, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import { awaitBoardPreparedUpdate } from './cleanup-messages';
 import type { CascadeMember } from '../activities/cleanup-records-bulk';
 import type { CleanupProgress, RetryPolicy } from '../domain/cleanup';
-import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
 import {
   BULK_LANES,
   cleanMembers,
   cleanMembersInBatches,
+  newMember,
   preparationBarrier,
   refuseDirtyMembers,
 } from './cascade-cleanup';
@@ -70,10 +70,7 @@ async function prepare(input: BoardDeleteInput, lanes: number): Promise<CascadeM
   for (let round = 1; round <= PREPARATION_ROUNDS; round++) {
     const taskIds = await records.boardMembers(input.boardId);
     if (taskIds === null) return []; // deleted meanwhile (by this operation, or another)
-    const members = taskIds.map((taskId) => {
-      const operationId = uuid4();
-      return { taskId, operationId, workflowId: cleanupWorkflowId('board_delete', taskId, operationId) };
-    });
+    const members = taskIds.map((taskId) => newMember('board_delete', taskId));
     if (!input.discardChanges) await refuseDirtyMembers(members, lanes);
     const outcome = await records.prepareBoardDelete({
       boardId: input.boardId,

@@ -67,6 +67,12 @@ export function preparationBarrier<T>(update: UpdateDefinition<T, []>, answer: (
   };
 }
 
+/** A member of a bulk cleanup: its task, a new operation and the workflow id its own run would have. */
+export function newMember(trigger: CleanupTrigger, taskId: string): CascadeMember {
+  const operationId = uuid4();
+  return { taskId, operationId, workflowId: cleanupWorkflowId(trigger, taskId, operationId) };
+}
+
 /**
  * How many members of a bulk delete (a board's tasks) are read or cleaned at once. Each member
  * keeps its own job and its own cleanup run; their worktree removals still serialize per

@@ -15,7 +15,7 @@ import type { IdleReleaseResult } from '../domain/idle';
 import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { recordSteps } from './activity-proxies';
-import { BULK_LANES, cleanMembersInBatches, preparationBarrier } from './cascade-cleanup';
+import { BULK_LANES, cleanMembersInBatches, newMember, preparationBarrier } from './cascade-cleanup';
 import { awaitIdleReleasePreparedUpdate } from './cleanup-messages';
 import { childSearchAttributes } from './phase';
 import { cleanupTask } from './cleanup-task';
@@ -31,9 +31,12 @@ export async function releaseIdleWorkspaces(input: {
   // A caller (POST /v1/idle-release) waits for the answer, not for the releases.
   let answer: IdleReleaseResult | null = null;
   const barrier = preparationBarrier(awaitIdleReleasePreparedUpdate, () => answer!);
-  const answered = async (result: IdleReleaseResult): Promise<IdleReleaseResult> => {
+  const answerWith = (result: IdleReleaseResult): IdleReleaseResult => {
     answer = result;
     barrier.prepared();
+    return result;
+  };
+  const finished = async (result: IdleReleaseResult): Promise<IdleReleaseResult> => {
     await condition(allHandlersFinished);
     return result;
   };
@@ -51,38 +54,35 @@ export async function releaseIdleWorkspaces(input: {
     return barrier.refuse(err);
   }
   if (input.dryRun)
-    return answered({
-      released: found.release.map((taskId) => ({ taskId, operationId: null })),
-      kept: found.kept,
-      dryRun: true,
-    });
+    return finished(
+      answerWith({
+        released: found.release.map((taskId) => ({ taskId, operationId: null })),
+        kept: found.kept,
+        dryRun: true,
+      }),
+    );
   if (patched('idle-release-in-batches')) {
     // Every release prepared first (each its own job, its task looked at again under its lock);
     // then carried out in batches per host whose removals share the repositories' turns, as a
     // board delete's are. A job a batch cannot carry out gets a run of its own, retried by itself.
-    const releases = found.release.map((taskId) => {
-      const operationId = uuid4();
-      return { taskId, operationId, workflowId: cleanupWorkflowId('idle_release', taskId, operationId) };
-    });
+    const releases = found.release.map((taskId) => newMember('idle_release', taskId));
     let prepared: CascadeMember[];
     try {
       prepared = await records.prepareIdleReleases({ idleCutoff, releases });
     } catch (err) {
       return barrier.refuse(err);
     }
-    const result: IdleReleaseResult = {
+    const result = answerWith({
       released: prepared.map(({ taskId, operationId }) => ({ taskId, operationId })),
       kept: found.kept,
       dryRun: false,
-    };
-    answer = result;
-    barrier.prepared();
+    });
     await cleanMembersInBatches(
       prepared,
       { trigger: 'idle_release', discardChanges: false, policy: input.policy },
       BULK_LANES,
     );
-    return answered(result);
+    return finished(result);
   }
   // Each release is its own durable cleanup; one refused (an agent started meanwhile) does not stop the others.
   const release = async (taskId: string, operationId: string) => {
@@ -115,5 +115,5 @@ export async function releaseIdleWorkspaces(input: {
   } else {
     for (const taskId of found.release) released.push(await release(taskId, uuid4()));
   }
-  return answered({ released, kept: found.kept, dryRun: false });
+  return finished(answerWith({ released, kept: found.kept, dryRun: false }));
 }
