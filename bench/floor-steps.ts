@@ -10,7 +10,7 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { spawnDetached } from '../executors/host/agents';
+import { agentUid, spawnDetached } from '../executors/host/agents';
 import { isRealDirectory, markerOwnedBy, readMarker } from '../executors/host/workspace-fs';
 import { admitLaunch } from '../db/admission';
 import { insertExecution } from '../db/executions';
@@ -102,19 +102,17 @@ export async function validate(plan: LaunchPlan): Promise<void> {
 
 /** The agent start of activities/agent-process.ts, the same function: log folder, the shim (and the sandbox where it runs), /proc/<pid>/stat. */
 async function spawnAgent(
+  client: pg.PoolClient,
   config: Config,
   plan: LaunchPlan,
   executionId: string,
 ): Promise<{ pid: number; startTime: string | null; logPath: string }> {
+  const input = agentStartOf(plan, AGENT_COMMAND, executionId);
+  const uid = await agentUid({ pool: client, config }, input);
   const logDir = path.join(config.logDir, plan.taskId, plan.sessionId);
   await mkdir(logDir, { recursive: true });
   const logPath = path.join(logDir, `${executionId}.log`);
-  const { pid, startTime } = await spawnDetached(
-    agentStartOf(plan, AGENT_COMMAND, executionId),
-    logPath,
-    config,
-    () => {},
-  );
+  const { pid, startTime } = await spawnDetached(input, logPath, config, () => {}, uid);
   return { pid, startTime, logPath };
 }
 
@@ -126,7 +124,7 @@ export async function startAgent(
   from: string[] = ['starting'],
 ): Promise<void> {
   const executionId = randomUUID();
-  const agent = await part('spawn', () => spawnAgent(config, plan, executionId));
+  const agent = await part('spawn', () => spawnAgent(client, config, plan, executionId));
   await part('sql', async () => {
     await insertExecution(client, {
       id: executionId,

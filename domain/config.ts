@@ -16,6 +16,23 @@ function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
   return mode;
 }
 
+/** The host uids agents run as, one per workspace (TWS_AGENT_UIDS, `first-last`, issue 45). */
+export interface UidRange {
+  first: number;
+  last: number;
+}
+
+export function parseUidRange(raw: string | undefined): UidRange {
+  const text = raw || '200000-299999';
+  const m = /^([0-9]+)-([0-9]+)$/.exec(text);
+  const first = m ? Number(m[1]) : NaN;
+  const last = m ? Number(m[2]) : NaN;
+  // Never root, never a system account, never past what a 32-bit uid holds (65534 is nobody).
+  if (!m || first < 1000 || last < first || last > 4_294_967_294 || (first <= 65534 && last >= 65534))
+    throw new Error('TWS_AGENT_UIDS must be first-last, 1000 or above, without 65534 (for example 200000-299999)');
+  return { first, last };
+}
+
 function parseNetworkPolicy(raw: string | undefined): AgentNetworkPolicy {
   const policy = raw || 'egress';
   if (policy !== 'egress' && policy !== 'none' && policy !== 'host')
@@ -70,6 +87,8 @@ export interface Config {
   agentSandbox: AgentSandboxMode;
   /** What network a sandboxed agent has: its own with user-mode egress (`egress`), none, or the host's. */
   agentNetwork: AgentNetworkPolicy;
+  /** The host uids agents run as in the sandbox, one per workspace (TWS_AGENT_UIDS). */
+  agentUids: UidRange;
   /** Who may run `local` agents (in the source checkout itself): operators (default), everyone, nobody. */
   localExecutor: LocalExecutorPolicy;
   apiHost: string;
@@ -205,6 +224,7 @@ export function loadConfig(
     agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
     agentNetwork: parseNetworkPolicy(env.TWS_AGENT_NETWORK),
     localExecutor: parseLocalExecutor(env.TWS_LOCAL_EXECUTOR),
+    agentUids: parseUidRange(env.TWS_AGENT_UIDS),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),

@@ -13,7 +13,16 @@ export interface SandboxLayout {
   hidden: string[];
   /** The agent's own writable home (in its run folder). */
   home: string;
-  /** Files shown read-only although under a hidden folder (the prompt). */
+  /**
+   * Folders inside the workspace bound onto themselves (each worktree): a mount point cannot be
+   * renamed or replaced, so the folder the service's records name stays the one the agent works in.
+   */
+  pinnedFolders?: string[];
+  /**
+   * Files shown read-only although under a hidden or writable folder, bound last: the prompt, and
+   * the pointers git follows (a worktree's `.git` file, its registration's `gitdir`, `commondir`
+   * and `config.worktree`, the task folder's ownership marker), which no agent may rewrite.
+   */
   readOnlyFiles: string[];
   /** The network the agent has (issue 33); absent: the host's, as before. */
   network?: AgentNetworkPolicy;
@@ -31,27 +40,54 @@ export type AgentNetworkPolicy = 'egress' | 'none' | 'host';
 /** The descriptors bubblewrap is given for `egress`: it reports its child on one and waits on the other until the network is up. */
 export const SANDBOX_INFO_FD = 3;
 export const SANDBOX_BLOCK_FD = 4;
+/** The descriptor bubblewrap reads the agent's environment from (`--args`, native/agent-supervisor.c). */
+export const SANDBOX_ARGS_FD = 5;
+
+/**
+ * What isolates the agent (issue 45), bubblewrap being started by an unprivileged user (the
+ * workspace's own uid, `setpriv` before it): its own user namespace, in which it is that uid with
+ * no capability at all (`--cap-drop ALL`; `no_new_privs` from setpriv and bubblewrap), so it can
+ * mount, unmount, enter or trace nothing; no further user namespace of its own (`--disable-userns`,
+ * the way back to capabilities); its own pid (with its own /proc), IPC, UTS and cgroup namespaces;
+ * a new session (no terminal of the service to push input into).
+ */
+const ISOLATION_ARGS = [
+  '--unshare-user',
+  '--disable-userns',
+  '--cap-drop',
+  'ALL',
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-uts',
+  '--unshare-cgroup-try',
+  '--die-with-parent',
+];
+
+/**
+ * The agent's environment as bubblewrap arguments: it is set inside the sandbox only, never on a
+ * process outside it (bubblewrap reads these from a descriptor, `--args`: they are in no argv).
+ */
+export function sandboxEnvironmentArgs(env: Record<string, string>): string[] {
+  const args = ['--clearenv'];
+  for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);
+  return args;
+}
+
+/** NUL-separated, as bubblewrap's `--args` reads them; a NUL in a value would split it, so none is allowed. */
+export function nulSeparated(args: string[]): string {
+  if (args.some((arg) => arg.includes('\0'))) throw new Error('an argument holds a NUL byte');
+  return args.map((arg) => `${arg}\0`).join('');
+}
 
 export function bubblewrapArgs(layout: SandboxLayout): string[] {
-  const args = [
-    '--die-with-parent',
-    '--unshare-pid',
-    '--ro-bind',
-    '/',
-    '/',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
-    '--tmpfs',
-    '/tmp',
-  ];
+  const args = [...ISOLATION_ARGS, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
   if (layout.network === 'egress' || layout.network === 'none') args.push('--unshare-net');
   if (layout.network === 'egress')
     args.push('--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD));
   // Shortest first: a folder inside another hidden one is mounted over it, not under.
   for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
+  for (const folder of layout.pinnedFolders ?? []) args.push('--bind', folder, folder);
   // A git folder that went away between the launch and the sandbox's start is left out, not fatal.
   // In order: a later mount covers an earlier one, and a mount point cannot be renamed or replaced from inside.
   for (const [mode, p, source] of layout.gitBinds)

@@ -42,6 +42,9 @@
 extern char **environ;
 
 #define EXECUTION_MARK "TWS_EXECUTION_ID="
+/* The file of the sandbox's own arguments (the agent's environment, issue 45): opened, unlinked, given to bubblewrap on fd 5. */
+#define SANDBOX_ARGS_VARIABLE "TWS_SANDBOX_ARGS="
+#define SANDBOX_ARGS_FD 5
 /* domain/sandbox.ts SANDBOX_INFO_FD and SANDBOX_BLOCK_FD. */
 #define SANDBOX_INFO_FD 3
 #define SANDBOX_BLOCK_FD 4
@@ -91,7 +94,7 @@ static int write_all(int fd, const char *data, size_t len) {
 }
 
 static int open_log(void) {
-  int fd = open(log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  int fd = open(log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
   struct stat st;
   log_size = fstat(fd, &st) == 0 ? st.st_size : 0;
@@ -388,13 +391,29 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  /* The agent's environment: ours without the execution's mark. */
+  /*
+   * The environment of what it starts (setpriv and bubblewrap, or env(1), and slirp4netns): its own
+   * fixed one (the service gives it no variable of the request) without the execution's mark and
+   * the arguments file's name. The agent's own variables are set by bubblewrap inside the sandbox.
+   */
   size_t envs = env_count();
   char *child_env_storage[envs + 1];
   size_t kept = 0;
-  for (size_t i = 0; i < envs; i++)
-    if (strncmp(environ[i], EXECUTION_MARK, strlen(EXECUTION_MARK)) != 0) child_env_storage[kept++] = environ[i];
+  const char *args_path = NULL;
+  for (size_t i = 0; i < envs; i++) {
+    if (strncmp(environ[i], SANDBOX_ARGS_VARIABLE, strlen(SANDBOX_ARGS_VARIABLE)) == 0)
+      args_path = environ[i] + strlen(SANDBOX_ARGS_VARIABLE);
+    else if (strncmp(environ[i], EXECUTION_MARK, strlen(EXECUTION_MARK)) != 0)
+      child_env_storage[kept++] = environ[i];
+  }
   child_env_storage[kept] = NULL;
+  int args_fd = -1;
+  if (args_path) {
+    args_fd = high(open(args_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (args_fd < 0) record(1, 127, NULL, errno_code(errno));
+    /* Read from the descriptor only: the file holds the agent's variables, gone from disk at once. */
+    unlink(args_path);
+  }
 
   int out[2], err[2], info[2] = {-1, -1}, block[2] = {-1, -1}, failed[2];
   if (pipe_high(out) < 0 || pipe_high(err) < 0 || pipe_high(failed) < 0 ||
@@ -408,7 +427,8 @@ int main(int argc, char **argv) {
   if (child == 0) {
     child_signals();
     if (devnull < 0 || place(devnull, 0) < 0 || place(out[1], 1) < 0 || place(err[1], 2) < 0 ||
-        (egress && (place(info[1], SANDBOX_INFO_FD) < 0 || place(block[0], SANDBOX_BLOCK_FD) < 0))) {
+        (egress && (place(info[1], SANDBOX_INFO_FD) < 0 || place(block[0], SANDBOX_BLOCK_FD) < 0)) ||
+        (args_fd >= 0 && place(args_fd, SANDBOX_ARGS_FD) < 0)) {
       int e = errno;
       if (write(failed[1], &e, sizeof e) < 0) _exit(127);
       _exit(127);
@@ -422,6 +442,7 @@ int main(int argc, char **argv) {
   close(err[1]);
   close(failed[1]);
   if (devnull >= 0) close(devnull);
+  if (args_fd >= 0) close(args_fd);
   if (egress) {
     close(info[1]);
     close(block[0]);
@@ -485,8 +506,16 @@ int main(int argc, char **argv) {
         int ready[2], ends[2];
         network = NET_STARTED;
         if (pipe_high(ready) == 0 && pipe_high(ends) == 0) {
-          char *slirp_argv[] = {(char *)egress, "--configure", "--mtu=65520", "--disable-host-loopback",
-                                "--ready-fd=3", "--exit-fd=4", net_pid, "tap0", NULL};
+          /*
+           * The namespace by its path: slirp4netns then enters the network namespace only, not the
+           * agent's user namespace (whose uid it is not, issue 45).
+           */
+          char netns_path[64] = "/proc/";
+          strcat(netns_path, net_pid);
+          strcat(netns_path, "/ns/net");
+          char *slirp_argv[] = {(char *)egress,  "--configure", "--mtu=65520", "--disable-host-loopback",
+                                "--ready-fd=3",  "--exit-fd=4", "--netns-type=path", netns_path,
+                                "tap0",          NULL};
           int null_fd = high(open("/dev/null", O_RDWR | O_CLOEXEC));
           slirp = fork();
           if (slirp == 0) {

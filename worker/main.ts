@@ -32,12 +32,12 @@ async function main(): Promise<void> {
   if (isolation === 'none')
     logger.warn(
       { agentIsolation: isolation },
-      "agents run as this service's OS user with an allow-listed environment and no sandbox (bubblewrap does not run here): they can read what this user can read",
+      "TWS_AGENT_SANDBOX=none: agents run as this service's OS user with an allow-listed environment and no sandbox: they can read and write what this user can",
     );
   else
     logger.info(
       { agentIsolation: isolation },
-      "agents run in bubblewrap: the system read-only, their workspace writable, the service's folders hidden, a private /proc",
+      "agents run in bubblewrap as their workspace's own unprivileged uid with no capability: the system read-only, their workspace writable, the service's folders hidden and closed, a private /proc",
     );
   // Refuses to start when TWS_AGENT_SANDBOX=bwrap asks for egress this host cannot give.
   const network = await agentNetwork(config.agentSandbox, config.agentNetwork);

@@ -3,9 +3,11 @@
  * works here, `bwrap` requires it, `none` never uses it), found once per process by running it.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { existsSync } from 'node:fs';
 import {
+  bubblewrapArgs,
   gitStoreBinds,
   type AgentIsolation,
   type AgentNetworkPolicy,
@@ -14,32 +16,78 @@ import {
 } from '../../domain/sandbox';
 import { isWithinFolder } from '../../domain/task-layout';
 import { isRealDirectory } from './workspace-fs';
-import { commandStartable } from './agent-shim';
 import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../../git/agent-objects';
 
-const PROBE = ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'];
-let probed: Promise<string | null> | null = null;
+/** Programs the service runs outside any sandbox: by absolute path, found once, never on a PATH a request could name (issue 45). */
+export function systemBinary(name: string): string | null {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    const candidate = path.join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  return null;
+}
 
-/** The bubblewrap binary when it runs a sandbox here, else null. */
-function probeBubblewrap(): Promise<string | null> {
+/** The fixed environment of every process the service runs around an agent (the supervisor, setpriv, bubblewrap, slirp4netns). */
+export const SERVICE_PROGRAM_ENV: Readonly<Record<string, string>> = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+
+/** The supervisor's variable naming the file of the sandbox's arguments (native/agent-supervisor.c). */
+export const SANDBOX_ARGS_VARIABLE = 'TWS_SANDBOX_ARGS';
+
+/** How an agent's sandbox is started here: setpriv to its uid, then bubblewrap, both by absolute path. */
+export interface SandboxPrograms {
+  setpriv: string;
+  bwrap: string;
+}
+
+/** The programs before the sandbox's arguments: the agent's uid and gid, no groups, no new privileges. */
+export const dropTo = (programs: SandboxPrograms, uid: number): string[] => [
+  programs.setpriv,
+  `--reuid=${uid}`,
+  `--regid=${uid}`,
+  '--clear-groups',
+  '--no-new-privs',
+  programs.bwrap,
+];
+
+let probed: Promise<SandboxPrograms | null> | null = null;
+
+/**
+ * The sandbox's programs when an unprivileged bubblewrap runs here as the agents will run it (its
+ * own user namespace, no capability, no further user namespace), else null. Probed once per process
+ * as the first uid of the range would run it.
+ */
+function probeBubblewrap(probeUid: number): Promise<SandboxPrograms | null> {
   probed ??= (async () => {
-    if (!(await commandStartable('bwrap', '/', process.env.PATH))) return null;
-    return new Promise<string | null>((resolve) =>
-      execFile('bwrap', PROBE, { timeout: 10_000 }, (err) => resolve(err ? null : 'bwrap')),
+    const setpriv = systemBinary('setpriv');
+    const bwrap = systemBinary('bwrap');
+    if (!setpriv || !bwrap) return null;
+    const programs = { setpriv, bwrap };
+    const probe = [
+      ...dropTo(programs, probeUid).slice(1),
+      ...bubblewrapArgs({ workspace: '/', gitBinds: [], hidden: [], home: '/', readOnlyFiles: [], network: 'none' }),
+      '--',
+      '/bin/true',
+    ];
+    return new Promise<SandboxPrograms | null>((resolve) =>
+      execFile(setpriv, probe, { timeout: 10_000, env: SERVICE_PROGRAM_ENV }, (err) => resolve(err ? null : programs)),
     );
   })();
   return probed;
 }
 
-/** The sandbox binary agents run in, or null for none; `bwrap` mode refuses to go on without it. */
-export async function agentSandbox(mode: AgentSandboxMode): Promise<string | null> {
+/** The line start-up refuses with where agents cannot be sandboxed here. */
+const NO_SANDBOX =
+  'agents cannot be sandboxed on this host: an unprivileged bubblewrap (Debian package bubblewrap, with setpriv from util-linux) must run in its own user namespace; install it, allow unprivileged user namespaces, or set TWS_AGENT_SANDBOX=none to run agents unsandboxed as the service';
+
+/**
+ * The programs agents run in, or null for none. `none` is the operator's explicit choice; `auto`
+ * and `bwrap` refuse to go on without a working sandbox (issue 45: never an agent as root by default).
+ */
+export async function agentSandbox(mode: AgentSandboxMode, probeUid = 200000): Promise<SandboxPrograms | null> {
   if (mode === 'none') return null;
-  const binary = await probeBubblewrap();
-  if (!binary && mode === 'bwrap')
-    throw new Error(
-      'TWS_AGENT_SANDBOX=bwrap, but bubblewrap does not run a sandbox on this host (install the Debian package bubblewrap; user namespaces or root are needed)',
-    );
-  return binary;
+  const programs = await probeBubblewrap(probeUid);
+  if (!programs) throw new Error(NO_SANDBOX);
+  return programs;
 }
 
 export async function agentIsolation(mode: AgentSandboxMode): Promise<AgentIsolation> {
@@ -50,7 +98,13 @@ export async function agentIsolation(mode: AgentSandboxMode): Promise<AgentIsola
 let slirpProbed: Promise<string | null> | null = null;
 function probeSlirp(): Promise<string | null> {
   slirpProbed ??= new Promise((resolve) =>
-    execFile('slirp4netns', ['--version'], { timeout: 10_000 }, (err) => resolve(err ? null : 'slirp4netns')),
+    (() => {
+      const binary = systemBinary('slirp4netns');
+      if (!binary) return resolve(null);
+      execFile(binary, ['--version'], { timeout: 10_000, env: SERVICE_PROGRAM_ENV }, (err) =>
+        resolve(err ? null : binary),
+      );
+    })(),
   );
   return slirpProbed;
 }
@@ -93,18 +147,24 @@ async function exactFolder(p: string): Promise<boolean> {
 
 /**
  * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
- * gitStoreBinds), and the key folders of the task stores made for them (git/agent-objects.ts):
- * its own worktrees' admin folders are those whose registered path lies in its workspace. In the
- * source checkout itself (`local`), `hooks/` and `info/` are made when missing, so that they can
- * be bound read-only: an empty folder, as `git init` makes them.
+ * gitStoreBinds), the key folders of the task stores made for them (git/agent-objects.ts), what the
+ * agent's uid must own there (its object stores, its ref folders, its worktrees' admin folders) and
+ * the pointers git follows that are shown read-only (issue 45). Its own worktrees' admin folders
+ * are those registered for a slot's worktree exactly (`gitdir` names `<worktree>/.git`, a
+ * regular file only the service writes); one whose pointers are not plain files is not made
+ * writable at all (its agent's git then fails, no other task's). In the source checkout itself
+ * (`local`), `hooks/` and `info/` are made when missing, so that they can be bound read-only: an
+ * empty folder, as `git init` makes them.
  */
 export async function gitStoreLayout(
   slots: AgentGitSlot[],
   workspace: string,
   dataDir: string,
-): Promise<{ binds: GitBind[]; storeKeyDirs: string[] }> {
+): Promise<{ binds: GitBind[]; storeKeyDirs: string[]; owned: string[]; readOnlyFiles: string[] }> {
   const binds: GitBind[] = [];
   const storeKeyDirs: string[] = [];
+  const owned: string[] = [];
+  const readOnlyFiles: string[] = [];
   const byCommonDir = new Map<string, AgentGitSlot[]>();
   for (const slot of slots) byCommonDir.set(slot.commonDir, [...(byCommonDir.get(slot.commonDir) ?? []), slot]);
   for (const [commonDir, ofRepository] of byCommonDir) {
@@ -117,30 +177,59 @@ export async function gitStoreLayout(
     let objectStore: string | null = null;
     const ownRefFolders: string[] = [];
     if (!insideWorkspace) {
+      const worktrees = new Set(ofRepository.map((slot) => slot.worktreePath).filter((p): p is string => p !== null));
       if (entries.includes('worktrees')) {
         for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
           const adminDir = path.join(commonDir, 'worktrees', id);
           const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-          if (registered && isWithinFolder(path.dirname(registered), workspace) && (await isRealDirectory(adminDir)))
-            ownAdminDirs.push(adminDir);
+          const worktree = registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
+          if (!worktree || !worktrees.has(worktree) || !(await isRealDirectory(adminDir))) continue;
+          const pointers = await protectedPointers(adminDir, worktree);
+          if (!pointers) continue;
+          ownAdminDirs.push(adminDir);
+          owned.push(adminDir);
+          readOnlyFiles.push(...pointers);
         }
       }
       // One store per repository of the workspace (a task holds a repository once).
       const first = ofRepository.find((slot) => slot.worktreePath !== null);
       if (first?.worktreePath) {
         objectStore = await prepareObjectStore(dataDir, first.worktreePath, commonDir);
-        if (objectStore) storeKeyDirs.push(objectStoreKeyDir(dataDir, first.worktreePath));
+        if (objectStore) {
+          storeKeyDirs.push(objectStoreKeyDir(dataDir, first.worktreePath));
+          owned.push(objectStore);
+        }
       }
       for (const folder of new Set(ofRepository.map((slot) => slot.refFolder).filter((f): f is string => f !== null))) {
         // A folder reached through a link is not bound: the branch is then read-only (fail closed).
-        if (
-          (await exactFolder(path.join(commonDir, folder))) &&
-          (await exactFolder(path.join(commonDir, 'logs', folder)))
-        )
+        const refs = path.join(commonDir, folder);
+        const logs = path.join(commonDir, 'logs', folder);
+        if ((await exactFolder(refs)) && (await exactFolder(logs))) {
           ownRefFolders.push(folder);
+          owned.push(refs, logs);
+        }
       }
     }
     binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }));
   }
-  return { binds, storeKeyDirs };
+  return { binds, storeKeyDirs, owned, readOnlyFiles };
+}
+
+/** The pointer files of a worktree registration, each a plain file (config.worktree made empty where absent): else null. */
+async function protectedPointers(adminDir: string, worktree: string): Promise<string[] | null> {
+  const files = [
+    path.join(adminDir, 'gitdir'),
+    path.join(adminDir, 'commondir'),
+    path.join(adminDir, 'config.worktree'),
+  ];
+  // git reads config.worktree only with extensions.worktreeConfig; made (empty) so that it can be bound read-only.
+  await writeFile(files[2]!, '', { flag: 'wx', mode: 0o644 }).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  });
+  const dotGit = path.join(worktree, '.git');
+  for (const file of [...files, dotGit]) {
+    const st = await lstat(file).catch(() => null);
+    if (!st?.isFile()) return null;
+  }
+  return [...files, dotGit];
 }

@@ -2,7 +2,7 @@
  * Agent processes: started detached in their own process group with the workspace as working
  * directory and output in a per-session log file, so they outlive a worker restart.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../../db/barrier';
 import {
@@ -26,10 +26,20 @@ import {
   stopMarkedGroup,
   stopProcessGroup,
 } from './process-identity';
-import { isRealDirectory } from './workspace-fs';
+import { isRealDirectory, pathExists } from './workspace-fs';
+import { agentFolder, closeServiceFolders, giveTrees, serviceFiles, traversable, unreachable } from './agent-owner';
+import { OWNERSHIP_MARKER_FILE, isWithinFolder } from '../../domain/task-layout';
 import { agentEnvironment } from '../../domain/agent-env';
-import { bubblewrapArgs } from '../../domain/sandbox';
-import { agentNetwork, agentSandbox, gitStoreLayout } from './agent-sandbox';
+import { bubblewrapArgs, nulSeparated, SANDBOX_ARGS_FD, sandboxEnvironmentArgs } from '../../domain/sandbox';
+import {
+  agentNetwork,
+  agentSandbox,
+  dropTo,
+  gitStoreLayout,
+  SANDBOX_ARGS_VARIABLE,
+  SERVICE_PROGRAM_ENV,
+  systemBinary,
+} from './agent-sandbox';
 import {
   agentSupervisor,
   AGENT_SUPERVISOR_MISSING,
@@ -42,6 +52,8 @@ import { collectExit, objectStoresListPath } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
+import { gitAt } from '../../git/git';
+import { AgentUidsExhausted, agentUidOf, environmentUidOwner } from '../../db/agent-uids';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
 const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
@@ -60,6 +72,7 @@ export async function spawnDetached(
   logPath: string,
   config: ActivityDeps['config'],
   onExit: () => void,
+  uid: number | null = null,
 ): Promise<{ pid: number; startTime: string | null }> {
   const env = agentEnvironment(
     process.env,
@@ -74,32 +87,77 @@ export async function spawnDetached(
     await writeFile(promptPath, input.prompt, { mode: 0o600 });
     env.TWS_PROMPT_FILE = promptPath;
   }
-  // In bubblewrap where this host runs it: the agent's own home in its run folder, everything of
-  // the service's hidden, only its workspace (and its repositories' git folders) writable.
+  // The supervisor and what it runs outside the sandbox get a fixed environment and absolute
+  // paths: nothing of the request (PATH, LD_PRELOAD, ...) reaches a process outside it (issue 45).
+  const supervisorEnv: Record<string, string> = { ...SERVICE_PROGRAM_ENV, [EXECUTION_MARK]: input.executionId };
+  // In bubblewrap, as the workspace's own uid: the agent's own home in its run folder, everything of
+  // the service hidden and closed, only its workspace (and its repositories' git folders) writable.
   const sandbox = await agentSandbox(config.agentSandbox);
   const network = sandbox ? await agentNetwork(config.agentSandbox, config.agentNetwork) : null;
-  let command = input.command;
+  let command: string[];
   if (sandbox) {
+    if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
     const home = path.join(path.dirname(logPath), 'home');
-    await mkdir(home, { recursive: true });
     env.HOME = home;
     const slots =
       input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
-    const { binds: gitBinds, storeKeyDirs } = await gitStoreLayout(slots, input.cwd, config.dataDir);
+    const {
+      binds: gitBinds,
+      storeKeyDirs,
+      owned,
+      readOnlyFiles,
+    } = await gitStoreLayout(slots, input.cwd, config.dataDir);
     // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
     await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
+    const worktrees = slots.map((slot) => slot.worktreePath).filter((p): p is string => p !== null && p !== input.cwd);
+    const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
+    const pointers = [...readOnlyFiles, ...((await pathExists(marker)) ? [marker] : [])];
+    const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
+    await prepareOwnership({
+      config,
+      uid,
+      home,
+      workspace: inCheckout ? null : input.cwd,
+      owned,
+      pointers,
+      logPath,
+      repositories: slots.map((slot) => slot.commonDir),
+      worktrees: slots.map((slot) => slot.worktreePath).filter((w): w is string => w !== null),
+    });
+    if (input.prompt != null) await chown(promptPath, uid, uid);
     const layout = {
       workspace: input.cwd,
       gitBinds,
       network: network?.policy,
       hidden: [config.dataDir, config.workspaceRoot, config.logDir],
       home,
-      readOnlyFiles: input.prompt != null ? [promptPath] : [],
+      pinnedFolders: worktrees,
+      readOnlyFiles: [...pointers, ...(input.prompt != null ? [promptPath] : [])],
     };
-    command = [sandbox, ...bubblewrapArgs(layout), '--', ...input.command];
+    // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:
+    // set inside the sandbox only, in no process's environment or argv outside it.
+    const argsFile = logPath.replace(/\.log$/, '') + '.args';
+    await writeFile(argsFile, nulSeparated(sandboxEnvironmentArgs(env)), { mode: 0o600 });
+    supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
+    command = [
+      ...dropTo(sandbox, uid),
+      '--args',
+      String(SANDBOX_ARGS_FD),
+      ...bubblewrapArgs(layout),
+      '--',
+      ...input.command,
+    ];
+  } else {
+    // TWS_AGENT_SANDBOX=none (the operator's choice): the agent's environment is set by env(1), started by its absolute path.
+    command = [
+      systemBinary('env') ?? '/usr/bin/env',
+      '-i',
+      ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      ...input.command,
+    ];
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
-  const log = await open(logPath, 'a');
+  const log = await open(logPath, 'a', 0o600);
   try {
     // Through the process starter (git/process-starter.ts): a fork of this process costs a few
     // milliseconds of CPU, one of the starter a fraction; the supervisor's own output goes to the log.
@@ -110,7 +168,7 @@ export async function spawnDetached(
         cwd: input.cwd,
         detached: true,
         output: { appendTo: logPath },
-        env: { ...env, [EXECUTION_MARK]: input.executionId },
+        env: supervisorEnv,
       },
     );
     const pid = await new Promise<number>((resolve, reject) => {
@@ -126,6 +184,90 @@ export async function spawnDetached(
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   } finally {
     await log.close();
+  }
+}
+
+/**
+ * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
+ * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
+ * top folder is not yet: after a materialization), the git folders it writes its, and every
+ * pointer git follows the service's, read-only.
+ */
+/**
+ * The agent's git trusts the repositories it is shown: their pointer files are the service's (root's),
+ * not its uid's, which git would otherwise refuse as "dubious ownership". Its own home, its own config.
+ */
+const AGENT_GIT_CONFIG = '[safe]\n\tdirectory = *\n';
+
+async function prepareOwnership(p: {
+  config: ActivityDeps['config'];
+  uid: number;
+  home: string;
+  /** The environment's folder, the agent's uid's; null for the source checkout (its owner's, left as it is). */
+  workspace: string | null;
+  owned: string[];
+  pointers: string[];
+  logPath: string;
+  /** The repositories' common git dirs, bound into the sandbox. */
+  repositories: string[];
+  /** The worktrees of the workspace. */
+  worktrees: string[];
+}): Promise<void> {
+  const { config, uid } = p;
+  await closeServiceFolders(config);
+  // A folder above the workspace or a repository that others cannot search (a home folder, 0700):
+  // the sandbox could not bind it as the agent's uid. Refused before anything starts, and said why.
+  if (await unreachable([p.workspace ?? p.logPath, ...p.repositories]))
+    throw typedFailure('internal', { reason: 'agent_cannot_reach_workspace' });
+  await traversable(config.logDir, path.dirname(p.logPath));
+  await agentFolder(p.home, uid);
+  const gitConfig = path.join(p.home, '.gitconfig');
+  if (!(await pathExists(gitConfig))) {
+    await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
+    await chown(gitConfig, uid, uid);
+  }
+  // Given whole once, when its top is not the uid's yet (a new worktree, a new store or ref folder):
+  // an attach changes nothing that is already the agent's (R1.2), and costs one lstat per folder.
+  const trees: string[] = [];
+  for (const folder of [...(p.workspace ? [p.workspace] : []), ...p.owned])
+    if ((await lstat(folder)).uid !== uid) trees.push(folder);
+  if (trees.length > 0) await giveTrees(trees, uid);
+  if (p.workspace) await chmod(p.workspace, 0o700);
+  await serviceFiles(p.pointers);
+  // Its index records each file's owner: read again once, so that no later git (an attach's
+  // validation, a status) finds every entry changed and rewrites it.
+  if (p.workspace && trees.includes(p.workspace))
+    for (const worktree of p.worktrees)
+      await Promise.resolve()
+        .then(() => gitAt(worktree, { binary: config.gitBinary }).raw(['update-index', '-q', '--refresh']))
+        .catch(() => {}); // modified files make it exit 1: their entries stay as they are
+  for (const keyDir of p.owned.filter((o) => isWithinFolder(o, path.join(config.dataDir, 'agent-objects'))))
+    await traversable(config.dataDir, path.dirname(keyDir));
+}
+
+/**
+ * The host uid a sandboxed agent runs as (issue 45), null without a sandbox: a worktree
+ * environment's own (db/agent-uids.ts), or for a `local` agent (its workspace is the source
+ * checkout, which holds its common git dir) the checkout's owner, as a person running an agent in
+ * their checkout would: never root, which is refused (a worktree task is the way).
+ */
+export async function agentUid(
+  deps: { pool: Db; config: ActivityDeps['config'] },
+  input: StartAgentInput,
+): Promise<number | null> {
+  if (!(await agentSandbox(deps.config.agentSandbox))) return null;
+  const inCheckout = (input.gitSlots ?? []).some((slot) => isWithinFolder(slot.commonDir, input.cwd));
+  if (inCheckout) {
+    const owner = (await lstat(input.cwd).catch(() => null))?.uid;
+    if (owner === undefined) throw typedFailure('workspace_reuse_unsafe');
+    if (owner === 0) throw typedFailure('invalid_request', { reason: 'local_checkout_owned_by_root' });
+    return owner;
+  }
+  try {
+    return await agentUidOf(deps.pool, environmentUidOwner(input.environmentTaskId), deps.config.agentUids);
+  } catch (err) {
+    if (err instanceof AgentUidsExhausted) throw typedFailure('internal', { reason: 'agent_uids_exhausted' });
+    throw err;
   }
 }
 
@@ -178,6 +320,9 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
         if (claim.claimed) await dropSpawnIntent(pool, input.executionId);
         throw typedFailure('workspace_reuse_unsafe');
       }
+
+      // The uid its sandbox runs it as (issue 45), taken before anything of the start is written.
+      const uid = await agentUid(deps, input);
 
       // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
       const logDir = path.join(config.logDir, input.taskId, input.sessionId);
@@ -238,6 +383,7 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
           logPath,
           config,
           () => void collectExit(deps, input.executionId, config.gitBinary),
+          uid,
         );
         await record(client, pid, startTime);
         await afterRecord?.(client);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bubblewrapArgs, gitStoreBinds } from '../../domain/sandbox';
+import { bubblewrapArgs, gitStoreBinds, nulSeparated, sandboxEnvironmentArgs } from '../../domain/sandbox';
 
 describe('the agent sandbox layout (issue 11)', () => {
   it('hides the service folders (outer first), binds the workspace and home back, then the git folders in order, and starts in the workspace', () => {
@@ -15,6 +15,10 @@ describe('the agent sandbox layout (issue 11)', () => {
     });
     const joined = args.join(' ');
     expect(joined).toContain('--unshare-pid');
+    // Issue 45: its own user namespace with no capability and no way back to one, its own IPC and UTS.
+    for (const flag of ['--unshare-user', '--disable-userns', '--cap-drop ALL', '--unshare-ipc', '--unshare-uts'])
+      expect(joined).toContain(flag);
+    expect(args.indexOf('--unshare-user')).toBeLessThan(args.indexOf('--disable-userns'));
     expect(joined).toContain('--ro-bind / /');
     expect(joined).toContain('--proc /proc');
     expect(args.indexOf('/d')).toBeLessThan(args.indexOf('/d/w'));
@@ -85,5 +89,27 @@ describe('a repository git folder in the sandbox (issues 31, 32)', () => {
       ['ro', '/w/.git/worktrees'],
       ['ro', '/w/.git/packed-refs'],
     ]);
+  });
+  it('the agent’s variables are bubblewrap’s own arguments, read from a descriptor: cleared first, NUL-separated, a NUL refused (issue 45)', () => {
+    const args = sandboxEnvironmentArgs({ PATH: '/a:/b', LD_PRELOAD: '/w/x.so' });
+    expect(args).toEqual(['--clearenv', '--setenv', 'PATH', '/a:/b', '--setenv', 'LD_PRELOAD', '/w/x.so']);
+    expect(nulSeparated(['--setenv', 'A', 'b c'])).toBe('--setenv\0A\0b c\0');
+    expect(() => nulSeparated(['--setenv', 'A', 'b\0--bind'])).toThrow(/NUL/);
+  });
+  it('pins the worktrees and binds every pointer read-only after them (issue 45)', () => {
+    const args = bubblewrapArgs({
+      workspace: '/w/t',
+      gitBinds: [['rw', '/r/.git/worktrees/a']],
+      hidden: [],
+      home: '/h',
+      pinnedFolders: ['/w/t/a'],
+      readOnlyFiles: ['/w/t/a/.git', '/r/.git/worktrees/a/gitdir'],
+    });
+    const joined = args.join(' ');
+    expect(joined).toContain('--bind /w/t/a /w/t/a');
+    expect(joined.indexOf('--bind /w/t/a /w/t/a')).toBeLessThan(joined.indexOf('--ro-bind /w/t/a/.git'));
+    expect(joined.indexOf('--bind-try /r/.git/worktrees/a')).toBeLessThan(
+      joined.indexOf('--ro-bind /r/.git/worktrees/a/gitdir'),
+    );
   });
 });

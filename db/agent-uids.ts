@@ -1,0 +1,44 @@
+/**
+ * The host uid each workspace's agents run as (issue 45): one per owner, never shared by two
+ * owners, taken from the operator's range (TWS_AGENT_UIDS). The first free one is taken, in one
+ * statement; two owners racing for it meet the unique index and the loser takes the next.
+ */
+import type { UidRange } from '../domain/config';
+import type { Db } from './pool';
+
+export class AgentUidsExhausted extends Error {
+  constructor() {
+    super('every uid of TWS_AGENT_UIDS is taken');
+    this.name = 'AgentUidsExhausted';
+  }
+}
+
+/** The owner of a worktree environment's files: the task whose environment it is. */
+export const environmentUidOwner = (environmentTaskId: string): string => `task:${environmentTaskId}`;
+
+export async function agentUidOf(db: Db, owner: string, range: UidRange): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const { rows } = await db.query<{ uid: string }>(
+      `WITH existing AS (SELECT uid FROM agent_uids WHERE owner = $1),
+       free AS (
+         SELECT min(c.u) AS uid FROM (
+           SELECT $2::bigint AS u
+           UNION ALL SELECT uid + 1 FROM agent_uids WHERE uid >= $2 AND uid < $3
+         ) c
+         WHERE NOT EXISTS (SELECT 1 FROM agent_uids a WHERE a.uid = c.u) AND NOT EXISTS (SELECT 1 FROM existing)
+       ),
+       inserted AS (
+         INSERT INTO agent_uids (owner, uid) SELECT $1, uid FROM free WHERE uid IS NOT NULL
+         ON CONFLICT DO NOTHING RETURNING uid
+       )
+       SELECT uid FROM existing UNION ALL SELECT uid FROM inserted UNION ALL
+       SELECT -1 FROM free WHERE uid IS NULL AND NOT EXISTS (SELECT 1 FROM existing)`,
+      [owner, range.first, range.last],
+    );
+    const uid = rows[0] ? Number(rows[0].uid) : null;
+    if (uid === -1) throw new AgentUidsExhausted();
+    if (uid !== null) return uid;
+    // Another owner took that uid (or this owner's row was written meanwhile): read again.
+  }
+  throw new Error('no agent uid could be taken after 20 tries');
+}

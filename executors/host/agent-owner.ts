@@ -1,0 +1,98 @@
+/**
+ * Who owns what an agent touches (issue 45): the files of a workspace belong to its own uid (from
+ * TWS_AGENT_UIDS), so that agents of different tasks cannot touch each other's files even through
+ * a mistake in the mount table; everything of the service is out of their reach by permission as
+ * well: the service's folders are traversable only where an agent's sandbox must bind something
+ * below them (0711: no listing), and the rest of the data folder is the service's alone (0700/0600).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, lchown, lstat, mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
+
+/** The system's chown, by absolute path (never looked up on a PATH). */
+const CHOWN = ['/usr/bin/chown', '/bin/chown'].find((p) => existsSync(p)) ?? '/usr/bin/chown';
+
+/**
+ * A whole tree given to `uid`, links themselves and never what they point to (`-h`, `-P`): for a
+ * tree the service made a moment ago (a new worktree) or wrote into (a restore).
+ */
+export function giveTrees(folders: string[], uid: number): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      CHOWN,
+      ['-R', '-h', '-P', `${uid}:${uid}`, '--', ...folders],
+      { timeout: 600_000, env: { PATH: '/usr/bin:/bin' } },
+      (err) => (err ? reject(new Error('the workspace could not be given to its agent uid')) : resolve()),
+    ),
+  );
+}
+
+/** A folder of the agent's own (its home): made when missing, its alone (0700). */
+export async function agentFolder(folder: string, uid: number): Promise<void> {
+  await mkdir(folder, { recursive: true });
+  await lchown(folder, uid, uid);
+  await chmod(folder, 0o700);
+}
+
+/** Files the agent may read and never write (the pointers git follows): the service's, 0644. */
+export async function serviceFiles(files: string[]): Promise<void> {
+  for (const file of files) {
+    await lchown(file, 0, 0);
+    await chmod(file, 0o644);
+  }
+}
+
+/** Only the folders agents' sandboxes bind something below are traversable by others. */
+const TRAVERSED = 0o711;
+
+/**
+ * The service's folders as agents may see them: the data folder, the workspace root and the log
+ * folder traversable (no listing), and every other entry of the data folder the service's alone.
+ * Folders that are not there are left alone. Run before every agent start (a few syscalls).
+ */
+export async function closeServiceFolders(dirs: {
+  dataDir: string;
+  workspaceRoot: string;
+  logDir: string;
+}): Promise<void> {
+  const traversed = new Set([dirs.dataDir, dirs.workspaceRoot, dirs.logDir, path.join(dirs.dataDir, 'agent-objects')]);
+  for (const folder of traversed) await chmod(folder, TRAVERSED).catch(() => {});
+  const entries = await readdir(dirs.dataDir).catch(() => [] as string[]);
+  for (const name of entries) {
+    const entry = path.join(dirs.dataDir, name);
+    if (traversed.has(entry)) continue;
+    const st = await lstat(entry).catch(() => null);
+    if (!st || st.isSymbolicLink() || (st.mode & 0o077) === 0) continue;
+    await chmod(entry, st.mode & 0o7700).catch(() => {});
+  }
+}
+
+/** The folders from `top` (exclusive) down to `folder` (inclusive), each made traversable (0711). */
+export async function traversable(top: string, folder: string): Promise<void> {
+  const relative = path.relative(top, folder);
+  if (relative.startsWith('..') || path.isAbsolute(relative)) return;
+  let at = top;
+  for (const part of relative.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    await chmod(at, TRAVERSED);
+  }
+}
+
+/**
+ * Whether another uid can reach each path (every folder above it searchable by others): the agent's
+ * bubblewrap binds them as the agent's uid. Answers the first that cannot be reached, or null.
+ */
+export async function unreachable(paths: string[]): Promise<string | null> {
+  for (const p of paths) {
+    let at = path.dirname(path.resolve(p));
+    for (;;) {
+      const st = await lstat(at).catch(() => null);
+      if (st && st.isDirectory() && (st.mode & 0o001) === 0) return p;
+      const up = path.dirname(at);
+      if (up === at) break;
+      at = up;
+    }
+  }
+  return null;
+}
