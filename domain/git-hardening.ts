@@ -47,6 +47,10 @@ export const GIT_HARDENING_CONFIG: readonly (readonly [string, string])[] = [
   ['protocol.https.allow', 'never'],
   ['protocol.file.allow', 'always'],
   ['submodule.recurse', 'false'],
+  // A submodule's work tree is never examined (that would run git inside a repository an agent
+  // made, issue 45); its recorded commit still is.
+  ['diff.ignoreSubmodules', 'dirty'],
+
   ['fetch.recurseSubmodules', 'false'],
   ['commit.gpgSign', 'false'],
   ['tag.gpgSign', 'false'],

@@ -17,7 +17,8 @@ const NOT_A_WORK_TREE = /not a git repository|must be run in a work tree/i;
 export async function showToplevel(dir: string, options: GitOptions): Promise<string | null> {
   let out: string;
   try {
-    out = (await run(gitAt(dir, options), ['rev-parse', '--show-toplevel'])).trim();
+    // Whoever owns it (a person's checkout, not the service's): rev-parse runs no program.
+    out = (await run(gitAt(dir, { ...options, anyOwner: true }), ['rev-parse', '--show-toplevel'])).trim();
   } catch (err) {
     if (err instanceof Error && NOT_A_WORK_TREE.test(err.message)) return null;
     throw err;

@@ -9,6 +9,7 @@ import {
   namedSectionOverrides,
 } from '../domain/git-hardening';
 import { repositoryNamedSections } from './repository-config';
+import { pinnedRepository } from './pinned-repository';
 
 /**
  * simple-git waits a fixed 50 ms after any git command that printed nothing (in its completion
@@ -25,13 +26,24 @@ const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL',
  * driver the repository's config files define. Nothing of the caller's environment that names a
  * program (GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...) or a config file is passed on.
  */
-export function gitEnvironment(dir: string): Record<string, string> {
+export function gitEnvironment(dir: string, anyOwner = false): Record<string, string> {
   const env: Record<string, string> = { GIT_TRACE: '2' };
   for (const key of PASSED_ENVIRONMENT) if (process.env[key] !== undefined) env[key] = process.env[key]!;
+  // The repository named exactly, never discovered through a pointer an agent could write (issue 45).
+  const pinned = pinnedRepository(dir);
+  if (pinned) {
+    env.GIT_DIR = pinned.gitDir;
+    env.GIT_WORK_TREE = pinned.workTree;
+    if (pinned.commonDir !== pinned.gitDir) env.GIT_COMMON_DIR = pinned.commonDir;
+  }
   Object.assign(
     env,
     GIT_HARDENING_ENVIRONMENT,
-    configEnvironment([...GIT_HARDENING_CONFIG, ...namedSectionOverrides(repositoryNamedSections(dir))]),
+    configEnvironment([
+      ...GIT_HARDENING_CONFIG,
+      ...namedSectionOverrides(repositoryNamedSections(dir, pinned)),
+      ...(anyOwner ? [['safe.directory', '*'] as const] : []),
+    ]),
   );
   return env;
 }

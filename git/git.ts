@@ -14,6 +14,11 @@ import { gitEnvironment, HARDENING_IS_MEANT } from './git-environment';
 
 export interface GitOptions {
   binary: string;
+  /**
+   * Reads a repository found by discovery whoever owns it (safe.directory=*): only for a command
+   * that runs no program a repository can name (`rev-parse --show-toplevel` of a path to register).
+   */
+  anyOwner?: boolean;
 }
 
 /** The git binaries whose processes this process starts through its process starter. */
@@ -46,7 +51,7 @@ function startGitThroughStarter(binary: string): void {
 
 export function gitAt(dir: string, options: GitOptions): SimpleGit {
   startGitThroughStarter(options.binary);
-  const env = gitEnvironment(dir);
+  const env = gitEnvironment(dir, options.anyOwner === true);
   return simpleGit({
     baseDir: dir,
     binary: options.binary,

@@ -222,9 +222,12 @@ function includedPath(value: string, from: string): string {
   return path.resolve(path.dirname(from), value);
 }
 
-/** Every driver the config files of the repository at `dir` define, includes followed. */
-export function repositoryNamedSections(dir: string): [NamedSection, string][] {
-  const repository = discoverRepository(dir);
+/** Every driver the config files of the repository at `dir` (or the one named exactly) define, includes followed. */
+export function repositoryNamedSections(
+  dir: string,
+  named: { gitDir: string; commonDir: string } | null = null,
+): [NamedSection, string][] {
+  const repository = named ?? discoverRepository(dir);
   if (!repository) return [];
   const roots = [
     ...new Set([

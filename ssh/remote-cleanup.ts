@@ -3,12 +3,12 @@
  * the SSH channel, nothing pushed anywhere), then an audited removal that re-checks everything in
  * the same script right before deleting.
  */
-import { randomUUID } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { branchCommit, branchRef, resolveCommit } from '../git/branches';
+import { listWorktrees } from '../git/worktrees';
 import { gitAt } from '../git/git';
 import type { SshTarget } from './connection';
 import { BUNDLE_BRANCH, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, SAVE_WORK } from './cleanup-scripts';
@@ -131,19 +131,25 @@ export async function bringBranchBack(
 
 /**
  * The branch moved to a commit the host repository already has, by the rules of the bundle's
- * fetch (no `+`: never a non-fast-forward, never a branch checked out in a host worktree),
- * through a ref of its own that is deleted again.
+ * fetch: never a non-fast-forward, never a branch checked out in a host worktree, and only from
+ * the value it was read at (a compare-and-swap). Not a fetch from the repository itself: that runs
+ * git's upload-pack on it, which refuses a checkout owned by another user (a person's, issue 45).
  */
 async function fetchKnownCommit(host: SimpleGit, branch: string, commit: string): Promise<'fetched' | 'refused'> {
-  const via = `refs/task-workspaces/bring-back/${randomUUID()}`;
   const ref = branchRef(branch);
-  await host.raw(['update-ref', via, commit]);
+  const current = await branchCommit(host, branch);
+  if (current !== null) {
+    const ancestor = await host.raw(['merge-base', '--is-ancestor', current, commit]).then(
+      () => true,
+      () => false,
+    );
+    if (!ancestor) return 'refused';
+  }
+  if ((await listWorktrees(host)).some((entry) => entry.branch === branch)) return 'refused';
   try {
-    await host.raw(['fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '.', `${via}:${ref}`]);
+    await host.raw(['update-ref', ref, commit, current ?? '']);
   } catch {
     return 'refused';
-  } finally {
-    await host.raw(['update-ref', '-d', via, commit]);
   }
   return (await branchCommit(host, branch)) === commit ? 'fetched' : 'refused';
 }

@@ -2,6 +2,7 @@
 import { patched } from '@temporalio/workflow';
 import type { GitStatusObservation } from '../domain/git-status';
 import { hostSteps, recordSteps } from './activity-proxies';
+import { asTypedFailure } from './typed-failure';
 
 const records = recordSteps();
 
@@ -9,7 +10,12 @@ export async function observeGitStatus(environmentId: string): Promise<GitStatus
   const target = await records.loadStatusTarget(environmentId);
   // A host that is down is not waited for: the answer is its last observation (observedAt says when).
   if (target && !(patched('git-status-skips-down-host') && (await records.hostIsDown(target.hostId)))) {
-    const observations = await hostSteps(target.hostId).readGitStatus(target);
+    // A typed refusal of the host (a registration that is not the service's own, issue 45) is the answer's.
+    const observations = await hostSteps(target.hostId)
+      .readGitStatus(target)
+      .catch((err: unknown) => {
+        throw asTypedFailure(err);
+      });
     await records.recordGitStatus(environmentId, observations);
   }
   return records.storedGitStatus(environmentId);

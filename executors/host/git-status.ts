@@ -7,6 +7,8 @@ import { gitAt } from '../../git/git';
 import { resolveCommit } from '../../git/branches';
 import type { ActivityDeps } from '../support/deps';
 import { isRealDirectory } from './workspace-fs';
+import { pinnedRepository, UntrustedWorktree } from '../../git/pinned-repository';
+import { typedFailure } from '../support/failures';
 
 export async function readHostGitStatus(
   { config, logger }: ActivityDeps,
@@ -21,6 +23,14 @@ export async function readHostGitStatus(
     await bringObjectsHome(config.dataDir, slot.path, config.gitBinary).catch((err: unknown) =>
       logger.warn({ err, repositoryId: slot.repositoryId }, "an agent's objects could not be brought home now"),
     );
+    // A worktree whose registration is not the service's own (issue 45) is not read: refused typed.
+    try {
+      pinnedRepository(slot.path);
+    } catch (err) {
+      if (err instanceof UntrustedWorktree)
+        throw typedFailure('workspace_reuse_unsafe', { reason: 'worktree_registration_untrusted' });
+      throw err;
+    }
     const [branch, head, files, counts] = await Promise.all([
       currentBranch(slot.path, gitOptions),
       resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),

@@ -4,7 +4,8 @@ import { Type } from '@sinclair/typebox';
 import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
 import { observeGitStatusOf } from '../../engine-hosts';
-import { notFound } from '../api-error';
+import { notFound, refusalError } from '../api-error';
+import { typedRefusalOf } from '../../typed-outcome';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 
@@ -36,7 +37,11 @@ export function gitStatusRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
         const env = await canonicalEnvironmentOf(ctx.pool, request.params.id);
         if (!env) throw notFound('Workspace');
         // Concurrent readers of one environment share one observation run.
-        const observations = await observeGitStatusOf(ctx.temporal, ctx.config, env.id);
+        const observations = await observeGitStatusOf(ctx.temporal, ctx.config, env.id).catch((err: unknown) => {
+          const refusal = typedRefusalOf(err);
+          if (refusal && refusal.code !== 'internal') throw refusalError(refusal);
+          throw err;
+        });
         return {
           taskEnvironmentId: env.id,
           repositories: observations.map((o) => ({
