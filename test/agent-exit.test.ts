@@ -157,7 +157,7 @@ describe('agent exits [issue 11]', () => {
 });
 
 describe('the agent environment [issue 11]', () => {
-  it('holds none of the service variables: only the allow-list and its own identity, in the agent and its shim alike', async () => {
+  it('holds none of the service variables: the agent only the allow-list and its own identity, its shim a fixed environment', async () => {
     const h = await harness({}, { inProcessWorker: false });
     killableWorker(h, cleanups); // the worker process, with the service's environment, starts the agent
     const repo = makeRepo(h.scratch, 'env');
@@ -204,8 +204,10 @@ describe('the agent environment [issue 11]', () => {
           .sort(),
         what,
       ).toEqual(
+        // The shim (outside the sandbox) has a fixed environment: its mark and the file bubblewrap
+        // reads the agent's variables from, none of the agent's own (issue 45).
         (what === 'shim'
-          ? ['TWS_EXECUTION_ID', 'TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
+          ? ['TWS_EXECUTION_ID', 'TWS_SANDBOX_ARGS']
           : ['TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
         ).sort(),
       );

@@ -46,6 +46,8 @@ const GIVEN_TO_AGENTS = new Set([
   'TWS_EXECUTION_ID',
   'TWS_WORKSPACE',
   'TWS_PROMPT_FILE',
+  // The shim's own: the file bubblewrap reads the agent's variables from (issue 45).
+  'TWS_SANDBOX_ARGS',
 ]);
 /** Every TWS_* setting the product reads (from process.env or an env object). */
 const settingsRead = new Set((productText.match(/\bTWS_[A-Z0-9_]+\b/g) ?? []).filter((n) => !GIVEN_TO_AGENTS.has(n)));

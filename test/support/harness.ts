@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -81,6 +81,8 @@ export async function createHarness(
   opts: { temporalAddress?: string; inProcessWorker?: boolean; postgresServerUrl?: string } = {},
 ): Promise<Harness> {
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
+  // Traversable, not listable: agents run as their workspace's own uid and bind folders below it (issue 45).
+  await chmod(scratch, 0o711);
   const dbName = `tws_${randomUUID().replace(/-/g, '')}`;
   const databaseUrl = await ensureDatabase(opts.postgresServerUrl ?? inject('postgresServerUrl'), dbName);
   await migrate(databaseUrl);

@@ -84,19 +84,34 @@ export interface LiveAgent {
  * agent's shim is one) whose environment names the session or the task.
  */
 export function liveAgents(of: { sessionId?: string; taskId?: string }): LiveAgent[] {
-  const found: LiveAgent[] = [];
+  // An agent's group is led by its shim, whose environment is fixed (issue 45): the session and task
+  // are read from the members of its group (the agent itself, in its sandbox).
+  const leaders: number[] = [];
+  const identity = new Map<number, { sessionId: string; taskId: string | undefined }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z' || Number(fields[2]) !== Number(name)) continue;
+      if (fields[0] === 'Z') continue;
+      const pgid = Number(fields[2]);
       const env = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
-      if (of.sessionId && !env.includes(`TWS_SESSION_ID=${of.sessionId}`)) continue;
-      if (of.taskId && !env.includes(`TWS_TASK_ID=${of.taskId}`)) continue;
+      if (pgid === Number(name) && env.some((v) => v.startsWith('TWS_EXECUTION_ID='))) leaders.push(pgid);
       const sessionId = env.find((v) => v.startsWith('TWS_SESSION_ID='))?.slice('TWS_SESSION_ID='.length);
-      if (!sessionId) continue;
-      found.push({ pid: Number(name), sessionId, cwd: readlinkSync(`/proc/${name}/cwd`) });
+      if (sessionId && !identity.has(pgid))
+        identity.set(pgid, { sessionId, taskId: env.find((v) => v.startsWith('TWS_TASK_ID='))?.slice(12) });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: LiveAgent[] = [];
+  for (const pid of leaders) {
+    const id = identity.get(pid);
+    if (!id) continue;
+    if (of.sessionId && id.sessionId !== of.sessionId) continue;
+    if (of.taskId && id.taskId !== of.taskId) continue;
+    try {
+      found.push({ pid, sessionId: id.sessionId, cwd: readlinkSync(`/proc/${pid}/cwd`) });
     } catch {
       // gone meanwhile
     }

@@ -45,8 +45,13 @@ export function makeRepo(
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'initial');
   for (const branch of opts.branches ?? []) git(dir, 'branch', branch);
+  // A person's checkout, not root's: a `local` agent runs as the checkout's owner (issue 45).
+  execFileSync('chown', ['-R', `${CHECKOUT_OWNER}:${CHECKOUT_OWNER}`, dir]);
   return dir;
 }
+
+/** The uid test checkouts belong to (outside TWS_AGENT_UIDS). */
+export const CHECKOUT_OWNER = 1000;
 
 export const branches = (repo: string): string[] =>
   git(repo, 'for-each-ref', '--format=%(refname:short)', 'refs/heads/').split('\n').filter(Boolean).sort();
