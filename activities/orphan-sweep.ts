@@ -58,7 +58,7 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
     for (const wt of worktrees) {
       // A store of a sandboxed agent's objects comes home first; one that cannot keeps the folder (issue 32).
       if (
-        !(await bringObjectsHome(config.dataDir, wt, config.gitBinary).then(
+        !(await bringObjectsHome(config.agentRoot, wt, config.gitBinary).then(
           () => true,
           () => false,
         ))
@@ -81,7 +81,7 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
       try {
         await removeWorktree(repo, wt, false);
         await pruneWorktrees(repo);
-        await discardObjectStore(config.dataDir, wt);
+        await discardObjectStore(config.agentRoot, wt);
       } catch (err) {
         logger.warn({ err }, 'orphan sweep kept a worktree git would not remove');
         return 'doubt';

@@ -31,6 +31,7 @@ import { claimDataFolder } from './data-folder-claim';
 import { LaunchedParts } from './launcher-parts';
 import { agentsLeftLine } from './agents-left';
 import { errorLine, spawnPart } from './supervisor';
+import { agentRootOutside } from '../executors/host/agent-owner';
 
 const root = path.resolve(__dirname, '..');
 
@@ -239,6 +240,10 @@ async function main(): Promise<void> {
       TWS_USER_TOKEN: config.userToken ?? secrets.userToken,
       TWS_OPERATOR_TOKEN: config.operatorToken ?? secrets.operatorToken,
       TWS_DATA_DIR: config.dataDir,
+      // Agents run as other uids (issue 45): what their sandbox binds must be where they can reach it.
+      ...(process.env.TWS_AGENT_ROOT || config.agentSandbox === 'none'
+        ? {}
+        : await agentRootOutside(config.dataDir).then((root) => (root ? { TWS_AGENT_ROOT: root } : {}))),
     };
     for (const [name, entry] of [
       ['worker', 'worker/main.ts'],

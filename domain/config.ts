@@ -77,6 +77,12 @@ export interface Config {
   hostId: string;
   workspaceRoot: string;
   logDir: string;
+  /**
+   * Where what agents' sandboxes bind lives, when not in the data folder (TWS_AGENT_ROOT; default:
+   * the data folder): the default workspace root and log folder, and the agents' object stores.
+   * `make start` sets it when the data folder is below a folder other users cannot search (issue 45).
+   */
+  agentRoot: string;
   gitBinary: string;
   /** Absolute folders a registered repository must live under; empty = anywhere. */
   repositoryRoots: string[];
@@ -203,8 +209,10 @@ export function loadConfig(
   defaults: { cwd: string; hostname: string },
 ): Config {
   const dataDir = env.TWS_DATA_DIR ?? `${defaults.cwd}/.data`;
+  const agentRoot = env.TWS_AGENT_ROOT || dataDir;
   return {
     dataDir,
+    agentRoot,
     databaseUrl: env.DATABASE_URL || null,
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
@@ -215,8 +223,8 @@ export function loadConfig(
     ),
     taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
     hostId: env.TWS_HOST_ID || defaults.hostname,
-    workspaceRoot: env.TWS_WORKSPACE_ROOT || `${dataDir}/workspaces`,
-    logDir: env.TWS_LOG_DIR || `${dataDir}/logs`,
+    workspaceRoot: env.TWS_WORKSPACE_ROOT || `${agentRoot}/workspaces`,
+    logDir: env.TWS_LOG_DIR || `${agentRoot}/logs`,
     gitBinary: env.TWS_GIT_BINARY || 'git',
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
     agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),

@@ -6,6 +6,7 @@
  * below them (0711: no listing), and the rest of the data folder is the service's alone (0700/0600).
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, lchown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -47,16 +48,19 @@ export async function serviceFiles(files: string[]): Promise<void> {
 const TRAVERSED = 0o711;
 
 /**
- * The service's folders as agents may see them: the data folder, the workspace root and the log
- * folder traversable (no listing), and every other entry of the data folder the service's alone.
+ * The service's folders as agents may see them: the data folder, the agent root, the workspace
+ * root, the log folder and the object stores' folder traversable (no listing), and every other
+ * entry of the data folder the service's alone.
  * Folders that are not there are left alone. Run before every agent start (a few syscalls).
  */
 export async function closeServiceFolders(dirs: {
   dataDir: string;
+  agentRoot: string;
   workspaceRoot: string;
   logDir: string;
 }): Promise<void> {
-  const traversed = new Set([dirs.dataDir, dirs.workspaceRoot, dirs.logDir, path.join(dirs.dataDir, 'agent-objects')]);
+  const objects = path.join(dirs.agentRoot, 'agent-objects');
+  const traversed = new Set([dirs.dataDir, dirs.agentRoot, dirs.workspaceRoot, dirs.logDir, objects]);
   for (const folder of traversed) await chmod(folder, TRAVERSED).catch(() => {});
   const entries = await readdir(dirs.dataDir).catch(() => [] as string[]);
   for (const name of entries) {
@@ -95,4 +99,28 @@ export async function unreachable(paths: string[]): Promise<string | null> {
     }
   }
   return null;
+}
+
+/** Where `make start` puts what agents' sandboxes bind when the data folder cannot be reached by them. */
+const AGENT_ROOTS = '/var/lib/task-workspaces/agents';
+
+/**
+ * The agent root for a data folder below a folder other users cannot search (a clone in a `0700`
+ * home, say): agents run as other uids and their sandbox could bind nothing there (issue 45), so
+ * their workspaces, logs and object stores go to `/var/lib/task-workspaces/agents/<hash of the
+ * data folder>/` (root's, traversable by others, not listable). Null where the data folder is
+ * reachable, or when this process is not root (it then runs no agent as another uid).
+ */
+export async function agentRootOutside(dataDir: string): Promise<string | null> {
+  if (process.getuid?.() !== 0 || !(await unreachable([dataDir]))) return null;
+  const root = path.join(AGENT_ROOTS, createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16));
+  await mkdir(root, { recursive: true, mode: 0o711 });
+  for (const folder of ['/var/lib/task-workspaces', AGENT_ROOTS, root]) {
+    const st = await lstat(folder);
+    if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0)
+      throw new Error(`${folder} must be a folder owned by root and writable by root alone: fix or remove it`);
+  }
+  await chmod(AGENT_ROOTS, TRAVERSED);
+  await chmod(root, TRAVERSED);
+  return root;
 }

@@ -106,7 +106,7 @@ export async function spawnDetached(
       storeKeyDirs,
       owned,
       readOnlyFiles,
-    } = await gitStoreLayout(slots, input.cwd, config.dataDir);
+    } = await gitStoreLayout(slots, input.cwd, config.agentRoot);
     // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
     await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
     const worktrees = slots.map((slot) => slot.worktreePath).filter((p): p is string => p !== null && p !== input.cwd);
@@ -129,7 +129,7 @@ export async function spawnDetached(
       workspace: input.cwd,
       gitBinds,
       network: network?.policy,
-      hidden: [config.dataDir, config.workspaceRoot, config.logDir],
+      hidden: [config.dataDir, config.agentRoot, config.workspaceRoot, config.logDir],
       home,
       pinnedFolders: worktrees,
       readOnlyFiles: [...pointers, ...(input.prompt != null ? [promptPath] : [])],
@@ -233,6 +233,9 @@ async function prepareOwnership(p: {
     if ((await lstat(folder)).uid !== uid) trees.push(folder);
   if (trees.length > 0) await giveTrees(trees, uid);
   if (p.workspace) await chmod(p.workspace, 0o700);
+  // Its object stores hold commits not yet home: its own alone, as its workspace is.
+  const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
+  for (const store of stores) await chmod(store, 0o700);
   await serviceFiles(p.pointers);
   // Its index records each file's owner: read again once, so that no later git (an attach's
   // validation, a status) finds every entry changed and rewrites it.
@@ -241,8 +244,7 @@ async function prepareOwnership(p: {
       await Promise.resolve()
         .then(() => gitAt(worktree, { binary: config.gitBinary }).raw(['update-index', '-q', '--refresh']))
         .catch(() => {}); // modified files make it exit 1: their entries stay as they are
-  for (const keyDir of p.owned.filter((o) => isWithinFolder(o, path.join(config.dataDir, 'agent-objects'))))
-    await traversable(config.dataDir, path.dirname(keyDir));
+  for (const store of stores) await traversable(config.agentRoot, path.dirname(store));
 }
 
 /**

@@ -36,7 +36,7 @@ export function hostCleanup(deps: ActivityDeps): Omit<CleanupOperations, 'remove
   async function bringWorkHome(worktrees: SnapshotWorktree[]): Promise<void> {
     for (const w of worktrees) {
       if (!w.worktreePath) continue;
-      await bringObjectsHome(config.dataDir, w.worktreePath, config.gitBinary).catch((err: unknown) => {
+      await bringObjectsHome(config.agentRoot, w.worktreePath, config.gitBinary).catch((err: unknown) => {
         logger.warn({ err, repositoryId: w.repositoryId }, "an agent's objects could not be brought home");
         throw cleanupFailure('agent_objects_not_home', "an agent's objects could not be brought into the repository");
       });

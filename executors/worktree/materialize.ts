@@ -167,7 +167,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
           // Only a worktree this launch created, and never with --force: git keeps a dirty one.
           if (slot.createdWorktree && (await findRegistered(await listWorktrees(git), slot.worktreePath))) {
             // An agent that started meanwhile added to its task store: home first, or the worktree stays (issue 32).
-            const home = await bringObjectsHome(config.dataDir, slot.worktreePath, config.gitBinary).then(
+            const home = await bringObjectsHome(config.agentRoot, slot.worktreePath, config.gitBinary).then(
               () => true,
               (err: unknown) => (
                 logger.warn(
@@ -179,7 +179,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
             );
             if (home) {
               await removeWorktree(git, slot.worktreePath, false).then(
-                () => discardObjectStore(config.dataDir, slot.worktreePath),
+                () => discardObjectStore(config.agentRoot, slot.worktreePath),
                 (err) =>
                   logger.warn(
                     { err, repositoryId: slot.repositoryId },

@@ -45,7 +45,7 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
             throw cleanupFailure('git_prune_failed', 'git worktree prune failed');
           });
           turn.changed();
-          await discardObjectStore(config.dataDir, worktreePath);
+          await discardObjectStore(config.agentRoot, worktreePath);
           return {
             value: { outcome: 'already_gone' },
             afterTurn: stillRegistered('a removed worktree is still registered'),
@@ -124,7 +124,7 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
           turn.changed();
         }
         // Its task store was brought home before (cleanupOnHost): it goes with the worktree.
-        await discardObjectStore(config.dataDir, worktreePath);
+        await discardObjectStore(config.agentRoot, worktreePath);
         // Verified gone once every removal of the turn ran, on one listing.
         return {
           value: savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' },
