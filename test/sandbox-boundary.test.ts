@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSy
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { worktreePath } from '../domain/task-layout';
+import { objectStoreKeyDir, objectStoreOf } from '../git/agent-objects';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo, waitUntil } from './support/scenario';
 import { archive, waitForJob } from './support/cleanup';
@@ -25,13 +26,16 @@ async function agentTries(h: H, name: string, script: string[], extra: Record<st
   const repositoryId = await registerRepo(h, repo, name);
   const taskId = await createTask(h, [repositoryId]);
   const res = await launch(h, taskId, {
-    command: ['sh', '-c', [...script, 'echo done; sleep 600'].join('\n')],
+    command: ['sh', '-c', [...script, 'echo tries-ended; sleep 600'].join('\n')],
     ...extra,
   });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
-  const out = await agentOutputUntil(h, res.body.executionId, 'done');
+  const out = await agentOutputUntil(h, res.body.executionId, TRIES_ENDED);
   return { repo, repositoryId, taskId, out, worktree: worktreePath(h.config.workspaceRoot, taskId, name) };
 }
+
+/** What the agent prints once every attempt is made (not `done`, which an attempt's own line holds). */
+const TRIES_ENDED = 'tries-ended';
 
 /** `what: done` or `what: refused`, as the agent sees its attempt end. */
 const attempt = (what: string, cmd: string) =>
@@ -136,6 +140,10 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
       const r = asUid(uid, `cat '${file}'`);
       expect(r.ok, `${file}: ${r.out}`).toBe(false);
     }
+    // Nor the other task's object store (its commits not yet home), whose path it could work out.
+    const otherStore = objectStoreOf(objectStoreKeyDir(h.config.dataDir, other.worktree));
+    expect(existsSync(otherStore)).toBe(true);
+    expect(asUid(uid, `ls '${otherStore}'`).ok).toBe(false);
     expect(asUid(uid, `ls '${h.config.dataDir}'`).ok).toBe(false);
     expect(asUid(uid, `ls '${h.config.workspaceRoot}'`).ok).toBe(false);
   });
@@ -192,11 +200,11 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     );
     execFileSync('gcc', ['-shared', '-fPIC', '-o', path.join(planted.worktree, 'preload.so'), source]);
     const res = await launch(h, planted.taskId, {
-      command: ['sh', '-c', 'echo "inside: $LD_PRELOAD"; echo done; sleep 600'],
+      command: ['sh', '-c', 'echo "inside: $LD_PRELOAD"; echo tries-ended; sleep 600'],
       env: { PATH: `${evil}:/usr/bin:/bin`, LD_PRELOAD: path.join(planted.worktree, 'preload.so') },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const out = await agentOutputUntil(h, res.body.executionId, 'done');
+    const out = await agentOutputUntil(h, res.body.executionId, TRIES_ENDED);
     // The agent has its variables...
     expect(out).toContain(`inside: ${path.join(planted.worktree, 'preload.so')}`);
     // ...and no program outside the sandbox ran the agent's code: none of the stand-ins ran, and
@@ -233,12 +241,12 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
           attempt('config.worktree', 'echo "[filter \\"x\\"]" >> "$admin/config.worktree"'),
           attempt('worktree renamed', `mv "$(pwd)" "$(pwd)-moved"`),
           'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@example.com commit -q -m work && echo committed',
-          'echo done; sleep 600',
+          'echo tries-ended; sleep 600',
         ].join('\n'),
       ],
     });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const out = await agentOutputUntil(h, res.body.executionId, 'done');
+    const out = await agentOutputUntil(h, res.body.executionId, TRIES_ENDED);
     for (const what of ['.git file', '.git removed', 'commondir', 'gitdir', 'config.worktree', 'worktree renamed'])
       expect(out).toContain(`${what}: refused`);
     expect(out).toContain('committed');
@@ -283,7 +291,68 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     // The archive of the forged task itself runs nothing of the agent's either.
     await stopAll(taskId);
     const own = await archive(h, taskId);
-    await waitForJob(h, own.operationId, ['succeeded', 'needs_operator', 'failed']);
+    await waitForJob(h, own.operationId, ['succeeded', 'needs_operator', 'failed', 'retry_wait']);
+    expect(readdirSync(marks)).toEqual([]);
+  });
+
+  it('a forged registration through an idle release and a consented delete: nothing of the agent’s runs, and another task is released and restored as before', async () => {
+    const h = await harness();
+    const marks = path.join(h.scratch, 'marks');
+    mkdirSync(marks);
+    execFileSync('chmod', ['0777', marks]);
+    const repo = makeRepo(h.scratch, 'idle');
+    const repositoryId = await registerRepo(h, repo, 'idle');
+    const stopped = async (command: string) => {
+      const taskId = await createTask(h, [repositoryId]);
+      const res = await launch(h, taskId, { command: ['sh', '-c', `${command}; echo tries-ended; sleep 600`] });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      await agentOutputUntil(h, res.body.executionId, TRIES_ENDED);
+      expect((await h.api('POST', `/v1/sessions/${res.body.sessionId}/stop`)).status).toBe(200);
+      return taskId;
+    };
+    const forgedTask = await stopped('echo mine > mine.txt');
+    const otherTask = await stopped('echo theirs > theirs.txt');
+    const worktree = worktreePath(h.config.workspaceRoot, forgedTask, 'idle');
+    const other = worktreePath(h.config.workspaceRoot, otherTask, 'idle');
+    // As an escaped agent: its own git dir with a filter and fsmonitor, its .git file pointed there.
+    const evilDir = path.join(worktree, 'evil-git');
+    const forged = asUid(
+      await uidOf(h, forgedTask),
+      [
+        `git init -q --bare '${evilDir}'`,
+        `git --git-dir='${evilDir}' config filter.evil.clean 'id -u > ${marks}/filter-ran; cat'`,
+        `git --git-dir='${evilDir}' config core.fsmonitor 'id -u > ${marks}/fsmonitor-ran; true'`,
+        `echo '* filter=evil' > '${worktree}/.gitattributes'`,
+        `rm -f '${worktree}/.git' && printf 'gitdir: ${evilDir}\\n' > '${worktree}/.git'`,
+      ].join(' && '),
+    );
+    expect(forged.ok, forged.out).toBe(true);
+
+    // An idle release of both: the other task's work is saved and its worktree released; the forged
+    // one is not read, and nothing of it ran.
+    const released = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    const jobOf = (taskId: string) =>
+      released.body.released.find((x: { taskId: string }) => x.taskId === taskId)?.operationId as string;
+    expect((await waitForJob(h, jobOf(otherTask))).state).toBe('succeeded');
+    const forgedJob = await waitForJob(h, jobOf(forgedTask), ['succeeded', 'needs_operator', 'failed', 'retry_wait']);
+    expect(readdirSync(marks)).toEqual([]);
+    expect(existsSync(other)).toBe(false);
+    // Its next launch restores its work, as before.
+    const again = await launch(h, otherTask, { command: ['sleep', '600'] });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(readFileSync(path.join(other, 'theirs.txt'), 'utf8')).toBe('theirs\n');
+
+    // A consented delete of the forged task runs nothing of the agent's either (its release, which
+    // could not read the worktree, is ended by the operator first).
+    if (forgedJob.state !== 'succeeded')
+      expect(
+        (await h.api('POST', `/v1/cleanup-jobs/${jobOf(forgedTask)}/cancel`, {}, OPERATOR_TOKEN)).status,
+      ).toBeLessThan(300);
+    const del = await h.api('DELETE', `/v1/tasks/${forgedTask}?discardChanges=true`, undefined, OPERATOR_TOKEN);
+    expect(del.status, JSON.stringify(del.body)).toBeLessThan(300);
+    if (del.body.operationId)
+      await waitForJob(h, del.body.operationId, ['succeeded', 'needs_operator', 'failed', 'retry_wait']);
     expect(readdirSync(marks)).toEqual([]);
   });
 });

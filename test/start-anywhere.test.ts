@@ -15,11 +15,13 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_POSTGRES_HOME } from '../client/postgres-account';
 import { taskDirName } from '../domain/task-layout';
+import { makeRepo } from './support/world';
 
 const source = process.cwd();
 const asRoot = process.getuid?.() === 0;
 let base: string;
 let clone: string;
+let repository: string;
 const ports = { TWS_PG_PORT: 0, TWS_TEMPORAL_PORT: 0, TWS_TEMPORAL_UI_PORT: 0, TWS_API_PORT: 0 };
 const runs: Run[] = [];
 
@@ -131,6 +133,10 @@ beforeAll(async () => {
   // The checkout's own set-up stamps its node_modules with the lock file's hash (quick when done).
   execFileSync('bash', ['scripts/setup.sh'], { cwd: source, stdio: 'ignore' });
   base = await mkdtemp(path.join(os.tmpdir(), 'tws-anywhere-'));
+  // The person's repository is where other users can reach it (agents run as their own uid, issue
+  // 45); the clone of the product is not.
+  await chmod(base, 0o711);
+  repository = makeRepo(base, 'the repository');
   const home = path.join(base, 'closed home');
   await mkdir(home, { mode: 0o700 });
   await chmod(home, 0o700);
@@ -193,7 +199,7 @@ describe('make start from any folder [issue 14]', () => {
         headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
         body: body ? JSON.stringify(body) : undefined,
       });
-    const registered = await api('/v1/repositories', { name: 'the-clone', path: clone });
+    const registered = await api('/v1/repositories', { name: 'the-repository', path: repository });
     expect(registered.status).toBe(201);
     // An agent at work, which Ctrl-C leaves running (it says so) and `tws stop --all` stops.
     const task = await api('/v1/tasks', {
@@ -212,6 +218,11 @@ describe('make start from any folder [issue 14]', () => {
     // The agent's processes: its worktree (under the task's folder) or its execution's mark.
     const agentMarks = [taskDirName(taskId), executionId];
     expect(processesOf(agentMarks)).not.toEqual([]);
+    // Its workspace is not below the closed folder, which its uid could not enter, but in the agent
+    // root make start chose for this data folder.
+    const workspace = (await (await api(`/v1/sessions/${sessionId}/workspace`)).json()) as { workspacePath?: string };
+    if (asRoot)
+      expect(workspace.workspacePath ?? '').toMatch(/^\/var\/lib\/task-workspaces\/agents\/[0-9a-f]{16}\/workspaces\//);
 
     // The clone's `tws`, from another folder and told no port: the record make start keeps of its API.
     const apiRecord = path.join(clone, '.data', 'api.json');
@@ -264,7 +275,7 @@ describe('make start from any folder [issue 14]', () => {
     const second = makeStart();
     await untilReady(second, 120_000);
     // The row written before the restart is there: the same repository is refused as registered.
-    const again = await api('/v1/repositories', { name: 'the-clone', path: clone });
+    const again = await api('/v1/repositories', { name: 'the-repository', path: repository });
     expect(again.status).toBe(409);
     expect(await again.text()).toContain('already registered');
     expect(await realpath(path.join(clone, '.data', 'postgres'))).toBe(dataDir);

@@ -237,7 +237,9 @@ export async function createHarness(
       if (worker) await worker.shutdown();
       await nativeConnection.close();
       await pool.end();
-      await rm(scratch, { recursive: true, force: true });
+      // An agent killed a moment ago may still have its objects brought home into a repository of
+      // the scratch folder (its exit's collection): rm tries again on ENOTEMPTY rather than fail.
+      await rm(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
