@@ -50,6 +50,26 @@ async function uidOf(h: H, taskId: string): Promise<number> {
   return Number(rows[0]!.uid);
 }
 
+/** A folder anyone may write a mark in: a program that runs leaves one, whoever it runs as. */
+function marksFolder(h: H): string {
+  const marks = path.join(h.scratch, 'marks');
+  mkdirSync(marks);
+  execFileSync('chmod', ['0777', marks]);
+  return marks;
+}
+
+/** What an escaped agent runs to point its worktree at a git dir of its own, armed with a filter and an fsmonitor. */
+function forgeRegistration(worktree: string, marks: string): string {
+  const evilDir = path.join(worktree, 'evil-git');
+  return [
+    `git init -q --bare '${evilDir}'`,
+    `git --git-dir='${evilDir}' config filter.evil.clean 'id -u > ${marks}/filter-ran; cat'`,
+    `git --git-dir='${evilDir}' config core.fsmonitor 'id -u > ${marks}/fsmonitor-ran; true'`,
+    `echo '* filter=evil' > '${worktree}/.gitattributes'`,
+    `rm -f '${worktree}/.git' && printf 'gitdir: ${evilDir}\\n' > '${worktree}/.git'`,
+  ].join(' && ');
+}
+
 /** A command run as `uid` with no sandbox at all: what file permissions alone allow it. */
 function asUid(uid: number, command: string): { ok: boolean; out: string } {
   const r = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'sh', '-c', command], {
@@ -218,9 +238,7 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
 
   it('its worktree’s .git file, commondir and gitdir cannot be rewritten in the sandbox; rewritten by its uid outside it, the service’s git follows none of them and no other task is harmed', async () => {
     const h = await harness();
-    const marks = path.join(h.scratch, 'marks');
-    mkdirSync(marks);
-    execFileSync('chmod', ['0777', marks]);
+    const marks = marksFolder(h);
     const repo = makeRepo(h.scratch, 'shared');
     const repositoryId = await registerRepo(h, repo, 'shared');
     const victimTask = await createTask(h, [repositoryId]);
@@ -256,14 +274,7 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     const uid = await uidOf(h, taskId);
     const worktree = worktreePath(h.config.workspaceRoot, taskId, 'shared');
     const admin = git(worktree, 'rev-parse', '--absolute-git-dir');
-    const evilDir = path.join(worktree, 'evil-git');
-    const forge = [
-      `git init -q --bare '${evilDir}'`,
-      `git --git-dir='${evilDir}' config filter.evil.clean 'id -u > ${marks}/filter-ran; cat'`,
-      `git --git-dir='${evilDir}' config core.fsmonitor 'id -u > ${marks}/fsmonitor-ran; true'`,
-      `echo '* filter=evil' > '${worktree}/.gitattributes'`,
-      `rm -f '${worktree}/.git' && printf 'gitdir: ${evilDir}\\n' > '${worktree}/.git'`,
-    ].join(' && ');
+    const forge = forgeRegistration(worktree, marks);
     const forged = asUid(uid, forge);
     expect(forged.ok, forged.out).toBe(true);
     // Its registration files are the service's: even its own uid cannot rewrite them in place.
@@ -297,9 +308,7 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
 
   it('a forged registration through an idle release and a consented delete: nothing of the agent’s runs, and another task is released and restored as before', async () => {
     const h = await harness();
-    const marks = path.join(h.scratch, 'marks');
-    mkdirSync(marks);
-    execFileSync('chmod', ['0777', marks]);
+    const marks = marksFolder(h);
     const repo = makeRepo(h.scratch, 'idle');
     const repositoryId = await registerRepo(h, repo, 'idle');
     const stopped = async (command: string) => {
@@ -315,17 +324,7 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     const worktree = worktreePath(h.config.workspaceRoot, forgedTask, 'idle');
     const other = worktreePath(h.config.workspaceRoot, otherTask, 'idle');
     // As an escaped agent: its own git dir with a filter and fsmonitor, its .git file pointed there.
-    const evilDir = path.join(worktree, 'evil-git');
-    const forged = asUid(
-      await uidOf(h, forgedTask),
-      [
-        `git init -q --bare '${evilDir}'`,
-        `git --git-dir='${evilDir}' config filter.evil.clean 'id -u > ${marks}/filter-ran; cat'`,
-        `git --git-dir='${evilDir}' config core.fsmonitor 'id -u > ${marks}/fsmonitor-ran; true'`,
-        `echo '* filter=evil' > '${worktree}/.gitattributes'`,
-        `rm -f '${worktree}/.git' && printf 'gitdir: ${evilDir}\\n' > '${worktree}/.git'`,
-      ].join(' && '),
-    );
+    const forged = asUid(await uidOf(h, forgedTask), forgeRegistration(worktree, marks));
     expect(forged.ok, forged.out).toBe(true);
 
     // An idle release of both: the other task's work is saved and its worktree released; the forged
