@@ -5,11 +5,11 @@
  * well: the service's folders are traversable only where an agent's sandbox must bind something
  * below them (0711: no listing), and the rest of the data folder is the service's alone (0700/0600).
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, lchown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { processStarter } from '../../git/process-starter';
 
 /** The system's chown, by absolute path (never looked up on a PATH). */
 const CHOWN = ['/usr/bin/chown', '/bin/chown'].find((p) => existsSync(p)) ?? '/usr/bin/chown';
@@ -19,14 +19,18 @@ const CHOWN = ['/usr/bin/chown', '/bin/chown'].find((p) => existsSync(p)) ?? '/u
  * tree the service made a moment ago (a new worktree) or wrote into (a restore).
  */
 export function giveTrees(folders: string[], uid: number): Promise<void> {
-  return new Promise((resolve, reject) =>
-    execFile(
-      CHOWN,
-      ['-R', '-h', '-P', `${uid}:${uid}`, '--', ...folders],
-      { timeout: 600_000, env: { PATH: '/usr/bin:/bin' } },
-      (err) => (err ? reject(new Error('the workspace could not be given to its agent uid')) : resolve()),
-    ),
-  );
+  // Through the process starter (git/process-starter.ts): a fork of this large process costs a
+  // few milliseconds of CPU on every first start, one of the small helper a fraction of that.
+  const started = processStarter().spawn(CHOWN, ['-R', '-h', '-P', `${uid}:${uid}`, '--', ...folders], {
+    env: { PATH: '/usr/bin:/bin' },
+    output: 'ignore',
+  });
+  return new Promise((resolve, reject) => {
+    started.once('error', () => reject(new Error('the workspace could not be given to its agent uid')));
+    started.once('exit', (code: number | null) =>
+      code === 0 ? resolve() : reject(new Error('the workspace could not be given to its agent uid')),
+    );
+  });
 }
 
 /** A folder of the agent's own (its home): made when missing, its alone (0700). */
