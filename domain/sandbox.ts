@@ -19,10 +19,13 @@ export interface SandboxLayout {
    */
   pinnedFolders?: string[];
   /**
-   * Files shown read-only although under a hidden or writable folder, bound last: the prompt, and
-   * the pointers git follows (a worktree's `.git` file, its registration's `gitdir`, `commondir`
-   * and `config.worktree`, the task folder's ownership marker), which no agent may rewrite.
+   * The pointers git follows (a worktree's `.git` file, its registration's `gitdir`, `commondir`
+   * and `config.worktree`, the task folder's ownership marker), which no agent may rewrite: bound
+   * read-only after the folders they are in. One that went away between the launch and the
+   * sandbox's start (its repository removed meanwhile) is left out, as the git folders are.
    */
+  pointers?: string[];
+  /** Files shown read-only although under a hidden folder, bound last (the prompt). */
   readOnlyFiles: string[];
   /** The network the agent has (issue 33); absent: the host's, as before. */
   network?: AgentNetworkPolicy;
@@ -92,6 +95,7 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
   // In order: a later mount covers an earlier one, and a mount point cannot be renamed or replaced from inside.
   for (const [mode, p, source] of layout.gitBinds)
     args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', source ?? p, p);
+  for (const file of layout.pointers ?? []) args.push('--ro-bind-try', file, file);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
   args.push('--chdir', layout.workspace);
   return args;

@@ -103,13 +103,14 @@ describe('a repository git folder in the sandbox (issues 31, 32)', () => {
       hidden: [],
       home: '/h',
       pinnedFolders: ['/w/t/a'],
-      readOnlyFiles: ['/w/t/a/.git', '/r/.git/worktrees/a/gitdir'],
+      pointers: ['/w/t/a/.git', '/r/.git/worktrees/a/gitdir'],
+      readOnlyFiles: [],
     });
     const joined = args.join(' ');
     expect(joined).toContain('--bind /w/t/a /w/t/a');
-    expect(joined.indexOf('--bind /w/t/a /w/t/a')).toBeLessThan(joined.indexOf('--ro-bind /w/t/a/.git'));
+    expect(joined.indexOf('--bind /w/t/a /w/t/a')).toBeLessThan(joined.indexOf('--ro-bind-try /w/t/a/.git'));
     expect(joined.indexOf('--bind-try /r/.git/worktrees/a')).toBeLessThan(
-      joined.indexOf('--ro-bind /r/.git/worktrees/a/gitdir'),
+      joined.indexOf('--ro-bind-try /r/.git/worktrees/a/gitdir'),
     );
   });
 });
