@@ -9,11 +9,11 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { worktreePath } from '../domain/task-layout';
+import { taskFolder, worktreePath } from '../domain/task-layout';
 import { objectStoreKeyDir, objectStoreOf } from '../git/agent-objects';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo, waitUntil } from './support/scenario';
-import { archive, waitForJob } from './support/cleanup';
+import { archive, releaseIdleTask, waitForJob } from './support/cleanup';
 import { git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
@@ -353,5 +353,37 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     if (del.body.operationId)
       await waitForJob(h, del.body.operationId, ['succeeded', 'needs_operator', 'failed', 'retry_wait']);
     expect(readdirSync(marks)).toEqual([]);
+  });
+
+  it('a workspace of two repositories made again after an idle release, in a task folder that stayed, is its agent’s: it writes and commits in both', async () => {
+    const h = await harness();
+    const names = ['first', 'second'];
+    const ids = [];
+    for (const name of names) ids.push(await registerRepo(h, makeRepo(h.scratch, name), name));
+    const taskId = await createTask(h, ids);
+    const launched = await launch(h, taskId, { command: ['sleep', '600'] });
+    expect(launched.status, JSON.stringify(launched.body)).toBe(201);
+    expect((await h.api('POST', `/v1/sessions/${launched.body.sessionId}/stop`)).status).toBe(200);
+    expect((await releaseIdleTask(h, taskId)).state).toBe('succeeded');
+    // The task folder stayed, its agent's (a file the agent left beside its worktrees): the new
+    // worktrees are made in it by the service, and must be given to the agent all the same.
+    const folder = taskFolder(h.config.workspaceRoot, taskId);
+    const uid = await uidOf(h, taskId);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, 'left-behind.txt'), 'mine\n');
+    execFileSync('chown', ['-R', `${uid}:${uid}`, folder]);
+    const commit = (name: string) =>
+      `(cd ${name} && echo again > again.txt && git add again.txt && git -c user.name=a -c user.email=a@example.com commit -q -m again && echo "${name}: committed")`;
+    const again = await launch(h, taskId, {
+      command: ['sh', '-c', `${names.map(commit).join('; ')}; echo ${TRIES_ENDED}; sleep 600`],
+    });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    const out = await agentOutputUntil(h, again.body.executionId, TRIES_ENDED);
+    for (const name of names) {
+      expect(out).toContain(`${name}: committed`);
+      const worktree = worktreePath(h.config.workspaceRoot, taskId, name);
+      expect(statSync(worktree).uid).toBe(uid);
+      expect(statSync(path.join(worktree, 'again.txt')).uid).toBe(uid);
+    }
   });
 });

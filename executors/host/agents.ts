@@ -132,7 +132,8 @@ export async function spawnDetached(
       hidden: [config.dataDir, config.agentRoot, config.workspaceRoot, config.logDir],
       home,
       pinnedFolders: worktrees,
-      readOnlyFiles: [...pointers, ...(input.prompt != null ? [promptPath] : [])],
+      pointers,
+      readOnlyFiles: input.prompt != null ? [promptPath] : [],
     };
     // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:
     // set inside the sandbox only, in no process's environment or argv outside it.
@@ -228,9 +229,15 @@ async function prepareOwnership(p: {
   }
   // Given whole once, when its top is not the uid's yet (a new worktree, a new store or ref folder):
   // an attach changes nothing that is already the agent's (R1.2), and costs one lstat per folder.
+  // Each worktree on its own too: one made afresh in a task folder that stayed (a re-materialization
+  // of a workspace of several repositories, an executor transition) is the service's until given.
+  const worktrees = p.workspace ? p.worktrees.filter((w) => w !== p.workspace && isWithinFolder(w, p.workspace!)) : [];
   const trees: string[] = [];
-  for (const folder of [...(p.workspace ? [p.workspace] : []), ...p.owned])
-    if ((await lstat(folder)).uid !== uid) trees.push(folder);
+  for (const folder of [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned]) {
+    if (trees.some((given) => isWithinFolder(folder, given))) continue;
+    const st = await lstat(folder).catch(() => null); // a worktree gone meanwhile: its start is judged elsewhere
+    if (st && st.uid !== uid) trees.push(folder);
+  }
   if (trees.length > 0) await giveTrees(trees, uid);
   if (p.workspace) await chmod(p.workspace, 0o700);
   // Its object stores hold commits not yet home: its own alone, as its workspace is.
@@ -239,8 +246,8 @@ async function prepareOwnership(p: {
   await serviceFiles(p.pointers);
   // Its index records each file's owner: read again once, so that no later git (an attach's
   // validation, a status) finds every entry changed and rewrites it.
-  if (p.workspace && trees.includes(p.workspace))
-    for (const worktree of p.worktrees)
+  if (p.workspace)
+    for (const worktree of p.worktrees.filter((w) => trees.some((given) => isWithinFolder(w, given))))
       await Promise.resolve()
         .then(() => gitAt(worktree, { binary: config.gitBinary }).raw(['update-index', '-q', '--refresh']))
         .catch(() => {}); // modified files make it exit 1: their entries stay as they are
