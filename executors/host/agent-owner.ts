@@ -6,13 +6,13 @@
  * below them (0711: no listing), and the rest of the data folder is the service's alone (0700/0600).
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { chmod, lchown, lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { processStarter } from '../../git/process-starter';
+import { systemBinary } from './agent-sandbox';
 
 /** The system's chown, by absolute path (never looked up on a PATH). */
-const CHOWN = ['/usr/bin/chown', '/bin/chown'].find((p) => existsSync(p)) ?? '/usr/bin/chown';
+const CHOWN = systemBinary('chown') ?? '/usr/bin/chown';
 
 /**
  * A whole tree given to `uid`, links themselves and never what they point to (`-h`, `-P`): for a
@@ -65,15 +65,22 @@ export async function closeServiceFolders(dirs: {
 }): Promise<void> {
   const objects = path.join(dirs.agentRoot, 'agent-objects');
   const traversed = new Set([dirs.dataDir, dirs.agentRoot, dirs.workspaceRoot, dirs.logDir, objects]);
-  for (const folder of traversed) await chmod(folder, TRAVERSED).catch(() => {});
-  const entries = await readdir(dirs.dataDir).catch(() => [] as string[]);
+  for (const folder of traversed) await chmod(folder, TRAVERSED).catch(absentIsFine);
+  const entries = await readdir(dirs.dataDir).catch((err: unknown) => (absentIsFine(err), [] as string[]));
   for (const name of entries) {
     const entry = path.join(dirs.dataDir, name);
     if (traversed.has(entry)) continue;
-    const st = await lstat(entry).catch(() => null);
+    const st = await lstat(entry).catch(absentIsFine);
     if (!st || st.isSymbolicLink() || (st.mode & 0o077) === 0) continue;
-    await chmod(entry, st.mode & 0o7700).catch(() => {});
+    // Any failure but a file gone meanwhile stops the start: never an agent beside an open secret.
+    await chmod(entry, st.mode & 0o7700).catch(absentIsFine);
   }
+}
+
+/** A folder or file that is not there (yet, or any more) has nothing to close; any other failure is thrown. */
+function absentIsFine(err: unknown): undefined {
+  if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') return undefined;
+  throw err;
 }
 
 /** The folders from `top` (exclusive) down to `folder` (inclusive), each made traversable (0711). */
@@ -95,7 +102,7 @@ export async function unreachable(paths: string[]): Promise<string | null> {
   for (const p of paths) {
     let at = path.dirname(path.resolve(p));
     for (;;) {
-      const st = await lstat(at).catch(() => null);
+      const st = await lstat(at).catch(absentIsFine);
       if (st && st.isDirectory() && (st.mode & 0o001) === 0) return p;
       const up = path.dirname(at);
       if (up === at) break;

@@ -2,7 +2,7 @@
  * Agent processes: started detached in their own process group with the workspace as working
  * directory and output in a per-session log file, so they outlive a worker restart.
  */
-import { chmod, chown, lstat, mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, open, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../../db/barrier';
 import {
@@ -26,20 +26,9 @@ import {
   stopMarkedGroup,
   stopProcessGroup,
 } from './process-identity';
-import { isRealDirectory, pathExists } from './workspace-fs';
-import { agentFolder, closeServiceFolders, giveTrees, serviceFiles, traversable, unreachable } from './agent-owner';
-import { OWNERSHIP_MARKER_FILE, isWithinFolder } from '../../domain/task-layout';
+import { isRealDirectory } from './workspace-fs';
 import { agentEnvironment } from '../../domain/agent-env';
-import { bubblewrapArgs, nulSeparated, SANDBOX_ARGS_FD, sandboxEnvironmentArgs } from '../../domain/sandbox';
-import {
-  agentNetwork,
-  agentSandbox,
-  dropTo,
-  gitStoreLayout,
-  SANDBOX_ARGS_VARIABLE,
-  SERVICE_PROGRAM_ENV,
-  systemBinary,
-} from './agent-sandbox';
+import { agentNetwork, agentSandbox, SANDBOX_ARGS_VARIABLE, SERVICE_PROGRAM_ENV, systemBinary } from './agent-sandbox';
 import {
   agentSupervisor,
   AGENT_SUPERVISOR_MISSING,
@@ -48,12 +37,11 @@ import {
   readExitStatus,
   shimSandboxArgument,
 } from './agent-shim';
-import { collectExit, objectStoresListPath } from './exits';
+import { collectExit } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
-import { gitAt } from '../../git/git';
-import { AgentUidsExhausted, agentUidOf, environmentUidOwner } from '../../db/agent-uids';
+import { agentUid, sandboxedCommand } from './agent-identity';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
 const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
@@ -97,57 +85,9 @@ export async function spawnDetached(
   let command: string[];
   if (sandbox) {
     if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
-    const home = path.join(path.dirname(logPath), 'home');
-    env.HOME = home;
-    const slots =
-      input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
-    const {
-      binds: gitBinds,
-      storeKeyDirs,
-      owned,
-      readOnlyFiles,
-    } = await gitStoreLayout(slots, input.cwd, config.agentRoot);
-    // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
-    await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
-    const worktrees = slots.map((slot) => slot.worktreePath).filter((p): p is string => p !== null && p !== input.cwd);
-    const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
-    const pointers = [...readOnlyFiles, ...((await pathExists(marker)) ? [marker] : [])];
-    const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-    await prepareOwnership({
-      config,
-      uid,
-      home,
-      workspace: inCheckout ? null : input.cwd,
-      owned,
-      pointers,
-      logPath,
-      repositories: slots.map((slot) => slot.commonDir),
-      worktrees: slots.map((slot) => slot.worktreePath).filter((w): w is string => w !== null),
-    });
-    if (input.prompt != null) await chown(promptPath, uid, uid);
-    const layout = {
-      workspace: input.cwd,
-      gitBinds,
-      network: network?.policy,
-      hidden: [config.dataDir, config.agentRoot, config.workspaceRoot, config.logDir],
-      home,
-      pinnedFolders: worktrees,
-      pointers,
-      readOnlyFiles: input.prompt != null ? [promptPath] : [],
-    };
-    // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:
-    // set inside the sandbox only, in no process's environment or argv outside it.
     const argsFile = logPath.replace(/\.log$/, '') + '.args';
-    await writeFile(argsFile, nulSeparated(sandboxEnvironmentArgs(env)), { mode: 0o600 });
+    command = await sandboxedCommand(input, env, { config, uid, sandbox, network, logPath, promptPath, argsFile });
     supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
-    command = [
-      ...dropTo(sandbox, uid),
-      '--args',
-      String(SANDBOX_ARGS_FD),
-      ...bubblewrapArgs(layout),
-      '--',
-      ...input.command,
-    ];
   } else {
     // TWS_AGENT_SANDBOX=none (the operator's choice): the agent's environment is set by env(1), started by its absolute path.
     command = [
@@ -185,98 +125,6 @@ export async function spawnDetached(
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
   } finally {
     await log.close();
-  }
-}
-
-/**
- * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
- * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
- * top folder is not yet: after a materialization), the git folders it writes its, and every
- * pointer git follows the service's, read-only.
- */
-/**
- * The agent's git trusts the repositories it is shown: their pointer files are the service's (root's),
- * not its uid's, which git would otherwise refuse as "dubious ownership". Its own home, its own config.
- */
-const AGENT_GIT_CONFIG = '[safe]\n\tdirectory = *\n';
-
-async function prepareOwnership(p: {
-  config: ActivityDeps['config'];
-  uid: number;
-  home: string;
-  /** The environment's folder, the agent's uid's; null for the source checkout (its owner's, left as it is). */
-  workspace: string | null;
-  owned: string[];
-  pointers: string[];
-  logPath: string;
-  /** The repositories' common git dirs, bound into the sandbox. */
-  repositories: string[];
-  /** The worktrees of the workspace. */
-  worktrees: string[];
-}): Promise<void> {
-  const { config, uid } = p;
-  await closeServiceFolders(config);
-  // A folder above the workspace or a repository that others cannot search (a home folder, 0700):
-  // the sandbox could not bind it as the agent's uid. Refused before anything starts, and said why.
-  if (await unreachable([p.workspace ?? p.logPath, ...p.repositories]))
-    throw typedFailure('internal', { reason: 'agent_cannot_reach_workspace' });
-  await traversable(config.logDir, path.dirname(p.logPath));
-  await agentFolder(p.home, uid);
-  const gitConfig = path.join(p.home, '.gitconfig');
-  if (!(await pathExists(gitConfig))) {
-    await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
-    await chown(gitConfig, uid, uid);
-  }
-  // Given whole once, when its top is not the uid's yet (a new worktree, a new store or ref folder):
-  // an attach changes nothing that is already the agent's (R1.2), and costs one lstat per folder.
-  // Each worktree on its own too: one made afresh in a task folder that stayed (a re-materialization
-  // of a workspace of several repositories, an executor transition) is the service's until given.
-  const worktrees = p.workspace ? p.worktrees.filter((w) => w !== p.workspace && isWithinFolder(w, p.workspace!)) : [];
-  const trees: string[] = [];
-  for (const folder of [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned]) {
-    if (trees.some((given) => isWithinFolder(folder, given))) continue;
-    const st = await lstat(folder).catch(() => null); // a worktree gone meanwhile: its start is judged elsewhere
-    if (st && st.uid !== uid) trees.push(folder);
-  }
-  if (trees.length > 0) await giveTrees(trees, uid);
-  if (p.workspace) await chmod(p.workspace, 0o700);
-  // Its object stores hold commits not yet home: its own alone, as its workspace is.
-  const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
-  for (const store of stores) await chmod(store, 0o700);
-  await serviceFiles(p.pointers);
-  // Its index records each file's owner: read again once, so that no later git (an attach's
-  // validation, a status) finds every entry changed and rewrites it.
-  if (p.workspace)
-    for (const worktree of p.worktrees.filter((w) => trees.some((given) => isWithinFolder(w, given))))
-      await Promise.resolve()
-        .then(() => gitAt(worktree, { binary: config.gitBinary }).raw(['update-index', '-q', '--refresh']))
-        .catch(() => {}); // modified files make it exit 1: their entries stay as they are
-  for (const store of stores) await traversable(config.agentRoot, path.dirname(store));
-}
-
-/**
- * The host uid a sandboxed agent runs as (issue 45), null without a sandbox: a worktree
- * environment's own (db/agent-uids.ts), or for a `local` agent (its workspace is the source
- * checkout, which holds its common git dir) the checkout's owner, as a person running an agent in
- * their checkout would: never root, which is refused (a worktree task is the way).
- */
-export async function agentUid(
-  deps: { pool: Db; config: ActivityDeps['config'] },
-  input: StartAgentInput,
-): Promise<number | null> {
-  if (!(await agentSandbox(deps.config.agentSandbox))) return null;
-  const inCheckout = (input.gitSlots ?? []).some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-  if (inCheckout) {
-    const owner = (await lstat(input.cwd).catch(() => null))?.uid;
-    if (owner === undefined) throw typedFailure('workspace_reuse_unsafe');
-    if (owner === 0) throw typedFailure('invalid_request', { reason: 'local_checkout_owned_by_root' });
-    return owner;
-  }
-  try {
-    return await agentUidOf(deps.pool, environmentUidOwner(input.environmentTaskId), deps.config.agentUids);
-  } catch (err) {
-    if (err instanceof AgentUidsExhausted) throw typedFailure('internal', { reason: 'agent_uids_exhausted' });
-    throw err;
   }
 }
 
