@@ -15,7 +15,14 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresService } from '../client/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { killLiveAgents, liveAgents, startPostgresAt, startTemporalDevServer, waitForPort } from './support/processes';
+import {
+  killLiveAgents,
+  liveAgents,
+  startedAgents,
+  startPostgresAt,
+  startTemporalDevServer,
+  waitForPort,
+} from './support/processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
 import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -280,7 +287,7 @@ describe.each(PARTS)('%s killed with SIGKILL', (part) => {
         expect(job).toEqual([{ state: 'succeeded' }]);
         expect(liveAgents({ taskId })).toEqual([]);
       } else {
-        expect(liveAgents({ taskId })).toHaveLength(operation === 'attach' ? 2 : 1);
+        await startedAgents({ taskId }, operation === 'attach' ? 2 : 1);
       }
     },
     240_000,

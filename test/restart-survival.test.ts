@@ -13,6 +13,7 @@ import {
   killableWorker,
   killLiveAgents,
   liveAgents,
+  startedAgents,
   startTemporalDevServer,
   waitForPort,
 } from './support/processes';
@@ -149,8 +150,7 @@ describe('an agent spawned by a process that died before recording it', () => {
     const sessionId = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows[0].id as string;
     cleanups.push(() => killAgentsOf(sessionId));
     // The agent runs; its record is inside a transaction that dies with the gateway.
-    const spawned = agentsOf(sessionId);
-    expect(spawned).toHaveLength(1);
+    const spawned = (await startedAgents({ sessionId }, 1)).map((a) => a.pid);
     gateway.child.kill('SIGKILL');
     await new Promise((r) => gateway.child.once('exit', r));
     expect(await lost).toBeInstanceOf(Error); // the client saw the connection drop, not an answer
@@ -191,7 +191,7 @@ describe('an agent spawned by a process that died before recording it', () => {
     await hold.held();
     const sessionId = (await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows[0].id as string;
     cleanups.push(() => killAgentsOf(sessionId));
-    expect(agentsOf(sessionId)).toHaveLength(1);
+    await startedAgents({ sessionId }, 1);
     await worker.kill();
     await hold.release();
     // No worker runs: the launch cannot re-run yet. Its launch is terminated by an operator, and the

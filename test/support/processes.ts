@@ -119,6 +119,26 @@ export function liveAgents(of: { sessionId?: string; taskId?: string }): LiveAge
   return found;
 }
 
+/**
+ * The live agents of `of` once there are `count` of them. A launch answers once its shim runs; the
+ * agent's own identity shows when bubblewrap has set up the sandbox and started it, a moment later.
+ */
+export async function startedAgents(
+  of: { sessionId?: string; taskId?: string },
+  count: number,
+  timeoutMs = 30_000,
+): Promise<LiveAgent[]> {
+  const deadline = Date.now() + timeoutMs;
+  let found = liveAgents(of);
+  while (found.length !== count) {
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${count} live agent(s) of ${JSON.stringify(of)}: saw ${found.length}`);
+    await new Promise((r) => setTimeout(r, 50));
+    found = liveAgents(of);
+  }
+  return found;
+}
+
 export function killLiveAgents(of: { sessionId?: string; taskId?: string }): void {
   for (const agent of liveAgents(of)) {
     try {
