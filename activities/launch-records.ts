@@ -108,7 +108,13 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         async () => req.taskId,
         () =>
           inTransaction(pool, (client) =>
-            admitInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot),
+            admitInTransaction(
+              client,
+              req,
+              { newEnvironmentId: randomUUID() },
+              config.workspaceRoot,
+              config.taskDiskQuotaBytes,
+            ),
           ),
       );
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
@@ -245,7 +251,13 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         async () => (await sessionRead)?.task_id ?? null,
         () =>
           inTransaction(pool, (client) =>
-            admitResumeInTransaction(client, req, { newEnvironmentId: randomUUID() }, config.workspaceRoot),
+            admitResumeInTransaction(
+              client,
+              req,
+              { newEnvironmentId: randomUUID() },
+              config.workspaceRoot,
+              config.taskDiskQuotaBytes,
+            ),
           ),
       ).catch(async (err: unknown) => {
         await sessionRead.catch(() => null);

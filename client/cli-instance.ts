@@ -75,7 +75,7 @@ export interface Overrides {
 export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}): Target {
   const config = loadConfig(
     { ...env, ...(overrides.dataDir ? { TWS_DATA_DIR: path.resolve(overrides.dataDir) } : {}) },
-    { cwd: checkoutRoot(), hostname: os.hostname() },
+    { cwd: checkoutRoot(), hostname: os.hostname(), cpus: os.availableParallelism() },
   );
   const own = normalUrl(
     recordedUrl(config.dataDir) ?? localApiUrl(config.apiHost, config.apiPort),

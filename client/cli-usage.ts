@@ -42,6 +42,10 @@ export const COMMANDS: Record<string, CommandUsage> = {
   },
   pin: { usage: 'pin <taskId>', what: 'keep a task from being released for idleness' },
   unpin: { usage: 'unpin <taskId>', what: 'let a pinned task be released for idleness again' },
+  limits: {
+    usage: 'limits <taskId>',
+    what: "what the task's agents may use (each, and together), its disk quota, and what they use now",
+  },
   disk: {
     usage: 'disk [--host H] [--limit N]',
     what: "each host's free disk and its largest task workspaces, as last measured (N: 1 to 200, default 20)",

@@ -84,7 +84,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       const sessions = await all(target(), `/v1/tasks/${one('task id')}/sessions`, {});
       print(sessions, () =>
         table(
-          sessions.map((s) => ({ ...s, pid: s.execution?.pid, exit: s.execution?.exitCode ?? s.execution?.signal })),
+          sessions.map((s) => ({
+            ...s,
+            pid: s.execution?.pid,
+            exit: s.execution?.outcome ?? s.execution?.exitCode ?? s.execution?.signal,
+          })),
           ['id', 'state', 'role', 'executorType', 'agentProfile', 'pid', 'exit'],
         ),
       );
@@ -198,6 +202,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       print(task, () => `${id} ${task.pinned ? 'pinned: never released for idleness' : 'unpinned'}`);
       return EXIT.ok;
     }
+    case 'limits': {
+      const task = await json(target(), 'GET', `/v1/tasks/${one('task id')}`);
+      print({ limits: task.limits, usage: task.usage, disk: task.disk }, () => limitsReport(task));
+      return EXIT.ok;
+    }
     case 'disk': {
       const host = p.flags.get('--host');
       const limit = p.flags.get('--limit') ?? '20';
@@ -225,6 +234,37 @@ function humanBytes(bytes: number): string {
   let unit = 0;
   for (; value >= 1024 && unit < units.length - 1; unit++) value /= 1024;
   return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+type LimitsView = { memoryBytes: number; pids: number; cpus: number } | null;
+
+/** A task's limits and use, as `tws limits` prints them. */
+function limitsReport(t: {
+  limits: { agent: LimitsView; task: LimitsView; diskQuotaBytes: number | null; overDiskQuota: boolean };
+  usage: { memoryBytes: number; pids: number; measuredAt: string } | null;
+  disk: { bytes: number } | null;
+}): string {
+  const each = (l: NonNullable<LimitsView>) =>
+    `memory ${humanBytes(l.memoryBytes)}, ${l.pids} processes, ${l.cpus} CPUs`;
+  const lines = [
+    t.limits.agent
+      ? `each agent (by default): ${each(t.limits.agent)}`
+      : 'agents run without limits (TWS_AGENT_LIMITS=off)',
+  ];
+  if (t.limits.task) lines.push(`its agents together, at most: ${each(t.limits.task)}`);
+  const workspace = t.disk ? `, workspace ${humanBytes(t.disk.bytes)}` : '';
+  lines.push(
+    t.limits.diskQuotaBytes === null
+      ? `disk quota: none${workspace}`
+      : `disk quota: ${humanBytes(t.limits.diskQuotaBytes)}${workspace}${t.limits.overDiskQuota ? ' (OVER: its launches are refused)' : ''}`,
+  );
+  const max = t.limits.task;
+  lines.push(
+    t.usage
+      ? `in use now: memory ${humanBytes(t.usage.memoryBytes)}${max ? ` (${Math.round((100 * t.usage.memoryBytes) / max.memoryBytes)} %)` : ''}, ${t.usage.pids} processes (read ${t.usage.measuredAt})`
+      : 'in use now: no agent runs',
+  );
+  return lines.join('\n');
 }
 
 /** One host's disk and its largest workspaces, as `tws disk` prints them. */

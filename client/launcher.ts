@@ -77,7 +77,7 @@ async function main(): Promise<void> {
   const temporalAddress = process.env.TEMPORAL_ADDRESS || `127.0.0.1:${temporalPort}`;
   const config = loadConfig(
     { ...process.env, TEMPORAL_ADDRESS: temporalAddress },
-    { cwd: root, hostname: os.hostname() },
+    { cwd: root, hostname: os.hostname(), cpus: os.availableParallelism() },
   );
   // Before anything is checked, written or started: a second start on this folder touches nothing.
   const claim = await claimDataFolder(config.dataDir);

@@ -3,6 +3,7 @@
  * lock (and the group row lock for shared_group) orders concurrent admissions; the unique
  * constraints and compare-and-set updates are what make the election correct.
  */
+import { environmentOverQuota } from './disk';
 import type pg from 'pg';
 import {
   classifyEnvironment,
@@ -98,6 +99,7 @@ export async function admitAnew(
   ids: { newEnvironmentId: string },
   hostWorkspaceRoot: string,
   bindSession: BindSession,
+  defaultDiskQuota: number | null = null,
 ): Promise<AdmissionOutcome> {
   // The task's lock and, for a launch that goes on past these checks, its activity time: one
   // statement (the update only where none of the refusals below applies).
@@ -122,6 +124,9 @@ export async function admitAnew(
   const executorType = req.executorType as ExecutorType;
 
   const target = await admissionTarget(client, task);
+  // A workspace over its disk quota had its agents stopped; no agent starts in it again until it is under (issue 46).
+  if (target.env && (await environmentOverQuota(client, target.env.id, defaultDiskQuota)))
+    return { kind: 'refused', code: 'task_disk_quota' };
   // `ssh` works on the target the request names, else the one its canonical environment is on,
   // from the repositories of the host whose worker talks to that target; a target unknown, or
   // held by another host, cannot take it.

@@ -6,6 +6,7 @@
  */
 import type pg from 'pg';
 import type { LaunchPlan, LaunchRequest } from '../domain/launch';
+import type { AgentLimits } from '../domain/limits';
 import { admitAnew, type AdmissionOutcome } from './admission-election';
 import { insertSession } from './sessions';
 
@@ -19,6 +20,7 @@ export async function admitLaunch(
   req: LaunchRequest,
   ids: { newEnvironmentId: string },
   workspaceRoot: string,
+  defaultDiskQuota: number | null = null,
 ): Promise<AdmissionOutcome> {
   const prior = await client.query<{ admitted_plan: LaunchPlan | null }>(
     'SELECT admitted_plan FROM sessions WHERE id = $1',
@@ -32,10 +34,20 @@ export async function admitLaunch(
     command: req.command,
     env: req.env ?? {},
     name: req.name,
+    limits: req.limits ?? null,
   };
-  // The session row is written with the plan it was admitted with: one statement.
-  return admitAnew(client, req, ids, workspaceRoot, (environmentId, executorType, role, plan) =>
-    insertSession(client, { ...session, executorType, environmentId, role, admittedPlan: plan }),
+  // The session row is written with the plan it was admitted with: one statement. The plan carries
+  // the session's limits to its agent's start (the same object is the admission's answer).
+  return admitAnew(
+    client,
+    req,
+    ids,
+    workspaceRoot,
+    (environmentId, executorType, role, plan) => {
+      if (req.limits) plan.limits = req.limits;
+      return insertSession(client, { ...session, executorType, environmentId, role, admittedPlan: plan });
+    },
+    defaultDiskQuota,
   );
 }
 
@@ -50,6 +62,7 @@ export async function admitResume(
   req: { sessionId: string; runId: string; hostId: string },
   ids: { newEnvironmentId: string },
   workspaceRoot: string,
+  defaultDiskQuota: number | null = null,
 ): Promise<AdmissionOutcome> {
   const row = (
     await client.query<{
@@ -58,11 +71,12 @@ export async function admitResume(
       agent_profile: string;
       command: string[] | null;
       agent_env: Record<string, string>;
+      agent_limits: AgentLimits | null;
       name: string | null;
       admitted_run: string | null;
       admitted_plan: LaunchPlan | null;
     }>(
-      'SELECT task_id, executor_type, agent_profile, command, agent_env, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
+      'SELECT task_id, executor_type, agent_profile, command, agent_env, agent_limits, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
       [req.sessionId],
     )
   ).rows[0];
@@ -78,17 +92,26 @@ export async function admitResume(
     name: row.name,
     hostId: req.hostId,
   };
-  return admitAnew(client, launch, ids, workspaceRoot, async (environmentId, _executorType, role, plan) => {
-    // The materializer of a new workspace counts as alive while it prepares it (`starting`).
-    // An attach to the environment it already had keeps the session's role (how it came there).
-    // The run's plan is recorded in the same statement.
-    await client.query(
-      `UPDATE sessions SET environment_id = $2,
+  return admitAnew(
+    client,
+    launch,
+    ids,
+    workspaceRoot,
+    async (environmentId, _executorType, role, plan) => {
+      // A resume's agent gets the limits its session's launch resolved (the same object is the answer).
+      if (row.agent_limits) plan.limits = row.agent_limits;
+      // The materializer of a new workspace counts as alive while it prepares it (`starting`).
+      // An attach to the environment it already had keeps the session's role (how it came there).
+      // The run's plan is recorded in the same statement.
+      await client.query(
+        `UPDATE sessions SET environment_id = $2,
               role = CASE WHEN $3 = 'attached' AND environment_id IS NOT DISTINCT FROM $2::uuid THEN role ELSE $3 END,
               state = CASE WHEN $3 = 'materialized' THEN 'starting' ELSE state END, updated_at = now(),
               admitted_plan = $4, admitted_run = $5
         WHERE id = $1`,
-      [req.sessionId, environmentId, role, JSON.stringify(plan), req.runId],
-    );
-  });
+        [req.sessionId, environmentId, role, JSON.stringify(plan), req.runId],
+      );
+    },
+    defaultDiskQuota,
+  );
 }

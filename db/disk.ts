@@ -4,6 +4,7 @@
  * worker in the background (worker/disk-measurement.ts), read by the task and host views, the
  * metrics and `tws disk`; never measured on a request's path.
  */
+import { overDiskQuota } from '../domain/disk';
 import type { Db } from './pool';
 
 /** A workspace a host holds and measures: its folder, and the SSH target it is on (null: this host). */
@@ -26,6 +27,19 @@ export async function workspacesToMeasure(db: Db, hostId: string): Promise<Measu
     [hostId],
   );
   return res.rows.map((r) => ({ environmentId: r.id, workspacePath: r.workspace_path, sshTargetId: r.ssh_target_id }));
+}
+
+/** One workspace's figure, measured on its own (the disk quota's check of workspaces whose agents run). */
+export async function recordEnvironmentDisk(
+  db: Db,
+  m: { environmentId: string; hostId: string; bytes: number },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO environment_disk (environment_id, host_id, bytes, measured_at)
+     SELECT $1, $2, $3, now() WHERE EXISTS (SELECT 1 FROM task_environments e WHERE e.id = $1)
+     ON CONFLICT (environment_id) DO UPDATE SET host_id = EXCLUDED.host_id, bytes = EXCLUDED.bytes, measured_at = EXCLUDED.measured_at`,
+    [m.environmentId, m.hostId, m.bytes],
+  );
 }
 
 export interface HostDiskMeasurement {
@@ -81,6 +95,31 @@ export async function environmentDisk(
     )
   ).rows[0];
   return row ? { bytes: Number(row.bytes), measuredAt: row.measured_at.toISOString() } : null;
+}
+
+/**
+ * Whether an environment's workspace, as last measured, is over its owner task's disk quota (its
+ * own, else `defaultQuota`; issue 46). Judged against the quota now: a raised quota lets it launch again.
+ */
+export async function environmentOverQuota(
+  db: Db,
+  environmentId: string,
+  defaultQuota: number | null,
+): Promise<boolean> {
+  const row = (
+    await db.query<{ bytes: string; disk_quota_bytes: string | null }>(
+      `SELECT d.bytes, t.disk_quota_bytes FROM environment_disk d
+         JOIN task_environments e ON e.id = d.environment_id JOIN tasks t ON t.id = e.task_id
+        WHERE d.environment_id = $1`,
+      [environmentId],
+    )
+  ).rows[0];
+  if (!row) return false;
+  return overDiskQuota(
+    Number(row.bytes),
+    row.disk_quota_bytes === null ? null : Number(row.disk_quota_bytes),
+    defaultQuota,
+  );
 }
 
 /** The host's filesystem and workspaces as last measured, and whether its free space is under its minimum. */

@@ -1,6 +1,10 @@
+import { AGENTS_ENDED_BY_LIMIT_TOTAL } from '../domain/limits';
+import { incrementCounter } from './metric-counters';
 import { inTransaction, type Db, type Pool } from './pool';
 
 export type ExecutionStatus = 'running' | 'exited' | 'stopped' | 'vanished';
+/** What ended an execution when one of its limits did (issue 46). */
+export type ExecutionOutcome = 'oom_killed' | 'disk_quota';
 
 export interface ExecutionRow {
   id: string;
@@ -15,12 +19,14 @@ export interface ExecutionRow {
   ended_at: Date | null;
   exit_code: number | null;
   signal: string | null;
+  /** How a limit ended it (`oom_killed`), issue 46; null when no limit did. */
+  outcome: ExecutionOutcome | null;
   /** An agent on an SSH target: its pid, start time, cwd and log are the target's; null on the host itself. */
   ssh_target_id: string | null;
 }
 
 const EXECUTION_COLUMNS =
-  'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, ssh_target_id';
+  'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, outcome, ssh_target_id';
 
 /**
  * One agent per session (issue 30): takes the session's start lock (a transaction-level advisory
@@ -63,7 +69,7 @@ export async function latestExecutions(db: Db, sessionIds: string[]): Promise<Ma
 /** Idempotent: a retried start after a crash finds the row it already wrote. */
 export async function insertExecution(
   db: Db,
-  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'> & {
+  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'outcome' | 'ssh_target_id'> & {
     ssh_target_id?: string | null;
   },
 ): Promise<void> {
@@ -93,7 +99,7 @@ export async function insertExecution(
  */
 export async function recordExecutionOfIntent(
   db: Db,
-  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'ssh_target_id'>,
+  row: Omit<ExecutionRow, 'started_at' | 'ended_at' | 'exit_code' | 'signal' | 'outcome' | 'ssh_target_id'>,
 ): Promise<void> {
   await db.query(
     `WITH intent AS (DELETE FROM spawn_intents WHERE execution_id = $1)
@@ -150,17 +156,24 @@ export async function setExecutionStatus(db: Db, id: string, status: ExecutionSt
 export async function endExecution(
   pool: Pool,
   id: string,
-  end: { status: 'exited' | 'vanished'; exitCode: number | null; signal: string | null; endedAt: string | null },
+  end: {
+    status: 'exited' | 'vanished';
+    exitCode: number | null;
+    signal: string | null;
+    endedAt: string | null;
+    outcome?: ExecutionOutcome | null;
+  },
 ): Promise<{ sessionId: string } | null> {
   return inTransaction(pool, async (client) => {
     const ended = await client.query<{ session_id: string }>(
       // Never before the start: started_at is the moment the start was recorded, after the spawn,
       // and an agent that ends at once (or a target's clock) can date its end before that.
-      `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = GREATEST(COALESCE($5::timestamptz, now()), started_at) WHERE id = $1 AND status = 'running' RETURNING session_id`,
-      [id, end.status, end.exitCode, end.signal, end.endedAt],
+      `UPDATE executions SET status = $2, exit_code = $3, signal = $4, ended_at = GREATEST(COALESCE($5::timestamptz, now()), started_at), outcome = $6 WHERE id = $1 AND status = 'running' RETURNING session_id`,
+      [id, end.status, end.exitCode, end.signal, end.endedAt, end.outcome ?? null],
     );
     const sessionId = ended.rows[0]?.session_id;
     if (!sessionId) return null;
+    if (end.outcome) await incrementCounter(client, AGENTS_ENDED_BY_LIMIT_TOTAL, { outcome: end.outcome });
     await client.query(
       // From `starting` too: an agent can end before its launch marked the session running, and
       // that launch's later move from `starting` then finds nothing to move.
@@ -169,6 +182,27 @@ export async function endExecution(
       [sessionId],
     );
     return { sessionId };
+  });
+}
+
+/**
+ * A stopped execution a limit of its task ended (`disk_quota`), issue 46: said on it, counted, and
+ * its session stopped (it was running only through this agent).
+ */
+export async function markOutcome(pool: Pool, id: string, outcome: ExecutionOutcome): Promise<void> {
+  await inTransaction(pool, async (client) => {
+    const marked = await client.query<{ session_id: string }>(
+      `UPDATE executions SET outcome = $2 WHERE id = $1 AND status = 'stopped' AND outcome IS NULL RETURNING session_id`,
+      [id, outcome],
+    );
+    const sessionId = marked.rows[0]?.session_id;
+    if (!sessionId) return;
+    await incrementCounter(client, AGENTS_ENDED_BY_LIMIT_TOTAL, { outcome });
+    await client.query(
+      `UPDATE sessions SET state = 'stopped', updated_at = now() WHERE id = $1 AND state IN ('starting', 'running')
+         AND NOT EXISTS (SELECT 1 FROM executions WHERE session_id = $1 AND status = 'running')`,
+      [sessionId],
+    );
   });
 }
 

@@ -1,4 +1,5 @@
 import type { ExecutorType } from '../domain/admission';
+import type { AgentLimits } from '../domain/limits';
 import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
@@ -14,6 +15,8 @@ export interface SessionRow {
   agent_profile: string;
   command: string[] | null;
   agent_env: Record<string, string>;
+  /** What its agents may use (issue 46); null for sessions from before limits: the defaults. */
+  agent_limits: AgentLimits | null;
   name: string | null;
   role: SessionRole | null;
   resume_count: number;
@@ -23,7 +26,7 @@ export interface SessionRow {
 }
 
 const SESSION_COLUMNS =
-  'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, resume_count, admitted_run, created_at';
+  'id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, agent_limits, name, role, resume_count, admitted_run, created_at';
 
 export async function insertSession(
   db: Db,
@@ -35,6 +38,8 @@ export async function insertSession(
     agentProfile: string;
     command: string[] | null;
     env?: Record<string, string>;
+    /** What its agents may use (issue 46); null: the defaults. */
+    limits?: AgentLimits | null;
     name: string | null;
     role: SessionRole;
     /** The plan its launch was admitted with (a re-run of the admission answers it). */
@@ -42,8 +47,8 @@ export async function insertSession(
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, admitted_plan)
-     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $10)`,
+    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, admitted_plan, agent_limits)
+     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $10, $11)`,
     [
       s.id,
       s.taskId,
@@ -55,6 +60,7 @@ export async function insertSession(
       s.name,
       s.role,
       s.admittedPlan === undefined ? null : JSON.stringify(s.admittedPlan),
+      s.limits ? JSON.stringify(s.limits) : null,
     ],
   );
 }

@@ -10,6 +10,8 @@ export interface NewTask {
   mode: WorkspaceMode;
   groupId: string | null;
   quickChat: boolean;
+  /** Its own disk quota (issue 46); null: the operator's default. */
+  diskQuotaBytes?: number | null;
   repositories: { repositoryId: string; baseBranch: string; checkoutBranch: string | null; branchSlug: string }[];
 }
 
@@ -17,9 +19,18 @@ export async function insertTask(db: Db, task: NewTask): Promise<void> {
   if (task.groupId)
     await db.query('INSERT INTO workspace_groups (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [task.groupId]);
   await db.query(
-    `INSERT INTO tasks (id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [task.id, task.title, task.boardId, task.parentTaskId, task.mode, task.groupId, task.quickChat],
+    `INSERT INTO tasks (id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, disk_quota_bytes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [
+      task.id,
+      task.title,
+      task.boardId,
+      task.parentTaskId,
+      task.mode,
+      task.groupId,
+      task.quickChat,
+      task.diskQuotaBytes ?? null,
+    ],
   );
   for (const [position, repo] of task.repositories.entries()) {
     await db.query(
@@ -46,11 +57,13 @@ export interface TaskRow {
   archived_at: Date | null;
   /** A pinned task is never released for idleness (issue 26). */
   pinned_at: Date | null;
+  /** Its own disk quota in bytes (issue 46); null: the operator's default (TWS_TASK_DISK_QUOTA). */
+  disk_quota_bytes: number | null;
   created_at: Date;
 }
 
 const TASK_COLUMNS =
-  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at';
+  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at, disk_quota_bytes::float8 AS disk_quota_bytes';
 
 /** Pins or unpins a task; false when there is no such task. */
 export async function setPinned(db: Db, id: string, pinned: boolean): Promise<boolean> {

@@ -5,8 +5,15 @@
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
-import { parseMinFreeDisk, type MinFreeDisk } from './disk';
+import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
+import {
+  parseLimitSettings,
+  parseProfileLimits,
+  type AgentLimits,
+  type LimitSettings,
+  type LimitsRequest,
+} from './limits';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 
 function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
@@ -64,6 +71,8 @@ interface AgentProfile {
   command: string[];
   /** Variables the profile's agents get (a request's own `env` wins). */
   env: Record<string, string>;
+  /** What its agents may use, where not the defaults (a request's own `limits` win), issue 46. */
+  limits?: LimitsRequest;
 }
 
 export interface Config {
@@ -97,6 +106,8 @@ export interface Config {
   agentUids: UidRange;
   /** Who may run `local` agents (in the source checkout itself): operators (default), everyone, nobody. */
   localExecutor: LocalExecutorPolicy;
+  /** What one agent, and one task's agents together, may use (issue 46). */
+  limits: LimitSettings;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -133,6 +144,10 @@ export interface Config {
   minFreeDisk: MinFreeDisk;
   /** How often a worker measures its workspaces and its workspace root's filesystem (TWS_DISK_MEASURE_EVERY_MS). */
   diskMeasureEveryMs: number;
+  /** A task's workspace at most, in bytes, where the task sets none (TWS_TASK_DISK_QUOTA); null: no quota (issue 46). */
+  taskDiskQuotaBytes: number | null;
+  /** How often a worker measures the workspaces whose agents run, against their quota (TWS_DISK_QUOTA_CHECK_EVERY_MS). */
+  diskQuotaCheckEveryMs: number;
   /**
    * Where this process serves the Temporal SDK's own metrics for Prometheus (TWS_SDK_METRICS_ADDRESS,
    * worker/sdk-telemetry.ts); null: not served. The gateway's /metrics carries its own after ours.
@@ -181,7 +196,7 @@ function parseSwitch(name: string, raw: string | undefined, byDefault: boolean):
 
 export const BUILTIN_SHELL_PROFILE = 'shell';
 
-function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
+function parseProfiles(raw: string | undefined, maximum: AgentLimits): Record<string, AgentProfile> {
   if (!raw) return {};
   const parsed: unknown = JSON.parse(raw);
   if (typeof parsed !== 'object' || parsed === null) throw new Error('TWS_AGENT_PROFILES must be a JSON object');
@@ -199,15 +214,17 @@ function parseProfiles(raw: string | undefined): Record<string, AgentProfile> {
     ) {
       throw new Error(`TWS_AGENT_PROFILES.${name}.env must map upper-case names (not TWS_*) to strings`);
     }
-    profiles[name] = { command: command as string[], env: env as Record<string, string> };
+    const limits = parseProfileLimits(name, (value as { limits?: unknown }).limits, maximum);
+    profiles[name] = { command: command as string[], env: env as Record<string, string>, limits };
   }
   return profiles;
 }
 
 export function loadConfig(
   env: Record<string, string | undefined>,
-  defaults: { cwd: string; hostname: string },
+  defaults: { cwd: string; hostname: string; cpus?: number },
 ): Config {
+  const limits = parseLimitSettings(env, defaults.cpus ?? 2);
   const dataDir = env.TWS_DATA_DIR ?? `${defaults.cwd}/.data`;
   const agentRoot = env.TWS_AGENT_ROOT || dataDir;
   return {
@@ -227,12 +244,13 @@ export function loadConfig(
     logDir: env.TWS_LOG_DIR || `${agentRoot}/logs`,
     gitBinary: env.TWS_GIT_BINARY || 'git',
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
-    agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES),
+    agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES, limits.maximum),
     shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
     agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
     agentNetwork: parseNetworkPolicy(env.TWS_AGENT_NETWORK),
     localExecutor: parseLocalExecutor(env.TWS_LOCAL_EXECUTOR),
     agentUids: parseUidRange(env.TWS_AGENT_UIDS),
+    limits,
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     apiPort: Number(env.TWS_API_PORT || 8080),
@@ -251,6 +269,8 @@ export function loadConfig(
     idleReleaseEveryMs: parseIdleReleaseEvery(env.TWS_IDLE_RELEASE_EVERY),
     minFreeDisk: parseMinFreeDisk(env.TWS_MIN_FREE_DISK),
     diskMeasureEveryMs: Number(env.TWS_DISK_MEASURE_EVERY_MS || 10 * 60_000),
+    taskDiskQuotaBytes: parseDiskQuota(env.TWS_TASK_DISK_QUOTA),
+    diskQuotaCheckEveryMs: Number(env.TWS_DISK_QUOTA_CHECK_EVERY_MS || 30_000),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
     agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),

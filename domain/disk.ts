@@ -35,14 +35,38 @@ export function parseMinFreeDisk(raw: string | undefined): MinFreeDisk {
     if (value > 100) throw new Error('TWS_MIN_FREE_DISK as a percentage must be at most 100%');
     return { kind: 'percent', percent: value };
   }
-  const bytes = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/.exec(text);
-  const unit = bytes ? UNITS[bytes[2]!] : undefined;
-  if (!bytes || unit === undefined)
+  try {
+    return { kind: 'bytes', bytes: parseByteSize(text) };
+  } catch {
     throw new Error(
       'TWS_MIN_FREE_DISK must be bytes (for example 2147483648 or 2GiB) or a percentage (for example 5%)',
     );
-  return { kind: 'bytes', bytes: Math.round(Number(bytes[1]) * unit) };
+  }
 }
+
+/** A size in bytes: `2147483648`, `2GiB`, `2g`, `500MB` (k, m, g, t: powers of 1024; kb, mb, gb, tb: of 1000). */
+export function parseByteSize(raw: string): number {
+  const bytes = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/.exec(raw.trim().toLowerCase());
+  const unit = bytes ? UNITS[bytes[2]!] : undefined;
+  if (!bytes || unit === undefined) throw new Error(`not a size in bytes: ${raw}`);
+  return Math.round(Number(bytes[1]) * unit);
+}
+
+/** `TWS_TASK_DISK_QUOTA`: bytes (`20GiB`), or unset or `0` for no quota. */
+export function parseDiskQuota(raw: string | undefined): number | null {
+  if (raw === undefined || raw.trim() === '' || raw.trim() === '0') return null;
+  try {
+    return parseByteSize(raw);
+  } catch {
+    throw new Error('TWS_TASK_DISK_QUOTA must be bytes (for example 20GiB), or 0 for no quota');
+  }
+}
+
+/** Whether a workspace measured at `bytes` is over its task's quota (its own, else the default; none: never). */
+export const overDiskQuota = (bytes: number, taskQuota: number | null, defaultQuota: number | null): boolean => {
+  const quota = taskQuota ?? defaultQuota;
+  return quota !== null && bytes > quota;
+};
 
 /** The free bytes a filesystem of `totalBytes` must keep under the setting. */
 export function minFreeBytes(setting: MinFreeDisk, totalBytes: number): number {

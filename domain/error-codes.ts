@@ -8,6 +8,7 @@ export type RefusalCode =
   | 'workspace_reuse_unsupported'
   | 'workspace_materialization_failed'
   | 'host_disk_low'
+  | 'task_disk_quota'
   | 'task_cleanup_in_progress'
   | 'task_archived'
   | 'task_delete_dirty_worktree'
@@ -22,6 +23,7 @@ export type RefusalCode =
 
 type InputErrorCode =
   | 'invalid_request'
+  | 'limits_exceeded'
   | 'not_found'
   | 'method_not_allowed'
   | 'unauthorized'

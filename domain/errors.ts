@@ -48,6 +48,14 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'free_space',
     message: 'The host has too little free disk space for a new workspace; nothing was created.',
   },
+  task_disk_quota: {
+    status: 507,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'free_space',
+    message:
+      "The task's workspace is over its disk quota; its agents were stopped. Free space in it, or ask an operator for a larger quota.",
+  },
   task_cleanup_in_progress: {
     status: 409,
     recoverable: true,
@@ -138,6 +146,13 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     retryAfterMs: 0,
     action: 'fix_request',
     message: 'The request is invalid.',
+  },
+  limits_exceeded: {
+    status: 400,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message: "The launch asked for more than the operator's maximum.",
   },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   method_not_allowed: {

@@ -1,4 +1,5 @@
 /** The shapes a launch passes between gateway, workflow and activities. */
+import type { AgentLimits } from './limits';
 import type { ExecutorType, RequestedExecutor } from './admission';
 import type { SessionRoleName } from './session';
 import { taskRefFolder } from './task-layout';
@@ -19,6 +20,8 @@ export interface LaunchRequest {
   hostId: string;
   /** `ssh`: the target a new workspace is made on (an attach uses the environment's own). */
   sshTargetId?: string | null;
+  /** What its agents may use, resolved by the gateway (defaults, profile, request); absent in older requests: the defaults. */
+  limits?: AgentLimits;
   /**
    * Set when the workflow was started on `hostId`'s queue (`<sharedQueue>-host-<hostId>`): that
    * host's steps then run as its local activities. Part of the input, so replay decides the same.
@@ -67,6 +70,8 @@ export interface LaunchPlan {
   workspace?: { validate: boolean; createWorktrees: boolean; remote?: boolean };
   /** `ssh`: the target holding the workspace (paths of the plan are on it). */
   sshTargetId?: string | null;
+  /** What the session's agents may use (issue 46); absent in plans admitted before: the defaults. */
+  limits?: AgentLimits;
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */
@@ -116,6 +121,7 @@ export function agentStartOf(
       refFolder: taskRefFolder(slot.branch),
     })),
     sshTargetId: plan.sshTargetId ?? null,
+    ...(plan.limits ? { limits: plan.limits } : {}),
   };
 }
 

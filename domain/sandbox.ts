@@ -29,7 +29,12 @@ export interface SandboxLayout {
   readOnlyFiles: string[];
   /** The network the agent has (issue 33); absent: the host's, as before. */
   network?: AgentNetworkPolicy;
+  /** The sandbox's /tmp at most, in bytes (issue 46: counted in the agent's memory); absent: the kernel's default (half the RAM). */
+  tmpBytes?: number;
 }
+
+/** The empty folders that hide the service's hold nothing: an agent's writes there fail at once. */
+const HIDING_FOLDER_BYTES = 64 * 1024;
 
 /**
  * The sandbox's network (issue 33). `egress` and `none` give the agent a network namespace of its
@@ -83,12 +88,15 @@ export function nulSeparated(args: string[]): string {
 }
 
 export function bubblewrapArgs(layout: SandboxLayout): string[] {
-  const args = [...ISOLATION_ARGS, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  const args = [...ISOLATION_ARGS, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  if (layout.tmpBytes !== undefined) args.push('--size', String(layout.tmpBytes));
+  args.push('--tmpfs', '/tmp');
   if (layout.network === 'egress' || layout.network === 'none') args.push('--unshare-net');
   if (layout.network === 'egress')
     args.push('--info-fd', String(SANDBOX_INFO_FD), '--block-fd', String(SANDBOX_BLOCK_FD));
   // Shortest first: a folder inside another hidden one is mounted over it, not under.
-  for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length)) args.push('--tmpfs', dir);
+  for (const dir of [...new Set(layout.hidden)].sort((a, b) => a.length - b.length))
+    args.push(...(layout.tmpBytes !== undefined ? ['--size', String(HIDING_FOLDER_BYTES)] : []), '--tmpfs', dir);
   args.push('--bind', layout.workspace, layout.workspace, '--bind', layout.home, layout.home);
   for (const folder of layout.pinnedFolders ?? []) args.push('--bind', folder, folder);
   // A git folder that went away between the launch and the sandbox's start is left out, not fatal.

@@ -1,5 +1,6 @@
 /** What starting an agent takes and answers, on the host and on an SSH target alike. */
 import type { ExecutionStatus } from '../db/executions';
+import type { AgentLimits } from '../domain/limits';
 import type { AgentGitSlot } from './host/agent-sandbox';
 
 export interface StartAgentInput {
@@ -21,6 +22,8 @@ export interface StartAgentInput {
   gitSlots?: AgentGitSlot[];
   /** `ssh`: the agent runs on this target (executors/ssh/agents.ts); absent or null on the host. */
   sshTargetId?: string | null;
+  /** What the agent may use (issue 46); absent in older inputs: the operator's defaults. */
+  limits?: AgentLimits;
 }
 
 export interface StartedAgent {

@@ -45,6 +45,13 @@ extern char **environ;
 /* The file of the sandbox's own arguments (the agent's environment, issue 45): opened, unlinked, given to bubblewrap on fd 5. */
 #define SANDBOX_ARGS_VARIABLE "TWS_SANDBOX_ARGS="
 #define SANDBOX_ARGS_FD 5
+/*
+ * The control groups of the agent's limits (issue 46): ':'-separated `cgroup.procs` files the child
+ * writes itself into before it runs the agent, so the agent and all it starts are counted from its
+ * first instruction. A group it cannot join stops the start (fails closed): `limits_not_applied`.
+ */
+#define CGROUP_PROCS_VARIABLE "TWS_CGROUP_PROCS="
+#define LIMITS_NOT_APPLIED (-1)
 /* domain/sandbox.ts SANDBOX_INFO_FD and SANDBOX_BLOCK_FD. */
 #define SANDBOX_INFO_FD 3
 #define SANDBOX_BLOCK_FD 4
@@ -55,6 +62,8 @@ extern char **environ;
 #define NO_NETWORK_NOTE "the sandbox network could not start: the agent has no network"
 
 static const char *status_file;
+/* TWS_CGROUP_PROCS: the agent's groups, left (and their count of memory-limit kills read) when it ended. */
+static const char *cgroup_list;
 static const char *log_file;
 static char rotated_file[PATH_MAX];
 static int log_fd = -1;
@@ -178,6 +187,7 @@ static const char *errno_code(int err) {
     case EAGAIN: return "EAGAIN";
     case EMFILE: return "EMFILE";
     case ENFILE: return "ENFILE";
+    case LIMITS_NOT_APPLIED: return "limits_not_applied";
     default: return "spawn_failed";
   }
 }
@@ -233,8 +243,61 @@ static char *put_now_iso(char *at) {
   return at;
 }
 
+/* The `oom_kill N` count of a memory.oom_control (v1) or memory.events (v2) file; 0 when absent. */
+static long long oom_kills_in(const char *file) {
+  int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return 0;
+  char text[1024];
+  ssize_t got = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (got <= 0) return 0;
+  text[got] = '\0';
+  for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+    if (strncmp(line, "oom_kill ", 9) == 0) return strtoll(line + 9, NULL, 10);
+  return 0;
+}
+
 /*
- * {"exitCode":N|null,"signal":null|"SIG…"[,"error":"ENOENT"],"endedAt":"…"} to <status>.tmp (0600),
+ * Once the agent ended: whether its memory limit killed one of its processes (the count of its own
+ * group), and its groups removed, with its task's when it was the last there (the kernel refuses
+ * a group that still holds a process or another agent's group: it stays for the next end).
+ */
+static int leave_groups(void) {
+  int oom = 0;
+  char dir[PATH_MAX], file[PATH_MAX];
+  const char *at = cgroup_list;
+  while (at && *at) {
+    const char *start = at, *end = strchr(at, ':');
+    size_t len = end ? (size_t)(end - start) : strlen(start);
+    at = end ? end + 1 : start + len;
+    if (len == 0 || len + 32 >= sizeof dir) continue;
+    memcpy(dir, start, len);
+    dir[len] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) continue;
+    *slash = '\0'; /* .../exec-<id>/cgroup.procs -> .../exec-<id> */
+    size_t dlen = strlen(dir);
+    memcpy(file, dir, dlen);
+    memcpy(file + dlen, "/memory.oom_control", 20);
+    if (oom_kills_in(file) > 0) oom = 1;
+    memcpy(file + dlen, "/memory.events", 15);
+    if (oom_kills_in(file) > 0) oom = 1;
+    /* The sandbox's other processes die with its init, a moment after it: a group they still hold is tried again, for a second at most. */
+    for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++) {
+      struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
+      nanosleep(&pause, NULL);
+    }
+    slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+      *slash = '\0';
+      rmdir(dir);
+    }
+  }
+  return oom;
+}
+
+/*
+ * {"exitCode":N|null,"signal":null|"SIG…"[,"error":"ENOENT"][,"limit":"memory"],"endedAt":"…"} to <status>.tmp (0600),
  * fsynced, renamed into place (and the folder synced, so the rename itself survives a crash).
  * Then this process ends.
  */
@@ -254,6 +317,10 @@ static void record(int has_code, long long exit_code, const char *signal, const 
     at = put(at, ",\"error\":\"");
     at = put(at, error);
     at = put(at, "\"");
+  }
+  if (leave_groups()) {
+    at = put(at, ",\"limit\":\"memory\"");
+    log_note("the agent reached its memory limit: the kernel killed it (oom_killed)");
   }
   at = put(at, ",\"endedAt\":\"");
   at = put_now_iso(at);
@@ -342,6 +409,27 @@ static int child_pid_of(const char *info, int complete, char *out, size_t size) 
   return 1;
 }
 
+/* Writes this process into each group of the ':'-separated list; -1 at the first that fails. */
+static int join_groups(const char *list) {
+  char file[PATH_MAX];
+  const char *at = list;
+  while (*at) {
+    const char *end = strchr(at, ':');
+    size_t len = end ? (size_t)(end - at) : strlen(at);
+    if (len == 0 || len >= sizeof file) return -1;
+    memcpy(file, at, len);
+    file[len] = '\0';
+    int fd = open(file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return -1;
+    /* 0: the writing process itself. */
+    int joined = write(fd, "0\n", 2) == 2;
+    close(fd);
+    if (!joined) return -1;
+    at = end ? end + 1 : at + len;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 6) {
     say("usage: agent-supervisor statusFile logFile maxLogBytes sandboxed command [args...]");
@@ -400,9 +488,12 @@ int main(int argc, char **argv) {
   char *child_env_storage[envs + 1];
   size_t kept = 0;
   const char *args_path = NULL;
+  const char *cgroup_procs = NULL;
   for (size_t i = 0; i < envs; i++) {
     if (strncmp(environ[i], SANDBOX_ARGS_VARIABLE, strlen(SANDBOX_ARGS_VARIABLE)) == 0)
       args_path = environ[i] + strlen(SANDBOX_ARGS_VARIABLE);
+    else if (strncmp(environ[i], CGROUP_PROCS_VARIABLE, strlen(CGROUP_PROCS_VARIABLE)) == 0)
+      cgroup_list = cgroup_procs = environ[i] + strlen(CGROUP_PROCS_VARIABLE);
     else if (strncmp(environ[i], EXECUTION_MARK, strlen(EXECUTION_MARK)) != 0)
       child_env_storage[kept++] = environ[i];
   }
@@ -430,6 +521,11 @@ int main(int argc, char **argv) {
         (egress && (place(info[1], SANDBOX_INFO_FD) < 0 || place(block[0], SANDBOX_BLOCK_FD) < 0)) ||
         (args_fd >= 0 && place(args_fd, SANDBOX_ARGS_FD) < 0)) {
       int e = errno;
+      if (write(failed[1], &e, sizeof e) < 0) _exit(127);
+      _exit(127);
+    }
+    if (cgroup_procs && join_groups(cgroup_procs) < 0) {
+      int e = LIMITS_NOT_APPLIED;
       if (write(failed[1], &e, sizeof e) < 0) _exit(127);
       _exit(127);
     }

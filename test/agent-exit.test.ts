@@ -204,10 +204,11 @@ describe('the agent environment [issue 11]', () => {
           .sort(),
         what,
       ).toEqual(
-        // The shim (outside the sandbox) has a fixed environment: its mark and the file bubblewrap
-        // reads the agent's variables from, none of the agent's own (issue 45).
+        // The shim (outside the sandbox) has a fixed environment: its mark, the file bubblewrap
+        // reads the agent's variables from and the control groups it puts the agent in, none of
+        // the agent's own (issues 45 and 46).
         (what === 'shim'
-          ? ['TWS_EXECUTION_ID', 'TWS_SANDBOX_ARGS']
+          ? ['TWS_CGROUP_PROCS', 'TWS_EXECUTION_ID', 'TWS_SANDBOX_ARGS']
           : ['TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
         ).sort(),
       );

@@ -6,6 +6,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { sdkTelemetry } from './sdk-telemetry';
 import pino, { type Logger } from 'pino';
 import { recoverAgents } from '../executors/registry';
+import { agentLimitsLayout } from '../executors/host/agent-limits';
 import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
@@ -21,7 +22,9 @@ async function main(): Promise<void> {
   adoptEngineProfile();
   const logger = pino({ name: 'worker' });
   Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
-  const config = await prepareWorkspaceRoot(loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() }));
+  const config = await prepareWorkspaceRoot(
+    loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname(), cpus: os.availableParallelism() }),
+  );
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   // Null (and nothing of OpenTelemetry's SDK loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
   const tracing = await startTracing('tws-worker', config.hostId);
@@ -39,6 +42,9 @@ async function main(): Promise<void> {
       { agentIsolation: isolation },
       "agents run in bubblewrap as their workspace's own unprivileged uid with no capability: the system read-only, their workspace writable, the service's folders hidden and closed, a private /proc",
     );
+  // Refuses to start where agents' limits cannot be enforced, unless TWS_AGENT_LIMITS=off (issue 46).
+  if (!(await agentLimitsLayout(config.limits)))
+    logger.warn({ agentLimits: 'off' }, 'TWS_AGENT_LIMITS=off: agents run without a memory, process or CPU limit');
   // Refuses to start when TWS_AGENT_SANDBOX=bwrap asks for egress this host cannot give.
   const network = await agentNetwork(config.agentSandbox, config.agentNetwork);
   if (network.policy === 'host')

@@ -14,6 +14,7 @@ import type { Config } from '../domain/config';
 import { hostTaskQueue } from '../domain/workflow-ids';
 import { wakeCleanupsWaitingOn } from './host-return';
 import { startDiskMeasurement } from './disk-measurement';
+import { startLimitChecks } from './limit-checks';
 import { startHostRegistration } from './host-registration';
 import { WORKFLOW_SPANS_DROPPED, type Tracing } from './tracing';
 
@@ -144,11 +145,13 @@ export async function startWorker(
   const registration = await startHostRegistration(pool, config, logger);
   // Its workspaces and its filesystem measured in the background, into the host's record.
   const disk = startDiskMeasurement(deps);
+  // What the tasks whose agents run use, and their workspaces against their disk quota (issue 46).
+  const quotas = startLimitChecks(deps);
   // Back: the cleanups that wait for this host run now.
   await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
   return handleOf([shared, host], connection, ownsConnection, async () => {
-    await Promise.all([registration.stop(), disk.stop()]);
+    await Promise.all([registration.stop(), disk.stop(), quotas.stop()]);
   });
 }
 

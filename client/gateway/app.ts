@@ -57,7 +57,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   // The first hooks, so a request's span covers its authentication and parsing; none when off.
   if (opts.traceRequests) traceRequests(app);
 
-  const metrics = createGatewayMetrics(opts.pool, opts.config.sdkMetricsAddress);
+  const metrics = createGatewayMetrics(opts.pool, opts.config.sdkMetricsAddress, opts.config.limits.maximum);
   // Before any route: it watches them registered, for the 405s below.
   const methodRoutes = collectMethodRoutes(app);
   app.addHook('onResponse', async (request, reply) => {

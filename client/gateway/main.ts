@@ -18,6 +18,7 @@ import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '..
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { startTracing } from '../../worker/tracing';
 import { buildGateway } from './app';
+import { agentLimitsLayout } from '../../executors/host/agent-limits';
 import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 
 /** TWS_MEMORY_LOG=<ms> (diagnostic): logs the process's memory split every <ms> to stderr. */
@@ -42,7 +43,11 @@ async function main(): Promise<void> {
   adoptEngineProfile();
   const logger = pino({ name: 'gateway' });
   Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
-  const loaded = loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname() });
+  const loaded = loadConfig(process.env, {
+    cwd: process.cwd(),
+    hostname: os.hostname(),
+    cpus: os.availableParallelism(),
+  });
   // Running launches, it makes worktrees and logs here, as the worker does.
   const config = loaded.gatewayRunsLaunches ? await prepareWorkspaceRoot(loaded) : loaded;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
@@ -65,6 +70,8 @@ async function main(): Promise<void> {
       tracing,
     });
   }
+  // It starts agents too (eager launches): where their limits cannot be enforced it refuses, as the worker does.
+  await agentLimitsLayout(config.limits);
   const app = await buildGateway({
     agentIsolation: await agentIsolation(config.agentSandbox),
     agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy,

@@ -12,6 +12,8 @@ import { readCounters } from '../../db/metric-counters';
 import type { ListenAddress } from '../../domain/config';
 import { CORESIDENCY_ADMITTED_TOTAL, CORESIDENCY_SKIPPED_TOTAL } from '../../domain/coresidency';
 import type { ErrorCode } from '../../domain/errors';
+import { allTaskUsage } from '../../db/task-usage';
+import { AGENTS_ENDED_BY_LIMIT_TOTAL, type AgentLimits } from '../../domain/limits';
 import { RECONCILE_REPAIRED_TOTAL } from '../../domain/reconcile';
 import { sdkMetricsReader } from './sdk-metrics';
 
@@ -93,7 +95,11 @@ function hostGauge<T extends { hostId: string }>(
   });
 }
 
-export function createGatewayMetrics(pool: pg.Pool, sdkMetricsAddress: ListenAddress | null = null): GatewayMetrics {
+export function createGatewayMetrics(
+  pool: pg.Pool,
+  sdkMetricsAddress: ListenAddress | null = null,
+  taskMaximum: AgentLimits | null = null,
+): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const requestSeconds = new Histogram({
@@ -135,6 +141,13 @@ export function createGatewayMetrics(pool: pg.Pool, sdkMetricsAddress: ListenAdd
     RECONCILE_REPAIRED_TOTAL,
     'Rows the consistency check found stranded (their workflow closed, their process gone, their start unrecorded) and repaired, by kind',
     ['kind'],
+  );
+  storedCounter(
+    registry,
+    pool,
+    AGENTS_ENDED_BY_LIMIT_TOTAL,
+    'Agents a limit of theirs ended, by outcome (oom_killed: the kernel killed a process of theirs at their memory limit; disk_quota: stopped, their task over its disk quota)',
+    ['outcome'],
   );
   new Gauge({
     name: 'tws_cleanup_jobs',
@@ -189,6 +202,32 @@ export function createGatewayMetrics(pool: pg.Pool, sdkMetricsAddress: ListenAdd
     'tws_host_agents_running',
     'Agent processes recorded running on the host',
     (h) => h.agentsRunning,
+  );
+
+  // Usage against limit (issue 46): per host, the largest share of the task maximum any task's agents use.
+  const usage = sharedRead(async () => {
+    const byHost = new Map<string, { hostId: string; memory: number; pids: number }>();
+    for (const u of await allTaskUsage(pool)) {
+      const host = byHost.get(u.hostId) ?? { hostId: u.hostId, memory: 0, pids: 0 };
+      host.memory = Math.max(host.memory, taskMaximum ? u.memoryBytes / taskMaximum.memoryBytes : 0);
+      host.pids = Math.max(host.pids, taskMaximum ? u.pids / taskMaximum.pids : 0);
+      byHost.set(u.hostId, host);
+    }
+    return [...byHost.values()];
+  });
+  hostGauge(
+    registry,
+    usage,
+    'tws_task_memory_usage_ratio_max',
+    "The largest share of its memory maximum (TWS_AGENT_MEMORY_MAX) any task's agents use together on the host",
+    (h) => h.memory,
+  );
+  hostGauge(
+    registry,
+    usage,
+    'tws_task_pids_usage_ratio_max',
+    "The largest share of its process maximum (TWS_AGENT_PIDS_MAX) any task's agents use together on the host",
+    (h) => h.pids,
   );
 
   const sdkMetrics = sdkMetricsReader(sdkMetricsAddress);

@@ -80,6 +80,8 @@ export const CreateTaskBody = Type.Object(
       ),
     ),
     quickChat: Type.Optional(Type.Boolean()),
+    /** Its workspace on disk at most (issue 46); default: the operator's TWS_TASK_DISK_QUOTA. */
+    diskQuotaBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
 );
@@ -113,12 +115,24 @@ export const TaskItem = Type.Object({
   quickChat: Type.Boolean(),
   createdAt: Type.String(),
 });
+const AgentLimitsView = Type.Object({ memoryBytes: Type.Number(), pids: Type.Number(), cpus: Type.Number() });
+const UsageView = Type.Object({ memoryBytes: Type.Number(), pids: Type.Number(), measuredAt: Type.String() });
+
 export const Task = Type.Object({
   ...TaskItem.properties,
   /** Never released for idleness (`POST /v1/tasks/:id/pin`). */
   pinned: Type.Boolean(),
   /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
   disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
+  /** What its agents may use (issue 46): each agent by default, all together at most (null: limits off), its disk quota (null: none). */
+  limits: Type.Object({
+    agent: Type.Union([AgentLimitsView, Type.Null()]),
+    task: Type.Union([AgentLimitsView, Type.Null()]),
+    diskQuotaBytes: Type.Union([Type.Number(), Type.Null()]),
+    overDiskQuota: Type.Boolean(),
+  }),
+  /** What the agents of its workspace use together now (memory, processes), as its host last read it; null when none runs. */
+  usage: Type.Union([UsageView, Type.Null()]),
   repositories: Type.Array(
     Type.Object({
       repositoryId: Uuid,
@@ -132,6 +146,14 @@ export const Task = Type.Object({
 
 /** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL). */
 export const Links = Type.Object({ temporal: Type.String() });
+
+/** An agent's limits (issue 46): bytes of memory (its /tmp counted), processes, CPUs. */
+const Limits = Type.Object({
+  memoryBytes: Type.Integer({ minimum: 1 }),
+  pids: Type.Integer({ minimum: 1 }),
+  cpus: Type.Number({ exclusiveMinimum: 0 }),
+});
+const LimitsBody = Type.Partial(Limits, { additionalProperties: false });
 
 export const LaunchBody = Type.Object(
   {
@@ -155,6 +177,8 @@ export const LaunchBody = Type.Object(
     name: Type.Optional(Type.String({ maxLength: 200 })),
     /** `ssh`: the target (`POST /v1/ssh-targets`) to make the workspace on; without it, the one the task's workspace is on. */
     sshTargetId: Type.Optional(Uuid),
+    /** What the agent may use, within the operator's maximum (the rest: its profile's, else the defaults). */
+    limits: Type.Optional(LimitsBody),
   },
   { additionalProperties: false },
 );
@@ -207,9 +231,15 @@ export const Session = Type.Object({
       /** running, exited, stopped or vanished; `status` is the same (kept for existing clients). */
       state: Type.String(),
       status: Type.String(),
+      /** `oom_killed` when its memory limit ended it; null when no limit did. */
+      outcome: Type.Union([Type.String(), Type.Null()]),
     }),
     Type.Null(),
   ]),
+  /** What its agents may use (issue 46); null when the operator runs agents without limits. */
+  limits: Type.Union([Limits, Type.Null()]),
+  /** What the agents of its workspace use together now (the task view's `usage`); null when none runs, or in lists. */
+  usage: Type.Union([UsageView, Type.Null()]),
   /** The run that last admitted the session (its launch, or its latest admitted resume). */
   links: Links,
   /**

@@ -1,8 +1,11 @@
 import type pg from 'pg';
 import { environmentDisk } from '../../db/disk';
+import type { Config } from '../../domain/config';
+import { overDiskQuota } from '../../domain/disk';
 import { canonicalEnvironmentOf } from '../../db/environments';
 import { sessionsOfTask } from '../../db/sessions';
 import { inSnapshot } from '../../db/pool';
+import { taskUsageOf } from '../../db/task-usage';
 import { findTask, taskRepositories, type TaskRow } from '../../db/tasks';
 import { notFound } from './api-error';
 
@@ -20,7 +23,7 @@ export const taskItem = (task: TaskRow) => ({
 });
 
 /** The task resource of spec/api.md. */
-export async function taskView(pool: pg.Pool, id: string) {
+export async function taskView(pool: pg.Pool, config: Pick<Config, 'limits' | 'taskDiskQuotaBytes'>, id: string) {
   // One snapshot: its environment's state and its sessions' as one moment saw them (a release or
   // an agent's end commits them together).
   const read = await inSnapshot(pool, async (client) => {
@@ -32,14 +35,24 @@ export async function taskView(pool: pg.Pool, id: string) {
     const sessions = await sessionsOfTask(client, id);
     // Its workspace's bytes as its host last measured them (a borrowed one's are its owner's) [R6.11].
     const disk = env?.materialized ? await environmentDisk(client, env.id) : null;
-    return { task, repos, env, sessions, disk };
+    // What the agents of its workspace use together (its owner's control group), while any runs.
+    const usage = env ? await taskUsageOf(client, env.task_id) : null;
+    return { task, repos, env, sessions, disk, usage };
   });
   if (!read) throw notFound('Task');
-  const { task, repos, env, sessions, disk } = read;
+  const { task, repos, env, sessions, disk, usage } = read;
   return {
     ...taskItem(task),
     pinned: task.pinned_at !== null,
     disk,
+    // What its agents may use (issue 46): each agent by default, all of them together at most, and its workspace on disk.
+    limits: {
+      agent: config.limits.enabled ? config.limits.defaults : null,
+      task: config.limits.enabled ? config.limits.maximum : null,
+      diskQuotaBytes: task.disk_quota_bytes ?? config.taskDiskQuotaBytes,
+      overDiskQuota: disk ? overDiskQuota(disk.bytes, task.disk_quota_bytes, config.taskDiskQuotaBytes) : false,
+    },
+    usage,
     repositories: repos.map((r) => ({
       repositoryId: r.repository_id,
       baseBranch: r.base_branch,

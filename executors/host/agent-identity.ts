@@ -172,6 +172,8 @@ export async function sandboxedCommand(
     pinnedFolders: worktrees,
     pointers,
     readOnlyFiles: input.prompt != null ? [promptPath] : [],
+    // With limits on, /tmp is bounded and counted in the agent's memory group (issue 46).
+    ...(config.limits.enabled ? { tmpBytes: config.limits.tmpBytes } : {}),
   };
   // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:
   // set inside the sandbox only, in no process's environment or argv outside it.

@@ -51,6 +51,8 @@ export interface ExitStatus {
   exitCode: number | null;
   signal: string | null;
   endedAt: string;
+  /** The limit that ended it: `memory` when the kernel killed a process of its group at its memory limit (issue 46). */
+  limit?: 'memory' | null;
 }
 
 /** The status file of an execution: beside its log. */
@@ -64,6 +66,7 @@ export async function readExitStatus(logPath: string): Promise<ExitStatus | null
       exitCode: typeof parsed.exitCode === 'number' ? parsed.exitCode : null,
       signal: typeof parsed.signal === 'string' ? parsed.signal : null,
       endedAt: String(parsed.endedAt),
+      limit: parsed.limit === 'memory' ? 'memory' : null,
     };
   } catch {
     return null;

@@ -42,6 +42,7 @@ import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
 import { agentUid, sandboxedCommand } from './agent-identity';
+import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup } from './agent-limits';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
 const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
@@ -96,6 +97,20 @@ export async function spawnDetached(
       ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
       ...input.command,
     ];
+  }
+  // Its limits (issue 46): its own control group, inside its task's, which the supervisor puts it
+  // in before it runs. Limits that cannot be set stop the start: never an agent without them.
+  const limitsLayout = await agentLimitsLayout(config.limits);
+  if (limitsLayout) {
+    const procs = await prepareAgentGroup(
+      limitsLayout,
+      config.limits.maximum,
+      input,
+      input.limits ?? config.limits.defaults,
+    ).catch(() => {
+      throw typedFailure('internal', { reason: 'agent_limits_not_applied' });
+    });
+    supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
   }
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
   const log = await open(logPath, 'a', 0o600);

@@ -64,6 +64,8 @@ async function collect(
     exitCode: outcome?.exitCode ?? null,
     signal: outcome?.signal ?? null,
     endedAt: outcome?.endedAt ?? null,
+    // Its memory limit ended it (the supervisor read its group's count of kills), issue 46.
+    outcome: outcome?.limit === 'memory' ? 'oom_killed' : null,
   });
   if (!ended) return null;
   logger.info(
@@ -73,6 +75,7 @@ async function collect(
       status,
       exitCode: outcome?.exitCode ?? null,
       signal: outcome?.signal ?? null,
+      ...(outcome?.limit === 'memory' ? { outcome: 'oom_killed' } : {}),
     },
     'agent ended',
   );

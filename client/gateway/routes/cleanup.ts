@@ -115,7 +115,7 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           await cancelCleanup(ctx.temporal, ctx.config, continuedJobOf(job), { by: 'unarchive' });
         else if (job) throw new ApiError('task_cleanup_in_progress');
         await unarchiveTask(ctx.pool, task.id);
-        return taskView(ctx.pool, task.id);
+        return taskView(ctx.pool, ctx.config, task.id);
       },
     );
 

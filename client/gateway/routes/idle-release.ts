@@ -78,7 +78,7 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         },
         handler: async (request) => {
           if (!(await setPinned(ctx.pool, request.params.id, pinned))) throw notFound('Task');
-          return taskView(ctx.pool, request.params.id);
+          return taskView(ctx.pool, ctx.config, request.params.id);
         },
       });
     }

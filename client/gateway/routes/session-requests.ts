@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { claimIdempotencyKey } from '../../../db/idempotency';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { BUILTIN_SHELL_PROFILE, localExecutorAllowed } from '../../../domain/config';
+import { overMaximum, resolveLimits, type AgentLimits, type LimitsRequest } from '../../../domain/limits';
 import { outageOf } from '../../../domain/outage';
 import { ApiError, badRequest } from '../api-error';
 import type { Role } from '../auth';
@@ -72,12 +73,28 @@ export function sessionRequests(ctx: GatewayContext) {
   /** The argv and the variables of the agent a launch starts: the profile's, with the request's args and env. */
   function resolveAgent(
     profile: string,
-    body: { command?: string[]; args?: string[]; env?: Record<string, string> },
-  ): { command: string[]; env: Record<string, string> } {
+    body: { command?: string[]; args?: string[]; env?: Record<string, string>; limits?: LimitsRequest },
+  ): { command: string[]; env: Record<string, string>; limits: AgentLimits } {
     validateEnv(body.env);
+    const launchLimits = body.limits ?? {};
+    const over = overMaximum(launchLimits, ctx.config.limits.maximum);
+    // The maximum is the operator's setting, not a secret: the caller can fit the request to it.
+    if (over)
+      throw new ApiError(
+        'limits_exceeded',
+        `limits.${over} is above the operator's maximum of ${ctx.config.limits.maximum[over]}.`,
+        {
+          limit: over,
+          maximum: ctx.config.limits.maximum[over],
+        },
+      );
     if (profile === BUILTIN_SHELL_PROFILE && ctx.config.shellProfile) {
       if (!body.command) throw badRequest('The shell profile needs command (an argv array).');
-      return { command: [...body.command, ...(body.args ?? [])], env: { ...(body.env ?? {}) } };
+      return {
+        command: [...body.command, ...(body.args ?? [])],
+        env: { ...(body.env ?? {}) },
+        limits: resolveLimits(ctx.config.limits.defaults, {}, launchLimits),
+      };
     }
     const configured = Object.prototype.hasOwnProperty.call(ctx.config.agentProfiles, profile)
       ? ctx.config.agentProfiles[profile]
@@ -93,7 +110,11 @@ export function sessionRequests(ctx: GatewayContext) {
       );
     }
     if (body.command) throw badRequest('command is only accepted by the shell profile.');
-    return { command: [...configured.command, ...(body.args ?? [])], env: { ...configured.env, ...(body.env ?? {}) } };
+    return {
+      command: [...configured.command, ...(body.args ?? [])],
+      env: { ...configured.env, ...(body.env ?? {}) },
+      limits: resolveLimits(ctx.config.limits.defaults, configured.limits ?? {}, launchLimits),
+    };
   }
 
   /**

@@ -6,6 +6,7 @@ import { latestExecution, type ExecutionRow } from '../../../db/executions';
 import { inSnapshot } from '../../../db/pool';
 import { restoresOfSessions, type SessionRestore } from '../../../db/saved-work';
 import { findSession, type SessionRow } from '../../../db/sessions';
+import { environmentUsage, type TaskUsage } from '../../../db/task-usage';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { launchRunOutcome, runOutcomeOf } from '../../engine-client';
@@ -31,6 +32,8 @@ export function sessionViews(ctx: GatewayContext) {
       role: null,
       name: null,
       execution: null,
+      limits: null,
+      usage: null,
       links: temporalLinks(ctx.config, launchWorkflowId(id)),
       ...(outcome.error ? { error: { ...outcome.error, message: ERROR_TABLE[outcome.error.code].message } } : {}),
     };
@@ -58,8 +61,11 @@ export function sessionViews(ctx: GatewayContext) {
             signal: exec.signal,
             state: exec.status,
             status: exec.status,
+            outcome: exec.outcome,
           }
         : null,
+      limits: ctx.config.limits.enabled ? (session.agent_limits ?? ctx.config.limits.defaults) : null,
+      usage: null as TaskUsage | null,
       links: temporalLinks(ctx.config, sessionRunWorkflowId(session.id, session.admitted_run)),
       // What this session's launch did with the work an idle release saved [R6.10].
       restore: restored?.restore ?? null,
@@ -75,11 +81,12 @@ export function sessionViews(ctx: GatewayContext) {
       if (!session) return null;
       const exec = await latestExecution(client, id);
       const restored = (await restoresOfSessions(client, [id])).get(id);
-      return { session, exec, restored };
+      const usage = session.environment_id ? await environmentUsage(client, session.environment_id) : null;
+      return { session, exec, restored, usage };
     });
     if (!read) return runOutcomeView(id);
-    const { session, exec, restored } = read;
-    const view = sessionViewOf(session, exec, restored);
+    const { session, exec, restored, usage } = read;
+    const view = { ...sessionViewOf(session, exec, restored), usage };
     // A failed session says why, as a failed first launch does: from the run that admitted it last (a resume's).
     if (session.state === 'failed') {
       const outcome = await runOutcomeOf(ctx.temporal, sessionRunWorkflowId(session.id, session.admitted_run)).catch(

@@ -119,6 +119,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           agentProfile,
           command: agent.command,
           env: agent.env,
+          limits: agent.limits,
           prompt: prompt ?? null,
           name: name ?? null,
           hostId,

@@ -108,10 +108,11 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             mode,
             groupId: mode === 'shared_group' ? (body.workspace?.groupId ?? randomUUID()) : null,
             quickChat: body.quickChat ?? false,
+            diskQuotaBytes: body.diskQuotaBytes ?? null,
             repositories,
           }),
         );
-        return reply.code(201).send(await taskView(ctx.pool, id));
+        return reply.code(201).send(await taskView(ctx.pool, ctx.config, id));
       },
     );
 
@@ -140,7 +141,7 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: { tags: ['tasks'], params: IdParams, response: { 200: Task, ...errorResponses } },
       },
       async (request) => {
-        return taskView(ctx.pool, request.params.id);
+        return taskView(ctx.pool, ctx.config, request.params.id);
       },
     );
   };

@@ -1,0 +1,171 @@
+/**
+ * The control groups that hold an agent to its limits (issue 46). Each task has a group (the
+ * operator's maximum: all its agents together) and each execution one inside it (the launch's own
+ * limits); the agent's supervisor puts the agent in it before the agent runs (native/agent-supervisor.c,
+ * TWS_CGROUP_PROCS), so that the agent and everything it starts are counted from their first
+ * instruction. cgroup v1 (memory, pids and cpu hierarchies) and v2 (the unified one) alike: what is
+ * written is domain/limits.ts cgroupWrites.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  cgroupHierarchies,
+  cgroupWrites,
+  delegation,
+  executionGroup,
+  taskGroup,
+  type AgentLimits,
+  type CgroupVersion,
+  type CgroupWrite,
+  type LimitSettings,
+} from '../../domain/limits';
+
+/** Where this host's hierarchies are mounted, and the folder (in each) the service's groups go in. */
+export interface CgroupLayout {
+  version: CgroupVersion;
+  /** Hierarchy name (`memory`, `pids`, `cpu`, or `unified`) → its mount point. */
+  mounts: Record<string, string>;
+  /** The service's folder in each hierarchy (TWS_CGROUP_PARENT, default `task-workspaces`). */
+  parent: string;
+}
+
+/** The supervisor's variable naming the groups' `cgroup.procs` files (native/agent-supervisor.c). */
+export const CGROUP_PROCS_VARIABLE = 'TWS_CGROUP_PROCS';
+
+const NO_LIMITS =
+  'agents cannot be limited here: no cgroup v2 with the memory, pids and cpu controllers, nor cgroup v1 hierarchies of them that this process may write (run as root, or set TWS_AGENT_LIMITS=off to run agents without limits)';
+
+/** The hierarchies from /proc/self/mountinfo: v2 when the unified one has the three controllers, else v1. */
+async function findLayout(parent: string): Promise<CgroupLayout | null> {
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const v1: Record<string, string> = {};
+  let unified: string | null = null;
+  for (const line of mountinfo.split('\n')) {
+    const [before, after] = line.split(' - ');
+    if (!before || !after) continue;
+    const mountPoint = before.split(' ')[4]!;
+    const [type, , superOptions] = after.split(' ');
+    if (type === 'cgroup2' && unified === null) unified = mountPoint;
+    if (type !== 'cgroup') continue;
+    for (const option of (superOptions ?? '').split(','))
+      if ((option === 'memory' || option === 'pids' || option === 'cpu') && !v1[option]) v1[option] = mountPoint;
+  }
+  if (unified) {
+    const controllers = await readFile(path.join(unified, 'cgroup.controllers'), 'utf8').catch(() => '');
+    const have = controllers.trim().split(/\s+/);
+    if (['memory', 'pids', 'cpu'].every((c) => have.includes(c))) return { version: 2, mounts: { unified }, parent };
+  }
+  if (v1.memory && v1.pids && v1.cpu) return { version: 1, mounts: v1, parent };
+  return null;
+}
+
+let probed: Promise<CgroupLayout | null> | null = null;
+
+/**
+ * This host's control groups for agents, found once per process and tried (the service's folder
+ * made in each hierarchy); null when the operator turned limits off. Throws, in one line, where
+ * limits are on and cannot be enforced: start-up refuses then, as it does without a sandbox.
+ */
+export async function agentLimitsLayout(settings: LimitSettings): Promise<CgroupLayout | null> {
+  if (!settings.enabled) return null;
+  probed ??= (async () => {
+    const layout = await findLayout(settings.cgroupParent);
+    if (!layout) return null;
+    try {
+      for (const hierarchy of cgroupHierarchies(layout.version))
+        await mkdir(path.join(layout.mounts[hierarchy]!, layout.parent), { recursive: true });
+      if (layout.version === 2) await writeAll(layout, [delegation(layout.parent)]);
+      return layout;
+    } catch {
+      return null;
+    }
+  })();
+  const layout = await probed;
+  if (!layout) throw new Error(NO_LIMITS);
+  return layout;
+}
+
+async function writeAll(layout: CgroupLayout, writes: CgroupWrite[]): Promise<void> {
+  for (const w of writes) await writeFile(path.join(layout.mounts[w.hierarchy]!, w.group, w.file), w.value);
+}
+
+/** v1 hosts that count swap in the memory controller: the same bound for memory and swap together. */
+async function swapBound(layout: CgroupLayout, group: string, limits: AgentLimits): Promise<void> {
+  if (layout.version !== 1) return;
+  const file = path.join(layout.mounts.memory!, group, 'memory.memsw.limit_in_bytes');
+  // Absent where the kernel does not account swap: nothing to bound.
+  await writeFile(file, String(limits.memoryBytes)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}
+
+/** The group made in each hierarchy, with its limits written; a group that was there already keeps its own unless `always`. */
+async function makeGroup(
+  layout: CgroupLayout,
+  group: string,
+  limits: AgentLimits,
+  opts: { always: boolean; delegate: boolean },
+): Promise<void> {
+  let made = false;
+  for (const hierarchy of cgroupHierarchies(layout.version))
+    await mkdir(path.join(layout.mounts[hierarchy]!, group)).then(
+      () => void (made = true),
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      },
+    );
+  if (!made && !opts.always) return;
+  const [memory, ...rest] = cgroupWrites(layout.version, group, limits);
+  // v1 takes memory+swap only at or above memory: memory first when lowering, swap first when raising.
+  await writeAll(layout, [memory!]).catch(async () => {
+    await swapBound(layout, group, limits);
+    await writeAll(layout, [memory!]);
+  });
+  await swapBound(layout, group, limits);
+  await writeAll(layout, rest);
+  if (opts.delegate) await writeAll(layout, [delegation(group)]);
+}
+
+/**
+ * The execution's group, made with its limits inside its task's (the maximum), before its agent
+ * starts. Answers the `cgroup.procs` files the supervisor writes the agent into.
+ */
+export async function prepareAgentGroup(
+  layout: CgroupLayout,
+  maximum: AgentLimits,
+  owner: { environmentTaskId: string; executionId: string },
+  limits: AgentLimits,
+): Promise<string[]> {
+  const task = taskGroup(layout.parent, owner.environmentTaskId);
+  const execution = executionGroup(layout.parent, owner.environmentTaskId, owner.executionId);
+  // The task's group may be removed by the end of its last agent meanwhile: made again, once.
+  for (let tries = 0; ; tries++) {
+    try {
+      // A task's group keeps what its first start wrote (the operator's maximum of that time).
+      await makeGroup(layout, task, maximum, { always: false, delegate: layout.version === 2 });
+      await makeGroup(layout, execution, limits, { always: true, delegate: false });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries > 0) throw err;
+    }
+  }
+  return cgroupHierarchies(layout.version).map((h) => path.join(layout.mounts[h]!, execution, 'cgroup.procs'));
+}
+
+/** What a task's agents use now, together: bytes of memory and processes; null without a group (no agent runs). */
+export async function taskUsage(
+  layout: CgroupLayout,
+  environmentTaskId: string,
+): Promise<{ memoryBytes: number; pids: number } | null> {
+  const group = taskGroup(layout.parent, environmentTaskId);
+  const read = (hierarchy: string, file: string) =>
+    readFile(path.join(layout.mounts[hierarchy]!, group, file), 'utf8').then(
+      (text) => Number(text.trim()),
+      () => null,
+    );
+  const v1 = layout.version === 1;
+  const memoryBytes = await read(v1 ? 'memory' : 'unified', v1 ? 'memory.usage_in_bytes' : 'memory.current');
+  const pids = await read(v1 ? 'pids' : 'unified', 'pids.current');
+  if (memoryBytes === null || pids === null || !Number.isFinite(memoryBytes) || !Number.isFinite(pids)) return null;
+  return { memoryBytes, pids };
+}
