@@ -23,7 +23,8 @@ export const AGENT_RUNNER = `set -u
 printf "%s\\n" "$$"
 exec >>"$1" 2>&1
 status_path=$2
-shift 2
+limits=$3
+shift 3
 IFS= read -r -d "" n || exit 97
 case "$n" in ""|*[!0-9]*) exit 97 ;; esac
 pairs=()
@@ -33,6 +34,12 @@ kill -STOP "$$"
 trap ":" TERM INT HUP
 (
   trap - TERM INT HUP
+  if [ -n "$limits" ]; then
+    held=
+    ulimit -d "\${limits%%:*}" 2>/dev/null && held="memory (data and anonymous mappings) \${limits%%:*} KiB"
+    ulimit -u "\${limits#*:}" 2>/dev/null && held="\${held:+$held, }processes of its user \${limits#*:}"
+    printf "task-workspaces: limits on this target (ulimit): %s; no CPU limit\\n" "\${held:-none}"
+  fi
   for ((i = 0; i < 2 * n; i += 2)); do export -- "\${pairs[i]}=\${pairs[i + 1]}"; done
   exec "$@"
 )
@@ -84,11 +91,13 @@ export const START_AGENT = script(
   'start agent',
   PROC_STAT +
     `
-runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 n=$6
-shift 6
+runner=$1 cwd=$2 log=$3 status=$4 prompt=$5 limits=$6 n=$7
+shift 7
 drain() { if [ -n "$prompt" ]; then cat >/dev/null; fi; }
 # A count reaches arithmetic, which would evaluate anything else.
 case "$n" in ""|*[!0-9]*) drain; exit 12 ;; esac
+case "$limits" in ""|[0-9]*:[0-9]*) ;; *) drain; exit 12 ;; esac
+case "$limits" in *[!0-9:]*|*:*:*) drain; exit 12 ;; esac
 real_dir "$cwd" || { drain; exit 10; }
 cd -- "$cwd" || { drain; exit 10; }
 (
@@ -109,7 +118,7 @@ fi
 rm -f -- "$status" "$status.tmp"
 # The environment goes to the runner through a pipe; descriptors past stderr are closed so the
 # runner holds nothing of this SSH session open.
-pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "\${@:2*n+1}" < <(printf "%s\\0" "$n" "\${@:1:2*n}") 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
+pid=$(setsid --fork bash -c "$runner" tws-agent-runner "$log" "$status" "$limits" "\${@:2*n+1}" < <(printf "%s\\0" "$n" "\${@:1:2*n}") 2>>"$log" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-)
 case "$pid" in ""|*[!0-9]*) exit 14 ;; esac
 for _ in $(seq 1 500); do
   proc_stat "$pid" || break

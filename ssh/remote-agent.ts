@@ -37,6 +37,8 @@ export async function startRemoteAgent(
     prompt?: string | null;
     env: Record<string, string>;
     argv: string[];
+    /** Applied by the runner where the target allows (ulimit: data and anonymous mappings, the user's processes); null: none. */
+    limits?: { memoryBytes: number; pids: number } | null;
   },
 ): Promise<{ pid: number; startTime: string } | { notStartable: true }> {
   if (a.argv.length === 0 || !a.argv[0]) throw new RemoteOperationError('invalid_argument');
@@ -50,6 +52,7 @@ export async function startRemoteAgent(
     absolutePath(a.logPath),
     absolutePath(a.statusPath),
     withPrompt ? absolutePath(a.promptPath!) : '',
+    a.limits ? `${Math.max(1, Math.floor(a.limits.memoryBytes / 1024))}:${a.limits.pids}` : '',
     String(env.length),
     ...env.flat(),
     ...a.argv,

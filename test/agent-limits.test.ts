@@ -231,6 +231,41 @@ describe('which limits apply', () => {
   });
 });
 
+describe('many at once', () => {
+  it("concurrent attaches each get their own group inside the task's; concurrent stops leave no group behind", async () => {
+    const h = await harness(limitsConfig());
+    const taskId = await newTask(h, 'crowd');
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const attaches = await Promise.all([11, 12, 13, 14].map((pids) => launch(h, taskId, { limits: { pids } })));
+    for (const [i, res] of attaches.entries()) {
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(groupFile(h, 'pids', taskId, res.body.executionId, 'pids.max')).toBe(String(11 + i));
+    }
+    expect(taskGroupFile(h, 'pids', taskId, 'pids.max')).toBe('200');
+    const sessions = [first, ...attaches].map((r) => r.body.sessionId as string);
+    const stops = await Promise.all(sessions.map((id) => h.api('POST', `/v1/sessions/${id}/stop`, {})));
+    for (const stop of stops) expect(stop.status, JSON.stringify(stop.body)).toBe(200);
+    // Each supervisor leaves its group as its agent ends; the last one its task's too.
+    await waitUntil(
+      async () => {
+        try {
+          taskGroupFile(h, 'pids', taskId, 'pids.max');
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      "the task's group gone",
+      20_000,
+    );
+    // A launch after that makes it again.
+    const again = await launch(h, taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(taskGroupFile(h, 'pids', taskId, 'pids.max')).toBe('200');
+  });
+});
+
 describe('disk', () => {
   it('a disk filler is stopped with the outcome disk_quota and its task refused 507; another task, and one with a larger quota of its own, go on', async () => {
     const h = await harness({ ...limitsConfig(), taskDiskQuotaBytes: 8 * MIB, diskQuotaCheckEveryMs: 300 });

@@ -310,6 +310,28 @@ describe('remote agent', () => {
     }
   });
 
+  it("applies the limits the target allows (ulimit: data and anonymous mappings, its user's processes) and says so in the log (issue 46)", async () => {
+    const t = await launched('a-limits');
+    const statusPath = path.join(root, 'logs/a-limits/agent.exit');
+    const logPath = path.join(root, 'logs/a-limits/agent.log');
+    const hog = await startRemoteAgent(target, {
+      cwd: t.slot.repoPath,
+      logPath,
+      statusPath,
+      env: {},
+      argv: ['python3', '-c', 'b = bytearray(512 << 20)\nprint("allocated")'],
+      limits: { memoryBytes: 64 << 20, pids: 1000 },
+    });
+    expect(hog).not.toHaveProperty('notStartable');
+    expect(await until(() => readRemoteExitStatus(target, statusPath))).toMatchObject({ exitCode: 1 });
+    const log = (await readRemoteLog(target, { logPath, offset: 0, maxBytes: 10_000 })).toString();
+    expect(log).toContain(
+      'task-workspaces: limits on this target (ulimit): memory (data and anonymous mappings) 65536 KiB, processes of its user 1000; no CPU limit',
+    );
+    expect(log).toContain('MemoryError');
+    expect(log).not.toContain('allocated');
+  });
+
   it('records an exit code, and a signal for an agent that was stopped, with its child stopped too', async () => {
     const t = await launched('a2');
     const statusPath = path.join(root, 'logs/a2/exit3.exit');

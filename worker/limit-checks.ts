@@ -18,7 +18,7 @@ import type { Config } from '../domain/config';
 import { outageOf } from '../domain/outage';
 import { pathExists } from '../executors/host/workspace-fs';
 import { executorsOf } from '../executors/registry';
-import { agentLimitsLayout, taskUsage } from '../executors/host/agent-limits';
+import { agentLimitsLayout, sweepAgentGroups, taskUsage } from '../executors/host/agent-limits';
 import { recordTaskUsage } from '../db/task-usage';
 
 interface RunningAgent {
@@ -57,6 +57,8 @@ async function runningByEnvironment(
 /** The control group of each task whose agents run on this host, read and recorded (none: the host's rows go). */
 async function recordUsage(pool: pg.Pool, config: Config, owners: Set<string>): Promise<void> {
   const layout = await agentLimitsLayout(config.limits).catch(() => null);
+  // Groups no supervisor left (it was killed first), once a minute old and empty.
+  if (layout) await sweepAgentGroups(layout, { minAgeMs: 60_000 });
   const usage: { taskId: string; memoryBytes: number; pids: number }[] = [];
   if (layout)
     for (const taskId of owners) {

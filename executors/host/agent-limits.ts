@@ -6,7 +6,7 @@
  * instruction. cgroup v1 (memory, pids and cpu hierarchies) and v2 (the unified one) alike: what is
  * written is domain/limits.ts cgroupWrites.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   cgroupHierarchies,
@@ -168,4 +168,56 @@ export async function taskUsage(
   const pids = await read(v1 ? 'pids' : 'unified', 'pids.current');
   if (memoryBytes === null || pids === null || !Number.isFinite(memoryBytes) || !Number.isFinite(pids)) return null;
   return { memoryBytes, pids };
+}
+
+/** The groups of one task (`task-<id>`) and of its executions (`exec-<id>`), as the first hierarchy holds them. */
+async function groupsOf(folder: string, prefix: string): Promise<string[]> {
+  return (await readdir(folder, { withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isDirectory() && e.name.startsWith(prefix))
+    .map((e) => e.name);
+}
+
+/** Removes a group from every hierarchy; false where a process (or a child group) still holds it. */
+async function removeGroup(layout: CgroupLayout, group: string): Promise<boolean> {
+  let removed = true;
+  for (const hierarchy of cgroupHierarchies(layout.version))
+    await rmdir(path.join(layout.mounts[hierarchy]!, group)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') removed = false;
+    });
+  return removed;
+}
+
+/**
+ * The groups its supervisor could not leave (it was killed first: a stop past its grace, a host
+ * going down): an execution's group once it holds no process, and a task's once it holds no
+ * execution's. Only groups older than `minAgeMs`: a start makes its group a moment before its agent
+ * joins it. Called with the execution that just stopped (its own group at once) and by the
+ * periodic limits check (every one). Answers how many groups went.
+ */
+export async function sweepAgentGroups(
+  layout: CgroupLayout,
+  opts: { executionId?: string; minAgeMs: number },
+): Promise<number> {
+  const root = path.join(layout.mounts[cgroupHierarchies(layout.version)[0]!]!, layout.parent);
+  const ageOf = async (folder: string) => Date.now() - ((await stat(folder).catch(() => null))?.mtimeMs ?? Date.now());
+  let removed = 0;
+  for (const task of await groupsOf(root, 'task-')) {
+    const execs = await groupsOf(path.join(root, task), 'exec-');
+    // The stopped execution's own (whatever its age), else every old one.
+    const mine = opts.executionId ? execs.includes(`exec-${opts.executionId}`) : false;
+    if (opts.executionId && !mine) continue;
+    for (const exec of execs) {
+      if (opts.executionId && exec !== `exec-${opts.executionId}`) continue;
+      const folder = path.join(root, task, exec);
+      const procs = await readFile(path.join(folder, 'cgroup.procs'), 'utf8').catch(() => null);
+      if (procs === null || procs.trim() !== '') continue;
+      if (!mine && (await ageOf(folder)) < opts.minAgeMs) continue;
+      if (await removeGroup(layout, `${layout.parent}/${task}/${exec}`)) removed++;
+    }
+    const folder = path.join(root, task);
+    if ((await groupsOf(folder, 'exec-')).length > 0) continue;
+    if (!mine && (await ageOf(folder)) < opts.minAgeMs) continue;
+    if (await removeGroup(layout, `${layout.parent}/${task}`)) removed++;
+  }
+  return removed;
 }

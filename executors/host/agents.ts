@@ -42,7 +42,7 @@ import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
 import { agentUid, sandboxedCommand } from './agent-identity';
-import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup } from './agent-limits';
+import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup, sweepAgentGroups } from './agent-limits';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
 const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
@@ -286,6 +286,9 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
       const agent = { executionId: exec.id, pid: exec.pid, processStartTime: exec.process_start_time };
       if (!(await stopRecordedAgent(pool, agent, config.agentStopGraceMs))) throw typedFailure('internal');
       await markStopped(pool, exec.id, await readExitStatus(exec.log_path));
+      // Its control groups, where its supervisor was stopped before it could leave them (issue 46).
+      const layout = await agentLimitsLayout(config.limits).catch(() => null);
+      if (layout) await sweepAgentGroups(layout, { executionId: exec.id, minAgeMs: 0 }).catch(() => 0);
       return 'stopped';
     },
   };
