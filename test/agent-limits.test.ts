@@ -267,6 +267,26 @@ describe('many at once', () => {
 });
 
 describe('disk', () => {
+  it("what an agent writes into its task's object store and its home counts toward its quota", async () => {
+    const h = await harness({ ...limitsConfig(), taskDiskQuotaBytes: 8 * MIB, diskQuotaCheckEveryMs: 300 });
+    const taskId = await newTask(h, 'object-filler');
+    // Incompressible blobs written as objects (into the task's store, outside the worktree), and a file in its home.
+    const script = [
+      'head -c 6000000 /dev/urandom > /tmp/a && git hash-object -w /tmp/a >/dev/null && rm /tmp/a',
+      'head -c 6000000 /dev/urandom > "$HOME/b"',
+      'echo filled; sleep 600',
+    ].join('\n');
+    const res = await launch(h, taskId, { command: ['sh', '-c', script] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await agentOutputUntil(h, res.body.executionId, 'filled');
+    let view: any;
+    await waitUntil(
+      async () => (view = (await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body).state === 'stopped',
+      'the filler to be stopped',
+    );
+    expect(view.execution).toMatchObject({ state: 'stopped', outcome: 'disk_quota' });
+  });
+
   it('a disk filler is stopped with the outcome disk_quota and its task refused 507; another task, and one with a larger quota of its own, go on', async () => {
     const h = await harness({ ...limitsConfig(), taskDiskQuotaBytes: 8 * MIB, diskQuotaCheckEveryMs: 300 });
     const fill = ['sh', '-c', 'dd if=/dev/zero of=big bs=1M count=32 2>/dev/null; echo filled; sleep 600'];

@@ -9,6 +9,7 @@
  * under its quota, or its quota is raised. A measured bound: an agent can write past the quota
  * for up to one interval (and what its disk allows meanwhile) before it is stopped.
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -18,47 +19,70 @@ import type { Config } from '../domain/config';
 import { outageOf } from '../domain/outage';
 import { pathExists } from '../executors/host/workspace-fs';
 import { executorsOf } from '../executors/registry';
+import { objectStoresListPath } from '../executors/host/exits';
 import { agentLimitsLayout, sweepAgentGroups, taskUsage } from '../executors/host/agent-limits';
 import { recordTaskUsage } from '../db/task-usage';
 
 interface RunningAgent {
   id: string;
-  /** Its home (in its run folder, beside its log): written by it, counted with its workspace. */
-  home: string | null;
+  /** Its run log on this host (null: on an SSH target): its home and its list of task object stores are beside it. */
+  logPath: string | null;
+}
+
+/**
+ * What a host agent writes besides its workspace, counted with it: its home (in its run folder)
+ * and the task object stores its commits go to (listed beside its log when it started).
+ */
+async function writtenBesides(agent: RunningAgent): Promise<string[]> {
+  if (!agent.logPath) return [];
+  const home = path.join(path.dirname(agent.logPath), 'home');
+  const stores = await readFile(objectStoresListPath(agent.logPath), 'utf8').then(
+    (text) => {
+      const listed: unknown = JSON.parse(text);
+      return Array.isArray(listed) ? listed.filter((d): d is string => typeof d === 'string') : [];
+    },
+    () => [] as string[],
+  );
+  return [home, ...stores];
 }
 
 /** The running executions of this host's agents, by the environment their session works in, and those environments' owners. */
 async function runningByEnvironment(
   pool: pg.Pool,
   hostId: string,
-): Promise<{ byEnvironment: Map<string, RunningAgent[]>; owners: Set<string> }> {
+): Promise<{ byEnvironment: Map<string, RunningAgent[]>; owners: Set<string>; quotaOf: Map<string, number | null> }> {
   const res = await pool.query<{
     environment_id: string;
     owner: string;
+    disk_quota_bytes: number | null;
     id: string;
     log_path: string;
     ssh_target_id: string | null;
   }>(
-    `SELECT s.environment_id, e.task_id AS owner, x.id, x.log_path, x.ssh_target_id
+    `SELECT s.environment_id, e.task_id AS owner, t.disk_quota_bytes::float8 AS disk_quota_bytes, x.id, x.log_path, x.ssh_target_id
        FROM executions x JOIN sessions s ON s.id = x.session_id JOIN task_environments e ON e.id = s.environment_id
+       JOIN tasks t ON t.id = e.task_id
       WHERE x.host_id = $1 AND x.status = 'running'`,
     [hostId],
   );
   const byEnvironment = new Map<string, RunningAgent[]>();
   const owners = new Set<string>();
+  const quotaOf = new Map<string, number | null>();
   for (const row of res.rows) {
+    quotaOf.set(row.environment_id, row.disk_quota_bytes);
     if (!row.ssh_target_id) owners.add(row.owner);
-    const agent = { id: row.id, home: row.ssh_target_id ? null : path.join(path.dirname(row.log_path), 'home') };
+    const agent = { id: row.id, logPath: row.ssh_target_id ? null : row.log_path };
     byEnvironment.set(row.environment_id, [...(byEnvironment.get(row.environment_id) ?? []), agent]);
   }
-  return { byEnvironment, owners };
+  return { byEnvironment, owners, quotaOf };
 }
 
 /** The control group of each task whose agents run on this host, read and recorded (none: the host's rows go). */
-async function recordUsage(pool: pg.Pool, config: Config, owners: Set<string>): Promise<void> {
+async function recordUsage(pool: pg.Pool, config: Config, owners: Set<string>, sweep: boolean): Promise<void> {
   const layout = await agentLimitsLayout(config.limits).catch(() => null);
-  // Groups no supervisor left (it was killed first), once a minute old and empty.
-  if (layout) await sweepAgentGroups(layout, { minAgeMs: 60_000 });
+  // Groups no supervisor left (it was killed first), once a minute old and empty: now and then,
+  // as it reads every group of the host.
+  if (layout && sweep) await sweepAgentGroups(layout, { minAgeMs: 60_000 });
   const usage: { taskId: string; memoryBytes: number; pids: number }[] = [];
   if (layout)
     for (const taskId of owners) {
@@ -69,28 +93,30 @@ async function recordUsage(pool: pg.Pool, config: Config, owners: Set<string>): 
 }
 
 /** One round: each workspace with running agents measured, and those over their quota stopped. */
-async function checkLimits(deps: { pool: pg.Pool; config: Config; logger: Logger }): Promise<number> {
+async function checkLimits(deps: { pool: pg.Pool; config: Config; logger: Logger }, sweep: boolean): Promise<number> {
   const { pool, config, logger } = deps;
   const executors = executorsOf(deps);
-  const { byEnvironment: running, owners } = await runningByEnvironment(pool, config.hostId);
-  await recordUsage(pool, config, owners);
+  const { byEnvironment: running, owners, quotaOf } = await runningByEnvironment(pool, config.hostId);
+  await recordUsage(pool, config, owners, sweep);
   if (running.size === 0) return 0;
   let stopped = 0;
   for (const place of await workspacesToMeasure(pool, config.hostId)) {
     const agents = running.get(place.environmentId);
-    if (!agents) continue;
+    // Measured only where a quota applies: its task's own, else the operator's.
+    if (!agents || (quotaOf.get(place.environmentId) ?? config.taskDiskQuotaBytes) === null) continue;
     const executor = executors.at(place);
     const bytes = await executor.workspaceBytes(place).catch(() => null);
     if (bytes === null) continue;
-    // The agents' homes count too: what an agent writes anywhere it may is its task's.
-    let homes = 0;
-    for (const agent of agents)
-      if (agent.home && (await pathExists(agent.home)))
-        homes += (await executor.workspaceBytes({ ...place, workspacePath: agent.home }).catch(() => 0)) ?? 0;
+    // Its agents' homes and object stores count too: what an agent writes anywhere it may is its task's.
+    const besides = new Set((await Promise.all(agents.map(writtenBesides))).flat());
+    let more = 0;
+    for (const folder of besides)
+      if (await pathExists(folder))
+        more += (await executor.workspaceBytes({ ...place, workspacePath: folder }).catch(() => 0)) ?? 0;
     await recordEnvironmentDisk(pool, {
       environmentId: place.environmentId,
       hostId: config.hostId,
-      bytes: bytes + homes,
+      bytes: bytes + more,
     });
     if (!(await environmentOverQuota(pool, place.environmentId, config.taskDiskQuotaBytes))) continue;
     for (const { id } of agents) {
@@ -108,13 +134,19 @@ async function checkLimits(deps: { pool: pg.Pool; config: Config; logger: Logger
   return stopped;
 }
 
+/** How often the check also looks for groups no supervisor left (it reads every group of the host). */
+const SWEEP_EVERY_MS = 5 * 60_000;
+
 /** Checks now and every interval after (never two at once); `stop()` ends it once a round in flight ended. */
 export function startLimitChecks(deps: { pool: pg.Pool; config: Config; logger: Logger }): {
   stop(): Promise<void>;
 } {
   let inFlight: Promise<unknown> | null = null;
+  let lastSweep = 0;
   const check = () => {
-    inFlight ??= checkLimits(deps)
+    const sweep = Date.now() - lastSweep >= SWEEP_EVERY_MS;
+    if (sweep && !inFlight) lastSweep = Date.now();
+    inFlight ??= checkLimits(deps, sweep)
       .catch((err: unknown) =>
         outageOf(err)
           ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; limits check missed')

@@ -86,7 +86,8 @@ export async function agentLimitsLayout(settings: LimitSettings): Promise<Cgroup
 }
 
 async function writeAll(layout: CgroupLayout, writes: CgroupWrite[]): Promise<void> {
-  for (const w of writes) await writeFile(path.join(layout.mounts[w.hierarchy]!, w.group, w.file), w.value);
+  // Each file on its own: written side by side (an attach waits for one round, not one per file).
+  await Promise.all(writes.map((w) => writeFile(path.join(layout.mounts[w.hierarchy]!, w.group, w.file), w.value)));
 }
 
 /** v1 hosts that count swap in the memory controller: the same bound for memory and swap together. */
@@ -99,31 +100,34 @@ async function swapBound(layout: CgroupLayout, group: string, limits: AgentLimit
   });
 }
 
-/** The group made in each hierarchy, with its limits written; a group that was there already keeps its own unless `always`. */
-async function makeGroup(
-  layout: CgroupLayout,
-  group: string,
-  limits: AgentLimits,
-  opts: { always: boolean; delegate: boolean },
-): Promise<void> {
-  let made = false;
-  for (const hierarchy of cgroupHierarchies(layout.version))
-    await mkdir(path.join(layout.mounts[hierarchy]!, group)).then(
-      () => void (made = true),
-      (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
-      },
-    );
-  if (!made && !opts.always) return;
+/** The group made in each hierarchy (side by side): true when this call made it, false when it was there. */
+async function makeFolders(layout: CgroupLayout, group: string): Promise<boolean> {
+  const made = await Promise.all(
+    cgroupHierarchies(layout.version).map((hierarchy) =>
+      mkdir(path.join(layout.mounts[hierarchy]!, group)).then(
+        () => true,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+          return false;
+        },
+      ),
+    ),
+  );
+  return made.some(Boolean);
+}
+
+/** A group's limits: memory with swap in their order, the rest beside them. */
+async function writeLimits(layout: CgroupLayout, group: string, limits: AgentLimits): Promise<void> {
   const [memory, ...rest] = cgroupWrites(layout.version, group, limits);
-  // v1 takes memory+swap only at or above memory: memory first when lowering, swap first when raising.
-  await writeAll(layout, [memory!]).catch(async () => {
+  const memoryAndSwap = async () => {
+    // v1 takes memory+swap only at or above memory: memory first when lowering, swap first when raising.
+    await writeAll(layout, [memory!]).catch(async () => {
+      await swapBound(layout, group, limits);
+      await writeAll(layout, [memory!]);
+    });
     await swapBound(layout, group, limits);
-    await writeAll(layout, [memory!]);
-  });
-  await swapBound(layout, group, limits);
-  await writeAll(layout, rest);
-  if (opts.delegate) await writeAll(layout, [delegation(group)]);
+  };
+  await Promise.all([memoryAndSwap(), writeAll(layout, rest)]);
 }
 
 /**
@@ -138,17 +142,22 @@ export async function prepareAgentGroup(
 ): Promise<string[]> {
   const task = taskGroup(layout.parent, owner.environmentTaskId);
   const execution = executionGroup(layout.parent, owner.environmentTaskId, owner.executionId);
-  // The task's group may be removed by the end of its last agent meanwhile: made again, once.
+  // The execution's group first: its task's is there while another of its agents runs (an attach).
+  // Without it (a first start, or its last agent ended meanwhile) the task's group is made, with
+  // the operator's maximum, and the execution's again; a task's group keeps what its maker wrote.
   for (let tries = 0; ; tries++) {
     try {
-      // A task's group keeps what its first start wrote (the operator's maximum of that time).
-      await makeGroup(layout, task, maximum, { always: false, delegate: layout.version === 2 });
-      await makeGroup(layout, execution, limits, { always: true, delegate: false });
+      await makeFolders(layout, execution);
       break;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries > 0) throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries > 1) throw err;
+      if (await makeFolders(layout, task)) {
+        await writeLimits(layout, task, maximum);
+        if (layout.version === 2) await writeAll(layout, [delegation(task)]);
+      }
     }
   }
+  await writeLimits(layout, execution, limits);
   return cgroupHierarchies(layout.version).map((h) => path.join(layout.mounts[h]!, execution, 'cgroup.procs'));
 }
 
