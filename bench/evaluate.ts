@@ -103,6 +103,20 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
       failed(r.diskMeasurement),
     ),
   );
+  out.push(
+    judge(
+      TARGETS.limitsAttach,
+      value(r.limits, (l) => l.attachRatioP50),
+      failed(r.limits),
+    ),
+  );
+  out.push(
+    judge(
+      TARGETS.limitsFirstLaunch,
+      value(r.limits, (l) => l.firstLaunchRatioP50),
+      failed(r.limits),
+    ),
+  );
   const supervision = r.supervision?.ok ? r.supervision.value.supervisor : null;
   out.push(judge(TARGETS.supervisorPss, supervision?.pssP50Mb, failed(r.supervision)));
   out.push(judge(TARGETS.supervisorStartCpu, supervision?.cpuP50Ms, failed(r.supervision)));

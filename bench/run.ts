@@ -27,6 +27,7 @@ import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
 import { runDiskMeasurement } from './scenarios/disk-measurement';
+import { runLimits } from './scenarios/limits';
 import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
 import { runIdleRelease } from './scenarios/idle-release';
@@ -177,6 +178,8 @@ async function main(): Promise<void> {
     const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
     // Restarts the worker and the gateway before each block, and once more at the end as they first ran.
     const tracing = await scenario('14 tracing exporting vs not loaded', () => runTracing(ctx));
+    // Restarts the worker and the gateway before each block too (TWS_AGENT_LIMITS is read at start).
+    const limits = await scenario('15 limits on vs off', () => runLimits(ctx));
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () =>
       measureTemporalFloor(temporal, services.temporalAddress, 'default'),
@@ -230,6 +233,7 @@ async function main(): Promise<void> {
           '10 idle release and restore',
           '11 disk measurement and launch latency (restarts the worker)',
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
+          '15 limits on vs off (restarts the worker and the gateway before each block)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],
@@ -260,6 +264,7 @@ async function main(): Promise<void> {
           "Per-agent supervision (issue 28, bench/supervision.ts, also run alone by bench/supervisor-cost.ts): agents (`sleep 60`) started through the benchmark process’s process starter, detached, as the product starts its agents, under the old node shim, the C supervisor, and beside `sh -c 'exec sleep 60'` (no wrapper left) and `sh -c 'sleep 60; exit $?'` (a shell wrapper); PSS from smaps_rollup and CPU from every thread’s schedstat ~200 ms after the start, of the supervising process alone (the agent is another process). The CPU target is judged on the raw figure, which includes the exec out of the starter; the figure above the `exec sleep` floor is beside it.",
           '100 agents alive (issue 28): attach launches on 4 ready tasks until that many agents run, after a warm-up round of as many launches killed again; VmRSS of the worker and the gateway sampled every 250 ms after a settling wait, medians compared; their process starters’ RSS (the parent of the gateway’s agents) beside, not added.',
           'Tracing (issue 28): the worker and the gateway restarted for each phase (the endpoint is read at start): not loaded (OTEL_EXPORTER_OTLP_ENDPOINT unset, as every other scenario runs), loaded with OTEL_TRACES_SAMPLER=always_off (nothing recorded or exported), and exporting every span over OTLP/HTTP JSON to a sink in the benchmark process that answers 200 and discards (batched every 5 s, the SDK’s default); blocks off → on → loaded → loaded → on → off …, each on the services restarted for it, followed by a few unmeasured attaches (10; quick: 5); then restarted as they first ran. Judged: exporting / not loaded.',
+          'Limits (issue 46): the worker and the gateway restarted for each block with TWS_AGENT_LIMITS=on or off (read at start); blocks off → on → on → off, each after a few unmeasured attaches; in each block an attach on a ready task and a first launch of a new task (one repository) alternate. Judged: on / off, each.',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -279,6 +284,7 @@ async function main(): Promise<void> {
       supervision,
       agentsAlive,
       tracing,
+      limits,
       exitDetection,
       memory,
       gitLayer,

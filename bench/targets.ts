@@ -87,6 +87,20 @@ export const TARGETS = {
     value: 0.6,
     unit: 'x',
   },
+  limitsAttach: {
+    id: 'attach_with_limits_ratio',
+    label: 'Attach p50 with agents’ limits on / off',
+    comparator: '<=',
+    value: 1.05,
+    unit: 'x',
+  },
+  limitsFirstLaunch: {
+    id: 'first_launch_with_limits_ratio',
+    label: 'First launch p50 with agents’ limits on / off',
+    comparator: '<=',
+    value: 1.05,
+    unit: 'x',
+  },
   diskMeasurementAttach: {
     id: 'attach_with_disk_measurement_ratio',
     label: 'Attach p50 with the disk measurement running / without',

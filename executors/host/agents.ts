@@ -68,6 +68,14 @@ export async function spawnDetached(
     { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
     input.env ?? {},
   );
+  // The agent's control groups are made while the rest of its start is prepared (a group left by a
+  // start that fails after is empty, and swept): null without limits, false when they could not be made.
+  const limitsLayout = await agentLimitsLayout(config.limits);
+  const groupReady: Promise<string[] | null | false> = limitsLayout
+    ? prepareAgentGroup(limitsLayout, config.limits.maximum, input, input.limits ?? config.limits.defaults).catch(
+        () => false as const,
+      )
+    : Promise.resolve(null);
   const supervisorBinary = await agentSupervisor();
   if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH)))
     throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
@@ -100,18 +108,9 @@ export async function spawnDetached(
   }
   // Its limits (issue 46): its own control group, inside its task's, which the supervisor puts it
   // in before it runs. Limits that cannot be set stop the start: never an agent without them.
-  const limitsLayout = await agentLimitsLayout(config.limits);
-  if (limitsLayout) {
-    const procs = await prepareAgentGroup(
-      limitsLayout,
-      config.limits.maximum,
-      input,
-      input.limits ?? config.limits.defaults,
-    ).catch(() => {
-      throw typedFailure('internal', { reason: 'agent_limits_not_applied' });
-    });
-    supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
-  }
+  const procs = await groupReady;
+  if (procs === false) throw typedFailure('internal', { reason: 'agent_limits_not_applied' });
+  if (procs) supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
   const log = await open(logPath, 'a', 0o600);
   try {
