@@ -101,6 +101,9 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
     return task && (await settleAbandonedMaterializer(task)) ? admit() : outcome;
   }
 
+  /** A new environment's id, in case admission makes one. */
+  const newIds = () => ({ newEnvironmentId: randomUUID() });
+
   return {
     /** Admission: elect, attach or refuse, in one transaction [R1]. */
     async admitLaunch(req: LaunchRequest): Promise<LaunchPlan> {
@@ -108,13 +111,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         async () => req.taskId,
         () =>
           inTransaction(pool, (client) =>
-            admitInTransaction(
-              client,
-              req,
-              { newEnvironmentId: randomUUID() },
-              config.workspaceRoot,
-              config.taskDiskQuotaBytes,
-            ),
+            admitInTransaction(client, req, newIds(), config.workspaceRoot, config.taskDiskQuotaBytes),
           ),
       );
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
@@ -251,13 +248,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         async () => (await sessionRead)?.task_id ?? null,
         () =>
           inTransaction(pool, (client) =>
-            admitResumeInTransaction(
-              client,
-              req,
-              { newEnvironmentId: randomUUID() },
-              config.workspaceRoot,
-              config.taskDiskQuotaBytes,
-            ),
+            admitResumeInTransaction(client, req, newIds(), config.workspaceRoot, config.taskDiskQuotaBytes),
           ),
       ).catch(async (err: unknown) => {
         await sessionRead.catch(() => null);

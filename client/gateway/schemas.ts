@@ -1,6 +1,7 @@
 /** Request and response schemas of spec/api.md; they validate input and generate /openapi.json. */
 import { Type, type Static } from '@sinclair/typebox';
 import { REPOSITORY_NAME_PATTERN } from '../../domain/refs';
+import { Limits, LimitsBody, TaskLimits, Usage } from './limit-schemas';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const IdParams = Type.Object({ id: Uuid });
@@ -115,8 +116,6 @@ export const TaskItem = Type.Object({
   quickChat: Type.Boolean(),
   createdAt: Type.String(),
 });
-const AgentLimitsView = Type.Object({ memoryBytes: Type.Number(), pids: Type.Number(), cpus: Type.Number() });
-const UsageView = Type.Object({ memoryBytes: Type.Number(), pids: Type.Number(), measuredAt: Type.String() });
 
 export const Task = Type.Object({
   ...TaskItem.properties,
@@ -125,14 +124,9 @@ export const Task = Type.Object({
   /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
   disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
   /** What its agents may use (issue 46): each agent by default, all together at most (null: limits off), its disk quota (null: none). */
-  limits: Type.Object({
-    agent: Type.Union([AgentLimitsView, Type.Null()]),
-    task: Type.Union([AgentLimitsView, Type.Null()]),
-    diskQuotaBytes: Type.Union([Type.Number(), Type.Null()]),
-    overDiskQuota: Type.Boolean(),
-  }),
+  limits: TaskLimits,
   /** What the agents of its workspace use together now (memory, processes), as its host last read it; null when none runs. */
-  usage: Type.Union([UsageView, Type.Null()]),
+  usage: Type.Union([Usage, Type.Null()]),
   repositories: Type.Array(
     Type.Object({
       repositoryId: Uuid,
@@ -146,14 +140,6 @@ export const Task = Type.Object({
 
 /** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL). */
 export const Links = Type.Object({ temporal: Type.String() });
-
-/** An agent's limits (issue 46): bytes of memory (its /tmp counted), processes, CPUs. */
-const Limits = Type.Object({
-  memoryBytes: Type.Integer({ minimum: 1 }),
-  pids: Type.Integer({ minimum: 1 }),
-  cpus: Type.Number({ exclusiveMinimum: 0 }),
-});
-const LimitsBody = Type.Partial(Limits, { additionalProperties: false });
 
 export const LaunchBody = Type.Object(
   {
@@ -239,7 +225,7 @@ export const Session = Type.Object({
   /** What its agents may use (issue 46); null when the operator runs agents without limits. */
   limits: Type.Union([Limits, Type.Null()]),
   /** What the agents of its workspace use together now (the task view's `usage`); null when none runs, or in lists. */
-  usage: Type.Union([UsageView, Type.Null()]),
+  usage: Type.Union([Usage, Type.Null()]),
   /** The run that last admitted the session (its launch, or its latest admitted resume). */
   links: Links,
   /**
