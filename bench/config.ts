@@ -90,7 +90,12 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
     supervision: { agents: int(env.BENCH_SUPERVISION_AGENTS, q(50, 20)) },
     alive: { agents: int(env.BENCH_ALIVE_AGENTS, 100), tasks: 4, settleMs: q(5000, 3000), sampleMs: q(5000, 3000) },
     tracing: { samples: int(env.BENCH_TRACING_SAMPLES, q(60, 12)), block: q(15, 6), warmup: q(10, 5), tasks: q(10, 4) },
-    limits: { samples: int(env.BENCH_LIMITS_SAMPLES, q(40, 10)), block: q(10, 5), warmup: q(5, 3), tasks: q(6, 3) },
+    limits: {
+      samples: int(env.BENCH_LIMITS_SAMPLES, q(60, 10)),
+      block: int(env.BENCH_LIMITS_BLOCK, q(5, 5)),
+      warmup: q(5, 3),
+      tasks: q(6, 3),
+    },
     resultsDir: env.BENCH_RESULTS_DIR ?? path.join(benchDir, 'results'),
   };
 }
