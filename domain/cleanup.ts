@@ -163,7 +163,16 @@ export interface RetryPolicy {
   /** Waits between attempts, in milliseconds; the last one repeats if attempts outnumber it. */
   waitsMs: number[];
   maxAttempts: number;
+  /**
+   * How long a cleanup's step on another worker may go without a heartbeat before it runs again
+   * elsewhere (a worker that died mid-removal): TWS_STEP_HEARTBEAT_TIMEOUT_MS. Absent in inputs
+   * from before it existed: the 30 s those ran with.
+   */
+  heartbeatTimeoutMs?: number;
 }
+
+/** A host step's heartbeat timeout unless the operator sets another (TWS_STEP_HEARTBEAT_TIMEOUT_MS). */
+export const STEP_HEARTBEAT_TIMEOUT_MS = 30_000;
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -2,7 +2,7 @@
  * Runtime configuration, read from an environment record. Pure: the caller passes
  * process.env (or a test's own record), so tests and fault injection hand in their own.
  */
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './cleanup';
+import { DEFAULT_RETRY_POLICY, STEP_HEARTBEAT_TIMEOUT_MS, type RetryPolicy } from './cleanup';
 
 import { agentVariableProblem } from './agent-env';
 import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
@@ -180,6 +180,15 @@ export const socketAddressOf = (address: ListenAddress): string =>
 
 const HOUR_MS = 3_600_000;
 
+/** A step's heartbeat timeout: 30 s by default, at least 3 s (a step heartbeats at a quarter of it, at most every 5 s). */
+function parseHeartbeatTimeout(raw: string | undefined): number {
+  if (!raw) return STEP_HEARTBEAT_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 3000 || ms > 600_000)
+    throw new Error('TWS_STEP_HEARTBEAT_TIMEOUT_MS must be milliseconds between 3000 and 600000');
+  return ms;
+}
+
 function parseWaits(raw: string | undefined): number[] {
   if (!raw) return DEFAULT_RETRY_POLICY.waitsMs;
   const waits = raw.split(',').map((w) => Number(w.trim()));
@@ -261,6 +270,7 @@ export function loadConfig(
     cleanupPolicy: {
       waitsMs: parseWaits(env.TWS_CLEANUP_RETRY_WAITS_MS),
       maxAttempts: Number(env.TWS_CLEANUP_MAX_ATTEMPTS || DEFAULT_RETRY_POLICY.maxAttempts),
+      heartbeatTimeoutMs: parseHeartbeatTimeout(env.TWS_STEP_HEARTBEAT_TIMEOUT_MS),
     },
     quickChatExpiryEveryMs: Number(env.TWS_QUICK_CHAT_EXPIRY_EVERY_MS || 24 * HOUR_MS),
     quickChatIdleMs: Number(env.TWS_QUICK_CHAT_IDLE_MS || 7 * 24 * HOUR_MS),

@@ -1,6 +1,7 @@
 /** Activity proxies by timeout class. Workflows import activity TYPES only. */
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { HostActivities, RecordActivities } from '../activities';
+import { STEP_HEARTBEAT_TIMEOUT_MS } from '../domain/cleanup';
 import type { StartedOn } from '../domain/launch';
 import { hostTaskQueue } from '../domain/workflow-ids';
 
@@ -53,7 +54,7 @@ export function recordSteps() {
  * timeout; every host step is idempotent. Any other host's steps, and every step of a workflow
  * on the shared queue, go to that host's queue, with heartbeats.
  */
-export function hostSteps(hostId: string, startedOn?: StartedOn) {
+export function hostSteps(hostId: string, startedOn?: StartedOn, heartbeatTimeoutMs = STEP_HEARTBEAT_TIMEOUT_MS) {
   if (startedOn?.hostId === hostId) {
     return proxyLocalActivities<HostActivities>({
       startToCloseTimeout: '10 minutes',
@@ -64,7 +65,7 @@ export function hostSteps(hostId: string, startedOn?: StartedOn) {
   return proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(startedOn?.sharedQueue ?? workflowInfo().taskQueue, hostId),
     startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: '30 seconds',
+    heartbeatTimeout: heartbeatTimeoutMs,
     // Reaching the host's queue can wait for a host that restarts; it is not the work itself.
     scheduleToStartTimeout: '5 minutes',
     retry: HOST_RETRY,

@@ -166,7 +166,7 @@ export async function cleanMembersInBatches(
   );
   await inLanes(batches, BATCH_LANES, async ({ hostId, operationIds }) => {
     try {
-      const done = await hostSteps(hostId).cleanupBatchOnHost({
+      const done = await hostSteps(hostId, undefined, input.policy.heartbeatTimeoutMs).cleanupBatchOnHost({
         batchWorkflowId,
         hostId,
         operationIds,

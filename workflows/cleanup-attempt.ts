@@ -28,7 +28,7 @@ export async function cleanupAttempt(
   }
   let current = report;
   for (const hostId of hosts) {
-    current = await hostSteps(hostId).cleanupOnHost({
+    current = await hostSteps(hostId, undefined, input.policy.heartbeatTimeoutMs).cleanupOnHost({
       hostId,
       trigger: input.trigger,
       discardChanges: input.discardChanges,

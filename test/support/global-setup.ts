@@ -12,12 +12,15 @@ import { buildServices } from '../../client/service-build';
 import { resolveTemporalCli } from '../../client/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { bundleWorkflows } from '../../worker/worker';
+import { migratedTemplate } from './databases';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
     postgresServerUrl: string;
     workflowBundlePath: string;
+    /** A database migrated once, which each harness copies (test/support/databases.ts). */
+    templateDatabase: string;
   }
 }
 
@@ -49,6 +52,7 @@ export default async function setup(project: TestProject) {
 
   project.provide('temporalAddress', env.connection.options.address);
   project.provide('postgresServerUrl', postgres.serverUrl);
+  project.provide('templateDatabase', await migratedTemplate(postgres.serverUrl));
   project.provide('workflowBundlePath', bundlePath);
 
   return async () => {

@@ -15,14 +15,13 @@ import type pg from 'pg';
 import pino from 'pino';
 import { afterAll, inject } from 'vitest';
 import { buildGateway } from '../../client/gateway/app';
-import { ensureDatabase } from '../../client/postgres-service';
-import { migrate } from '../../db/migrate';
 import { createPool } from '../../db/pool';
 import { serviceArgs } from '../../client/service-build';
 import { loadConfig, type Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
 import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
+import { migratedDatabase } from './databases';
 
 // One runtime per test process, logging only what matters.
 try {
@@ -83,9 +82,9 @@ export async function createHarness(
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
   // Traversable, not listable: agents run as their workspace's own uid and bind folders below it (issue 45).
   await chmod(scratch, 0o711);
-  const dbName = `tws_${randomUUID().replace(/-/g, '')}`;
-  const databaseUrl = await ensureDatabase(opts.postgresServerUrl ?? inject('postgresServerUrl'), dbName);
-  await migrate(databaseUrl);
+  const databaseUrl = opts.postgresServerUrl
+    ? await migratedDatabase(opts.postgresServerUrl)
+    : await migratedDatabase(inject('postgresServerUrl'), inject('templateDatabase'));
   const pool = createPool(databaseUrl, 30);
   const temporalAddress = opts.temporalAddress ?? inject('temporalAddress');
   const base = loadConfig(
@@ -102,6 +101,9 @@ export async function createHarness(
       TWS_LOCAL_EXECUTOR: 'all',
       TWS_CLEANUP_RETRY_WAITS_MS: '200,400',
       TWS_CLEANUP_MAX_ATTEMPTS: '3',
+      // A step on a worker a test kills runs again after 8 s without a heartbeat, not 30: the same
+      // recovery, sooner (beats every 2 s, so a busy machine still keeps a live step alive).
+      TWS_STEP_HEARTBEAT_TIMEOUT_MS: '8000',
       // Not the machine's free disk: the disk tests set their own minimum on a small filesystem.
       TWS_MIN_FREE_DISK: '64MiB',
     },
@@ -162,6 +164,7 @@ export async function createHarness(
     TWS_LOCAL_EXECUTOR: config.localExecutor,
     TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
     TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
+    TWS_STEP_HEARTBEAT_TIMEOUT_MS: String(config.cleanupPolicy.heartbeatTimeoutMs),
     TWS_MIN_FREE_DISK:
       config.minFreeDisk.kind === 'bytes'
         ? String(config.minFreeDisk.bytes)
