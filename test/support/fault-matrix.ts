@@ -4,7 +4,7 @@
  * The client retries as a client would (the same Idempotency-Key). Then an audit of the world:
  * every job final or waiting for an operator, at most one live agent per session and a session
  * for every live agent, a worktree for every active inventory row and a row for every worktree,
- * no agent in a removed folder, no dirty file lost.
+ * no agent in a removed folder, no dirty file lost. One test file a part (test/fault-matrix-*.test.ts).
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -13,8 +13,8 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresService } from '../client/postgres-service';
-import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './support/harness';
+import type { PostgresService } from '../../client/postgres-service';
+import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './harness';
 import {
   killLiveAgents,
   liveAgents,
@@ -22,11 +22,11 @@ import {
   startPostgresAt,
   startTemporalDevServer,
   waitForPort,
-} from './support/processes';
-import { createTask, registerRepo, send, SLEEPER, waitUntil } from './support/scenario';
-import { git, gitWrapper, makeRepo, worktreePaths } from './support/world';
+} from './processes';
+import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';
+import { git, gitWrapper, makeRepo, worktreePaths } from './world';
 
-type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
+export type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
 type Operation = 'first launch' | 'attach' | 'resume' | 'archive' | 'delete';
 
 let scratch: string;
@@ -43,26 +43,10 @@ async function startTemporal(): Promise<void> {
   await waitForPort(temporalPort);
 }
 
-beforeAll(async () => {
-  scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-faults-'));
-  await chmod(scratch, 0o755); // embedded PostgreSQL runs as the postgres user when tests run as root
-  [pgPort, temporalPort] = [await freePort(), await freePort()];
-  [postgres] = await Promise.all([startPostgres(), startTemporal()]);
-}, 180_000);
-
 /** Each case's system ends with it: twenty idle workers, gateways and agents left to the end slowed the last cases past their waits. */
 async function endSystems(): Promise<void> {
   for (const end of ends.splice(0).reverse()) await Promise.resolve(end()).catch(() => {});
 }
-
-afterEach(endSystems, 60_000);
-
-afterAll(async () => {
-  await endSystems();
-  temporal?.kill('SIGKILL');
-  await postgres?.stop().catch(() => {});
-  await rm(scratch, { recursive: true, force: true });
-}, 180_000);
 
 /** One system of its own: a database, a queue, a worker and a gateway process; git takes a second over each worktree step. */
 async function system() {
@@ -197,102 +181,122 @@ async function audit(h: Harness, t: { taskId: string; repo: string; dirty: strin
 
 const DOWN_MS: Record<Part, number> = { worker: 1500, gateway: 1500, temporal: 3000, postgres: 10_000 };
 const OPERATIONS: Operation[] = ['first launch', 'attach', 'resume', 'archive', 'delete'];
-const PARTS: Part[] = ['worker', 'gateway', 'temporal', 'postgres'];
+/**
+ * The matrix's row for one part, in a file of its own (one file a part, so that the four run on
+ * both of the suite's workers): its own PostgreSQL and Temporal dev server, which it kills.
+ */
+export function faultMatrixRow(part: Part): void {
+  beforeAll(async () => {
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-faults-'));
+    await chmod(scratch, 0o755); // embedded PostgreSQL runs as the postgres user when tests run as root
+    [pgPort, temporalPort] = [await freePort(), await freePort()];
+    [postgres] = await Promise.all([startPostgres(), startTemporal()]);
+  }, 180_000);
 
-describe.each(PARTS)('%s killed with SIGKILL', (part) => {
-  it.each(OPERATIONS)(
-    'in the middle of %s: recovered, the audit holds',
-    async (operation) => {
-      const sys = await system();
-      const { h } = sys;
-      const repo = makeRepo(h.scratch, 'faulted');
-      const taskId = await createTask(h, [await registerRepo(h, repo, 'faulted')]);
-      const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
-      let dirty: string | null = null;
-      let first: { sessionId: string } | null = null;
-      if (operation !== 'first launch') {
-        const res = await send(h.baseUrl, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody);
-        expect(res.status, JSON.stringify(res.body)).toBe(201);
-        first = res.body;
-        const worktree = registeredWorktree(repo);
-        dirty = path.join(worktree, 'unsaved.txt');
-        writeFileSync(dirty, 'unsaved work\n');
-      }
+  afterEach(endSystems, 60_000);
 
-      // The operation through the gateway process, and the moment it is under way.
-      const key = randomUUID();
-      const act = (url: string) => {
-        if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, { key });
-        if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
-        if (operation === 'delete')
-          return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, { token: OPERATOR_TOKEN });
-        return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
-      };
-      const underWay = async () => {
-        if (operation === 'resume')
+  afterAll(async () => {
+    await endSystems();
+    temporal?.kill('SIGKILL');
+    await postgres?.stop().catch(() => {});
+    await rm(scratch, { recursive: true, force: true });
+  }, 180_000);
+
+  describe(`${part} killed with SIGKILL`, () => {
+    it.each(OPERATIONS)(
+      'in the middle of %s: recovered, the audit holds',
+      async (operation) => {
+        const sys = await system();
+        const { h } = sys;
+        const repo = makeRepo(h.scratch, 'faulted');
+        const taskId = await createTask(h, [await registerRepo(h, repo, 'faulted')]);
+        const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
+        let dirty: string | null = null;
+        let first: { sessionId: string } | null = null;
+        if (operation !== 'first launch') {
+          const res = await send(h.baseUrl, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody);
+          expect(res.status, JSON.stringify(res.body)).toBe(201);
+          first = res.body;
+          const worktree = registeredWorktree(repo);
+          dirty = path.join(worktree, 'unsaved.txt');
+          writeFileSync(dirty, 'unsaved work\n');
+        }
+
+        // The operation through the gateway process, and the moment it is under way.
+        const key = randomUUID();
+        const act = (url: string) => {
+          if (operation === 'resume') return send(url, 'POST', `/v1/sessions/${first!.sessionId}/resume`, {}, { key });
+          if (operation === 'archive') return send(url, 'POST', `/v1/tasks/${taskId}/archive`, {});
+          if (operation === 'delete')
+            return send(url, 'DELETE', `/v1/tasks/${taskId}?discardChanges=true`, undefined, { token: OPERATOR_TOKEN });
+          return send(url, 'POST', `/v1/tasks/${taskId}/sessions`, launchBody, { key });
+        };
+        const underWay = async () => {
+          if (operation === 'resume')
+            return (
+              (
+                await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND admitted_run IS NOT NULL', [
+                  first!.sessionId,
+                ])
+              ).rowCount === 1
+            );
+          if (operation === 'archive' || operation === 'delete')
+            return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
           return (
-            (
-              await h.pool.query('SELECT 1 FROM sessions WHERE id = $1 AND admitted_run IS NOT NULL', [
-                first!.sessionId,
-              ])
-            ).rowCount === 1
+            (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n ===
+            (operation === 'attach' ? 2 : 1)
           );
-        if (operation === 'archive' || operation === 'delete')
-          return (await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = $1', [taskId])).rowCount === 1;
-        return (
-          (await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [taskId])).rows[0].n ===
-          (operation === 'attach' ? 2 : 1)
-        );
-      };
-      const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
-      const early: { answer?: Awaited<typeof pending> } = {};
-      void pending.then((answer) => (early.answer = answer));
-      await waitUntil(async () => (await underWay()) || early.answer !== undefined, `${operation} under way`);
-      if (!(await underWay()))
-        throw new Error(
-          `${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`,
-        );
-      await new Promise((r) => setTimeout(r, 300));
-      const restore = await sys.kill(part);
-      // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
-      // the database longer than a step's retries for anything but an outage (about 7 s).
-      await new Promise((r) => setTimeout(r, DOWN_MS[part]));
-      await restore();
-      const during = await pending;
-      // Never a plain 500: an answer, a typed 503, or a cut connection.
-      if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
+        };
+        const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
+        const early: { answer?: Awaited<typeof pending> } = {};
+        void pending.then((answer) => (early.answer = answer));
+        await waitUntil(async () => (await underWay()) || early.answer !== undefined, `${operation} under way`);
+        if (!(await underWay()))
+          throw new Error(
+            `${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`,
+          );
+        await new Promise((r) => setTimeout(r, 300));
+        const restore = await sys.kill(part);
+        // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
+        // the database longer than a step's retries for anything but an outage (about 7 s).
+        await new Promise((r) => setTimeout(r, DOWN_MS[part]));
+        await restore();
+        const during = await pending;
+        // Never a plain 500: an answer, a typed 503, or a cut connection.
+        if (!(during instanceof Error)) expect(during.status, JSON.stringify(during.body)).not.toBe(500);
 
-      // The client retries as told (the same key); a cleanup is followed through its job.
-      const cleanup = operation === 'archive' || operation === 'delete';
-      const settled =
-        cleanup && !(during instanceof Error) && during.status === 202
-          ? during
-          : await untilAnswered(() => act(h.baseUrl));
-      if (operation === 'archive') {
-        // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
-        if (settled.status === 409)
-          expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
-        else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
-      } else if (operation === 'delete') {
-        // Its first answer was lost: the task is gone already (404), or its cleanup is under way (409).
-        if (settled.status === 404) expect(settled.body.error.code).toBe('not_found');
-        else if (settled.status === 409) expect(settled.body.error.code).toBe('task_cleanup_in_progress');
-        else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
-      } else {
-        expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
-      }
-      await audit(h, { taskId, repo, dirty, deleted: operation === 'delete' });
-      if (cleanup) {
-        const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
-        expect(job).toEqual([{ state: 'succeeded' }]);
-        expect(liveAgents({ taskId })).toEqual([]);
-      } else {
-        await startedAgents({ taskId }, operation === 'attach' ? 2 : 1);
-      }
-    },
-    240_000,
-  );
-});
+        // The client retries as told (the same key); a cleanup is followed through its job.
+        const cleanup = operation === 'archive' || operation === 'delete';
+        const settled =
+          cleanup && !(during instanceof Error) && during.status === 202
+            ? during
+            : await untilAnswered(() => act(h.baseUrl));
+        if (operation === 'archive') {
+          // Its first answer was lost and the job is there: the retry is refused as archived or in cleanup.
+          if (settled.status === 409)
+            expect(['task_archived', 'task_cleanup_in_progress']).toContain(settled.body.error.code);
+          else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+        } else if (operation === 'delete') {
+          // Its first answer was lost: the task is gone already (404), or its cleanup is under way (409).
+          if (settled.status === 404) expect(settled.body.error.code).toBe('not_found');
+          else if (settled.status === 409) expect(settled.body.error.code).toBe('task_cleanup_in_progress');
+          else expect(settled.status, JSON.stringify(settled.body)).toBe(202);
+        } else {
+          expect(settled.status, JSON.stringify(settled.body)).toBe(operation === 'resume' ? 200 : 201);
+        }
+        await audit(h, { taskId, repo, dirty, deleted: operation === 'delete' });
+        if (cleanup) {
+          const job = (await h.pool.query('SELECT state FROM cleanup_jobs WHERE task_id = $1', [taskId])).rows;
+          expect(job).toEqual([{ state: 'succeeded' }]);
+          expect(liveAgents({ taskId })).toEqual([]);
+        } else {
+          await startedAgents({ taskId }, operation === 'attach' ? 2 : 1);
+        }
+      },
+      240_000,
+    );
+  });
+}
 
 function registeredWorktree(repo: string): string {
   const [worktree] = worktreePaths(repo).filter((p) => p !== repo);

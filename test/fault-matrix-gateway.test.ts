@@ -1,0 +1,4 @@
+/** The fault matrix's row for the gateway (test/support/fault-matrix.ts): killed with SIGKILL in the middle of each operation. */
+import { faultMatrixRow } from './support/fault-matrix';
+
+faultMatrixRow('gateway');
