@@ -10,7 +10,7 @@ import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { taskBranchName } from '../domain/task-layout';
-import { clearGitFault, git, gitWrapper, makeRepo, worktreePaths } from './support/world';
+import { clearGitFault, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './support/world';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -203,7 +203,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     const t = await taskWithWorktree(h, 'killed');
     const accepted = await archive(h, t.taskId);
     await waitForPhase(h, accepted.workflowId, 'cleaning');
-    await new Promise((r) => setTimeout(r, 500));
+    await slowGitStepBegun(wrapper, 'remove'); // killed inside the removal
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));
     worker = h.spawnWorker();
@@ -247,7 +247,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
         ).rowCount === 1,
       'the release under way in its batch',
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await slowGitStepBegun(wrapper, 'remove'); // killed inside the removal, after the save
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));
     worker = h.spawnWorker();

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { harnessesPerTest, type Harness } from './support/harness';
 import { SLEEPER, admittedSession, createTask, lastResumeRun, pidOf, registerRepo } from './support/scenario';
-import { branches, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+import { branches, gitWrapper, makeRepo, processCwd, slowGitStepBegun, worktreePaths } from './support/world';
 
 const { harness } = harnessesPerTest();
 
@@ -90,7 +90,7 @@ describe('a gateway that dies during a first launch', () => {
     const pending = gateway.api('POST', `/v1/tasks/${taskId}/sessions`, launchBody).catch((err: Error) => err);
     const sessionId = await admittedSession(h, taskId);
     // Admitted, and the gateway's host step is inside `git worktree add` (2 s): kill it there.
-    await new Promise((r) => setTimeout(r, 500));
+    await slowGitStepBegun(h.config.gitBinary, 'add');
     gateway.child.kill('SIGKILL');
     expect(await pending).toBeInstanceOf(Error);
 

@@ -38,6 +38,11 @@ describe('a host that comes back [issue 24]', () => {
       async () =>
         (await h.pool.query('SELECT 1 FROM hosts WHERE host_id = ANY($1)', [hosts.map((x) => x.id)])).rowCount === 2,
       'both hosts registered',
+      90_000,
+      async () => ({
+        registered: (await h.pool.query('SELECT host_id FROM hosts')).rows.map((r) => r.host_id),
+        workers: workers.map((w) => ({ pid: w.pid, exit: w.exitCode ?? w.signalCode })),
+      }),
     );
 
     const jobs: string[] = [];

@@ -9,7 +9,15 @@ import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { expectReRunAfterTimeout, killableWorker } from './support/processes';
 import { admittedSession, createTask, lastResumeRun, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { branches, killGroup, makeRepo, processAlive, processCwd, worktreePaths } from './support/world';
+import {
+  branches,
+  killGroup,
+  makeRepo,
+  processAlive,
+  processCwd,
+  slowGitStepBegun,
+  worktreePaths,
+} from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
 
@@ -162,7 +170,7 @@ describe('a worker that dies during a first launch', () => {
     const sessionId = await admittedSession(h, taskId);
     // Admitted, and its host step is inside `git worktree add` (the wrapper sleeps 2 s first):
     // the workflow task that ran both has not completed, so the history records neither.
-    await new Promise((r) => setTimeout(r, 500));
+    await slowGitStepBegun(h.config.gitBinary, 'add');
     await kill();
     replace();
 

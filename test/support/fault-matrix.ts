@@ -24,7 +24,7 @@ import {
   waitForPort,
 } from './processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';
-import { git, gitWrapper, makeRepo, worktreePaths } from './world';
+import { clearSlowGitStep, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './world';
 
 export type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
 type Operation = 'first launch' | 'attach' | 'resume' | 'archive' | 'delete';
@@ -69,6 +69,7 @@ async function system() {
     new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
   return {
     h,
+    slowGit,
     gatewayUrl: () => gateway.url,
     async kill(part: Part): Promise<() => Promise<void>> {
       if (part === 'worker') {
@@ -247,6 +248,7 @@ export function faultMatrixRow(part: Part): void {
             (operation === 'attach' ? 2 : 1)
           );
         };
+        clearSlowGitStep(sys.slowGit, 'any');
         const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
         const early: { answer?: Awaited<typeof pending> } = {};
         void pending.then((answer) => (early.answer = answer));
@@ -255,7 +257,8 @@ export function faultMatrixRow(part: Part): void {
           throw new Error(
             `${operation} answered before it was under way: ${early.answer instanceof Error ? early.answer.message : JSON.stringify(early.answer)}`,
           );
-        await new Promise((r) => setTimeout(r, 300));
+        // Killed inside one of its (slow, 1 s) git steps.
+        await slowGitStepBegun(sys.slowGit, 'any');
         const restore = await sys.kill(part);
         // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
         // the database longer than a step's retries for anything but an outage (about 7 s).

@@ -106,14 +106,28 @@ export async function pidOf(h: Harness, sessionId: string): Promise<number> {
   return res.body.execution.pid;
 }
 
-/** Polls `check` every 100 ms until it holds; fails naming `what` after the timeout. */
-export async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+/**
+ * Polls `check` every 100 ms until it holds; fails naming `what` after the timeout, with what
+ * `seen` reads of the world then (rows, processes), so that a timeout says what it saw.
+ */
+export async function waitUntil(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 60_000,
+  seen?: () => Promise<unknown>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out waiting for ${what}`);
+  const saw = seen
+    ? await seen().then(
+        (x) => JSON.stringify(x),
+        (err: Error) => `(unreadable: ${err.message})`,
+      )
+    : null;
+  throw new Error(`timed out waiting for ${what}${saw ? `; saw ${saw}` : ''}`);
 }
 
 /** What an execution's agent printed, once it printed `marker` (read from its log file). */

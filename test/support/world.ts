@@ -126,9 +126,9 @@ export function gitWrapper(
     file,
     `#!/usr/bin/env bash
 ${opts.logTo ? `echo "$*" >> '${opts.logTo}'` : ''}
-if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
-if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ]; then sleep ${opts.sleepOnWorktreeList ?? 0}; fi
-if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ]; then sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then touch "${file}.began-add" "${file}.began-any"; sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ]; then touch "${file}.began-list" "${file}.began-any"; sleep ${opts.sleepOnWorktreeList ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ]; then touch "${file}.began-remove" "${file}.began-any"; sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi
 if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?? ''}" ]; then
   n=$(cat "${counter}" 2>/dev/null || echo 0)
   if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
@@ -145,6 +145,28 @@ exec git "$@"
   );
   chmodSync(file, 0o755);
   return file;
+}
+
+/**
+ * Resolves once a wrapper's slow `git worktree <step>` has begun (it sleeps in it now), so that a
+ * test kills a process in the middle of that step rather than a fixed time after asking for it.
+ */
+export async function slowGitStepBegun(
+  wrapper: string,
+  step: 'add' | 'list' | 'remove' | 'any',
+  timeoutMs = 30_000,
+): Promise<void> {
+  const marker = `${wrapper}.began-${step}`;
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(marker)) {
+    if (Date.now() > deadline) throw new Error(`no slow git worktree ${step} began within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Clears the marker of a wrapper's slow step, so that slowGitStepBegun waits for the next one. */
+export function clearSlowGitStep(wrapper: string, step: 'add' | 'list' | 'remove' | 'any'): void {
+  rmSync(`${wrapper}.began-${step}`, { force: true });
 }
 
 /** The git commands a wrapper's `logTo` recorded so far, one a line, in order (none before the first). */
