@@ -109,7 +109,12 @@ export async function createHarness(
     },
     { cwd: scratch, hostname: 'test' },
   );
-  const config = await prepareWorkspaceRoot({ ...base, ...overrides });
+  // A test's own retry schedule keeps the harness's step heartbeat timeout unless it sets one.
+  const config = await prepareWorkspaceRoot({
+    ...base,
+    ...overrides,
+    cleanupPolicy: { ...base.cleanupPolicy, ...overrides.cleanupPolicy },
+  });
   const logger = pino({ level: process.env.TWS_TEST_LOG ?? 'silent' });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   // As in the gateway process: the client shares its connection with the in-process worker, so
