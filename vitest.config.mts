@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/support/sequencer';
 
 export default defineConfig({
   test: {
@@ -8,6 +9,8 @@ export default defineConfig({
     // 2 cores: two test files at a time share one Temporal dev server and one PostgreSQL.
     maxWorkers: 2,
     fileParallelism: true,
+    // Longest files first, by recorded times: both workers end together (test/support/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     globalSetup: ['test/support/global-setup.ts'],
     hookTimeout: 120_000,
     testTimeout: 120_000,

@@ -24,10 +24,15 @@ export type LaunchOutcome =
  * gateway's and this process runs a worker on its queue on its client's connection
  * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
-function onHost(config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches'>, hostId: string) {
+function onHost(
+  config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches' | 'launchTaskTimeoutMs'>,
+  hostId: string,
+) {
   return {
     taskQueue: hostTaskQueue(config.taskQueue, hostId),
     requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId,
+    // A launch whose process died is run again by another worker after this (TWS_LAUNCH_TASK_TIMEOUT_MS).
+    workflowTaskTimeout: config.launchTaskTimeoutMs,
   };
 }
 

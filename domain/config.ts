@@ -115,6 +115,12 @@ export interface Config {
    * machine that holds the workspaces and sees its agent processes (as under `make start`).
    */
   gatewayRunsLaunches: boolean;
+  /**
+   * A launch's or resume's workflow task timeout (TWS_LAUNCH_TASK_TIMEOUT_MS, 10 s): how long a
+   * launch whose process died mid-step (a gateway or worker killed) waits before another worker
+   * runs it again from its history. Its steps run inside that task and keep it alive meanwhile.
+   */
+  launchTaskTimeoutMs: number;
   apiPort: number;
   userToken: string | null;
   operatorToken: string | null;
@@ -180,13 +186,18 @@ export const socketAddressOf = (address: ListenAddress): string =>
 
 const HOUR_MS = 3_600_000;
 
+/** Milliseconds within a range, or the default when unset; anything else stops start-up and says so. */
+function parseMilliseconds(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (!raw) return fallback;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < min || ms > max)
+    throw new Error(`${name} must be milliseconds between ${min} and ${max}`);
+  return ms;
+}
+
 /** A step's heartbeat timeout: 30 s by default, at least 3 s (a step heartbeats at a quarter of it, at most every 5 s). */
 function parseHeartbeatTimeout(raw: string | undefined): number {
-  if (!raw) return STEP_HEARTBEAT_TIMEOUT_MS;
-  const ms = Number(raw);
-  if (!Number.isInteger(ms) || ms < 3000 || ms > 600_000)
-    throw new Error('TWS_STEP_HEARTBEAT_TIMEOUT_MS must be milliseconds between 3000 and 600000');
-  return ms;
+  return parseMilliseconds('TWS_STEP_HEARTBEAT_TIMEOUT_MS', raw, STEP_HEARTBEAT_TIMEOUT_MS, 3000, 600_000);
 }
 
 function parseWaits(raw: string | undefined): number[] {
@@ -262,6 +273,7 @@ export function loadConfig(
     limits,
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
+    launchTaskTimeoutMs: parseMilliseconds('TWS_LAUNCH_TASK_TIMEOUT_MS', env.TWS_LAUNCH_TASK_TIMEOUT_MS, 10_000, 2000, 60_000),
     apiPort: Number(env.TWS_API_PORT || 8080),
     userToken: env.TWS_USER_TOKEN || null,
     operatorToken: env.TWS_OPERATOR_TOKEN || null,
