@@ -59,7 +59,11 @@ export async function startCleanup(
     { key: TaskIdAttr, value: req.taskId },
     { key: TriggerAttr, value: req.trigger },
   ]);
-  const common = { taskQueue: config.taskQueue, typedSearchAttributes: searchAttributes };
+  const common = {
+    taskQueue: config.taskQueue,
+    typedSearchAttributes: searchAttributes,
+    workflowTaskTimeout: config.workflowTaskTimeoutMs,
+  };
   const workflowId = req.cascade
     ? cascadeWorkflowId(req.trigger, req.taskId, operationId)
     : cleanupWorkflowId(req.trigger, req.taskId, operationId);
@@ -124,6 +128,7 @@ export async function startBoardDelete(
   const workflowId = boardDeleteWorkflowId(req.boardId, operationId);
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof boardDelete>('boardDelete', {
     taskQueue: config.taskQueue,
+    workflowTaskTimeout: config.workflowTaskTimeoutMs,
     typedSearchAttributes: new TypedSearchAttributes([{ key: TriggerAttr, value: 'board_delete' }]),
     workflowId,
     args: [{ boardId: req.boardId, operationId, discardChanges: req.discardChanges, policy: config.cleanupPolicy }],
@@ -151,6 +156,7 @@ export async function runIdleRelease(
 ): Promise<IdleReleaseResult> {
   const startWorkflowOperation = new WithStartWorkflowOperation<typeof releaseIdleWorkspaces>('releaseIdleWorkspaces', {
     taskQueue: config.taskQueue,
+    workflowTaskTimeout: config.workflowTaskTimeoutMs,
     workflowId: idleReleaseWorkflowId(req.hostId, randomUUID()),
     args: [{ ...req, policy: config.cleanupPolicy }],
     workflowIdConflictPolicy: 'FAIL',

@@ -25,14 +25,14 @@ export type LaunchOutcome =
  * (TWS_GATEWAY_RUNS_LAUNCHES): it starts here at once. Any other host's worker takes it from its queue.
  */
 function onHost(
-  config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches' | 'launchTaskTimeoutMs'>,
+  config: Pick<Config, 'taskQueue' | 'hostId' | 'gatewayRunsLaunches' | 'workflowTaskTimeoutMs'>,
   hostId: string,
 ) {
   return {
     taskQueue: hostTaskQueue(config.taskQueue, hostId),
     requestEagerStart: config.gatewayRunsLaunches && hostId === config.hostId,
-    // A launch whose process died is run again by another worker after this (TWS_LAUNCH_TASK_TIMEOUT_MS).
-    workflowTaskTimeout: config.launchTaskTimeoutMs,
+    // A launch whose process died is run again by another worker after this (TWS_WORKFLOW_TASK_TIMEOUT_MS).
+    workflowTaskTimeout: config.workflowTaskTimeoutMs,
   };
 }
 

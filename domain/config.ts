@@ -116,11 +116,12 @@ export interface Config {
    */
   gatewayRunsLaunches: boolean;
   /**
-   * A launch's or resume's workflow task timeout (TWS_LAUNCH_TASK_TIMEOUT_MS, 10 s): how long a
-   * launch whose process died mid-step (a gateway or worker killed) waits before another worker
-   * runs it again from its history. Its steps run inside that task and keep it alive meanwhile.
+   * The workflow task timeout of the launches, resumes and cleanups a gateway starts
+   * (TWS_WORKFLOW_TASK_TIMEOUT_MS, 10 s): how long one whose process died mid-step (a gateway or
+   * worker killed) waits before another worker runs it again from its history. Its local steps
+   * run inside that task and keep it alive meanwhile.
    */
-  launchTaskTimeoutMs: number;
+  workflowTaskTimeoutMs: number;
   apiPort: number;
   userToken: string | null;
   operatorToken: string | null;
@@ -273,9 +274,9 @@ export function loadConfig(
     limits,
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
-    launchTaskTimeoutMs: parseMilliseconds(
-      'TWS_LAUNCH_TASK_TIMEOUT_MS',
-      env.TWS_LAUNCH_TASK_TIMEOUT_MS,
+    workflowTaskTimeoutMs: parseMilliseconds(
+      'TWS_WORKFLOW_TASK_TIMEOUT_MS',
+      env.TWS_WORKFLOW_TASK_TIMEOUT_MS,
       10_000,
       2000,
       60_000,

@@ -104,8 +104,8 @@ export async function createHarness(
       // A step on a worker a test kills runs again after 8 s without a heartbeat, not 30: the same
       // recovery, sooner (beats every 2 s, so a busy machine still keeps a live step alive).
       TWS_STEP_HEARTBEAT_TIMEOUT_MS: '8000',
-      // A launch whose gateway or worker a test kills is run again after 5 s, not 10.
-      TWS_LAUNCH_TASK_TIMEOUT_MS: '5000',
+      // A launch or cleanup whose gateway or worker a test kills is run again after 5 s, not 10.
+      TWS_WORKFLOW_TASK_TIMEOUT_MS: '5000',
       // Not the machine's free disk: the disk tests set their own minimum on a small filesystem.
       TWS_MIN_FREE_DISK: '64MiB',
     },
@@ -172,7 +172,7 @@ export async function createHarness(
     TWS_CLEANUP_RETRY_WAITS_MS: config.cleanupPolicy.waitsMs.join(','),
     TWS_CLEANUP_MAX_ATTEMPTS: String(config.cleanupPolicy.maxAttempts),
     TWS_STEP_HEARTBEAT_TIMEOUT_MS: String(config.cleanupPolicy.heartbeatTimeoutMs),
-    TWS_LAUNCH_TASK_TIMEOUT_MS: String(config.launchTaskTimeoutMs),
+    TWS_WORKFLOW_TASK_TIMEOUT_MS: String(config.workflowTaskTimeoutMs),
     TWS_MIN_FREE_DISK:
       config.minFreeDisk.kind === 'bytes'
         ? String(config.minFreeDisk.bytes)
