@@ -30,6 +30,9 @@ async function measureHostDisk(
 ): Promise<void> {
   const { pool, config, logger } = deps;
   const executors = executorsOf(deps);
+  // Stamped when the round begins: every figure it records was read at or after this time, so a
+  // reader waiting for a measurement "taken after" a write never gets one read before it.
+  const measuredAt = new Date();
   const workspaces: { environmentId: string; bytes: number }[] = [];
   for (const place of await workspacesToMeasure(pool, config.hostId)) {
     // Stopping: the round ends here, unrecorded (the next start measures again).
@@ -53,7 +56,7 @@ async function measureHostDisk(
     ...space,
     minFreeBytes: minFreeBytes(config.minFreeDisk, space.totalBytes),
     workspaces,
-    measuredAt: new Date(),
+    measuredAt,
   });
 }
 
