@@ -75,7 +75,14 @@ describe('bringing a task store home [issue 32]', () => {
     const garbage = looseObject(repo, 'blob', 'garbage name\n');
     put(store, garbage.name, Buffer.from('not zlib at all'));
     // A folder swapped for a link to another repository's objects: never followed.
-    const victimObject = git(victim, 'rev-parse', 'HEAD');
+    // An object of its own whose name is fixed (a commit's changes with the clock): its folder then
+    // never shares a name with the store's own objects above (it did, one run in a hundred).
+    const victimObject = execFileSync('git', ['hash-object', '-w', '--stdin'], {
+      cwd: victim,
+      input: "the victim's own object\n",
+      encoding: 'utf8',
+    }).trim();
+    expect([real.name, claimed.name, garbage.name].map((n) => n.slice(0, 2))).not.toContain(victimObject.slice(0, 2));
     symlinkSync(
       path.join(victim, '.git', 'objects', victimObject.slice(0, 2)),
       path.join(store, victimObject.slice(0, 2)),
