@@ -27,7 +27,10 @@ const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL',
  * program (GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...) or a config file is passed on.
  */
 export function gitEnvironment(dir: string, anyOwner = false): Record<string, string> {
-  const env: Record<string, string> = { GIT_TRACE: '2' };
+  // GIT_OPTIONAL_LOCKS=0: a status never writes the index back. The index of an agent's worktree is
+  // its own (its uid's, written by its git): the service reading it must not take `index.lock` under
+  // an agent's `git add`, nor leave a file of its own in the agent's registration folder.
+  const env: Record<string, string> = { GIT_TRACE: '2', GIT_OPTIONAL_LOCKS: '0' };
   for (const key of PASSED_ENVIRONMENT) if (process.env[key] !== undefined) env[key] = process.env[key]!;
   // The repository named exactly, never discovered through a pointer an agent could write (issue 45).
   const pinned = pinnedRepository(dir);

@@ -128,6 +128,30 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     expect(statSync(worktree).uid).toBe(uid);
   });
 
+  it('a new worktree is handed over whole: its index is refreshed by the agent’s own git, and the service’s status never writes it', async () => {
+    const h = await harness();
+    const { taskId, worktree, out } = await agentTries(h, 'handover', ['echo "entries: $(git ls-files | wc -l)"']);
+    const uid = await uidOf(h, taskId);
+    expect(out).toContain('entries: 1');
+    // Every entry records the agent's uid as the file's owner: its git read the files again after
+    // the hand-over, so no later git finds them all changed; the index is its uid's, not the service's.
+    const gitDir = git(worktree, 'rev-parse', '--absolute-git-dir').trim();
+    const indexFile = path.join(gitDir, 'index');
+    const owners = () => [...git(worktree, 'ls-files', '--debug').matchAll(/uid: (\d+)/g)].map((m) => Number(m[1]));
+    expect(owners().length).toBeGreaterThan(0);
+    expect(new Set(owners())).toEqual(new Set([uid]));
+    expect(statSync(indexFile).uid).toBe(uid);
+    // A file's times change, its content not: the service's status reads it as clean and leaves the index alone.
+    const before = statSync(indexFile);
+    const tracked = git(worktree, 'ls-files').trim().split('\n')[0]!;
+    execFileSync('touch', ['-d', '2001-01-01', path.join(worktree, tracked)]);
+    const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
+    expect(status.status, JSON.stringify(status.body)).toBe(200);
+    expect(JSON.stringify(status.body)).not.toContain(tracked);
+    const after = statSync(indexFile);
+    expect([after.ino, after.mtimeMs, after.uid]).toEqual([before.ino, before.mtimeMs, uid]);
+  });
+
   it('nothing of the service can be read, in the sandbox or by the agent’s uid outside it: secrets, TLS keys, the test process, another task’s worktree and log', async () => {
     const h = await harness();
     const secrets = path.join(h.config.dataDir, 'secrets.json');

@@ -15,12 +15,11 @@ import {
   sandboxEnvironmentArgs,
   type AgentNetworkPolicy,
 } from '../../domain/sandbox';
-import { gitAt } from '../../git/git';
 import type { StartAgentInput } from '../agent-start';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { agentFolder, closeServiceFolders, giveTrees, serviceFiles, traversable, unreachable } from './agent-owner';
-import { agentSandbox, dropTo, gitStoreLayout, type SandboxPrograms } from './agent-sandbox';
+import { agentSandbox, dropTo, gitStoreLayout, systemBinary, type SandboxPrograms } from './agent-sandbox';
 import { objectStoresListPath } from './exits';
 import { pathExists } from './workspace-fs';
 
@@ -34,7 +33,8 @@ const AGENT_GIT_CONFIG = '[safe]\n\tdirectory = *\n';
  * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
  * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
  * top folder is not yet: after a materialization), the git folders it writes its, and every
- * pointer git follows the service's, read-only.
+ * pointer git follows the service's, read-only. Answers the worktrees handed over just now, whose
+ * indexes the agent's git refreshes before its command (refreshedFirst).
  */
 async function prepareOwnership(p: {
   config: ActivityDeps['config'];
@@ -49,7 +49,7 @@ async function prepareOwnership(p: {
   repositories: string[];
   /** The worktrees of the workspace. */
   worktrees: string[];
-}): Promise<void> {
+}): Promise<string[]> {
   const { config, uid } = p;
   await closeServiceFolders(config);
   // A folder above the workspace or a repository that others cannot search (a home folder, 0700):
@@ -80,14 +80,39 @@ async function prepareOwnership(p: {
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
   for (const store of stores) await chmod(store, 0o700);
   await serviceFiles(p.pointers);
-  // Its index records each file's owner: read again once, so that no later git (an attach's
-  // validation, a status) finds every entry changed and rewrites it.
-  if (p.workspace)
-    for (const worktree of p.worktrees.filter((w) => trees.some((given) => isWithinFolder(w, given))))
-      await Promise.resolve()
-        .then(() => gitAt(worktree, { binary: config.gitBinary }).raw(['update-index', '-q', '--refresh']))
-        .catch(() => {}); // modified files make it exit 1: their entries stay as they are
   for (const store of stores) await traversable(config.agentRoot, path.dirname(store));
+  // Their indexes record each file's owner and ctime, which the hand-over changed: refreshed by the
+  // agent's own git in its sandbox before its command (refreshedFirst), never by the service's.
+  return p.workspace ? p.worktrees.filter((w) => trees.some((given) => isWithinFolder(w, given))) : [];
+}
+
+/**
+ * The agent's command, preceded by one `git update-index --refresh` of each worktree just handed
+ * over (`refreshed`), run in the sandbox as the agent's uid with an empty environment but its home
+ * (whose config trusts the repositories): so that no later git (an attach's validation, the
+ * agent's own status) finds every entry changed and hashes every file again. The refresh is the
+ * agent's: it costs the launch's answer nothing (the hand-over's one git process used to), it
+ * runs with no privilege and no secret in reach, and its index stays the agent's uid's. Whatever
+ * it meets (a file changed, a lock held) leaves the index as it was; the command starts anyway,
+ * in the same process (`exec`), so the recorded pid and start time are the agent's.
+ */
+function refreshedFirst(command: string[], refreshed: string[], home: string): string[] {
+  if (refreshed.length === 0) return command;
+  const git = systemBinary('git') ?? '/usr/bin/git';
+  const env = systemBinary('env') ?? '/usr/bin/env';
+  const script =
+    'h=$1; n=$2; shift 2; while [ "$n" -gt 0 ]; do ' +
+    `${env} -i HOME="$h" ${git} -C "$1" update-index -q --refresh >/dev/null 2>&1; shift; n=$((n - 1)); done; exec "$@"`;
+  return [
+    systemBinary('sh') ?? '/bin/sh',
+    '-c',
+    script,
+    'sh',
+    home,
+    String(refreshed.length),
+    ...refreshed,
+    ...command,
+  ];
 }
 
 /**
@@ -151,7 +176,7 @@ export async function sandboxedCommand(
   const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
   const pointers = [...readOnlyFiles, ...((await pathExists(marker)) ? [marker] : [])];
   const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-  await prepareOwnership({
+  const refreshed = await prepareOwnership({
     config,
     uid,
     home,
@@ -184,6 +209,6 @@ export async function sandboxedCommand(
     String(SANDBOX_ARGS_FD),
     ...bubblewrapArgs(layout),
     '--',
-    ...input.command,
+    ...refreshedFirst(input.command, refreshed, home),
   ];
 }
