@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { taskFolder, worktreePath } from '../domain/task-layout';
 import { objectStoreKeyDir, objectStoreOf } from '../git/agent-objects';
 import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
-import { agentOutputUntil, createTask, launch, registerRepo, waitUntil } from './support/scenario';
+import { agentOutputUntil, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { archive, releaseIdleTask, waitForJob } from './support/cleanup';
 import { git, makeRepo } from './support/world';
 
@@ -128,28 +128,42 @@ describe('the sandbox holds against an agent that tries to leave it [issue 45]',
     expect(statSync(worktree).uid).toBe(uid);
   });
 
-  it('a new worktree is handed over whole: its index is refreshed by the agent’s own git, and the service’s status never writes it', async () => {
+  it('a new worktree is handed over whole: the service’s git reads its index right and never writes it; the agent’s own git refreshes it', async () => {
     const h = await harness();
-    const { taskId, worktree, out } = await agentTries(h, 'handover', ['echo "entries: $(git ls-files | wc -l)"']);
+    const repo = makeRepo(h.scratch, 'handover');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'handover')]);
+    // The agent looks at its repository only when told to (a file in its workspace).
+    const res = await launch(h, taskId, {
+      command: [
+        'sh',
+        '-c',
+        'while [ ! -e .go ]; do sleep 0.05; done; git status --porcelain >/dev/null; echo looked; sleep 600',
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await pidOf(h, res.body.sessionId);
     const uid = await uidOf(h, taskId);
-    expect(out).toContain('entries: 1');
-    // Every entry records the agent's uid as the file's owner: its git read the files again after
-    // the hand-over, so no later git finds them all changed; the index is its uid's, not the service's.
-    const gitDir = git(worktree, 'rev-parse', '--absolute-git-dir').trim();
-    const indexFile = path.join(gitDir, 'index');
-    const owners = () => [...git(worktree, 'ls-files', '--debug').matchAll(/uid: (\d+)/g)].map((m) => Number(m[1]));
-    expect(owners().length).toBeGreaterThan(0);
-    expect(new Set(owners())).toEqual(new Set([uid]));
-    expect(statSync(indexFile).uid).toBe(uid);
-    // A file's times change, its content not: the service's status reads it as clean and leaves the index alone.
+    const worktree = worktreePath(h.config.workspaceRoot, taskId, 'handover');
+    const indexFile = path.join(git(worktree, 'rev-parse', '--absolute-git-dir'), 'index');
+    const owners = () =>
+      new Set([...git(worktree, 'ls-files', '--debug').matchAll(/uid: (\d+)/g)].map((m) => Number(m[1])));
+    // Handed over: every file is the agent's uid's, while the index still records them as checked out.
+    const tracked = git(worktree, 'ls-files').split('\n')[0]!;
+    expect(statSync(path.join(worktree, tracked)).uid).toBe(uid);
+    expect(owners()).toEqual(new Set([0]));
+    // A file's times change, its content not: the service's status reads it as clean and leaves the index as it is.
     const before = statSync(indexFile);
-    const tracked = git(worktree, 'ls-files').trim().split('\n')[0]!;
     execFileSync('touch', ['-d', '2001-01-01', path.join(worktree, tracked)]);
     const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
     expect(status.status, JSON.stringify(status.body)).toBe(200);
     expect(JSON.stringify(status.body)).not.toContain(tracked);
     const after = statSync(indexFile);
-    expect([after.ino, after.mtimeMs, after.uid]).toEqual([before.ino, before.mtimeMs, uid]);
+    expect([after.ino, after.mtimeMs, after.uid]).toEqual([before.ino, before.mtimeMs, before.uid]);
+    // The agent's own git, the first time it looks, records every file as its uid's, in an index of its uid.
+    writeFileSync(path.join(worktree, '.go'), '');
+    await agentOutputUntil(h, res.body.executionId, 'looked');
+    expect(owners()).toEqual(new Set([uid]));
+    expect(statSync(indexFile).uid).toBe(uid);
   });
 
   it('nothing of the service can be read, in the sandbox or by the agent’s uid outside it: secrets, TLS keys, the test process, another task’s worktree and log', async () => {

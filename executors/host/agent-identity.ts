@@ -19,7 +19,7 @@ import type { StartAgentInput } from '../agent-start';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { agentFolder, closeServiceFolders, giveTrees, serviceFiles, traversable, unreachable } from './agent-owner';
-import { agentSandbox, dropTo, gitStoreLayout, systemBinary, type SandboxPrograms } from './agent-sandbox';
+import { agentSandbox, dropTo, gitStoreLayout, type SandboxPrograms } from './agent-sandbox';
 import { objectStoresListPath } from './exits';
 import { pathExists } from './workspace-fs';
 
@@ -33,8 +33,7 @@ const AGENT_GIT_CONFIG = '[safe]\n\tdirectory = *\n';
  * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
  * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
  * top folder is not yet: after a materialization), the git folders it writes its, and every
- * pointer git follows the service's, read-only. Answers the worktrees handed over just now, whose
- * indexes the agent's git refreshes before its command (refreshedFirst).
+ * pointer git follows the service's, read-only.
  */
 async function prepareOwnership(p: {
   config: ActivityDeps['config'];
@@ -49,13 +48,20 @@ async function prepareOwnership(p: {
   repositories: string[];
   /** The worktrees of the workspace. */
   worktrees: string[];
-}): Promise<string[]> {
-  const { config, uid } = p;
+}): Promise<void> {
+  const { config } = p;
   await closeServiceFolders(config);
   // A folder above the workspace or a repository that others cannot search (a home folder, 0700):
   // the sandbox could not bind it as the agent's uid. Refused before anything starts, and said why.
   if (await unreachable([p.workspace ?? p.logPath, ...p.repositories]))
     throw typedFailure('internal', { reason: 'agent_cannot_reach_workspace' });
+  // Its run folder and home, and its workspace and git folders, side by side (each a few syscalls).
+  await Promise.all([prepareHome(p), handOver(p)]);
+}
+
+/** The run folder traversable, the home the agent's (0700), with its git config. */
+async function prepareHome(p: Parameters<typeof prepareOwnership>[0]): Promise<void> {
+  const { config, uid } = p;
   await traversable(config.logDir, path.dirname(p.logPath));
   await agentFolder(p.home, uid);
   const gitConfig = path.join(p.home, '.gitconfig');
@@ -63,6 +69,18 @@ async function prepareOwnership(p: {
     await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
     await chown(gitConfig, uid, uid);
   }
+}
+
+/**
+ * The workspace and the git folders it writes the agent's uid's, every pointer git follows the
+ * service's. A worktree given whole has every index entry's owner and ctime changed: its index is
+ * not refreshed here (a git process re-reading every file, 9.5 ms of a first launch for 600). The
+ * agent's own git refreshes it the first time it looks, as its uid; the service's git never
+ * writes it (GIT_OPTIONAL_LOCKS=0) and reads it right meanwhile (an entry whose times changed is
+ * compared by content).
+ */
+async function handOver(p: Parameters<typeof prepareOwnership>[0]): Promise<void> {
+  const { config, uid } = p;
   // Given whole once, when its top is not the uid's yet (a new worktree, a new store or ref folder):
   // an attach changes nothing that is already the agent's (R1.2), and costs one lstat per folder.
   // Each worktree on its own too: one made afresh in a task folder that stayed (a re-materialization
@@ -81,38 +99,6 @@ async function prepareOwnership(p: {
   for (const store of stores) await chmod(store, 0o700);
   await serviceFiles(p.pointers);
   for (const store of stores) await traversable(config.agentRoot, path.dirname(store));
-  // Their indexes record each file's owner and ctime, which the hand-over changed: refreshed by the
-  // agent's own git in its sandbox before its command (refreshedFirst), never by the service's.
-  return p.workspace ? p.worktrees.filter((w) => trees.some((given) => isWithinFolder(w, given))) : [];
-}
-
-/**
- * The agent's command, preceded by one `git update-index --refresh` of each worktree just handed
- * over (`refreshed`), run in the sandbox as the agent's uid with an empty environment but its home
- * (whose config trusts the repositories): so that no later git (an attach's validation, the
- * agent's own status) finds every entry changed and hashes every file again. The refresh is the
- * agent's: it costs the launch's answer nothing (the hand-over's one git process used to), it
- * runs with no privilege and no secret in reach, and its index stays the agent's uid's. Whatever
- * it meets (a file changed, a lock held) leaves the index as it was; the command starts anyway,
- * in the same process (`exec`), so the recorded pid and start time are the agent's.
- */
-function refreshedFirst(command: string[], refreshed: string[], home: string): string[] {
-  if (refreshed.length === 0) return command;
-  const git = systemBinary('git') ?? '/usr/bin/git';
-  const env = systemBinary('env') ?? '/usr/bin/env';
-  const script =
-    'h=$1; n=$2; shift 2; while [ "$n" -gt 0 ]; do ' +
-    `${env} -i HOME="$h" ${git} -C "$1" update-index -q --refresh >/dev/null 2>&1; shift; n=$((n - 1)); done; exec "$@"`;
-  return [
-    systemBinary('sh') ?? '/bin/sh',
-    '-c',
-    script,
-    'sh',
-    home,
-    String(refreshed.length),
-    ...refreshed,
-    ...command,
-  ];
 }
 
 /**
@@ -176,7 +162,7 @@ export async function sandboxedCommand(
   const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
   const pointers = [...readOnlyFiles, ...((await pathExists(marker)) ? [marker] : [])];
   const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-  const refreshed = await prepareOwnership({
+  await prepareOwnership({
     config,
     uid,
     home,
@@ -209,6 +195,6 @@ export async function sandboxedCommand(
     String(SANDBOX_ARGS_FD),
     ...bubblewrapArgs(layout),
     '--',
-    ...refreshedFirst(input.command, refreshed, home),
+    ...input.command,
   ];
 }
