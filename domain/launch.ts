@@ -119,6 +119,7 @@ export function agentStartOf(
       commonDir: `${slot.sourcePath}/.git`,
       worktreePath: slot.worktreePath,
       refFolder: taskRefFolder(slot.branch),
+      worktreeId: slot.recorded?.worktreeId ?? null,
     })),
     sshTargetId: plan.sshTargetId ?? null,
     ...(plan.limits ? { limits: plan.limits } : {}),

@@ -42,10 +42,7 @@ export async function agentFolder(folder: string, uid: number): Promise<void> {
 
 /** Files the agent may read and never write (the pointers git follows): the service's, 0644. */
 export async function serviceFiles(files: string[]): Promise<void> {
-  for (const file of files) {
-    await lchown(file, 0, 0);
-    await chmod(file, 0o644);
-  }
+  await Promise.all(files.map((file) => lchown(file, 0, 0).then(() => chmod(file, 0o644))));
 }
 
 /** Only the folders agents' sandboxes bind something below are traversable by others. */

@@ -137,6 +137,8 @@ export interface AgentGitSlot {
   worktreePath: string | null;
   /** The ref folder its agent moves (domain/task-layout.ts taskRefFolder), or null. */
   refFolder: string | null;
+  /** Its registration's id as the inventory records it (an attach); absent or null: not known yet. */
+  worktreeId?: string | null;
 }
 
 /** A folder made when missing, and usable only when it is exactly there (no link on the way). */
@@ -179,11 +181,32 @@ export async function gitStoreLayout(
     if (!insideWorkspace) {
       const worktrees = new Set(ofRepository.map((slot) => slot.worktreePath).filter((p): p is string => p !== null));
       if (entries.includes('worktrees')) {
-        for (const id of await readdir(path.join(commonDir, 'worktrees'))) {
-          const adminDir = path.join(commonDir, 'worktrees', id);
-          const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-          const worktree = registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
-          if (!worktree || !worktrees.has(worktree) || !(await isRealDirectory(adminDir))) continue;
+        // Each worktree's registration is looked for where its records (an attach's inventory) or
+        // git's own naming (after the worktree's folder) put it: a read or two, whatever the number
+        // of worktrees of the repository (reading every registration's gitdir took an attach 4 ms
+        // with a hundred). All are read only for a worktree not found so (a first launch where
+        // git added a number to a name already taken).
+        const registrations = path.join(commonDir, 'worktrees');
+        const found = new Map<string, string>(); // registration folder → its worktree
+        for (const slot of ofRepository) {
+          const worktree = slot.worktreePath;
+          if (worktree === null) continue;
+          for (const id of new Set([slot.worktreeId, path.basename(worktree)])) {
+            if (!id || id.includes('/') || id === '..') continue;
+            const adminDir = path.join(registrations, id);
+            if ((await registeredWorktree(adminDir)) !== worktree) continue;
+            found.set(adminDir, worktree);
+            break;
+          }
+        }
+        if (found.size < worktrees.size)
+          for (const id of await readdir(registrations)) {
+            const adminDir = path.join(registrations, id);
+            const worktree = found.has(adminDir) ? null : await registeredWorktree(adminDir);
+            if (worktree && worktrees.has(worktree)) found.set(adminDir, worktree);
+          }
+        for (const [adminDir, worktree] of found) {
+          if (!(await isRealDirectory(adminDir))) continue;
           const pointers = await protectedPointers(adminDir, worktree);
           if (!pointers) continue;
           ownAdminDirs.push(adminDir);
@@ -213,6 +236,12 @@ export async function gitStoreLayout(
     binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }));
   }
   return { binds, storeKeyDirs, owned, readOnlyFiles };
+}
+
+/** The worktree a registration folder names (its `gitdir` without `/.git`), or null. */
+async function registeredWorktree(adminDir: string): Promise<string | null> {
+  const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
+  return registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
 }
 
 /** The pointer files of a worktree registration, each a plain file (config.worktree made empty where absent): else null. */
