@@ -307,7 +307,19 @@ describe('messages a person can act on', () => {
     const before = await rowCounts(h.pool);
     const bad = await launch(h, taskId, { executorType: 'bogus' });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.message).toBe('executorType must be one of worktree, local, ssh, container, sandbox.');
+    expect(bad.body.error.message).toBe(
+      'executorType must be one of worktree, local, ssh: the executors this service runs (no other is available here).',
+    );
+    // An executor the contract names but this service does not run: the same 400, nothing created.
+    for (const executorType of ['container', 'sandbox']) {
+      const unavailable = await launch(h, taskId, { executorType });
+      expect(unavailable.status).toBe(400);
+      expect(unavailable.body.error).toMatchObject({
+        code: 'invalid_request',
+        message:
+          'executorType must be one of worktree, local, ssh: the executors this service runs (no other is available here).',
+      });
+    }
     const repos = await h.api('POST', '/v1/tasks', { title: 't', repos: [] });
     expect(repos.status).toBe(400);
     expect(repos.body.error.message).toBe('repos is not a field of this request; did you mean repositories?');

@@ -9,7 +9,15 @@ describe('a 400 in words (issue 27)', () => {
       params: { allowedValue: v },
     }));
     errors.push({ keyword: 'anyOf', instancePath: '/executorType', params: {} as any });
-    expect(validationMessage(errors, 'body')).toBe('executorType must be one of worktree, local, ssh.');
+    expect(validationMessage(errors, 'body')).toBe(
+      'executorType must be one of worktree, local, ssh: the executors this service runs (no other is available here).',
+    );
+    const modes = ['shared', 'own'].map((v) => ({
+      keyword: 'const',
+      instancePath: '/mode',
+      params: { allowedValue: v },
+    }));
+    expect(validationMessage(modes, 'body')).toBe('mode must be one of shared, own.');
   });
   it('names nested fields, limits and missing ones', () => {
     expect(

@@ -143,13 +143,8 @@ export const Links = Type.Object({ temporal: Type.String() });
 
 export const LaunchBody = Type.Object(
   {
-    executorType: Type.Union([
-      Type.Literal('worktree'),
-      Type.Literal('local'),
-      Type.Literal('ssh'),
-      Type.Literal('container'),
-      Type.Literal('sandbox'),
-    ]),
+    // Only the executors this service runs: another (`container`, `sandbox`) is a 400 that lists them.
+    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh')]),
     agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
     /** Appended to the profile's command (or the shell profile's `command`). */

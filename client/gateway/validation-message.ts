@@ -56,7 +56,10 @@ function nearest(name: string, known: string[]): string | null {
 
 function describe(field: string, errors: SchemaError[]): string {
   const allowed = errors.filter((e) => e.keyword === 'const').map((e) => e.params.allowedValue);
-  if (allowed.length > 0) return `${field} must be one of ${allowed.map(String).join(', ')}`;
+  if (allowed.length > 0)
+    return field === 'executorType'
+      ? `executorType must be one of ${allowed.map(String).join(', ')}: the executors this service runs (no other is available here)`
+      : `${field} must be one of ${allowed.map(String).join(', ')}`;
   const e = errors.find((x) => x.keyword !== 'anyOf') ?? errors[0]!;
   const p = e.params;
   switch (e.keyword) {
