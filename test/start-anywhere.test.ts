@@ -308,7 +308,9 @@ describe('make start from any folder [issue 14]', () => {
         const run = makeStart();
         const code = await run.exited;
         const { stdout, stderr } = run.output();
-        expect(code).not.toBe(0);
+        // The launcher exits 1, and make says so in its own line and exits 2 (as the README says).
+        expect(code).toBe(2);
+        expect(stderr).toMatch(/^make: \*\*\* \[Makefile:\d+: start\] Error 1$/m);
         // make adds its own `make: *** … Error 1`; everything else said is the one line.
         const said = `${stdout}\n${stderr}`
           .split('\n')
