@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { ScheduleNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { idleReleaseRecordActivities } from '../activities/idle-release';
@@ -15,7 +16,7 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { releaseIdleTask, savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createGroupTasks, createTask, launch, registerRepo, waitUntil } from './support/scenario';
-import { commitOf, fingerprint, git, makeRepo, worktreePaths } from './support/world';
+import { commitOf, fingerprint, git, makeRepo, rowCounts, worktreePaths } from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -352,5 +353,30 @@ describe('idle release [R6.9]', () => {
     } finally {
       for (const id of Object.values(ids)) await h.temporal.schedule.getHandle(id).delete();
     }
+  });
+
+  it('TWS_IDLE_RELEASE_AFTER=off removes the schedule an earlier start made; a release on request is for operators', async () => {
+    const suffix = `-${randomUUID()}`;
+    const ids = await ensureSchedules(h.temporal, { ...h.config, idleReleaseAfterMs: 60_000 }, suffix);
+    try {
+      expect((await h.temporal.schedule.getHandle(ids.idleRelease).describe()).scheduleId).toBe(ids.idleRelease);
+      await ensureSchedules(h.temporal, { ...h.config, idleReleaseAfterMs: null }, suffix);
+      await expect(h.temporal.schedule.getHandle(ids.idleRelease).describe()).rejects.toBeInstanceOf(
+        ScheduleNotFoundError,
+      );
+      // The other schedules of the host stay.
+      expect((await h.temporal.schedule.getHandle(ids.orphanSweep).describe()).scheduleId).toBe(ids.orphanSweep);
+    } finally {
+      for (const id of Object.values(ids))
+        await h.temporal.schedule
+          .getHandle(id)
+          .delete()
+          .catch(() => {});
+    }
+    const before = await rowCounts(h.pool);
+    const refused = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('forbidden');
+    expect(await rowCounts(h.pool)).toEqual(before);
   });
 });

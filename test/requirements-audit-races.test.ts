@@ -12,6 +12,7 @@ import { OWNERSHIP_MARKER_FILE, taskBranchName, taskFolder, worktreePath } from 
 import { launchWorkflowId } from '../domain/workflow-ids';
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { requiredWhereExpected } from './support/host-abilities';
 import { liveAgents } from './support/processes';
 import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import {
@@ -85,6 +86,9 @@ const freezerUsable = (() => {
     return false;
   }
 })();
+
+// A root on a host whose freezer controller is mounted can use it: there, one it cannot use fails the run.
+requiredWhereExpected('a v1 freezer group', freezerUsable, process.getuid?.() === 0 && existsSync(FREEZER_ROOT));
 
 function processTree(root: number): number[] {
   const parentOf = new Map<number, number>();
