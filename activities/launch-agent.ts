@@ -10,7 +10,7 @@ import type { CoresidencyObservation, CoresidencySite } from '../domain/coreside
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode, type ErrorCode } from '../domain/errors';
-import { agentStartOf, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
+import { agentStartOf, publishedPlan, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
 import { outageOf } from '../domain/outage';
 import { isStranded } from '../domain/reconcile';
 import { agentProcessActivities } from './agent-process';
@@ -156,7 +156,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
         const runOf = servedWorkflowId();
         if (runOf && isStranded(await workflowLiveness(runOf))) throw typedFailure('internal');
         await publishInventory(plan, made);
-        return await launchAgent({ ...input, validate: false });
+        return await launchAgent({ ...input, plan: publishedPlan(plan, made), validate: false });
       } catch (err) {
         // The database went away mid-way: nothing is undone (the undo needs it too); the step is
         // tried again once it answers, and the re-run adopts what this try made.

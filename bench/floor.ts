@@ -26,6 +26,7 @@ import { admitResume } from '../db/admission';
 import { publishReady } from '../db/environments';
 import type { IncomingInventoryRow } from '../db/inventory';
 import { loadConfig, type Config } from '../domain/config';
+import { publishedPlan } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
 import { sshAttachOnFloor } from './floor-ssh-attach';
 import { admit, git, inOneTransaction, launchRequest, startAgent, validate, type FloorPhases } from './floor-steps';
@@ -163,7 +164,13 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
           publishReady(client, plan.environmentId, plan.sessionId, plan.workspacePath, plan.taskFolder, rows),
         );
         if (!published) throw new Error('floor: publish refused');
-        await startAgent(client, config, plan, part);
+        const made = rows.map((r) => ({
+          repositoryId: r.repositoryId,
+          worktreeId: r.identity!.worktreeId,
+          worktreePath: r.identity!.worktreePath!,
+          branch: r.identity!.worktreeBranch!,
+        }));
+        await startAgent(client, config, publishedPlan(plan, made), part);
       });
     },
 

@@ -95,6 +95,26 @@ export interface LaunchResult {
   executionId: string;
 }
 
+/**
+ * The plan of a first launch as its inventory now records it (published): each slot with the
+ * worktree id git gave it, so that its agent's start finds the registration by its id as an
+ * attach does. Slots the list does not name stay as they are.
+ */
+export function publishedPlan(
+  plan: LaunchPlan,
+  made: { repositoryId: string; worktreeId: string | null; worktreePath: string; branch: string }[],
+): LaunchPlan {
+  return {
+    ...plan,
+    slots: plan.slots.map((slot) => {
+      const m = made.find((x) => x.repositoryId === slot.repositoryId && x.worktreePath === slot.worktreePath);
+      return m?.worktreeId
+        ? { ...slot, recorded: { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } }
+        : slot;
+    }),
+  };
+}
+
 /** What starting the agent of a plan needs: its own execution id, the plan's workspace as working directory. */
 export function agentStartOf(
   plan: LaunchPlan,
