@@ -1,6 +1,6 @@
 /** The workspace modes of the admission table [R1]: parent and group environments, abandoned and failed materializations. */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchWorkflowId } from '../domain/workflow-ids';
@@ -15,7 +15,7 @@ import {
   registerRepo,
   waitUntil,
 } from './support/scenario';
-import { gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
+import { branches, git, gitWrapper, listDir, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -36,6 +36,35 @@ const lastActivityOf = async (taskId: string): Promise<Date> =>
 
 const envCount = async (harness: Harness = h) =>
   Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
+
+describe('an existing branch checked out (checkoutBranch)', () => {
+  it('the worktree executor checks it out as it is: never moved, no task branch made, the agent in it', async () => {
+    const name = `modes-${++n}`;
+    const repo = makeRepo(h.scratch, name, { branches: ['feature'] });
+    git(repo, 'checkout', '-q', 'feature');
+    writeFileSync(path.join(repo, 'feature.txt'), 'on the feature branch\n');
+    git(repo, 'add', 'feature.txt');
+    git(repo, 'commit', '-q', '-m', 'feature work');
+    git(repo, 'checkout', '-q', 'main');
+    const repoId = await registerRepo(h, repo, name);
+    const featureAt = git(repo, 'rev-parse', 'feature');
+    const before = branches(repo);
+    const res = await h.api('POST', '/v1/tasks', {
+      title: 'on feature',
+      repositories: [{ repositoryId: repoId, checkoutBranch: 'feature' }],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const launched = await launch(h, res.body.id, { executorType: 'worktree' });
+    expect(launched.status, JSON.stringify(launched.body)).toBe(201);
+    const pid = await pidOf(h, launched.body.sessionId);
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(res.body.id), name);
+    expect(processCwd(pid)).toBe(worktree);
+    expect(git(worktree, 'symbolic-ref', '--short', 'HEAD')).toBe('feature');
+    expect(readFileSync(path.join(worktree, 'feature.txt'), 'utf8')).toBe('on the feature branch\n');
+    expect(git(repo, 'rev-parse', 'feature')).toBe(featureAt);
+    expect(branches(repo)).toEqual(before);
+  });
+});
 
 describe('inherit_parent', () => {
   it('attaches the child to the parent environment and never creates one of its own', async () => {

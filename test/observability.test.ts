@@ -5,6 +5,7 @@
  * archive have run on a real system.
  */
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -290,3 +291,27 @@ function parseLine(text: string, name: string, host?: string, labels?: string): 
   const line = text.split('\n').find((l) => l.startsWith(prefix));
   return line === undefined ? undefined : Number(line.slice(prefix.length));
 }
+
+describe('who may read /metrics', () => {
+  it('only loopback callers by default, even on a gateway listening on every address; anyone with TWS_METRICS_PUBLIC=1', async () => {
+    const h = await harness();
+    // An address of this machine that is not loopback: a caller from there is not on loopback.
+    const outside = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    if (!outside) throw new Error('this host has no address but loopback: the test cannot call from outside');
+    const scrape = async (gateway: { url: string }, host: string) => {
+      const res = await fetch(gateway.url.replace('127.0.0.1', host) + '/metrics');
+      return { status: res.status, body: await res.text() };
+    };
+    const closed = await h.spawnGateway({ TWS_API_HOST: '0.0.0.0' });
+    expect((await scrape(closed, '127.0.0.1')).status).toBe(200);
+    const refused = await scrape(closed, outside);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body).error.code).toBe('forbidden');
+    const open = await h.spawnGateway({ TWS_API_HOST: '0.0.0.0', TWS_METRICS_PUBLIC: '1' });
+    const served = await scrape(open, outside);
+    expect(served.status).toBe(200);
+    expect(served.body).toMatch(/^# HELP /m);
+  });
+});

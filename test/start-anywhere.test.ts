@@ -50,6 +50,28 @@ interface Run {
 }
 
 /** `make start` in the clone, in a process group of its own as a terminal's foreground job is. */
+/** The local addresses a TCP port is listened on, from the kernel's own tables (IPv4 and IPv6). */
+function listeningOn(port: number): string[] {
+  const addresses: string[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const [, local, , state] = line.trim().split(/\s+/);
+      if (state !== '0A' || !local) continue; // 0A: LISTEN
+      const [hex, portHex] = local.split(':');
+      if (parseInt(portHex!, 16) !== port) continue;
+      addresses.push(
+        hex!.length === 8
+          ? (hex!.match(/../g) ?? [])
+              .reverse()
+              .map((b) => parseInt(b, 16))
+              .join('.')
+          : `[${hex}]`, // IPv6: any listener there is a failure of the promise, its exact form aside
+      );
+    }
+  }
+  return addresses;
+}
+
 function makeStart(): Run {
   const child = spawn('make', ['start'], {
     cwd: clone,
@@ -261,6 +283,9 @@ describe('make start from any folder [issue 14]', () => {
     ]);
     expect(await untouched()).toEqual(before);
     expect((await api('/readyz')).status).toBe(200);
+    // What a default start promises: the API on loopback alone, and the secrets file its owner's alone.
+    expect(listeningOn(ports.TWS_API_PORT)).toEqual(['127.0.0.1']);
+    expect(statSync(path.join(clone, '.data', 'secrets.json')).mode & 0o777).toBe(0o600);
 
     const marks = [clone, dataDir];
     await pressCtrlC(first);
