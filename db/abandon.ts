@@ -1,7 +1,8 @@
 /**
  * Abandoning an environment's workspace, in the caller's transaction: its inventory rows become
  * `abandoned` and the environment `released` with its next layout generation. No file is touched;
- * the abandoned paths stay known (db/live-paths.ts), so nothing removes them.
+ * the abandoned paths stay known (db/live-paths.ts), so nothing removes them. Saved work waiting
+ * to be restored is marked `abandoned`: the next launch starts afresh, without it.
  */
 import type { AbandonedWorkspace } from '../domain/cleanup-snapshot';
 import type { Db } from './pool';
@@ -23,6 +24,9 @@ export async function abandonInventory(
   const row = locked.rows[0];
   if (!row) return { kind: 'abandoned', abandoned: { taskFolder: null, worktrees: [] } };
   if (await agentRunningInEnvironmentOf(db, env.taskId)) return { kind: 'refused', code: 'session_running' };
+  // An abandon starts afresh: work an idle release saved that no launch has taken back yet is not
+  // applied onto the new branch. It stays listed on its ref, to apply by hand (`abandoned`).
+  await db.query(`UPDATE saved_work SET restore = 'abandoned' WHERE task_id = $1 AND restore IS NULL`, [env.taskId]);
   const rows = await db.query<{ repository_id: string; worktree_path: string | null; worktree_branch: string | null }>(
     `UPDATE environment_repos SET status = 'abandoned', updated_at = now()
       WHERE environment_id = $1 AND status IN ('active', 'retained')

@@ -18,7 +18,8 @@ export interface SavedWork {
   trigger: string | null;
   /** Put back into a new worktree by a launch (null: not yet, or in conflict). */
   restoredAt: string | null;
-  restore: RestoreOutcome | null;
+  /** `abandoned`: its workspace was abandoned before a launch took it back (never applied by one). */
+  restore: RestoreOutcome | 'abandoned' | null;
 }
 
 /** A retried save of the same task and repository moves the same ref: the row follows it. */
@@ -115,7 +116,7 @@ export async function listSavedWork(
     saved_at: Date;
     trigger: string | null;
     restored_at: Date | null;
-    restore: RestoreOutcome | null;
+    restore: RestoreOutcome | 'abandoned' | null;
   }>(
     db,
     {

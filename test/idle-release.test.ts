@@ -156,6 +156,26 @@ describe('idle release [R6.9]', () => {
     expect(fingerprint(worktree, ['.git'])).toBe(before);
   });
 
+  it('an abandon after the release starts afresh: the next launch applies nothing, the work stays on its ref, listed abandoned', async () => {
+    const { r, t } = await releasedWithWork();
+    const reset = await h.api('POST', `/v1/tasks/${t.taskId}/environment/reset`, { abandon: true }, OPERATOR_TOKEN);
+    expect(reset.status, JSON.stringify(reset.body)).toBeLessThan(300);
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    const workspace = (await h.api('GET', `/v1/sessions/${again.body.sessionId}/workspace`)).body;
+    const fresh = workspace.repositories[0].worktreePath as string;
+    // A new branch from the base, as it is: none of the saved work in it.
+    expect(workspace.repositories[0].branch).toMatch(/-r\d+$/);
+    expect(git(fresh, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+    expect(readFileSync(path.join(fresh, 'README.md'), 'utf8')).toBe('# idle\n');
+    expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBeNull();
+    // Nothing lost: the entry is listed, abandoned, and its ref holds the work.
+    const [entry] = await savedWorkOf(h, r.id, t.taskId);
+    expect(entry).toMatchObject({ restore: 'abandoned', restoredAt: null, trigger: 'idle_release' });
+    expect(git(r.dir, 'rev-parse', '--verify', entry.ref)).toBe(entry.commit);
+    expect(git(r.dir, 'show', `${entry.commit}:README.md`)).toBe('# idle\nedited, not staged');
+  });
+
   it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
     const { r, t, worktree, before } = await releasedWithWork();
 

@@ -34,8 +34,11 @@ const SavedWorkItem = Type.Object({
   trigger: Type.Union([Type.String(), Type.Null()]),
   /** When a launch put it back into a new worktree. */
   restoredAt: Type.Union([Type.String(), Type.Null()]),
-  /** `conflict`: it did not apply to the branch as it is now; apply the ref by hand. */
-  restore: Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Null()]),
+  /**
+   * `conflict`: it did not apply to the branch as it is now; `abandoned`: its workspace was
+   * abandoned before a launch took it back (an abandon starts afresh). Either way apply the ref by hand.
+   */
+  restore: Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Literal('abandoned'), Type.Null()]),
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
