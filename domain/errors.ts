@@ -75,7 +75,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     recoverable: true,
     retryAfterMs: 0,
     action: 'discard_or_commit',
-    message: 'The task has uncommitted changes.',
+    message:
+      'The task has uncommitted changes. Commit them, or delete with discardChanges=true (an operator token) to save them on a hidden ref and remove the workspace.',
   },
   session_running: {
     status: 409,
@@ -167,14 +168,16 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     recoverable: false,
     retryAfterMs: 0,
     action: 'authenticate',
-    message: 'A valid bearer token is required.',
+    message:
+      'A valid bearer token is required: the user and operator tokens are in the data folder (.data/secrets.json), or in TWS_USER_TOKEN and TWS_OPERATOR_TOKEN where the service was started with them.',
   },
   forbidden: {
     status: 403,
     recoverable: false,
     retryAfterMs: 0,
     action: 'authenticate',
-    message: 'This token may not do that.',
+    message:
+      'This token may not do that: it needs the operator token (operatorToken in .data/secrets.json, or TWS_OPERATOR_TOKEN).',
   },
   // Refused before a route reads anything: the request as sent can never succeed, so nothing changed.
   payload_too_large: {

@@ -325,6 +325,19 @@ describe('messages a person can act on', () => {
     expect(repos.body.error.message).toBe('repos is not a field of this request; did you mean repositories?');
     const missing = await h.api('POST', '/v1/boards', {});
     expect(missing.body.error.message).toBe('name is required.');
+    // A required field misspelled: the field the request gave is named with the one it likely meant.
+    const misspelled = await h.api('POST', '/v1/tasks', { tittle: 't', repositories: [] });
+    expect(misspelled.status).toBe(400);
+    expect(misspelled.body.error.message).toBe('title is required; did you mean title where the request says tittle?');
+    const lower = await h.api('POST', `/v1/tasks/${taskId}/sessions`, {
+      executortype: 'worktree',
+      agentProfile: 'shell',
+      command: ['true'],
+    });
+    expect(lower.status).toBe(400);
+    expect(lower.body.error.message).toBe(
+      'executorType is required; did you mean executorType where the request says executortype?',
+    );
     const profile = await launch(h, taskId, { agentProfile: 'no-such-agent' });
     expect(profile.status).toBe(400);
     expect(profile.body.error.message).toMatch(
@@ -384,6 +397,14 @@ describe('authentication', () => {
       null,
     );
     await expectRefusedWithoutChange('GET', `/v1/tasks/${taskId}`, undefined, 401, 'unauthorized', `${USER_TOKEN}x`);
+    // Each says where the tokens are; a user token on an operator route is told which it needs.
+    const none = await h.api('GET', `/v1/tasks/${taskId}`, undefined, null);
+    expect(none.body.error.message).toMatch(/\.data\/secrets\.json.*TWS_USER_TOKEN and TWS_OPERATOR_TOKEN/);
+    const user = await h.api('GET', '/v1/hosts');
+    expect(user.status).toBe(403);
+    expect(user.body.error.message).toMatch(
+      /operator role: .*operatorToken in \.data\/secrets\.json, or TWS_OPERATOR_TOKEN/,
+    );
   });
   it('accepts both roles on user routes and leaves health and the OpenAPI document open', async () => {
     expect((await h.api('POST', '/v1/boards', { name: 'by operator' }, OPERATOR_TOKEN)).status).toBe(201);

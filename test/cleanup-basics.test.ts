@@ -126,6 +126,8 @@ describe('delete [R6.6]', () => {
     expect(refused.status).toBe(409);
     expectSafeError(refused.body, 'task_delete_dirty_worktree');
     expect(refused.body.error.dirtyRepositories).toEqual([t.repoId]);
+    // It names the consent and who may give it.
+    expect(refused.body.error.message).toMatch(/discardChanges=true \(an operator token\)/);
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(200);
     expect(processAlive(t.pid)).toBe(true);
     expect(

@@ -76,7 +76,7 @@ export function handleError(err: FastifyError | ApiError | Error, request: Fasti
     return sendError(
       reply,
       'invalid_request',
-      validationMessage(fe.validation as unknown as SchemaError[], fe.validationContext),
+      validationMessage(fe.validation as unknown as SchemaError[], fe.validationContext, validatedPart(request, fe)),
       {},
       errorId,
     );
@@ -146,4 +146,12 @@ export function answerClientError(err: Error & { code?: string; rawPacket?: unkn
   } else {
     socket.destroy();
   }
+}
+
+/** The part of the request a validation error is about (its body, query or path), for the names it holds. */
+function validatedPart(request: FastifyRequest, fe: FastifyError): unknown {
+  if (fe.validationContext === 'body') return request.body;
+  if (fe.validationContext === 'querystring') return request.query;
+  if (fe.validationContext === 'params') return request.params;
+  return undefined;
 }

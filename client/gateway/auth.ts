@@ -38,7 +38,10 @@ export function registerAuth(app: FastifyInstance, tokens: { user: string; opera
     if (!role) throw new ApiError('unauthorized');
     request.callerRole = role;
     if (needed === 'operator' && role !== 'operator')
-      throw new ApiError('forbidden', 'This route needs the operator role.');
+      throw new ApiError(
+        'forbidden',
+        'This route needs the operator role: the operator token is operatorToken in .data/secrets.json, or TWS_OPERATOR_TOKEN.',
+      );
   });
 }
 

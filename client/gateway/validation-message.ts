@@ -54,7 +54,19 @@ function nearest(name: string, known: string[]): string | null {
   return best?.field ?? null;
 }
 
-function describe(field: string, errors: SchemaError[]): string {
+/** The names of the object at `instancePath` in `data` that are plain identifiers (none where there is no object). */
+function namesAt(data: unknown, instancePath: string): string[] {
+  let at: unknown = data;
+  for (const part of instancePath.split('/').filter(Boolean)) {
+    if (at === null || typeof at !== 'object') return [];
+    at = (at as Record<string, unknown>)[part];
+  }
+  return at !== null && typeof at === 'object' && !Array.isArray(at)
+    ? Object.keys(at).filter((k) => PLAIN_NAME.test(k))
+    : [];
+}
+
+function describe(field: string, errors: SchemaError[], data: unknown): string {
   const allowed = errors.filter((e) => e.keyword === 'const').map((e) => e.params.allowedValue);
   if (allowed.length > 0)
     return field === 'executorType'
@@ -63,8 +75,15 @@ function describe(field: string, errors: SchemaError[]): string {
   const e = errors.find((x) => x.keyword !== 'anyOf') ?? errors[0]!;
   const p = e.params;
   switch (e.keyword) {
-    case 'required':
-      return `${field === 'the body' || field === 'the query' ? '' : `${field}.`}${String(p.missingProperty)} is required`;
+    case 'required': {
+      const missing = String(p.missingProperty);
+      const required = `${field === 'the body' || field === 'the query' ? '' : `${field}.`}${missing} is required`;
+      // A field the request gave that the schema does not know, and that is near the missing one: named.
+      const known = Object.keys(e.parentSchema?.properties ?? {});
+      const given = namesAt(data, e.instancePath).filter((name) => !known.includes(name));
+      const typo = given.find((name) => nearest(name, [missing]) === missing);
+      return typo ? `${required}; did you mean ${missing} where the request says ${typo}?` : required;
+    }
     case 'additionalProperties': {
       const extra = String(p.additionalProperty);
       if (!PLAIN_NAME.test(extra)) return `${field} has a field it does not take`;
@@ -96,13 +115,13 @@ function describe(field: string, errors: SchemaError[]): string {
 }
 
 /** One sentence per field, each said once, in the order the validator met them. */
-export function validationMessage(errors: SchemaError[], context: string | undefined): string {
+export function validationMessage(errors: SchemaError[], context: string | undefined, data?: unknown): string {
   const byField = new Map<string, SchemaError[]>();
   for (const e of errors) {
     const field = fieldName(e.instancePath, context);
     byField.set(field, [...(byField.get(field) ?? []), e]);
   }
-  const text = [...byField].map(([field, errs]) => describe(field, errs)).join('; ');
+  const text = [...byField].map(([field, errs]) => describe(field, errs, data)).join('; ');
   return text.endsWith('?') ? text : `${text}.`;
 }
 
