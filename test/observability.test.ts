@@ -315,3 +315,27 @@ describe('who may read /metrics', () => {
     expect(served.body).toMatch(/^# HELP /m);
   });
 });
+
+describe('what the service writes to its stderr', () => {
+  it('an ordinary refusal (a launch of an archived task) writes no stack trace: it is an outcome, not a fault', async () => {
+    const h = await harness();
+    const stderr = path.join(h.scratch, 'gateway.stderr');
+    const gateway = await h.spawnGateway({}, stderr);
+    const repo = makeRepo(h.scratch, 'refused');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'refused')]);
+    await waitForJob(h, (await archive(h, taskId)).operationId);
+    const before = readFileSync(stderr, 'utf8').length;
+    for (let i = 0; i < 3; i++) {
+      const refused = await gateway.api('POST', `/v1/tasks/${taskId}/sessions`, {
+        executorType: 'worktree',
+        agentProfile: 'shell',
+        command: SLEEPER,
+      });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expectSafeError(refused.body, 'task_archived');
+    }
+    const written = readFileSync(stderr, 'utf8').slice(before);
+    expect(written, written).not.toMatch(/Activity failed/);
+    expect(written, written).not.toMatch(/^\s+at /m);
+  });
+});

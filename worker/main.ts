@@ -2,7 +2,8 @@
 import { closeSshConnections } from '../ssh/connection';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
+import { serviceSdkLogger } from './sdk-logger';
 import { sdkTelemetry } from './sdk-telemetry';
 import pino, { type Logger } from 'pino';
 import { recoverAgents } from '../executors/registry';
@@ -21,7 +22,7 @@ import { adoptEngineProfile } from './engine-connection';
 async function main(): Promise<void> {
   adoptEngineProfile();
   const logger = pino({ name: 'worker' });
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
+  Runtime.install({ logger: serviceSdkLogger(), telemetryOptions: sdkTelemetry(process.env) });
   const config = await prepareWorkspaceRoot(
     loadConfig(process.env, { cwd: process.cwd(), hostname: os.hostname(), cpus: os.availableParallelism() }),
   );

@@ -9,7 +9,8 @@ import { closeSshConnections } from '../../ssh/connection';
 import os from 'node:os';
 import v8 from 'node:v8';
 import { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
+import { serviceSdkLogger } from '../../worker/sdk-logger';
 import { sdkTelemetry } from '../../worker/sdk-telemetry';
 import pino from 'pino';
 import { createPool } from '../../db/pool';
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   logMemory();
   adoptEngineProfile();
   const logger = pino({ name: 'gateway' });
-  Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: sdkTelemetry(process.env) });
+  Runtime.install({ logger: serviceSdkLogger(), telemetryOptions: sdkTelemetry(process.env) });
   const loaded = loadConfig(process.env, {
     cwd: process.cwd(),
     hostname: os.hostname(),

@@ -1,5 +1,5 @@
 /** Typed outcomes of executors and activities: what crosses the Temporal boundary by `type`. */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { CleanupErrorClass } from '../../domain/cleanup';
 import { isNoSpaceFailure } from '../../domain/disk';
 import { ERROR_TABLE, type ErrorCode } from '../../domain/errors';
@@ -14,6 +14,9 @@ export function typedFailure(code: ErrorCode, details?: Record<string, unknown>)
     message: ERROR_TABLE[code].message,
     nonRetryable: true,
     details: details ? [details] : undefined,
+    // A refusal is an expected outcome, not a fault: the SDK logs a benign failure at debug, where
+    // it wrote a stack trace to the service's stderr for every 409. `internal` stays a warning.
+    ...(code === 'internal' ? {} : { category: ApplicationFailureCategory.BENIGN }),
   });
 }
 

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
 import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -50,7 +51,11 @@ export interface Harness {
   /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
   spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
   /** The compiled gateway as its own process (it runs the launches it starts unless told not to), ready. */
-  spawnGateway(extraEnv?: Record<string, string>): Promise<{ child: ChildProcess; api: Harness['api']; url: string }>;
+  /** With `stderrFile`, what the gateway writes to stderr goes there (else to the test's own). */
+  spawnGateway(
+    extraEnv?: Record<string, string>,
+    stderrFile?: string,
+  ): Promise<{ child: ChildProcess; api: Harness['api']; url: string }>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
@@ -200,7 +205,7 @@ export async function createHarness(
         }),
       );
     },
-    async spawnGateway(extraEnv = {}) {
+    async spawnGateway(extraEnv = {}, stderrFile?: string) {
       const port = await freePort();
       const env = serviceEnv({
         TWS_API_PORT: String(port),
@@ -209,12 +214,14 @@ export async function createHarness(
         TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
         ...extraEnv,
       });
+      const errorOut = stderrFile ? openSync(stderrFile, 'a') : null;
       const child = track(
         spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), {
           env,
-          stdio: ['ignore', 'ignore', 'inherit'],
+          stdio: ['ignore', 'ignore', errorOut ?? 'inherit'],
         }),
       );
+      if (errorOut !== null) closeSync(errorOut);
       const url = `http://127.0.0.1:${port}`;
       const deadline = Date.now() + 60_000;
       for (;;) {
