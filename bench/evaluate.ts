@@ -10,42 +10,18 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
         ? undefined
         : { status: 'error' as const, note: o.error ?? 'failed' };
   const value = <T, V>(o: Outcome<T> | undefined, f: (v: T) => V): V | null => (o?.ok ? f(o.value) : null);
+  /** A figure read from one scenario's outcome, judged against its target (an outcome that failed says so). */
+  const judged = <T>(
+    target: Parameters<typeof judge>[0],
+    o: Outcome<T> | undefined,
+    f: (v: T) => number | null | undefined,
+  ) => judge(target, value(o, f), failed(o));
   const out: TargetResult[] = [];
-  out.push(
-    judge(
-      TARGETS.attachRatio,
-      value(r.attach, (a) => a.ratioToFloorsP50),
-      failed(r.attach),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.materialize1Ratio,
-      value(r.materialize, (m) => m.oneRepository.ratioToFloorsP50),
-      failed(r.materialize),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.materialize3Ratio,
-      value(r.materialize, (m) => m.threeRepositories.ratioToFloorsP50),
-      failed(r.materialize),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.resumeRatio,
-      value(r.resume, (x) => x.ratioToFloorsP50),
-      failed(r.resume),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.sshAttachRatio,
-      value(r.sshAttach, (x) => x.ratioToFloorsP50),
-      failed(r.sshAttach),
-    ),
-  );
+  out.push(judged(TARGETS.attachRatio, r.attach, (a) => a.ratioToFloorsP50));
+  out.push(judged(TARGETS.materialize1Ratio, r.materialize, (m) => m.oneRepository.ratioToFloorsP50));
+  out.push(judged(TARGETS.materialize3Ratio, r.materialize, (m) => m.threeRepositories.ratioToFloorsP50));
+  out.push(judged(TARGETS.resumeRatio, r.resume, (x) => x.ratioToFloorsP50));
+  out.push(judged(TARGETS.sshAttachRatio, r.sshAttach, (x) => x.ratioToFloorsP50));
   if (r.cleanup.ok && r.cleanup.value.status === 'not_available') {
     out.push(
       judge(TARGETS.cleanupThroughput, null, {
@@ -103,20 +79,8 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
       failed(r.diskMeasurement),
     ),
   );
-  out.push(
-    judge(
-      TARGETS.limitsAttach,
-      value(r.limits, (l) => l.attachRatioP50),
-      failed(r.limits),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.limitsFirstLaunch,
-      value(r.limits, (l) => l.firstLaunchRatioP50),
-      failed(r.limits),
-    ),
-  );
+  out.push(judged(TARGETS.limitsAttach, r.limits, (l) => l.attachRatioP50));
+  out.push(judged(TARGETS.limitsFirstLaunch, r.limits, (l) => l.firstLaunchRatioP50));
   const supervision = r.supervision?.ok ? r.supervision.value.supervisor : null;
   out.push(judge(TARGETS.supervisorPss, supervision?.pssP50Mb, failed(r.supervision)));
   out.push(judge(TARGETS.supervisorStartCpu, supervision?.cpuP50Ms, failed(r.supervision)));
@@ -133,27 +97,9 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
         : failed(r.tracing),
     ),
   );
-  out.push(
-    judge(
-      TARGETS.manyTasksFailures,
-      value(r.manyTasks, (m) => m.failures),
-      failed(r.manyTasks),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.manyTasksWall,
-      value(r.manyTasks, (m) => m.wallRatio),
-      failed(r.manyTasks),
-    ),
-  );
-  out.push(
-    judge(
-      TARGETS.growthRatio,
-      value(r.growth, (g) => g.ratioP50),
-      failed(r.growth),
-    ),
-  );
+  out.push(judged(TARGETS.manyTasksFailures, r.manyTasks, (m) => m.failures));
+  out.push(judged(TARGETS.manyTasksWall, r.manyTasks, (m) => m.wallRatio));
+  out.push(judged(TARGETS.growthRatio, r.growth, (g) => g.ratioP50));
   if (r.exitDetection) {
     const e = r.exitDetection;
     out.push(judge(TARGETS.exitWatched, e.ok ? e.value.watched.p50 : null, failed(e)));
