@@ -3,7 +3,7 @@
  * owners, taken from the operator's range (TWS_AGENT_UIDS). The first free one is taken, in one
  * statement; two owners racing for it meet the unique index and the loser takes the next.
  */
-import type { UidRange } from '../domain/config';
+import type { UidRange } from '../domain/agent-settings';
 import type { Db } from './pool';
 
 export class AgentUidsExhausted extends Error {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseUidRange } from '../../domain/config';
+import { parseUidRange } from '../../domain/agent-settings';
+import { loadConfig } from '../../domain/config';
 
 const defaults = { cwd: '/srv', hostname: 'h1' };
 
