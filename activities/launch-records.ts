@@ -12,6 +12,7 @@ import {
   publishReady,
   unpublishFailedMaterialization,
 } from '../db/environments';
+import { markStoppedUnlessRunning } from '../db/executions';
 import { inventoryPublishedBy, upsertInventoryRow, type IncomingInventoryRow } from '../db/inventory';
 import { inTransaction } from '../db/pool';
 import {
@@ -281,6 +282,12 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
 
     async markSessionStopped(sessionId: string): Promise<void> {
       await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');
+    },
+
+    /** The session marked stopped if none of its agents runs; else the ones that run, nothing moved. */
+    async markSessionStoppedUnlessRunning(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
+      const running = await markStoppedUnlessRunning(pool, sessionId);
+      return running.map((r) => ({ executionId: r.id, hostId: r.host_id }));
     },
 
     async markSessionRunning(

@@ -36,12 +36,39 @@ const EXECUTION_COLUMNS =
  * the row is read and moved by everything else about the session meanwhile (a stop, a view).
  */
 export async function lockSessionForStart(client: Db, sessionId: string, executionId: string): Promise<ExecutionRow[]> {
-  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`session-start:${sessionId}`]);
+  await lockSessionStarts(client, sessionId);
   const res = await client.query<ExecutionRow>(
     `SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running' AND id <> $2`,
     [sessionId, executionId],
   );
   return res.rows;
+}
+
+async function lockSessionStarts(client: Db, sessionId: string): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`session-start:${sessionId}`]);
+}
+
+/**
+ * A stop's end, under the session's start lock: the session moves to `stopped` only when none of
+ * its agents runs. Otherwise the ones that run are answered (a resume started one after the stop
+ * read the session's agents) and nothing moves: the stop stops them and comes back. A start that
+ * records its agent after this commits moves the session on from `stopped` itself: the two end as
+ * one after the other, stopped with no agent or running with one.
+ */
+export async function markStoppedUnlessRunning(pool: Pool, sessionId: string): Promise<ExecutionRow[]> {
+  return inTransaction(pool, async (client) => {
+    await lockSessionStarts(client, sessionId);
+    const running = await client.query<ExecutionRow>(
+      `SELECT ${EXECUTION_COLUMNS} FROM executions WHERE session_id = $1 AND status = 'running'`,
+      [sessionId],
+    );
+    if (running.rows.length > 0) return running.rows;
+    await client.query(
+      `UPDATE sessions SET state = 'stopped', updated_at = now() WHERE id = $1 AND state IN ('starting', 'running', 'exited')`,
+      [sessionId],
+    );
+    return [];
+  });
 }
 
 export async function findExecution(db: Db, id: string): Promise<ExecutionRow | null> {

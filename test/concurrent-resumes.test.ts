@@ -108,3 +108,42 @@ describe('one agent per session under concurrent requests [issue 30]', () => {
       await expectOneAgent(sessionId);
     });
 });
+
+describe('a stop and a resume of one session sent together (issue 48, item A)', () => {
+  it('end as one after the other: running with one live agent, or stopped with none, every round', async () => {
+    const taskId = await newTask();
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const sessionId = first.body.sessionId as string;
+    const outcomes: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      // Each round starts from a running agent: the stop then has one to stop while the resume
+      // stops it too and starts its own, the window in which the two crossed.
+      const before = await h.api('GET', `/v1/sessions/${sessionId}`);
+      if (before.body.state !== 'running')
+        expect((await send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {})).status).toBe(200);
+      const [stopped, resumed] = await Promise.all([
+        send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/stop`),
+        send(h.baseUrl, 'POST', `/v1/sessions/${sessionId}/resume`, {}),
+      ]);
+      expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+      expectTyped([resumed]);
+      // Both answered: the stop's run and the resume's have ended, so what the rows say now is final.
+      const state = (await h.api('GET', `/v1/sessions/${sessionId}`)).body.state as string;
+      const agents = await agentsOf(sessionId);
+      const alive = agents.filter((a) => a.alive).map((a) => a.id);
+      const running = agents.filter((a) => a.status === 'running').map((a) => a.id);
+      const seen = JSON.stringify({ round, state, agents });
+      if (state === 'stopped') {
+        expect(alive, seen).toEqual([]);
+        expect(running, seen).toEqual([]);
+      } else {
+        expect(state, seen).toBe('running');
+        expect(alive, seen).toHaveLength(1);
+        expect(running, seen).toEqual(alive);
+      }
+      outcomes.push(state);
+    }
+    expect(outcomes).toHaveLength(8);
+  });
+});
