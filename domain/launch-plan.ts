@@ -2,7 +2,7 @@
 import type { ExecutorType } from './admission';
 import type { LaunchPlan, SlotPlan } from './launch';
 import type { SessionRoleName } from './session';
-import { generationBranch, joinPath } from './task-layout';
+import { generationBranch, isSlugBranch, joinPath } from './task-layout';
 
 export interface RepositorySlot {
   repositoryId: string;
@@ -36,19 +36,27 @@ export function materializeSlots(
   folder: string,
   generation = 0,
 ): SlotPlan[] {
-  return repos.map((r) => ({
-    repositoryId: r.repositoryId,
-    repositoryName: r.repositoryName,
-    sourcePath: r.repositoryPath,
-    sourceRootCommit: r.repositoryRootCommit ?? null,
-    baseBranch: r.baseBranch,
-    branch: r.checkoutBranch ?? generationBranch(r.branchSlug, generation),
-    branchSlug: r.branchSlug,
-    createBranch: r.checkoutBranch === null,
-    worktreePath: executor === 'local' ? r.repositoryPath : joinPath(folder, r.repositoryName),
-    position: r.position,
-    recorded: null,
-  }));
+  return repos.map((r) => {
+    // A branch a hand-over recorded is the service's own for the slug: made (or found) per
+    // generation like any task branch, so that after an abandonment the new generation gets a new
+    // one instead of the branch the abandoned folder still has checked out.
+    const taskBranch = r.checkoutBranch === null || isSlugBranch(r.checkoutBranch, r.branchSlug);
+    const branch = taskBranch ? generationBranch(r.branchSlug, generation) : r.checkoutBranch!;
+    return {
+      repositoryId: r.repositoryId,
+      repositoryName: r.repositoryName,
+      sourcePath: r.repositoryPath,
+      sourceRootCommit: r.repositoryRootCommit ?? null,
+      baseBranch: r.baseBranch,
+      branch,
+      branchSlug: r.branchSlug,
+      // The recorded branch itself (a hand-over's, in its generation) is checked out as it is, as before.
+      createBranch: branch !== r.checkoutBranch,
+      worktreePath: executor === 'local' ? r.repositoryPath : joinPath(folder, r.repositoryName),
+      position: r.position,
+      recorded: null,
+    };
+  });
 }
 
 /** The agent's working directory [R2.2]: the source checkout (`local`), the one worktree, or the task folder that holds several. */

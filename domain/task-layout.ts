@@ -30,6 +30,14 @@ export const generationBranch = (branchSlug: string, generation: number): string
 const isGenerationOf = (branch: string, base: string): boolean =>
   branch === base || (branch.startsWith(`${base}-r`) && /^[1-9][0-9]*$/.test(branch.slice(base.length + 2)));
 
+/**
+ * Whether a slot's recorded branch is the one the service made for its slug, in any layout
+ * generation (not a branch the user asked to check out): a hand-over records it as the new
+ * owner's branch, and an abandonment after that must move on to a new one, never check it out again.
+ */
+export const isSlugBranch = (branch: string, slug: string): boolean =>
+  /^tws\/[^/]+(\/work)?$/.test(slug) && isGenerationOf(branch, slug);
+
 /** A branch the task's materializations created (of any generation, either naming): delete may remove it when merged. */
 export function isTaskBranch(branch: string | null, taskId: string): boolean {
   return branch !== null && (isGenerationOf(branch, taskBranchName(taskId)) || isGenerationOf(branch, `tws/${taskId}`));

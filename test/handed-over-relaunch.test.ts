@@ -12,9 +12,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
-import { createHarness, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createGroupTasks, launch, registerRepo } from './support/scenario';
-import { makeRepo, processCwd, worktreePaths } from './support/world';
+import { git, makeRepo, processCwd, worktreePaths } from './support/world';
 import { pidOf } from './support/scenario';
 
 let h: Harness;
@@ -81,5 +81,42 @@ describe('a handed-over group workspace launches again after its new owner archi
     expect(worktreePaths(t.repo)).toEqual([t.repo, t.worktree]);
     expect(markerIn(t.folder)).toMatchObject({ taskId: t.g2, environmentId: t.environmentId });
     expect(existsSync(path.join(h.config.workspaceRoot, taskDirName(t.g2)))).toBe(false);
+  });
+});
+
+describe('a handed-over group workspace abandoned by the operator launches afresh (issue 48, item B)', () => {
+  it("the next launch makes a new folder on a new branch; the old owner's folder and branch stay as they are", async () => {
+    const name = `abandoned-${randomUUID().slice(0, 8)}`;
+    const repo = makeRepo(h.scratch, name);
+    const repositoryId = await registerRepo(h, repo, name);
+    const { tasks } = await createGroupTasks(h, [repositoryId], 2);
+    const [g1, g2] = tasks as [string, string];
+    const first = await launch(h, g1);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const second = await launch(h, g2);
+    expect(second.body).toMatchObject({ role: 'attached' });
+    const oldWorktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);
+    writeFileSync(path.join(oldWorktree, 'notes.txt'), 'kept where it is\n');
+    const handOver = await waitForJob(h, (await archive(h, g1)).operationId);
+    expect(handOver.report.borrowed).toMatchObject([{ action: 'handed_over', toTaskId: g2 }]);
+    expect((await h.api('POST', `/v1/sessions/${second.body.sessionId}/stop`)).status).toBe(200);
+    const oldBranch = git(oldWorktree, 'symbolic-ref', '--short', 'HEAD');
+
+    const reset = await h.api('POST', `/v1/tasks/${g2}/environment/reset`, { abandon: true }, OPERATOR_TOKEN);
+    expect(reset.status, JSON.stringify(reset.body)).toBeLessThan(300);
+    expect((await waitForJob(h, reset.body.operationId)).state).toBe('succeeded');
+
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await launch(h, g2);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const cwd = processCwd(await pidOf(h, res.body.sessionId));
+      expect(cwd).not.toBe(oldWorktree);
+      expect(git(cwd, 'symbolic-ref', '--short', 'HEAD')).not.toBe(oldBranch);
+      expect(existsSync(path.join(cwd, 'notes.txt'))).toBe(false);
+    }
+    // The abandoned folder, its file and its branch are as they were.
+    expect(readFileSync(path.join(oldWorktree, 'notes.txt'), 'utf8')).toBe('kept where it is\n');
+    expect(git(oldWorktree, 'symbolic-ref', '--short', 'HEAD')).toBe(oldBranch);
+    expect(worktreePaths(repo)).toContain(oldWorktree);
   });
 });

@@ -110,6 +110,32 @@ describe('the layout after an abandonment', () => {
     ).toMatchObject({ worktreePath: '/ws/task-t1-r1/app', branch: 'feature', createBranch: false });
     expect(taskFolder('/ws', 't1', 1)).toBe('/ws/task-t1-r1');
   });
+  it("a hand-over's recorded task branch is checked out as it is in its generation, and left for a new branch after an abandonment", () => {
+    const handedOver = { ...repo, branchSlug: 'tws/t1/work', checkoutBranch: 'tws/t1/work' };
+    expect(materializeSlots([handedOver], 'worktree', taskFolder('/ws', 't1'))[0]).toMatchObject({
+      branch: 'tws/t1/work',
+      createBranch: false,
+    });
+    expect(materializeSlots([handedOver], 'worktree', taskFolder('/ws', 't2', 1), 1)[0]).toMatchObject({
+      worktreePath: '/ws/task-t2-r1/app',
+      branch: 'tws/t1/work-r1',
+      createBranch: true,
+    });
+    const afterTwo = { ...handedOver, checkoutBranch: 'tws/t1/work-r1' };
+    expect(materializeSlots([afterTwo], 'worktree', taskFolder('/ws', 't2', 1), 1)[0]).toMatchObject({
+      branch: 'tws/t1/work-r1',
+      createBranch: false,
+    });
+    expect(materializeSlots([afterTwo], 'worktree', taskFolder('/ws', 't2', 2), 2)[0]).toMatchObject({
+      branch: 'tws/t1/work-r2',
+    });
+    // A branch the user asked for is never replaced, whatever its name.
+    const asked = { ...repo, branchSlug: 'feature/tws', checkoutBranch: 'feature/tws' };
+    expect(materializeSlots([asked], 'worktree', taskFolder('/ws', 't1', 1), 1)[0]).toMatchObject({
+      branch: 'feature/tws',
+      createBranch: false,
+    });
+  });
   it("every generation's task branch is the task's own; nothing else is", () => {
     expect(['tws/t1/work', 'tws/t1/work-r1', 'tws/t1/work-r12'].map((b) => isTaskBranch(b, 't1'))).toEqual([
       true,
