@@ -62,7 +62,9 @@ export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation,
     released: { kind: 'materialize' },
     unavailable: refuse('workspace_reuse_unsafe'),
   },
-  // A child never creates an environment of its own.
+  // A child never creates an environment of its own. Its parent's released one (an idle release,
+  // an abandonment) it materializes again, as the parent's next launch would [R6.10]: the same
+  // environment row, the parent's folder, branches and saved work.
   inherit_parent: {
     none: refuse('workspace_reuse_unsafe'),
     creating_materializer_alive: refuse('workspace_preparing'),
@@ -71,7 +73,7 @@ export const ADMISSION_TABLE: Record<WorkspaceMode, Record<EnvironmentSituation,
     ready_incomplete: refuse('workspace_reuse_unsafe'),
     failed_never_materialized: refuse('workspace_reuse_unsafe'),
     failed_after_materialization: refuse('workspace_reuse_unsafe'),
-    released: refuse('workspace_reuse_unsafe'),
+    released: { kind: 'materialize' },
     unavailable: refuse('workspace_reuse_unsafe'),
   },
   shared_group: {

@@ -25,8 +25,12 @@ describe('admission table [R1]', () => {
     });
   });
 
-  it('inherit_parent never creates an environment of its own', () => {
-    for (const decision of Object.values(ADMISSION_TABLE.inherit_parent)) expect(decision.kind).not.toBe('materialize');
+  it("inherit_parent never creates an environment of its own: it materializes only its parent's released one again [R6.10]", () => {
+    for (const [situation, decision] of Object.entries(ADMISSION_TABLE.inherit_parent))
+      if (situation !== 'released') expect(decision.kind, situation).not.toBe('materialize');
+    // Released means the parent's environment row is there: its materializer is elected again, no row is made.
+    expect(decideAdmission('inherit_parent', 'released')).toEqual({ kind: 'materialize' });
+    expect(decideAdmission('inherit_parent', 'none')).toMatchObject({ code: 'workspace_reuse_unsafe' });
     expect(decideAdmission('inherit_parent', 'ready_complete')).toEqual({ kind: 'attach' });
   });
 
