@@ -65,7 +65,7 @@ export async function forgetRestoresOf(db: Db, sessionId: string, repositoryIds:
   );
 }
 
-/** What a launch's restore of one entry came to; the entry itself is kept until the task is deleted. */
+/** What a launch's restore of one entry came to; the entry itself is kept (a deleted task's too). */
 export async function recordRestore(
   db: Db,
   entry: { repositoryId: string; ref: string; outcome: RestoreOutcome; sessionId: string },

@@ -2,9 +2,10 @@
  * Saving a worktree's uncommitted work on a hidden ref before it is removed, and putting it back
  * into a new worktree [R6.9, R6.10]. A save is one commit (git's `stash create` over the index of
  * everything: modified, added, deleted and untracked files; ignored ones are not saved) whose
- * first parent is the HEAD it was made on. A restore applies exactly the difference between the
- * two, in one `git apply` that changes everything or nothing (a write that fails part-way is
- * undone path by path): never a half-applied worktree.
+ * first parent is the HEAD it was made on and whose second is the index as it was. A restore
+ * applies exactly the difference between the save and that HEAD: the staged part to the index
+ * and the files, the rest to the files, and changes everything or nothing (a write that fails
+ * part-way is undone path by path): never a half-applied worktree.
  */
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,9 @@ import { gitAt, type GitOptions } from './git';
 /**
  * Saves what is uncommitted in `dir` on the ref `refFor(commit)` names (the commit is known
  * only once it is made, so a ref may be named after it); null when there is nothing to save.
+ * The saved commit is shaped as git's own stash entry: its tree is the work tree (untracked files
+ * included), its first parent the HEAD it was made on, its second the index as it was, so that a
+ * restore (or `git stash apply --index` by hand) stages exactly what was staged.
  */
 export async function saveWorkOnRef(
   dir: string,
@@ -23,21 +27,40 @@ export async function saveWorkOnRef(
   options: GitOptions,
 ): Promise<{ ref: string; commit: string } | null> {
   const git = gitAt(dir, options);
+  // The index as it was, before everything is added; an index git cannot write as a tree (a
+  // merge in progress) is saved as the work tree, all of it staged.
+  const index = await git.raw(['write-tree']).then(
+    (tree) => tree.trim(),
+    () => null,
+  );
   await git.raw(['add', '--all']); // the index of a worktree about to be removed, so untracked files are included
-  const commit = (await git.raw(['stash', 'create', message])).trim();
-  if (!commit) return null;
+  const stash = (await git.raw(['stash', 'create', message])).trim();
+  if (!stash) return null;
+  const commit = index ? await withIndexParent(git, stash, index, message) : stash;
   const ref = refFor(commit);
   await git.raw(['update-ref', '-m', message, ref, commit]);
   return { ref, commit };
 }
 
+/** The stash entry made again with the index tree it had before everything was added as its second parent. */
+async function withIndexParent(git: SimpleGit, stash: string, indexTree: string, message: string): Promise<string> {
+  const [head, tree] = (await git.raw(['rev-parse', `${stash}^1`, `${stash}^{tree}`])).trim().split('\n');
+  const indexCommit = (await git.raw(['commit-tree', indexTree, '-p', head!, '-m', `index on ${message}`])).trim();
+  return (await git.raw(['commit-tree', tree!, '-p', head!, '-p', indexCommit, '-m', message])).trim();
+}
+
 /**
  * Writes the work of a saved commit as a binary patch to `file` (by git itself, bytes as they
- * are: a file in another encoding survives): exactly the difference between the save and the
- * HEAD it was made on. `git` is any checkout that has the commit (the worktree, or the host
- * repository for a remote clone).
+ * are: a file in another encoding survives): by default exactly the difference between the save
+ * and the HEAD it was made on; `from`/`to` name other ends (the index part, the rest). `git` is
+ * any checkout that has the commit (the worktree, or the host repository for a remote clone).
  */
-async function writeSavedWorkPatch(git: SimpleGit, commit: string, file: string): Promise<void> {
+async function writeSavedWorkPatch(
+  git: SimpleGit,
+  commit: string,
+  file: string,
+  ends: { from: string; to: string } = { from: `${commit}^1`, to: commit },
+): Promise<void> {
   await git.raw([
     'diff',
     '--binary',
@@ -46,16 +69,16 @@ async function writeSavedWorkPatch(git: SimpleGit, commit: string, file: string)
     '--no-ext-diff',
     '--no-textconv',
     `--output=${file}`,
-    `${commit}^1`,
-    commit,
+    ends.from,
+    ends.to,
   ]);
 }
 
-/** `use` gets a file of a private folder (mkdtemp: 0700) that is removed once it is done. */
-async function withPatchFile<T>(use: (file: string) => Promise<T>): Promise<T> {
+/** `use` gets files of a private folder (mkdtemp: 0700), removed once it is done. */
+async function withPatchFile<T>(use: (file: string, other: (name: string) => string) => Promise<T>): Promise<T> {
   const folder = await mkdtemp(path.join(tmpdir(), 'tws-restore-'));
   try {
-    return await use(path.join(folder, 'work.patch'));
+    return await use(path.join(folder, 'work.patch'), (name) => path.join(folder, name));
   } finally {
     await rm(folder, { recursive: true, force: true });
   }
@@ -71,9 +94,11 @@ export async function savedWorkPatch(repoDir: string, commit: string, options: G
 }
 
 /**
- * Puts a saved commit's work back into the worktree at `dir`: `applied` (also when it holds
- * nothing), or `conflict` when it does not apply to the worktree as it is (the branch moved
- * since the save): then nothing was changed, and the saved ref is there to apply by hand.
+ * Puts a saved commit's work back into the worktree at `dir`, its index as it was: `applied`
+ * (also when it holds nothing), or `conflict` when it does not apply to the worktree as it is
+ * (the branch moved since the save): then nothing was changed, and the saved ref is there to
+ * apply by hand. What was staged is applied to the index and the files (`git apply --index`),
+ * the rest to the files alone, so untracked files come back untracked.
  */
 export async function restoreSavedWork(
   dir: string,
@@ -81,20 +106,41 @@ export async function restoreSavedWork(
   options: GitOptions,
 ): Promise<'applied' | 'conflict'> {
   const git = gitAt(dir, options);
-  return withPatchFile(async (file) => {
+  return withPatchFile(async (file, other) => {
     await writeSavedWorkPatch(git, commit, file);
     if ((await stat(file)).size === 0) return 'applied';
+    const staged = other('staged.patch');
+    const rest = other('rest.patch');
+    await writeSavedWorkPatch(git, commit, staged, { from: `${commit}^1`, to: `${commit}^2` });
+    await writeSavedWorkPatch(git, commit, rest, { from: `${commit}^2`, to: commit });
+    const parts = [
+      { patch: staged, args: ['--index'] },
+      { patch: rest, args: [] },
+    ];
     if (!(await applies(git, ['--check', file]))) {
       // A retried restore whose first run applied (and then lost its record) finds its work in place.
-      return (await applies(git, ['--check', '--reverse', file])) ? 'applied' : 'conflict';
+      if (await applies(git, ['--check', '--reverse', file])) return 'applied';
+      // One whose first run stopped between the two parts finds the staged part in place: the rest follows.
+      const stagedInPlace =
+        (await stat(staged)).size > 0 && (await applies(git, ['--check', '--reverse', '--index', staged]));
+      if (!stagedInPlace || !(await applies(git, ['--check', rest]))) return 'conflict';
+      parts.shift();
     }
-    try {
-      await git.raw(['apply', file]);
-    } catch (err) {
-      // The patch fits (checked above), so git failed writing it (a disk that filled): what it
-      // wrote is put back as HEAD has it, and the caller is told. The saved ref keeps the work.
-      await undoApply(git, commit);
-      throw err;
+    for (const part of parts) {
+      if ((await stat(part.patch)).size === 0) continue;
+      // The whole fits (checked above); a part that does not (a branch that moved in between) is a conflict.
+      if (!(await applies(git, ['--check', ...part.args, part.patch]))) {
+        if (part.patch === rest) await undoApply(git, commit); // the staged part is in: the worktree goes back whole
+        return 'conflict';
+      }
+      try {
+        await git.raw(['apply', ...part.args, part.patch]);
+      } catch (err) {
+        // The part fits (checked above), so git failed writing it (a disk that filled): what it
+        // wrote is put back as HEAD has it, and the caller is told. The saved ref keeps the work.
+        await undoApply(git, commit);
+        throw err;
+      }
     }
     return 'applied';
   });
@@ -115,9 +161,13 @@ async function undoApply(git: SimpleGit, commit: string): Promise<void> {
     (await git.raw(['ls-tree', '-r', '-z', '--name-only', '--full-tree', 'HEAD'])).split('\0').filter(Boolean),
   );
   const kept = touched.filter((p) => inHead.has(p));
-  for (let i = 0; i < kept.length; i += 500)
-    await git.raw(['checkout', 'HEAD', '--', ...kept.slice(i, i + 500).map((p) => `:(top,literal)${p}`)]);
-  for (const p of touched.filter((p) => !inHead.has(p))) await rm(path.join(root, p), { force: true });
+  const spec = (paths: string[]) => paths.map((p) => `:(top,literal)${p}`);
+  for (let i = 0; i < kept.length; i += 500) await git.raw(['checkout', 'HEAD', '--', ...spec(kept.slice(i, i + 500))]);
+  // What the index part staged that HEAD does not have leaves the index too.
+  const added = touched.filter((p) => !inHead.has(p));
+  for (let i = 0; i < added.length; i += 500)
+    await git.raw(['rm', '-q', '--cached', '--ignore-unmatch', '--', ...spec(added.slice(i, i + 500))]);
+  for (const p of added) await rm(path.join(root, p), { force: true });
 }
 
 async function applies(git: SimpleGit, args: string[]): Promise<boolean> {

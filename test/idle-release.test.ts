@@ -15,8 +15,8 @@ import { idleCandidates } from '../db/idle';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { releaseIdleTask, savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createGroupTasks, createTask, launch, registerRepo, waitUntil } from './support/scenario';
-import { commitOf, fingerprint, git, makeRepo, rowCounts, worktreePaths } from './support/world';
+import { createGroupTasks, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import { commitOf, fingerprint, git, makeRepo, processCwd, rowCounts, worktreePaths } from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -45,23 +45,35 @@ async function stoppedTask(r: { id: string }, extra: Record<string, unknown> = {
   return { taskId, sessionId: res.body.sessionId as string, envId: res.body.taskEnvironmentId as string };
 }
 
-/** Work of every kind: a modified, a staged, a deleted and an untracked file, with bytes that are not text. */
+/**
+ * Work of every kind: a modified, a staged, a deleted, a newly added (then changed again) and an
+ * untracked file, with bytes that are not text.
+ */
 function makeWork(worktree: string) {
   writeFileSync(path.join(worktree, 'README.md'), '# idle\nedited, not staged\n');
   writeFileSync(path.join(worktree, 'src/keep.txt'), 'keep, and staged\n');
   git(worktree, 'add', 'src/keep.txt');
   rmSync(path.join(worktree, 'src/gone.txt'));
+  writeFileSync(path.join(worktree, 'src/added.txt'), 'added, staged\n');
+  git(worktree, 'add', 'src/added.txt');
+  writeFileSync(path.join(worktree, 'src/added.txt'), 'added, staged\nthen changed again\n');
   mkdirSync(path.join(worktree, 'notes'));
   writeFileSync(path.join(worktree, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
 }
+
+/** What git says is staged, what is changed beside the index, and what is untracked. */
+const statusOf = (worktree: string) => ({
+  staged: git(worktree, 'diff', '--cached', '--name-status'),
+  unstaged: git(worktree, 'diff', '--name-status'),
+  untracked: git(worktree, 'ls-files', '--others', '--exclude-standard'),
+});
 
 const releaseNow = (body: Record<string, unknown> = {}) =>
   h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1, ...body }, OPERATOR_TOKEN);
 
 /**
  * A stopped task with work of every kind (makeWork) in its worktree, released idle: its
- * worktree gone, and what the work was, file by file (the index is git's own, rebuilt by a new
- * worktree).
+ * worktree gone, and what the work was, file by file, and git's status of it (index and files).
  */
 async function releasedWithWork() {
   const r = await repo();
@@ -69,10 +81,11 @@ async function releasedWithWork() {
   const worktree = worktreeOf(t.taskId, r.name);
   makeWork(worktree);
   const before = fingerprint(worktree, ['.git']);
+  const status = statusOf(worktree);
   const job = await releaseIdleTask(h, t.taskId);
   expect(job.state).toBe('succeeded');
   expect(existsSync(worktree)).toBe(false);
-  return { r, t, worktree, before };
+  return { r, t, worktree, before, status };
 }
 
 describe('idle release [R6.9]', () => {
@@ -129,19 +142,22 @@ describe('idle release [R6.9]', () => {
   });
 
   it('the next launch restores the saved work byte-for-byte: modified, staged, deleted and untracked files [R6.10]', async () => {
-    const { r, t, worktree, before } = await releasedWithWork();
+    const { r, t, worktree, before, status } = await releasedWithWork();
+    expect(status).toEqual({
+      staged: 'A\tsrc/added.txt\nM\tsrc/keep.txt',
+      unstaged: 'M\tREADME.md\nM\tsrc/added.txt\nD\tsrc/gone.txt',
+      untracked: 'notes/untracked.bin',
+    });
 
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(fingerprint(worktree, ['.git'])).toBe(before);
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     expect(existsSync(path.join(worktree, 'src/gone.txt'))).toBe(false);
-    expect(
-      git(worktree, 'status', '--porcelain', '--untracked-files=all')
-        .split('\n')
-        .map((line) => line.trim())
-        .sort(),
-    ).toEqual(['?? notes/untracked.bin', 'D src/gone.txt', 'M README.md', 'M src/keep.txt']);
+    // The index as it was: staged stays staged, the added file added (with its later change
+    // unstaged), the untracked file untracked.
+    expect(statusOf(worktree)).toEqual(status);
+    expect(git(worktree, 'show', ':src/added.txt')).toBe('added, staged');
     const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
     expect(session).toMatchObject({ restore: 'applied', restoreConflictRefs: [] });
     const [entry] = await savedWorkOf(h, r.id, t.taskId);
@@ -174,6 +190,27 @@ describe('idle release [R6.9]', () => {
     expect(entry).toMatchObject({ restore: 'abandoned', restoredAt: null, trigger: 'idle_release' });
     expect(git(r.dir, 'rev-parse', '--verify', entry.ref)).toBe(entry.commit);
     expect(git(r.dir, 'show', `${entry.commit}:README.md`)).toBe('# idle\nedited, not staged');
+  });
+
+  it("a child working in its parent's workspace (inherit_parent) materializes the parent's released environment again, with the work restored [R6.10]", async () => {
+    const { r, t, worktree, before, status } = await releasedWithWork();
+    const child = await createTask(h, [r.id], { parentTaskId: t.taskId, workspace: { mode: 'inherit_parent' } });
+
+    const res = await launch(h, child);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    // The parent's own environment made again where it was, never one of the child's.
+    expect(res.body).toMatchObject({ role: 'materialized', taskEnvironmentId: t.envId });
+    expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(worktree);
+    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(statusOf(worktree)).toEqual(status);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n,
+    ).toBe(0);
+    const [entry] = await savedWorkOf(h, r.id, t.taskId);
+    expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
+    // The parent's next launch attaches to it.
+    const parentLaunch = await launch(h, t.taskId);
+    expect(parentLaunch.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.envId });
   });
 
   it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
