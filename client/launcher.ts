@@ -240,6 +240,8 @@ async function main(): Promise<void> {
       TWS_USER_TOKEN: config.userToken ?? secrets.userToken,
       TWS_OPERATOR_TOKEN: config.operatorToken ?? secrets.operatorToken,
       TWS_DATA_DIR: config.dataDir,
+      // Answers link the dev server's UI; an engine of the operator's only the UI it names.
+      TWS_TEMPORAL_UI_URL: process.env.TWS_TEMPORAL_UI_URL || (temporalServer ? `http://127.0.0.1:${uiPort}` : ''),
       // Agents run as other uids (issue 45): what their sandbox binds must be where they can reach it.
       ...(process.env.TWS_AGENT_ROOT || config.agentSandbox === 'none'
         ? {}

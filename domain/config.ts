@@ -39,7 +39,8 @@ export interface Config {
   temporalAddress: string;
   temporalNamespace: string;
   /** The Temporal Web UI, for the links answers carry to their run (no trailing slash). */
-  temporalUiUrl: string;
+  /** Null: no UI known (an engine of the operator's without TWS_TEMPORAL_UI_URL); answers then carry no link. */
+  temporalUiUrl: string | null;
   taskQueue: string;
   hostId: string;
   workspaceRoot: string;
@@ -199,6 +200,17 @@ function parseProfiles(raw: string | undefined, maximum: AgentLimits): Record<st
   return profiles;
 }
 
+/**
+ * Where answers link a run in the Temporal UI: TWS_TEMPORAL_UI_URL, else the UI of the dev
+ * server `make start` runs (it passes its URL; alone, a service with no TEMPORAL_ADDRESS assumes
+ * the default one on TWS_TEMPORAL_UI_PORT). An engine named by TEMPORAL_ADDRESS alone has no UI we
+ * know of: no link, rather than one to where nothing listens.
+ */
+function temporalUiUrlOf(env: Record<string, string | undefined>): string | null {
+  if (env.TWS_TEMPORAL_UI_URL) return env.TWS_TEMPORAL_UI_URL.replace(/\/+$/, '');
+  return env.TEMPORAL_ADDRESS ? null : `http://127.0.0.1:${env.TWS_TEMPORAL_UI_PORT || 8233}`;
+}
+
 export function loadConfig(
   env: Record<string, string | undefined>,
   defaults: { cwd: string; hostname: string; cpus?: number },
@@ -212,11 +224,7 @@ export function loadConfig(
     databaseUrl: env.DATABASE_URL || null,
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    // Default: the UI of `make start`'s dev server (client/launcher.ts serves it on TWS_TEMPORAL_UI_PORT).
-    temporalUiUrl: (env.TWS_TEMPORAL_UI_URL || `http://127.0.0.1:${env.TWS_TEMPORAL_UI_PORT || 8233}`).replace(
-      /\/+$/,
-      '',
-    ),
+    temporalUiUrl: temporalUiUrlOf(env),
     taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
     hostId: env.TWS_HOST_ID || defaults.hostname,
     workspaceRoot: env.TWS_WORKSPACE_ROOT || `${agentRoot}/workspaces`,

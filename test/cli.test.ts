@@ -26,7 +26,7 @@ const BIN = path.resolve('bin/tws.mjs');
 
 beforeAll(async () => {
   buildServices(path.resolve('.'));
-  h = await createHarness();
+  h = await createHarness({ temporalUiUrl: 'http://127.0.0.1:8233' });
 });
 afterAll(async () => h?.close());
 

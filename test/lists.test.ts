@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../domain/config';
 import { SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { archive, waitForJob } from './support/cleanup';
+import { temporalLinks } from '../client/temporal-links';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
 import { makeRepo } from './support/world';
@@ -302,5 +303,15 @@ describe('TWS_TEMPORAL_UI_URL', () => {
     expect(at({})).toBe('http://127.0.0.1:8233');
     expect(at({ TWS_TEMPORAL_UI_PORT: '9000' })).toBe('http://127.0.0.1:9000');
     expect(at({ TWS_TEMPORAL_UI_URL: 'https://tui.example/' })).toBe('https://tui.example');
+  });
+  it('an engine named by TEMPORAL_ADDRESS alone has no UI we know of: answers carry no link', () => {
+    const at = (env: Record<string, string>) => loadConfig(env, { cwd: '/x', hostname: 'h' });
+    expect(at({ TEMPORAL_ADDRESS: 'temporal.example:7233' }).temporalUiUrl).toBeNull();
+    expect(at({ TEMPORAL_ADDRESS: 'temporal.example:7233', TWS_TEMPORAL_UI_PORT: '9000' }).temporalUiUrl).toBeNull();
+    expect(temporalLinks(at({ TEMPORAL_ADDRESS: 'temporal.example:7233' }), 'cleanup/x')).toEqual({});
+    const named = at({ TEMPORAL_ADDRESS: 'temporal.example:7233', TWS_TEMPORAL_UI_URL: 'https://ui.example' });
+    expect(temporalLinks(named, 'cleanup/x')).toEqual({
+      temporal: 'https://ui.example/namespaces/default/workflows/cleanup%2Fx',
+    });
   });
 });

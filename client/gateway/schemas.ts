@@ -138,8 +138,8 @@ export const Task = Type.Object({
   sessions: Type.Array(SessionSummary),
 });
 
-/** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL). */
-export const Links = Type.Object({ temporal: Type.String() });
+/** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL); absent when no UI is known. */
+export const Links = Type.Object({ temporal: Type.Optional(Type.String()) });
 
 export const LaunchBody = Type.Object(
   {

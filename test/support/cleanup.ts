@@ -23,7 +23,7 @@ export async function waitForJob(
 export async function archive(h: Harness, taskId: string, body: Record<string, unknown> = {}) {
   const res = await h.api('POST', `/v1/tasks/${taskId}/archive`, body);
   expect(res.status, JSON.stringify(res.body)).toBe(202);
-  return res.body as { operationId: string; workflowId: string };
+  return res.body as { operationId: string; workflowId: string; links: { temporal?: string } };
 }
 
 export function deleteTask(h: Harness, taskId: string, query = '') {

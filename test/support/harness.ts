@@ -167,6 +167,7 @@ export async function createHarness(
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     TWS_TASK_QUEUE: config.taskQueue,
+    TWS_TEMPORAL_UI_URL: config.temporalUiUrl ?? '',
     TWS_HOST_ID: config.hostId,
     TWS_DATA_DIR: config.dataDir,
     TWS_WORKSPACE_ROOT: config.workspaceRoot,
