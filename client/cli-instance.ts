@@ -2,12 +2,12 @@
  * Which instance `tws` talks to, and with which token. The instance is the `.data/` folder of the
  * checkout this CLI file belongs to (from its own location, never the current folder), or the one
  * `--data-dir` / `TWS_DATA_DIR` names. `make start` records there, in api.json, the URL its API
- * listens on once it answers, and removes it on stop. The data folder's operator token
+ * listens on once it answers, and marks it stopped on stop. The data folder's operator token
  * (secrets.json) goes only to that instance's own URL: an API named by `--api` / `TWS_API_URL`
  * that is elsewhere gets `TWS_OPERATOR_TOKEN` or nothing.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, localApiUrl } from '../domain/config';
@@ -24,6 +24,8 @@ const apiRecordFile = (dataDir: string) => path.join(dataDir, 'api.json');
 interface ApiRecord {
   url: string;
   pid: number;
+  /** Set when its `make start` stopped: the URL is where it listened. */
+  stopped?: boolean;
 }
 
 /** Written whole (0600) and renamed into place, so a reader never sees half a record. */
@@ -34,7 +36,13 @@ export async function writeApiRecord(dataDir: string, url: string): Promise<void
   await rename(`${file}.tmp`, file);
 }
 
-export const removeApiRecord = (dataDir: string): Promise<void> => rm(apiRecordFile(dataDir), { force: true });
+/** At a stop: the record stays, marked stopped (`tws` then says which instance is not running). */
+export async function markApiRecordStopped(dataDir: string): Promise<void> {
+  const file = apiRecordFile(dataDir);
+  const record = JSON.parse(await readFile(file, 'utf8')) as ApiRecord;
+  await writeFile(`${file}.tmp`, JSON.stringify({ ...record, stopped: true }) + '\n', { mode: 0o600 });
+  await rename(`${file}.tmp`, file);
+}
 
 const alive = (pid: number): boolean => {
   try {
@@ -45,14 +53,18 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** The recorded URL while the launcher that wrote it lives (one killed outright leaves it behind). */
-function recordedUrl(dataDir: string): string | null {
+/**
+ * The URL the data folder's instance listens on, or last listened on: a stopped `make start`
+ * leaves its record (marked stopped), so that `tws` names that instance's port, not the default
+ * one. `running` is false once stopped, or when the launcher that wrote it is gone (killed outright).
+ */
+function recordedApi(dataDir: string): { url: string; running: boolean } | null {
   const file = apiRecordFile(dataDir);
   if (!existsSync(file)) return null;
   try {
     const record = JSON.parse(readFileSync(file, 'utf8')) as Partial<ApiRecord>;
     if (typeof record.url !== 'string' || !Number.isInteger(record.pid)) return null;
-    return alive(record.pid!) ? record.url : null;
+    return { url: record.url, running: record.stopped !== true && alive(record.pid!) };
   } catch {
     return null;
   }
@@ -72,23 +84,44 @@ export interface Overrides {
   api?: string;
 }
 
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** The same API: the same URL, or the same port of this machine's loopback however it is spelled. */
+function sameApi(a: string, b: string): boolean {
+  if (a === b) return true;
+  const [x, y] = [new URL(a), new URL(b)];
+  return (
+    x.protocol === y.protocol &&
+    x.port === y.port &&
+    x.pathname === y.pathname &&
+    LOOPBACK.has(x.hostname) &&
+    LOOPBACK.has(y.hostname)
+  );
+}
+
 export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}): Target {
   const config = loadConfig(
     { ...env, ...(overrides.dataDir ? { TWS_DATA_DIR: path.resolve(overrides.dataDir) } : {}) },
     { cwd: checkoutRoot(), hostname: os.hostname(), cpus: os.availableParallelism() },
   );
+  const recorded = recordedApi(config.dataDir);
+  // A running instance's record; a stopped one's unless a port is configured (a start elsewhere since).
+  const fromRecord = recorded && (recorded.running || !env.TWS_API_PORT) ? recorded : null;
   const own = normalUrl(
-    recordedUrl(config.dataDir) ?? localApiUrl(config.apiHost, config.apiPort),
+    fromRecord?.url ?? localApiUrl(config.apiHost, config.apiPort),
     `${apiRecordFile(config.dataDir)}'s url`,
   );
+  const down = fromRecord && !fromRecord.running ? `the instance of ${config.dataDir} is not running` : undefined;
   const named = overrides.api ? ['--api', overrides.api] : env.TWS_API_URL ? ['TWS_API_URL', env.TWS_API_URL] : null;
-  const url = named ? normalUrl(named[1]!, named[0]!) : own;
-  if (env.TWS_OPERATOR_TOKEN) return { url, token: env.TWS_OPERATOR_TOKEN };
-  if (url !== own)
+  const asked = named ? normalUrl(named[1]!, named[0]!) : own;
+  if (env.TWS_OPERATOR_TOKEN) return { url: asked, token: env.TWS_OPERATOR_TOKEN };
+  if (!sameApi(asked, own))
     throw new CliError(
-      `${url} is not the API of ${config.dataDir} (that is ${own}): set TWS_OPERATOR_TOKEN to its operator token`,
+      `${asked} is not the API of ${config.dataDir} (that is ${own}): set TWS_OPERATOR_TOKEN to its operator token`,
       EXIT.usage,
     );
+  // The data folder's token goes to exactly the address its instance recorded.
+  const url = own;
   const secretsFile = path.join(config.dataDir, 'secrets.json');
   const found = existsSync(secretsFile);
   const token = found
@@ -99,5 +132,5 @@ export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}): Targe
       `no operator token: set TWS_OPERATOR_TOKEN, or point --data-dir at the .data/ of a make start (${secretsFile} ${found ? 'has none' : 'is missing'})`,
       EXIT.usage,
     );
-  return { url, token };
+  return { url, token, down };
 }

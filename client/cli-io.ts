@@ -20,6 +20,8 @@ export class CliError extends Error {
 export interface Target {
   url: string;
   token: string;
+  /** Why it may not answer, as its record says (a stopped instance). */
+  down?: string;
 }
 
 export async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {
@@ -35,7 +37,9 @@ export async function call(t: Target, method: string, route: string, body?: unkn
     });
   } catch {
     throw new CliError(
-      `the API at ${t.url} does not answer (is \`make start\` running? --api / TWS_API_URL name another)`,
+      t.down
+        ? `the API at ${t.url} does not answer: ${t.down} (make start starts it)`
+        : `the API at ${t.url} does not answer (is \`make start\` running? --api / TWS_API_URL name another)`,
       EXIT.unavailable,
     );
   }
@@ -104,6 +108,7 @@ const VALUED = new Set([
   '--host',
   '--idle-for',
   '--limit',
+  '--board',
   '--data-dir',
   '--api',
 ]);

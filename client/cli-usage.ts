@@ -21,6 +21,10 @@ export const COMMANDS: Record<string, CommandUsage> = {
     what: "end a waiting job; the barrier lifts (a delete's leftovers are recorded abandoned)",
   },
   abandon: { usage: 'abandon <taskId>', what: "release the task's environment without touching a file" },
+  tasks: {
+    usage: 'tasks [--archived] [--board ID]',
+    what: 'the active tasks (--archived: the archived ones), newest first, all pages',
+  },
   sessions: { usage: 'sessions <taskId>', what: "the task's sessions" },
   stop: {
     usage: 'stop <sessionId> | stop --all',
@@ -56,7 +60,7 @@ export const COMMANDS: Record<string, CommandUsage> = {
 const COMMON_OPTIONS = '[--json] [--data-dir D] [--api URL]';
 
 const INSTANCE = `instance: the .data/ of the checkout this tws belongs to (--data-dir / TWS_DATA_DIR move it); its API from .data/api.json
-  (written by make start), else the configured port; --api / TWS_API_URL override it, and an API that is not
+  (written by make start, kept when it stops), else the configured port; --api / TWS_API_URL override it, and an API that is not
   the data folder's own gets TWS_OPERATOR_TOKEN only, never the data folder's token`;
 const EXITS =
   'exit codes: 0 done, 1 refused by the service (the reason on stderr), 2 usage, 3 service unreachable or failing, 4 not found';

@@ -80,6 +80,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       print(res, () => `${res.operationId} ${res.state}: the environment is released; its files are left as they are`);
       return EXIT.ok;
     }
+    case 'tasks': {
+      const tasks = await all(target(), '/v1/tasks', {
+        archived: p.flags.has('--archived') ? 'true' : 'false',
+        boardId: text('--board'),
+      });
+      print(tasks, () => table(tasks, ['id', 'title', 'state', 'workspaceMode', 'groupId', 'createdAt']));
+      return EXIT.ok;
+    }
     case 'sessions': {
       const sessions = await all(target(), `/v1/tasks/${one('task id')}/sessions`, {});
       print(sessions, () =>

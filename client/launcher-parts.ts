@@ -5,7 +5,7 @@
  */
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
-import { removeApiRecord, writeApiRecord } from './cli-instance';
+import { markApiRecordStopped, writeApiRecord } from './cli-instance';
 import { describeExit, errorLine, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
@@ -79,9 +79,9 @@ export class LaunchedParts {
     if (this.apiRecord) {
       // A write that failed is recordApi's caller's failure (the start-up), not the stop's.
       await this.apiRecord.written.catch(() => {});
-      // A record left behind misleads no one: tws ignores one whose launcher pid is gone.
-      await removeApiRecord(this.apiRecord.dataDir).catch((err: unknown) =>
-        console.error(`launcher: could not remove api.json: ${err instanceof Error ? err.message : err}`),
+      // Kept, marked stopped: tws then names this instance's port as the one that is down.
+      await markApiRecordStopped(this.apiRecord.dataDir).catch((err: unknown) =>
+        console.error(`launcher: could not mark api.json stopped: ${err instanceof Error ? err.message : err}`),
       );
     }
     process.exitCode = code; // also when a part that never settles lets the event loop run dry

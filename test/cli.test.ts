@@ -246,7 +246,7 @@ describe('tws stop and what Ctrl-C leaves running [issue 27 part 6]', () => {
 });
 
 /** A data folder as `make start` leaves it: the operator token and, optionally, the API's record. */
-function dataFolder(token: string, api?: { url: string; pid: number }): string {
+function dataFolder(token: string, api?: { url: string; pid: number; stopped?: boolean }): string {
   const dir = mkdtempSync(path.join(h.scratch, 'data-'));
   writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify({ operatorToken: token }), { mode: 0o600 });
   if (api) writeFileSync(path.join(dir, 'api.json'), JSON.stringify(api), { mode: 0o600 });
@@ -352,6 +352,46 @@ describe("tws on an operator's machine [issue 27]", () => {
     });
     expect(derived.code, derived.stderr).toBe(0);
     expect(derived.stdout).toContain(operationId);
+
+    // The same instance's address spelled with localhost is that instance: its token goes, to the
+    // address it recorded.
+    const localhost = await tws(
+      ['jobs', '--task', t.taskId, '--data-dir', data, '--api', `http://localhost:${port}`],
+      NO_INSTANCE_ENV,
+    );
+    expect(localhost.code, localhost.stderr).toBe(0);
+    expect(localhost.stdout).toContain(operationId);
+
+    // A stopped instance's record names its own port: tws says that instance is not running,
+    // rather than trying the default port.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = http.createServer().listen(0, '127.0.0.1', () => {
+        const free = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(free));
+      });
+    });
+    const stopped = dataFolder(OPERATOR_TOKEN, { url: `http://127.0.0.1:${closed}`, pid: process.pid, stopped: true });
+    const down = await tws(['jobs', '--data-dir', stopped], NO_INSTANCE_ENV);
+    expect(down.code).toBe(3);
+    expect(down.stderr.trim()).toBe(
+      `tws: the API at http://127.0.0.1:${closed} does not answer: the instance of ${stopped} is not running (make start starts it)`,
+    );
+  });
+
+  it('tasks lists the active tasks, or the archived ones', async () => {
+    const active = await stoppedTask('cli-tasks-active');
+    const archived = await stoppedTask('cli-tasks-archived');
+    await waitForJob(h, (await archive(h, archived.taskId)).operationId);
+    const listed = await tws(['tasks', '--json']);
+    expect(listed.code, listed.stderr).toBe(0);
+    const ids = (JSON.parse(listed.stdout) as { id: string; state: string }[]).map((x) => x.id);
+    expect(ids).toContain(active.taskId);
+    expect(ids).not.toContain(archived.taskId);
+    const old = await tws(['tasks', '--archived']);
+    expect(old.code, old.stderr).toBe(0);
+    expect(old.stdout.split('\n')[0]).toMatch(/^id\s+title\s+state\s+workspaceMode\s+groupId\s+createdAt$/);
+    expect(old.stdout).toContain(archived.taskId);
+    expect(old.stdout).not.toContain(active.taskId);
   });
 
   it("never sends the data folder's token to an API that is not its own: without TWS_OPERATOR_TOKEN it exits 2, sending nothing", async () => {
