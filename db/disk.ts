@@ -17,14 +17,20 @@ export interface MeasuredWorkspace {
 /**
  * The workspaces this host made and holds: worktrees and SSH clones that are materialized. A
  * `local` environment's workspace is its source checkout, which the service never made.
+ * `unmeasuredOnly`: those with no figure yet (made since the last round reached them).
  */
-export async function workspacesToMeasure(db: Db, hostId: string): Promise<MeasuredWorkspace[]> {
+export async function workspacesToMeasure(
+  db: Db,
+  hostId: string,
+  opts: { unmeasuredOnly?: boolean } = {},
+): Promise<MeasuredWorkspace[]> {
   const res = await db.query<{ id: string; workspace_path: string; ssh_target_id: string | null }>(
-    `SELECT id, workspace_path, ssh_target_id FROM task_environments
-      WHERE host_id = $1 AND materialized AND workspace_path IS NOT NULL AND executor_type <> 'local'
-        AND status IN ('ready', 'stopped')
-      ORDER BY id`,
-    [hostId],
+    `SELECT e.id, e.workspace_path, e.ssh_target_id FROM task_environments e
+      WHERE e.host_id = $1 AND e.materialized AND e.workspace_path IS NOT NULL AND e.executor_type <> 'local'
+        AND e.status IN ('ready', 'stopped')
+        AND (NOT $2 OR NOT EXISTS (SELECT 1 FROM environment_disk d WHERE d.environment_id = e.id))
+      ORDER BY e.id`,
+    [hostId, opts.unmeasuredOnly ?? false],
   );
   return res.rows.map((r) => ({ environmentId: r.id, workspacePath: r.workspace_path, sshTargetId: r.ssh_target_id }));
 }

@@ -9,7 +9,7 @@ import { hostTaskQueue, launchWorkflowId } from '../domain/workflow-ids';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { createHarness, type Harness } from './support/harness';
 import { closedWorkflowIds } from './support/history-fixtures';
-import { createTask, expectSafeError, launch, pidOf, registerRepo } from './support/scenario';
+import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import {
   branches,
   commitOf,
@@ -31,6 +31,26 @@ beforeAll(async () => {
 afterAll(async () => h?.close());
 
 describe('first launch of a new task materializes the workspace [R1]', () => {
+  it('a new workspace shows its size within seconds, long before the next measurement round (10 minutes here)', async () => {
+    expect(h.config.diskMeasureEveryMs).toBeGreaterThanOrEqual(10 * 60_000);
+    const repo = makeRepo(h.scratch, 'measured-soon');
+    writeFileSync(path.join(repo, 'data.bin'), Buffer.alloc(256 * 1024, 7));
+    git(repo, 'add', 'data.bin');
+    git(repo, 'commit', '-q', '-m', 'data');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'measured-soon')]);
+    const res = await launch(h, taskId);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    let disk: { bytes: number; measuredAt: string } | null = null;
+    await waitUntil(
+      async () => (disk = (await h.api('GET', `/v1/tasks/${taskId}`)).body.disk) !== null,
+      "the new workspace's size in the task view",
+      30_000,
+      async () => disk,
+    );
+    // The checkout's file alone is 256 KiB.
+    expect(disk!.bytes).toBeGreaterThan(256 * 1024);
+  });
+
   it('creates exactly one worktree on a new task branch at the base commit, publishes the inventory and starts the agent there', async () => {
     const repo = makeRepo(h.scratch, 'alpha', { branches: ['develop'] });
     git(repo, 'checkout', '-q', 'develop');

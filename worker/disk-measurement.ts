@@ -1,12 +1,13 @@
 /**
  * Disk in sight [R6.11]: every `diskMeasureEveryMs` this worker measures each workspace its host
  * holds (through its executor: `du` here, over SSH for a clone on a target) and its workspace
- * root's filesystem, and records both (db/disk.ts). In the background, one workspace at a time,
- * never on a request's path: a launch never waits for a measurement.
+ * root's filesystem, and records both (db/disk.ts); a workspace made since the last round is
+ * measured within seconds on its own. In the background, one workspace at a time, never on a
+ * request's path: a launch never waits for a measurement.
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { recordHostDisk, workspacesToMeasure } from '../db/disk';
+import { recordEnvironmentDisk, recordHostDisk, workspacesToMeasure } from '../db/disk';
 import type { Config } from '../domain/config';
 import { minFreeBytes } from '../domain/disk';
 import { outageOf } from '../domain/outage';
@@ -22,6 +23,35 @@ import { executorsOf } from '../executors/registry';
 const REST_FACTOR = 4;
 const rest = (measuredMs: number) =>
   new Promise((resolve) => setTimeout(resolve, Math.min(1000, measuredMs * REST_FACTOR)));
+
+/**
+ * How often the worker looks for workspaces made since its last round (no figure yet) and
+ * measures those alone: a new workspace shows its size within seconds, not at the next round.
+ */
+const NEW_WORKSPACES_EVERY_MS = 5_000;
+
+/** The workspaces made since the last round, each measured and recorded on its own, paced as a round is. */
+async function measureNewWorkspaces(
+  deps: { pool: pg.Pool; config: Config; logger: Logger },
+  stopped: () => boolean,
+): Promise<void> {
+  const { pool, config, logger } = deps;
+  const executors = executorsOf(deps);
+  for (const place of await workspacesToMeasure(pool, config.hostId, { unmeasuredOnly: true })) {
+    if (stopped()) return;
+    const started = performance.now();
+    const bytes = await executors
+      .at(place)
+      .workspaceBytes(place)
+      .catch((err: unknown) => {
+        logger.warn({ err, environmentId: place.environmentId }, 'new workspace not measured; the next round does');
+        return null;
+      });
+    if (bytes !== null)
+      await recordEnvironmentDisk(pool, { environmentId: place.environmentId, hostId: config.hostId, bytes });
+    await rest(performance.now() - started);
+  }
+}
 
 /** One measurement of this host: its workspaces, then its filesystem, recorded together. */
 async function measureHostDisk(
@@ -68,23 +98,39 @@ export function startDiskMeasurement(deps: { pool: pg.Pool; config: Config; logg
   stop(): Promise<void>;
 } {
   let inFlight: Promise<void> | null = null;
+  let roundDue = false;
   let stopped = false;
-  const measure = () => {
-    inFlight ??= measureHostDisk(deps, () => stopped)
+  // One measurement at a time: a round (one asked for meanwhile runs next), or the new
+  // workspaces' (skipped while anything runs: the next look finds them).
+  const run = (measurement: typeof measureHostDisk) => {
+    if (inFlight) {
+      if (measurement === measureHostDisk) roundDue = true;
+      return;
+    }
+    inFlight = measurement(deps, () => stopped)
       .catch((err: unknown) =>
         outageOf(err)
           ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; disk measurement missed')
           : deps.logger.error({ err, hostId: deps.config.hostId }, 'disk measurement failed'),
       )
-      .finally(() => (inFlight = null));
+      .finally(() => {
+        inFlight = null;
+        if (roundDue && !stopped) {
+          roundDue = false;
+          run(measureHostDisk);
+        }
+      });
   };
-  measure();
-  const timer = setInterval(measure, deps.config.diskMeasureEveryMs);
-  timer.unref();
+  run(measureHostDisk);
+  const timers = [
+    setInterval(() => run(measureHostDisk), deps.config.diskMeasureEveryMs),
+    setInterval(() => run(measureNewWorkspaces), Math.min(NEW_WORKSPACES_EVERY_MS, deps.config.diskMeasureEveryMs)),
+  ];
+  for (const timer of timers) timer.unref();
   return {
     stop: async () => {
       stopped = true;
-      clearInterval(timer);
+      for (const timer of timers) clearInterval(timer);
       await inFlight;
     },
   };
