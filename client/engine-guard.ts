@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
+import { http2AnswersAt } from '../worker/engine-failure';
 import type { EngineCredentials } from './engine-credentials';
 
 const run = promisify(execFile);
@@ -125,6 +126,26 @@ export async function engineGuardProblem(): Promise<string | null> {
   if (!netns)
     return `the Temporal dev server's guard needs a network namespace, which bubblewrap cannot make here; TWS_ENGINE_GUARD=open runs the engine unguarded, open to every process of this host`;
   return null;
+}
+
+/**
+ * Waits until the dev server answers behind the front (on its Unix socket): until then the front
+ * completes a client's handshake and closes it (its bridge finds nothing listening), which a
+ * client cannot tell from a refused certificate. Clients come only once the engine answers.
+ */
+export async function waitForEngineBehindFront(
+  dataDir: string,
+  isDead: () => boolean,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const { grpc } = engineSockets(dataDir);
+  const deadline = Date.now() + timeoutMs;
+  while (!(await http2AnswersAt(grpc))) {
+    if (isDead()) throw new Error('the Temporal server exited during start-up');
+    if (Date.now() > deadline)
+      throw new Error(`the Temporal dev server did not answer within ${timeoutMs / 1000} s of its start`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 export interface EngineFront {

@@ -19,6 +19,7 @@ import { resolveTemporalCli } from './temporal-cli';
 import { engineClientEnv, ensureEngineCredentials } from './engine-credentials';
 import {
   engineGuardProblem,
+  waitForEngineBehindFront,
   engineSockets,
   guardedEngineCommand,
   startEngineFront,
@@ -210,6 +211,7 @@ async function main(): Promise<void> {
         await parts.run('temporal', 'temporal', () =>
           spawnPart(guarded.command, guarded.args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] }),
         );
+        await waitForEngineBehindFront(config.dataDir, () => parts.startupDeath !== null);
       } else {
         const args = [...serverArgs, '--ip', ip!, '--port', port!, '--ui-port', String(uiPort)];
         await parts.run('temporal', 'temporal', () =>

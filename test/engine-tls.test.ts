@@ -10,9 +10,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { serviceArgs } from '../client/service-build';
@@ -257,6 +259,28 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
     expectOneLine(gateway, unreadable('gateway'), [missing, certs.clientKey]);
     expectOneLine(setUp, unreadable('set-up failed'), [missing, certs.clientKey]);
     expect(mtls.refused).toBe(refusedBefore);
+  });
+});
+
+describe('an endpoint that closes after the TLS handshake, without an alert (issue 48, item 10)', () => {
+  it('the set-up refuses in seconds, saying it may want a client certificate, instead of waiting out its minute', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const [key, cert] = await Promise.all([readFile(certs.serverKey), readFile(certs.serverCert)]);
+    // Asks for no certificate and ends every connection once it is up: as a front that wants one does.
+    const closing = tls.createServer({ key, cert, ALPNProtocols: ['h2'] }, (socket) => socket.destroy());
+    await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => closing.close(() => resolve())));
+    const address = `127.0.0.1:${(closing.address() as AddressInfo).port}`;
+    const setUp = await refusedStart(h, 'client/prepare-main.ts', { TEMPORAL_ADDRESS: address, ...trustProxy() });
+    expectOneLine(
+      setUp,
+      new RegExp(
+        `^set-up failed: cannot reach the Temporal engine at ${address}: it closed the connection after the TLS handshake: does it want a client certificate`,
+      ),
+      [certs.caCert],
+    );
+    // Well inside the minute a not-yet-started engine is waited for.
+    expect(setUp.ms).toBeLessThan(20_000);
   });
 });
 

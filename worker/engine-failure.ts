@@ -84,6 +84,29 @@ const HTTP2_PREFACE = Buffer.concat([
   Buffer.from([0, 0, 0, 0x04, 0, 0, 0, 0, 0]), // an empty SETTINGS frame
 ]);
 
+/** Whether an HTTP/2 server answers (its SETTINGS frame) at a Unix socket within `ms`. */
+export function http2AnswersAt(socketPath: string, ms = 2_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(socketPath);
+    let received = Buffer.alloc(0);
+    const done = (answered: boolean) => {
+      clearTimeout(timer);
+      socket.removeAllListeners();
+      socket.on('error', () => {});
+      socket.destroy();
+      resolve(answered);
+    };
+    const timer = setTimeout(() => done(false), ms);
+    socket.once('connect', () => socket.write(HTTP2_PREFACE));
+    socket.on('data', (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      if (received.length >= 4) done(isHttp2Settings(received));
+    });
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+  });
+}
+
 const NETWORK_REASONS: Record<string, string> = {
   ECONNREFUSED: 'nothing listens there (connection refused)',
   ENOTFOUND: 'the host name does not resolve',
@@ -163,14 +186,26 @@ function transportProblem(address: string, o: EngineConnectOptions): Promise<str
       if (alert) return done(`the engine refused this client's certificate (TLS alert: ${alert.toLowerCase()})`);
       if (NETWORK_REASONS[code]) return done(NETWORK_REASONS[code]!);
       if (handshaken && withCertificate) return done(refusedCertificate);
+      if (handshaken && secure) return done(wantsCertificate);
       done(secure && !handshaken ? `the TLS handshake failed (${code || err.message})` : closed(secure));
     });
-    socket.once('close', () => done(handshaken && withCertificate ? refusedCertificate : closed(secure)));
+    socket.once('close', () =>
+      done(handshaken && secure ? (withCertificate ? refusedCertificate : wantsCertificate) : closed(secure)),
+    );
   });
 }
 
 const refusedCertificate =
   "the engine refused this client's certificate (it closed the connection after the handshake)";
+/**
+ * A TLS endpoint that completes the handshake and then closes, without an alert, for a client with
+ * no certificate: one that wants a certificate does that (a proxy in front, or TLS 1.3 refusing
+ * after the client's side of the handshake). An engine still starting refuses the connection
+ * instead; this is a refusal, said at once. (The bundled engine's own front is waited for behind
+ * it before any client connects: client/engine-guard.ts.)
+ */
+const wantsCertificate =
+  'it closed the connection after the TLS handshake: does it want a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH)?';
 const closed = (secure: boolean) =>
   secure
     ? 'it closed the connection: does it want a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH)?'
