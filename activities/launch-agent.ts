@@ -19,6 +19,7 @@ import { coresidencySteps } from './coresidency';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
 import { withHeartbeat } from '../executors/support/heartbeat';
+import { giveNewWorkspace } from '../executors/host/agent-identity';
 import { launchRecordActivities } from './launch-records';
 import { servedWorkflowId, workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -150,14 +151,29 @@ export function launchAgentActivities(deps: ActivityDeps) {
       const { plan } = input;
       if (input.validate) await validateWorkspace(plan);
       const made = await materializeWorkspace(plan); // undoes its own failure
+      // Given to the agents' uid while the inventory is published (the start then gives nothing);
+      // settles with its failure, if any, which the launch then fails with.
+      const given = giveNewWorkspace(deps, plan).then(
+        () => null,
+        (err: unknown) => err,
+      );
       try {
         // A launch an operator terminated while its workspace was being made stops here, at the
         // boundary where its separate steps used to stop, and undoes what it made.
         const runOf = servedWorkflowId();
         if (runOf && isStranded(await workflowLiveness(runOf))) throw typedFailure('internal');
         await publishInventory(plan, made);
+        const notGiven = await given;
+        if (notGiven) throw notGiven;
         return await launchAgent({ ...input, plan: publishedPlan(plan, made), validate: false });
       } catch (err) {
+        // Ended before anything is undone; its failure, when it is not the one handled here, is said.
+        const notGiven = await given;
+        if (notGiven && notGiven !== err)
+          deps.logger.warn(
+            { err: notGiven, sessionId: plan.sessionId },
+            'the new workspace was not given to its agent uid',
+          );
         // The database went away mid-way: nothing is undone (the undo needs it too); the step is
         // tried again once it answers, and the re-run adopts what this try made.
         if (outageOf(err) === 'database') throw err;

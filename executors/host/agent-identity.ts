@@ -119,12 +119,37 @@ export async function agentUid(
     if (owner === 0) throw typedFailure('invalid_request', { reason: 'local_checkout_owned_by_root' });
     return owner;
   }
+  return environmentAgentUid(deps, input.environmentTaskId);
+}
+
+/** The uid of a worktree environment's agents (db/agent-uids.ts); a range used up is a typed refusal. */
+async function environmentAgentUid(
+  deps: { pool: Db; config: ActivityDeps['config'] },
+  environmentTaskId: string,
+): Promise<number> {
   try {
-    return await agentUidOf(deps.pool, environmentUidOwner(input.environmentTaskId), deps.config.agentUids);
+    return await agentUidOf(deps.pool, environmentUidOwner(environmentTaskId), deps.config.agentUids);
   } catch (err) {
     if (err instanceof AgentUidsExhausted) throw typedFailure('internal', { reason: 'agent_uids_exhausted' });
     throw err;
   }
+}
+
+/**
+ * A workspace a first launch just made, given to its agents' uid at once (the `chown -R` the
+ * start's hand-over would run), so that it runs while the launch publishes its inventory rather
+ * than on the start's path: the start then finds it given (an lstat) and gives nothing. Nothing
+ * runs in it meanwhile, and every pointer git follows is made the service's again at the start.
+ * Nothing to do without a sandbox, or for an SSH clone or the source checkout.
+ */
+export async function giveNewWorkspace(
+  deps: { pool: Db; config: ActivityDeps['config'] },
+  plan: { executorType: string; environmentTaskId: string; workspacePath: string },
+): Promise<void> {
+  if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
+  const uid = await environmentAgentUid(deps, plan.environmentTaskId);
+  const st = await lstat(plan.workspacePath).catch(() => null); // gone: the start judges it
+  if (st && st.uid !== uid) await giveTrees([plan.workspacePath], uid);
 }
 
 /**
