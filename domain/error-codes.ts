@@ -19,7 +19,8 @@ export type RefusalCode =
   | 'launch_cancelled'
   | 'ssh_host_key_mismatch'
   | 'ssh_target_name_taken'
-  | 'repository_taken';
+  | 'repository_taken'
+  | 'workspace_root_unusable';
 
 type InputErrorCode =
   | 'invalid_request'
@@ -48,7 +49,9 @@ export type ErrorAction =
   | 'report'
   | 'wait'
   | 'free_space'
-  | 'operator';
+  | 'operator'
+  /** Nothing to do about this answer: it says what happened (a launch cancelled by its own session's stop). */
+  | 'none';
 
 export interface ErrorRule {
   status: number;

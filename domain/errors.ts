@@ -110,12 +110,22 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     message: 'The cleanup job has already ended.',
   },
   // A stop or delete of a session still starting cancelled its launch (or resume): what it made was undone.
+  // Not a failure to retry: the session's own stop or delete asked for it (a new launch is a new decision).
   launch_cancelled: {
     status: 409,
-    recoverable: true,
+    recoverable: false,
     retryAfterMs: 0,
-    action: 'retry',
+    action: 'none',
     message: 'The launch was cancelled by a stop or delete of its session.',
+  },
+  // An SSH target's workspace root is not a directory (by its real path) its user can write to:
+  // only an operator can make it one (or register the target with another).
+  workspace_root_unusable: {
+    status: 503,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'operator',
+    message: "The SSH target's workspace root is not an existing directory (by its real path) its user can write to.",
   },
   // The SSH target presented a host key other than the pinned one (or none pinned matches): it is
   // not provably the machine the operator registered, and only an operator can say whether it is.

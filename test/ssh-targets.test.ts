@@ -155,7 +155,7 @@ describe('POST /v1/ssh-targets', () => {
     );
   });
 
-  it('a workspace root that is missing, a file, or reached through a symlink is 400 workspace_root_unusable, and nothing is stored', async () => {
+  it('a workspace root that is missing, a file, or reached through a symlink is 503 workspace_root_unusable (for an operator), and nothing is stored', async () => {
     const file = path.join(server.workspaceRoot, 'a-file');
     writeFileSync(file, 'x');
     const real = path.join(server.workspaceRoot, 'real');
@@ -163,7 +163,8 @@ describe('POST /v1/ssh-targets', () => {
     const link = path.join(server.workspaceRoot, 'link');
     symlinkSync(real, link);
     for (const workspaceRoot of [path.join(server.workspaceRoot, 'missing'), file, link, path.join(link, '.')]) {
-      await expectRefused(targetBody({ workspaceRoot }), 400, 'invalid_request', 'workspace_root_unusable');
+      const error = await expectRefused(targetBody({ workspaceRoot }), 503, 'workspace_root_unusable');
+      expect(error).toMatchObject({ recoverable: false, action: 'operator' });
     }
     expect((await post(targetBody({ workspaceRoot: real }))).status).toBe(201);
   });

@@ -58,6 +58,8 @@ describe('error table [R7]', () => {
       service_unavailable: [503, true, 2000, 'retry'],
       engine_unavailable: [503, true, 2000, 'retry'],
       host_disk_low: [507, true, 0, 'free_space'],
+      launch_cancelled: [409, false, 0, 'none'],
+      workspace_root_unusable: [503, false, 0, 'operator'],
     });
   });
   it('builds the contract body, extras never overriding the contract fields', () => {

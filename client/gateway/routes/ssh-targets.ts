@@ -131,13 +131,7 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
           hostId: body.hostId ?? ctx.config.hostId,
         };
         const checked = await checkOnItsHost(target);
-        if (checked !== 'usable') {
-          throw new ApiError(
-            'invalid_request',
-            'workspaceRoot is not an existing directory (by its real path) the user can write to.',
-            { reason: checked },
-          );
-        }
+        if (checked !== 'usable') throw new ApiError('workspace_root_unusable');
         try {
           return reply.code(201).send(view(await insertSshTarget(ctx.pool, target)));
         } catch (err) {
