@@ -3,6 +3,7 @@
  * migrations ran. The schedules are each worker's own (worker/schedules.ts).
  */
 import { Connection } from '@temporalio/client';
+import { databaseFailure } from '../db/database-failure';
 import { migrate } from '../db/migrate';
 import { connectClient, ensureSearchAttributes } from './temporal';
 import { engineConnectOptions } from '../worker/engine-connection';
@@ -59,5 +60,9 @@ export async function prepareServices(opts: {
   } finally {
     await client.connection.close();
   }
-  await migrate(opts.databaseUrl);
+  await migrate(opts.databaseUrl).catch((err: unknown) => {
+    // One line naming PostgreSQL and DATABASE_URL (never its password or a file's path).
+    const failure = databaseFailure(err, opts.databaseUrl);
+    throw failure ? new Error(failure.line) : err;
+  });
 }

@@ -69,3 +69,6 @@ export function idAttributes(ids: TraceIds): Attributes {
   for (const name of NAMES) if (ids[name] !== undefined) attributes[KEY[name]] = ids[name];
   return attributes;
 }
+
+/** Spans a service could not export and dropped, by service (worker/span-export-failures.ts). */
+export const SPAN_EXPORTS_FAILED_TOTAL = 'tws_span_exports_failed_total';

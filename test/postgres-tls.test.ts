@@ -4,14 +4,15 @@
  * `DATABASE_URL=…?sslmode=verify-full&sslrootcert=<ca>`, the layout the README shows for a managed
  * PostgreSQL. A server certificate the CA did not sign, or one made out to another name, is refused.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chownSync, chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../client/postgres-service';
+import { serviceArgs } from '../client/service-build';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { freePort } from './support/harness';
@@ -159,5 +160,75 @@ describe('DATABASE_URL with sslmode=verify-full and a CA', () => {
     expect(await refusedBy(url(wrongName.ca))).toMatch(/altnames|does not match|hostname/i);
     await serve(good);
     expect(await refusedBy(url(good.ca))).toBe('connected');
+  });
+});
+
+/** A part started as make start runs it, told of the database by `databaseUrl`: its exit code, time and stderr lines. */
+async function refusedStart(entry: 'worker/main.ts' | 'client/prepare-main.ts', databaseUrl: string) {
+  const own = `pg-refused-${Math.random().toString(16).slice(2, 10)}`;
+  const started = Date.now();
+  const child = spawn(process.execPath, serviceArgs(path.join(__dirname, '..'), entry), {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/root',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TWS_TASK_QUEUE: own,
+      TWS_HOST_ID: own,
+      TWS_DATA_DIR: path.join(scratch, own, 'data'),
+      TWS_WORKSPACE_ROOT: path.join(scratch, own, 'workspaces'),
+      TWS_LOG_DIR: path.join(scratch, own, 'logs'),
+      TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
+      TWS_MIN_FREE_DISK: '64MiB',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const bound = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(bound);
+  return { code, ms: Date.now() - started, lines: stderr.split('\n').filter((l) => l.trim()) };
+}
+
+describe('a database that refuses the service: one line naming PostgreSQL and DATABASE_URL (issue 48, items 11 and 12)', () => {
+  it('an untrusted certificate, a missing sslrootcert file and a wrong password stop the set-up and the worker at once, with no path, password or stack', async () => {
+    await serve(good);
+    const place = `127.0.0.1:${port}/tls_check (DATABASE_URL)`;
+    const missingCa = path.join(scratch, 'no-such-dir', 'ca.pem');
+    const wrongPassword = url(good.ca).replace(encodeURIComponent(password), 'not-the-password');
+    const cases: [string, string, RegExp][] = [
+      [
+        'client/prepare-main.ts',
+        url(stranger.ca),
+        /^set-up failed: cannot reach PostgreSQL at .* this service does not trust its TLS certificate \(/,
+      ],
+      [
+        'worker/main.ts',
+        url(stranger.ca),
+        /^worker: cannot reach PostgreSQL at .* this service does not trust its TLS certificate \(/,
+      ],
+      [
+        'worker/main.ts',
+        url(missingCa),
+        /^worker: cannot reach PostgreSQL at .*: a file DATABASE_URL names \(sslrootcert, sslcert or sslkey\) cannot be read$/,
+      ],
+      [
+        'client/prepare-main.ts',
+        wrongPassword,
+        /^set-up failed: cannot reach PostgreSQL at .*: it refused the user or password in DATABASE_URL$/,
+      ],
+    ];
+    for (const [entry, databaseUrl, line] of cases) {
+      const run = await refusedStart(entry as 'worker/main.ts', databaseUrl);
+      const seen = `${entry}: ${run.lines.join('\n')}`;
+      expect(run.code, seen).toBe(1);
+      expect(run.lines, seen).toHaveLength(1);
+      expect(run.lines[0], seen).toMatch(line);
+      expect(run.lines[0]).toContain(place);
+      for (const secret of [password, 'not-the-password', missingCa, stranger.ca, scratch])
+        expect(run.lines[0]).not.toContain(secret);
+      expect(run.ms, seen).toBeLessThan(25_000);
+    }
   });
 });

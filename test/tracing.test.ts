@@ -16,11 +16,13 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { Worker } from '@temporalio/worker';
+import pino from 'pino';
 import { describe, expect, inject, it } from 'vitest';
 import { withIds } from '../domain/trace-ids';
 import { cleanupWorkflowId, launchWorkflowId } from '../domain/workflow-ids';
 import { gitCommandName } from '../git/command-span';
 import { closeSshConnections } from '../ssh/connection';
+import { spanExportFailures } from '../worker/span-export-failures';
 import { namedScript, runRemote } from '../ssh/remote-exec';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest, USER_TOKEN, type Harness } from './support/harness';
@@ -263,6 +265,60 @@ describe('tracing on: one linked trace per request, exported over OTLP/HTTP [iss
         await h.temporal.workflow.getHandle(workflowId).fetchHistory(),
         workflowId,
       );
+  });
+});
+
+describe('span exports that fail are counted and said (issue 48, item 15)', () => {
+  it("a collector that is down: the gateway's dropped spans show in /metrics, by service", async () => {
+    // A port nothing listens on: every export is refused.
+    const down = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const port = (probe.address() as AddressInfo).port;
+        probe.close(() => resolve(port));
+      });
+    });
+    const h = await harness({}, { inProcessWorker: false });
+    const gateway = await h.spawnGateway({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${down}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    const failed = async () => {
+      const text = (await gateway.api('GET', '/metrics', undefined, USER_TOKEN)).body as string;
+      const line = String(text)
+        .split('\n')
+        .find((l) => l.startsWith('tws_span_exports_failed_total{service="tws-gateway"}'));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+    // Requests make spans (one each); their batches fail.
+    for (let i = 0; i < 3; i++) expect((await gateway.api('GET', '/v1/tasks')).status).toBe(200);
+    await waitUntil(async () => (await failed()) >= 1, 'a failed export counted', 30_000, failed);
+    const rows = await h.pool.query(
+      "SELECT labels, value FROM metric_counters WHERE name = 'tws_span_exports_failed_total'",
+    );
+    expect(rows.rows).toEqual([{ labels: '{"service":"tws-gateway"}', value: expect.anything() }]);
+    expect(Number(rows.rows[0].value)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('says a failing export at most once a minute, with how many failed since, and what the database did not count', async () => {
+    const h = await harness({}, { inProcessWorker: false });
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const report = spanExportFailures('tws-worker', { pool: h.pool, logger }, 60_000);
+    for (let i = 0; i < 5; i++) report(4, new Error('connect ECONNREFUSED'));
+    const counted = async () =>
+      Number(
+        (await h.pool.query("SELECT value FROM metric_counters WHERE name = 'tws_span_exports_failed_total'")).rows[0]
+          ?.value ?? 0,
+      );
+    await waitUntil(async () => (await counted()) === 20, 'the five batches counted', 10_000, counted);
+    await waitUntil(async () => lines.length > 0, 'the first failure said');
+    // Every count is in, and one line said them all (the five failed before the first count
+    // came back); the next line is due in a minute, whatever fails meanwhile.
+    report(4, new Error('connect ECONNREFUSED'));
+    await waitUntil(async () => (await counted()) === 24, 'the sixth batch counted', 10_000, counted);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ service: 'tws-worker', failedBatches: 5, failedSpans: 20, notCounted: 0 });
+    expect(String(lines[0]!.msg)).toMatch(/^span export failed/);
   });
 });
 

@@ -9,12 +9,14 @@ import pino, { type Logger } from 'pino';
 import { recoverAgents } from '../executors/registry';
 import { agentLimitsLayout } from '../executors/host/agent-limits';
 import { agentIsolation, agentNetwork } from '../executors/host/agent-sandbox';
+import { databaseAtStart, StartupRefusal } from '../db/database-failure';
 import { createPool } from '../db/pool';
 import { loadConfig } from '../domain/config';
 import { outageOf } from '../domain/outage';
 import { prepareWorkspaceRoot } from './workspace-root';
 import { ensureHostSchedules } from './schedules';
 import { prebuiltWorkflowBundle, startWorker } from './worker';
+import { spanExportFailures } from './span-export-failures';
 import { startTracing } from './tracing';
 import { engineFailureLine } from './engine-failure';
 import { adoptEngineProfile } from './engine-connection';
@@ -28,9 +30,20 @@ async function main(): Promise<void> {
   );
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required (the launcher sets it)');
   // Null (and nothing of OpenTelemetry's SDK loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
-  const tracing = await startTracing('tws-worker', config.hostId);
   // Enough for every activity slot to hold a transaction or a repository lock at once.
   const pool = createPool(config.databaseUrl, 60);
+  // A database that refuses this worker stops it in one line; one that is away is waited for.
+  await databaseAtStart(
+    () => pool.query('SELECT 1'),
+    config.databaseUrl,
+    (line) => logger.warn(`${line}: the worker starts, and works once it answers`),
+  );
+  const tracing = await startTracing(
+    'tws-worker',
+    config.hostId,
+    process.env,
+    spanExportFailures('tws-worker', { pool, logger }),
+  );
   // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
   const isolation = await agentIsolation(config.agentSandbox);
   if (isolation === 'none')
@@ -112,7 +125,7 @@ async function untilAnswered<T>(step: () => Promise<T>, logger: Logger, stopped:
 
 // An engine that does not take this client is said in one line; anything else keeps its stack.
 main().catch(async (err) => {
-  const engine = await engineFailureLine(err).catch(() => null);
-  console.error(engine ? `worker: ${engine}` : err);
+  const engine = err instanceof StartupRefusal ? null : await engineFailureLine(err).catch(() => null);
+  console.error(err instanceof StartupRefusal ? `worker: ${err.message}` : engine ? `worker: ${engine}` : err);
   process.exit(1);
 });

@@ -15,6 +15,7 @@ import type { ClientInterceptors } from '@temporalio/client';
 import type { OpenTelemetryWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 import type { ActivityInboundCallsInterceptor, InjectedSink, WorkerInterceptors } from '@temporalio/worker';
 import type { WorkflowInfo } from '@temporalio/workflow';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { idAttributes, idsIn, idsOf, withIds } from '../domain/trace-ids';
 
 export interface Tracing {
@@ -30,6 +31,9 @@ export interface Tracing {
 
 export type ServiceName = 'tws-gateway' | 'tws-worker';
 
+/** Told of each batch the exporter could not send (worker/span-export-failures.ts counts and says it). */
+export type ExportFailureReport = (failedSpans: number, error: Error | undefined) => void;
+
 function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
@@ -42,6 +46,7 @@ export async function startTracing(
   serviceName: ServiceName,
   hostId: string,
   env: NodeJS.ProcessEnv = process.env,
+  onExportFailure?: ExportFailureReport,
 ): Promise<Tracing | null> {
   if (!tracingConfigured(env)) return null;
   // Required, not imported: esbuild keeps an import() as Node's ESM loader, which would load
@@ -65,8 +70,10 @@ export async function startTracing(
     .merge(new Resource({ [ATTR_SERVICE_NAME]: serviceName, 'host.id': hostId }))
     .merge(envDetectorSync.detect());
   // The exporter reads its endpoint, headers and timeout from the environment; batching keeps
-  // the export off every span's path (OTEL_BSP_SCHEDULE_DELAY, default 5 s).
-  const processor = new BatchSpanProcessor(new OTLPTraceExporter());
+  // the export off every span's path (OTEL_BSP_SCHEDULE_DELAY, default 5 s). A batch it could not
+  // send is reported (counted and said: worker/span-export-failures.ts).
+  const exporter = new OTLPTraceExporter();
+  const processor = new BatchSpanProcessor(onExportFailure ? reportingExporter(exporter, onExportFailure) : exporter);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   // The async-local context manager and the W3C trace-context and baggage propagators.
   provider.register();
@@ -87,6 +94,21 @@ export async function startTracing(
     },
     workflowSpans: withRunAttributesOnly(otelWorker.makeWorkflowExporter(processor, resource)),
     shutdown: () => provider.shutdown(),
+  };
+}
+
+/** The exporter, each batch it could not send reported with the number of its spans. */
+function reportingExporter(inner: SpanExporter, report: ExportFailureReport): SpanExporter {
+  return {
+    export(spans, done) {
+      inner.export(spans, (result) => {
+        // 0 is ExportResultCode.SUCCESS (@opentelemetry/core, not loaded while tracing is off).
+        if (result.code !== 0) report(spans.length, result.error);
+        done(result);
+      });
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
   };
 }
 

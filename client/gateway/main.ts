@@ -13,10 +13,12 @@ import { NativeConnection, Runtime } from '@temporalio/worker';
 import { serviceSdkLogger } from '../../worker/sdk-logger';
 import { sdkTelemetry } from '../../worker/sdk-telemetry';
 import pino from 'pino';
+import { databaseAtStart, StartupRefusal } from '../../db/database-failure';
 import { createPool } from '../../db/pool';
 import { loadConfig } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
+import { spanExportFailures } from '../../worker/span-export-failures';
 import { startTracing } from '../../worker/tracing';
 import { buildGateway } from './app';
 import { agentLimitsLayout } from '../../executors/host/agent-limits';
@@ -55,9 +57,20 @@ async function main(): Promise<void> {
   if (!config.userToken || !config.operatorToken)
     throw new Error('TWS_USER_TOKEN and TWS_OPERATOR_TOKEN are required (the launcher sets them)');
   // Null (and nothing of OpenTelemetry's SDK loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT is set.
-  const tracing = await startTracing('tws-gateway', config.hostId);
   // Launch steps hold a transaction or a repository lock each: room for every local-activity slot.
   const pool = createPool(config.databaseUrl, config.gatewayRunsLaunches ? 40 : 20);
+  // A database that refuses this gateway stops it in one line; one that is away is answered 503 for.
+  await databaseAtStart(
+    () => pool.query('SELECT 1'),
+    config.databaseUrl,
+    (line) => logger.warn(`${line}: the gateway starts, and answers 503 until it does`),
+  );
+  const tracing = await startTracing(
+    'tws-gateway',
+    config.hostId,
+    process.env,
+    spanExportFailures('tws-gateway', { pool, logger }),
+  );
   const connection = await NativeConnection.connect(engineConnectOptions(config.temporalAddress));
   const temporal = new Client({ connection, namespace: config.temporalNamespace, interceptors: tracing?.client });
   let launches: WorkerHandle | null = null;
@@ -102,7 +115,7 @@ async function main(): Promise<void> {
 
 // An engine that does not take this client is said in one line; anything else keeps its stack.
 main().catch(async (err) => {
-  const engine = await engineFailureLine(err).catch(() => null);
-  console.error(engine ? `gateway: ${engine}` : err);
+  const engine = err instanceof StartupRefusal ? null : await engineFailureLine(err).catch(() => null);
+  console.error(err instanceof StartupRefusal ? `gateway: ${err.message}` : engine ? `gateway: ${engine}` : err);
   process.exit(1);
 });

@@ -15,6 +15,7 @@ import type { ErrorCode } from '../../domain/errors';
 import { allTaskUsage } from '../../db/task-usage';
 import { AGENTS_ENDED_BY_LIMIT_TOTAL, type AgentLimits } from '../../domain/limits';
 import { RECONCILE_REPAIRED_TOTAL } from '../../domain/reconcile';
+import { SPAN_EXPORTS_FAILED_TOTAL } from '../../domain/trace-ids';
 import { sdkMetricsReader } from './sdk-metrics';
 
 /** One answered request, as the response hook sees it. */
@@ -148,6 +149,13 @@ export function createGatewayMetrics(
     AGENTS_ENDED_BY_LIMIT_TOTAL,
     'Agents a limit of theirs ended, by outcome (oom_killed: the kernel killed a process of theirs at their memory limit; disk_quota: stopped, their task over its disk quota)',
     ['outcome'],
+  );
+  storedCounter(
+    registry,
+    pool,
+    SPAN_EXPORTS_FAILED_TOTAL,
+    'Spans a service could not export to the OpenTelemetry collector (OTEL_EXPORTER_OTLP_ENDPOINT) and dropped, by service',
+    ['service'],
   );
   new Gauge({
     name: 'tws_cleanup_jobs',
