@@ -2,7 +2,8 @@
  * The `borrow_ended` follow-up [R6.5]: an environment its owner's archive kept for other tasks'
  * sessions is cleaned once no live task stands for it any more. The job is reserved, with its
  * snapshot, in the transaction of the change that ended the last borrow (an archive or delete of
- * the borrower, the delete of its session, or the owner's own archive finishing after them), so
+ * the borrower, or the owner's own archive finishing after them; never the delete of a session,
+ * which removes nothing [R6]), so
  * it cannot be lost: its run is started after the commit, and a start that was lost is made by
  * the consistency check (activities/reconcile.ts), which continues any `pending` job with no run.
  */
@@ -14,15 +15,28 @@ import type { ContinuedJob } from '../domain/cleanup-continuation';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { activeJobOfTask, reserveJobUnlessTaken, saveSnapshot } from './cleanup-jobs';
 import { lockedSuccessorCandidates, takeSnapshot } from './cleanup-snapshot';
-import { inTransaction, type Db } from './pool';
-import { deleteSession } from './sessions';
+import type { Db } from './pool';
 
 const FOLLOW_UP: CleanupTrigger = 'borrow_ended';
 
-/** The environments of other tasks the task's sessions point at (read before a delete takes the sessions away). */
+/**
+ * The environments of other tasks the task works in: the ones its sessions point at, and the one
+ * its workspace mode names (its group's, or its parent's up the chain of inherit_parent tasks),
+ * which it stands for even with no session left (a session delete is never a cleanup trigger, so
+ * the borrower's own archive or delete is what ends the borrow). Read before a delete takes them away.
+ */
 export async function environmentsBorrowedBy(db: Db, taskId: string): Promise<string[]> {
   const res = await db.query<{ environment_id: string }>(
-    `SELECT DISTINCT s.environment_id FROM sessions s JOIN task_environments e ON e.id = s.environment_id WHERE s.task_id = $1 AND e.task_id <> $1`,
+    `WITH RECURSIVE up (id, workspace_mode, parent_task_id, depth) AS (
+       SELECT id, workspace_mode, parent_task_id, 0 FROM tasks WHERE id = $1
+       UNION ALL
+       SELECT t.id, t.workspace_mode, t.parent_task_id, up.depth + 1 FROM tasks t JOIN up ON t.id = up.parent_task_id
+        WHERE up.workspace_mode = 'inherit_parent' AND up.depth < 32),
+     named AS (
+       SELECT s.environment_id FROM sessions s WHERE s.task_id = $1
+       UNION SELECT g.environment_id FROM tasks t JOIN workspace_groups g ON g.id = t.group_id WHERE t.id = $1
+       UNION SELECT e.id FROM up JOIN task_environments e ON e.task_id = up.id WHERE up.depth > 0)
+     SELECT DISTINCT n.environment_id FROM named n JOIN task_environments e ON e.id = n.environment_id WHERE e.task_id <> $1`,
     [taskId],
   );
   return res.rows.map((r) => r.environment_id);
@@ -70,17 +84,4 @@ export async function reserveEndedBorrows(client: pg.PoolClient, environmentIds:
     jobs.push(job);
   }
   return jobs;
-}
-
-/** Forgets a session (its agent already stopped); if that ended the last borrow of an archived owner's environment, its follow-up job. */
-export async function deleteSessionEndingBorrow(pool: pg.Pool, sessionId: string): Promise<ContinuedJob[]> {
-  return inTransaction(pool, async (client) => {
-    const borrowed = (
-      await client.query<{ environment_id: string | null }>('SELECT environment_id FROM sessions WHERE id = $1', [
-        sessionId,
-      ])
-    ).rows[0]?.environment_id;
-    await deleteSession(client, sessionId);
-    return borrowed ? reserveEndedBorrows(client, [borrowed]) : [];
-  });
 }

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteSessionEndingBorrow } from '../db/borrow-follow-up';
+import { environmentsBorrowedBy, reserveEndedBorrows } from '../db/borrow-follow-up';
+import { inTransaction } from '../db/pool';
 import { OWNERSHIP_MARKER_FILE, taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, type Harness } from './support/harness';
@@ -120,20 +121,24 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     ).toBe(0);
   });
 
-  it('a kept borrowed environment is cleaned after its borrower’s sessions are deleted, the last one, not before', async () => {
+  it('deleting the borrower’s sessions, the last one included, removes nothing; the borrower’s archive then cleans it, its sessions gone', async () => {
     const { r, owner, child, borrowed, env } = await ownerAndBorrower();
     const second = await launched(child);
     await archiveKeeping(owner, env, wt(owner, r.name));
 
+    // A session delete is never a cleanup trigger [R6]: not the first, not the last.
     expect((await h.api('DELETE', `/v1/sessions/${borrowed.sessionId}`)).status).toBe(204);
-    // One session of the live borrower is left (stopped or not): the environment stays.
-    expect((await h.api('POST', `/v1/sessions/${second.sessionId}/stop`)).status).toBe(200);
+    expect((await h.api('DELETE', `/v1/sessions/${second.sessionId}`)).status).toBe(204);
+    expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions WHERE task_id = $1', [child])).rows[0].n).toBe(
+      0,
+    );
     expect(await jobsOf(owner, 'borrow_ended')).toEqual([]);
     expect(existsSync(wt(owner, r.name))).toBe(true);
+    expect(worktreePaths(r.dir)).toContain(wt(owner, r.name));
 
-    expect((await h.api('DELETE', `/v1/sessions/${second.sessionId}`)).status).toBe(204);
+    // The borrower's own archive ends the borrow (it works in its parent's workspace, sessions or not).
+    await waitForJob(h, (await archive(h, child)).operationId);
     expectCleanedAsArchive(r, owner, await followUpOf(owner));
-    expect((await h.api('GET', `/v1/tasks/${child}`)).body.state).toBe('active');
   });
 
   it('the follow-up keeps a dirty worktree and the branch, as the owner’s archive would have', async () => {
@@ -150,12 +155,16 @@ describe('an environment kept at archive is cleaned when its last borrower is go
     expect(branches(r.dir)).toContain(taskBranchName(owner));
   });
 
-  it('a follow-up whose start was lost (the process died after the delete committed) is started by the consistency check', async () => {
-    const { r, owner, borrowed, env } = await ownerAndBorrower();
+  it('a follow-up whose start was lost (the process died after the borrower’s archive committed) is started by the consistency check', async () => {
+    const { r, owner, child, borrowed, env } = await ownerAndBorrower();
     await archiveKeeping(owner, env, wt(owner, r.name));
     expect((await h.api('POST', `/v1/sessions/${borrowed.sessionId}/stop`)).status).toBe(200);
-    // The session delete's transaction, committed, and no start after it (as when the gateway dies there).
-    const [reserved] = await deleteSessionEndingBorrow(h.pool, borrowed.sessionId);
+    // The borrower's archive's transaction, committed, and no start after it (as when the process
+    // dies there): the borrower archived, the follow-up reserved with its snapshot.
+    const [reserved] = await inTransaction(h.pool, async (client) => {
+      await client.query('UPDATE tasks SET archived_at = now() WHERE id = $1', [child]);
+      return reserveEndedBorrows(client, await environmentsBorrowedBy(client, child));
+    });
     expect((await jobsOf(owner, 'borrow_ended'))[0]).toMatchObject({
       operationId: reserved!.operationId,
       state: 'pending',

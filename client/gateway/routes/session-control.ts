@@ -6,12 +6,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { canonicalEnvironmentOf, environmentById } from '../../../db/environments';
 import { inventoryOf } from '../../../db/inventory';
-import { deleteSessionEndingBorrow } from '../../../db/borrow-follow-up';
-import { findSession } from '../../../db/sessions';
+import { deleteSession, findSession } from '../../../db/sessions';
 import { taskRepositories } from '../../../db/tasks';
 import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { cancelStartingRun, runStop } from '../../engine-client';
-import { startFollowUps } from '../../../activities/follow-up-starts';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, Session, Workspace, errorResponses } from '../schemas';
@@ -58,15 +56,9 @@ export function sessionControlRoutes(ctx: GatewayContext): FastifyPluginAsyncTyp
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
         await stop(session.id);
-        // The last borrow of an archived owner's environment may end here: its follow-up cleanup
-        // was reserved with the delete, and is started now (or by the consistency check).
-        const followUps = await deleteSessionEndingBorrow(ctx.pool, session.id);
-        await startFollowUps(ctx.temporal, ctx.config, followUps, (job, err) =>
-          request.log.warn(
-            { err, operationId: job.operationId, taskId: job.taskId },
-            'follow-up cleanup not started; the consistency check starts it',
-          ),
-        );
+        // Nothing else: not a cleanup trigger, even for the last session of a borrower of an
+        // archived owner's environment (its task's own archive or delete ends that borrow).
+        await deleteSession(ctx.pool, session.id);
         return reply.code(204).send(null);
       },
     );
