@@ -72,6 +72,8 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
           worktreePath: worktree.worktreePath,
           outcome: result.outcome,
           ...(result.savedRef ? { savedRef: result.savedRef, savedCommit: result.savedCommit } : {}),
+          ...(result.reason ? { reason: result.reason } : {}),
+          ...(result.leftOut?.length ? { leftOut: result.leftOut } : {}),
         });
       }
 

@@ -1,4 +1,5 @@
 /** Repositories and boards: the catalogue tasks refer to. */
+import { DEFAULT_REBUILDABLE } from '../domain/rebuildable';
 import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
@@ -13,11 +14,40 @@ export interface RepositoryRow {
   root_commit?: string | null;
 }
 
-export async function insertRepository(db: Db, row: RepositoryRow & { host_id: string }): Promise<void> {
+export async function insertRepository(
+  db: Db,
+  row: RepositoryRow & { host_id: string; rebuildable?: string[] | null },
+): Promise<void> {
   await db.query(
-    'INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit) VALUES ($1, $2, $3, $4, $5, $6)',
-    [row.id, row.name, row.path, row.default_branch, row.host_id, row.root_commit ?? null],
+    'INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit, rebuildable) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [row.id, row.name, row.path, row.default_branch, row.host_id, row.root_commit ?? null, row.rebuildable ?? null],
   );
+}
+
+/** The repository's patterns of rebuilt ignored files (domain/rebuildable.ts): its own, or the default list. */
+export async function rebuildableOf(db: Db, repositoryId: string): Promise<readonly string[]> {
+  const res = await db.query<{ rebuildable: string[] | null }>('SELECT rebuildable FROM repositories WHERE id = $1', [
+    repositoryId,
+  ]);
+  return res.rows[0]?.rebuildable ?? DEFAULT_REBUILDABLE;
+}
+
+/** A repository as its views show it (never its path); `rebuildable` null: the default list. */
+export async function repositoryView(
+  db: Db,
+  id: string,
+): Promise<{ id: string; name: string; default_branch: string; rebuildable: string[] | null } | null> {
+  const res = await db.query<{ id: string; name: string; default_branch: string; rebuildable: string[] | null }>(
+    'SELECT id, name, default_branch, rebuildable FROM repositories WHERE id = $1',
+    [id],
+  );
+  return res.rows[0] ?? null;
+}
+
+/** Sets the repository's patterns (null: back to the default list); false when there is no such repository. */
+export async function setRebuildable(db: Db, id: string, rebuildable: string[] | null): Promise<boolean> {
+  const res = await db.query('UPDATE repositories SET rebuildable = $2 WHERE id = $1', [id, rebuildable]);
+  return res.rowCount === 1;
 }
 
 export async function findRepositories(db: Db, ids: string[]): Promise<RepositoryRow[]> {
@@ -38,9 +68,15 @@ export async function boardExists(db: Db, id: string): Promise<boolean> {
 
 /** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
 export async function listRepositories(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string; default_branch: string }>(
+  return newestFirst<{ id: string; name: string; default_branch: string; rebuildable: string[] | null }>(
     db,
-    { columns: 'id, name, default_branch', table: 'repositories', time: 'created_at', key: 'id', keyType: 'uuid' },
+    {
+      columns: 'id, name, default_branch, rebuildable',
+      table: 'repositories',
+      time: 'created_at',
+      key: 'id',
+      keyType: 'uuid',
+    },
     page,
   );
 }

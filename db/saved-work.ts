@@ -20,17 +20,28 @@ export interface SavedWork {
   restoredAt: string | null;
   /** `abandoned`: its workspace was abandoned before a launch took it back (never applied by one). */
   restore: RestoreOutcome | 'abandoned' | null;
+  /** Ignored paths the save left out, and why (`rebuildable`: dependencies, build output). */
+  leftOut: { path: string; reason: string }[];
 }
 
 /** A retried save of the same task and repository moves the same ref: the row follows it. */
 export async function recordSavedWork(
   db: Db,
-  w: { repositoryId: string; ref: string; taskId: string; commit: string; trigger?: string | null },
+  w: {
+    repositoryId: string;
+    ref: string;
+    taskId: string;
+    commit: string;
+    trigger?: string | null;
+    /** Ignored paths the save left out, and why (rebuilt: dependencies, build output). */
+    leftOut?: { path: string; reason: string }[];
+  },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO saved_work (repository_id, ref, task_id, commit, trigger) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (repository_id, ref) DO UPDATE SET commit = EXCLUDED.commit, saved_at = now(), trigger = EXCLUDED.trigger`,
-    [w.repositoryId, w.ref, w.taskId, w.commit, w.trigger ?? null],
+    `INSERT INTO saved_work (repository_id, ref, task_id, commit, trigger, left_out) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (repository_id, ref) DO UPDATE SET commit = EXCLUDED.commit, saved_at = now(), trigger = EXCLUDED.trigger,
+       left_out = EXCLUDED.left_out`,
+    [w.repositoryId, w.ref, w.taskId, w.commit, w.trigger ?? null, JSON.stringify(w.leftOut ?? [])],
   );
 }
 
@@ -117,10 +128,11 @@ export async function listSavedWork(
     trigger: string | null;
     restored_at: Date | null;
     restore: RestoreOutcome | 'abandoned' | null;
+    left_out: { path: string; reason: string }[];
   }>(
     db,
     {
-      columns: 'task_id, repository_id, ref, commit, saved_at, trigger, restored_at, restore',
+      columns: 'task_id, repository_id, ref, commit, saved_at, trigger, restored_at, restore, left_out',
       table: 'saved_work',
       time: 'saved_at',
       key: 'ref',
@@ -138,6 +150,7 @@ export async function listSavedWork(
     trigger: r.trigger,
     restoredAt: r.restored_at ? r.restored_at.toISOString() : null,
     restore: r.restore,
+    leftOut: r.left_out,
     exact_at: r.exact_at,
   }));
 }

@@ -73,6 +73,10 @@ export interface CleanupReport {
     outcome: WorktreeOutcome;
     savedRef?: string;
     savedCommit?: string;
+    /** Why a dirty worktree was kept when its trigger saves: its work could not be saved (an idle release). */
+    reason?: 'save_failed';
+    /** Ignored paths its save left out as rebuilt (dependencies, build output). */
+    leftOut?: { path: string; reason: 'rebuildable' }[];
   }[];
   branches: { repositoryId: string; branch: string; outcome: 'kept' | 'deleted_merged' | 'kept_unmerged' }[];
   processesStopped: number;

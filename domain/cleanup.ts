@@ -56,6 +56,15 @@ export const dirtyWorkHandling = (trigger: CleanupTrigger, discardChanges: boole
     : 'keep';
 
 /**
+ * A dirty worktree whose work cannot be saved: an idle release keeps it where it is and goes on
+ * (`kept_dirty`, reason `save_failed`), giving the task back at once; nothing of a task someone
+ * may be about to use waits hours for an operator over a cleanup no one asked for. The other
+ * triggers that save (a consented delete, a quick chat's expiry) fail the attempt and retry,
+ * as for any failure: they take the task away, so nothing else waits on them.
+ */
+export const keepsWhenUnsaved = (trigger: CleanupTrigger | undefined): boolean => trigger === 'idle_release';
+
+/**
  * `environment_abandon` (an operator's reset with `abandon: true`) runs no attempt: it releases the
  * environment and marks its inventory `abandoned` in one transaction, touching no file. The
  * trigger is on the job row, so a new run of a job whose run was lost abandons too, never removes.

@@ -76,6 +76,10 @@ export interface RemovalOutcome {
   outcome: WorktreeOutcome;
   savedRef?: string;
   savedCommit?: string;
+  /** A dirty worktree kept because its work could not be saved (domain/cleanup.ts keepsWhenUnsaved). */
+  reason?: 'save_failed';
+  /** Ignored paths its save left out as rebuilt (domain/rebuildable.ts). */
+  leftOut?: { path: string; reason: 'rebuildable' }[];
 }
 
 /** Cleanup of what the records hold on this executor's place, with the same audit, outcomes and failure classes everywhere [R6.4, R6.6]. */

@@ -1,7 +1,8 @@
 /**
  * Saving a worktree's uncommitted work on a hidden ref before it is removed, and putting it back
  * into a new worktree [R6.9, R6.10]. A save is one commit (git's `stash create` over the index of
- * everything: modified, added, deleted and untracked files; ignored ones are not saved) whose
+ * everything: modified, added, deleted, untracked and ignored files, but those rebuilt:
+ * domain/rebuildable.ts) whose
  * first parent is the HEAD it was made on and whose second is the index as it was. A restore
  * applies exactly the difference between the save and that HEAD: the staged part to the index
  * and the files, the rest to the files, and changes everything or nothing (a write that fails
@@ -11,6 +12,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
+import { DEFAULT_REBUILDABLE, splitIgnored } from '../domain/rebuildable';
 import { gitAt, type GitOptions } from './git';
 
 /**
@@ -25,7 +27,8 @@ export async function saveWorkOnRef(
   refFor: (commit: string) => string,
   message: string,
   options: GitOptions,
-): Promise<{ ref: string; commit: string } | null> {
+  rebuildable: readonly string[] = DEFAULT_REBUILDABLE,
+): Promise<{ ref: string; commit: string; leftOut: LeftOut[] } | null> {
   const git = gitAt(dir, options);
   // The index as it was, before everything is added; an index git cannot write as a tree (a
   // merge in progress) is saved as the work tree, all of it staged.
@@ -34,12 +37,44 @@ export async function saveWorkOnRef(
     () => null,
   );
   await git.raw(['add', '--all']); // the index of a worktree about to be removed, so untracked files are included
+  // Ignored files too (a hand-written `.env`), except what is rebuilt (dependencies, build output).
+  const { saved, leftOut } = splitIgnored(await ignoredEntries(dir, options), rebuildable);
+  for (let i = 0; i < saved.length; i += 500)
+    await git.raw(['add', '--force', '--', ...saved.slice(i, i + 500).map((p) => `:(top,literal)${p}`)]);
   const stash = (await git.raw(['stash', 'create', message])).trim();
   if (!stash) return null;
   const commit = index ? await withIndexParent(git, stash, index, message) : stash;
   const ref = refFor(commit);
   await git.raw(['update-ref', '-m', message, ref, commit]);
-  return { ref, commit };
+  return { ref, commit, leftOut };
+}
+
+/** An ignored path a save left out, and why. */
+export interface LeftOut {
+  path: string;
+  reason: 'rebuildable';
+}
+
+/** What git ignores in the worktree at `dir`: paths from its top, an ignored folder once (with a trailing `/`). */
+async function ignoredEntries(dir: string, options: GitOptions): Promise<string[]> {
+  const out = await gitAt(dir, options).raw([
+    'ls-files',
+    '-z',
+    '--others',
+    '--ignored',
+    '--exclude-standard',
+    '--directory',
+  ]);
+  return out.split('\0').filter(Boolean);
+}
+
+/** Whether the worktree holds ignored files a save would keep (not rebuildable): then it is not removed as clean. */
+export async function holdsIgnoredWork(
+  dir: string,
+  options: GitOptions,
+  rebuildable: readonly string[] = DEFAULT_REBUILDABLE,
+): Promise<boolean> {
+  return splitIgnored(await ignoredEntries(dir, options), rebuildable).saved.length > 0;
 }
 
 /** The stash entry made again with the index tree it had before everything was added as its second parent. */

@@ -140,6 +140,7 @@ describe('a delete decides on what it sees after the barrier stands and the agen
         trigger: 'delete',
         restoredAt: null,
         restore: null,
+        leftOut: [],
       },
     ]);
     expect(git(r.dir, 'rev-parse', entry.savedRef)).toBe(entry.savedCommit);

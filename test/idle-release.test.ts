@@ -16,7 +16,16 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { releaseIdleTask, savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createGroupTasks, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import { commitOf, fingerprint, git, makeRepo, processCwd, rowCounts, worktreePaths } from './support/world';
+import {
+  commitOf,
+  fingerprint,
+  git,
+  gitWrapper,
+  makeRepo,
+  processCwd,
+  rowCounts,
+  worktreePaths,
+} from './support/world';
 
 let h: Harness;
 let n = 0;
@@ -29,7 +38,12 @@ afterAll(async () => h?.close());
 async function repo() {
   const name = `idle-${++n}`;
   const dir = makeRepo(h.scratch, name, {
-    files: { 'README.md': '# idle\n', 'src/keep.txt': 'keep\n', 'src/gone.txt': 'to be deleted\n' },
+    files: {
+      'README.md': '# idle\n',
+      'src/keep.txt': 'keep\n',
+      'src/gone.txt': 'to be deleted\n',
+      '.gitignore': '.env\nnode_modules/\n',
+    },
   });
   return { dir, name, id: await registerRepo(h, dir, name) };
 }
@@ -59,7 +73,14 @@ function makeWork(worktree: string) {
   writeFileSync(path.join(worktree, 'src/added.txt'), 'added, staged\nthen changed again\n');
   mkdirSync(path.join(worktree, 'notes'));
   writeFileSync(path.join(worktree, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
+  // Ignored: a hand-written file (saved) and dependencies (rebuilt: left out).
+  writeFileSync(path.join(worktree, '.env'), 'SECRET_OF_MINE=1\n');
+  mkdirSync(path.join(worktree, 'node_modules/pkg'), { recursive: true });
+  writeFileSync(path.join(worktree, 'node_modules/pkg/index.js'), 'module.exports = 1;\n');
 }
+
+/** What a relaunch compares: every file but git's own and the rebuilt dependencies a save leaves out. */
+const work = (worktree: string) => fingerprint(worktree, ['.git', 'node_modules']);
 
 /** What git says is staged, what is changed beside the index, and what is untracked. */
 const statusOf = (worktree: string) => ({
@@ -80,7 +101,7 @@ async function releasedWithWork() {
   const t = await stoppedTask(r);
   const worktree = worktreeOf(t.taskId, r.name);
   makeWork(worktree);
-  const before = fingerprint(worktree, ['.git']);
+  const before = work(worktree);
   const status = statusOf(worktree);
   const job = await releaseIdleTask(h, t.taskId);
   expect(job.state).toBe('succeeded');
@@ -151,17 +172,25 @@ describe('idle release [R6.9]', () => {
 
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
-    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(work(worktree)).toBe(before);
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     expect(existsSync(path.join(worktree, 'src/gone.txt'))).toBe(false);
     // The index as it was: staged stays staged, the added file added (with its later change
     // unstaged), the untracked file untracked.
     expect(statusOf(worktree)).toEqual(status);
     expect(git(worktree, 'show', ':src/added.txt')).toBe('added, staged');
+    // The hand-written ignored file is back, still ignored; the dependencies were left out, and said so.
+    expect(readFileSync(path.join(worktree, '.env'), 'utf8')).toBe('SECRET_OF_MINE=1\n');
+    expect(git(worktree, 'check-ignore', '.env')).toBe('.env');
+    expect(existsSync(path.join(worktree, 'node_modules'))).toBe(false);
     const session = (await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body;
     expect(session).toMatchObject({ restore: 'applied', restoreConflictRefs: [] });
     const [entry] = await savedWorkOf(h, r.id, t.taskId);
-    expect(entry).toMatchObject({ restore: 'applied', trigger: 'idle_release' });
+    expect(entry).toMatchObject({
+      restore: 'applied',
+      trigger: 'idle_release',
+      leftOut: [{ path: 'node_modules/', reason: 'rebuildable' }],
+    });
     expect(Date.parse(entry.restoredAt)).toBeGreaterThan(0);
     // Kept until the task is deleted: the ref is still there, and a later launch does not apply it twice.
     expect(git(r.dir, 'rev-parse', '--verify', entry.ref)).toBe(entry.commit);
@@ -169,7 +198,7 @@ describe('idle release [R6.9]', () => {
     const third = await launch(h, t.taskId);
     expect(third.status).toBe(201);
     expect((await h.api('GET', `/v1/sessions/${third.body.sessionId}`)).body.restore).toBeNull();
-    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(work(worktree)).toBe(before);
   });
 
   it('an abandon after the release starts afresh: the next launch applies nothing, the work stays on its ref, listed abandoned', async () => {
@@ -192,6 +221,94 @@ describe('idle release [R6.9]', () => {
     expect(git(r.dir, 'show', `${entry.commit}:README.md`)).toBe('# idle\nedited, not staged');
   });
 
+  it('a worktree whose only work is an ignored file is saved, not removed as clean; the restore brings the file back [R6.9]', async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const worktree = worktreeOf(t.taskId, r.name);
+    writeFileSync(path.join(worktree, '.env'), 'TOKEN=written by hand\n');
+    mkdirSync(path.join(worktree, 'node_modules/dep'), { recursive: true });
+    writeFileSync(path.join(worktree, 'node_modules/dep/x.js'), '1\n');
+    expect(git(worktree, 'status', '--porcelain')).toBe('');
+    const job = await releaseIdleTask(h, t.taskId);
+    expect(job.report.worktrees).toEqual([
+      expect.objectContaining({
+        outcome: 'saved_and_removed',
+        leftOut: [{ path: 'node_modules/', reason: 'rebuildable' }],
+      }),
+    ]);
+    expect(existsSync(worktree)).toBe(false);
+    const again = await launch(h, t.taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(readFileSync(path.join(worktree, '.env'), 'utf8')).toBe('TOKEN=written by hand\n');
+    expect(git(worktree, 'status', '--porcelain', '--untracked-files=all')).toBe('');
+  });
+
+  it("a repository's own patterns of rebuilt files: set at registration and by PATCH, null for the default list, a bad one refused", async () => {
+    const dir = makeRepo(h.scratch, `patterns-${++n}`);
+    const made = await h.api('POST', '/v1/repositories', {
+      name: `patterns-${n}`,
+      path: dir,
+      rebuildable: ['dist/', '*.log'],
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    expect(made.body).toMatchObject({ rebuildable: ['dist/', '*.log'], rebuildableDefault: false });
+    const patched = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: ['target/'] });
+    expect(patched.body).toMatchObject({ rebuildable: ['target/'], rebuildableDefault: false });
+    const reset = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: null });
+    expect(reset.body.rebuildableDefault).toBe(true);
+    expect(reset.body.rebuildable).toContain('node_modules/');
+    const listed = (await h.api('GET', '/v1/repositories?limit=200')).body.items.find(
+      (x: any) => x.id === made.body.id,
+    );
+    expect(listed).toEqual(reset.body);
+    for (const bad of [['../up'], ['/abs'], ['*'], ['']]) {
+      const refused = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: bad });
+      expect(refused.status, JSON.stringify(bad)).toBe(400);
+      expect(refused.body.error.code).toBe('invalid_request');
+    }
+    expect(
+      (await h.api('GET', '/v1/repositories?limit=200')).body.items.find((x: any) => x.id === made.body.id),
+    ).toEqual(reset.body);
+    expect(
+      (await h.api('PATCH', '/v1/repositories/00000000-0000-4000-8000-000000000000', { rebuildable: null })).status,
+    ).toBe(404);
+  });
+
+  it('a save that fails keeps the worktree and gives the task back at once: the job ends, no retry holds its launches, the failure is in its report', async () => {
+    // Its own host, whose git cannot make a save (every `git stash create` fails).
+    const failing = await createHarness({
+      gitBinary: gitWrapper(h.scratch, { failSubcommand: 'stash create', failTimes: 1000 }),
+    });
+    try {
+      const name = `unsaved-${++n}`;
+      const dir = makeRepo(failing.scratch, name, { files: { 'README.md': '# idle\n' } });
+      const taskId = await createTask(failing, [await registerRepo(failing, dir, name)]);
+      const first = await launch(failing, taskId);
+      expect(first.status, JSON.stringify(first.body)).toBe(201);
+      expect((await failing.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
+      const worktree = path.join(failing.config.workspaceRoot, taskDirName(taskId), name);
+      writeFileSync(path.join(worktree, 'README.md'), '# idle\nwork that cannot be saved\n');
+
+      const job = await releaseIdleTask(failing, taskId);
+      expect(job).toMatchObject({ state: 'succeeded', attempts: 1, lastError: null });
+      expect(job.report.worktrees).toEqual([
+        { repositoryId: expect.any(String), worktreePath: worktree, outcome: 'kept_dirty', reason: 'save_failed' },
+      ]);
+      // Nothing removed, nothing lost, nothing saved.
+      expect(readFileSync(path.join(worktree, 'README.md'), 'utf8')).toBe('# idle\nwork that cannot be saved\n');
+      expect(worktreePaths(dir)).toEqual([dir, worktree]);
+      expect(
+        await savedWorkOf(failing, (await failing.pool.query('SELECT id FROM repositories')).rows[0].id, taskId),
+      ).toEqual([]);
+      // The task launches at once, in the same worktree with its work.
+      const again = await launch(failing, taskId, { command: ['sh', '-c', 'cat README.md; sleep 600'] });
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect(processCwd(await pidOf(failing, again.body.sessionId))).toBe(worktree);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it("a child working in its parent's workspace (inherit_parent) materializes the parent's released environment again, with the work restored [R6.10]", async () => {
     const { r, t, worktree, before, status } = await releasedWithWork();
     const child = await createTask(h, [r.id], { parentTaskId: t.taskId, workspace: { mode: 'inherit_parent' } });
@@ -201,7 +318,7 @@ describe('idle release [R6.9]', () => {
     // The parent's own environment made again where it was, never one of the child's.
     expect(res.body).toMatchObject({ role: 'materialized', taskEnvironmentId: t.envId });
     expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(worktree);
-    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(work(worktree)).toBe(before);
     expect(statusOf(worktree)).toEqual(status);
     expect(
       (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n,
@@ -218,7 +335,7 @@ describe('idle release [R6.9]', () => {
 
     const resumed = await h.api('POST', `/v1/sessions/${t.sessionId}/resume`, {});
     expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
-    expect(fingerprint(worktree, ['.git'])).toBe(before);
+    expect(work(worktree)).toBe(before);
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     const session = (await h.api('GET', `/v1/sessions/${t.sessionId}`)).body;
     expect(session).toMatchObject({ state: 'running', restore: 'applied', restoreConflictRefs: [] });

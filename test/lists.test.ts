@@ -90,7 +90,8 @@ describe('GET /v1/repositories and /v1/boards', () => {
     const { items, sizes } = await walk('/v1/repositories', 2);
     expect(sizes).toEqual([2, 2, 1]);
     expect(items.map((r) => r.id)).toEqual(await idsInOrder('SELECT id FROM repositories'));
-    for (const item of items) expect(Object.keys(item).sort()).toEqual(['defaultBranch', 'id', 'name']);
+    for (const item of items)
+      expect(Object.keys(item).sort()).toEqual(['defaultBranch', 'id', 'name', 'rebuildable', 'rebuildableDefault']);
     expectNoLeak(items);
   });
 

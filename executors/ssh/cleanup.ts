@@ -15,7 +15,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { findExecution } from '../../db/executions';
 import { recordSavedWork } from '../../db/saved-work';
 import { saveOfRemoval } from '../../domain/saved-work';
-import type { CleanupErrorClass } from '../../domain/cleanup';
+import { keepsWhenUnsaved, type CleanupErrorClass } from '../../domain/cleanup';
 import type { SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup-snapshot';
 import type { CleanupOperations, RemovalOutcome, RemovalRequest } from '../executor';
 import { cleanupFailure } from '../support/failures';
@@ -147,6 +147,7 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
         let saved: { savedRef: string; savedCommit: string } | null = null;
         if (slot.dirty !== 'clean') {
+          let unsaved = false;
           const made = await saveRemoteWork(target, {
             repoPath,
             hostRepository: w.sourcePath,
@@ -157,8 +158,13 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
               { err: err instanceof Error ? err.message : err, repositoryId: w.repositoryId },
               'saving remote uncommitted work failed',
             );
-            throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
+            if (!keepsWhenUnsaved(req.trigger))
+              throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
+            unsaved = true;
+            return null;
           });
+          // An idle release gives the task back with the clone where it is (nothing removed).
+          if (unsaved) return { outcome: 'kept_dirty', reason: 'save_failed' };
           if (made) {
             saved = { savedRef: made.ref, savedCommit: made.commit };
             await recordSavedWork(pool, {

@@ -4,11 +4,13 @@
  * on the HEAD the audit judged. Any doubt keeps the folder and fails classified; uncommitted work
  * is kept (archive) or saved on the task's hidden ref first (a consented delete).
  */
+import { rebuildableOf } from '../../db/catalog';
 import { recordSavedWork } from '../../db/saved-work';
+import { keepsWhenUnsaved } from '../../domain/cleanup';
 import { saveOfRemoval } from '../../domain/saved-work';
 import { headAndBranch } from '../../git/checkout';
 import { pruneWorktrees, removeWorktree } from '../../git/worktrees';
-import { saveWorkOnRef } from '../../git/saved-work';
+import { holdsIgnoredWork, saveWorkOnRef, type LeftOut } from '../../git/saved-work';
 import { discardObjectStore } from '../../git/agent-objects';
 import type { RemovalOutcome, RemovalRequest } from '../executor';
 import { dirtyStatus } from '../host/cleanup';
@@ -88,19 +90,26 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         // removes with force.
         let savedRef: string | undefined;
         let savedCommit: string | undefined;
+        let leftOut: LeftOut[] | undefined;
+        // A trigger that saves keeps ignored files too, but those rebuilt (domain/rebuildable.ts):
+        // git's refusal does not see them, so such a worktree goes the save's way however clean.
+        const rebuildable = req.dirty === 'save' ? await rebuildableOf(pool, w.repositoryId) : null;
+        const ignoredWork = rebuildable !== null && (await holdsIgnoredWork(worktreePath, gitOptions, rebuildable));
         try {
+          if (ignoredWork) throw new Error('ignored files to save');
           await removeWorktree(git, worktreePath, false);
         } catch (err) {
           // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
-          const status = await dirtyStatus(deps, worktreePath, w.repositoryId);
+          const status = ignoredWork ? 'dirty' : await dirtyStatus(deps, worktreePath, w.repositoryId);
           if (status === 'clean') throw removeFailed(err, w.repositoryId);
           if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
           try {
             const { refFor, message } = saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId);
-            const saved = await saveWorkOnRef(worktreePath, refFor, message, gitOptions);
+            const saved = await saveWorkOnRef(worktreePath, refFor, message, gitOptions, rebuildable ?? undefined);
             if (saved) {
               savedRef = saved.ref;
               savedCommit = saved.commit;
+              leftOut = saved.leftOut;
               // Listed from the moment the ref exists, before anything is removed.
               await recordSavedWork(pool, {
                 repositoryId: w.repositoryId,
@@ -108,10 +117,13 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
                 taskId: req.ownerTaskId,
                 commit: saved.commit,
                 trigger: req.trigger ?? null,
+                leftOut: saved.leftOut,
               });
             }
           } catch (saveErr) {
             logger.warn({ err: saveErr, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
+            // An idle release gives the task back with the worktree where it is (nothing removed).
+            if (keepsWhenUnsaved(req.trigger)) return { value: { outcome: 'kept_dirty', reason: 'save_failed' } };
             throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
           }
           // Dirty, and nothing to save: git's refusal stands.
@@ -127,7 +139,9 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         await discardObjectStore(config.agentRoot, worktreePath);
         // Verified gone once every removal of the turn ran, on one listing.
         return {
-          value: savedRef ? { outcome: 'saved_and_removed', savedRef, savedCommit } : { outcome: 'removed' },
+          value: savedRef
+            ? { outcome: 'saved_and_removed', savedRef, savedCommit, ...(leftOut?.length ? { leftOut } : {}) }
+            : { outcome: 'removed' },
           afterTurn: stillRegistered('the worktree is still registered after removal'),
         };
       }),

@@ -2,7 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import { findRepositories, insertBoard, insertRepository, listBoards, listRepositories } from '../../../db/catalog';
+import {
+  findRepositories,
+  insertBoard,
+  insertRepository,
+  listBoards,
+  listRepositories,
+  repositoryView,
+  setRebuildable,
+} from '../../../db/catalog';
 import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
 import { liveHostIds } from '../../../db/hosts';
@@ -11,7 +19,17 @@ import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
-import { Board, CreateBoardBody, CreateRepositoryBody, IdParams, Repository, Uuid, errorResponses } from '../schemas';
+import {
+  Board,
+  CreateBoardBody,
+  CreateRepositoryBody,
+  IdParams,
+  PatchRepositoryBody,
+  Repository,
+  Uuid,
+  errorResponses,
+} from '../schemas';
+import { DEFAULT_REBUILDABLE, rebuildablePatternProblem } from '../../../domain/rebuildable';
 
 /**
  * A repository without `hostId` goes to the only live host; with none live, to this gateway's own
@@ -39,6 +57,26 @@ const SavedWorkItem = Type.Object({
    * abandoned before a launch took it back (an abandon starts afresh). Either way apply the ref by hand.
    */
   restore: Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Literal('abandoned'), Type.Null()]),
+  /** Ignored paths the save left out, and why (`rebuildable`: the repository's patterns say they are rebuilt). */
+  leftOut: Type.Array(Type.Object({ path: Type.String(), reason: Type.String() })),
+});
+
+/** The patterns as given, each checked (domain/rebuildable.ts); a bad one is a 400 that names it. */
+function checkedRebuildable(patterns: string[]): string[] {
+  for (const [i, pattern] of patterns.entries()) {
+    const problem = rebuildablePatternProblem(pattern);
+    if (problem) throw badRequest(`rebuildable/${i} ${problem}.`);
+  }
+  return [...new Set(patterns)];
+}
+
+/** A repository as the API shows it: never its path. */
+const repositoryOut = (row: { id: string; name: string; default_branch: string; rebuildable: string[] | null }) => ({
+  id: row.id,
+  name: row.name,
+  defaultBranch: row.default_branch,
+  rebuildable: row.rebuildable ?? [...DEFAULT_REBUILDABLE],
+  rebuildableDefault: row.rebuildable === null,
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
@@ -54,6 +92,7 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const { name, path: given, defaultBranch } = request.body;
         const nameProblem = repositoryNameProblem(name);
         if (nameProblem) throw badRequest(`Repository name ${nameProblem}.`);
+        const rebuildable = request.body.rebuildable ? checkedRebuildable(request.body.rebuildable) : null;
         const hostId = request.body.hostId ?? (await defaultHost(ctx));
         const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch, identity: true });
         if (!checked.ok) throw badRequest(checked.problem);
@@ -67,6 +106,7 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             default_branch: branch,
             host_id: hostId,
             root_commit: rootCommit,
+            rebuildable,
           });
         } catch (err) {
           if (isUniqueViolation(err)) {
@@ -82,7 +122,28 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           }
           throw err;
         }
-        return reply.code(201).send({ id, name, defaultBranch: branch });
+        return reply.code(201).send(repositoryOut({ id, name, default_branch: branch, rebuildable }));
+      },
+    );
+
+    app.patch(
+      '/v1/repositories/:id',
+      {
+        config: { role: 'user' },
+        schema: {
+          tags: ['catalog'],
+          params: IdParams,
+          body: PatchRepositoryBody,
+          response: { 200: Repository, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const given = request.body.rebuildable;
+        const rebuildable = given === null ? null : checkedRebuildable(given);
+        if (!(await setRebuildable(ctx.pool, request.params.id, rebuildable))) throw notFound('Repository');
+        const row = await repositoryView(ctx.pool, request.params.id);
+        if (!row) throw notFound('Repository');
+        return repositoryOut(row);
       },
     );
 
@@ -122,7 +183,7 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           request.query,
           (page) => listRepositories(ctx.pool, page),
           (row) => row.id,
-          (row) => ({ id: row.id, name: row.name, defaultBranch: row.default_branch }),
+          (row) => repositoryOut(row),
         ),
     );
 
