@@ -15,7 +15,7 @@ import {
   liveAgents,
   startedAgents,
   startTemporalDevServer,
-  waitForPort,
+  waitForEngine,
 } from './support/processes';
 import { gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -251,7 +251,7 @@ describe('the engine killed during a first launch', () => {
     const db = `${base.scratch}/temporal.sqlite`;
     let server = startTemporalDevServer(port, db);
     cleanups.push(() => void server.kill('SIGKILL'));
-    await waitForPort(port);
+    await waitForEngine(port);
     const h = await harness(
       { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) },
       { temporalAddress: `127.0.0.1:${port}` },
@@ -277,7 +277,7 @@ describe('the engine killed during a first launch', () => {
     });
 
     server = startTemporalDevServer(port, db);
-    await waitForPort(port);
+    await waitForEngine(port);
     const retried = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(retried.body).toMatchObject({ sessionId, state: 'running' });

@@ -295,7 +295,12 @@ describe('make start from any folder [issue 14]', () => {
     );
     await nothingLeftRunning(marks, agentMarks);
     expect(processesOf(agentMarks)).not.toEqual([]);
-    expect(existsSync(apiRecord)).toBe(false);
+    // The record stays, marked stopped: tws names this instance's own port, and says it is not running.
+    expect(JSON.parse(await readFile(apiRecord, 'utf8'))).toEqual({
+      url: `http://127.0.0.1:${ports.TWS_API_PORT}`,
+      pid: pids.launcher,
+      stopped: true,
+    });
 
     const second = makeStart();
     await untilReady(second, 120_000);
@@ -316,7 +321,10 @@ describe('make start from any folder [issue 14]', () => {
     expect(second.output().stdout).not.toMatch(/keeps? running on this host/);
     await nothingLeftRunning(marks);
     expect(existsSync(path.join(clone, '.data', 'pids.json'))).toBe(false);
-    expect(existsSync(apiRecord)).toBe(false);
+    expect(JSON.parse(await readFile(apiRecord, 'utf8'))).toMatchObject({
+      url: `http://127.0.0.1:${ports.TWS_API_PORT}`,
+      stopped: true,
+    });
     expect(existsSync(path.join(clone, '.data', 'launcher.pid'))).toBe(false);
   }, 420_000);
 

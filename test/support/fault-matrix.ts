@@ -21,7 +21,7 @@ import {
   startedAgents,
   startPostgresAt,
   startTemporalDevServer,
-  waitForPort,
+  waitForEngine,
 } from './processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';
 import { clearSlowGitStep, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './world';
@@ -40,7 +40,7 @@ const startPostgres = () => startPostgresAt(path.join(scratch, 'pg'), pgPort);
 
 async function startTemporal(): Promise<void> {
   temporal = startTemporalDevServer(temporalPort, path.join(scratch, 'temporal.sqlite'));
-  await waitForPort(temporalPort);
+  await waitForEngine(temporalPort);
 }
 
 /** Each case's system ends with it: twenty idle workers, gateways and agents left to the end slowed the last cases past their waits. */

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
+import { Connection } from '@temporalio/client';
 import { expect } from 'vitest';
 import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
 import { resolveTemporalCli } from '../../client/temporal-cli';
@@ -58,6 +59,34 @@ export async function waitForPort(port: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`nothing listens on port ${port}`);
+}
+
+/**
+ * A dev server on this port that answers a call, not only one whose port is open: its frontend
+ * says "not healthy yet" for a moment after it listens (a harness connecting then failed).
+ */
+export async function waitForEngine(port: number): Promise<void> {
+  await waitForPort(port);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const problem = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 2000 }).then(
+      async (connection) => {
+        try {
+          await connection.workflowService.getSystemInfo({});
+          return null;
+        } catch (err) {
+          return err;
+        } finally {
+          await connection.close();
+        }
+      },
+      (err: unknown) => err,
+    );
+    if (problem === null) return;
+    if (Date.now() > deadline)
+      throw new Error(`the Temporal dev server on port ${port} does not answer: ${String(problem)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** An embedded PostgreSQL of the test file's own on this data dir and port; after a SIGKILL the old backends may hold shared memory a moment longer. */
