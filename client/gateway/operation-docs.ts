@@ -33,7 +33,12 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/repositories': {
     summary: 'Register a repository',
     description:
-      'Registers a git repository at `path` on a host (`hostId`, default the only live host) under a unique `name`. The path is checked on that host; the answer never shows it. A taken name or path is 409 `repository_taken` (`clash`).',
+      'Registers a git repository at `path` on a host (`hostId`, default the only live host) under a unique `name`. The path is checked on that host; the answer never shows it. `rebuildable` (optional) names the ignored files a release leaves out of its save as rebuilt (default: dependencies, build output, caches). A taken name or path is 409 `repository_taken` (`clash`).',
+  },
+  'PATCH /v1/repositories/{id}': {
+    summary: "Set a repository's rebuilt ignored files",
+    description:
+      'Sets `rebuildable`: the patterns of ignored files a release leaves out of its save because they are rebuilt (`name/` a folder at any depth, a name with `*`, a path from the top with `**`); `null` is the default list again. Everything else ignored (a hand-written `.env`) is saved and restored. Answers the repository as the list shows it.',
   },
   'GET /v1/repositories': {
     summary: 'List repositories',
