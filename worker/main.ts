@@ -90,9 +90,11 @@ async function main(): Promise<void> {
       .catch((err) => (outageOf(err) ? undefined : logger.warn({ err }, 'collecting agent exits failed')))
       .finally(() => (checking = false));
   }, config.exitCheckEveryMs);
+  // The worker first: its connection (the SDK's native one) says at once when the engine refuses
+  // this client, where the schedules' client would wait out its 10 s connect timeout first.
+  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle(), tracing });
   // This host's sweep, consistency check and idle release, set up by the worker that runs them.
   await ensureHostSchedules(config);
-  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle(), tracing });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logger.info({ signal }, 'worker stopping');
