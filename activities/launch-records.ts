@@ -64,6 +64,15 @@ export interface ResumedAgent {
 }
 
 export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
+  /** The session's agents that run, by execution and host. */
+  async function runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
+    const res = await pool.query<{ id: string; host_id: string }>(
+      `SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`,
+      [sessionId],
+    );
+    return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id }));
+  }
+
   /**
    * A materializer whose launch workflow is no longer running (terminated, timed out) is gone
    * even though its session row still says `starting`: settle that before admission reads it.
@@ -258,27 +267,17 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
       const session = await sessionRead;
       if (!session) throw typedFailure('not_found');
       if (outcome.kind === 'refused') throw typedFailure(outcome.code);
-      const running = await pool.query<{ id: string; host_id: string }>(
-        `SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`,
-        [req.sessionId],
-      );
       return {
         plan: outcome.plan,
         session: {
           command: session.command ?? [],
           env: session.agent_env ?? {},
-          runningExecutions: running.rows.map((r) => ({ executionId: r.id, hostId: r.host_id })),
+          runningExecutions: await runningExecutions(req.sessionId),
         },
       };
     },
 
-    async runningExecutions(sessionId: string): Promise<{ executionId: string; hostId: string }[]> {
-      const res = await pool.query<{ id: string; host_id: string }>(
-        `SELECT id, host_id FROM executions WHERE session_id = $1 AND status = 'running'`,
-        [sessionId],
-      );
-      return res.rows.map((r) => ({ executionId: r.id, hostId: r.host_id }));
-    },
+    runningExecutions,
 
     async markSessionStopped(sessionId: string): Promise<void> {
       await moveSessionState(pool, sessionId, ['starting', 'running', 'exited'], 'stopped');

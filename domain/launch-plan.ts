@@ -43,21 +43,26 @@ export function materializeSlots(
     const taskBranch = r.checkoutBranch === null || isSlugBranch(r.checkoutBranch, r.branchSlug);
     const branch = taskBranch ? generationBranch(r.branchSlug, generation) : r.checkoutBranch!;
     return {
-      repositoryId: r.repositoryId,
-      repositoryName: r.repositoryName,
-      sourcePath: r.repositoryPath,
-      sourceRootCommit: r.repositoryRootCommit ?? null,
-      baseBranch: r.baseBranch,
+      ...repositoryOf(r),
       branch,
-      branchSlug: r.branchSlug,
       // The recorded branch itself (a hand-over's, in its generation) is checked out as it is, as before.
       createBranch: branch !== r.checkoutBranch,
       worktreePath: executor === 'local' ? r.repositoryPath : joinPath(folder, r.repositoryName),
-      position: r.position,
       recorded: null,
     };
   });
 }
+
+/** What a slot takes from its repository, whatever the launch does with it. */
+const repositoryOf = (r: RepositorySlot) => ({
+  repositoryId: r.repositoryId,
+  repositoryName: r.repositoryName,
+  sourcePath: r.repositoryPath,
+  sourceRootCommit: r.repositoryRootCommit ?? null,
+  baseBranch: r.baseBranch,
+  branchSlug: r.branchSlug,
+  position: r.position,
+});
 
 /** The agent's working directory [R2.2]: the source checkout (`local`), the one worktree, or the task folder that holds several. */
 export function materializedWorkspacePath(slots: SlotPlan[], executor: ExecutorType, folder: string): string {
@@ -70,16 +75,10 @@ export function attachSlots(repos: RepositorySlot[], rows: RecordedRow[]): SlotP
   return repos.map((r) => {
     const row = rows.find((x) => x.repositoryId === r.repositoryId && x.branchSlug === r.branchSlug);
     return {
-      repositoryId: r.repositoryId,
-      repositoryName: r.repositoryName,
-      sourcePath: r.repositoryPath,
-      sourceRootCommit: r.repositoryRootCommit ?? null,
-      baseBranch: r.baseBranch,
+      ...repositoryOf(r),
       branch: row?.worktreeBranch ?? r.checkoutBranch ?? r.branchSlug,
-      branchSlug: r.branchSlug,
       createBranch: false,
       worktreePath: row?.worktreePath ?? r.repositoryPath,
-      position: r.position,
       recorded: row
         ? { worktreeId: row.worktreeId, worktreePath: row.worktreePath, worktreeBranch: row.worktreeBranch }
         : null,

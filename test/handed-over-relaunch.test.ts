@@ -26,9 +26,9 @@ const markerIn = (folder: string): unknown =>
     ? JSON.parse(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8'))
     : null;
 
-/** G1 materializes, G2 attaches, G1 is archived (the environment goes to G2), then G2 is stopped and archived. */
-async function handedOverAndArchived(dirty: boolean) {
-  const name = `handed-${randomUUID().slice(0, 8)}`;
+/** A group of two on one repository: G1 materializes its workspace, G2 attaches to it. */
+async function groupSharingOne(prefix: string) {
+  const name = `${prefix}-${randomUUID().slice(0, 8)}`;
   const repo = makeRepo(h.scratch, name);
   const repositoryId = await registerRepo(h, repo, name);
   const { tasks } = await createGroupTasks(h, [repositoryId], 2);
@@ -37,6 +37,12 @@ async function handedOverAndArchived(dirty: boolean) {
   expect(first.status, JSON.stringify(first.body)).toBe(201);
   const second = await launch(h, g2);
   expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+  return { name, repo, repositoryId, g1, g2, first, second };
+}
+
+/** G1 materializes, G2 attaches, G1 is archived (the environment goes to G2), then G2 is stopped and archived. */
+async function handedOverAndArchived(dirty: boolean) {
+  const { name, repo, repositoryId, g1, g2, first, second } = await groupSharingOne('handed');
   const folder = path.join(h.config.workspaceRoot, taskDirName(g1));
   const worktree = path.join(folder, name);
   if (dirty) writeFileSync(path.join(worktree, 'notes.txt'), "the user's uncommitted work\n");
@@ -86,15 +92,7 @@ describe('a handed-over group workspace launches again after its new owner archi
 
 describe('a handed-over group workspace abandoned by the operator launches afresh (issue 48, item B)', () => {
   it("the next launch makes a new folder on a new branch; the old owner's folder and branch stay as they are", async () => {
-    const name = `abandoned-${randomUUID().slice(0, 8)}`;
-    const repo = makeRepo(h.scratch, name);
-    const repositoryId = await registerRepo(h, repo, name);
-    const { tasks } = await createGroupTasks(h, [repositoryId], 2);
-    const [g1, g2] = tasks as [string, string];
-    const first = await launch(h, g1);
-    expect(first.status, JSON.stringify(first.body)).toBe(201);
-    const second = await launch(h, g2);
-    expect(second.body).toMatchObject({ role: 'attached' });
+    const { name, repo, g1, g2, second } = await groupSharingOne('abandoned');
     const oldWorktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);
     writeFileSync(path.join(oldWorktree, 'notes.txt'), 'kept where it is\n');
     const handOver = await waitForJob(h, (await archive(h, g1)).operationId);

@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { recordEnvironmentDisk, recordHostDisk, workspacesToMeasure } from '../db/disk';
+import { recordEnvironmentDisk, recordHostDisk, workspacesToMeasure, type MeasuredWorkspace } from '../db/disk';
 import type { Config } from '../domain/config';
 import { minFreeBytes } from '../domain/disk';
 import { outageOf } from '../domain/outage';
@@ -30,55 +30,63 @@ const rest = (measuredMs: number) =>
  */
 const NEW_WORKSPACES_EVERY_MS = 5_000;
 
-/** The workspaces made since the last round, each measured and recorded on its own, paced as a round is. */
-async function measureNewWorkspaces(
-  deps: { pool: pg.Pool; config: Config; logger: Logger },
+type MeasureDeps = { pool: pg.Pool; config: Config; logger: Logger };
+
+/**
+ * Each workspace measured in turn, paced (a rest after each), and handed to `measured`; false when
+ * stopped part-way. A workspace that cannot be measured now (a target down, a folder mid-removal)
+ * keeps its last figure.
+ */
+async function measureEach(
+  deps: MeasureDeps,
+  places: MeasuredWorkspace[],
   stopped: () => boolean,
-): Promise<void> {
-  const { pool, config, logger } = deps;
+  measured: (environmentId: string, bytes: number) => Promise<void> | void,
+): Promise<boolean> {
   const executors = executorsOf(deps);
-  for (const place of await workspacesToMeasure(pool, config.hostId, { unmeasuredOnly: true })) {
-    if (stopped()) return;
+  for (const place of places) {
+    if (stopped()) return false;
     const started = performance.now();
     const bytes = await executors
       .at(place)
       .workspaceBytes(place)
       .catch((err: unknown) => {
-        logger.warn({ err, environmentId: place.environmentId }, 'new workspace not measured; the next round does');
+        deps.logger.warn({ err, environmentId: place.environmentId }, 'workspace not measured; its last figure stays');
         return null;
       });
-    if (bytes !== null)
-      await recordEnvironmentDisk(pool, { environmentId: place.environmentId, hostId: config.hostId, bytes });
+    if (bytes !== null) await measured(place.environmentId, bytes);
     await rest(performance.now() - started);
   }
+  return true;
+}
+
+/** The workspaces made since the last round, each measured and recorded on its own, paced as a round is. */
+async function measureNewWorkspaces(deps: MeasureDeps, stopped: () => boolean): Promise<void> {
+  const { pool, config } = deps;
+  const places = await workspacesToMeasure(pool, config.hostId, { unmeasuredOnly: true });
+  await measureEach(deps, places, stopped, (environmentId, bytes) =>
+    recordEnvironmentDisk(pool, { environmentId, hostId: config.hostId, bytes }),
+  );
 }
 
 /** One measurement of this host: its workspaces, then its filesystem, recorded together. */
-async function measureHostDisk(
-  deps: { pool: pg.Pool; config: Config; logger: Logger },
-  stopped: () => boolean,
-): Promise<void> {
-  const { pool, config, logger } = deps;
-  const executors = executorsOf(deps);
+async function measureHostDisk(deps: MeasureDeps, stopped: () => boolean): Promise<void> {
+  const { pool, config } = deps;
   // Stamped when the round begins: every figure it records was read at or after this time, so a
   // reader waiting for a measurement "taken after" a write never gets one read before it.
   const measuredAt = new Date();
   const workspaces: { environmentId: string; bytes: number }[] = [];
-  for (const place of await workspacesToMeasure(pool, config.hostId)) {
-    // Stopping: the round ends here, unrecorded (the next start measures again).
-    if (stopped()) return;
-    const started = performance.now();
-    // A workspace that cannot be measured now (a target down, a folder mid-removal) keeps its last figure.
-    const bytes = await executors
-      .at(place)
-      .workspaceBytes(place)
-      .catch((err: unknown) => {
-        logger.warn({ err, environmentId: place.environmentId }, 'workspace not measured; its last figure stays');
-        return null;
-      });
-    if (bytes !== null) workspaces.push({ environmentId: place.environmentId, bytes });
-    await rest(performance.now() - started);
-  }
+  const places = await workspacesToMeasure(pool, config.hostId);
+  // Stopping: the round ends there, unrecorded (the next start measures again).
+  if (
+    !(await measureEach(
+      deps,
+      places,
+      stopped,
+      (environmentId, bytes) => void workspaces.push({ environmentId, bytes }),
+    ))
+  )
+    return;
   if (stopped()) return;
   const space = await filesystemSpace(config.workspaceRoot);
   await recordHostDisk(pool, {
@@ -94,7 +102,7 @@ async function measureHostDisk(
  * Measures now and every interval after (never two at once); `stop()` ends it, and resolves once a
  * round in flight has ended (it skips the workspaces it has not reached and records nothing).
  */
-export function startDiskMeasurement(deps: { pool: pg.Pool; config: Config; logger: Logger }): {
+export function startDiskMeasurement(deps: MeasureDeps): {
   stop(): Promise<void>;
 } {
   let inFlight: Promise<void> | null = null;

@@ -19,16 +19,8 @@ import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
-import {
-  Board,
-  CreateBoardBody,
-  CreateRepositoryBody,
-  IdParams,
-  PatchRepositoryBody,
-  Repository,
-  Uuid,
-  errorResponses,
-} from '../schemas';
+import { Board, CreateBoardBody, CreateRepositoryBody, PatchRepositoryBody, Repository } from '../catalog-schemas';
+import { IdParams, Uuid, errorResponses } from '../schemas';
 import { DEFAULT_REBUILDABLE, rebuildablePatternProblem } from '../../../domain/rebuildable';
 
 /**
