@@ -2,7 +2,7 @@
 import { closeSshConnections } from '../ssh/connection';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Runtime } from '@temporalio/worker';
+import { NativeConnection, Runtime } from '@temporalio/worker';
 import { serviceSdkLogger } from './sdk-logger';
 import { sdkTelemetry } from './sdk-telemetry';
 import pino, { type Logger } from 'pino';
@@ -19,7 +19,7 @@ import { prebuiltWorkflowBundle, startWorker } from './worker';
 import { spanExportFailures } from './span-export-failures';
 import { startTracing } from './tracing';
 import { engineFailureLine } from './engine-failure';
-import { adoptEngineProfile } from './engine-connection';
+import { adoptEngineProfile, engineConnectOptions } from './engine-connection';
 
 async function main(): Promise<void> {
   adoptEngineProfile();
@@ -90,11 +90,13 @@ async function main(): Promise<void> {
       .catch((err) => (outageOf(err) ? undefined : logger.warn({ err }, 'collecting agent exits failed')))
       .finally(() => (checking = false));
   }, config.exitCheckEveryMs);
-  // The worker first: its connection (the SDK's native one) says at once when the engine refuses
-  // this client, where the schedules' client would wait out its 10 s connect timeout first.
-  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle(), tracing });
-  // This host's sweep, consistency check and idle release, set up by the worker that runs them.
+  // An engine that refuses this worker is said at once by the SDK's own (native) connection; the
+  // schedules' client would wait out its 10 s connect timeout first.
+  await (await NativeConnection.connect(engineConnectOptions(config.temporalAddress))).close();
+  // This host's sweep, consistency check and idle release, set up by the worker that runs them
+  // before its host is registered (a host started any way has them).
   await ensureHostSchedules(config);
+  const worker = await startWorker({ config, pool, logger, workflowBundle: prebuiltWorkflowBundle(), tracing });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       logger.info({ signal }, 'worker stopping');
