@@ -18,7 +18,15 @@ import {
 import type { StartAgentInput } from '../agent-start';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
-import { agentFolder, closeServiceFolders, giveTrees, serviceFiles, traversable, unreachable } from './agent-owner';
+import {
+  absentIsFine,
+  agentFolder,
+  closeServiceFolders,
+  giveTrees,
+  serviceFiles,
+  traversable,
+  unreachable,
+} from './agent-owner';
 import { agentSandbox, dropTo, gitStoreLayout, type SandboxPrograms } from './agent-sandbox';
 import { objectStoresListPath } from './exits';
 import { pathExists } from './workspace-fs';
@@ -89,7 +97,8 @@ async function handOver(p: Parameters<typeof prepareOwnership>[0]): Promise<void
   const trees: string[] = [];
   for (const folder of [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned]) {
     if (trees.some((given) => isWithinFolder(folder, given))) continue;
-    const st = await lstat(folder).catch(() => null); // a worktree gone meanwhile: its start is judged elsewhere
+    // A worktree gone meanwhile: its start is judged elsewhere. Any other failure to read it stops the start.
+    const st = await lstat(folder).catch(absentIsFine);
     if (st && st.uid !== uid) trees.push(folder);
   }
   if (trees.length > 0) await giveTrees(trees, uid);
@@ -148,7 +157,8 @@ export async function giveNewWorkspace(
 ): Promise<void> {
   if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
   const uid = await environmentAgentUid(deps, plan.environmentTaskId);
-  const st = await lstat(plan.workspacePath).catch(() => null); // gone: the start judges it
+  // Gone: the start judges it. Any other failure to read it fails the launch.
+  const st = await lstat(plan.workspacePath).catch(absentIsFine);
   if (st && st.uid !== uid) await giveTrees([plan.workspacePath], uid);
 }
 

@@ -75,7 +75,7 @@ export async function closeServiceFolders(dirs: {
 }
 
 /** A folder or file that is not there (yet, or any more) has nothing to close; any other failure is thrown. */
-function absentIsFine(err: unknown): undefined {
+export function absentIsFine(err: unknown): undefined {
   if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') return undefined;
   throw err;
 }
