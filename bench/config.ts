@@ -37,6 +37,8 @@ export interface BenchConfig {
   tracing: { samples: number; block: number; warmup: number; tasks: number };
   /** Issue 46: attaches and first launches per mode, with agents' limits on and off. */
   limits: { samples: number; block: number; warmup: number; tasks: number };
+  /** Issue 45: the same with agents sandboxed (bubblewrap) and not. */
+  sandbox: { samples: number; block: number; warmup: number; tasks: number };
   resultsDir: string;
 }
 
@@ -93,6 +95,12 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
     limits: {
       samples: int(env.BENCH_LIMITS_SAMPLES, q(60, 10)),
       block: int(env.BENCH_LIMITS_BLOCK, q(5, 5)),
+      warmup: q(5, 3),
+      tasks: q(6, 3),
+    },
+    sandbox: {
+      samples: int(env.BENCH_SANDBOX_SAMPLES, q(60, 10)),
+      block: int(env.BENCH_SANDBOX_BLOCK, q(5, 5)),
       warmup: q(5, 3),
       tasks: q(6, 3),
     },

@@ -81,6 +81,8 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
   );
   out.push(judged(TARGETS.limitsAttach, r.limits, (l) => l.attachRatioP50));
   out.push(judged(TARGETS.limitsFirstLaunch, r.limits, (l) => l.firstLaunchRatioP50));
+  out.push(judged(TARGETS.sandboxAttach, r.sandbox, (l) => l.attachRatioP50));
+  out.push(judged(TARGETS.sandboxFirstLaunch, r.sandbox, (l) => l.firstLaunchRatioP50));
   const supervision = r.supervision?.ok ? r.supervision.value.supervisor : null;
   out.push(judge(TARGETS.supervisorPss, supervision?.pssP50Mb, failed(r.supervision)));
   out.push(judge(TARGETS.supervisorStartCpu, supervision?.cpuP50Ms, failed(r.supervision)));

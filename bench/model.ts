@@ -16,7 +16,7 @@ import type { ResumeResult } from './scenarios/resume';
 import type { SshAttachResult } from './scenarios/ssh-attach';
 import type { SupervisionResult } from './scenarios/supervision';
 import type { TracingResult } from './scenarios/tracing';
-import type { LimitsResult } from './scenarios/limits';
+import type { ToggleResult } from './scenarios/setting-toggle';
 import type { TargetResult } from './targets';
 
 /** A scenario either produced its figures or failed with a message (the run goes on). */
@@ -64,7 +64,8 @@ export interface BenchResults {
   supervision?: Outcome<SupervisionResult>;
   agentsAlive?: Outcome<AgentsAliveResult>;
   tracing?: Outcome<TracingResult>;
-  limits?: Outcome<LimitsResult>;
+  limits?: Outcome<ToggleResult>;
+  sandbox?: Outcome<ToggleResult>;
   /** Scenario 6 (absent in results written before it existed). */
   exitDetection?: Outcome<ExitDetectionResult>;
   memory: MemoryResult | null;

@@ -27,7 +27,7 @@ import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
 import { runDiskMeasurement } from './scenarios/disk-measurement';
-import { runLimits } from './scenarios/limits';
+import { runSettingToggle } from './scenarios/setting-toggle';
 import { runExitDetection } from './scenarios/exit-detection';
 import { runGrowth } from './scenarios/growth';
 import { runIdleRelease } from './scenarios/idle-release';
@@ -179,7 +179,21 @@ async function main(): Promise<void> {
     // Restarts the worker and the gateway before each block, and once more at the end as they first ran.
     const tracing = await scenario('14 tracing exporting vs not loaded', () => runTracing(ctx));
     // Restarts the worker and the gateway before each block too (TWS_AGENT_LIMITS is read at start).
-    const limits = await scenario('15 limits on vs off', () => runLimits(ctx));
+    const limits = await scenario('15 limits on vs off', () =>
+      runSettingToggle(ctx, {
+        name: 'limits',
+        env: { off: { TWS_AGENT_LIMITS: 'off' }, on: { TWS_AGENT_LIMITS: 'on' } },
+        sizes: config.limits,
+      }),
+    );
+    // The same for the sandbox: bubblewrap with its network, against agents run as the service.
+    const sandbox = await scenario('16 sandbox on vs off', () =>
+      runSettingToggle(ctx, {
+        name: 'sandbox',
+        env: { off: { TWS_AGENT_SANDBOX: 'none' }, on: { TWS_AGENT_SANDBOX: 'bwrap' } },
+        sizes: config.sandbox,
+      }),
+    );
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () =>
       measureTemporalFloor(temporal, services.temporalAddress, 'default'),
@@ -234,6 +248,7 @@ async function main(): Promise<void> {
           '11 disk measurement and launch latency (restarts the worker)',
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
           '15 limits on vs off (restarts the worker and the gateway before each block)',
+          '16 sandbox on vs off (restarts the worker and the gateway before each block)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],
@@ -285,6 +300,7 @@ async function main(): Promise<void> {
       agentsAlive,
       tracing,
       limits,
+      sandbox,
       exitDetection,
       memory,
       gitLayer,

@@ -101,6 +101,20 @@ export const TARGETS = {
     value: 1.05,
     unit: 'x',
   },
+  sandboxAttach: {
+    id: 'attach_with_sandbox_ratio',
+    label: 'Attach p50 with agents sandboxed / not',
+    comparator: '<=',
+    value: 1.05,
+    unit: 'x',
+  },
+  sandboxFirstLaunch: {
+    id: 'first_launch_with_sandbox_ratio',
+    label: 'First launch p50 with agents sandboxed / not',
+    comparator: '<=',
+    value: 1.05,
+    unit: 'x',
+  },
   diskMeasurementAttach: {
     id: 'attach_with_disk_measurement_ratio',
     label: 'Attach p50 with the disk measurement running / without',
