@@ -119,13 +119,39 @@ async function withPatchFile<T>(use: (file: string, other: (name: string) => str
   }
 }
 
-/** The saved commit's work as a binary patch, read from the repository at `repoDir` (for a clone elsewhere to apply). */
-export async function savedWorkPatch(repoDir: string, commit: string, options: GitOptions): Promise<Buffer> {
+/** The three patches of a saved commit: all its work, its staged part, the rest (restoreSavedWork's parts). */
+export interface SavedWorkPatches {
+  whole: Buffer;
+  staged: Buffer;
+  rest: Buffer;
+}
+
+/** A saved commit's patches, read from the repository at `repoDir` (for a clone elsewhere to apply). */
+export async function savedWorkPatches(
+  repoDir: string,
+  commit: string,
+  options: GitOptions,
+): Promise<SavedWorkPatches> {
   const git = gitAt(repoDir, options);
-  return withPatchFile(async (file) => {
-    await writeSavedWorkPatch(git, commit, file);
-    return readFile(file);
+  return withPatchFile(async (file, other) => {
+    const { staged, rest } = await writeSavedWorkParts(git, commit, file, other);
+    return { whole: await readFile(file), staged: await readFile(staged), rest: await readFile(rest) };
   });
+}
+
+/** The whole patch at `file`, and its staged part (HEAD to the index as it was) and the rest beside it. */
+async function writeSavedWorkParts(
+  git: SimpleGit,
+  commit: string,
+  file: string,
+  other: (name: string) => string,
+): Promise<{ staged: string; rest: string }> {
+  await writeSavedWorkPatch(git, commit, file);
+  const staged = other('staged.patch');
+  const rest = other('rest.patch');
+  await writeSavedWorkPatch(git, commit, staged, { from: `${commit}^1`, to: `${commit}^2` });
+  await writeSavedWorkPatch(git, commit, rest, { from: `${commit}^2`, to: commit });
+  return { staged, rest };
 }
 
 /**
@@ -142,12 +168,8 @@ export async function restoreSavedWork(
 ): Promise<'applied' | 'conflict'> {
   const git = gitAt(dir, options);
   return withPatchFile(async (file, other) => {
-    await writeSavedWorkPatch(git, commit, file);
+    const { staged, rest } = await writeSavedWorkParts(git, commit, file, other);
     if ((await stat(file)).size === 0) return 'applied';
-    const staged = other('staged.patch');
-    const rest = other('rest.patch');
-    await writeSavedWorkPatch(git, commit, staged, { from: `${commit}^1`, to: `${commit}^2` });
-    await writeSavedWorkPatch(git, commit, rest, { from: `${commit}^2`, to: commit });
     const parts = [
       { patch: staged, args: ['--index'] },
       { patch: rest, args: [] },

@@ -34,11 +34,27 @@ g -C "$1" for-each-ref --format="%(objectname)" refs/heads/ || exit 10
 );
 
 /**
- * saveRemoteWork. Args: repoPath message tempRef knownCommit... Stages everything (the clone is
- * about to be removed), makes the stash commit, and streams a bundle of it without the history of
- * the known commits (the host has them; the transport caps a reply's size). Prints `clean`, or
- * `saved <commit>` and a newline followed by the bundle bytes. The temporary ref is deleted before
- * the end.
+ * The ignored paths of a clone, for the host to choose which a save keeps (domain/rebuildable.ts).
+ * Args: repoPath. Prints them NUL-separated, from the clone's top, an ignored folder once (with a
+ * trailing `/`), as git/saved-work.ts lists them on the host.
+ */
+export const IGNORED_PATHS = script(
+  'list ignored paths',
+  `
+real_dir "$1" || exit 10
+g -C "$1" ls-files -z --others --ignored --exclude-standard --directory || exit 11
+`,
+);
+
+/**
+ * saveRemoteWork. Args: repoPath message tempRef knownCommit... Stdin: the ignored paths to keep
+ * (NUL-separated, from the clone's top, taken literally). The index as it was is written as a
+ * tree first (when git can: not in a merge); then everything is staged, those ignored paths too
+ * (the clone is about to be removed), the stash commit made and, with that tree, made again with
+ * the index as it was as its second parent (git/saved-work.ts saveWorkOnRef, the same shape); its
+ * bundle streams without the history of the known commits (the host has them; the transport caps
+ * a reply's size). Prints `clean`, or `saved <commit>` and a newline followed by the bundle bytes.
+ * The temporary ref is deleted before the end.
  */
 export const SAVE_WORK = script(
   'save work',
@@ -48,9 +64,22 @@ shift 3
 real_dir "$repo" || exit 10
 cd -- "$repo" || exit 10
 ${IDENTITY}
-g add --all >/dev/null 2>&1 || exit 11
+keep=$(mktemp) || exit 11
+if ! cat >"$keep"; then rm -f -- "$keep"; exit 11; fi
+index=$(g write-tree 2>/dev/null) || index=
+staged=0
+if g add --all >/dev/null 2>&1; then
+  if [ ! -s "$keep" ] || GIT_LITERAL_PATHSPECS=1 g add --force --pathspec-from-file="$keep" --pathspec-file-nul >/dev/null 2>&1; then staged=1; fi
+fi
+rm -f -- "$keep"
+[ "$staged" = 1 ] || exit 11
 commit=$(g stash create "$message" 2>/dev/null) || exit 11
 if [ -z "$commit" ]; then echo clean; exit 0; fi
+if [ -n "$index" ]; then
+  head=$(g rev-parse --verify --quiet "$commit^1") && tree=$(g rev-parse --verify --quiet "$commit^{tree}") || exit 11
+  parent=$(g commit-tree "$index" -p "$head" -m "index on $message") || exit 11
+  commit=$(g commit-tree "$tree" -p "$head" -p "$parent" -m "$message") || exit 11
+fi
 g update-ref "$ref" "$commit" || exit 11
 printf "saved %s\\n" "$commit"
 if [ $# -gt 0 ]; then g bundle create --quiet - "$ref" --not "$@"; else g bundle create --quiet - "$ref"; fi
@@ -107,6 +136,7 @@ export const WORKSPACE_SCRIPTS = {
   DISCARD_SLOTS,
   READ_WORKSPACE,
   LOCAL_HEADS,
+  IGNORED_PATHS,
   SAVE_WORK,
   BUNDLE_BRANCH,
   REMOVE_CLONE,

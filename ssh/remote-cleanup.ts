@@ -10,8 +10,10 @@ import type { SimpleGit } from 'simple-git';
 import { branchCommit, branchRef, resolveCommit } from '../git/branches';
 import { listWorktrees } from '../git/worktrees';
 import { gitAt } from '../git/git';
+import type { LeftOut } from '../git/saved-work';
+import { DEFAULT_REBUILDABLE, splitIgnored } from '../domain/rebuildable';
 import type { SshTarget } from './connection';
-import { BUNDLE_BRANCH, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, SAVE_WORK } from './cleanup-scripts';
+import { BUNDLE_BRANCH, IGNORED_PATHS, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, SAVE_WORK } from './cleanup-scripts';
 import { absolutePath, RemoteOperationError, runScript } from './remote-scripts';
 import { HOST_GIT, validBranch } from './remote-workspace';
 
@@ -60,18 +62,32 @@ async function withHostBundle<T>(bytes: Buffer, use: (bundlePath: string) => Pro
 }
 
 /**
- * Uncommitted work (tracked and untracked) of a remote clone saved as a commit (add --all, then
- * `stash create`, as git/saved-work.ts saveWorkOnRef), bundled back and stored on the host
- * repository at the ref `refFor(commit)` names. Returns both, or null when the clone was clean.
+ * Uncommitted work of a remote clone saved as a commit, as git/saved-work.ts saveWorkOnRef saves a
+ * host worktree's: tracked and untracked files, ignored ones except what is rebuilt (`rebuildable`,
+ * listed in a first trip and chosen here), and the index as it was as the commit's second parent.
+ * Bundled back and stored on the host repository at the ref `refFor(commit)` names. Returns both
+ * and the ignored paths left out, or null when the clone was clean.
  */
 export async function saveRemoteWork(
   target: SshTarget,
-  a: { repoPath: string; hostRepository: string; refFor: (commit: string) => string; message: string },
-): Promise<{ ref: string; commit: string } | null> {
+  a: {
+    repoPath: string;
+    hostRepository: string;
+    refFor: (commit: string) => string;
+    message: string;
+    rebuildable?: readonly string[];
+  },
+): Promise<{ ref: string; commit: string; leftOut: LeftOut[] } | null> {
   const host = gitAt(a.hostRepository, HOST_GIT);
   const { known } = await remoteHeads(target, host, a.repoPath, '');
+  const { saved, leftOut } = splitIgnored(
+    await remoteIgnored(target, a.repoPath),
+    a.rebuildable ?? DEFAULT_REBUILDABLE,
+  );
+  const keep = Buffer.from(saved.map((p) => `${p}\0`).join(''), 'utf8');
   const result = await runScript(target, SAVE_WORK, [absolutePath(a.repoPath), a.message, SAVE_TEMP_REF, ...known], {
     timeoutMs: BUNDLE_TIMEOUT_MS,
+    stdin: keep,
   });
   if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'not_a_checkout' : 'save_failed');
   const newline = result.stdout.indexOf(0x0a);
@@ -90,7 +106,14 @@ export async function saveRemoteWork(
   if ((await resolveCommit(host, commit)) !== commit) throw new RemoteOperationError('bundle_unreadable');
   const ref = a.refFor(commit);
   await host.raw(['update-ref', '-m', a.message, ref, commit]);
-  return { ref, commit };
+  return { ref, commit, leftOut };
+}
+
+/** What git ignores in a remote clone (paths from its top, an ignored folder once). */
+async function remoteIgnored(target: SshTarget, repoPath: string): Promise<string[]> {
+  const result = await runScript(target, IGNORED_PATHS, [absolutePath(repoPath)]);
+  if (result.code !== 0) throw new RemoteOperationError(result.code === 10 ? 'not_a_checkout' : 'save_failed');
+  return result.stdout.toString('utf8').split('\0').filter(Boolean);
 }
 
 /**

@@ -4,7 +4,7 @@
  * what is pinned, running or shared with a busy task stays.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,16 +16,8 @@ import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { releaseIdleTask, savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { createGroupTasks, createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
-import {
-  commitOf,
-  fingerprint,
-  git,
-  gitWrapper,
-  makeRepo,
-  processCwd,
-  rowCounts,
-  worktreePaths,
-} from './support/world';
+import { commitOf, git, gitWrapper, makeRepo, processCwd, rowCounts, worktreePaths } from './support/world';
+import { makeWork, statusOf, WORK_REPO_FILES, WORK_STATUS, workOf } from './support/work-of-every-kind';
 
 let h: Harness;
 let n = 0;
@@ -38,12 +30,7 @@ afterAll(async () => h?.close());
 async function repo() {
   const name = `idle-${++n}`;
   const dir = makeRepo(h.scratch, name, {
-    files: {
-      'README.md': '# idle\n',
-      'src/keep.txt': 'keep\n',
-      'src/gone.txt': 'to be deleted\n',
-      '.gitignore': '.env\nnode_modules/\n',
-    },
+    files: WORK_REPO_FILES,
   });
   return { dir, name, id: await registerRepo(h, dir, name) };
 }
@@ -59,36 +46,6 @@ async function stoppedTask(r: { id: string }, extra: Record<string, unknown> = {
   return { taskId, sessionId: res.body.sessionId as string, envId: res.body.taskEnvironmentId as string };
 }
 
-/**
- * Work of every kind: a modified, a staged, a deleted, a newly added (then changed again) and an
- * untracked file, with bytes that are not text.
- */
-function makeWork(worktree: string) {
-  writeFileSync(path.join(worktree, 'README.md'), '# idle\nedited, not staged\n');
-  writeFileSync(path.join(worktree, 'src/keep.txt'), 'keep, and staged\n');
-  git(worktree, 'add', 'src/keep.txt');
-  rmSync(path.join(worktree, 'src/gone.txt'));
-  writeFileSync(path.join(worktree, 'src/added.txt'), 'added, staged\n');
-  git(worktree, 'add', 'src/added.txt');
-  writeFileSync(path.join(worktree, 'src/added.txt'), 'added, staged\nthen changed again\n');
-  mkdirSync(path.join(worktree, 'notes'));
-  writeFileSync(path.join(worktree, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
-  // Ignored: a hand-written file (saved) and dependencies (rebuilt: left out).
-  writeFileSync(path.join(worktree, '.env'), 'SECRET_OF_MINE=1\n');
-  mkdirSync(path.join(worktree, 'node_modules/pkg'), { recursive: true });
-  writeFileSync(path.join(worktree, 'node_modules/pkg/index.js'), 'module.exports = 1;\n');
-}
-
-/** What a relaunch compares: every file but git's own and the rebuilt dependencies a save leaves out. */
-const work = (worktree: string) => fingerprint(worktree, ['.git', 'node_modules']);
-
-/** What git says is staged, what is changed beside the index, and what is untracked. */
-const statusOf = (worktree: string) => ({
-  staged: git(worktree, 'diff', '--cached', '--name-status'),
-  unstaged: git(worktree, 'diff', '--name-status'),
-  untracked: git(worktree, 'ls-files', '--others', '--exclude-standard'),
-});
-
 const releaseNow = (body: Record<string, unknown> = {}) =>
   h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1, ...body }, OPERATOR_TOKEN);
 
@@ -101,7 +58,7 @@ async function releasedWithWork() {
   const t = await stoppedTask(r);
   const worktree = worktreeOf(t.taskId, r.name);
   makeWork(worktree);
-  const before = work(worktree);
+  const before = workOf(worktree);
   const status = statusOf(worktree);
   const job = await releaseIdleTask(h, t.taskId);
   expect(job.state).toBe('succeeded');
@@ -164,15 +121,11 @@ describe('idle release [R6.9]', () => {
 
   it('the next launch restores the saved work byte-for-byte: modified, staged, deleted and untracked files [R6.10]', async () => {
     const { r, t, worktree, before, status } = await releasedWithWork();
-    expect(status).toEqual({
-      staged: 'A\tsrc/added.txt\nM\tsrc/keep.txt',
-      unstaged: 'M\tREADME.md\nM\tsrc/added.txt\nD\tsrc/gone.txt',
-      untracked: 'notes/untracked.bin',
-    });
+    expect(status).toEqual(WORK_STATUS);
 
     const again = await launch(h, t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
-    expect(work(worktree)).toBe(before);
+    expect(workOf(worktree)).toBe(before);
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     expect(existsSync(path.join(worktree, 'src/gone.txt'))).toBe(false);
     // The index as it was: staged stays staged, the added file added (with its later change
@@ -198,7 +151,7 @@ describe('idle release [R6.9]', () => {
     const third = await launch(h, t.taskId);
     expect(third.status).toBe(201);
     expect((await h.api('GET', `/v1/sessions/${third.body.sessionId}`)).body.restore).toBeNull();
-    expect(work(worktree)).toBe(before);
+    expect(workOf(worktree)).toBe(before);
   });
 
   it('an abandon after the release starts afresh: the next launch applies nothing, the work stays on its ref, listed abandoned', async () => {
@@ -318,7 +271,7 @@ describe('idle release [R6.9]', () => {
     // The parent's own environment made again where it was, never one of the child's.
     expect(res.body).toMatchObject({ role: 'materialized', taskEnvironmentId: t.envId });
     expect(processCwd(await pidOf(h, res.body.sessionId))).toBe(worktree);
-    expect(work(worktree)).toBe(before);
+    expect(workOf(worktree)).toBe(before);
     expect(statusOf(worktree)).toEqual(status);
     expect(
       (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n,
@@ -335,7 +288,7 @@ describe('idle release [R6.9]', () => {
 
     const resumed = await h.api('POST', `/v1/sessions/${t.sessionId}/resume`, {});
     expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
-    expect(work(worktree)).toBe(before);
+    expect(workOf(worktree)).toBe(before);
     expect(readFileSync(path.join(worktree, 'notes/untracked.bin'))).toEqual(Buffer.from([0, 1, 2, 255, 10, 13, 0]));
     const session = (await h.api('GET', `/v1/sessions/${t.sessionId}`)).body;
     expect(session).toMatchObject({ state: 'running', restore: 'applied', restoreConflictRefs: [] });

@@ -35,6 +35,7 @@ import {
   rowCounts,
   worktreePaths,
 } from './support/world';
+import { makeWork, statusOf, WORK_REPO_FILES, WORK_STATUS, workOf } from './support/work-of-every-kind';
 
 let h: Harness;
 let ssh: SshServer;
@@ -77,9 +78,9 @@ afterAll(async () => {
 const sshLaunch = (taskId: string, body: Record<string, unknown> = {}) =>
   launch(h, taskId, { executorType: 'ssh', sshTargetId: targetId, ...body });
 
-async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh') {
+async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh', files?: Record<string, string>) {
   const name = `ssh-${++n}`;
-  const repo = makeRepo(h.scratch, name);
+  const repo = makeRepo(h.scratch, name, files ? { files } : {});
   const repoId = await registerRepo(h, repo, name);
   const taskId = await createTask(h, [repoId]);
   const first = executorType === 'ssh' ? await sshLaunch(taskId) : await launch(h, taskId, { executorType });
@@ -605,19 +606,17 @@ describe('transitions and cleanup', () => {
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(404);
   });
 
-  it('an idle ssh task is released with its work brought home and saved, and its next launch restores it in a new clone [R6.9, R6.10]', async () => {
-    const t = await sshTask();
+  it('an idle ssh task is released with its work brought home and saved, and its next launch restores it in a new clone, its index and ignored files as they were [R6.9, R6.10]', async () => {
+    const t = await sshTask('ssh', WORK_REPO_FILES);
     expect((await h.api('POST', `/v1/sessions/${t.first.sessionId}/stop`)).status).toBe(200);
-    // A commit, then uncommitted work of every kind on the target.
+    // A commit, then uncommitted work of every kind on the target: staged, unstaged, untracked, ignored.
     writeFileSync(path.join(t.remoteClone, 'feature.txt'), 'committed on the target\n');
     git(t.remoteClone, 'add', 'feature.txt');
     git(t.remoteClone, '-c', 'user.name=agent', '-c', 'user.email=agent@example.com', 'commit', '-q', '-m', 'feature');
     const remoteHead = git(t.remoteClone, 'rev-parse', 'HEAD');
-    writeFileSync(path.join(t.remoteClone, 'README.md'), 'edited on the target\n');
-    rmSync(path.join(t.remoteClone, 'feature.txt'));
-    mkdirSync(path.join(t.remoteClone, 'notes'));
-    writeFileSync(path.join(t.remoteClone, 'notes/untracked.bin'), Buffer.from([0, 1, 2, 255, 10, 13, 0]));
-    const before = fingerprint(t.remoteClone, ['.git']);
+    makeWork(t.remoteClone);
+    const before = workOf(t.remoteClone);
+    expect(statusOf(t.remoteClone)).toEqual(WORK_STATUS);
 
     // Only this task is a candidate: every other task of the file is pinned first.
     const others = (await h.pool.query('SELECT id FROM tasks WHERE id <> $1 AND archived_at IS NULL', [t.taskId])).rows;
@@ -634,12 +633,23 @@ describe('transitions and cleanup', () => {
       (i: any) => i.taskId === t.taskId,
     );
     expect(saved).toHaveLength(1);
-    expect(saved[0]).toMatchObject({ trigger: 'idle_release', restore: null, restoredAt: null });
-    expect(git(t.repo, 'show', `${saved[0].ref}:README.md`)).toBe('edited on the target');
+    expect(saved[0]).toMatchObject({
+      trigger: 'idle_release',
+      restore: null,
+      restoredAt: null,
+      leftOut: [{ path: 'node_modules/', reason: 'rebuildable' }],
+    });
+    expect(git(t.repo, 'show', `${saved[0].ref}:README.md`)).toBe('# idle\nedited, not staged');
+    expect(git(t.repo, 'show', `${saved[0].ref}:.env`)).toBe('SECRET_OF_MINE=1');
 
     const again = await sshLaunch(t.taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
-    expect(fingerprint(t.remoteClone, ['.git'])).toBe(before);
+    expect(workOf(t.remoteClone)).toBe(before);
+    // The index as it was: staged stays staged, the added file added; the ignored file back, still ignored.
+    expect(statusOf(t.remoteClone)).toEqual(WORK_STATUS);
+    expect(git(t.remoteClone, 'show', ':src/added.txt')).toBe('added, staged');
+    expect(git(t.remoteClone, 'check-ignore', '.env')).toBe('.env');
+    expect(existsSync(path.join(t.remoteClone, 'node_modules'))).toBe(false);
     expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(remoteHead);
     expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('applied');
     const restored = (await h.api('GET', `/v1/repositories/${t.repoId}/saved-work`)).body.items.find(

@@ -37,6 +37,8 @@ import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
 import { RemoteOperationError } from '../ssh/remote-scripts';
 import { WORKSPACE_SCRIPTS } from '../ssh/cleanup-scripts';
 import { readRemoteGitStatus } from '../ssh/remote-git-status';
+import { restoreRemoteWork } from '../ssh/remote-restore';
+import { savedWorkPatches } from '../git/saved-work';
 import {
   discardRemoteSlots,
   materializeRemoteSlot,
@@ -45,6 +47,7 @@ import {
 } from '../ssh/remote-workspace';
 import { startSshServer } from './support/ssh-server';
 import { fingerprint, git, listDir, makeRepo, processAlive } from './support/world';
+import { statusOf } from './support/work-of-every-kind';
 
 let server: Awaited<ReturnType<typeof startSshServer>>;
 let target: SshTarget;
@@ -495,6 +498,54 @@ describe('bringing work back', () => {
     expect(git(host, 'show', 'refs/tws/saved/s1:untracked.txt')).toBe('new work');
     expect(git(host, 'show', 'refs/tws/saved/s1:README.md')).toBe('edited');
     expect(git(t.slot.repoPath, 'for-each-ref', 'refs/tws-remote-save/')).toBe(''); // the temporary remote ref is gone
+  });
+
+  it('restores saved work with its index as it was; in place already or half in place, it is applied; a conflict changes nothing', async () => {
+    const from = (await launched('r1')).slot.repoPath;
+    writeFileSync(path.join(from, 'README.md'), '# app\nstaged\n');
+    git(from, 'add', 'README.md');
+    writeFileSync(path.join(from, 'README.md'), '# app\nstaged\nthen changed beside the index\n');
+    writeFileSync(path.join(from, 'added.txt'), 'added\n');
+    git(from, 'add', 'added.txt');
+    writeFileSync(path.join(from, 'loose.txt'), 'untracked\n');
+    const status = statusOf(from);
+    const files = fingerprint(from, ['.git']);
+    const saved = await saveRemoteWork(target, {
+      repoPath: from,
+      hostRepository: host,
+      refFor: () => 'refs/tws/saved/r1',
+      message: 'saved',
+    });
+    const patches = await savedWorkPatches(host, saved!.commit, { binary: 'git' });
+    const restoredInto = async (taskId: string, before?: (clone: string) => void) => {
+      const clone = (await launched(taskId)).slot.repoPath;
+      before?.(clone);
+      return { clone, outcome: await restoreRemoteWork(target, clone, patches) };
+    };
+
+    const fresh = await restoredInto('r2');
+    expect(fresh.outcome).toBe('applied');
+    expect(statusOf(fresh.clone)).toEqual(status);
+    expect(fingerprint(fresh.clone, ['.git'])).toBe(files);
+    // A retried restore finds its work in place.
+    expect(await restoreRemoteWork(target, fresh.clone, patches)).toBe('applied');
+    expect(statusOf(fresh.clone)).toEqual(status);
+    // One that stopped between its parts (the staged part in): the rest follows.
+    const half = await restoredInto('r3', (clone) => {
+      writeFileSync(path.join(clone, '.git-staged.patch'), patches.staged);
+      git(clone, 'apply', '--index', '.git-staged.patch');
+      rmSync(path.join(clone, '.git-staged.patch'));
+    });
+    expect(half.outcome).toBe('applied');
+    expect(statusOf(half.clone)).toEqual(status);
+    // A clone where it does not fit is left as it was.
+    let was = '';
+    const other = await restoredInto('r4', (clone) => {
+      writeFileSync(path.join(clone, 'README.md'), 'something else\n');
+      was = fingerprint(clone, ['.git']) + JSON.stringify(statusOf(clone));
+    });
+    expect(other.outcome).toBe('conflict');
+    expect(fingerprint(other.clone, ['.git']) + JSON.stringify(statusOf(other.clone))).toBe(was);
   });
 
   it('brings the task branch back: present, fetched, fast-forwarded, refused when diverged', async () => {

@@ -13,7 +13,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { findExecution } from '../../db/executions';
+import { rebuildableOf } from '../../db/catalog';
 import { recordSavedWork } from '../../db/saved-work';
+import type { LeftOut } from '../../git/saved-work';
 import { saveOfRemoval } from '../../domain/saved-work';
 import { keepsWhenUnsaved, type CleanupErrorClass } from '../../domain/cleanup';
 import type { SnapshotProcess, SnapshotWorktree } from '../../domain/cleanup-snapshot';
@@ -145,13 +147,16 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
           );
 
         if (slot.dirty !== 'clean' && req.dirty === 'keep') return { outcome: 'kept_dirty' };
-        let saved: { savedRef: string; savedCommit: string } | null = null;
-        if (slot.dirty !== 'clean') {
+        let saved: { savedRef: string; savedCommit: string; leftOut: LeftOut[] } | null = null;
+        // A trigger that saves looks for ignored files to keep (not rebuilt) in a clean clone too:
+        // its save then finds nothing and answers clean, at the cost of one more trip.
+        if (slot.dirty !== 'clean' || req.dirty === 'save') {
           let unsaved = false;
           const made = await saveRemoteWork(target, {
             repoPath,
             hostRepository: w.sourcePath,
             ...saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId),
+            rebuildable: await rebuildableOf(pool, w.repositoryId),
           }).catch((err: unknown) => {
             if (err instanceof SshRefusal) throw err;
             logger.warn(
@@ -166,13 +171,14 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
           // An idle release gives the task back with the clone where it is (nothing removed).
           if (unsaved) return { outcome: 'kept_dirty', reason: 'save_failed' };
           if (made) {
-            saved = { savedRef: made.ref, savedCommit: made.commit };
+            saved = { savedRef: made.ref, savedCommit: made.commit, leftOut: made.leftOut };
             await recordSavedWork(pool, {
               repositoryId: w.repositoryId,
               ref: made.ref,
               taskId: req.ownerTaskId,
               commit: made.commit,
               trigger: req.trigger ?? null,
+              leftOut: made.leftOut,
             });
           }
         }
@@ -193,7 +199,14 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
         });
         switch (removed) {
           case 'removed':
-            return saved ? { outcome: 'saved_and_removed', ...saved } : { outcome: 'removed' };
+            return saved
+              ? {
+                  outcome: 'saved_and_removed',
+                  savedRef: saved.savedRef,
+                  savedCommit: saved.savedCommit,
+                  ...(saved.leftOut.length ? { leftOut: saved.leftOut } : {}),
+                }
+              : { outcome: 'removed' };
           case 'already_gone':
             return { outcome: 'already_gone' };
           case 'dirty':

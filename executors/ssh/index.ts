@@ -4,7 +4,7 @@
  * git or /proc; the records stay the host's (each row names its target).
  */
 import type { LogSource } from '../../domain/agent-log';
-import { savedWorkPatch } from '../../git/saved-work';
+import { savedWorkPatches } from '../../git/saved-work';
 import { remoteWorkspaceBytes } from '../../ssh/remote-disk';
 import { restoreRemoteWork } from '../../ssh/remote-restore';
 import { readRemoteGitStatus } from '../../ssh/remote-git-status';
@@ -55,8 +55,10 @@ export function sshExecutor(deps: ActivityDeps): Executor {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId);
       if (!source) throw new Error('the slot is not one of the plan');
       const target = await loadSshTarget(pool, plan.sshTargetId);
-      const patch = await savedWorkPatch(source.sourcePath, commit, { binary: deps.config.gitBinary });
-      return restoreRemoteWork(target, slot.worktreePath, patch).catch((err: unknown) => Promise.reject(typedSsh(err)));
+      const patches = await savedWorkPatches(source.sourcePath, commit, { binary: deps.config.gitBinary });
+      return restoreRemoteWork(target, slot.worktreePath, patches).catch((err: unknown) =>
+        Promise.reject(typedSsh(err)),
+      );
     },
 
     /** Measured on the target with `du` alone; a target that does not answer leaves the last figure. */
