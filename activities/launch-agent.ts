@@ -153,7 +153,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
       const made = await materializeWorkspace(plan); // undoes its own failure
       // Given to the agents' uid while the inventory is published (the start then gives nothing);
       // settles with its failure, if any, which the launch then fails with.
-      const given = giveNewWorkspace(deps, plan).then(
+      const given = giveNewWorkspace(deps, publishedPlan(plan, made)).then(
         () => null,
         (err: unknown) => err,
       );

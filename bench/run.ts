@@ -186,11 +186,16 @@ async function main(): Promise<void> {
         sizes: config.limits,
       }),
     );
-    // The same for the sandbox: bubblewrap with its network, against agents run as the service.
+    // The same for the sandbox: bubblewrap with its network, against agents run as the service
+    // (BENCH_SANDBOX_NETWORK=none|host: bubblewrap alone, a diagnostic of what the network costs).
+    const sandboxNetwork = process.env.BENCH_SANDBOX_NETWORK;
     const sandbox = await scenario('16 sandbox on vs off', () =>
       runSettingToggle(ctx, {
         name: 'sandbox',
-        env: { off: { TWS_AGENT_SANDBOX: 'none' }, on: { TWS_AGENT_SANDBOX: 'bwrap' } },
+        env: {
+          off: { TWS_AGENT_SANDBOX: 'none' },
+          on: { TWS_AGENT_SANDBOX: 'bwrap', ...(sandboxNetwork ? { TWS_AGENT_NETWORK: sandboxNetwork } : {}) },
+        },
         sizes: config.sandbox,
       }),
     );

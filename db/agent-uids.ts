@@ -1,7 +1,9 @@
 /**
  * The host uid each workspace's agents run as (issue 45): one per owner, never shared by two
  * owners, taken from the operator's range (TWS_AGENT_UIDS). The first free one is taken, in one
- * statement; two owners racing for it meet the unique index and the loser takes the next.
+ * statement; two owners racing for it meet the unique index and the loser takes the next. A row
+ * is never deleted nor changed, so an owner's uid, once read, is kept in this process for the next
+ * start (one query less on the path of every sandboxed attach).
  */
 import type { UidRange } from '../domain/agent-settings';
 import type { Db } from './pool';
@@ -16,7 +18,19 @@ export class AgentUidsExhausted extends Error {
 /** The owner of a worktree environment's files: the task whose environment it is. */
 export const environmentUidOwner = (environmentTaskId: string): string => `task:${environmentTaskId}`;
 
+/** Owner → uid, per database (a process may serve several, as the tests do). */
+const known = new WeakMap<Db, Map<string, number>>();
+
 export async function agentUidOf(db: Db, owner: string, range: UidRange): Promise<number> {
+  const seen = known.get(db)?.get(owner);
+  if (seen !== undefined) return seen;
+  const uid = await takeAgentUid(db, owner, range);
+  if (!known.has(db)) known.set(db, new Map());
+  known.get(db)!.set(owner, uid);
+  return uid;
+}
+
+async function takeAgentUid(db: Db, owner: string, range: UidRange): Promise<number> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const { rows } = await db.query<{ uid: string }>(
       `WITH existing AS (SELECT uid FROM agent_uids WHERE owner = $1),

@@ -115,6 +115,19 @@ export function publishedPlan(
   };
 }
 
+/**
+ * The repositories' git folders of a plan's agents (a worktree's commits are written there), each
+ * with the worktree its task store is keyed by and the ref folder its agent moves (issue 32).
+ */
+export function gitSlotsOf(plan: LaunchPlan) {
+  return plan.slots.map((slot) => ({
+    commonDir: `${slot.sourcePath}/.git`,
+    worktreePath: slot.worktreePath,
+    refFolder: taskRefFolder(slot.branch),
+    worktreeId: slot.recorded?.worktreeId ?? null,
+  }));
+}
+
 /** What starting the agent of a plan needs: its own execution id, the plan's workspace as working directory. */
 export function agentStartOf(
   plan: LaunchPlan,
@@ -133,14 +146,7 @@ export function agentStartOf(
     command,
     env,
     prompt,
-    // The repositories' git folders (a worktree's commits are written there), each with the
-    // worktree its task store is keyed by and the ref folder its agent moves (issue 32).
-    gitSlots: plan.slots.map((slot) => ({
-      commonDir: `${slot.sourcePath}/.git`,
-      worktreePath: slot.worktreePath,
-      refFolder: taskRefFolder(slot.branch),
-      worktreeId: slot.recorded?.worktreeId ?? null,
-    })),
+    gitSlots: gitSlotsOf(plan),
     sshTargetId: plan.sshTargetId ?? null,
     ...(plan.limits ? { limits: plan.limits } : {}),
   };

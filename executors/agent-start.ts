@@ -1,7 +1,7 @@
 /** What starting an agent takes and answers, on the host and on an SSH target alike. */
 import type { ExecutionStatus } from '../db/executions';
 import type { AgentLimits } from '../domain/limits';
-import type { AgentGitSlot } from './host/agent-sandbox';
+import type { AgentGitSlot } from './host/git-store-layout';
 
 export interface StartAgentInput {
   executionId: string;

@@ -16,6 +16,7 @@ import {
   type AgentNetworkPolicy,
 } from '../../domain/sandbox';
 import type { StartAgentInput } from '../agent-start';
+import { gitSlotsOf, type LaunchPlan } from '../../domain/launch';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import {
@@ -27,7 +28,8 @@ import {
   traversable,
   unreachable,
 } from './agent-owner';
-import { agentSandbox, dropTo, gitStoreLayout, type SandboxPrograms } from './agent-sandbox';
+import { agentSandbox, dropTo, type SandboxPrograms } from './agent-sandbox';
+import { gitStoreLayout } from './git-store-layout';
 import { objectStoresListPath } from './exits';
 import { pathExists } from './workspace-fs';
 
@@ -70,8 +72,7 @@ async function prepareOwnership(p: {
 /** The run folder traversable, the home the agent's (0700), with its git config. */
 async function prepareHome(p: Parameters<typeof prepareOwnership>[0]): Promise<void> {
   const { config, uid } = p;
-  await traversable(config.logDir, path.dirname(p.logPath));
-  await agentFolder(p.home, uid);
+  await Promise.all([traversable(config.logDir, path.dirname(p.logPath)), agentFolder(p.home, uid)]);
   const gitConfig = path.join(p.home, '.gitconfig');
   if (!(await pathExists(gitConfig))) {
     await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
@@ -94,20 +95,24 @@ async function handOver(p: Parameters<typeof prepareOwnership>[0]): Promise<void
   // Each worktree on its own too: one made afresh in a task folder that stayed (a re-materialization
   // of a workspace of several repositories, an executor transition) is the service's until given.
   const worktrees = p.workspace ? p.worktrees.filter((w) => w !== p.workspace && isWithinFolder(w, p.workspace!)) : [];
+  const folders = [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned];
+  // Read side by side; a worktree gone meanwhile: its start is judged elsewhere. Any other failure
+  // to read one stops the start.
+  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
   const trees: string[] = [];
-  for (const folder of [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned]) {
-    if (trees.some((given) => isWithinFolder(folder, given))) continue;
-    // A worktree gone meanwhile: its start is judged elsewhere. Any other failure to read it stops the start.
-    const st = await lstat(folder).catch(absentIsFine);
-    if (st && st.uid !== uid) trees.push(folder);
-  }
+  folders.forEach((folder, i) => {
+    if (trees.some((given) => isWithinFolder(folder, given))) return;
+    if (owners[i] !== undefined && owners[i] !== uid) trees.push(folder);
+  });
   if (trees.length > 0) await giveTrees(trees, uid);
-  if (p.workspace) await chmod(p.workspace, 0o700);
   // Its object stores hold commits not yet home: its own alone, as its workspace is.
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
-  for (const store of stores) await chmod(store, 0o700);
-  await serviceFiles(p.pointers);
-  for (const store of stores) await traversable(config.agentRoot, path.dirname(store));
+  await Promise.all([
+    ...(p.workspace ? [chmod(p.workspace, 0o700)] : []),
+    ...stores.map((store) => chmod(store, 0o700)),
+    serviceFiles(p.pointers),
+    ...stores.map((store) => traversable(config.agentRoot, path.dirname(store))),
+  ]);
 }
 
 /**
@@ -146,20 +151,27 @@ async function environmentAgentUid(
 
 /**
  * A workspace a first launch just made, given to its agents' uid at once (the `chown -R` the
- * start's hand-over would run), so that it runs while the launch publishes its inventory rather
- * than on the start's path: the start then finds it given (an lstat) and gives nothing. Nothing
- * runs in it meanwhile, and every pointer git follows is made the service's again at the start.
- * Nothing to do without a sandbox, or for an SSH clone or the source checkout.
+ * start's hand-over would run), with the git folders its agents write (their task store, ref
+ * folders and worktree registrations, made here as the start would make them), so that it runs
+ * while the launch publishes its inventory rather than on the start's path: the start then finds
+ * them given (an lstat each) and gives nothing. Nothing runs in it meanwhile, and every pointer git
+ * follows is made the service's again at the start. Nothing to do without a sandbox, or for an SSH
+ * clone or the source checkout. `plan` is the published one (its worktrees' registration ids).
  */
 export async function giveNewWorkspace(
   deps: { pool: Db; config: ActivityDeps['config'] },
-  plan: { executorType: string; environmentTaskId: string; workspacePath: string },
+  plan: LaunchPlan,
 ): Promise<void> {
   if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
-  const uid = await environmentAgentUid(deps, plan.environmentTaskId);
-  // Gone: the start judges it. Any other failure to read it fails the launch.
-  const st = await lstat(plan.workspacePath).catch(absentIsFine);
-  if (st && st.uid !== uid) await giveTrees([plan.workspacePath], uid);
+  const [uid, layout] = await Promise.all([
+    environmentAgentUid(deps, plan.environmentTaskId),
+    gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot),
+  ]);
+  const folders = [plan.workspacePath, ...layout.owned];
+  // Gone: the start judges it. Any other failure to read one fails the launch.
+  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
+  const trees = folders.filter((_, i) => owners[i] !== undefined && owners[i] !== uid);
+  if (trees.length > 0) await giveTrees(trees, uid);
 }
 
 /**
@@ -191,11 +203,14 @@ export async function sandboxedCommand(
     owned,
     readOnlyFiles,
   } = await gitStoreLayout(slots, input.cwd, config.agentRoot);
-  // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
-  await writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs));
   const worktrees = slots.map((slot) => slot.worktreePath).filter((p): p is string => p !== null && p !== input.cwd);
   const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
-  const pointers = [...readOnlyFiles, ...((await pathExists(marker)) ? [marker] : [])];
+  const [markerPresent] = await Promise.all([
+    pathExists(marker),
+    // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
+    writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs)),
+  ]);
+  const pointers = [...readOnlyFiles, ...(markerPresent ? [marker] : [])];
   const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
   await prepareOwnership({
     config,

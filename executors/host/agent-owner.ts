@@ -36,8 +36,7 @@ export function giveTrees(folders: string[], uid: number): Promise<void> {
 /** A folder of the agent's own (its home): made when missing, its alone (0700). */
 export async function agentFolder(folder: string, uid: number): Promise<void> {
   await mkdir(folder, { recursive: true });
-  await lchown(folder, uid, uid);
-  await chmod(folder, 0o700);
+  await Promise.all([lchown(folder, uid, uid), chmod(folder, 0o700)]);
 }
 
 /** Files the agent may read and never write (the pointers git follows): the service's, 0644. */
@@ -62,16 +61,22 @@ export async function closeServiceFolders(dirs: {
 }): Promise<void> {
   const objects = path.join(dirs.agentRoot, 'agent-objects');
   const traversed = new Set([dirs.dataDir, dirs.agentRoot, dirs.workspaceRoot, dirs.logDir, objects]);
-  for (const folder of traversed) await chmod(folder, TRAVERSED).catch(absentIsFine);
-  const entries = await readdir(dirs.dataDir).catch((err: unknown) => (absentIsFine(err), [] as string[]));
-  for (const name of entries) {
-    const entry = path.join(dirs.dataDir, name);
-    if (traversed.has(entry)) continue;
-    const st = await lstat(entry).catch(absentIsFine);
-    if (!st || st.isSymbolicLink() || (st.mode & 0o077) === 0) continue;
-    // Any failure but a file gone meanwhile stops the start: never an agent beside an open secret.
-    await chmod(entry, st.mode & 0o7700).catch(absentIsFine);
-  }
+  // Side by side: each is a syscall or two, on the path of every start.
+  const [entries] = await Promise.all([
+    readdir(dirs.dataDir).catch((err: unknown) => (absentIsFine(err), [] as string[])),
+    ...[...traversed].map((folder) => chmod(folder, TRAVERSED).catch(absentIsFine)),
+  ]);
+  await Promise.all(
+    entries
+      .map((name) => path.join(dirs.dataDir, name))
+      .filter((entry) => !traversed.has(entry))
+      .map(async (entry) => {
+        const st = await lstat(entry).catch(absentIsFine);
+        if (!st || st.isSymbolicLink() || (st.mode & 0o077) === 0) return;
+        // Any failure but a file gone meanwhile stops the start: never an agent beside an open secret.
+        await chmod(entry, st.mode & 0o7700).catch(absentIsFine);
+      }),
+  );
 }
 
 /** A folder or file that is not there (yet, or any more) has nothing to close; any other failure is thrown. */
@@ -84,11 +89,8 @@ export function absentIsFine(err: unknown): undefined {
 export async function traversable(top: string, folder: string): Promise<void> {
   const relative = path.relative(top, folder);
   if (relative.startsWith('..') || path.isAbsolute(relative)) return;
-  let at = top;
-  for (const part of relative.split(path.sep).filter(Boolean)) {
-    at = path.join(at, part);
-    await chmod(at, TRAVERSED);
-  }
+  const parts = relative.split(path.sep).filter(Boolean);
+  await Promise.all(parts.map((_, i) => chmod(path.join(top, ...parts.slice(0, i + 1)), TRAVERSED)));
 }
 
 /**
@@ -96,17 +98,23 @@ export async function traversable(top: string, folder: string): Promise<void> {
  * bubblewrap binds them as the agent's uid. Answers the first that cannot be reached, or null.
  */
 export async function unreachable(paths: string[]): Promise<string | null> {
-  for (const p of paths) {
-    let at = path.dirname(path.resolve(p));
-    for (;;) {
-      const st = await lstat(at).catch(absentIsFine);
-      if (st && st.isDirectory() && (st.mode & 0o001) === 0) return p;
-      const up = path.dirname(at);
-      if (up === at) break;
-      at = up;
+  const above = (p: string): string[] => {
+    const folders: string[] = [];
+    for (let at = path.dirname(path.resolve(p)); ; at = path.dirname(at)) {
+      folders.push(at);
+      if (path.dirname(at) === at) return folders;
     }
-  }
-  return null;
+  };
+  // Every folder above any of them read once, side by side (they share most of their ancestors).
+  const folders = [...new Set(paths.flatMap(above))];
+  const closed = new Set<string>();
+  await Promise.all(
+    folders.map(async (folder) => {
+      const st = await lstat(folder).catch(absentIsFine);
+      if (st && st.isDirectory() && (st.mode & 0o001) === 0) closed.add(folder);
+    }),
+  );
+  return paths.find((p) => above(p).some((folder) => closed.has(folder))) ?? null;
 }
 
 /** Where `make start` puts what agents' sandboxes bind when the data folder cannot be reached by them. */

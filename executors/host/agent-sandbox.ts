@@ -3,20 +3,14 @@
  * works here, `bwrap` requires it, `none` never uses it), found once per process by running it.
  */
 import { execFile } from 'node:child_process';
-import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { existsSync } from 'node:fs';
 import {
   bubblewrapArgs,
-  gitStoreBinds,
   type AgentIsolation,
   type AgentNetworkPolicy,
   type AgentSandboxMode,
-  type GitBind,
 } from '../../domain/sandbox';
-import { isWithinFolder } from '../../domain/task-layout';
-import { isRealDirectory } from './workspace-fs';
-import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../../git/agent-objects';
 
 /** Programs the service runs outside any sandbox: by absolute path, found once, never on a PATH a request could name (issue 45). */
 export function systemBinary(name: string): string | null {
@@ -128,137 +122,4 @@ export async function agentNetwork(
       "TWS_AGENT_SANDBOX=bwrap with TWS_AGENT_NETWORK=egress, but slirp4netns does not run on this host (install the Debian package slirp4netns), so agents would reach the service's ports: set TWS_AGENT_NETWORK=none or host to choose otherwise",
     );
   return { policy: 'host', egressBinary: null };
-}
-
-/** A repository slot of the agent's workspace, as the launch plan records it. */
-export interface AgentGitSlot {
-  commonDir: string;
-  /** The slot's worktree (its task store is keyed by it); null for older inputs: no store. */
-  worktreePath: string | null;
-  /** The ref folder its agent moves (domain/task-layout.ts taskRefFolder), or null. */
-  refFolder: string | null;
-  /** Its registration's id as the inventory records it (an attach); absent or null: not known yet. */
-  worktreeId?: string | null;
-}
-
-/** A folder made when missing, and usable only when it is exactly there (no link on the way). */
-async function exactFolder(p: string): Promise<boolean> {
-  await mkdir(p, { recursive: true });
-  return isExactFolder(p);
-}
-
-/**
- * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
- * gitStoreBinds), the key folders of the task stores made for them (git/agent-objects.ts), what the
- * agent's uid must own there (its object stores, its ref folders, its worktrees' admin folders) and
- * the pointers git follows that are shown read-only (issue 45). Its own worktrees' admin folders
- * are those registered for a slot's worktree exactly (`gitdir` names `<worktree>/.git`, a
- * regular file only the service writes); one whose pointers are not plain files is not made
- * writable at all (its agent's git then fails, no other task's). In the source checkout itself
- * (`local`), `hooks/` and `info/` are made when missing, so that they can be bound read-only: an
- * empty folder, as `git init` makes them.
- */
-export async function gitStoreLayout(
-  slots: AgentGitSlot[],
-  workspace: string,
-  dataDir: string,
-): Promise<{ binds: GitBind[]; storeKeyDirs: string[]; owned: string[]; readOnlyFiles: string[] }> {
-  const binds: GitBind[] = [];
-  const storeKeyDirs: string[] = [];
-  const owned: string[] = [];
-  const readOnlyFiles: string[] = [];
-  const byCommonDir = new Map<string, AgentGitSlot[]>();
-  for (const slot of slots) byCommonDir.set(slot.commonDir, [...(byCommonDir.get(slot.commonDir) ?? []), slot]);
-  for (const [commonDir, ofRepository] of byCommonDir) {
-    if (!(await isRealDirectory(commonDir))) continue; // gone meanwhile: left out, as before
-    const insideWorkspace = isWithinFolder(commonDir, workspace);
-    if (insideWorkspace)
-      for (const name of ['hooks', 'info']) await mkdir(path.join(commonDir, name), { recursive: true });
-    const entries = await readdir(commonDir);
-    const ownAdminDirs: string[] = [];
-    let objectStore: string | null = null;
-    const ownRefFolders: string[] = [];
-    if (!insideWorkspace) {
-      const worktrees = new Set(ofRepository.map((slot) => slot.worktreePath).filter((p): p is string => p !== null));
-      if (entries.includes('worktrees')) {
-        // Each worktree's registration is looked for where its records (an attach's inventory) or
-        // git's own naming (after the worktree's folder) put it: a read or two, whatever the number
-        // of worktrees of the repository (reading every registration's gitdir took an attach 4 ms
-        // with a hundred). All are read only for a worktree not found so (a first launch where
-        // git added a number to a name already taken).
-        const registrations = path.join(commonDir, 'worktrees');
-        const found = new Map<string, string>(); // registration folder → its worktree
-        for (const slot of ofRepository) {
-          const worktree = slot.worktreePath;
-          if (worktree === null) continue;
-          for (const id of new Set([slot.worktreeId, path.basename(worktree)])) {
-            if (!id || id.includes('/') || id === '..') continue;
-            const adminDir = path.join(registrations, id);
-            if ((await registeredWorktree(adminDir)) !== worktree) continue;
-            found.set(adminDir, worktree);
-            break;
-          }
-        }
-        if (found.size < worktrees.size)
-          for (const id of await readdir(registrations)) {
-            const adminDir = path.join(registrations, id);
-            const worktree = found.has(adminDir) ? null : await registeredWorktree(adminDir);
-            if (worktree && worktrees.has(worktree)) found.set(adminDir, worktree);
-          }
-        for (const [adminDir, worktree] of found) {
-          if (!(await isRealDirectory(adminDir))) continue;
-          const pointers = await protectedPointers(adminDir, worktree);
-          if (!pointers) continue;
-          ownAdminDirs.push(adminDir);
-          owned.push(adminDir);
-          readOnlyFiles.push(...pointers);
-        }
-      }
-      // One store per repository of the workspace (a task holds a repository once).
-      const first = ofRepository.find((slot) => slot.worktreePath !== null);
-      if (first?.worktreePath) {
-        objectStore = await prepareObjectStore(dataDir, first.worktreePath, commonDir);
-        if (objectStore) {
-          storeKeyDirs.push(objectStoreKeyDir(dataDir, first.worktreePath));
-          owned.push(objectStore);
-        }
-      }
-      for (const folder of new Set(ofRepository.map((slot) => slot.refFolder).filter((f): f is string => f !== null))) {
-        // A folder reached through a link is not bound: the branch is then read-only (fail closed).
-        const refs = path.join(commonDir, folder);
-        const logs = path.join(commonDir, 'logs', folder);
-        if ((await exactFolder(refs)) && (await exactFolder(logs))) {
-          ownRefFolders.push(folder);
-          owned.push(refs, logs);
-        }
-      }
-    }
-    binds.push(...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }));
-  }
-  return { binds, storeKeyDirs, owned, readOnlyFiles };
-}
-
-/** The worktree a registration folder names (its `gitdir` without `/.git`), or null. */
-async function registeredWorktree(adminDir: string): Promise<string | null> {
-  const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
-  return registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
-}
-
-/** The pointer files of a worktree registration, each a plain file (config.worktree made empty where absent): else null. */
-async function protectedPointers(adminDir: string, worktree: string): Promise<string[] | null> {
-  const files = [
-    path.join(adminDir, 'gitdir'),
-    path.join(adminDir, 'commondir'),
-    path.join(adminDir, 'config.worktree'),
-  ];
-  // git reads config.worktree only with extensions.worktreeConfig; made (empty) so that it can be bound read-only.
-  await writeFile(files[2]!, '', { flag: 'wx', mode: 0o644 }).catch((err: unknown) => {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  });
-  const dotGit = path.join(worktree, '.git');
-  for (const file of [...files, dotGit]) {
-    const st = await lstat(file).catch(() => null);
-    if (!st?.isFile()) return null;
-  }
-  return [...files, dotGit];
 }

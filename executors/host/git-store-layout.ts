@@ -1,0 +1,206 @@
+/**
+ * The git folders an agent's sandbox binds (issues 31, 32 and 45): for each repository of its
+ * workspace, its common git dir read-only, the task's own object store and ref folders writable,
+ * its own worktrees' registrations writable with their pointer files read-only. Read and prepared
+ * before every sandboxed start (executors/host/agent-identity.ts sandboxedCommand).
+ */
+import { lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { gitStoreBinds, type GitBind } from '../../domain/sandbox';
+import { isWithinFolder } from '../../domain/task-layout';
+import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../../git/agent-objects';
+import { isRealDirectory } from './workspace-fs';
+
+/** A repository slot of the agent's workspace, as the launch plan records it. */
+export interface AgentGitSlot {
+  commonDir: string;
+  /** The slot's worktree (its task store is keyed by it); null for older inputs: no store. */
+  worktreePath: string | null;
+  /** The ref folder its agent moves (domain/task-layout.ts taskRefFolder), or null. */
+  refFolder: string | null;
+  /** Its registration's id as the inventory records it (an attach); absent or null: not known yet. */
+  worktreeId?: string | null;
+}
+
+/** A folder made when missing, and usable only when it is exactly there (no link on the way). */
+async function exactFolder(p: string): Promise<boolean> {
+  await mkdir(p, { recursive: true });
+  return isExactFolder(p);
+}
+
+/**
+ * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
+ * gitStoreBinds), the key folders of the task stores made for them (git/agent-objects.ts), what the
+ * agent's uid must own there (its object stores, its ref folders, its worktrees' admin folders) and
+ * the pointers git follows that are shown read-only (issue 45). Its own worktrees' admin folders
+ * are those registered for a slot's worktree exactly (`gitdir` names `<worktree>/.git`, a
+ * regular file only the service writes); one whose pointers are not plain files is not made
+ * writable at all (its agent's git then fails, no other task's). In the source checkout itself
+ * (`local`), `hooks/` and `info/` are made when missing, so that they can be bound read-only: an
+ * empty folder, as `git init` makes them.
+ */
+export async function gitStoreLayout(
+  slots: AgentGitSlot[],
+  workspace: string,
+  dataDir: string,
+): Promise<{ binds: GitBind[]; storeKeyDirs: string[]; owned: string[]; readOnlyFiles: string[] }> {
+  const byCommonDir = new Map<string, AgentGitSlot[]>();
+  for (const slot of slots) byCommonDir.set(slot.commonDir, [...(byCommonDir.get(slot.commonDir) ?? []), slot]);
+  // Each repository's, side by side (a few syscalls each, on the path of every start); in slot order.
+  const layouts = await Promise.all(
+    [...byCommonDir].map(([commonDir, ofRepository]) => repositoryLayout(commonDir, ofRepository, workspace, dataDir)),
+  );
+  const present = layouts.filter((l): l is RepositoryLayout => l !== null);
+  return {
+    binds: present.flatMap((l) => l.binds),
+    storeKeyDirs: present.flatMap((l) => l.storeKeyDirs),
+    owned: present.flatMap((l) => l.owned),
+    readOnlyFiles: present.flatMap((l) => l.readOnlyFiles),
+  };
+}
+
+interface RepositoryLayout {
+  binds: GitBind[];
+  storeKeyDirs: string[];
+  owned: string[];
+  readOnlyFiles: string[];
+}
+
+/** gitStoreLayout for one common git dir; null when it is gone meanwhile (left out, as before). */
+async function repositoryLayout(
+  commonDir: string,
+  ofRepository: AgentGitSlot[],
+  workspace: string,
+  dataDir: string,
+): Promise<RepositoryLayout | null> {
+  if (!(await isRealDirectory(commonDir))) return null;
+  const insideWorkspace = isWithinFolder(commonDir, workspace);
+  if (insideWorkspace)
+    await Promise.all(['hooks', 'info'].map((name) => mkdir(path.join(commonDir, name), { recursive: true })));
+  const entries = await readdir(commonDir);
+  const layout: RepositoryLayout = { binds: [], storeKeyDirs: [], owned: [], readOnlyFiles: [] };
+  let ownAdminDirs: string[] = [];
+  let objectStore: string | null = null;
+  let ownRefFolders: string[] = [];
+  if (!insideWorkspace) {
+    // Its registrations, its task store and its ref folders: independent of one another.
+    const [admin, store, refs] = await Promise.all([
+      entries.includes('worktrees') ? ownRegistrations(commonDir, ofRepository) : [],
+      taskStore(commonDir, ofRepository, dataDir),
+      refFoldersOf(commonDir, ofRepository),
+    ]);
+    ownAdminDirs = admin.map((a) => a.adminDir);
+    layout.owned.push(...ownAdminDirs);
+    layout.readOnlyFiles.push(...admin.flatMap((a) => a.pointers));
+    if (store) {
+      objectStore = store.objectStore;
+      layout.storeKeyDirs.push(store.keyDir);
+      layout.owned.push(store.objectStore);
+    }
+    ownRefFolders = refs;
+    layout.owned.push(
+      ...refs.flatMap((folder) => [path.join(commonDir, folder), path.join(commonDir, 'logs', folder)]),
+    );
+  }
+  layout.binds.push(
+    ...gitStoreBinds({ commonDir, insideWorkspace, entries, ownAdminDirs, objectStore, ownRefFolders }),
+  );
+  return layout;
+}
+
+/**
+ * Each worktree's registration is looked for where its records (an attach's inventory) or git's
+ * own naming (after the worktree's folder) put it: a read or two, whatever the number of worktrees
+ * of the repository (reading every registration's gitdir took an attach 4 ms with a hundred). All
+ * are read only for a worktree not found so (a first launch where git added a number to a name
+ * already taken). Those whose pointers are plain files, with them.
+ */
+async function ownRegistrations(
+  commonDir: string,
+  ofRepository: AgentGitSlot[],
+): Promise<{ adminDir: string; pointers: string[] }[]> {
+  const worktrees = new Set(ofRepository.map((slot) => slot.worktreePath).filter((p): p is string => p !== null));
+  const registrations = path.join(commonDir, 'worktrees');
+  const found = new Map<string, string>(); // registration folder → its worktree
+  for (const slot of ofRepository) {
+    const worktree = slot.worktreePath;
+    if (worktree === null) continue;
+    for (const id of new Set([slot.worktreeId, path.basename(worktree)])) {
+      if (!id || id.includes('/') || id === '..') continue;
+      const adminDir = path.join(registrations, id);
+      if ((await registeredWorktree(adminDir)) !== worktree) continue;
+      found.set(adminDir, worktree);
+      break;
+    }
+  }
+  if (found.size < worktrees.size)
+    for (const id of await readdir(registrations)) {
+      const adminDir = path.join(registrations, id);
+      const worktree = found.has(adminDir) ? null : await registeredWorktree(adminDir);
+      if (worktree && worktrees.has(worktree)) found.set(adminDir, worktree);
+    }
+  const own = await Promise.all(
+    [...found].map(async ([adminDir, worktree]) => {
+      if (!(await isRealDirectory(adminDir))) return null;
+      const pointers = await protectedPointers(adminDir, worktree);
+      return pointers ? { adminDir, pointers } : null;
+    }),
+  );
+  return own.filter((o): o is { adminDir: string; pointers: string[] } => o !== null);
+}
+
+/** One store per repository of the workspace (a task holds a repository once), or null. */
+async function taskStore(
+  commonDir: string,
+  ofRepository: AgentGitSlot[],
+  dataDir: string,
+): Promise<{ objectStore: string; keyDir: string } | null> {
+  const first = ofRepository.find((slot) => slot.worktreePath !== null);
+  if (!first?.worktreePath) return null;
+  const objectStore = await prepareObjectStore(dataDir, first.worktreePath, commonDir);
+  return objectStore ? { objectStore, keyDir: objectStoreKeyDir(dataDir, first.worktreePath) } : null;
+}
+
+/** The ref folders the agents move, made when missing; one reached through a link is not bound: the branch is then read-only (fail closed). */
+async function refFoldersOf(commonDir: string, ofRepository: AgentGitSlot[]): Promise<string[]> {
+  const folders = [...new Set(ofRepository.map((slot) => slot.refFolder).filter((f): f is string => f !== null))];
+  const exact = await Promise.all(
+    folders.map(async (folder) => {
+      const [refs, logs] = await Promise.all([
+        exactFolder(path.join(commonDir, folder)),
+        exactFolder(path.join(commonDir, 'logs', folder)),
+      ]);
+      return refs && logs;
+    }),
+  );
+  return folders.filter((_, i) => exact[i]);
+}
+
+/** The worktree a registration folder names (its `gitdir` without `/.git`), or null. */
+async function registeredWorktree(adminDir: string): Promise<string | null> {
+  const registered = (await readFile(path.join(adminDir, 'gitdir'), 'utf8').catch(() => '')).trim();
+  return registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
+}
+
+/** The pointer files of a worktree registration, each a plain file (config.worktree made empty where absent): else null. */
+async function protectedPointers(adminDir: string, worktree: string): Promise<string[] | null> {
+  const files = [
+    path.join(adminDir, 'gitdir'),
+    path.join(adminDir, 'commondir'),
+    path.join(adminDir, 'config.worktree'),
+  ];
+  // git reads config.worktree only with extensions.worktreeConfig; made (empty) so that it can be bound read-only.
+  await writeFile(files[2]!, '', { flag: 'wx', mode: 0o644 }).catch((err: unknown) => {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  });
+  const dotGit = path.join(worktree, '.git');
+  const plain = await Promise.all(
+    [...files, dotGit].map((file) =>
+      lstat(file).then(
+        (st) => st.isFile(),
+        () => false,
+      ),
+    ),
+  );
+  return plain.every(Boolean) ? [...files, dotGit] : null;
+}
