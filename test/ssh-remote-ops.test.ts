@@ -501,7 +501,7 @@ describe('bringing work back', () => {
   });
 
   it('restores saved work with its index as it was; in place already or half in place, it is applied; a conflict changes nothing', async () => {
-    const from = (await launched('r1')).slot.repoPath;
+    const from = (await launched('rs1')).slot.repoPath;
     writeFileSync(path.join(from, 'README.md'), '# app\nstaged\n');
     git(from, 'add', 'README.md');
     writeFileSync(path.join(from, 'README.md'), '# app\nstaged\nthen changed beside the index\n');
@@ -513,7 +513,7 @@ describe('bringing work back', () => {
     const saved = await saveRemoteWork(target, {
       repoPath: from,
       hostRepository: host,
-      refFor: () => 'refs/tws/saved/r1',
+      refFor: () => 'refs/tws/saved/rs1',
       message: 'saved',
     });
     const patches = await savedWorkPatches(host, saved!.commit, { binary: 'git' });
@@ -523,7 +523,7 @@ describe('bringing work back', () => {
       return { clone, outcome: await restoreRemoteWork(target, clone, patches) };
     };
 
-    const fresh = await restoredInto('r2');
+    const fresh = await restoredInto('rs2');
     expect(fresh.outcome).toBe('applied');
     expect(statusOf(fresh.clone)).toEqual(status);
     expect(fingerprint(fresh.clone, ['.git'])).toBe(files);
@@ -531,7 +531,7 @@ describe('bringing work back', () => {
     expect(await restoreRemoteWork(target, fresh.clone, patches)).toBe('applied');
     expect(statusOf(fresh.clone)).toEqual(status);
     // One that stopped between its parts (the staged part in): the rest follows.
-    const half = await restoredInto('r3', (clone) => {
+    const half = await restoredInto('rs3', (clone) => {
       writeFileSync(path.join(clone, '.git-staged.patch'), patches.staged);
       git(clone, 'apply', '--index', '.git-staged.patch');
       rmSync(path.join(clone, '.git-staged.patch'));
@@ -540,7 +540,7 @@ describe('bringing work back', () => {
     expect(statusOf(half.clone)).toEqual(status);
     // A clone where it does not fit is left as it was.
     let was = '';
-    const other = await restoredInto('r4', (clone) => {
+    const other = await restoredInto('rs4', (clone) => {
       writeFileSync(path.join(clone, 'README.md'), 'something else\n');
       was = fingerprint(clone, ['.git']) + JSON.stringify(statusOf(clone));
     });
