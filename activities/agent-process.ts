@@ -2,7 +2,7 @@
  * Agent starts and stops, on whichever executor holds them (executors/): one agent per session,
  * and a start that was intended but never recorded stopped by its mark.
  */
-import { findExecution, lockSessionForStart, type ExecutionStatus } from '../db/executions';
+import { findExecution, lockSessionForStart, type ExecutionRow, type ExecutionStatus } from '../db/executions';
 import type { Db } from '../db/pool';
 import { dropSpawnIntent, spawnIntentExists } from '../db/spawn-intents';
 import type { StartAgentInput, StartedAgent } from '../executors/agent-start';
@@ -34,11 +34,13 @@ export function agentProcessActivities(deps: ActivityDeps) {
    * session that runs is stopped first, as a resume after it would (issue 30): two starts at once
    * end as one after the other, with one agent. One on a host this one cannot reach refuses.
    */
-  async function oneAgentPerSession(client: Db, input: StartAgentInput): Promise<void> {
+  async function oneAgentPerSession(client: Db, input: StartAgentInput): Promise<ExecutionRow | null> {
     for (const other of await lockSessionForStart(client, input.sessionId, input.executionId)) {
       if (!other.ssh_target_id && other.host_id !== config.hostId) throw typedFailure('session_running');
       await stopAgent(other.id);
     }
+    // Under the session's start lock: this very start, recorded by another run of it meanwhile.
+    return findExecution(client, input.executionId);
   }
 
   return {

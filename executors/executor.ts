@@ -33,8 +33,12 @@ export interface WorkspaceOperations {
 
 /** What the caller of a start writes in the transaction that records it (activities/launch-agent.ts). */
 export interface StartHooks {
-  /** Before the spawn, under the session row's lock: one agent per session (issue 30). */
-  beforeStart(client: Db): Promise<void>;
+  /**
+   * Before the spawn, under the session's start lock: one agent per session (issue 30). Answers
+   * this start's own execution when another run of the same step recorded it meanwhile (the step
+   * run twice at once, as after an engine restart): then nothing is started, that one is answered.
+   */
+  beforeStart(client: Db): Promise<ExecutionRow | null>;
   /** Rows that exist exactly when the agent started (co-residency). */
   recordWithStart?: (client: Db) => Promise<void>;
   /** What follows the recorded start (the session's move); not called when the agent was recorded before. */

@@ -247,7 +247,11 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
           await dropSpawnIntent(client, input.executionId);
           return null;
         }
-        await hooks.beforeStart(client);
+        const already = await hooks.beforeStart(client);
+        if (already) {
+          if (claim.claimed) await dropSpawnIntent(client, input.executionId);
+          return { pid: already.pid, identified: true, recorded: already.status };
+        }
         await recordWithStart?.(client);
         const { pid, startTime } = await spawnDetached(
           input,
@@ -258,7 +262,7 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
         );
         await record(client, pid, startTime);
         await afterRecord?.(client);
-        return { pid, identified: startTime !== null };
+        return { pid, identified: startTime !== null, recorded: undefined };
       }).catch(async (err) => {
         // Refused before anything ran (the command cannot start, no supervisor): no intent is left to adopt.
         const missing = err instanceof ApplicationFailure && supervisorMissing(err);
@@ -269,6 +273,7 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
       });
       if (!started) throw typedFailure('task_cleanup_in_progress');
       const { pid, identified } = started;
+      if (started.recorded) return { executionId: input.executionId, pid, status: started.recorded };
       if (identified) return { executionId: input.executionId, pid, status: 'running' };
       // Ended already: collected now (its exit's own collection may be first; one of them records it).
       await collectExit(deps, input.executionId, config.gitBinary);

@@ -1,5 +1,6 @@
 /** Small filesystem facts the workspace activities share. */
-import { lstat, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { lstat, readFile, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../../domain/task-layout';
@@ -72,6 +73,21 @@ export async function readMarker(taskFolder: string): Promise<OwnershipMarker | 
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : 'unreadable';
   }
   return parseOwnershipMarker(text) ?? 'unreadable';
+}
+
+/**
+ * Writes the task folder's marker whole or not at all (a file beside it, renamed over it): a
+ * marker read while it is written (two runs of one launch step at once) is the old one or the
+ * new one, never an empty file that would read as another task's.
+ */
+export async function writeMarker(taskFolder: string, text: string): Promise<void> {
+  const marker = path.join(taskFolder, OWNERSHIP_MARKER_FILE);
+  const written = `${marker}.${randomUUID()}.tmp`;
+  await writeFile(written, text, { flag: 'wx' });
+  await rename(written, marker).catch(async (err: unknown) => {
+    await unlink(written).catch(() => undefined); // its own temporary file; the rename's failure is the one said
+    throw err;
+  });
 }
 
 /** Whether the task folder's marker names this task (an absent or unreadable one does not). */

@@ -126,7 +126,8 @@ export function sshAgents({ pool, config, logger }: ActivityDeps) {
         return null;
       }
       // One agent per session: another that runs is stopped first, under the session's lock.
-      await hooks.beforeStart(client);
+      const already = await hooks.beforeStart(client);
+      if (already) return { pid: already.pid, recorded: already.status };
       await recordWithStart?.(client);
       const agent = await startRemoteAgent(target, {
         cwd: input.cwd,
@@ -156,7 +157,11 @@ export function sshAgents({ pool, config, logger }: ActivityDeps) {
       throw typedSsh(err);
     });
     if (!started) throw typedFailure('task_cleanup_in_progress');
-    return { executionId: input.executionId, pid: started.pid, status: 'running' };
+    return {
+      executionId: input.executionId,
+      pid: started.pid,
+      status: 'recorded' in started ? started.recorded : 'running',
+    };
   }
 
   /**

@@ -2,7 +2,7 @@
  * Materialization and its exact undo, on the host that holds the workspace. Git admin
  * operations on one repository are serialized across processes (db/locks.ts).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { diskIsLow, isNoSpaceFailure } from '../../domain/disk';
@@ -23,6 +23,7 @@ import {
   markerOwnedBy,
   pathExists,
   readMarker,
+  writeMarker,
   rmdirIfEmpty,
   sameRealPath,
   unlinkIfPresent,
@@ -250,10 +251,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
         if (marker !== null && !markerOwnedBy(marker, plan.environmentTaskId))
           throw new Error('the task folder belongs to another task, or its marker cannot be read');
         await mkdir(plan.taskFolder, { recursive: true });
-        await writeFile(
-          path.join(plan.taskFolder, OWNERSHIP_MARKER_FILE),
-          ownershipMarkerText(plan.environmentTaskId, plan.environmentId),
-        );
+        await writeMarker(plan.taskFolder, ownershipMarkerText(plan.environmentTaskId, plan.environmentId));
         for (const slot of plan.slots) made.push(await materializeSlot(slot));
         return made;
       } catch (err) {
