@@ -17,6 +17,7 @@ import {
   rawRequest,
   registerRepo,
   SLEEPER,
+  waitUntil,
   worldState,
 } from './support/scenario';
 import { makeRepo } from './support/world';
@@ -51,6 +52,18 @@ beforeAll(async () => {
   w.worktree = (await h.api('GET', `/v1/sessions/${w.session}/workspace`)).body.repositories[0].worktreePath;
   w.idle = await createTask(h, [w.repoId], { boardId: w.board });
   w.group = (await createGroupTasks(h, [w.repoId], 1)).groupId;
+  // The worker measures a new workspace within seconds (its own row): measured before the world is
+  // read, so that the table's row counts compare requests, not that measurement landing meanwhile.
+  await waitUntil(
+    async () =>
+      (
+        await h.pool.query(
+          'SELECT 1 FROM environment_disk d JOIN sessions s ON s.environment_id = d.environment_id WHERE s.id = $1',
+          [w.session],
+        )
+      ).rowCount === 1,
+    'the new workspace measured',
+  );
   before = await worldState(h, [w.repo]);
 }, 120_000);
 afterAll(async () => h?.close());
