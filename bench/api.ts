@@ -25,6 +25,8 @@ export class Api {
   constructor(
     readonly baseUrl: string,
     private readonly token: string,
+    /** The host its repositories are registered on (none: the only live one, as the API's default). */
+    private readonly hostId?: string,
   ) {}
 
   async call<T = any>(method: string, url: string, body?: unknown): Promise<ApiResponse<T>> {
@@ -65,7 +67,11 @@ export class Api {
   }
 
   async registerRepository(name: string, repoPath: string): Promise<string> {
-    const res = await this.call<{ id: string }>('POST', '/v1/repositories', { name, path: repoPath });
+    const res = await this.call<{ id: string }>('POST', '/v1/repositories', {
+      name,
+      path: repoPath,
+      ...(this.hostId ? { hostId: this.hostId } : {}),
+    });
     if (res.status !== 201) throw new Error(`registering ${name}: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body.id;
   }

@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     const reposDir = path.join(services.scratch, 'repos');
     const floorDataDir = path.join(services.scratch, 'floor');
     await mkdir(reposDir, { recursive: true });
-    const api = new Api(services.apiBase, services.tokens.user);
+    const api = new Api(services.apiBase, services.tokens.user, services.hostId);
     const sampler = new MemorySampler({ worker: services.worker.pid, gateway: services.gateway.pid }, () => running);
     sampler.start();
     const afterStartMb = { worker: sampler.current('worker'), gateway: sampler.current('gateway') };
@@ -178,7 +178,8 @@ async function main(): Promise<void> {
     const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
     // Restarts the worker and the gateway before each block, and once more at the end as they first ran.
     const tracing = await scenario('14 tracing exporting vs not loaded', () => runTracing(ctx));
-    // Restarts the worker and the gateway before each block too (TWS_AGENT_LIMITS is read at start).
+    // A second host beside the first, one with agents' limits and one without, both restarted at
+    // each half (TWS_AGENT_LIMITS is read at start); the first host restarted as it first ran at the end.
     const limits = await scenario('15 limits on vs off', () =>
       runSettingToggle(ctx, {
         name: 'limits',
@@ -252,8 +253,8 @@ async function main(): Promise<void> {
           '10 idle release and restore',
           '11 disk measurement and launch latency (restarts the worker)',
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
-          '15 limits on vs off (restarts the worker and the gateway before each block)',
-          '16 sandbox on vs off (restarts the worker and the gateway before each block)',
+          '15 limits on vs off (a second host beside the first, one on and one off; both restarted at each half)',
+          '16 sandbox on vs off (a second host beside the first, one on and one off; both restarted at each half)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],

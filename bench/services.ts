@@ -29,6 +29,8 @@ export interface Services {
   databaseUrl: string;
   temporalAddress: string;
   apiBase: string;
+  /** The host the worker and the gateway run as (scenario 15 and 16 add a second one beside it). */
+  hostId: string;
   tokens: { user: string; operator: string };
   worker: ServiceProcess;
   gateway: ServiceProcess;
@@ -50,6 +52,21 @@ export interface Services {
    */
   restartGateway(env: Record<string, string>): Promise<ServiceProcess>;
   onGatewayRestart(listener: (pid: number) => void): void;
+  /**
+   * A second host on this machine beside the first: its own worker and gateway (host id `hostId`,
+   * its own agent root and API port, the same database, engine and tokens), started with `env` over
+   * the first pair's environment. What one setting costs is measured by sending each sample to the
+   * two hosts in turn, so the drift of a run falls on both alike.
+   */
+  startTwin(hostId: string, env: Record<string, string>): Promise<TwinHost>;
+  stop(): Promise<void>;
+}
+
+export interface TwinHost {
+  hostId: string;
+  apiBase: string;
+  /** Stops its worker and gateway and starts them again with `env` over the first pair's environment. */
+  restart(env: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -90,9 +107,11 @@ export async function startServices(root: string, log: (msg: string) => void): P
   let externalDb: { serverUrl: string; name: string } | null = null;
 
   let stopped = false;
+  const twins: TwinHost[] = [];
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    await Promise.all(twins.map((twin) => twin.stop()));
     await Promise.all([stopProcess(gateway?.child ?? null), stopProcess(worker?.child ?? null)]);
     await stopProcess(temporal, 5_000);
     if (postgres) await postgres.stop().catch(() => {});
@@ -237,6 +256,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
       databaseUrl,
       temporalAddress,
       apiBase,
+      hostId: 'bench',
       tokens,
       worker,
       gateway,
@@ -273,6 +293,48 @@ export async function startServices(root: string, log: (msg: string) => void): P
       },
       onGatewayRestart(listener) {
         gatewayRestartListeners.push(listener);
+      },
+      async startTwin(hostId, extra) {
+        const port = await freePort();
+        const agentRoot = path.join(scratch, `twin-${hostId}`);
+        await mkdir(agentRoot, { recursive: true });
+        const twinEnv = { ...env, TWS_HOST_ID: hostId, TWS_AGENT_ROOT: agentRoot, TWS_API_PORT: String(port) };
+        const twinBase = `http://127.0.0.1:${port}`;
+        let pair: ServiceProcess[] = [];
+        const stopPair = async () => {
+          await Promise.all(pair.map((p) => stopProcess(p.child)));
+          pair = [];
+        };
+        const startPair = async (over: Record<string, string>) => {
+          const logFile = (name: string) => path.join(logDir, `${hostId}-${name}.log`);
+          const twinWorker = startLogged(`${hostId} worker`, process.execPath, workerArgs, {
+            cwd: root,
+            env: { ...twinEnv, ...over },
+            logFile: logFile('worker'),
+          });
+          const twinGateway = startLogged(`${hostId} gateway`, process.execPath, gatewayArgs, {
+            cwd: root,
+            env: { ...twinEnv, ...over },
+            logFile: logFile('gateway'),
+          });
+          pair = [twinWorker, twinGateway];
+          await Promise.all([
+            twinWorker.waitForOutput('worker running', 180_000),
+            waitForReady(`${twinBase}/readyz`, () => isRunning(twinGateway.child), 120_000),
+          ]);
+        };
+        const twin: TwinHost = {
+          hostId,
+          apiBase: twinBase,
+          async restart(over) {
+            await stopPair();
+            await startPair(over);
+          },
+          stop: stopPair,
+        };
+        twins.push(twin);
+        await startPair(extra);
+        return twin;
       },
       stop,
     };

@@ -102,31 +102,49 @@ export function registeredWorktrees(repoPath: string): Set<string> {
 }
 
 /**
- * The agent processes the launches started (product and floor alike record them in `executions`)
- * that still run: rows `running` whose pid and start time still name the same process.
+ * The agent processes the launches started (product and floor alike record them in `executions`),
+ * on every host of the run (all on this machine), that still run: rows `running` whose pid and
+ * start time still name the same process.
  */
-export async function liveAgentPids(pool: pg.Pool): Promise<number[]> {
+async function liveAgents(pool: pg.Pool): Promise<{ id: string; pid: number }[]> {
   const rows = (
-    await pool.query<{ pid: number; process_start_time: string }>(
-      `SELECT pid, process_start_time FROM executions WHERE host_id = 'bench' AND status = 'running'`,
+    await pool.query<{ id: string; pid: number; process_start_time: string }>(
+      `SELECT id, pid, process_start_time FROM executions WHERE status = 'running'`,
     )
   ).rows;
-  const live: number[] = [];
+  const live: { id: string; pid: number }[] = [];
   for (const row of rows)
-    if (row.pid > 1 && (await processStartTime(row.pid)) === row.process_start_time) live.push(row.pid);
+    if (row.pid > 1 && (await processStartTime(row.pid)) === row.process_start_time)
+      live.push({ id: row.id, pid: row.pid });
   return live;
 }
 
-/** Kills the agent processes the launches started ({@link liveAgentPids}), by process group. */
-export async function killAgents(pool: pg.Pool): Promise<number> {
-  let killed = 0;
-  for (const pid of await liveAgentPids(pool)) {
+export async function liveAgentPids(pool: pg.Pool): Promise<number[]> {
+  return (await liveAgents(pool)).map((agent) => agent.pid);
+}
+
+/**
+ * Kills the agent processes the launches started ({@link liveAgentPids}), by process group. With
+ * `settled`, then waits (up to 30 s) until their hosts recorded each end, which first brings home
+ * what a sandboxed agent wrote into its task stores: the next launch measured does not queue behind it.
+ */
+export async function killAgents(pool: pg.Pool, opts: { settled?: boolean } = {}): Promise<number> {
+  const killed: string[] = [];
+  for (const agent of await liveAgents(pool)) {
     try {
-      process.kill(-pid, 'SIGKILL');
-      killed++;
+      process.kill(-agent.pid, 'SIGKILL');
+      killed.push(agent.id);
     } catch {
       // already gone
     }
   }
-  return killed;
+  if (opts.settled && killed.length > 0) {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const left = await pool.query(`SELECT 1 FROM executions WHERE id = ANY($1) AND status = 'running'`, [killed]);
+      if (left.rowCount === 0 || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  return killed.length;
 }
