@@ -52,34 +52,40 @@ export async function prepareObjectStore(
   commonDir: string,
 ): Promise<string | null> {
   const objects = path.join(commonDir, 'objects');
-  if (!(await isExactFolder(commonDir)) || !(await isExactFolder(objects))) return null;
   const keyDir = objectStoreKeyDir(dataDir, worktreePath);
   const store = objectStoreOf(keyDir);
+  // On the path of every sandboxed start: what does not depend on another step runs beside it.
+  const [exact, recorded] = await Promise.all([
+    Promise.all([isExactFolder(commonDir), isExactFolder(objects)]).then((both) => both.every(Boolean)),
+    readFile(path.join(keyDir, 'common-dir'), 'utf8').catch(() => null),
+  ]);
+  if (!exact) return null;
   // The key folder is the service's alone; what is inside the store, an agent may have shaped:
   // reached only through descriptors of real folders.
   await mkdir(store, { recursive: true });
   const root = await openDirIfPresent(store);
   if (!root) return null;
   try {
-    for (const name of ['info', 'pack', BASE_MOUNT]) {
-      await mkdir(via(root, name)).catch((err: unknown) => {
-        if (codeOf(err) !== 'EEXIST') throw err;
-      });
-    }
+    await Promise.all(
+      ['info', 'pack', BASE_MOUNT].map((name) =>
+        mkdir(via(root, name)).catch((err: unknown) => {
+          if (codeOf(err) !== 'EEXIST') throw err;
+        }),
+      ),
+    );
     const [info, base] = await Promise.all([
       openDirIfPresent(via(root, 'info')),
       openDirIfPresent(via(root, BASE_MOUNT)),
     ]);
-    await base?.close();
     if (!info || !base) {
-      await info?.close();
+      await Promise.all([info?.close(), base?.close()]);
       return null;
     }
     try {
       // In the sandbox the store is at <commonDir>/objects and the real objects under it. Replaced
       // whole (never truncated in place) when it differs: another session's agent may be reading it.
       const alternates = `${path.join(objects, BASE_MOUNT)}\n`;
-      const current = await readRegularFile(via(info, 'alternates'));
+      const [current] = await Promise.all([readRegularFile(via(info, 'alternates')), base.close()]);
       if (current?.toString() !== alternates) await replaceFile(info, 'alternates', alternates, 0o644);
     } finally {
       await info.close();
@@ -87,7 +93,6 @@ export async function prepareObjectStore(
   } finally {
     await root.close();
   }
-  const recorded = await readFile(path.join(keyDir, 'common-dir'), 'utf8').catch(() => null);
   if (recorded !== commonDir) {
     const keyFolder = await open(keyDir, DIR_FLAGS);
     await replaceFile(keyFolder, 'common-dir', commonDir, 0o600).finally(() => keyFolder.close());

@@ -14,6 +14,7 @@ import {
   SANDBOX_ARGS_FD,
   sandboxEnvironmentArgs,
   type AgentNetworkPolicy,
+  type GitBind,
 } from '../../domain/sandbox';
 import type { StartAgentInput } from '../agent-start';
 import { gitSlotsOf, type LaunchPlan } from '../../domain/launch';
@@ -39,45 +40,42 @@ import { pathExists } from './workspace-fs';
  */
 const AGENT_GIT_CONFIG = '[safe]\n\tdirectory = *\n';
 
-/**
- * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
- * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
- * top folder is not yet: after a materialization), the git folders it writes its, and every
- * pointer git follows the service's, read-only.
- */
-async function prepareOwnership(p: {
+/** What the preparation of a sandboxed start knows before it reads the git folders. */
+interface Ownership {
   config: ActivityDeps['config'];
   uid: number;
   home: string;
   /** The environment's folder, the agent's uid's; null for the source checkout (its owner's, left as it is). */
   workspace: string | null;
-  owned: string[];
-  pointers: string[];
   logPath: string;
   /** The repositories' common git dirs, bound into the sandbox. */
   repositories: string[];
   /** The worktrees of the workspace. */
   worktrees: string[];
-}): Promise<void> {
-  const { config } = p;
-  await closeServiceFolders(config);
-  // A folder above the workspace or a repository that others cannot search (a home folder, 0700):
-  // the sandbox could not bind it as the agent's uid. Refused before anything starts, and said why.
+}
+
+/**
+ * A folder above the workspace or a repository that others cannot search (a home folder, 0700):
+ * the sandbox could not bind it as the agent's uid. Refused before the agent starts, and said why.
+ */
+async function reachable(p: Ownership): Promise<void> {
   if (await unreachable([p.workspace ?? p.logPath, ...p.repositories]))
     throw typedFailure('internal', { reason: 'agent_cannot_reach_workspace' });
-  // Its run folder and home, and its workspace and git folders, side by side (each a few syscalls).
-  await Promise.all([prepareHome(p), handOver(p)]);
 }
 
 /** The run folder traversable, the home the agent's (0700), with its git config. */
-async function prepareHome(p: Parameters<typeof prepareOwnership>[0]): Promise<void> {
+async function prepareHome(p: Ownership): Promise<void> {
   const { config, uid } = p;
   await Promise.all([traversable(config.logDir, path.dirname(p.logPath)), agentFolder(p.home, uid)]);
   const gitConfig = path.join(p.home, '.gitconfig');
-  if (!(await pathExists(gitConfig))) {
-    await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
-    await chown(gitConfig, uid, uid);
-  }
+  const written = await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' }).then(
+    () => true,
+    (err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    },
+  );
+  if (written) await chown(gitConfig, uid, uid);
 }
 
 /**
@@ -88,31 +86,24 @@ async function prepareHome(p: Parameters<typeof prepareOwnership>[0]): Promise<v
  * writes it (GIT_OPTIONAL_LOCKS=0) and reads it right meanwhile (an entry whose times changed is
  * compared by content).
  */
-async function handOver(p: Parameters<typeof prepareOwnership>[0]): Promise<void> {
+async function handOver(p: Ownership & { owned: string[]; pointers: string[] }): Promise<void> {
   const { config, uid } = p;
   // Given whole once, when its top is not the uid's yet (a new worktree, a new store or ref folder):
   // an attach changes nothing that is already the agent's (R1.2), and costs one lstat per folder.
   // Each worktree on its own too: one made afresh in a task folder that stayed (a re-materialization
   // of a workspace of several repositories, an executor transition) is the service's until given.
   const worktrees = p.workspace ? p.worktrees.filter((w) => w !== p.workspace && isWithinFolder(w, p.workspace!)) : [];
-  const folders = [...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned];
-  // Read side by side; a worktree gone meanwhile: its start is judged elsewhere. Any other failure
-  // to read one stops the start.
-  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
-  const trees: string[] = [];
-  folders.forEach((folder, i) => {
-    if (trees.some((given) => isWithinFolder(folder, given))) return;
-    if (owners[i] !== undefined && owners[i] !== uid) trees.push(folder);
-  });
-  if (trees.length > 0) await giveTrees(trees, uid);
-  // Its object stores hold commits not yet home: its own alone, as its workspace is.
+  // Its object stores hold commits not yet home: its own alone, as its workspace is. Modes beside
+  // the owners (a chown changes no folder's mode); the pointers made the service's after them, as a
+  // tree given whole holds some of them.
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
   await Promise.all([
+    giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid),
     ...(p.workspace ? [chmod(p.workspace, 0o700)] : []),
     ...stores.map((store) => chmod(store, 0o700)),
-    serviceFiles(p.pointers),
     ...stores.map((store) => traversable(config.agentRoot, path.dirname(store))),
   ]);
+  await serviceFiles(p.pointers);
 }
 
 /**
@@ -163,75 +154,116 @@ export async function giveNewWorkspace(
   plan: LaunchPlan,
 ): Promise<void> {
   if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
-  const [uid, layout] = await Promise.all([
-    environmentAgentUid(deps, plan.environmentTaskId),
-    gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot),
-  ]);
-  const folders = [plan.workspacePath, ...layout.owned];
-  // Gone: the start judges it. Any other failure to read one fails the launch.
-  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
-  const trees = folders.filter((_, i) => owners[i] !== undefined && owners[i] !== uid);
-  if (trees.length > 0) await giveTrees(trees, uid);
+  const layout = gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot);
+  // Its failure is met below; never an unhandled one meanwhile.
+  layout.catch(() => undefined);
+  const uid = await environmentAgentUid(deps, plan.environmentTaskId);
+  // The worktree (the most of it) given while its git folders are read and made, then those.
+  const given = giveUnowned([plan.workspacePath], uid);
+  await Promise.all([given, layout.then(({ owned }) => giveUnowned(owned, uid))]);
 }
 
 /**
- * The command that starts the agent in its sandbox as `uid` (issue 45): its home in its run folder,
- * its workspace and git folders prepared for its uid, everything of the service hidden, the
+ * Those of the folders whose top is not yet `uid`'s given to it whole (one inside another given is
+ * given with it), read side by side: one gone is the start's to judge; any other failure to read
+ * one stops the start.
+ */
+async function giveUnowned(folders: string[], uid: number): Promise<void> {
+  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
+  const trees: string[] = [];
+  folders.forEach((folder, i) => {
+    if (trees.some((given) => isWithinFolder(folder, given))) return;
+    if (owners[i] !== undefined && owners[i] !== uid) trees.push(folder);
+  });
+  if (trees.length > 0) await giveTrees(trees, uid);
+}
+
+/** What a sandboxed start prepared on the host, for its command ({@link sandboxedCommand}). */
+export interface PreparedSandbox {
+  home: string;
+  gitBinds: GitBind[];
+  /** The pointers git follows, bound read-only. */
+  pointers: string[];
+  /** The workspace's worktrees other than its folder itself, bound where they are. */
+  worktrees: string[];
+}
+
+/**
+ * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
+ * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
+ * top folder is not yet: after a materialization), the git folders it writes its, and every
+ * pointer git follows the service's, read-only. What needs no reading of the git folders runs side
+ * by side with that reading (each is a few syscalls, on the path of every start); the hand-over
+ * follows it. Nothing of the request's environment is written here.
+ */
+export async function prepareSandbox(
+  input: StartAgentInput,
+  p: { config: ActivityDeps['config']; uid: number; logPath: string },
+): Promise<PreparedSandbox> {
+  const { config, uid, logPath } = p;
+  const slots =
+    input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
+  const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
+  const ownership: Ownership = {
+    config,
+    uid,
+    home: path.join(path.dirname(logPath), 'home'),
+    workspace: inCheckout ? null : input.cwd,
+    logPath,
+    repositories: slots.map((slot) => slot.commonDir),
+    worktrees: slots.map((slot) => slot.worktreePath).filter((w): w is string => w !== null),
+  };
+  const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
+  const [layout, markerPresent] = await Promise.all([
+    gitStoreLayout(slots, input.cwd, config.agentRoot),
+    pathExists(marker),
+    closeServiceFolders(config),
+    reachable(ownership),
+    prepareHome(ownership),
+  ]);
+  const pointers = [...layout.readOnlyFiles, ...(markerPresent ? [marker] : [])];
+  await Promise.all([
+    // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
+    writeFile(objectStoresListPath(logPath), JSON.stringify(layout.storeKeyDirs)),
+    handOver({ ...ownership, owned: layout.owned, pointers }),
+  ]);
+  return {
+    home: ownership.home,
+    gitBinds: layout.binds,
+    pointers,
+    worktrees: ownership.worktrees.filter((w) => w !== input.cwd),
+  };
+}
+
+/**
+ * The command that starts the agent in its sandbox as `uid` (issue 45), once its start is prepared
+ * ({@link prepareSandbox}): its home in its run folder, everything of the service hidden, the
  * pointers git follows read-only, and its variables in `argsFile` for bubblewrap's `--args`.
  */
 export async function sandboxedCommand(
   input: StartAgentInput,
   env: Record<string, string>,
+  prepared: PreparedSandbox,
   p: {
     config: ActivityDeps['config'];
     uid: number;
     sandbox: SandboxPrograms;
     network: { policy: AgentNetworkPolicy } | null;
-    logPath: string;
     promptPath: string;
     argsFile: string;
   },
 ): Promise<string[]> {
-  const { config, uid, sandbox, network, logPath, promptPath, argsFile } = p;
-  const home = path.join(path.dirname(logPath), 'home');
-  env.HOME = home;
-  const slots =
-    input.gitSlots ?? (input.gitDirs ?? []).map((commonDir) => ({ commonDir, worktreePath: null, refFolder: null }));
-  const {
-    binds: gitBinds,
-    storeKeyDirs,
-    owned,
-    readOnlyFiles,
-  } = await gitStoreLayout(slots, input.cwd, config.agentRoot);
-  const worktrees = slots.map((slot) => slot.worktreePath).filter((p): p is string => p !== null && p !== input.cwd);
-  const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
-  const [markerPresent] = await Promise.all([
-    pathExists(marker),
-    // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
-    writeFile(objectStoresListPath(logPath), JSON.stringify(storeKeyDirs)),
-  ]);
-  const pointers = [...readOnlyFiles, ...(markerPresent ? [marker] : [])];
-  const inCheckout = slots.some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-  await prepareOwnership({
-    config,
-    uid,
-    home,
-    workspace: inCheckout ? null : input.cwd,
-    owned,
-    pointers,
-    logPath,
-    repositories: slots.map((slot) => slot.commonDir),
-    worktrees: slots.map((slot) => slot.worktreePath).filter((w): w is string => w !== null),
-  });
+  const { config, uid, sandbox, network, promptPath, argsFile } = p;
+  env.HOME = prepared.home;
   if (input.prompt != null) await chown(promptPath, uid, uid);
   const layout = {
     workspace: input.cwd,
-    gitBinds,
+    gitBinds: prepared.gitBinds,
     network: network?.policy,
     hidden: [config.dataDir, config.agentRoot, config.workspaceRoot, config.logDir],
-    home,
-    pinnedFolders: worktrees,
-    pointers,
+    home: prepared.home,
+    pinnedFolders: prepared.worktrees,
+    pointers: prepared.pointers,
     readOnlyFiles: input.prompt != null ? [promptPath] : [],
     // With limits on, /tmp is bounded and counted in the agent's memory group (issue 46).
     ...(config.limits.enabled ? { tmpBytes: config.limits.tmpBytes } : {}),

@@ -201,16 +201,18 @@ async function removeGroup(layout: CgroupLayout, group: string): Promise<boolean
  * going down): an execution's group once it holds no process, and a task's once it holds no
  * execution's. Only groups older than `minAgeMs`: a start makes its group a moment before its agent
  * joins it. Called with the execution that just stopped (its own group at once) and by the
- * periodic limits check (every one). Answers how many groups went.
+ * periodic limits check (every one); `taskIds` keeps to those tasks' groups. Answers how many groups went.
  */
 export async function sweepAgentGroups(
   layout: CgroupLayout,
-  opts: { executionId?: string; minAgeMs: number },
+  opts: { executionId?: string; minAgeMs: number; taskIds?: Set<string> },
 ): Promise<number> {
   const root = path.join(layout.mounts[cgroupHierarchies(layout.version)[0]!]!, layout.parent);
   const ageOf = async (folder: string) => Date.now() - ((await stat(folder).catch(() => null))?.mtimeMs ?? Date.now());
   let removed = 0;
   for (const task of await groupsOf(root, 'task-')) {
+    // Only these tasks' (the benchmark's own, at its end), when given.
+    if (opts.taskIds && !opts.taskIds.has(task.slice('task-'.length))) continue;
     const execs = await groupsOf(path.join(root, task), 'exec-');
     // The stopped execution's own (whatever its age), else every old one.
     const mine = opts.executionId ? execs.includes(`exec-${opts.executionId}`) : false;

@@ -41,7 +41,7 @@ import { collectExit } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { processStarter } from '../../git/process-starter';
-import { agentUid, sandboxedCommand } from './agent-identity';
+import { agentUid, prepareSandbox, sandboxedCommand } from './agent-identity';
 import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup, sweepAgentGroups } from './agent-limits';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
@@ -95,7 +95,8 @@ export async function spawnDetached(
   if (sandbox) {
     if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
     const argsFile = logPath.replace(/\.log$/, '') + '.args';
-    command = await sandboxedCommand(input, env, { config, uid, sandbox, network, logPath, promptPath, argsFile });
+    const prepared = await prepareSandbox(input, { config, uid, logPath });
+    command = await sandboxedCommand(input, env, prepared, { config, uid, sandbox, network, promptPath, argsFile });
     supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
   } else {
     // TWS_AGENT_SANDBOX=none (the operator's choice): the agent's environment is set by env(1), started by its absolute path.

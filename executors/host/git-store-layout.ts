@@ -73,11 +73,25 @@ async function repositoryLayout(
   workspace: string,
   dataDir: string,
 ): Promise<RepositoryLayout | null> {
-  if (!(await isRealDirectory(commonDir))) return null;
   const insideWorkspace = isWithinFolder(commonDir, workspace);
-  if (insideWorkspace)
+  let entries: string[];
+  if (insideWorkspace) {
+    if (!(await isRealDirectory(commonDir))) return null;
     await Promise.all(['hooks', 'info'].map((name) => mkdir(path.join(commonDir, name), { recursive: true })));
-  const entries = await readdir(commonDir);
+    entries = await readdir(commonDir);
+  } else {
+    // Side by side; a listing that fails of a folder that is there stops the start, as it would alone.
+    const [real, listed] = await Promise.all([
+      isRealDirectory(commonDir),
+      readdir(commonDir).then(
+        (names) => ({ names }),
+        (err: unknown) => ({ err }),
+      ),
+    ]);
+    if (!real) return null;
+    if ('err' in listed) throw listed.err;
+    entries = listed.names;
+  }
   const layout: RepositoryLayout = { binds: [], storeKeyDirs: [], owned: [], readOnlyFiles: [] };
   let ownAdminDirs: string[] = [];
   let objectStore: string | null = null;
