@@ -38,7 +38,7 @@ import { runSshAttach } from './scenarios/ssh-attach';
 import { runSupervision } from './scenarios/supervision';
 import { runTracing } from './scenarios/tracing';
 import { startServices, type Services } from './services';
-import { killAgents, makeRepo } from './world';
+import { killAgents, makeRepo, sweepRunGroups } from './world';
 
 const runStart = performance.now();
 
@@ -105,7 +105,10 @@ async function main(): Promise<void> {
     if (tornDown) return;
     tornDown = true;
     log('tearing down');
-    await killAgents(pool).catch(() => 0);
+    await killAgents(pool, { settled: true }).catch(() => 0);
+    // The control groups of this run's agents, which a supervisor killed with its agent could not
+    // remove: thousands left by runs one after the other slowed every later run's launches.
+    await sweepRunGroups(root, pool).catch((err: unknown) => log(`agents' control groups not swept: ${String(err)}`));
     await engine.stop().catch(() => {});
     await pool.end().catch(() => {});
     await temporal.connection.close().catch(() => {});

@@ -62,7 +62,7 @@ export interface Services {
   stop(): Promise<void>;
 }
 
-export interface TwinHost {
+interface TwinHost {
   hostId: string;
   apiBase: string;
   /** Stops its worker and gateway and starts them again with `env` over the first pair's environment. */

@@ -7,6 +7,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
+import { loadConfig } from '../domain/config';
+import { agentLimitsLayout, sweepAgentGroups } from '../executors/host/agent-limits';
 import { processStartTime } from '../executors/host/process-identity';
 import type { Api } from './api';
 import { mapLimit } from './processes';
@@ -147,4 +149,15 @@ export async function killAgents(pool: pg.Pool, opts: { settled?: boolean } = {}
     }
   }
   return killed.length;
+}
+
+/**
+ * The control groups (agents' limits) of this run's tasks that their supervisors, killed with
+ * their agents, could not remove: every empty one, at once. Answers how many went.
+ */
+export async function sweepRunGroups(root: string, pool: pg.Pool): Promise<number> {
+  const layout = await agentLimitsLayout(loadConfig(process.env, { cwd: root, hostname: 'bench' }).limits);
+  if (!layout) return 0;
+  const tasks = (await pool.query<{ id: string }>('SELECT id FROM tasks')).rows.map((row) => row.id);
+  return sweepAgentGroups(layout, { minAgeMs: 0, taskIds: new Set(tasks) });
 }

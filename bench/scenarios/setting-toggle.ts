@@ -103,7 +103,7 @@ export async function runSettingToggle(ctx: BenchContext, toggle: SettingToggle)
       [1, ['on', 'off']],
       [2, ['off', 'on']],
     ] as [number, [Mode, Mode]][]) {
-      await killAgents(ctx.pool);
+      await killAgents(ctx.pool, { settled: true });
       await Promise.all(hosts.map((host, i) => host.restart(toggle.env[modeOf[i]!])));
       restarts++;
       const attachTasks = await Promise.all(
