@@ -5,15 +5,18 @@
  * two must end as one after the other: one worktree, one agent, the same answer, nothing undone.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHostActivities, createRecordActivities } from '../activities';
-import { taskDirName } from '../domain/task-layout';
+import { publishedPlan } from '../domain/launch';
+import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
+import { giveNewWorkspace } from '../executors/host/agent-identity';
+import { worktreeIdentity } from '../git/worktrees';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, registerRepo, SLEEPER } from './support/scenario';
-import { gitWrapper, makeRepo, processAlive, worktreePaths } from './support/world';
+import { gitWrapper, makeRepo, processAlive, slowGitStepBegun, worktreePaths } from './support/world';
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,10 +28,11 @@ it('two runs of one first launch step at once end as one after the other: one wo
   const repo = makeRepo(h.scratch, 'twice');
   const taskId = await createTask(h, [await registerRepo(h, repo, 'twice')]);
   // The first run's `git worktree add` takes a while: the second begins meanwhile.
+  const wrapper = gitWrapper(h.scratch, { sleepOnWorktreeAdd: 2 });
   const deps = {
     pool: h.pool,
-    config: { ...h.config, gitBinary: gitWrapper(h.scratch, { sleepOnWorktreeAdd: 2 }) },
-    logger: pino({ level: 'silent' }),
+    config: { ...h.config, gitBinary: wrapper },
+    logger: pino({ level: process.env.TWS_TEST_LOG ?? 'silent' }),
   };
   const records = createRecordActivities(deps);
   const host = createHostActivities(deps);
@@ -51,7 +55,7 @@ it('two runs of one first launch step at once end as one after the other: one wo
     markRunningFrom: ['starting' as const],
   };
   const first = host.materializeAndLaunch(input);
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await slowGitStepBegun(wrapper, 'add');
   const second = host.materializeAndLaunch(input);
   const [a, b] = await Promise.allSettled([first, second]);
   expect(a.status, JSON.stringify(a)).toBe('fulfilled');
@@ -65,4 +69,42 @@ it('two runs of one first launch step at once end as one after the other: one wo
   const rows = await h.pool.query('SELECT pid, status FROM executions WHERE session_id = $1', [plan.sessionId]);
   expect(rows.rows).toEqual([{ pid: x!.pid, status: 'running' }]);
   process.kill(-x!.pid, 'SIGKILL');
+});
+
+it("a new workspace given to its agent's uid keeps every pointer git follows the service's: the service's git reads it at every moment", async () => {
+  const repo = makeRepo(h.scratch, 'given');
+  const taskId = await createTask(h, [await registerRepo(h, repo, 'given')]);
+  const deps = { pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) };
+  const plan = await createRecordActivities(deps).admitLaunch({
+    sessionId: randomUUID(),
+    taskId,
+    executorType: 'worktree',
+    agentProfile: 'shell',
+    command: SLEEPER,
+    name: null,
+    hostId: h.config.hostId,
+  });
+  const made = await createHostActivities(deps).materializeWorkspace(plan);
+  const published = publishedPlan(plan, made);
+  await giveNewWorkspace(deps, published);
+  const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'given');
+  const uid = lstatSync(worktree).uid;
+  // Given: the worktree and what is checked out in it.
+  expect(uid).toBeGreaterThan(0);
+  expect(lstatSync(path.join(worktree, 'README.md')).uid).toBe(uid);
+  // Never given, not for a moment: the worktree's `.git` file, its registration's files, the marker.
+  const gitFile = path.join(worktree, '.git');
+  const adminDir = readFileSync(gitFile, 'utf8')
+    .replace(/^gitdir: /, '')
+    .trim();
+  expect(lstatSync(adminDir).uid).toBe(uid);
+  for (const pointer of [
+    gitFile,
+    path.join(adminDir, 'gitdir'),
+    path.join(adminDir, 'commondir'),
+    path.join(h.config.workspaceRoot, taskDirName(taskId), OWNERSHIP_MARKER_FILE),
+  ])
+    expect(lstatSync(pointer).uid, pointer).toBe(0);
+  // So the service's git reads it (it refuses a worktree whose pointers are not its own).
+  expect(await worktreeIdentity(worktree, { binary: h.config.gitBinary })).toMatchObject({ head: made[0]!.headCommit });
 });

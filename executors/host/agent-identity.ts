@@ -24,7 +24,7 @@ import {
   absentIsFine,
   agentFolder,
   closeServiceFolders,
-  giveTrees,
+  giveTreesExcept,
   serviceFiles,
   traversable,
   unreachable,
@@ -94,11 +94,11 @@ async function handOver(p: Ownership & { owned: string[]; pointers: string[] }):
   // of a workspace of several repositories, an executor transition) is the service's until given.
   const worktrees = p.workspace ? p.worktrees.filter((w) => w !== p.workspace && isWithinFolder(w, p.workspace!)) : [];
   // Its object stores hold commits not yet home: its own alone, as its workspace is. Modes beside
-  // the owners (a chown changes no folder's mode); the pointers made the service's after them, as a
-  // tree given whole holds some of them.
+  // the owners (a chown changes no folder's mode). The pointers are never given; made the
+  // service's after, whoever owned them before.
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
   await Promise.all([
-    giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid),
+    giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers),
     ...(p.workspace ? [chmod(p.workspace, 0o700)] : []),
     ...stores.map((store) => chmod(store, 0o700)),
     ...stores.map((store) => traversable(config.agentRoot, path.dirname(store))),
@@ -146,7 +146,8 @@ async function environmentAgentUid(
  * folders and worktree registrations, made here as the start would make them), so that it runs
  * while the launch publishes its inventory rather than on the start's path: the start then finds
  * them given (an lstat each) and gives nothing. Nothing runs in it meanwhile, and every pointer git
- * follows is made the service's again at the start. Nothing to do without a sandbox, or for an SSH
+ * follows stays the service's throughout (a second run of the step, or a git status, reads the
+ * worktree meanwhile) and is made so again at the start. Nothing to do without a sandbox, or for an SSH
  * clone or the source checkout. `plan` is the published one (its worktrees' registration ids).
  */
 export async function giveNewWorkspace(
@@ -158,9 +159,15 @@ export async function giveNewWorkspace(
   // Its failure is met below; never an unhandled one meanwhile.
   layout.catch(() => undefined);
   const uid = await environmentAgentUid(deps, plan.environmentTaskId);
-  // The worktree (the most of it) given while its git folders are read and made, then those.
-  const given = giveUnowned([plan.workspacePath], uid);
-  await Promise.all([given, layout.then(({ owned }) => giveUnowned(owned, uid))]);
+  // The worktree (the most of it) given while its git folders are read and made, then those; the
+  // pointers git follows in them (the worktrees' `.git` files, the marker, the registrations'
+  // files) stay the service's throughout.
+  const pointers = [
+    path.join(plan.workspacePath, OWNERSHIP_MARKER_FILE),
+    ...plan.slots.map((slot) => path.join(slot.worktreePath, '.git')),
+  ];
+  const given = giveUnowned([plan.workspacePath], uid, pointers);
+  await Promise.all([given, layout.then(({ owned, readOnlyFiles }) => giveUnowned(owned, uid, readOnlyFiles))]);
 }
 
 /**
@@ -168,14 +175,14 @@ export async function giveNewWorkspace(
  * given with it), read side by side: one gone is the start's to judge; any other failure to read
  * one stops the start.
  */
-async function giveUnowned(folders: string[], uid: number): Promise<void> {
+async function giveUnowned(folders: string[], uid: number, keep: string[]): Promise<void> {
   const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
   const trees: string[] = [];
   folders.forEach((folder, i) => {
     if (trees.some((given) => isWithinFolder(folder, given))) return;
     if (owners[i] !== undefined && owners[i] !== uid) trees.push(folder);
   });
-  if (trees.length > 0) await giveTrees(trees, uid);
+  if (trees.length > 0) await giveTreesExcept(trees, uid, keep);
 }
 
 /** What a sandboxed start prepared on the host, for its command ({@link sandboxedCommand}). */

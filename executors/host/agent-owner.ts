@@ -18,7 +18,7 @@ const CHOWN = systemBinary('chown') ?? '/usr/bin/chown';
  * A whole tree given to `uid`, links themselves and never what they point to (`-h`, `-P`): for a
  * tree the service made a moment ago (a new worktree) or wrote into (a restore).
  */
-export function giveTrees(folders: string[], uid: number): Promise<void> {
+function giveTrees(folders: string[], uid: number): Promise<void> {
   // Through the process starter (git/process-starter.ts): a fork of this large process costs a
   // few milliseconds of CPU on every first start, one of the small helper a fraction of that.
   const started = processStarter().spawn(CHOWN, ['-R', '-h', '-P', `${uid}:${uid}`, '--', ...folders], {
@@ -31,6 +31,39 @@ export function giveTrees(folders: string[], uid: number): Promise<void> {
       code === 0 ? resolve() : reject(new Error('the workspace could not be given to its agent uid')),
     );
   });
+}
+
+/**
+ * Trees given to `uid` as {@link giveTrees} gives them, except the files in `keep` (the pointers git
+ * follows: a worktree's `.git` file, its registration's files, the task folder's marker), which
+ * stay the service's at every moment: the service's git refuses a worktree whose pointers are not
+ * its own, and a give runs while other steps may read the worktree (a second run of its launch
+ * step, a git status). Each folder on the way to a kept file is given alone, the rest of its
+ * entries whole; a link is given itself, never followed.
+ */
+export async function giveTreesExcept(folders: string[], uid: number, keep: string[]): Promise<void> {
+  const whole: string[] = [];
+  const alone: string[] = [];
+  const visit = async (entry: string): Promise<void> => {
+    if (keep.includes(entry)) return;
+    if (!keep.some((file) => file.startsWith(`${entry}/`))) {
+      whole.push(entry);
+      return;
+    }
+    const st = await lstat(entry).catch(absentIsFine);
+    if (!st) return;
+    if (!st.isDirectory()) {
+      whole.push(entry);
+      return;
+    }
+    alone.push(entry);
+    await Promise.all((await readdir(entry)).map((name) => visit(path.join(entry, name))));
+  };
+  await Promise.all(folders.map(visit));
+  await Promise.all([
+    ...(whole.length > 0 ? [giveTrees(whole, uid)] : []),
+    ...alone.map((folder) => lchown(folder, uid, uid)),
+  ]);
 }
 
 /** A folder of the agent's own (its home): made when missing, its alone (0700). */
