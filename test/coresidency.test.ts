@@ -1,7 +1,8 @@
 /** Co-residency is recorded before the agent starts, as counters and a warning, never changing the outcome [R5]. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from './support/harness';
-import { createTask, launch, pidOf, registerRepo } from './support/scenario';
+import { hostTaskQueue } from '../domain/workflow-ids';
+import { createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
 import { gitWrapper, makeRepo } from './support/world';
 
 let h: Harness;
@@ -109,7 +110,15 @@ describe('co-residency observation [R5]', () => {
       // for its (slow) validation: each observes the other.
       await slow.stopWorker();
       const pending = [launch(slow, taskId), launch(slow, taskId)];
-      await new Promise((r) => setTimeout(r, 300));
+      // Both started on the engine (their workflows wait for a worker), then the worker comes back.
+      await waitUntil(async () => {
+        let running = 0;
+        for await (const wf of slow.temporal.workflow.list({
+          query: `WorkflowType = "launchSession" AND ExecutionStatus = "Running" AND TaskQueue = "${hostTaskQueue(slow.config.taskQueue, slow.config.hostId)}"`,
+        }))
+          if (wf.workflowId) running++;
+        return running === 2;
+      }, 'both launches started on the engine');
       await slow.startWorker({ gitBinary: gitWrapper(slow.scratch, { sleepOnWorktreeList: 1 }) });
       const results = await Promise.all(pending);
       const ids = [];

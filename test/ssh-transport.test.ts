@@ -5,12 +5,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeSshConnections, SshRefusal, type SshTarget } from '../ssh/connection';
 import { runRemote } from '../ssh/remote-exec';
+import { waitUntil } from './support/scenario';
 import { startSshServer, type SshServer } from './support/ssh-server';
 
 let server: SshServer;
@@ -194,8 +196,13 @@ describe('runRemote', () => {
   });
 
   it('a target that goes down mid-command ends the run ssh_target_unavailable connection_lost, not a hang', async () => {
-    const running = refusalOf(runRemote(target, 'echo started; sleep 30', []));
-    await new Promise((r) => setTimeout(r, 500));
+    // The command writes a file once it runs on the target (the same machine): the server stops then.
+    const started = path.join(os.tmpdir(), `tws-ssh-started-${randomBytes(6).toString('hex')}`);
+    let settled = false;
+    const running = refusalOf(runRemote(target, `touch "${started}"; sleep 30`, [])).finally(() => (settled = true));
+    await waitUntil(async () => settled || existsSync(started), 'the command running on the target');
+    expect(settled, 'the run ended before the target went down').toBe(false);
+    await rm(started, { force: true });
     await server.stop();
     const startedAt = Date.now();
     const refusal = await running;
