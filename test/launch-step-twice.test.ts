@@ -24,6 +24,21 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
+/** A worktree launch of the task admitted as its first (it materializes), as the launch workflow admits it. */
+async function admitFirstLaunch(records: ReturnType<typeof createRecordActivities>, taskId: string) {
+  const plan = await records.admitLaunch({
+    sessionId: randomUUID(),
+    taskId,
+    executorType: 'worktree',
+    agentProfile: 'shell',
+    command: SLEEPER,
+    name: null,
+    hostId: h.config.hostId,
+  });
+  expect(plan.role).toBe('materialized');
+  return plan;
+}
+
 it('two runs of one first launch step at once end as one after the other: one worktree, one agent, both answered alike', async () => {
   const repo = makeRepo(h.scratch, 'twice');
   const taskId = await createTask(h, [await registerRepo(h, repo, 'twice')]);
@@ -36,16 +51,7 @@ it('two runs of one first launch step at once end as one after the other: one wo
   };
   const records = createRecordActivities(deps);
   const host = createHostActivities(deps);
-  const plan = await records.admitLaunch({
-    sessionId: randomUUID(),
-    taskId,
-    executorType: 'worktree',
-    agentProfile: 'shell',
-    command: SLEEPER,
-    name: null,
-    hostId: h.config.hostId,
-  });
-  expect(plan.role).toBe('materialized');
+  const plan = await admitFirstLaunch(records, taskId);
   const input = {
     plan,
     command: SLEEPER,
@@ -75,15 +81,7 @@ it("a new workspace given to its agent's uid keeps every pointer git follows the
   const repo = makeRepo(h.scratch, 'given');
   const taskId = await createTask(h, [await registerRepo(h, repo, 'given')]);
   const deps = { pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) };
-  const plan = await createRecordActivities(deps).admitLaunch({
-    sessionId: randomUUID(),
-    taskId,
-    executorType: 'worktree',
-    agentProfile: 'shell',
-    command: SLEEPER,
-    name: null,
-    hostId: h.config.hostId,
-  });
+  const plan = await admitFirstLaunch(createRecordActivities(deps), taskId);
   const made = await createHostActivities(deps).materializeWorkspace(plan);
   const published = publishedPlan(plan, made);
   await giveNewWorkspace(deps, published);

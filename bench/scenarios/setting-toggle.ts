@@ -170,8 +170,10 @@ export async function runSettingToggle(ctx: BenchContext, toggle: SettingToggle)
     };
   } finally {
     // The first host as it first ran, for the scenarios after this one; the second one gone.
-    await killAgents(ctx.pool).catch(() => 0);
-    await twin.stop().catch(() => undefined);
-    await hosts[0].restart({}).catch(() => undefined);
+    // Said, never thrown over the scenario's own outcome: the scenarios after it meet what is left.
+    const said = (what: string) => (err: unknown) => ctx.log(`${toggle.name}: ${what} failed: ${String(err)}`);
+    await killAgents(ctx.pool).catch(said('killing the agents'));
+    await twin.stop().catch(said('stopping the second host'));
+    await hosts[0].restart({}).catch(said('restarting the first host as it first ran'));
   }
 }
