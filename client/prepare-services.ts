@@ -45,18 +45,46 @@ async function waitForTemporal(
   }
 }
 
-/** `engineEnv`: the credentials the services will connect with (the launcher's, for its own engine). */
+/**
+ * The engine's first call on the namespace: one that is not there is waited for a while (an engine
+ * still making it), then named in one line, as the worker and the gateway name it; any other
+ * refusal at once, the same way. An error the engine's diagnosis does not explain is thrown as it is.
+ */
+async function onNamespace(call: () => Promise<void>, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      const failure = await engineFailure(err, env).catch(() => null);
+      if (!failure) throw err;
+      if (!failure.notUpYet || Date.now() > deadline) throw new Error(failure.line);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }
+}
+
+/**
+ * `engineEnv`: the credentials the services will connect with (the launcher's, for its own engine).
+ * `namespaceWaitMs`: how long a namespace that is not there is waited for (15 s).
+ */
 export async function prepareServices(opts: {
   databaseUrl: string;
   temporalAddress: string;
   namespace: string;
   isTemporalDead?: () => boolean;
   engineEnv?: NodeJS.ProcessEnv;
+  namespaceWaitMs?: number;
 }): Promise<void> {
   await waitForTemporal(opts.temporalAddress, opts.isTemporalDead, undefined, opts.engineEnv);
   const client = await connectClient(opts.temporalAddress, opts.namespace, opts.engineEnv);
+  const env = {
+    ...(opts.engineEnv ?? process.env),
+    TEMPORAL_ADDRESS: opts.temporalAddress,
+    TEMPORAL_NAMESPACE: opts.namespace,
+  };
   try {
-    await ensureSearchAttributes(client, opts.namespace);
+    await onNamespace(() => ensureSearchAttributes(client, opts.namespace), env, opts.namespaceWaitMs ?? 15_000);
   } finally {
     await client.connection.close();
   }
