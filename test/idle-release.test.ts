@@ -283,6 +283,33 @@ describe('idle release [R6.9]', () => {
     expect(parentLaunch.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.envId });
   });
 
+  it("a workspace a child's session (inherit_parent) works in is kept by the parent's idle release: the child's resume finds it as it was [R6.10]", async () => {
+    const r = await repo();
+    const t = await stoppedTask(r);
+    const child = await createTask(h, [r.id], { parentTaskId: t.taskId, workspace: { mode: 'inherit_parent' } });
+    const childLaunch = await launch(h, child);
+    expect(childLaunch.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.envId });
+    const childSession = childLaunch.body.sessionId as string;
+    expect((await h.api('POST', `/v1/sessions/${childSession}/stop`)).status).toBe(200);
+    const worktree = worktreeOf(t.taskId, r.name);
+    makeWork(worktree);
+    const before = workOf(worktree);
+    const status = statusOf(worktree);
+
+    // The release keeps what a child borrows (its session, stopped, may resume): nothing saved, nothing removed.
+    const job = await releaseIdleTask(h, t.taskId);
+    expect(job.state).toBe('succeeded');
+    expect(job.report).toMatchObject({ worktrees: [], borrowed: [{ action: 'kept', environmentId: t.envId }] });
+    expect(workOf(worktree)).toBe(before);
+    expect(await savedWorkOf(h, r.id, t.taskId)).toEqual([]);
+
+    const resumed = await h.api('POST', `/v1/sessions/${childSession}/resume`, {});
+    expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
+    expect(processCwd(await pidOf(h, childSession))).toBe(worktree);
+    expect(workOf(worktree)).toBe(before);
+    expect(statusOf(worktree)).toEqual(status);
+  });
+
   it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
     const { r, t, worktree, before } = await releasedWithWork();
 
