@@ -49,6 +49,13 @@ async function stoppedTask(r: { id: string }, extra: Record<string, unknown> = {
 const releaseNow = (body: Record<string, unknown> = {}) =>
   h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1, ...body }, OPERATOR_TOKEN);
 
+/** Work of every kind (makeWork) in a task's worktree: where it is, what it is file by file, and git's status of it. */
+function workIn(taskId: string, repositoryName: string) {
+  const worktree = worktreeOf(taskId, repositoryName);
+  makeWork(worktree);
+  return { worktree, before: workOf(worktree), status: statusOf(worktree) };
+}
+
 /**
  * A stopped task with work of every kind (makeWork) in its worktree, released idle: its
  * worktree gone, and what the work was, file by file, and git's status of it (index and files).
@@ -56,10 +63,7 @@ const releaseNow = (body: Record<string, unknown> = {}) =>
 async function releasedWithWork() {
   const r = await repo();
   const t = await stoppedTask(r);
-  const worktree = worktreeOf(t.taskId, r.name);
-  makeWork(worktree);
-  const before = workOf(worktree);
-  const status = statusOf(worktree);
+  const { worktree, before, status } = workIn(t.taskId, r.name);
   const job = await releaseIdleTask(h, t.taskId);
   expect(job.state).toBe('succeeded');
   expect(existsSync(worktree)).toBe(false);
@@ -291,10 +295,7 @@ describe('idle release [R6.9]', () => {
     expect(childLaunch.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.envId });
     const childSession = childLaunch.body.sessionId as string;
     expect((await h.api('POST', `/v1/sessions/${childSession}/stop`)).status).toBe(200);
-    const worktree = worktreeOf(t.taskId, r.name);
-    makeWork(worktree);
-    const before = workOf(worktree);
-    const status = statusOf(worktree);
+    const { worktree, before, status } = workIn(t.taskId, r.name);
 
     // The release keeps what a child borrows (its session, stopped, may resume): nothing saved, nothing removed.
     const job = await releaseIdleTask(h, t.taskId);
