@@ -13,12 +13,11 @@
  *   <dataDir>/agent-objects/<key>/common-dir  the repository's common git dir (written by the service only)
  * with <key> a hash of the worktree's path: one store per worktree, shared by its sessions.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { constants } from 'node:fs';
-import { mkdir, open, readFile, realpath, rename, rm, type FileHandle } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { OBJECTS_BASE_MOUNT } from '../domain/sandbox';
-import { codeOf, DIR_FLAGS, openDirIfPresent, readRegularFile, via } from './untrusted-folder';
+import { codeOf, DIR_FLAGS, openDirIfPresent, readRegularFile, replaceFile, via } from './untrusted-folder';
 
 /** The folder inside the store that the repository's real objects are bound onto, read-only. */
 const BASE_MOUNT = OBJECTS_BASE_MOUNT;
@@ -98,18 +97,6 @@ export async function prepareObjectStore(
     await replaceFile(keyFolder, 'common-dir', commonDir, 0o600).finally(() => keyFolder.close());
   }
   return store;
-}
-
-/** A file written beside its name and renamed over it: a reader sees the old text or the new, never a part. */
-async function replaceFile(dir: FileHandle, name: string, text: string, mode: number): Promise<void> {
-  const temporary = `.${name}.tws-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const file = await open(
-    via(dir, temporary),
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    mode,
-  );
-  await file.writeFile(text).finally(() => file.close());
-  await rename(via(dir, temporary), via(dir, name));
 }
 
 /** The store of a worktree that is gone: its objects were brought home first (cleanup does both, in that order). */

@@ -4,8 +4,9 @@
  * descriptors, and a folder swapped for a link meanwhile is never followed. Shared by the
  * store's preparation and by bringing its objects home.
  */
+import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 
 export const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW;
@@ -39,4 +40,23 @@ export async function readRegularFile(p: string): Promise<Buffer | null> {
   } finally {
     await file.close();
   }
+}
+
+/**
+ * A file written beside its name, through the folder's descriptor, and renamed over it: a reader
+ * sees the old text or the new, never a part; a link planted at either name is never followed. Its
+ * own temporary file goes when the rename fails, whose failure is the one said.
+ */
+export async function replaceFile(dir: FileHandle, name: string, text: string, mode: number): Promise<void> {
+  const temporary = `.${name}.tws-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const file = await open(
+    via(dir, temporary),
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
+  await file.writeFile(text).finally(() => file.close());
+  await rename(via(dir, temporary), via(dir, name)).catch(async (err: unknown) => {
+    await unlink(via(dir, temporary)).catch(() => undefined);
+    throw err;
+  });
 }

@@ -1,9 +1,9 @@
 /** Small filesystem facts the workspace activities share. */
-import { randomUUID } from 'node:crypto';
-import { lstat, readFile, realpath, rename, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { lstat, open, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../../domain/task-layout';
+import { DIR_FLAGS, replaceFile } from '../../git/untrusted-folder';
 
 export async function isRealDirectory(p: string): Promise<boolean> {
   try {
@@ -81,13 +81,8 @@ export async function readMarker(taskFolder: string): Promise<OwnershipMarker | 
  * new one, never an empty file that would read as another task's.
  */
 export async function writeMarker(taskFolder: string, text: string): Promise<void> {
-  const marker = path.join(taskFolder, OWNERSHIP_MARKER_FILE);
-  const written = `${marker}.${randomUUID()}.tmp`;
-  await writeFile(written, text, { flag: 'wx' });
-  await rename(written, marker).catch(async (err: unknown) => {
-    await unlink(written).catch(() => undefined); // its own temporary file; the rename's failure is the one said
-    throw err;
-  });
+  const folder = await open(taskFolder, DIR_FLAGS);
+  await replaceFile(folder, OWNERSHIP_MARKER_FILE, text, 0o644).finally(() => folder.close());
 }
 
 /** Whether the task folder's marker names this task (an absent or unreadable one does not). */
