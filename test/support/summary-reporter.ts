@@ -2,7 +2,8 @@
  * Prints the plain closing line CI reads ("N passed, N failed"), after vitest's own report, and
  * before it the slowest files (a file's own time, its hooks included, and its longest test), so
  * that every run, CI's too, says where the suite's time goes. The whole list, per file and per
- * test, is written to `.build/test-times.json`.
+ * test, is written to `.build/test-times.json`. A failed test is named again in the closing lines,
+ * with the first line of its error, because CI keeps only the end of the output.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,16 +17,24 @@ export default class SummaryReporter implements Reporter {
     let failed = 0;
     let skipped = 0;
     const files: { file: string; seconds: number; tests: { name: string; seconds: number }[] }[] = [];
+    const failures: string[] = [];
     for (const module of testModules) {
       const tests: { name: string; seconds: number }[] = [];
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
-        else skipped++;
+        else if (state === 'failed') {
+          failed++;
+          failures.push(
+            `${path.relative(process.cwd(), module.moduleId)} > ${test.fullName}: ${firstLine(test.result().errors)}`,
+          );
+        } else skipped++;
         tests.push({ name: test.fullName, seconds: (test.diagnostic()?.duration ?? 0) / 1000 });
       }
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
+      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) {
+        failed++;
+        failures.push(`${path.relative(process.cwd(), module.moduleId)}: ${firstLine(module.errors())}`);
+      }
       const d = module.diagnostic();
       files.push({
         file: path.relative(process.cwd(), module.moduleId),
@@ -48,6 +57,16 @@ export default class SummaryReporter implements Reporter {
         `  ${f.seconds.toFixed(1).padStart(6)} s  ${f.file}${longest ? `  (longest test ${longest.seconds.toFixed(1)} s)` : ''}`,
       );
     }
+    if (failures.length > 0) {
+      console.log('\nFailed:');
+      for (const f of failures) console.log(`  ${f}`);
+    }
     console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
   }
+}
+
+/** The first line of a test's first error, short enough for CI's tail. */
+function firstLine(errors: ReadonlyArray<{ message?: string }> | undefined): string {
+  const message = errors?.[0]?.message ?? '(no error recorded)';
+  return (message.split('\n')[0] ?? '').slice(0, 300);
 }
