@@ -161,9 +161,14 @@ export async function createHarness(
     children.push(child);
     return child;
   };
-  /** The environment a service process of this harness reads: the same database, queue, host and folders. */
+  /**
+   * The environment a service process of this harness reads: the same database, queue, host and
+   * folders, and the run's workflow bundle, as the launcher gives its services (without it a
+   * spawned worker ran webpack at each start: 1.5 s of CPU of its 5).
+   */
   const serviceEnv = (extra: Record<string, string>): Record<string, string> => ({
     ...(process.env as Record<string, string>),
+    TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     TWS_TASK_QUEUE: config.taskQueue,
@@ -212,7 +217,6 @@ export async function createHarness(
         TWS_API_PORT: String(port),
         TWS_USER_TOKEN: USER_TOKEN,
         TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
-        TWS_WORKFLOW_BUNDLE: inject('workflowBundlePath'),
         ...extraEnv,
       });
       const errorOut = stderrFile ? openSync(stderrFile, 'a') : null;
