@@ -28,9 +28,15 @@ export interface SuccessorCandidate {
  * - `hand_over`: the owner goes away (delete): a group member, else a borrower, takes it.
  * - `hand_over_to_group`: the owner is archived: a group member takes it, so the group keeps
  *   launching and attaching; a borrower outside the group only keeps it from being cleaned.
- * - `keep`: the owner stays (a reset or an abandonment): a borrower keeps it from being cleaned.
+ * - `keep`: the owner stays (a reset): a borrower keeps it from being cleaned.
+ * - `release`: no task using it runs an agent (the preparation refuses `session_running` under
+ *   the task's lock, and an idle release looks again there): it is released for all of them. An
+ *   idle release saves its work and the next launch or resume of any of them makes it again
+ *   [R6.9, R6.10]; an abandonment touches no file and the next launch starts afresh. Kept for an
+ *   idle borrower, a group's workspace was never released, nor abandoned, while two members had
+ *   sessions on it (issue 48, item B).
  */
-type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'keep';
+type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'keep' | 'release';
 
 const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   archive: 'hand_over_to_group',
@@ -40,9 +46,9 @@ const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   board_delete: 'hand_over',
   quick_chat_expiry: 'hand_over',
   environment_reset: 'keep',
-  environment_abandon: 'keep',
+  environment_abandon: 'release',
   // The owner stays; an environment a busy task borrows is not idle, so it is never selected.
-  idle_release: 'keep',
+  idle_release: 'release',
 };
 
 export type BorrowedDecision = { action: 'clean' } | { action: 'kept' } | { action: 'handed_over'; toTaskId: string };
@@ -61,5 +67,6 @@ export function decideBorrowedEnvironment(trigger: CleanupTrigger, candidates: S
     return successor ? { action: 'handed_over', toTaskId: successor.taskId } : { action: 'clean' };
   }
   if (rule === 'hand_over_to_group' && members[0]) return { action: 'handed_over', toTaskId: members[0].taskId };
+  if (rule === 'release') return { action: 'clean' };
   return borrowers.length > 0 ? { action: 'kept' } : { action: 'clean' };
 }

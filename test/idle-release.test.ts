@@ -287,7 +287,7 @@ describe('idle release [R6.9]', () => {
     expect(parentLaunch.body).toMatchObject({ role: 'attached', taskEnvironmentId: t.envId });
   });
 
-  it("a workspace a child's session (inherit_parent) works in is kept by the parent's idle release: the child's resume finds it as it was [R6.10]", async () => {
+  it("a workspace whose child's session (inherit_parent) is stopped is released with its parent's: the child's resume makes it again, the work restored [R6.9, R6.10]", async () => {
     const r = await repo();
     const t = await stoppedTask(r);
     const child = await createTask(h, [r.id], { parentTaskId: t.taskId, workspace: { mode: 'inherit_parent' } });
@@ -297,18 +297,24 @@ describe('idle release [R6.9]', () => {
     expect((await h.api('POST', `/v1/sessions/${childSession}/stop`)).status).toBe(200);
     const { worktree, before, status } = workIn(t.taskId, r.name);
 
-    // The release keeps what a child borrows (its session, stopped, may resume): nothing saved, nothing removed.
+    // Every task using it is idle: released for all of them, the work saved, nothing kept aside.
     const job = await releaseIdleTask(h, t.taskId);
     expect(job.state).toBe('succeeded');
-    expect(job.report).toMatchObject({ worktrees: [], borrowed: [{ action: 'kept', environmentId: t.envId }] });
-    expect(workOf(worktree)).toBe(before);
-    expect(await savedWorkOf(h, r.id, t.taskId)).toEqual([]);
+    expect(job.report.borrowed).toEqual([]);
+    expect(existsSync(worktree)).toBe(false);
+    expect(await savedWorkOf(h, r.id, t.taskId)).toMatchObject([{ restore: null, trigger: 'idle_release' }]);
+    expect((await h.pool.query('SELECT status FROM task_environments WHERE id = $1', [t.envId])).rows[0].status).toBe(
+      'released',
+    );
 
     const resumed = await h.api('POST', `/v1/sessions/${childSession}/resume`, {});
     expect([200, 201], JSON.stringify(resumed.body)).toContain(resumed.status);
     expect(processCwd(await pidOf(h, childSession))).toBe(worktree);
     expect(workOf(worktree)).toBe(before);
     expect(statusOf(worktree)).toEqual(status);
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [child])).rows[0].n,
+    ).toBe(0);
   });
 
   it('a resume of the released session materializes again and restores the work, as a launch does [R6.10]', async () => {
