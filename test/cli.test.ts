@@ -378,6 +378,29 @@ describe("tws on an operator's machine [issue 27]", () => {
     );
   });
 
+  it("with an engine of the operator's and no TWS_TEMPORAL_UI_URL, jobs and job print no Temporal link (issue 48, item 14)", async () => {
+    const t = await stoppedTask('cli-no-ui');
+    const { operationId } = await archive(h, t.taskId);
+    await waitForJob(h, operationId);
+    // A gateway of the same instance whose engine is named by TEMPORAL_ADDRESS alone: no UI is known.
+    const gateway = await h.spawnGateway({ TWS_TEMPORAL_UI_URL: '' });
+    try {
+      expect((await gateway.api('GET', `/v1/cleanup-jobs/${operationId}`)).body.links).toEqual({});
+      const jobs = await tws(['jobs', '--task', t.taskId], { TWS_API_URL: gateway.url });
+      expect(jobs.code, jobs.stderr).toBe(0);
+      const [header, row] = jobs.stdout.split('\n');
+      expect(header).toMatch(/\btemporal\b/);
+      expect(row).toContain(operationId);
+      expect(row).not.toMatch(/https?:/);
+      const job = await tws(['job', operationId], { TWS_API_URL: gateway.url });
+      expect(job.code, job.stderr).toBe(0);
+      expect(job.stdout).toMatch(/^workflow: \S+$/m);
+      expect(job.stdout).not.toMatch(/https?:/);
+    } finally {
+      gateway.child.kill('SIGTERM');
+    }
+  });
+
   it('tasks lists the active tasks, or the archived ones', async () => {
     const active = await stoppedTask('cli-tasks-active');
     const archived = await stoppedTask('cli-tasks-archived');
