@@ -7,7 +7,7 @@ import type pg from 'pg';
 import type { WorkspaceMode } from '../domain/admission';
 import type { RepositorySlot } from '../domain/launch-plan';
 import { environmentById, environmentOfTask, type EnvironmentRow } from './environments';
-import type { Db } from './pool';
+import { inTransaction, type Db } from './pool';
 import { taskRepositories } from './tasks';
 
 export interface AdmissionTarget {
@@ -90,4 +90,19 @@ export async function admissionTarget(client: pg.PoolClient, task: TaskLink): Pr
     return { env: null, ownerTaskId: task.id, unavailable: true, groupId: null, slots: [] };
   const upstream = await admissionTarget(client, { ...current, workspace_mode: current.workspace_mode });
   return { ...upstream, unavailable: upstream.env === null };
+}
+
+/**
+ * The task that owns the environment a task's workspace mode makes it work in, when that is
+ * another task's (its group's, its parent's) and one exists; null when it is its own or there is
+ * none. A reset or abandon asked of such a task would end with nothing done: the environment is
+ * not its own (routes/cleanup.ts refuses it, naming the owner).
+ */
+export async function environmentOwnerElsewhere(pool: pg.Pool, taskId: string): Promise<string | null> {
+  return inTransaction(pool, async (client) => {
+    const task = await taskLink(client, taskId);
+    if (!task || task.workspace_mode === 'new_workspace') return null;
+    const target = await admissionTarget(client, task);
+    return target.env && target.env.task_id !== taskId ? target.env.task_id : null;
+  });
 }

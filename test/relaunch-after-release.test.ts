@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createGroupTasks, launch, pidOf, registerRepo } from './support/scenario';
+import { createGroupTasks, createTask, launch, pidOf, registerRepo } from './support/scenario';
 import { git, makeRepo, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
@@ -119,5 +119,30 @@ describe("a shared group's workspace launches again after it went away while idl
     expect(saved).toHaveLength(1);
     expect(saved[0]).toMatchObject({ restore: 'abandoned', trigger: 'idle_release' });
     expect(git(g.repo, 'show', `${saved[0].commit}:notes.txt`)).toBe('work of the group');
+  });
+});
+
+describe('a reset or abandon asked of a task that works in a workspace it does not own', () => {
+  it("is refused 400 naming the task that owns it (its group's, its parent's), and changes nothing", async () => {
+    const g = await idleGroup();
+    const child = await createTask(h, [g.repositoryId], { parentTaskId: g.g1, workspace: { mode: 'inherit_parent' } });
+    const before = await h.pool.query('SELECT id, status, workspace_path FROM task_environments ORDER BY id');
+    for (const taskId of [g.g2, child])
+      for (const body of [{ abandon: true }, {}]) {
+        const res = await h.api('POST', `/v1/tasks/${taskId}/environment/reset`, body, OPERATOR_TOKEN);
+        expect(res.status, JSON.stringify(res.body)).toBe(400);
+        expect(res.body.error.code).toBe('invalid_request');
+        expect(res.body.error.message).toContain(`task ${g.g1}`);
+        expect(JSON.stringify(res.body)).not.toContain(h.scratch);
+      }
+    expect((await h.pool.query('SELECT id, status, workspace_path FROM task_environments ORDER BY id')).rows).toEqual(
+      before.rows,
+    );
+    expect((await h.pool.query('SELECT 1 FROM cleanup_jobs WHERE task_id = ANY($1)', [[g.g2, child]])).rowCount).toBe(
+      0,
+    );
+    expect(readFileSync(path.join(g.worktree, 'notes.txt'), 'utf8')).toBe('work of the group\n');
+    // The owner's own reset is not refused.
+    await abandon(g.g1);
   });
 });

@@ -105,7 +105,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/tasks/{id}/environment/reset': {
     summary: "Reset a task's environment",
     description:
-      "Starts the cleanup that releases the task's environment so the next launch starts afresh (202); `abandon: true` ends a stuck one at once (200). 409 `session_running` while a session of the task works.",
+      "Starts the cleanup that releases the task's environment so the next launch starts afresh (202); `abandon: true` ends a stuck one at once (200). 409 `session_running` while a session of the task works; 400 for a task that works in its group's or its parent's workspace (the message names the task that owns it: reset that one).",
   },
   'POST /v1/tasks/{id}/pin': {
     summary: 'Pin a task',

@@ -1,12 +1,13 @@
 /** Archive, unarchive, delete, environment reset and board delete: the requests that start (or end) a cleanup [R6]; its jobs are watched in routes/cleanup-jobs.ts. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { environmentOwnerElsewhere } from '../../../db/admission-target';
 import { activeJobOfTask, continuedJobOf } from '../../../db/cleanup-jobs';
 import { boardExists } from '../../../db/catalog';
 import { findTask, unarchiveTask } from '../../../db/tasks';
 import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
 import { abandonEnvironment, cancelCleanup, startBoardDelete, startCleanup } from '../../engine-cleanup';
-import { ApiError, notFound, refusalError } from '../api-error';
+import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
 import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
@@ -154,6 +155,13 @@ export function cleanupRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
+        // A task working in its group's or its parent's workspace has none of its own to reset:
+        // the job would end at once with nothing done. Said, with the task that owns it.
+        const owner = await environmentOwnerElsewhere(ctx.pool, request.params.id);
+        if (owner)
+          throw badRequest(
+            `This task works in the workspace of task ${owner} (its group's or its parent's): reset or abandon that task's environment.`,
+          );
         if (!request.body?.abandon) return reply.code(202).send(await start(request.params.id, 'environment_reset'));
         const ended = await abandon(request.params.id);
         request.log.info(
