@@ -6,15 +6,14 @@
  * ownership marker is beside the worktrees it vouches for and names the new owner, and no other
  * folder gets one.
  */
-import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { agentOutputUntil, createGroupTasks, launch, registerRepo } from './support/scenario';
-import { git, makeRepo, processCwd, worktreePaths } from './support/world';
+import { agentOutputUntil, groupSharingOne, launch } from './support/scenario';
+import { git, processCwd, worktreePaths } from './support/world';
 import { pidOf } from './support/scenario';
 
 let h: Harness;
@@ -26,23 +25,9 @@ const markerIn = (folder: string): unknown =>
     ? JSON.parse(readFileSync(path.join(folder, OWNERSHIP_MARKER_FILE), 'utf8'))
     : null;
 
-/** A group of two on one repository: G1 materializes its workspace, G2 attaches to it. */
-async function groupSharingOne(prefix: string) {
-  const name = `${prefix}-${randomUUID().slice(0, 8)}`;
-  const repo = makeRepo(h.scratch, name);
-  const repositoryId = await registerRepo(h, repo, name);
-  const { tasks } = await createGroupTasks(h, [repositoryId], 2);
-  const [g1, g2] = tasks as [string, string];
-  const first = await launch(h, g1);
-  expect(first.status, JSON.stringify(first.body)).toBe(201);
-  const second = await launch(h, g2);
-  expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
-  return { name, repo, repositoryId, g1, g2, first, second };
-}
-
 /** G1 materializes, G2 attaches, G1 is archived (the environment goes to G2), then G2 is stopped and archived. */
 async function handedOverAndArchived(dirty: boolean) {
-  const { name, repo, repositoryId, g1, g2, first, second } = await groupSharingOne('handed');
+  const { name, repo, repositoryId, g1, g2, first, second } = await groupSharingOne(h, 'handed');
   const folder = path.join(h.config.workspaceRoot, taskDirName(g1));
   const worktree = path.join(folder, name);
   if (dirty) writeFileSync(path.join(worktree, 'notes.txt'), "the user's uncommitted work\n");
@@ -92,7 +77,7 @@ describe('a handed-over group workspace launches again after its new owner archi
 
 describe('a handed-over group workspace abandoned by the operator launches afresh (issue 48, item B)', () => {
   it("the next launch makes a new folder on a new branch; the old owner's folder and branch stay as they are", async () => {
-    const { name, repo, g1, g2, second } = await groupSharingOne('abandoned');
+    const { name, repo, g1, g2, second } = await groupSharingOne(h, 'abandoned');
     const oldWorktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);
     writeFileSync(path.join(oldWorktree, 'notes.txt'), 'kept where it is\n');
     const handOver = await waitForJob(h, (await archive(h, g1)).operationId);

@@ -5,15 +5,14 @@
  * here by launches of the member that did not make it first, then of the one that did: every
  * launch is admitted, the group has one workspace, and nothing of the old one is lost.
  */
-import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { savedWorkOf, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { createGroupTasks, createTask, launch, pidOf, registerRepo } from './support/scenario';
-import { git, makeRepo, processCwd, worktreePaths } from './support/world';
+import { createTask, groupSharingOne, launch, pidOf } from './support/scenario';
+import { git, processCwd, worktreePaths } from './support/world';
 
 let h: Harness;
 beforeAll(async () => void (h = await createHarness()));
@@ -21,15 +20,7 @@ afterAll(async () => h?.close());
 
 /** A group of two on one repository: G1 makes the workspace, G2 attaches; a file of work in it; both stopped. */
 async function idleGroup() {
-  const name = `relaunch-${randomUUID().slice(0, 8)}`;
-  const repo = makeRepo(h.scratch, name);
-  const repositoryId = await registerRepo(h, repo, name);
-  const { tasks } = await createGroupTasks(h, [repositoryId], 2);
-  const [g1, g2] = tasks as [string, string];
-  const first = await launch(h, g1);
-  expect(first.status, JSON.stringify(first.body)).toBe(201);
-  const second = await launch(h, g2);
-  expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+  const { name, repo, repositoryId, g1, g2, first, second } = await groupSharingOne(h, 'relaunch');
   const worktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);
   writeFileSync(path.join(worktree, 'notes.txt'), 'work of the group\n');
   for (const s of [first, second])

@@ -1,4 +1,5 @@
 /** Steps through the public HTTP surface that many tests share. */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { Harness } from './harness';
@@ -247,4 +248,21 @@ export function rawRequest(baseUrl: string, head: string): Promise<{ status: num
       resolve({ status, body });
     });
   });
+}
+
+/**
+ * A shared group of two on a repository of its own (`<prefix>-<random>`): G1 launches and makes
+ * the group's workspace, G2 launches and attaches to it. Both agents run.
+ */
+export async function groupSharingOne(h: Harness, prefix: string) {
+  const name = `${prefix}-${randomUUID().slice(0, 8)}`;
+  const repo = makeRepo(h.scratch, name);
+  const repositoryId = await registerRepo(h, repo, name);
+  const { tasks } = await createGroupTasks(h, [repositoryId], 2);
+  const [g1, g2] = tasks as [string, string];
+  const first = await launch(h, g1);
+  expect(first.status, JSON.stringify(first.body)).toBe(201);
+  const second = await launch(h, g2);
+  expect(second.body).toMatchObject({ role: 'attached', taskEnvironmentId: first.body.taskEnvironmentId });
+  return { name, repo, repositoryId, g1, g2, first, second };
 }
