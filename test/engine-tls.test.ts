@@ -263,7 +263,7 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
 });
 
 describe('an endpoint that closes after the TLS handshake, without an alert (issue 48, item 10)', () => {
-  it('the set-up refuses in seconds, saying it may want a client certificate, instead of waiting out its minute', async () => {
+  it('the set-up refuses in seconds, saying it may want a client certificate, instead of waiting out its minute; the worker and the gateway say the same', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const [key, cert] = await Promise.all([readFile(certs.serverKey), readFile(certs.serverCert)]);
     // Asks for no certificate and ends every connection once it is up: as a front that wants one does.
@@ -271,14 +271,20 @@ describe('an endpoint that closes after the TLS handshake, without an alert (iss
     await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
     cleanups.push(() => new Promise<void>((resolve) => closing.close(() => resolve())));
     const address = `127.0.0.1:${(closing.address() as AddressInfo).port}`;
-    const setUp = await refusedStart(h, 'client/prepare-main.ts', { TEMPORAL_ADDRESS: address, ...trustProxy() });
-    expectOneLine(
-      setUp,
+    const engine = { TEMPORAL_ADDRESS: address, ...trustProxy() };
+    const [setUp, worker, gateway] = await Promise.all([
+      refusedStart(h, 'client/prepare-main.ts', engine),
+      refusedStart(h, 'worker/main.ts', engine),
+      refusedStart(h, 'client/gateway/main.ts', engine),
+    ]);
+    const closedLine = (part: string) =>
       new RegExp(
-        `^set-up failed: cannot reach the Temporal engine at ${address}: it closed the connection after the TLS handshake: does it want a client certificate`,
-      ),
-      [certs.caCert],
-    );
+        `^${part}: cannot reach the Temporal engine at ${address}: it closed the connection after the TLS handshake: does it want a client certificate`,
+      );
+    expectOneLine(setUp, closedLine('set-up failed'), [certs.caCert]);
+    // The worker and the gateway, started alone against it, say the same in one line.
+    expectOneLine(worker, closedLine('worker'), [certs.caCert]);
+    expectOneLine(gateway, closedLine('gateway'), [certs.caCert]);
     // Well inside the minute a not-yet-started engine is waited for.
     expect(setUp.ms).toBeLessThan(20_000);
   });
