@@ -28,15 +28,15 @@ export interface SuccessorCandidate {
  * - `hand_over`: the owner goes away (delete): a group member, else a borrower, takes it.
  * - `hand_over_to_group`: the owner is archived: a group member takes it, so the group keeps
  *   launching and attaching; a borrower outside the group only keeps it from being cleaned.
- * - `keep`: the owner stays (a reset): a borrower keeps it from being cleaned.
- * - `release`: no task using it runs an agent (the preparation refuses `session_running` under
- *   the task's lock, and an idle release looks again there): it is released for all of them. An
- *   idle release saves its work and the next launch or resume of any of them makes it again
- *   [R6.9, R6.10]; an abandonment touches no file and the next launch starts afresh. Kept for an
- *   idle borrower, a group's workspace was never released, nor abandoned, while two members had
- *   sessions on it (issue 48, item B).
+ * - `release`: the owner stays (a reset, an abandonment, an idle release) and no task using it
+ *   runs an agent (the preparation refuses `session_running` under the task's lock, and an idle
+ *   release looks again there): it is released for all of them, and the next launch or resume of
+ *   any of them makes it again. An idle release saves its work first [R6.9, R6.10]; a reset
+ *   removes what its audit allows; an abandonment touches no file. Kept for an idle borrower, a
+ *   group's workspace was never released, reset nor abandoned while two members had sessions on
+ *   it: the job said `succeeded` with nothing done (issue 48, item B).
  */
-type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'keep' | 'release';
+type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'release';
 
 const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   archive: 'hand_over_to_group',
@@ -45,9 +45,8 @@ const BORROWED_ENVIRONMENT_RULE: Record<CleanupTrigger, BorrowedRule> = {
   delete: 'hand_over',
   board_delete: 'hand_over',
   quick_chat_expiry: 'hand_over',
-  environment_reset: 'keep',
+  environment_reset: 'release',
   environment_abandon: 'release',
-  // The owner stays; an environment a busy task borrows is not idle, so it is never selected.
   idle_release: 'release',
 };
 
@@ -66,7 +65,7 @@ export function decideBorrowedEnvironment(trigger: CleanupTrigger, candidates: S
     const successor = members[0] ?? borrowers.find((c) => c.fits);
     return successor ? { action: 'handed_over', toTaskId: successor.taskId } : { action: 'clean' };
   }
-  if (rule === 'hand_over_to_group' && members[0]) return { action: 'handed_over', toTaskId: members[0].taskId };
   if (rule === 'release') return { action: 'clean' };
+  if (members[0]) return { action: 'handed_over', toTaskId: members[0].taskId };
   return borrowers.length > 0 ? { action: 'kept' } : { action: 'clean' };
 }

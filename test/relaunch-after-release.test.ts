@@ -113,6 +113,26 @@ describe("a shared group's workspace launches again after it went away while idl
   });
 });
 
+describe("a shared group's clean workspace reset by its owner's operator while every member is idle (issue 48, item B)", () => {
+  it('is removed for the whole group, the branch kept; the other member makes it again there from that branch, the first attaches', async () => {
+    const { name, repo, g1, g2, first, second } = await groupSharingOne(h, 'reset');
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);
+    const branch = git(worktree, 'symbolic-ref', '--short', 'HEAD');
+    await stopAll([first.body.sessionId, second.body.sessionId]);
+    const reset = await h.api('POST', `/v1/tasks/${g1}/environment/reset`, {}, OPERATOR_TOKEN);
+    expect(reset.status, JSON.stringify(reset.body)).toBe(202);
+    const job = await waitForJob(h, reset.body.operationId);
+    expect(job).toMatchObject({ state: 'succeeded', report: { borrowed: [] } });
+    expect(existsSync(worktree)).toBe(false);
+    expect(worktreePaths(repo)).toEqual([repo]);
+    expect(git(repo, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`)).not.toBe('');
+    const { cwd } = await bothLaunch({ g1, g2 });
+    expect(cwd).toBe(worktree);
+    expect(git(cwd, 'symbolic-ref', '--short', 'HEAD')).toBe(branch);
+    expect(worktreePaths(repo)).toEqual([repo, worktree]);
+  });
+});
+
 describe('a reset or abandon asked of a task that works in a workspace it does not own', () => {
   it("is refused 400 naming the task that owns it (its group's, its parent's), and changes nothing", async () => {
     const g = await idleGroup();

@@ -32,13 +32,8 @@ describe('what an owner’s cleanup does with an environment other live tasks st
     expect(decideBorrowedEnvironment('delete', [{ ...borrower, fits: false }])).toEqual({ action: 'clean' });
   });
 
-  it('a reset keeps it for a borrower and never hands it over', () => {
-    expect(decideBorrowedEnvironment('environment_reset', [borrower, member])).toEqual({ action: 'kept' });
-    expect(decideBorrowedEnvironment('environment_reset', [member])).toEqual({ action: 'clean' });
-  });
-
-  it('an idle release and an abandonment release it for every task using it, borrowers and members alike: none runs [R6.9]', () => {
-    for (const t of ['idle_release', 'environment_abandon'] as const) {
+  it('a reset, an abandonment and an idle release release it for every task using it, borrowers and members alike: none runs [R6.9]', () => {
+    for (const t of ['environment_reset', 'idle_release', 'environment_abandon'] as const) {
       expect(decideBorrowedEnvironment(t, [borrower, member])).toEqual({ action: 'clean' });
       expect(decideBorrowedEnvironment(t, [borrower])).toEqual({ action: 'clean' });
     }
