@@ -61,11 +61,15 @@ export function decideBorrowedEnvironment(trigger: CleanupTrigger, candidates: S
   const rule = BORROWED_ENVIRONMENT_RULE[trigger];
   const members = candidates.filter((c) => c.fits && c.groupMember);
   const borrowers = candidates.filter((c) => c.borrows);
-  if (rule === 'hand_over') {
-    const successor = members[0] ?? borrowers.find((c) => c.fits);
-    return successor ? { action: 'handed_over', toTaskId: successor.taskId } : { action: 'clean' };
+  switch (rule) {
+    case 'release':
+      return { action: 'clean' };
+    case 'hand_over': {
+      const successor = members[0] ?? borrowers.find((c) => c.fits);
+      return successor ? { action: 'handed_over', toTaskId: successor.taskId } : { action: 'clean' };
+    }
+    case 'hand_over_to_group':
+      if (members[0]) return { action: 'handed_over', toTaskId: members[0].taskId };
+      return borrowers.length > 0 ? { action: 'kept' } : { action: 'clean' };
   }
-  if (rule === 'release') return { action: 'clean' };
-  if (members[0]) return { action: 'handed_over', toTaskId: members[0].taskId };
-  return borrowers.length > 0 ? { action: 'kept' } : { action: 'clean' };
 }

@@ -10,11 +10,11 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { inflate } from 'node:zlib';
-import { objectStoreKeyDir, objectStoreOf } from './agent-objects';
+import { objectStoreKeyDir, objectStoreOf, recordedCommonDir } from './agent-objects';
 import { gitEnvironment } from './git-environment';
 import { tracedGitProcess } from './command-span';
 import { codeOf, openDirIfPresent, readRegularFile, via } from './untrusted-folder';
@@ -44,10 +44,7 @@ export async function bringObjectsHome(dataDir: string, worktreePath: string, gi
 }
 
 export async function bringStoreHome(keyDir: string, gitBinary: string): Promise<BroughtHome> {
-  const commonDir = await readFile(path.join(keyDir, 'common-dir'), 'utf8').catch((err: unknown) => {
-    if (codeOf(err) === 'ENOENT') return null;
-    throw err;
-  });
+  const commonDir = await recordedCommonDir(keyDir);
   // Written by the service only, whole; anything but an absolute path is no repository of it.
   if (commonDir === null || !path.isAbsolute(commonDir)) return NOTHING;
   const root = await openDirIfPresent(objectStoreOf(keyDir));

@@ -56,7 +56,7 @@ export async function prepareObjectStore(
   // On the path of every sandboxed start: what does not depend on another step runs beside it.
   const [exact, recorded] = await Promise.all([
     Promise.all([isExactFolder(commonDir), isExactFolder(objects)]).then((both) => both.every(Boolean)),
-    readFile(path.join(keyDir, 'common-dir'), 'utf8').catch(() => null),
+    recordedCommonDir(keyDir),
   ]);
   if (!exact) return null;
   // The key folder is the service's alone; what is inside the store, an agent may have shaped:
@@ -97,6 +97,18 @@ export async function prepareObjectStore(
     await replaceFile(keyFolder, 'common-dir', commonDir, 0o600).finally(() => keyFolder.close());
   }
   return store;
+}
+
+/**
+ * The common git dir the service recorded for a store (`common-dir`); null only when there is
+ * none yet. Any other failure to read it is thrown: neither a preparation nor a bringing home
+ * goes on from a record it could not read.
+ */
+export async function recordedCommonDir(keyDir: string): Promise<string | null> {
+  return readFile(path.join(keyDir, 'common-dir'), 'utf8').catch((err: unknown) => {
+    if (codeOf(err) === 'ENOENT') return null;
+    throw err;
+  });
 }
 
 /** The store of a worktree that is gone: its objects were brought home first (cleanup does both, in that order). */
