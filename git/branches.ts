@@ -4,12 +4,19 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { SimpleGit } from 'simple-git';
-import { gitAt, run, type GitOptions } from './git';
+import { gitAt, gitExitCode, run, type GitOptions } from './git';
 
-/** The commit a ref points at, or null when the ref does not exist. */
+/**
+ * The commit a ref points at, or null when the ref does not exist (`--verify --quiet` says so with
+ * exit code 1 and nothing else). Any other failure (git not started, killed, a broken repository)
+ * is thrown: a ref nobody could read is not a missing one.
+ */
 export async function resolveCommit(git: SimpleGit, ref: string): Promise<string | null> {
   const out = (
-    await run(git, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).catch(() => '')
+    await run(git, ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]).catch((err) => {
+      if (gitExitCode(err) === 1) return '';
+      throw err;
+    })
   ).trim();
   return /^[0-9a-f]{40,64}$/.test(out) ? out : null;
 }

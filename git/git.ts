@@ -59,7 +59,27 @@ export function gitAt(dir: string, options: GitOptions): SimpleGit {
     trimmed: false,
     allowEnvironment: Object.keys(env),
     unsafe: HARDENING_IS_MEANT,
+    errors: withExitCode,
   }).env(env);
+}
+
+/**
+ * simple-git's error for a failed command says what git printed, not the code it ended with: the
+ * code is kept on it, for the callers to whom one code is an answer (see `gitExitCode`).
+ */
+function withExitCode(error: Buffer | Error | undefined, result: { exitCode: number }): Buffer | Error | undefined {
+  return error instanceof Error && result.exitCode !== 0
+    ? Object.assign(error, { gitExitCode: result.exitCode })
+    : error;
+}
+
+/**
+ * The code a failed git command ended with; null for anything else (a command that could not be
+ * started, or whose end was not seen, ends with the process starter's own code, never git's).
+ */
+export function gitExitCode(err: unknown): number | null {
+  const code = (err as { gitExitCode?: unknown } | null)?.gitExitCode;
+  return typeof code === 'number' ? code : null;
 }
 
 /** One git command's output; every command file of this folder runs git through it. */

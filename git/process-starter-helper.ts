@@ -8,6 +8,13 @@
 export const STARTER_MARK = 'task-workspaces process starter';
 
 /**
+ * The exit code of a command that did not run to its end through the starter (it could not be
+ * started, or the helper ended under it): non-zero, so simple-git reads a failure, and never 1,
+ * which git gives as an answer (`rev-parse --verify --quiet`: no such ref).
+ */
+export const NOT_RUN_EXIT_CODE = 255;
+
+/**
  * Run by `node -e`; plain JavaScript, no imports of ours. stdin carries requests, stdout events;
  * its stdin closing, or its stdout's reader gone (this process gone), ends it, and the children
  * it started are left to run their course (re-parented), as they would be if this process had
@@ -42,7 +49,7 @@ function start(m) {
     c.once('close', (code, signal) => { children.delete(m.id); send({ id: m.id, ev: 'close', code, signal }); });
   } catch (e) {
     send({ id: m.id, ev: 'error', code: e.code, errno: e.errno, syscall: e.syscall, message: e.message });
-    send({ id: m.id, ev: 'close', code: 1, signal: null });
+    send({ id: m.id, ev: 'close', code: ${NOT_RUN_EXIT_CODE}, signal: null });
   } finally {
     if (fd !== null) fs.closeSync(fd);
   }

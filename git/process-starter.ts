@@ -11,8 +11,8 @@
  * What a caller gets back behaves as a ChildProcess for what this codebase and simple-git use:
  * 'spawn' (with pid), 'error', 'exit', 'close' in Node's order, stdout/stderr streams (or the
  * output appended to a file), kill(), ref()/unref(). If the helper itself ends, every command it
- * was running fails ('error', then exit code 1: simple-git reads a failure only from a non-zero
- * code), and the next start begins a new helper. A detached child (an agent) keeps running: it
+ * was running fails ('error', then exit code NOT_RUN_EXIT_CODE: simple-git reads a failure only
+ * from a non-zero code), and the next start begins a new helper. A detached child (an agent) keeps running: it
  * is in its own session, as when the whole service stops, and its exit is then noticed by the
  * periodic check instead of at once.
  */
@@ -20,7 +20,7 @@ import { spawn as forkAndExec, type ChildProcess, type SpawnOptions } from 'node
 import { EventEmitter } from 'node:events';
 import { constants as osConstants } from 'node:os';
 import { Readable } from 'node:stream';
-import { STARTER_NODE_FLAGS, STARTER_SOURCE, type StarterEvent } from './process-starter-helper';
+import { NOT_RUN_EXIT_CODE, STARTER_NODE_FLAGS, STARTER_SOURCE, type StarterEvent } from './process-starter-helper';
 
 /** Where a started child's stdout and stderr go: to the caller as streams, nowhere, or appended to a file. */
 type StartedOutput = 'pipe' | 'ignore' | { appendTo: string };
@@ -151,8 +151,8 @@ export class StartedProcess extends EventEmitter {
       message: 'the process starter ended while the command ran',
     });
     if (this.exitCode === null && this.signalCode === null)
-      this.receive({ id: this.id, ev: 'exit', code: 1, signal: null });
-    this.finish(this.exitCode ?? 1, this.signalCode);
+      this.receive({ id: this.id, ev: 'exit', code: NOT_RUN_EXIT_CODE, signal: null });
+    this.finish(this.exitCode ?? NOT_RUN_EXIT_CODE, this.signalCode);
   }
 }
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gitAt } from '../git/git';
 import { ProcessStarter, type StartedProcess } from '../git/process-starter';
-import { STARTER_MARK, STARTER_SOURCE } from '../git/process-starter-helper';
+import { NOT_RUN_EXIT_CODE, STARTER_MARK, STARTER_SOURCE } from '../git/process-starter-helper';
 import { processAlive } from './support/world';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'tws-starter-'));
@@ -148,7 +148,7 @@ describe('the process starter', () => {
     expect(parentOf(parent)).toBe(process.pid);
   });
 
-  it('when the helper ends, a command it ran fails (error, exit code 1), a detached child runs on, and the next start uses a new helper', async () => {
+  it("when the helper ends, a command it ran fails (error, the not-run exit code, never git's 1), a detached child runs on, and the next start uses a new helper", async () => {
     const starter = new ProcessStarter();
     const detached = starter.spawn('sleep', ['30'], { detached: true, output: 'ignore' });
     await new Promise((r) => detached.once('spawn', r));
@@ -162,7 +162,7 @@ describe('the process starter', () => {
     expect(cmdlineOf(helper)).toContain(STARTER_MARK);
     process.kill(helper, 'SIGKILL');
     const failed = await outcome;
-    expect(failed.code).toBe(1);
+    expect(failed.code).toBe(NOT_RUN_EXIT_CODE);
     expect(failed.events).toEqual(['spawn', 'error', 'exit', 'close']);
     expect(detachedExit).toBe(false);
     expect(processAlive(detached.pid!)).toBe(true);
