@@ -19,7 +19,7 @@ export default class SummaryReporter implements Reporter {
     const files: { file: string; seconds: number; tests: { name: string; seconds: number }[] }[] = [];
     const failures: string[] = [];
     for (const module of testModules) {
-      const tests: { name: string; seconds: number }[] = [];
+      const tests: { name: string; seconds: number; state: string }[] = [];
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
@@ -29,17 +29,23 @@ export default class SummaryReporter implements Reporter {
             `${path.relative(process.cwd(), module.moduleId)} > ${test.fullName}: ${firstLine(test.result().errors)}`,
           );
         } else skipped++;
-        tests.push({ name: test.fullName, seconds: (test.diagnostic()?.duration ?? 0) / 1000 });
+        tests.push({ name: test.fullName, seconds: (test.diagnostic()?.duration ?? 0) / 1000, state });
       }
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) {
-        failed++;
-        failures.push(`${path.relative(process.cwd(), module.moduleId)}: ${firstLine(module.errors())}`);
-      }
+      // A hook that failed (a beforeAll) fails its file or suite while its tests read skipped: it
+      // counts as a failure of its own, or the closing line would say 0 failed of a red run.
+      const file = path.relative(process.cwd(), module.moduleId);
+      const before = failures.length;
+      if (module.errors().length > 0) failures.push(`${file}: ${firstLine(module.errors())}`);
+      for (const suite of module.children.allSuites())
+        if (suite.errors().length > 0) failures.push(`${file} > ${suite.fullName}: ${firstLine(suite.errors())}`);
+      if (module.state() === 'failed' && failures.length === before && tests.every((t) => t.state !== 'failed'))
+        failures.push(`${file}: ${firstLine(undefined)}`);
+      failed += failures.length - before;
       const d = module.diagnostic();
       files.push({
-        file: path.relative(process.cwd(), module.moduleId),
+        file,
         seconds: (d.duration + d.collectDuration + d.setupDuration + d.prepareDuration) / 1000,
-        tests: tests.sort((a, b) => b.seconds - a.seconds),
+        tests: tests.sort((a, b) => b.seconds - a.seconds).map(({ name, seconds }) => ({ name, seconds })),
       });
     }
     files.sort((a, b) => b.seconds - a.seconds);
