@@ -5,7 +5,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitForPhase } from './support/phases';
-import { startTemporalDevServer, waitForEngine } from './support/processes';
+import { runTemporalDevServer } from './support/processes';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
@@ -272,10 +272,9 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     const base = await harness();
     const port = await freePort();
     const db = path.join(base.scratch, 'temporal.sqlite');
-    const startServer = () => startTemporalDevServer(port, db);
-    let server = startServer();
+    const startServer = () => runTemporalDevServer(port, db);
+    let server = await startServer();
     cleanups.push(async () => void server.kill('SIGKILL'));
-    await waitForEngine(port);
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1 });
     const h = await harness(
       { gitBinary: wrapper, cleanupPolicy: { waitsMs: [6000], maxAttempts: 3 } },
@@ -286,8 +285,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     await waitForJob(h, accepted.operationId, ['retry_wait']);
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
-    server = startServer();
-    await waitForEngine(port);
+    server = await startServer();
     const job = await waitForJob(h, accepted.operationId, ['succeeded'], 90_000);
     expect(job).toMatchObject({ state: 'succeeded', attempts: 2 });
     expect(worktreePaths(t.repo)).toEqual([t.repo]);

@@ -14,8 +14,7 @@ import {
   killLiveAgents,
   liveAgents,
   startedAgents,
-  startTemporalDevServer,
-  waitForEngine,
+  runTemporalDevServer,
 } from './support/processes';
 import { gitWrapper, makeRepo, worktreePaths } from './support/world';
 
@@ -249,9 +248,8 @@ describe('the engine killed during a first launch', () => {
     const base = await harness();
     const port = await freePort();
     const db = `${base.scratch}/temporal.sqlite`;
-    let server = startTemporalDevServer(port, db);
+    let server = await runTemporalDevServer(port, db);
     cleanups.push(() => void server.kill('SIGKILL'));
-    await waitForEngine(port);
     const h = await harness(
       { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) },
       { temporalAddress: `127.0.0.1:${port}` },
@@ -276,8 +274,7 @@ describe('the engine killed during a first launch', () => {
       outcome: 'pending',
     });
 
-    server = startTemporalDevServer(port, db);
-    await waitForEngine(port);
+    server = await runTemporalDevServer(port, db);
     const retried = await post(h.baseUrl, `/v1/tasks/${taskId}/sessions`, body, key);
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(retried.body).toMatchObject({ sessionId, state: 'running' });

@@ -15,14 +15,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresService } from '../../client/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './harness';
-import {
-  killLiveAgents,
-  liveAgents,
-  startedAgents,
-  startPostgresAt,
-  startTemporalDevServer,
-  waitForEngine,
-} from './processes';
+import { killLiveAgents, liveAgents, startedAgents, runTemporalDevServer, startPostgresAt } from './processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';
 import { clearSlowGitStep, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './world';
 
@@ -39,8 +32,7 @@ const ends: (() => Promise<void> | void)[] = [];
 const startPostgres = () => startPostgresAt(path.join(scratch, 'pg'), pgPort);
 
 async function startTemporal(): Promise<void> {
-  temporal = startTemporalDevServer(temporalPort, path.join(scratch, 'temporal.sqlite'));
-  await waitForEngine(temporalPort);
+  temporal = await runTemporalDevServer(temporalPort, path.join(scratch, 'temporal.sqlite'));
 }
 
 /** Each case's system ends with it: twenty idle workers, gateways and agents left to the end slowed the last cases past their waits. */

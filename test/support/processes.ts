@@ -1,6 +1,6 @@
 /** Service processes a crash test kills and replaces: a worker of a harness, a Temporal dev server of its own. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { expect } from 'vitest';
@@ -24,30 +24,55 @@ export function killableWorker(h: Harness, cleanups: (() => Promise<void> | void
   };
 }
 
-/** A Temporal dev server on this port whose history lives in `dbFile`: killed and started again, it keeps its workflows. */
-export function startTemporalDevServer(port: number, dbFile: string): ChildProcess {
-  return spawn(
-    resolveTemporalCli(process.cwd()),
-    [
-      'server',
-      'start-dev',
-      '--headless',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--db-filename',
-      dbFile,
-      '--log-level',
-      'error',
-      ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
-    ],
-    { stdio: 'ignore' },
-  );
+/**
+ * A Temporal dev server on this port whose history lives in `dbFile` (killed and started again, it
+ * keeps its workflows), answering calls. Besides its own port it binds five it picks at random
+ * (metrics, HTTP and its internal services): one taken meanwhile by another process of the run
+ * ends it at once. One that exits before it answers is started again, up to three times; its
+ * output (`<dbFile>.log`) is in the error when it never answers.
+ */
+export async function runTemporalDevServer(port: number, dbFile: string): Promise<ChildProcess> {
+  const log = `${dbFile}.log`;
+  for (let attempt = 1; ; attempt++) {
+    const out = openSync(log, 'a');
+    const child = spawn(
+      resolveTemporalCli(process.cwd()),
+      [
+        'server',
+        'start-dev',
+        '--headless',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--db-filename',
+        dbFile,
+        '--log-level',
+        'error',
+        ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
+      ],
+      { stdio: ['ignore', out, out] },
+    );
+    closeSync(out);
+    const alive = () => child.exitCode === null && child.signalCode === null;
+    const problem = await waitForEngine(port, alive).then(
+      () => null,
+      (err: Error) => err.message,
+    );
+    if (problem === null && alive()) return child;
+    const why = alive() ? problem : `it exited (${child.signalCode ?? child.exitCode})`;
+    child.kill('SIGKILL');
+    await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r(null) : child.once('exit', r)));
+    if (attempt === 3) {
+      const said = readFileSync(log, 'utf8').trim().split('\n').slice(-20).join('\n');
+      throw new Error(`the Temporal dev server on port ${port} did not start in 3 tries: ${why}\n${said}`);
+    }
+  }
 }
 
-export async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+/** Waits for something to listen on the port; `alive` false (the process that should listen ended) stops the wait. */
+async function waitForPort(port: number, alive: () => boolean = () => true): Promise<void> {
+  for (let i = 0; i < 200 && alive(); i++) {
     const ok = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
         socket.end();
@@ -65,8 +90,8 @@ export async function waitForPort(port: number): Promise<void> {
  * A dev server on this port that answers a call, not only one whose port is open: its frontend
  * says "not healthy yet" for a moment after it listens (a harness connecting then failed).
  */
-export async function waitForEngine(port: number): Promise<void> {
-  await waitForPort(port);
+async function waitForEngine(port: number, alive: () => boolean = () => true): Promise<void> {
+  await waitForPort(port, alive);
   const deadline = Date.now() + 60_000;
   for (;;) {
     const problem = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 2000 }).then(
@@ -83,7 +108,7 @@ export async function waitForEngine(port: number): Promise<void> {
       (err: unknown) => err,
     );
     if (problem === null) return;
-    if (Date.now() > deadline)
+    if (Date.now() > deadline || !alive())
       throw new Error(`the Temporal dev server on port ${port} does not answer: ${String(problem)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
