@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck fix graph
+.PHONY: start test bench setup typecheck check fix graph
 
 setup:
 	@bash scripts/setup.sh
@@ -8,7 +8,7 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
+	@bash scripts/test.sh
 
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
@@ -17,6 +17,10 @@ bench: setup
 
 typecheck: setup
 	@npx tsc -p .
+
+# The checks `make test` runs beside the suite, alone: type check, code habits, the canary.
+check: setup
+	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh
 
 # Formats every file and applies the linter's safe fixes (issue 29).
 fix: setup
