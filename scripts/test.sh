@@ -7,10 +7,11 @@
 # which CI reads at the end). The run fails if either failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .build
-checks_log=.build/checks.log
-summary=.build/test-summary.txt
-rm -f "$summary"
+# Outside .build/: the build the suite's set-up runs removes files there it did not make.
+checks_log=$(mktemp)
+summary=$(mktemp)
+trap 'rm -f "$checks_log" "$summary"' EXIT
+export TWS_TEST_SUMMARY_FILE="$summary"
 (npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh) > "$checks_log" 2>&1 &
 checks=$!
 npx vitest run
@@ -22,5 +23,5 @@ echo "Checks (type check, code habits, canary), beside the suite:"
 sed 's/^/  /' "$checks_log"
 [ "$checked" -eq 0 ] || echo "The checks FAILED (above): the run fails even if every test passed."
 # The suite's closing line last, where CI reads it.
-[ -f "$summary" ] && cat "$summary"
+cat "$summary"
 [ "$tests" -eq 0 ] && [ "$checked" -eq 0 ]
