@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 checks_log=$(mktemp)
 summary=$(mktemp)
 trap 'rm -f "$checks_log" "$summary"' EXIT
-export TWS_TEST_SUMMARY_FILE="$summary"
+export TEST_SUMMARY_FILE="$summary"
 (npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh) > "$checks_log" 2>&1 &
 checks=$!
 npx vitest run

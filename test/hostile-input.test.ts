@@ -1190,7 +1190,11 @@ describe('the log', () => {
       ];
       // A token in the query is never a token.
       expect(asked.map((r) => r.status)).toEqual([401, 401, 200, 400, 404, 414]);
-      await new Promise((r) => setTimeout(r, 100));
+      // A request's last line is written once its answer has gone out: wait for one per request.
+      await waitUntil(
+        async () => lines.filter((line) => line.includes('"request completed"')).length >= asked.length,
+        `a "request completed" line for each of the ${asked.length} requests`,
+      );
       const log = lines.join('');
       expect(log).toContain('incoming request');
       expect(log).toContain('?token=[redacted]');

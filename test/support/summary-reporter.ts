@@ -70,7 +70,7 @@ export default class SummaryReporter implements Reporter {
     const closing = `Tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
     console.log(`\n${closing}`);
     // scripts/test.sh prints it again after the checks' output, where CI reads it.
-    const again = process.env.TWS_TEST_SUMMARY_FILE;
+    const again = process.env.TEST_SUMMARY_FILE;
     if (again) writeFileSync(again, `${closing}\n`);
   }
 }
