@@ -8,7 +8,7 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@bash scripts/test.sh
+	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
 
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
@@ -18,7 +18,7 @@ bench: setup
 typecheck: setup
 	@npx tsc -p .
 
-# The checks `make test` runs beside the suite, alone: type check, code habits, the canary.
+# The checks `make test` runs before the suite, alone: type check, code habits, the canary.
 check: setup
 	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh
 

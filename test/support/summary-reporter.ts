@@ -67,11 +67,7 @@ export default class SummaryReporter implements Reporter {
       console.log('\nFailed:');
       for (const f of failures) console.log(`  ${f}`);
     }
-    const closing = `Tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
-    console.log(`\n${closing}`);
-    // scripts/test.sh prints it again after the checks' output, where CI reads it.
-    const again = process.env.TEST_SUMMARY_FILE;
-    if (again) writeFileSync(again, `${closing}\n`);
+    console.log(`\nTests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
   }
 }
 
