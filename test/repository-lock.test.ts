@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withRepositoryLock } from '../db/locks';
 import { createHarness, type Harness } from './support/harness';
+import { waitUntil } from './support/scenario';
 
 let h: Harness;
 
@@ -55,9 +56,10 @@ describe('the per-repository lock across processes', () => {
           () => waits++,
         ),
       );
-      await new Promise((r) => setTimeout(r, 2500)); // more than one bounded wait (1 s)
+      // The first caller waits on the server (the others queue behind it here): a second wait begun
+      // means the first (bounded, 1 s) was given up, and still nobody ran.
+      await waitUntil(async () => waits >= 2, 'a bounded wait on the server given up, and another begun');
       expect(events).toEqual([]);
-      expect(waits).toBeGreaterThanOrEqual(2);
       await other.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`repository-git-admin:${repositoryId}`]);
       expect(await Promise.all(callers)).toEqual([1, 2, 3]);
       expect(events).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'start 3', 'end 3']);
@@ -74,18 +76,25 @@ describe('the per-repository lock across processes', () => {
     try {
       await other.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [key]);
       let ran = false;
-      const caller = withRepositoryLock(h.pool, repositoryId, async () => {
-        ran = true;
-        // While this runs, the lock is this caller's: the other session cannot take it.
-        expect(
-          (
-            await other.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
-              key,
-            ])
-          ).rows[0]!.locked,
-        ).toBe(false);
-      });
-      await new Promise((r) => setTimeout(r, 1200));
+      let waits = 0;
+      const caller = withRepositoryLock(
+        h.pool,
+        repositoryId,
+        async () => {
+          ran = true;
+          // While this runs, the lock is this caller's: the other session cannot take it.
+          expect(
+            (
+              await other.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
+                key,
+              ])
+            ).rows[0]!.locked,
+          ).toBe(false);
+        },
+        () => waits++,
+      );
+      // A second wait begun: the first (bounded, 1 s) was given up.
+      await waitUntil(async () => waits >= 2, 'a bounded wait on the server given up, and another begun');
       expect(ran).toBe(false);
       await other.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [key]);
       await caller;
