@@ -71,7 +71,7 @@ export async function runTemporalDevServer(port: number, dbFile: string): Promis
 }
 
 /** Waits for something to listen on the port; `alive` false (the process that should listen ended) stops the wait. */
-async function waitForPort(port: number, alive: () => boolean = () => true): Promise<void> {
+async function waitForPort(port: number, alive: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && alive(); i++) {
     const ok = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
@@ -90,7 +90,7 @@ async function waitForPort(port: number, alive: () => boolean = () => true): Pro
  * A dev server on this port that answers a call, not only one whose port is open: its frontend
  * says "not healthy yet" for a moment after it listens (a harness connecting then failed).
  */
-async function waitForEngine(port: number, alive: () => boolean = () => true): Promise<void> {
+async function waitForEngine(port: number, alive: () => boolean): Promise<void> {
   await waitForPort(port, alive);
   const deadline = Date.now() + 60_000;
   for (;;) {

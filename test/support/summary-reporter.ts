@@ -19,33 +19,28 @@ export default class SummaryReporter implements Reporter {
     const files: { file: string; seconds: number; tests: { name: string; seconds: number }[] }[] = [];
     const failures: string[] = [];
     for (const module of testModules) {
-      const tests: { name: string; seconds: number; state: string }[] = [];
+      const file = path.relative(process.cwd(), module.moduleId);
+      const before = failures.length;
+      const tests: { name: string; seconds: number }[] = [];
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') {
-          failed++;
-          failures.push(
-            `${path.relative(process.cwd(), module.moduleId)} > ${test.fullName}: ${firstLine(test.result().errors)}`,
-          );
-        } else skipped++;
-        tests.push({ name: test.fullName, seconds: (test.diagnostic()?.duration ?? 0) / 1000, state });
+        else if (state === 'failed') failures.push(`${file} > ${test.fullName}: ${firstLine(test.result().errors)}`);
+        else skipped++;
+        tests.push({ name: test.fullName, seconds: (test.diagnostic()?.duration ?? 0) / 1000 });
       }
       // A hook that failed (a beforeAll) fails its file or suite while its tests read skipped: it
       // counts as a failure of its own, or the closing line would say 0 failed of a red run.
-      const file = path.relative(process.cwd(), module.moduleId);
-      const before = failures.length;
       if (module.errors().length > 0) failures.push(`${file}: ${firstLine(module.errors())}`);
       for (const suite of module.children.allSuites())
         if (suite.errors().length > 0) failures.push(`${file} > ${suite.fullName}: ${firstLine(suite.errors())}`);
-      if (module.state() === 'failed' && failures.length === before && tests.every((t) => t.state !== 'failed'))
-        failures.push(`${file}: ${firstLine(undefined)}`);
+      if (module.state() === 'failed' && failures.length === before) failures.push(`${file}: ${firstLine(undefined)}`);
       failed += failures.length - before;
       const d = module.diagnostic();
       files.push({
         file,
         seconds: (d.duration + d.collectDuration + d.setupDuration + d.prepareDuration) / 1000,
-        tests: tests.sort((a, b) => b.seconds - a.seconds).map(({ name, seconds }) => ({ name, seconds })),
+        tests: tests.sort((a, b) => b.seconds - a.seconds),
       });
     }
     files.sort((a, b) => b.seconds - a.seconds);
