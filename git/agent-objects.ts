@@ -14,10 +14,11 @@
  * with <key> a hash of the worktree's path: one store per worktree, shared by its sessions.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, realpath, rm } from 'node:fs/promises';
+import { closeSync, mkdirSync, openSync, readFileSync, realpathSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { OBJECTS_BASE_MOUNT } from '../domain/sandbox';
-import { codeOf, DIR_FLAGS, openDirIfPresent, readRegularFile, replaceFile, via } from './untrusted-folder';
+import { codeOf, DIR_FLAGS, openDirIfPresentSync, readRegularFileSync, replaceFileSync, via } from './untrusted-folder';
 
 /** The folder inside the store that the repository's real objects are bound onto, read-only. */
 const BASE_MOUNT = OBJECTS_BASE_MOUNT;
@@ -31,9 +32,9 @@ export const objectStoreKeyDir = (dataDir: string, worktreePath: string): string
 export const objectStoreOf = (keyDir: string): string => path.join(keyDir, 'store');
 
 /** Whether a path is a real folder at exactly that path (no link on the way). */
-export async function isExactFolder(p: string): Promise<boolean> {
+export function isExactFolder(p: string): boolean {
   try {
-    return (await realpath(p)) === path.resolve(p);
+    return realpathSync.native(p) === path.resolve(p);
   } catch {
     return false;
   }
@@ -43,60 +44,65 @@ export async function isExactFolder(p: string): Promise<boolean> {
  * The store of a worktree's agent, made when missing, with the alternate that shows it the
  * repository's objects in the sandbox. Null when the repository's objects folder is not a real
  * folder at its own path (a link): then nothing is bound writable and the agent cannot add
- * objects (fail closed).
+ * objects (fail closed). On the path of every sandboxed start, synchronously: a dozen syscalls of
+ * microseconds each (git/untrusted-folder.ts says why).
  */
-export async function prepareObjectStore(
-  dataDir: string,
-  worktreePath: string,
-  commonDir: string,
-): Promise<string | null> {
+export function prepareObjectStore(dataDir: string, worktreePath: string, commonDir: string): string | null {
   const objects = path.join(commonDir, 'objects');
   const keyDir = objectStoreKeyDir(dataDir, worktreePath);
   const store = objectStoreOf(keyDir);
-  // On the path of every sandboxed start: what does not depend on another step runs beside it.
-  const [exact, recorded] = await Promise.all([
-    Promise.all([isExactFolder(commonDir), isExactFolder(objects)]).then((both) => both.every(Boolean)),
-    recordedCommonDir(keyDir),
-  ]);
-  if (!exact) return null;
+  if (!isExactFolder(commonDir) || !isExactFolder(objects)) return null;
+  const recorded = recordedCommonDirSync(keyDir);
   // The key folder is the service's alone; what is inside the store, an agent may have shaped:
   // reached only through descriptors of real folders.
-  await mkdir(store, { recursive: true });
-  const root = await openDirIfPresent(store);
-  if (!root) return null;
+  mkdirSync(store, { recursive: true });
+  const root = openDirIfPresentSync(store);
+  if (root === null) return null;
   try {
-    await Promise.all(
-      ['info', 'pack', BASE_MOUNT].map((name) =>
-        mkdir(via(root, name)).catch((err: unknown) => {
-          if (codeOf(err) !== 'EEXIST') throw err;
-        }),
-      ),
-    );
-    const [info, base] = await Promise.all([
-      openDirIfPresent(via(root, 'info')),
-      openDirIfPresent(via(root, BASE_MOUNT)),
-    ]);
-    if (!info || !base) {
-      await Promise.all([info?.close(), base?.close()]);
+    for (const name of ['info', 'pack', BASE_MOUNT])
+      try {
+        mkdirSync(via(root, name));
+      } catch (err) {
+        if (codeOf(err) !== 'EEXIST') throw err;
+      }
+    const info = openDirIfPresentSync(via(root, 'info'));
+    const base = openDirIfPresentSync(via(root, BASE_MOUNT));
+    if (base !== null) closeSync(base);
+    if (info === null || base === null) {
+      if (info !== null) closeSync(info);
       return null;
     }
     try {
       // In the sandbox the store is at <commonDir>/objects and the real objects under it. Replaced
       // whole (never truncated in place) when it differs: another session's agent may be reading it.
       const alternates = `${path.join(objects, BASE_MOUNT)}\n`;
-      const [current] = await Promise.all([readRegularFile(via(info, 'alternates')), base.close()]);
-      if (current?.toString() !== alternates) await replaceFile(info, 'alternates', alternates, 0o644);
+      if (readRegularFileSync(via(info, 'alternates'))?.toString() !== alternates)
+        replaceFileSync(info, 'alternates', alternates, 0o644);
     } finally {
-      await info.close();
+      closeSync(info);
     }
   } finally {
-    await root.close();
+    closeSync(root);
   }
   if (recorded !== commonDir) {
-    const keyFolder = await open(keyDir, DIR_FLAGS);
-    await replaceFile(keyFolder, 'common-dir', commonDir, 0o600).finally(() => keyFolder.close());
+    const keyFolder = openSync(keyDir, DIR_FLAGS);
+    try {
+      replaceFileSync(keyFolder, 'common-dir', commonDir, 0o600);
+    } finally {
+      closeSync(keyFolder);
+    }
   }
   return store;
+}
+
+/** {@link recordedCommonDir}, synchronously (a store's preparation). */
+function recordedCommonDirSync(keyDir: string): string | null {
+  try {
+    return readFileSync(path.join(keyDir, 'common-dir'), 'utf8');
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT') return null;
+    throw err;
+  }
 }
 
 /**

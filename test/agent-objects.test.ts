@@ -60,7 +60,7 @@ describe('bringing a task store home [issue 32]', () => {
     const victim = makeRepo(scratch, 'victim');
     const dataDir = path.join(scratch, 'data');
     const worktree = path.join(scratch, 'ws', 'task-x', 'home');
-    const store = (await prepareObjectStore(dataDir, worktree, path.join(repo, '.git')))!;
+    const store = prepareObjectStore(dataDir, worktree, path.join(repo, '.git'))!;
     expect(store).toBe(objectStoreOf(objectStoreKeyDir(dataDir, worktree)));
     expect(readFileSync(path.join(store, 'info', 'alternates'), 'utf8')).toBe(
       `${path.join(repo, '.git', 'objects', 'tws-base')}\n`,
@@ -125,11 +125,7 @@ describe('bringing a task store home [issue 32]', () => {
     execFileSync('mv', [path.join(repo, '.git', 'objects'), elsewhere]);
     symlinkSync(elsewhere, path.join(repo, '.git', 'objects'));
     expect(
-      await prepareObjectStore(
-        path.join(scratch, 'data2'),
-        path.join(scratch, 'ws2', 'linked'),
-        path.join(repo, '.git'),
-      ),
+      prepareObjectStore(path.join(scratch, 'data2'), path.join(scratch, 'ws2', 'linked'), path.join(repo, '.git')),
     ).toBeNull();
   });
 });

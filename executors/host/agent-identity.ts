@@ -3,7 +3,8 @@
  * of its workspace, home and git folders for that uid before it starts. Called by the host's
  * agent start (executors/host/agents.ts spawnDetached) and the benchmark's floor.
  */
-import { chmod, chown, lstat, writeFile } from 'node:fs/promises';
+import { chmodSync, chownSync, lstatSync, writeFileSync } from 'node:fs';
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { AgentUidsExhausted, agentUidOf, environmentUidOwner } from '../../db/agent-uids';
 import type { Db } from '../../db/pool';
@@ -32,7 +33,7 @@ import {
 import { agentSandbox, dropTo, type SandboxPrograms } from './agent-sandbox';
 import { gitStoreLayout } from './git-store-layout';
 import { objectStoresListPath } from './exits';
-import { pathExists } from './workspace-fs';
+import { pathExistsSync } from './workspace-fs';
 
 /**
  * The agent's git trusts the repositories it is shown: their pointer files are the service's (root's),
@@ -58,24 +59,24 @@ interface Ownership {
  * A folder above the workspace or a repository that others cannot search (a home folder, 0700):
  * the sandbox could not bind it as the agent's uid. Refused before the agent starts, and said why.
  */
-async function reachable(p: Ownership): Promise<void> {
-  if (await unreachable([p.workspace ?? p.logPath, ...p.repositories]))
+function reachable(p: Ownership): void {
+  if (unreachable([p.workspace ?? p.logPath, ...p.repositories]))
     throw typedFailure('internal', { reason: 'agent_cannot_reach_workspace' });
 }
 
 /** The run folder traversable, the home the agent's (0700), with its git config. */
-async function prepareHome(p: Ownership): Promise<void> {
+function prepareHome(p: Ownership): void {
   const { config, uid } = p;
-  await Promise.all([traversable(config.logDir, path.dirname(p.logPath)), agentFolder(p.home, uid)]);
+  traversable(config.logDir, path.dirname(p.logPath));
+  agentFolder(p.home, uid);
   const gitConfig = path.join(p.home, '.gitconfig');
-  const written = await writeFile(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' }).then(
-    () => true,
-    (err: unknown) => {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw err;
-    },
-  );
-  if (written) await chown(gitConfig, uid, uid);
+  try {
+    writeFileSync(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw err;
+  }
+  chownSync(gitConfig, uid, uid);
 }
 
 /**
@@ -97,13 +98,10 @@ async function handOver(p: Ownership & { owned: string[]; pointers: string[] }):
   // the owners (a chown changes no folder's mode). The pointers are never given; made the
   // service's after, whoever owned them before.
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
-  await Promise.all([
-    giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers),
-    ...(p.workspace ? [chmod(p.workspace, 0o700)] : []),
-    ...stores.map((store) => chmod(store, 0o700)),
-    ...stores.map((store) => traversable(config.agentRoot, path.dirname(store))),
-  ]);
-  await serviceFiles(p.pointers);
+  for (const folder of [...(p.workspace ? [p.workspace] : []), ...stores]) chmodSync(folder, 0o700);
+  for (const store of stores) traversable(config.agentRoot, path.dirname(store));
+  await giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers);
+  serviceFiles(p.pointers);
 }
 
 /**
@@ -155,9 +153,6 @@ export async function giveNewWorkspace(
   plan: LaunchPlan,
 ): Promise<void> {
   if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
-  const layout = gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot);
-  // Its failure is met below; never an unhandled one meanwhile.
-  layout.catch(() => undefined);
   const uid = await environmentAgentUid(deps, plan.environmentTaskId);
   // The worktree (the most of it) given while its git folders are read and made, then those; the
   // pointers git follows in them (the worktrees' `.git` files, the marker, the registrations'
@@ -167,7 +162,12 @@ export async function giveNewWorkspace(
     ...plan.slots.map((slot) => path.join(slot.worktreePath, '.git')),
   ];
   const given = giveUnowned([plan.workspacePath], uid, pointers);
-  await Promise.all([given, layout.then(({ owned, readOnlyFiles }) => giveUnowned(owned, uid, readOnlyFiles))]);
+  // Read while the worktree is given; a failure of either is this step's.
+  const gitFolders = (async () => {
+    const { owned, readOnlyFiles } = gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot);
+    await giveUnowned(owned, uid, readOnlyFiles);
+  })();
+  await Promise.all([given, gitFolders]);
 }
 
 /**
@@ -176,7 +176,13 @@ export async function giveNewWorkspace(
  * one stops the start.
  */
 async function giveUnowned(folders: string[], uid: number, keep: string[]): Promise<void> {
-  const owners = await Promise.all(folders.map((folder) => lstat(folder).then((st) => st.uid, absentIsFine)));
+  const owners = folders.map((folder) => {
+    try {
+      return lstatSync(folder).uid;
+    } catch (err) {
+      return absentIsFine(err);
+    }
+  });
   const trees: string[] = [];
   folders.forEach((folder, i) => {
     if (trees.some((given) => isWithinFolder(folder, given))) return;
@@ -221,19 +227,16 @@ export async function prepareSandbox(
     worktrees: slots.map((slot) => slot.worktreePath).filter((w): w is string => w !== null),
   };
   const marker = path.join(input.cwd, OWNERSHIP_MARKER_FILE);
-  const [layout, markerPresent] = await Promise.all([
-    gitStoreLayout(slots, input.cwd, config.agentRoot),
-    pathExists(marker),
-    closeServiceFolders(config),
-    reachable(ownership),
-    prepareHome(ownership),
-  ]);
+  // Synchronous, one after the other: each a few syscalls of microseconds (agent-owner.ts says why).
+  const layout = gitStoreLayout(slots, input.cwd, config.agentRoot);
+  const markerPresent = pathExistsSync(marker);
+  closeServiceFolders(config);
+  reachable(ownership);
+  prepareHome(ownership);
   const pointers = [...layout.readOnlyFiles, ...(markerPresent ? [marker] : [])];
-  await Promise.all([
-    // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
-    writeFile(objectStoresListPath(logPath), JSON.stringify(layout.storeKeyDirs)),
-    handOver({ ...ownership, owned: layout.owned, pointers }),
-  ]);
+  // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
+  writeFileSync(objectStoresListPath(logPath), JSON.stringify(layout.storeKeyDirs));
+  await handOver({ ...ownership, owned: layout.owned, pointers });
   return {
     home: ownership.home,
     gitBinds: layout.binds,
@@ -262,7 +265,7 @@ export async function sandboxedCommand(
 ): Promise<string[]> {
   const { config, uid, sandbox, network, promptPath, argsFile } = p;
   env.HOME = prepared.home;
-  if (input.prompt != null) await chown(promptPath, uid, uid);
+  if (input.prompt != null) chownSync(promptPath, uid, uid);
   const layout = {
     workspace: input.cwd,
     gitBinds: prepared.gitBinds,
@@ -277,7 +280,7 @@ export async function sandboxedCommand(
   };
   // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:
   // set inside the sandbox only, in no process's environment or argv outside it.
-  await writeFile(argsFile, nulSeparated(sandboxEnvironmentArgs(env)), { mode: 0o600 });
+  writeFileSync(argsFile, nulSeparated(sandboxEnvironmentArgs(env)), { mode: 0o600 });
   return [
     ...dropTo(sandbox, uid),
     '--args',

@@ -1,6 +1,6 @@
 /** Small filesystem facts the workspace activities share. */
 import { lstat, open, readFile, realpath, rmdir, unlink } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { OWNERSHIP_MARKER_FILE, parseOwnershipMarker, type OwnershipMarker } from '../../domain/task-layout';
 import { DIR_FLAGS, replaceFile } from '../../git/untrusted-folder';
@@ -13,11 +13,31 @@ export async function isRealDirectory(p: string): Promise<boolean> {
   }
 }
 
+/** {@link isRealDirectory}, synchronously (the preparation of a sandboxed start: executors/host/git-store-layout.ts). */
+export function isRealDirectorySync(p: string): boolean {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 const codeOf = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
 
 /** Whether anything is at the path; a path that cannot be examined (permission, I/O) throws, never reads as gone. */
 export async function pathExists(p: string): Promise<boolean> {
   return (await lstatIfPresent(p)) !== null;
+}
+
+/** {@link pathExists}, synchronously (the preparation of a sandboxed start). */
+export function pathExistsSync(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT' || codeOf(err) === 'ENOTDIR') return false;
+    throw err;
+  }
 }
 
 /** lstat, or null when nothing is there; any other failure (permission, I/O) is thrown, never read as absence. */
