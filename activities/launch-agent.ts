@@ -19,7 +19,7 @@ import { coresidencySteps } from './coresidency';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
 import { withHeartbeat } from '../executors/support/heartbeat';
-import { giveNewWorkspace } from '../executors/host/agent-identity';
+import { giveNewWorkspace, newWorkspaceUid } from '../executors/host/agent-identity';
 import { launchRecordActivities } from './launch-records';
 import { servedWorkflowId, workflowLiveness } from './workflow-liveness';
 import { workspaceMaterializeActivities } from './workspace-materialize';
@@ -150,13 +150,18 @@ export function launchAgentActivities(deps: ActivityDeps) {
     async materializeAndLaunch(input: LaunchAgentInput): Promise<StartedAgent> {
       const { plan } = input;
       if (input.validate) await validateWorkspace(plan);
+      // The agents' uid (for a new task, a statement that takes it) read while the workspace is made.
+      const uid = newWorkspaceUid(deps, plan);
+      uid.catch(() => undefined); // its failure is met below, with the give's; never unhandled meanwhile
       const made = await materializeWorkspace(plan); // undoes its own failure
       // Given to the agents' uid while the inventory is published (the start then gives nothing);
       // settles with its failure, if any, which the launch then fails with.
-      const given = giveNewWorkspace(deps, publishedPlan(plan, made)).then(
-        () => null,
-        (err: unknown) => err,
-      );
+      const given = uid
+        .then((owner) => giveNewWorkspace(deps, publishedPlan(plan, made), owner))
+        .then(
+          () => null,
+          (err: unknown) => err,
+        );
       try {
         // A launch an operator terminated while its workspace was being made stops here, at the
         // boundary where its separate steps used to stop, and undoes what it made.

@@ -139,6 +139,19 @@ async function environmentAgentUid(
 }
 
 /**
+ * The uid a new worktree workspace's agents will run as, or null where no give is needed (no
+ * sandbox, an SSH clone, the source checkout). Read by a first launch while it makes the workspace:
+ * for a new task it is a statement that takes the uid, off the launch's path.
+ */
+export async function newWorkspaceUid(
+  deps: { pool: Db; config: ActivityDeps['config'] },
+  plan: LaunchPlan,
+): Promise<number | null> {
+  if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return null;
+  return environmentAgentUid(deps, plan.environmentTaskId);
+}
+
+/**
  * A workspace a first launch just made, given to its agents' uid at once (the `chown -R` the
  * start's hand-over would run), with the git folders its agents write (their task store, ref
  * folders and worktree registrations, made here as the start would make them), so that it runs
@@ -146,28 +159,26 @@ async function environmentAgentUid(
  * them given (an lstat each) and gives nothing. Nothing runs in it meanwhile, and every pointer git
  * follows stays the service's throughout (a second run of the step, or a git status, reads the
  * worktree meanwhile) and is made so again at the start. Nothing to do without a sandbox, or for an SSH
- * clone or the source checkout. `plan` is the published one (its worktrees' registration ids).
+ * clone or the source checkout. `plan` is the published one (its worktrees' registration ids);
+ * `uid`, when given, is {@link newWorkspaceUid}'s answer.
  */
 export async function giveNewWorkspace(
   deps: { pool: Db; config: ActivityDeps['config'] },
   plan: LaunchPlan,
+  uid?: number | null,
 ): Promise<void> {
-  if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return;
-  const uid = await environmentAgentUid(deps, plan.environmentTaskId);
-  // The worktree (the most of it) given while its git folders are read and made, then those; the
-  // pointers git follows in them (the worktrees' `.git` files, the marker, the registrations'
-  // files) stay the service's throughout.
+  const owner = uid === undefined ? await newWorkspaceUid(deps, plan) : uid;
+  if (owner === null) return;
+  // Its git folders read and made (a few syscalls), then all of it given in one `chown`: the
+  // worktree (the most of it) and those folders; the pointers git follows in them (the worktrees'
+  // `.git` files, the marker, the registrations' files) stay the service's throughout.
+  const { owned, readOnlyFiles } = gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot);
   const pointers = [
     path.join(plan.workspacePath, OWNERSHIP_MARKER_FILE),
     ...plan.slots.map((slot) => path.join(slot.worktreePath, '.git')),
+    ...readOnlyFiles,
   ];
-  const given = giveUnowned([plan.workspacePath], uid, pointers);
-  // Read while the worktree is given; a failure of either is this step's.
-  const gitFolders = (async () => {
-    const { owned, readOnlyFiles } = gitStoreLayout(gitSlotsOf(plan), plan.workspacePath, deps.config.agentRoot);
-    await giveUnowned(owned, uid, readOnlyFiles);
-  })();
-  await Promise.all([given, gitFolders]);
+  await giveUnowned([plan.workspacePath, ...owned], owner, pointers);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, lchownSync, lstatSync, mkdirSync, readdirSync, type Stats } from 'node:fs';
-import { chmod, lchown, lstat, mkdir, readdir } from 'node:fs/promises';
+import { chmod, lchown, lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { processStarter } from '../../git/process-starter';
 import { systemBinary } from './agent-sandbox';
@@ -45,22 +45,23 @@ function giveTrees(folders: string[], uid: number): Promise<void> {
 export async function giveTreesExcept(folders: string[], uid: number, keep: string[]): Promise<void> {
   const whole: string[] = [];
   const alone: string[] = [];
-  const visit = async (entry: string): Promise<void> => {
+  // The folders on the way to a kept file read synchronously (an lstat and a listing each).
+  const visit = (entry: string): void => {
     if (keep.includes(entry)) return;
     if (!keep.some((file) => file.startsWith(`${entry}/`))) {
       whole.push(entry);
       return;
     }
-    const st = await lstat(entry).catch(absentIsFine);
+    const st = unlessAbsent(() => lstatSync(entry));
     if (!st) return;
     if (!st.isDirectory()) {
       whole.push(entry);
       return;
     }
     alone.push(entry);
-    await Promise.all((await readdir(entry)).map((name) => visit(path.join(entry, name))));
+    for (const name of readdirSync(entry)) visit(path.join(entry, name));
   };
-  await Promise.all(folders.map(visit));
+  folders.forEach(visit);
   await Promise.all([
     ...(whole.length > 0 ? [giveTrees(whole, uid)] : []),
     ...alone.map((folder) => lchown(folder, uid, uid)),
