@@ -32,6 +32,33 @@ export async function rebuildableOf(db: Db, repositoryId: string): Promise<reado
   return res.rows[0]?.rebuildable ?? DEFAULT_REBUILDABLE;
 }
 
+/**
+ * For each owner task, the repositories its workspace holds and the patterns of ignored files a
+ * release of it leaves out (their own, or the default list): what an idle release's answer says
+ * before any save runs. In the order the workspace lists its repositories.
+ */
+export async function rebuildableOfWorkspaces(
+  db: Db,
+  ownerTaskIds: string[],
+): Promise<Map<string, { repositoryId: string; patterns: readonly string[] }[]>> {
+  const res = await db.query<{ task_id: string; repository_id: string; rebuildable: string[] | null }>(
+    `SELECT DISTINCT ON (e.task_id, er.repository_id) e.task_id, er.repository_id, r.rebuildable, er.position
+       FROM task_environments e
+       JOIN environment_repos er ON er.environment_id = e.id AND er.worktree_path IS NOT NULL
+       JOIN repositories r ON r.id = er.repository_id
+      WHERE e.task_id = ANY($1::uuid[])
+      ORDER BY e.task_id, er.repository_id, er.position`,
+    [ownerTaskIds],
+  );
+  const byTask = new Map<string, { repositoryId: string; patterns: readonly string[] }[]>();
+  for (const row of res.rows)
+    byTask.set(row.task_id, [
+      ...(byTask.get(row.task_id) ?? []),
+      { repositoryId: row.repository_id, patterns: row.rebuildable ?? DEFAULT_REBUILDABLE },
+    ]);
+  return byTask;
+}
+
 /** A repository as its views show it (never its path); `rebuildable` null: the default list. */
 export async function repositoryView(
   db: Db,

@@ -77,11 +77,15 @@ describe('idle release [R6.9]', () => {
     const worktree = worktreeOf(t.taskId, r.name);
     makeWork(worktree);
     const branchHead = commitOf(r.dir, taskBranchName(t.taskId));
+    // The answer says what each release leaves out, and why: the repository's own patterns.
+    const patterns = ['node_modules/', '*.log'];
+    expect((await h.api('PATCH', `/v1/repositories/${r.id}`, { rebuildable: patterns })).status).toBe(200);
+    const leavesOut = [{ repositoryId: r.id, patterns, reason: 'rebuildable' }];
 
     const dry = await releaseNow({ dryRun: true });
     expect(dry.status, JSON.stringify(dry.body)).toBe(200);
     expect(dry.body.dryRun).toBe(true);
-    expect(dry.body.released).toContainEqual({ taskId: t.taskId, operationId: null });
+    expect(dry.body.released).toContainEqual({ taskId: t.taskId, operationId: null, leavesOut });
     expect(existsSync(path.join(worktree, 'notes/untracked.bin'))).toBe(true);
     expect(
       (await h.pool.query('SELECT count(*)::int AS n FROM cleanup_jobs WHERE task_id = $1', [t.taskId])).rows[0].n,
@@ -91,6 +95,7 @@ describe('idle release [R6.9]', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const mine = res.body.released.find((x: any) => x.taskId === t.taskId);
     expect(mine.operationId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(mine.leavesOut).toEqual(leavesOut);
     const job = await waitForJob(h, mine.operationId);
     expect(job).toMatchObject({ trigger: 'idle_release', state: 'succeeded' });
     // Carried out by the release's own run in a batch (its removals in the repositories' shared turns).
@@ -406,7 +411,7 @@ describe('idle release [R6.9]', () => {
     const unpin = await h.api('DELETE', `/v1/tasks/${pinned.taskId}/pin`);
     expect(unpin.body.pinned).toBe(false);
     const later = await releaseNow({ dryRun: true });
-    expect(later.body.released).toContainEqual({ taskId: pinned.taskId, operationId: null });
+    expect(later.body.released).toContainEqual(expect.objectContaining({ taskId: pinned.taskId, operationId: null }));
   });
 
   it('pinned and busy environments never take the places of releasable ones in a run (its candidates are limited)', async () => {

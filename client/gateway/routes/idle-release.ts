@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { rebuildableOfWorkspaces } from '../../../db/catalog';
 import { hostLiveness } from '../../../db/hosts';
 import { setPinned } from '../../../db/tasks';
 import { runIdleRelease } from '../../engine-cleanup';
@@ -25,7 +26,23 @@ const IdleReleaseBody = Type.Object(
 );
 
 const IdleReleaseAnswer = Type.Object({
-  released: Type.Array(Type.Object({ taskId: Type.String(), operationId: Type.Union([Type.String(), Type.Null()]) })),
+  released: Type.Array(
+    Type.Object({
+      taskId: Type.String(),
+      operationId: Type.Union([Type.String(), Type.Null()]),
+      leavesOut: Type.Array(
+        Type.Object({
+          repositoryId: Type.String(),
+          patterns: Type.Array(Type.String()),
+          reason: Type.Literal('rebuildable'),
+        }),
+        {
+          description:
+            "What the release leaves out of each repository's save, and why: its ignored files that match these patterns (the repository's `rebuildable` list) are rebuilt by the project's tools, not written by anyone; every other ignored file is saved with the work and restored. The job's report (GET /v1/operations/{operationId}) and the saved-work list name each path left out.",
+        },
+      ),
+    }),
+  ),
   kept: Type.Array(Type.Object({ taskId: Type.String(), reason: Type.String() })),
   dryRun: Type.Boolean(),
 });
@@ -50,8 +67,9 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
         if (liveness === 'unknown' && !(hostId === ctx.config.hostId && ctx.config.gatewayRunsLaunches))
           throw notFound('Host');
         if (liveness === 'down') throw new ApiError('host_unavailable');
+        let result: Awaited<ReturnType<typeof runIdleRelease>>;
         try {
-          return await runIdleRelease(ctx.temporal, ctx.config, {
+          result = await runIdleRelease(ctx.temporal, ctx.config, {
             hostId,
             idleForMs,
             dryRun: request.body?.dryRun ?? false,
@@ -60,6 +78,18 @@ export function idleReleaseRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
           if (err instanceof EngineRefusal) throw refusalError(err.refusal);
           throw err;
         }
+        // What each release leaves out, said before its save runs (the save names each path).
+        const leaves = await rebuildableOfWorkspaces(
+          ctx.pool,
+          result.released.map((r) => r.taskId),
+        );
+        return {
+          ...result,
+          released: result.released.map((r) => ({
+            ...r,
+            leavesOut: (leaves.get(r.taskId) ?? []).map((l) => ({ ...l, reason: 'rebuildable' as const })),
+          })),
+        };
       },
     );
 
