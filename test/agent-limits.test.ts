@@ -4,11 +4,13 @@
  * control groups (cgroup v1 on these hosts), real tmpfs, real processes: each test fails without
  * its limit.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../domain/config';
 import { executionGroup, taskGroup } from '../domain/limits';
+import { agentLimitsLayout, prepareAgentGroup, sweepAgentGroups } from '../executors/host/agent-limits';
 import { run as cli } from '../client/cli';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo, SLEEPER, waitUntil } from './support/scenario';
@@ -263,6 +265,29 @@ describe('many at once', () => {
     const again = await launch(h, taskId);
     expect(again.status, JSON.stringify(again.body)).toBe(201);
     expect(taskGroupFile(h, 'pids', taskId, 'pids.max')).toBe('200');
+  });
+
+  it('every group gets its CPU bound: a period written beside the quota never puts back the quota it read (1,000 groups)', async () => {
+    // v1 writes cpu.cfs_period_us with the quota it read a moment before: written side by side,
+    // about one group in a hundred kept no quota (-1), its agent unbounded. Groups made as a start
+    // makes them, one after another, each read back.
+    const settings = limitsConfig().limits!;
+    const layout = (await agentLimitsLayout(settings))!;
+    const owner = { environmentTaskId: randomUUID(), executionId: '' };
+    const unbounded: string[] = [];
+    try {
+      for (let i = 0; i < 1000; i++) {
+        owner.executionId = randomUUID();
+        await prepareAgentGroup(layout, settings.maximum, owner, { memoryBytes: 64 * MIB, pids: 16, cpus: 0.5 });
+        const group = executionGroup(layout.parent, owner.environmentTaskId, owner.executionId);
+        const quota = readFileSync(path.join('/sys/fs/cgroup/cpu', group, 'cpu.cfs_quota_us'), 'utf8').trim();
+        if (quota !== '50000') unbounded.push(`${owner.executionId}: ${quota}`);
+      }
+      expect(unbounded).toEqual([]);
+    } finally {
+      // This test's groups alone: other files' agents have theirs beside them.
+      await sweepAgentGroups(layout, { minAgeMs: 0, taskIds: new Set([owner.environmentTaskId]) });
+    }
   });
 });
 

@@ -86,8 +86,20 @@ export async function agentLimitsLayout(settings: LimitSettings): Promise<Cgroup
 }
 
 async function writeAll(layout: CgroupLayout, writes: CgroupWrite[]): Promise<void> {
-  // Each file on its own: written side by side (an attach waits for one round, not one per file).
-  await Promise.all(writes.map((w) => writeFile(path.join(layout.mounts[w.hierarchy]!, w.group, w.file), w.value)));
+  // Each controller's files in their order, the controllers side by side (an attach waits for one
+  // round per controller's files, not one per file). Never two files of a controller at once: v1's
+  // `cpu.cfs_period_us` is written with the quota it read a moment before, so a quota written
+  // meanwhile was lost (2 groups of 300 ran with no CPU bound).
+  const byController = new Map<string, CgroupWrite[]>();
+  for (const w of writes) {
+    const controller = `${w.hierarchy}/${w.group}/${w.file.split('.')[0]}`;
+    byController.set(controller, [...(byController.get(controller) ?? []), w]);
+  }
+  await Promise.all(
+    [...byController.values()].map(async (inOrder) => {
+      for (const w of inOrder) await writeFile(path.join(layout.mounts[w.hierarchy]!, w.group, w.file), w.value);
+    }),
+  );
 }
 
 /** v1 hosts that count swap in the memory controller: the same bound for memory and swap together. */
