@@ -3,11 +3,14 @@
  * that started the agent, or collected from the supervising shim's status file by a worker that
  * comes back — and the agent's environment holds nothing of the service's.
  */
-import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { killableWorker } from './support/processes';
 import { endExecution } from '../db/executions';
+import { spawnDetached } from '../executors/host/agents';
 import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';
 
@@ -59,6 +62,41 @@ describe('agent exits [issue 11]', () => {
         exitCode: session.execution.exitCode,
       }).toEqual({ session: 'exited', execution: 'exited', exitCode: codes[i] });
     }
+  });
+
+  it('an agent that ends at once is reported even when its start and its end are read together (the event loop busy meanwhile)', async () => {
+    const h = await harness();
+    const config = { ...h.config, agentSandbox: 'none' as const, limits: { ...h.config.limits, enabled: false } };
+    const cwd = mkdtempSync(path.join(h.scratch, 'at-once-'));
+    const missed: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      let reported = false;
+      const input = {
+        executionId: randomUUID(),
+        sessionId: randomUUID(),
+        taskId: randomUUID(),
+        environmentId: randomUUID(),
+        environmentTaskId: randomUUID(),
+        cwd,
+        command: ['true'],
+        env: {},
+        prompt: null,
+        gitSlots: [],
+        sshTargetId: null,
+      };
+      // Busy 50 ms at every turn while it starts: the starter's lines for its start and its end
+      // (the supervisor and `true` end within that) wait in the pipe and are read in one chunk.
+      const busy = setInterval(() => {
+        for (const until = Date.now() + 50; Date.now() < until;);
+      }, 0);
+      try {
+        await spawnDetached(input, path.join(cwd, `${i}.log`), config, () => (reported = true));
+      } finally {
+        clearInterval(busy);
+      }
+      await waitUntil(async () => reported, `the end of start ${i} reported`, 5_000).catch(() => missed.push(i));
+    }
+    expect(missed).toEqual([]);
   });
 
   it('a session and its execution are read in one snapshot: an end committed between the two reads is seen whole or not at all', async () => {

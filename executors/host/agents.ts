@@ -127,12 +127,18 @@ export async function spawnDetached(
         env: supervisorEnv,
       },
     );
+    // Noticed at once while this process lives, listened for before its start is awaited: a
+    // supervisor that ends at once has its start and its end read in one chunk from the process
+    // starter, and its end is emitted before the code after the awaited start runs. Only for one
+    // that started (a pid): a start that failed is no agent's end.
+    supervisor.once('exit', () => {
+      if (supervisor.pid !== undefined) onExit();
+    });
     const pid = await new Promise<number>((resolve, reject) => {
       supervisor.once('spawn', () => resolve(supervisor.pid!));
       supervisor.once('error', reject);
     });
-    // Noticed at once while this process lives; unref: it never keeps this process up.
-    supervisor.once('exit', onExit);
+    // unref: it never keeps this process up.
     supervisor.unref();
     // Its start time as its parent read it before it could be reaped; read here only if that failed.
     return { pid, startTime: supervisor.startTime ?? (await processStartTime(pid)) };
