@@ -23,6 +23,7 @@ import { startWorker, type WorkerHandle } from '../../worker/worker';
 import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
 import { migratedDatabase } from './databases';
+import { listensOn, portTaken } from './listeners';
 
 // One runtime per test process, logging only what matters.
 try {
@@ -212,35 +213,52 @@ export async function createHarness(
       );
     },
     async spawnGateway(extraEnv = {}, stderrFile?: string) {
-      const port = await freePort();
-      const env = serviceEnv({
-        TWS_API_PORT: String(port),
-        TWS_USER_TOKEN: USER_TOKEN,
-        TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
-        ...extraEnv,
-      });
-      const errorOut = stderrFile ? openSync(stderrFile, 'a') : null;
-      const child = track(
-        spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), {
-          env,
-          stdio: ['ignore', 'ignore', errorOut ?? 'inherit'],
-        }),
-      );
-      if (errorOut !== null) closeSync(errorOut);
-      const url = `http://127.0.0.1:${port}`;
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode})`);
-        if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) break;
-        if (Date.now() > deadline) throw new Error('the gateway did not become ready');
-        await new Promise((r) => setTimeout(r, 100));
+      // A port is free when picked and may be taken before the gateway binds it: the gateway that
+      // answers must be this child (listensOn), else it is started again on another port.
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        const env = serviceEnv({
+          TWS_API_PORT: String(port),
+          TWS_USER_TOKEN: USER_TOKEN,
+          TWS_OPERATOR_TOKEN: OPERATOR_TOKEN,
+          ...extraEnv,
+        });
+        const errorOut = stderrFile ? openSync(stderrFile, 'a') : null;
+        const child = track(
+          spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), {
+            env,
+            stdio: ['ignore', 'ignore', errorOut ?? 'inherit'],
+          }),
+        );
+        if (errorOut !== null) closeSync(errorOut);
+        const url = `http://127.0.0.1:${port}`;
+        const deadline = Date.now() + 60_000;
+        let ours = false;
+        for (;;) {
+          if (child.exitCode !== null) {
+            if (attempt < 3 && portTaken(port)) break;
+            throw new Error(`the gateway exited (${child.exitCode})`);
+          }
+          if ((await fetch(`${url}/readyz`).catch(() => null))?.ok) {
+            ours = listensOn(child.pid!, port);
+            if (ours || attempt >= 3) break;
+            child.kill('SIGKILL'); // another process answers on its port: this one cannot bind it
+            break;
+          }
+          if (Date.now() > deadline) throw new Error('the gateway did not become ready');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        if (!ours) {
+          if (attempt >= 3) throw new Error(`the gateway's port ${port} was taken by another process`);
+          continue;
+        }
+        return {
+          child,
+          url,
+          api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) =>
+            request(url, method, route, body, token),
+        };
       }
-      return {
-        child,
-        url,
-        api: (method: string, route: string, body?: unknown, token: string | null = USER_TOKEN) =>
-          request(url, method, route, body, token),
-      };
     },
     async stopWorker() {
       if (worker) await worker.shutdown();
