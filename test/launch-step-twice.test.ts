@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHostActivities, createRecordActivities } from '../activities';
 import { publishedPlan } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, taskDirName } from '../domain/task-layout';
-import { giveNewWorkspace } from '../executors/host/agent-identity';
+import { giveNewWorkspace, newWorkspaceUid } from '../executors/host/agent-identity';
 import { worktreeIdentity } from '../git/worktrees';
 import { createHarness, type Harness } from './support/harness';
 import { createTask, registerRepo, SLEEPER } from './support/scenario';
@@ -84,7 +84,7 @@ it("a new workspace given to its agent's uid keeps every pointer git follows the
   const plan = await admitFirstLaunch(createRecordActivities(deps), taskId);
   const made = await createHostActivities(deps).materializeWorkspace(plan);
   const published = publishedPlan(plan, made);
-  await giveNewWorkspace(deps, published);
+  await giveNewWorkspace(deps, published, await newWorkspaceUid(deps, published));
   const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'given');
   const uid = lstatSync(worktree).uid;
   // Given: the worktree and what is checked out in it.

@@ -160,14 +160,13 @@ export async function newWorkspaceUid(
  * follows stays the service's throughout (a second run of the step, or a git status, reads the
  * worktree meanwhile) and is made so again at the start. Nothing to do without a sandbox, or for an SSH
  * clone or the source checkout. `plan` is the published one (its worktrees' registration ids);
- * `uid`, when given, is {@link newWorkspaceUid}'s answer.
+ * `owner` is {@link newWorkspaceUid}'s answer.
  */
 export async function giveNewWorkspace(
   deps: { pool: Db; config: ActivityDeps['config'] },
   plan: LaunchPlan,
-  uid?: number | null,
+  owner: number | null,
 ): Promise<void> {
-  const owner = uid === undefined ? await newWorkspaceUid(deps, plan) : uid;
   if (owner === null) return;
   // Its git folders read and made (a few syscalls), then all of it given in one `chown`: the
   // worktree (the most of it) and those folders; the pointers git follows in them (the worktrees'

@@ -127,10 +127,7 @@ export async function spawnDetached(
         env: supervisorEnv,
       },
     );
-    // Noticed at once while this process lives, listened for before its start is awaited: a
-    // supervisor that ends at once has its start and its end read in one chunk from the process
-    // starter, and its end is emitted before the code after the awaited start runs. Only for one
-    // that started (a pid): a start that failed is no agent's end.
+    // Listened for before the start is awaited (both can come in one chunk), and only for a supervisor that started.
     supervisor.once('exit', () => {
       if (supervisor.pid !== undefined) onExit();
     });
@@ -138,8 +135,7 @@ export async function spawnDetached(
       supervisor.once('spawn', () => resolve(supervisor.pid!));
       supervisor.once('error', reject);
     });
-    // unref: it never keeps this process up.
-    supervisor.unref();
+    supervisor.unref(); // it never keeps this process up
     // Its start time as its parent read it before it could be reaped; read here only if that failed.
     return { pid, startTime: supervisor.startTime ?? (await processStartTime(pid)) };
   } catch {
