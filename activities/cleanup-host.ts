@@ -19,6 +19,7 @@ import { markerOwnedBy, readMarker } from '../executors/host/workspace-fs';
 import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
 import { cleanupFailure } from '../executors/support/failures';
+import { removeEnvironmentContainer } from '../executors/container/containers';
 
 export type { RemovalRequest } from '../executors/executor';
 
@@ -36,6 +37,19 @@ export function cleanupHostActivities(deps: ActivityDeps) {
 
   return {
     stopProcesses,
+
+    /** The environment's container on this host (executors/container/), with its record; an engine that does not answer fails the attempt, retried. */
+    async removeTaskContainer(environmentId: string): Promise<'removed' | 'none'> {
+      try {
+        return await removeEnvironmentContainer(deps, environmentId);
+      } catch (err) {
+        logger.warn({ err, environmentId }, 'the task container could not be removed');
+        throw cleanupFailure(
+          'container_remove_failed',
+          "The task's container could not be removed: its engine did not answer.",
+        );
+      }
+    },
 
     /**
      * Agents whose start was intended but not recorded when the snapshot was taken: whatever

@@ -42,6 +42,10 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       }
       if (snapshot.hostId !== hostId) return report;
 
+      // 1b. The task's container, its agents stopped (a `container` task's): removed, or the attempt fails and is retried.
+      if (snapshot.environmentId && (await steps.removeTaskContainer(snapshot.environmentId)) === 'removed')
+        report.container = 'removed';
+
       // 2. What the task's agents added to their task stores comes home first (issue 32): the
       // status, the save, the merge check and the removal below all read it.
       await steps.bringAgentObjectsHome(snapshot.worktrees);

@@ -24,6 +24,7 @@ import {
   type SessionState,
 } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
+import { workspaceKindOf } from '../domain/admission';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { Db } from '../db/pool';
 import type { ActivityDeps } from '../executors/support/deps';
@@ -37,7 +38,7 @@ function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): IncomingIn
       id: randomUUID(),
       repositoryId: slot.repositoryId,
       branchSlug: slot.branchSlug,
-      executorType: plan.executorType,
+      executorType: workspaceKindOf(plan.executorType),
       sshTargetId: plan.sshTargetId ?? null,
       identity: m ? { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } : null,
       headCommit: m?.headCommit ?? null,
@@ -158,7 +159,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
             WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
           [
             plan.environmentId,
-            plan.executorType,
+            workspaceKindOf(plan.executorType),
             plan.workspacePath,
             plan.taskFolder,
             from.fromExecutorType,
@@ -170,7 +171,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         if (moved.rowCount !== 1) {
           const mine = await client.query(
             'SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2 AND executor_type = $3 AND ownership_generation = $4',
-            [plan.environmentId, plan.sessionId, plan.executorType, from.ownershipGeneration + 1],
+            [plan.environmentId, plan.sessionId, workspaceKindOf(plan.executorType), from.ownershipGeneration + 1],
           );
           return mine.rowCount === 1 ? ('rebound' as const) : ('changed' as const);
         }
@@ -184,7 +185,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         await client.query(
           `UPDATE environment_repos SET status = 'active', updated_at = now()
             WHERE environment_id = $1 AND status = 'retained' AND executor_type = $2 AND ssh_target_id IS NOT DISTINCT FROM $3 AND worktree_path = ANY($4::text[])`,
-          [plan.environmentId, plan.executorType, plan.sshTargetId ?? null, made.map((m) => m.worktreePath)],
+          [plan.environmentId, workspaceKindOf(plan.executorType), plan.sshTargetId ?? null, made.map((m) => m.worktreePath)],
         );
         for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
         return 'rebound' as const;

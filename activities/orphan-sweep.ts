@@ -13,6 +13,7 @@ import { worktreeDirtiness } from '../git/worktree-status';
 import type { ActivityDeps } from '../executors/support/deps';
 import { withHeartbeat } from '../executors/support/heartbeat';
 import { lstatIfPresent, pathExists } from '../executors/host/workspace-fs';
+import { sweepContainers } from '../executors/container/sweep';
 
 export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
   return {
@@ -23,7 +24,8 @@ export function orphanSweepRecordActivities({ pool, config }: ActivityDeps) {
   };
 }
 
-export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
+export function orphanSweepHostActivities(deps: ActivityDeps) {
+  const { config, logger } = deps;
   const gitOptions = { binary: config.gitBinary };
 
   /**
@@ -95,6 +97,9 @@ export function orphanSweepHostActivities({ config, logger }: ActivityDeps) {
     async sweepWorkspaceRoot(input: { livePaths: string[]; graceMs: number; dryRun: boolean }): Promise<SweepResult> {
       return withHeartbeat('orphan-sweep', async () => {
         const result: SweepResult = { removed: [], kept: [], dryRun: input.dryRun };
+        // Containers whose records are gone first (each removed alone; their binds are folders judged below).
+        const containers = await sweepContainers(deps, input);
+        if (containers) result.containers = containers;
         if (!(await pathExists(config.workspaceRoot))) return result;
         const now = Date.now();
         for (const entry of await readdir(config.workspaceRoot, { withFileTypes: true })) {

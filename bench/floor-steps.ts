@@ -10,7 +10,7 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
-import { spawnDetached } from '../executors/host/agents';
+import { spawnDetached } from '../executors/host/agent-spawn';
 import { agentUid } from '../executors/host/agent-identity';
 import { isRealDirectory, markerOwnedBy, readMarker } from '../executors/host/workspace-fs';
 import { admitLaunch } from '../db/admission';

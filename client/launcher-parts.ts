@@ -9,8 +9,9 @@ import { markApiRecordStopped, writeApiRecord } from './cli-instance';
 import { describeExit, errorLine, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
-export type Layer = 'services' | 'temporal' | 'postgres';
-const STOP_ORDER: Layer[] = ['services', 'temporal', 'postgres'];
+export type Layer = 'services' | 'containers' | 'temporal' | 'postgres';
+// The container engine's API goes after the services that call it; its containers (and their agents) keep running.
+const STOP_ORDER: Layer[] = ['services', 'containers', 'temporal', 'postgres'];
 
 export class LaunchedParts {
   private readonly parts: { layer: Layer; part: Promise<SupervisedPart> }[] = [];

@@ -220,6 +220,19 @@ async function main(): Promise<void> {
       }
     }
 
+    // TWS_CONTAINER_ENGINE=podman: the container executor's engine is Podman's Docker Engine API,
+    // served here on the data folder's socket (started again if it dies, like every part).
+    if (config.containers.managedPodman && config.containers.engineSocket) {
+      const socket = config.containers.engineSocket;
+      await rm(socket, { force: true });
+      await parts.run('podman', 'containers', () =>
+        spawnPart('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
+          cwd: root,
+          stdio: ['ignore', 'ignore', 'inherit'],
+        }),
+      );
+    }
+
     await prepareServices({
       databaseUrl,
       temporalAddress,

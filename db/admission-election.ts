@@ -10,6 +10,7 @@ import {
   decideAdmission,
   isRemoteExecutor,
   isRunnableExecutor,
+  workspaceKindOf,
   type EnvironmentFacts,
   type EnvironmentSituation,
   type ExecutorType,
@@ -122,6 +123,8 @@ export async function admitAnew(
   // An executor this host cannot run is refused before any write [R3].
   if (!runnable) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
   const executorType = req.executorType as ExecutorType;
+  // The workspace it works in: a `container` task's is a worktree workspace (domain/admission.ts).
+  const kind = workspaceKindOf(executorType);
 
   const target = await admissionTarget(client, task);
   // A workspace over its disk quota had its agents stopped; no agent starts in it again until it is under (issue 46).
@@ -149,7 +152,7 @@ export async function admitAnew(
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (!executorFitsSlots(executorType, target.slots.length))
+    if (!executorFitsSlots(kind, target.slots.length))
       return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
@@ -157,7 +160,7 @@ export async function admitAnew(
       if (
         !(await reelectMaterializer(client, {
           id: env.id,
-          executorType,
+          executorType: kind,
           hostId: req.hostId,
           materializerSessionId: req.sessionId,
           sshTargetId: ssh?.id ?? null,
@@ -170,7 +173,7 @@ export async function admitAnew(
         await insertCreatingEnvironment(client, {
           id: environmentId,
           taskId: target.ownerTaskId,
-          executorType,
+          executorType: kind,
           hostId: req.hostId,
           materializerSessionId: req.sessionId,
           sshTargetId: ssh?.id ?? null,
@@ -193,19 +196,19 @@ export async function admitAnew(
     // this executor works. Its worktrees are planned in it: after a hand-over that is the old
     // owner's folder, where a kept dirty worktree still is (and its marker names the new owner).
     const folder =
-      (env && samePlace(env, executorType, ssh) ? env.task_folder : null) ??
+      (env && samePlace(env, kind, ssh) ? env.task_folder : null) ??
       taskFolder(workspaceRoot, target.ownerTaskId, generation);
-    const slots = materializeSlots(target.slots, executorType, folder, generation);
+    const slots = materializeSlots(target.slots, kind, folder, generation);
     return admitted(bindSession, environmentId, executorType, {
       role: 'materialized',
-      workspace: decideWorkspaceSteps('materialized', executorType),
+      workspace: decideWorkspaceSteps('materialized', kind),
       sessionId: req.sessionId,
       taskId: req.taskId,
       environmentId,
       environmentTaskId: target.ownerTaskId,
       executorType,
       hostId: req.hostId,
-      workspacePath: materializedWorkspacePath(slots, executorType, folder),
+      workspacePath: materializedWorkspacePath(slots, kind, folder),
       taskFolder: folder,
       slots,
       sshTargetId: ssh?.id ?? null,
@@ -214,28 +217,28 @@ export async function admitAnew(
 
   // Attach to the canonical environment.
   const env = target.env!;
-  if (env.executor_type !== executorType || (executorType === 'ssh' && env.ssh_target_id !== ssh!.id)) {
+  if (env.executor_type !== kind || (executorType === 'ssh' && env.ssh_target_id !== ssh!.id)) {
     // A borrowed environment of another executor is refused, never detached [R3].
     if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
-    if (!executorFitsSlots(executorType, target.slots.length))
+    if (!executorFitsSlots(kind, target.slots.length))
       return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
     const folder =
-      (samePlace(env, executorType, ssh) ? env.task_folder : null) ??
+      (samePlace(env, kind, ssh) ? env.task_folder : null) ??
       taskFolder(workspaceRoot, env.task_id, env.layout_generation);
-    const slots = materializeSlots(target.slots, executorType, folder, env.layout_generation);
+    const slots = materializeSlots(target.slots, kind, folder, env.layout_generation);
     return admitted(bindSession, env.id, executorType, {
       role: 'transitioned',
-      workspace: decideWorkspaceSteps('transitioned', executorType),
+      workspace: decideWorkspaceSteps('transitioned', kind),
       sessionId: req.sessionId,
       taskId: req.taskId,
       environmentId: env.id,
       environmentTaskId: env.task_id,
       executorType,
       hostId: env.host_id,
-      workspacePath: materializedWorkspacePath(slots, executorType, folder),
+      workspacePath: materializedWorkspacePath(slots, kind, folder),
       taskFolder: folder,
       slots,
       transition: { fromExecutorType: env.executor_type, ownershipGeneration: env.ownership_generation },
@@ -249,14 +252,16 @@ export async function admitAnew(
       return { kind: 'refused', code: 'workspace_reuse_unsafe' };
   }
   const rows = await inventoryOf(client, env.id);
-  return admitted(bindSession, env.id, executorType, {
+  // The environment's own executor, or `container` on its worktree workspace (its agents in the task's container).
+  const attachedExecutor = executorType === 'container' ? executorType : env.executor_type;
+  return admitted(bindSession, env.id, attachedExecutor, {
     role: 'attached',
     workspace: decideWorkspaceSteps('attached', env.executor_type),
     sessionId: req.sessionId,
     taskId: req.taskId,
     environmentId: env.id,
     environmentTaskId: env.task_id,
-    executorType: env.executor_type,
+    executorType: attachedExecutor,
     hostId: env.host_id,
     workspacePath: env.workspace_path!,
     taskFolder: env.task_folder ?? taskFolder(workspaceRoot, env.task_id, env.layout_generation),

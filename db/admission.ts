@@ -35,6 +35,7 @@ export async function admitLaunch(
     env: req.env ?? {},
     name: req.name,
     limits: req.limits ?? null,
+    image: req.image ?? null,
   };
   // The session row is written with the plan it was admitted with: one statement. The plan carries
   // the session's limits to its agent's start (the same object is the admission's answer).
@@ -45,6 +46,7 @@ export async function admitLaunch(
     workspaceRoot,
     (environmentId, executorType, role, plan) => {
       if (req.limits) plan.limits = req.limits;
+      if (req.image && executorType === 'container') plan.image = req.image;
       return insertSession(client, { ...session, executorType, environmentId, role, admittedPlan: plan });
     },
     defaultDiskQuota,
@@ -72,11 +74,12 @@ export async function admitResume(
       command: string[] | null;
       agent_env: Record<string, string>;
       agent_limits: AgentLimits | null;
+      container_image: string | null;
       name: string | null;
       admitted_run: string | null;
       admitted_plan: LaunchPlan | null;
     }>(
-      'SELECT task_id, executor_type, agent_profile, command, agent_env, agent_limits, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
+      'SELECT task_id, executor_type, agent_profile, command, agent_env, agent_limits, container_image, name, admitted_run, admitted_plan FROM sessions WHERE id = $1',
       [req.sessionId],
     )
   ).rows[0];
@@ -100,6 +103,7 @@ export async function admitResume(
     async (environmentId, _executorType, role, plan) => {
       // A resume's agent gets the limits its session's launch resolved (the same object is the answer).
       if (row.agent_limits) plan.limits = row.agent_limits;
+      if (row.container_image) plan.image = row.container_image;
       // The materializer of a new workspace counts as alive while it prepares it (`starting`).
       // An attach to the environment it already had keeps the session's role (how it came there).
       // The run's plan is recorded in the same statement.

@@ -16,6 +16,14 @@ export interface HostRecord {
   version: string;
   executors: string[];
   heartbeatEveryMs: number;
+  /** Whether it can run containers now (the `container` executor), as its worker found it at this beat. */
+  containers?: HostContainers;
+}
+
+export interface HostContainers {
+  available: boolean;
+  engine: string | null;
+  reason?: string;
 }
 
 export interface HostView extends HostDisk {
@@ -25,6 +33,7 @@ export interface HostView extends HostDisk {
   workspaceRoot: string;
   executors: string[];
   version: string;
+  containers: HostContainers;
 }
 
 /**
@@ -33,10 +42,18 @@ export interface HostView extends HostDisk {
  */
 export async function registerHost(db: Db, host: HostRecord): Promise<void> {
   await db.query(
-    `INSERT INTO hosts (host_id, workspace_root, version, executors, heartbeat_every_ms) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO hosts (host_id, workspace_root, version, executors, heartbeat_every_ms, containers) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (host_id) DO UPDATE SET workspace_root = EXCLUDED.workspace_root, version = EXCLUDED.version,
-       executors = EXCLUDED.executors, heartbeat_every_ms = EXCLUDED.heartbeat_every_ms, last_seen_at = now()`,
-    [host.hostId, host.workspaceRoot, host.version, host.executors, host.heartbeatEveryMs],
+       executors = EXCLUDED.executors, heartbeat_every_ms = EXCLUDED.heartbeat_every_ms, last_seen_at = now(),
+       containers = EXCLUDED.containers`,
+    [
+      host.hostId,
+      host.workspaceRoot,
+      host.version,
+      host.executors,
+      host.heartbeatEveryMs,
+      host.containers ? JSON.stringify(host.containers) : null,
+    ],
   );
   await db.query(`UPDATE repositories SET host_id = $1 WHERE host_id IS NULL AND (SELECT count(*) FROM hosts) = 1`, [
     host.hostId,
@@ -65,9 +82,10 @@ type HostRow = HostDiskColumns & {
   workspace_root: string;
   executors: string[];
   version: string;
+  containers: HostContainers | null;
 };
 
-const HOST_COLUMNS = `host_id, ${LIVE} AS live, last_seen_at, workspace_root, executors, version, ${HOST_DISK_COLUMNS}`;
+const HOST_COLUMNS = `host_id, ${LIVE} AS live, last_seen_at, workspace_root, executors, version, containers, ${HOST_DISK_COLUMNS}`;
 
 function hostViewOf(r: HostRow): HostView {
   return {
@@ -77,6 +95,7 @@ function hostViewOf(r: HostRow): HostView {
     workspaceRoot: r.workspace_root,
     executors: r.executors,
     version: r.version,
+    containers: r.containers ?? { available: false, engine: null, reason: 'not_reported' },
     ...hostDiskOf(r),
   };
 }

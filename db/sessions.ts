@@ -40,6 +40,8 @@ export async function insertSession(
     env?: Record<string, string>;
     /** What its agents may use (issue 46); null: the defaults. */
     limits?: AgentLimits | null;
+    /** `container`: the image its agents run in. */
+    image?: string | null;
     name: string | null;
     role: SessionRole;
     /** The plan its launch was admitted with (a re-run of the admission answers it). */
@@ -47,8 +49,8 @@ export async function insertSession(
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, admitted_plan, agent_limits)
-     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $10, $11)`,
+    `INSERT INTO sessions (id, task_id, environment_id, state, executor_type, agent_profile, command, agent_env, name, role, admitted_plan, agent_limits, container_image)
+     VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     [
       s.id,
       s.taskId,
@@ -61,6 +63,7 @@ export async function insertSession(
       s.role,
       s.admittedPlan === undefined ? null : JSON.stringify(s.admittedPlan),
       s.limits ? JSON.stringify(s.limits) : null,
+      s.executorType === 'container' ? (s.image ?? null) : null,
     ],
   );
 }

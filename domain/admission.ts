@@ -10,16 +10,26 @@ export type WorkspaceMode = 'new_workspace' | 'inherit_parent' | 'shared_group';
 /**
  * Executors a host runs: `worktree` and `local` keep their files on the host (git on the host
  * inspects them); `ssh` keeps them on an SSH target the host's worker talks to, where the
- * executor's own inventory and runtime handle are the authority (ssh/).
+ * executor's own inventory and runtime handle are the authority (ssh/); `container` keeps them on
+ * the host as `worktree` does (the same worktrees) and runs the agents in a container of the task.
  */
-export const EXECUTOR_TYPES = ['worktree', 'local', 'ssh'] as const;
+export const EXECUTOR_TYPES = ['worktree', 'local', 'ssh', 'container'] as const;
 export type ExecutorType = (typeof EXECUTOR_TYPES)[number];
 
 /**
  * Remote executor kinds the contract knows but this build does not run: a launch asking for one
  * is refused `workspace_reuse_unsupported` before any side effect.
  */
-export type RequestedExecutor = ExecutorType | 'container' | 'sandbox';
+export type RequestedExecutor = ExecutorType | 'sandbox';
+
+/**
+ * The workspace an executor works in: a `container` task's is a worktree workspace (its agents run
+ * elsewhere, its files do not), so admission, its folder and its inventory treat the two as one and
+ * a move between them reuses the same worktrees.
+ */
+export type WorkspaceKind = Exclude<ExecutorType, 'container'>;
+export const workspaceKindOf = (executor: ExecutorType): WorkspaceKind =>
+  executor === 'container' ? 'worktree' : executor;
 
 export const isRunnableExecutor = (kind: string): kind is ExecutorType =>
   (EXECUTOR_TYPES as readonly string[]).includes(kind);

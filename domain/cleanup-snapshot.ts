@@ -80,6 +80,8 @@ export interface CleanupReport {
   }[];
   branches: { repositoryId: string; branch: string; outcome: 'kept' | 'deleted_merged' | 'kept_unmerged' }[];
   processesStopped: number;
+  /** The task's container (the `container` executor's), removed with its agents stopped. Absent: none was recorded. */
+  container?: 'removed';
   borrowed: CleanupSnapshot['borrowed'];
   /** Set when the job was ended before it finished: who, and whether the workspace was abandoned. Absent in older reports. */
   ended?: { action: 'cancel' | 'abandon'; by: CancelledBy };

@@ -132,6 +132,8 @@ export type CleanupErrorClass =
   | 'remote_branch_not_brought_back'
   /** A sandboxed agent's objects could not be brought from its task's store into the repository (issue 32): nothing is removed until they are. */
   | 'agent_objects_not_home'
+  /** The task's container could not be removed (its engine did not answer): the job retries it. */
+  | 'container_remove_failed'
   | 'internal';
 
 /**
@@ -160,6 +162,7 @@ export const CLEANUP_ERROR_RECOVERY: Record<CleanupErrorClass, 'retry' | 'operat
   ssh_host_key_mismatch: 'operator',
   remote_branch_not_brought_back: 'operator',
   agent_objects_not_home: 'retry',
+  container_remove_failed: 'retry',
   internal: 'retry',
 };
 

@@ -17,9 +17,12 @@ import {
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 import {
   parseLocalExecutor,
+  isImageName,
+  parseContainerSettings,
   parseNetworkPolicy,
   parseSandboxMode,
   parseUidRange,
+  type ContainerSettings,
   type LocalExecutorPolicy,
   type UidRange,
 } from './agent-settings';
@@ -31,6 +34,8 @@ interface AgentProfile {
   env: Record<string, string>;
   /** What its agents may use, where not the defaults (a request's own `limits` win), issue 46. */
   limits?: LimitsRequest;
+  /** The image its `container` agents run in, where not TWS_CONTAINER_IMAGE. */
+  image?: string;
 }
 
 export interface Config {
@@ -67,6 +72,8 @@ export interface Config {
   localExecutor: LocalExecutorPolicy;
   /** What one agent, and one task's agents together, may use (issue 46). */
   limits: LimitSettings;
+  /** The container executor: its engine (null: not offered), images and network. */
+  containers: ContainerSettings;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -195,7 +202,15 @@ function parseProfiles(raw: string | undefined, maximum: AgentLimits): Record<st
       throw new Error(`TWS_AGENT_PROFILES.${name}.env must map upper-case names (not TWS_*) to strings`);
     }
     const limits = parseProfileLimits(name, (value as { limits?: unknown }).limits, maximum);
-    profiles[name] = { command: command as string[], env: env as Record<string, string>, limits };
+    const image = (value as { image?: unknown }).image;
+    if (image !== undefined && (typeof image !== 'string' || !isImageName(image)))
+      throw new Error(`TWS_AGENT_PROFILES.${name}.image must be an image name`);
+    profiles[name] = {
+      command: command as string[],
+      env: env as Record<string, string>,
+      limits,
+      ...(image !== undefined ? { image } : {}),
+    };
   }
   return profiles;
 }
@@ -238,6 +253,7 @@ export function loadConfig(
     localExecutor: parseLocalExecutor(env.TWS_LOCAL_EXECUTOR),
     agentUids: parseUidRange(env.TWS_AGENT_UIDS),
     limits,
+    containers: parseContainerSettings(env, dataDir),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     workflowTaskTimeoutMs: parseMilliseconds(

@@ -20,7 +20,8 @@ export type RefusalCode =
   | 'ssh_host_key_mismatch'
   | 'ssh_target_name_taken'
   | 'repository_taken'
-  | 'workspace_root_unusable';
+  | 'workspace_root_unusable'
+  | 'container_image_missing';
 
 type InputErrorCode =
   | 'invalid_request'
@@ -34,7 +35,12 @@ type InputErrorCode =
   | 'uri_too_long'
   | 'headers_too_large';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
-type OutageCode = 'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable';
+type OutageCode =
+  | 'service_unavailable'
+  | 'engine_unavailable'
+  | 'host_unavailable'
+  | 'ssh_target_unavailable'
+  | 'executor_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
 export type ErrorAction =

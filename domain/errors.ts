@@ -236,6 +236,23 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'retry',
     message: 'The workflow engine is unavailable; retry shortly with the same Idempotency-Key.',
   },
+  // The container executor is configured and cannot run now (its engine does not answer); one not
+  // offered at all is the 400 of EXECUTOR_NOT_OFFERED below. Nothing was created either way.
+  executor_unavailable: {
+    status: 503,
+    recoverable: true,
+    retryAfterMs: 2000,
+    action: 'retry',
+    message: 'The executor cannot run on this host now (its container engine does not answer); nothing was created.',
+  },
+  // The image the launch's profile names is not on the host: nothing is pulled at launch.
+  container_image_missing: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'operator',
+    message: "The agent's container image is not on this host; an operator builds it (make image). Nothing was created.",
+  },
   // What is asked for lives on a host this process cannot reach (an agent's log on another host).
   host_unavailable: {
     status: 503,
@@ -271,13 +288,26 @@ export interface ErrorBody {
   };
 }
 
+/** `executor_unavailable` for an executor this service does not offer at all: the request is to change, not to retry. */
+const EXECUTOR_NOT_OFFERED: ErrorRule = {
+  status: 400,
+  recoverable: false,
+  retryAfterMs: 0,
+  action: 'fix_request',
+  message: 'This executor is not offered by this service; choose another executorType.',
+};
+
+/** The rule an answer follows: the table's, or the not-offered one for an executor the service does not run (`offered: false`). */
+export const ruleOf = (code: ErrorCode, extra: Record<string, unknown> = {}): ErrorRule =>
+  code === 'executor_unavailable' && extra.offered === false ? EXECUTOR_NOT_OFFERED : ERROR_TABLE[code];
+
 export function errorBody(
   code: ErrorCode,
   errorId: string,
   message?: string,
   extra: Record<string, unknown> = {},
 ): ErrorBody {
-  const rule = ERROR_TABLE[code];
+  const rule = ruleOf(code, extra);
   return {
     error: {
       ...extra,

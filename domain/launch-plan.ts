@@ -119,7 +119,9 @@ export const executorOfPlan = (plan: Pick<LaunchPlan, 'executorType'>): Executor
  * The executor that holds a record (an execution, an inventory row, a snapshot's entry): records
  * name the place they are on, not the executor that made them. One on an SSH target is the `ssh`
  * executor's; anything on a host is the `worktree` executor's, whose host operations `local`
- * shares (a local checkout's row has no worktree to remove: `inventory_only`).
+ * shares (a local checkout's row has no worktree to remove: `inventory_only`). An agent's start
+ * that names `container` is the container executor's (its agent runs in the task's container; its
+ * stop, as every host agent's, is the host's).
  */
-export const executorOfRecord = (record: { sshTargetId?: string | null }): ExecutorType =>
-  record.sshTargetId ? 'ssh' : 'worktree';
+export const executorOfRecord = (record: { sshTargetId?: string | null; executorType?: ExecutorType }): ExecutorType =>
+  record.sshTargetId ? 'ssh' : record.executorType === 'container' ? 'container' : 'worktree';

@@ -22,6 +22,8 @@ export interface LaunchRequest {
   sshTargetId?: string | null;
   /** What its agents may use, resolved by the gateway (defaults, profile, request); absent in older requests: the defaults. */
   limits?: AgentLimits;
+  /** `container`: the image its agents run in, resolved by the gateway (profile, request, default). */
+  image?: string;
   /**
    * Set when the workflow was started on `hostId`'s queue (`<sharedQueue>-host-<hostId>`): that
    * host's steps then run as its local activities. Part of the input, so replay decides the same.
@@ -72,6 +74,8 @@ export interface LaunchPlan {
   sshTargetId?: string | null;
   /** What the session's agents may use (issue 46); absent in plans admitted before: the defaults. */
   limits?: AgentLimits;
+  /** `container`: the image the session's agents run in. */
+  image?: string;
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */
@@ -149,6 +153,8 @@ export function agentStartOf(
     gitSlots: gitSlotsOf(plan),
     sshTargetId: plan.sshTargetId ?? null,
     ...(plan.limits ? { limits: plan.limits } : {}),
+    executorType: plan.executorType,
+    ...(plan.image ? { image: plan.image } : {}),
   };
 }
 

@@ -27,4 +27,6 @@ export interface SweepResult {
   removed: string[];
   kept: { name: string; reason: string }[];
   dryRun: boolean;
+  /** Containers labelled as this service's on the host (the `container` executor): absent where no engine is configured. */
+  containers?: { removed: string[]; kept: { id: string; reason: string }[] };
 }

@@ -1,5 +1,6 @@
 /** What starting an agent takes and answers, on the host and on an SSH target alike. */
 import type { ExecutionStatus } from '../db/executions';
+import type { ExecutorType } from '../domain/admission';
 import type { AgentLimits } from '../domain/limits';
 import type { AgentGitSlot } from './host/git-store-layout';
 
@@ -24,6 +25,10 @@ export interface StartAgentInput {
   sshTargetId?: string | null;
   /** What the agent may use (issue 46); absent in older inputs: the operator's defaults. */
   limits?: AgentLimits;
+  /** The executor of its plan: `container` runs it in its task's container; absent in older inputs: where `sshTargetId` says. */
+  executorType?: ExecutorType;
+  /** `container`: the image its task's container is made from. */
+  image?: string;
 }
 
 export interface StartedAgent {

@@ -5,6 +5,7 @@
  */
 import { executorOfPlan, executorOfRecord } from '../domain/launch-plan';
 import type { LaunchPlan } from '../domain/launch';
+import { containerExecutor } from './container';
 import type { Executor, ExecutorKind } from './executor';
 import { hostOperations } from './host';
 import { localExecutor } from './local';
@@ -15,8 +16,8 @@ import { worktreeExecutor } from './worktree';
 export interface Executors {
   of(kind: ExecutorKind): Executor;
   forPlan(plan: Pick<LaunchPlan, 'executorType'>): Executor;
-  /** The executor whose place holds a record (it names its SSH target, or it is on a host). */
-  at(record: { sshTargetId?: string | null }): Executor;
+  /** The executor whose place holds a record (it names its SSH target, or it is on a host; an agent's start names `container`). */
+  at(record: { sshTargetId?: string | null; executorType?: ExecutorKind }): Executor;
   /** Each distinct implementation of one operation (worktree and local share their host ones): for steps that ask every place. */
   distinct<K extends keyof Executor>(operation: K): Executor[K][];
   /** Items grouped by the executor that holds each, in the order the registry lists the executors. */
@@ -25,7 +26,12 @@ export interface Executors {
 
 function createExecutors(deps: ActivityDeps): Executors {
   const host = hostOperations(deps);
-  const registered: Executor[] = [worktreeExecutor(deps, host), localExecutor(deps, host), sshExecutor(deps)];
+  const registered: Executor[] = [
+    worktreeExecutor(deps, host),
+    localExecutor(deps, host),
+    sshExecutor(deps),
+    containerExecutor(deps, host),
+  ];
   const byKind = new Map(registered.map((e) => [e.kind, e]));
   const of = (kind: ExecutorKind): Executor => {
     const executor = byKind.get(kind);

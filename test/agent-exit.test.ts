@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { harnessesPerTest, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { killableWorker } from './support/processes';
 import { endExecution } from '../db/executions';
-import { spawnDetached } from '../executors/host/agents';
+import { spawnDetached } from '../executors/host/agent-spawn';
 import { agentEnded, createTask, launch, registerRepo, taskWithSession, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';
 

@@ -10,6 +10,7 @@ import { registerHost, type HostRecord } from '../db/hosts';
 import { EXECUTOR_TYPES } from '../domain/admission';
 import type { Config } from '../domain/config';
 import { outageOf } from '../domain/outage';
+import { containerAvailability } from '../executors/container/engine';
 
 /** The version of the package this process runs (the nearest package.json above it). */
 function packageVersion(): string {
@@ -21,13 +22,16 @@ function packageVersion(): string {
   }
 }
 
-function hostRecordOf(config: Config): HostRecord {
+/** The executors this host offers (`container` where an engine is configured), and whether it can run containers now. */
+async function hostRecordOf(config: Config): Promise<HostRecord> {
+  const offered = config.containers.engineSocket !== null;
   return {
     hostId: config.hostId,
     workspaceRoot: config.workspaceRoot,
     version: packageVersion(),
-    executors: [...EXECUTOR_TYPES],
+    executors: EXECUTOR_TYPES.filter((e) => e !== 'container' || offered),
     heartbeatEveryMs: config.hostHeartbeatEveryMs,
+    containers: await containerAvailability(config.containers),
   };
 }
 
@@ -41,14 +45,14 @@ export async function startHostRegistration(
   config: Config,
   logger: Logger,
 ): Promise<{ stop(): Promise<void> }> {
-  const record = hostRecordOf(config);
+  const hostId = config.hostId;
   let inFlight: Promise<void> | null = null;
   const beat = async () => {
     try {
-      await registerHost(pool, record);
+      await registerHost(pool, await hostRecordOf(config));
     } catch (err) {
-      if (outageOf(err)) logger.warn({ hostId: record.hostId }, 'database unavailable; host heartbeat missed');
-      else logger.error({ err, hostId: record.hostId }, 'host heartbeat failed');
+      if (outageOf(err)) logger.warn({ hostId }, 'database unavailable; host heartbeat missed');
+      else logger.error({ err, hostId }, 'host heartbeat failed');
     }
   };
   const tick = () => (inFlight ??= beat().finally(() => (inFlight = null)));

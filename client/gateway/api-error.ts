@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_TABLE, errorBody, isErrorCode, type ErrorCode } from '../../domain/errors';
+import { ERROR_TABLE, errorBody, isErrorCode, ruleOf, type ErrorCode } from '../../domain/errors';
 import { outageOf } from '../../domain/outage';
 import { validationMessage, type SchemaError } from './validation-message';
 
@@ -13,7 +13,7 @@ export class ApiError extends Error {
     message?: string,
     readonly extra: Record<string, unknown> = {},
   ) {
-    super(message ?? ERROR_TABLE[code].message);
+    super(message ?? ruleOf(code, extra).message);
   }
 }
 
@@ -33,7 +33,7 @@ function sendError(
   extra: Record<string, unknown> = {},
   errorId = randomUUID(),
 ) {
-  const rule = ERROR_TABLE[code];
+  const rule = ruleOf(code, extra);
   answeredCodes.set(reply, code);
   if (rule.retryAfterMs > 0) reply.header('retry-after', Math.ceil(rule.retryAfterMs / 1000));
   return reply.code(rule.status).send(errorBody(code, errorId, message, extra));

@@ -122,8 +122,14 @@ export const Links = Type.Object({ temporal: Type.Optional(Type.String()) });
 
 export const LaunchBody = Type.Object(
   {
-    // Only the executors this service runs: another (`container`, `sandbox`) is a 400 that lists them.
-    executorType: Type.Union([Type.Literal('worktree'), Type.Literal('local'), Type.Literal('ssh')]),
+    // Only the executors this service runs: another (`sandbox`) is a 400 that lists them. `container`
+    // where the operator configured an engine (TWS_CONTAINER_ENGINE); else `executor_unavailable` (400).
+    executorType: Type.Union([
+      Type.Literal('worktree'),
+      Type.Literal('local'),
+      Type.Literal('ssh'),
+      Type.Literal('container'),
+    ]),
     agentProfile: Type.String({ minLength: 1, maxLength: 100 }),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 10_000 }), { minItems: 1, maxItems: 1000 })),
     /** Appended to the profile's command (or the shell profile's `command`). */
@@ -139,6 +145,8 @@ export const LaunchBody = Type.Object(
     sshTargetId: Type.Optional(Uuid),
     /** What the agent may use, within the operator's maximum (the rest: its profile's, else the defaults). */
     limits: Type.Optional(LimitsBody),
+    /** `container`: the image its agents run in, one the operator allows (TWS_CONTAINER_IMAGES); default: its profile's, else TWS_CONTAINER_IMAGE. */
+    containerImage: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   },
   { additionalProperties: false },
 );

@@ -68,6 +68,8 @@ function reachable(p: Ownership): void {
 function prepareHome(p: Ownership): void {
   const { config, uid } = p;
   traversable(config.logDir, path.dirname(p.logPath));
+  // A home elsewhere in the run folders (a container's, shared by its agents): its way there too.
+  if (path.dirname(p.home) !== path.dirname(p.logPath)) traversable(config.logDir, path.dirname(p.home));
   agentFolder(p.home, uid);
   const gitConfig = path.join(p.home, '.gitconfig');
   try {
@@ -126,7 +128,7 @@ export async function agentUid(
 }
 
 /** The uid of a worktree environment's agents (db/agent-uids.ts); a range used up is a typed refusal. */
-async function environmentAgentUid(
+export async function environmentAgentUid(
   deps: { pool: Db; config: ActivityDeps['config'] },
   environmentTaskId: string,
 ): Promise<number> {
@@ -147,6 +149,8 @@ export async function newWorkspaceUid(
   deps: { pool: Db; config: ActivityDeps['config'] },
   plan: LaunchPlan,
 ): Promise<number | null> {
+  // A container's agents run as the environment's uid whatever the host's sandbox (executors/container/).
+  if (plan.executorType === 'container') return environmentAgentUid(deps, plan.environmentTaskId);
   if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return null;
   return environmentAgentUid(deps, plan.environmentTaskId);
 }
@@ -221,7 +225,7 @@ export interface PreparedSandbox {
  */
 export async function prepareSandbox(
   input: StartAgentInput,
-  p: { config: ActivityDeps['config']; uid: number; logPath: string },
+  p: { config: ActivityDeps['config']; uid: number; logPath: string; home?: string },
 ): Promise<PreparedSandbox> {
   const { config, uid, logPath } = p;
   const slots =
@@ -230,7 +234,7 @@ export async function prepareSandbox(
   const ownership: Ownership = {
     config,
     uid,
-    home: path.join(path.dirname(logPath), 'home'),
+    home: p.home ?? path.join(path.dirname(logPath), 'home'),
     workspace: inCheckout ? null : input.cwd,
     logPath,
     repositories: slots.map((slot) => slot.commonDir),

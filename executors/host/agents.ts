@@ -2,7 +2,7 @@
  * Agent processes: started detached in their own process group with the workspace as working
  * directory and output in a per-session log file, so they outlive a worker restart.
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { cleanupBarrierStands } from '../../db/barrier';
 import {
@@ -18,132 +18,27 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { dropSpawnIntent } from '../../db/spawn-intents';
-import {
-  EXECUTION_MARK,
-  findMarkedGroup,
-  isSameProcess,
-  processStartTime,
-  stopMarkedGroup,
-  stopProcessGroup,
-} from './process-identity';
+import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
-import { agentEnvironment } from '../../domain/agent-env';
-import { agentNetwork, agentSandbox, SANDBOX_ARGS_VARIABLE, SERVICE_PROGRAM_ENV, systemBinary } from './agent-sandbox';
-import {
-  agentSupervisor,
-  AGENT_SUPERVISOR_MISSING,
-  commandStartable,
-  exitStatusPath,
-  readExitStatus,
-  shimSandboxArgument,
-} from './agent-shim';
+import { AGENT_SUPERVISOR_MISSING, readExitStatus } from './agent-shim';
 import { collectExit } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
-import { processStarter } from '../../git/process-starter';
-import { agentUid, prepareSandbox, sandboxedCommand } from './agent-identity';
-import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup, sweepAgentGroups } from './agent-limits';
+import { agentUid } from './agent-identity';
+import { agentLimitsLayout, sweepAgentGroups } from './agent-limits';
+import { spawnDetached, type AgentEntrance } from './agent-spawn';
 
 /** The start time recorded for a supervisor that had ended before its own could be read: never a process's. */
 const ENDED_BEFORE_IDENTIFIED = 'exited-before-identified';
 
-/**
- * Starts the agent under its supervising parent (executors/host/agent-shim.ts), detached in its own
- * process group with the workspace as working directory and its output in the log. The supervisor is
- * the recorded process (pid + start time) and carries the execution id's mark; the agent's
- * environment is the allow-list of domain/agent-env.ts. `onExit` runs when the supervisor ends while
- * this process still runs: the agent's outcome is then in its status file. Its pid comes back with
- * its start time (null only when it could not be read). A host without the
- * supervisor binary refuses the start (`internal`, reason `agent_supervisor_missing`) before anything is written.
- */
-export async function spawnDetached(
-  input: StartAgentInput,
-  logPath: string,
-  config: ActivityDeps['config'],
-  onExit: () => void,
-  uid: number | null = null,
-): Promise<{ pid: number; startTime: string | null }> {
-  const env = agentEnvironment(
-    process.env,
-    { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
-    input.env ?? {},
-  );
-  // The agent's control groups are made while the rest of its start is prepared (a group left by a
-  // start that fails after is empty, and swept): null without limits, false when they could not be made.
-  const limitsLayout = await agentLimitsLayout(config.limits);
-  const groupReady: Promise<string[] | null | false> = limitsLayout
-    ? prepareAgentGroup(limitsLayout, config.limits.maximum, input, input.limits ?? config.limits.defaults).catch(
-        () => false as const,
-      )
-    : Promise.resolve(null);
-  const supervisorBinary = await agentSupervisor();
-  if (!(await commandStartable(input.command[0]!, input.cwd, env.PATH)))
-    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
-  const promptPath = logPath.replace(/\.log$/, '') + '.prompt';
-  if (input.prompt != null) {
-    await writeFile(promptPath, input.prompt, { mode: 0o600 });
-    env.TWS_PROMPT_FILE = promptPath;
-  }
-  // The supervisor and what it runs outside the sandbox get a fixed environment and absolute
-  // paths: nothing of the request (PATH, LD_PRELOAD, ...) reaches a process outside it (issue 45).
-  const supervisorEnv: Record<string, string> = { ...SERVICE_PROGRAM_ENV, [EXECUTION_MARK]: input.executionId };
-  // In bubblewrap, as the workspace's own uid: the agent's own home in its run folder, everything of
-  // the service hidden and closed, only its workspace (and its repositories' git folders) writable.
-  const sandbox = await agentSandbox(config.agentSandbox);
-  const network = sandbox ? await agentNetwork(config.agentSandbox, config.agentNetwork) : null;
-  let command: string[];
-  if (sandbox) {
-    if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
-    const argsFile = logPath.replace(/\.log$/, '') + '.args';
-    const prepared = await prepareSandbox(input, { config, uid, logPath });
-    command = await sandboxedCommand(input, env, prepared, { config, uid, sandbox, network, promptPath, argsFile });
-    supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
-  } else {
-    // TWS_AGENT_SANDBOX=none (the operator's choice): the agent's environment is set by env(1), started by its absolute path.
-    command = [
-      systemBinary('env') ?? '/usr/bin/env',
-      '-i',
-      ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-      ...input.command,
-    ];
-  }
-  // Its limits (issue 46): its own control group, inside its task's, which the supervisor puts it
-  // in before it runs. Limits that cannot be set stop the start: never an agent without them.
-  const procs = await groupReady;
-  if (procs === false) throw typedFailure('internal', { reason: 'agent_limits_not_applied' });
-  if (procs) supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
-  // Opened here first so that a log that cannot be written fails as itself, not as the command.
-  const log = await open(logPath, 'a', 0o600);
-  try {
-    // Through the process starter (git/process-starter.ts): a fork of this process costs a few
-    // milliseconds of CPU, one of the starter a fraction; the supervisor's own output goes to the log.
-    const supervisor = processStarter().spawn(
-      supervisorBinary,
-      [exitStatusPath(logPath), logPath, String(config.agentLogMaxBytes), shimSandboxArgument(network), ...command],
-      {
-        cwd: input.cwd,
-        detached: true,
-        output: { appendTo: logPath },
-        env: supervisorEnv,
-      },
-    );
-    // Listened for before the start is awaited (both can come in one chunk), and only for a supervisor that started.
-    supervisor.once('exit', () => {
-      if (supervisor.pid !== undefined) onExit();
-    });
-    const pid = await new Promise<number>((resolve, reject) => {
-      supervisor.once('spawn', () => resolve(supervisor.pid!));
-      supervisor.once('error', reject);
-    });
-    supervisor.unref(); // it never keeps this process up
-    // Its start time as its parent read it before it could be reaped; read here only if that failed.
-    return { pid, startTime: supervisor.startTime ?? (await processStartTime(pid)) };
-  } catch {
-    throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });
-  } finally {
-    await log.close();
-  }
-}
+/** Refusals of a start raised before its supervisor was spawned. */
+const REFUSED_BEFORE_START = new Set([
+  'invalid_request',
+  'executor_unavailable',
+  'container_image_missing',
+  'workspace_reuse_unsafe',
+  'task_cleanup_in_progress',
+]);
 
 const supervisorMissing = (err: ApplicationFailure): boolean =>
   err.type === 'internal' &&
@@ -165,8 +60,15 @@ export async function stopRecordedAgent(
   return false;
 }
 
-/** The host's agents, for the worktree and local executors alike (both run their agents on this host). */
-export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgent' | 'stopAgent'> {
+/**
+ * The host's agents, for the worktree and local executors alike; `placeOf`, for an executor whose
+ * agents run elsewhere on this host (a task's container), gives the uid and the entrance of that
+ * place: the start, its records and its stop are the same.
+ */
+export function hostAgents(
+  deps: ActivityDeps,
+  placeOf?: (input: StartAgentInput) => Promise<{ uid: number; entrance: AgentEntrance }>,
+): Pick<AgentOperations, 'startAgent' | 'stopAgent'> {
   const { pool, config } = deps;
   return {
     /**
@@ -196,7 +98,7 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
       }
 
       // The uid its sandbox runs it as (issue 45), taken before anything of the start is written.
-      const uid = await agentUid(deps, input);
+      const uid = placeOf ? null : await agentUid(deps, input);
 
       // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
       const logDir = path.join(config.logDir, input.taskId, input.sessionId);
@@ -256,21 +158,25 @@ export function hostAgents(deps: ActivityDeps): Pick<AgentOperations, 'startAgen
           return { pid: already.pid, identified: true, recorded: already.status };
         }
         await recordWithStart?.(client);
+        // Another place's (its container made or found here, under the cleanup barrier's lock too).
+        const place = placeOf ? await placeOf(input) : null;
         const { pid, startTime } = await spawnDetached(
           input,
           logPath,
           config,
           () => void collectExit(deps, input.executionId, config.gitBinary),
-          uid,
+          place ? place.uid : uid,
+          place?.entrance ?? null,
         );
         await record(client, pid, startTime);
         await afterRecord?.(client);
         return { pid, identified: startTime !== null, recorded: undefined };
       }).catch(async (err) => {
-        // Refused before anything ran (the command cannot start, no supervisor): no intent is left to adopt.
+        // Refused before anything ran (the command cannot start, no supervisor, its container could
+        // not be had): no intent is left to adopt.
         const missing = err instanceof ApplicationFailure && supervisorMissing(err);
         if (missing) deps.logger.error({ executionId: input.executionId }, AGENT_SUPERVISOR_MISSING);
-        if (err instanceof ApplicationFailure && (err.type === 'invalid_request' || missing))
+        if (err instanceof ApplicationFailure && (REFUSED_BEFORE_START.has(err.type ?? '') || missing))
           await dropSpawnIntent(pool, input.executionId);
         throw err;
       });

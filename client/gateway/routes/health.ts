@@ -5,6 +5,7 @@ import { ApiError } from '../api-error';
 import type { GatewayContext } from '../context';
 import type { GatewayMetrics } from '../metrics';
 import { errorResponses } from '../schemas';
+import { containerAvailability } from '../../../executors/container/engine';
 
 /** Documented only (a string payload is sent as it is): Prometheus text, or 403 to a caller not on loopback. */
 const MetricsResponses = {
@@ -39,6 +40,13 @@ function notReadyReason(database: boolean, temporal: boolean): string {
   return database ? 'temporal_unreachable' : 'database_unreachable';
 }
 
+/** The container executor's readiness where it is configured: available, the engine, and why not. */
+const ContainersReadiness = Type.Object({
+  available: Type.Boolean(),
+  engine: Type.Union([Type.String(), Type.Null()]),
+  reason: Type.Optional(Type.String()),
+});
+
 export function healthRoutes(
   ctx: GatewayContext,
   metrics: GatewayMetrics,
@@ -61,6 +69,7 @@ export function healthRoutes(
               status: Type.Literal('ready'),
               agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
               agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]),
+              containers: Type.Optional(ContainersReadiness),
             }),
             503: Type.Object({
               status: Type.Literal('not_ready'),
@@ -69,20 +78,25 @@ export function healthRoutes(
               reason: Type.String(),
               agentIsolation: Type.Union([Type.Literal('bwrap'), Type.Literal('none')]),
               agentNetwork: Type.Union([Type.Literal('egress'), Type.Literal('none'), Type.Literal('host')]),
+              containers: Type.Optional(ContainersReadiness),
             }),
           },
         },
       },
       async (_request, reply) => {
-        const [database, temporal] = await Promise.all([
+        // With the container executor configured: whether it can run here, and why not (the
+        // other executors do not need it, so it does not make the service unready).
+        const [database, temporal, containers] = await Promise.all([
           answers(ctx.pool.query('SELECT 1')),
           answers(ctx.temporal.workflowService.getSystemInfo({})),
+          ctx.config.containers.engineSocket ? containerAvailability(ctx.config.containers) : undefined,
         ]);
         // What agents run in here (bubblewrap, or nothing but the allow-listed environment): said
         // so that an operator sees the trust boundary (README, "Agents").
         const agentIsolation = ctx.agentIsolation ?? 'none';
         const agentNetwork = ctx.agentNetwork ?? 'host';
-        if (database && temporal) return { status: 'ready' as const, agentIsolation, agentNetwork };
+        if (database && temporal)
+          return { status: 'ready' as const, agentIsolation, agentNetwork, ...(containers ? { containers } : {}) };
         return reply.code(503).send({
           status: 'not_ready' as const,
           database,
@@ -90,6 +104,7 @@ export function healthRoutes(
           reason: notReadyReason(database, temporal),
           agentIsolation,
           agentNetwork,
+          ...(containers ? { containers } : {}),
         });
       },
     );

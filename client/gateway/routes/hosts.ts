@@ -30,6 +30,12 @@ const Host = Type.Object({
   workspaceRoot: Type.String(),
   executors: Type.Array(Type.String()),
   version: Type.String(),
+  /** Whether it can run `container` agents, as its worker last found it; `reason` when not (not_configured, engine_unreachable, image_missing, not_root, not_reported). */
+  containers: Type.Object({
+    available: Type.Boolean(),
+    engine: Type.Union([Type.String(), Type.Null()]),
+    reason: Type.Optional(Type.String()),
+  }),
   disk: HostDiskSchema,
   lowDisk: Type.Boolean(),
 });

@@ -33,6 +33,13 @@ export function orphanSweepRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebo
               removed: Type.Array(Type.String()),
               kept: Type.Array(Type.Object({ name: Type.String(), reason: Type.String() })),
               dryRun: Type.Boolean(),
+              /** Containers labelled as this service's on the host whose records are gone (the container executor); absent without an engine. */
+              containers: Type.Optional(
+                Type.Object({
+                  removed: Type.Array(Type.String()),
+                  kept: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
+                }),
+              ),
             }),
             ...errorResponses,
           },

@@ -11,6 +11,9 @@ import { localExecutorAllowed } from '../../../domain/agent-settings';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
 import { overMaximum, resolveLimits, type AgentLimits, type LimitsRequest } from '../../../domain/limits';
 import { outageOf } from '../../../domain/outage';
+import { ApplicationFailure } from '@temporalio/common';
+import { isErrorCode, type ErrorCode } from '../../../domain/errors';
+import { requireEngine, requireImage } from '../../../executors/container/engine';
 import { ApiError, badRequest } from '../api-error';
 import type { Role } from '../auth';
 import type { GatewayContext } from '../context';
@@ -147,5 +150,43 @@ export function sessionRequests(ctx: GatewayContext) {
     }
   };
 
-  return { resolveAgent, sessionFor, refuseLocal };
+  /**
+   * The image a `container` launch's agents run in (the request's, one the operator allows; else its
+   * profile's; else the default), with the engine answering and the image on the host: refused
+   * before anything is written otherwise (400 when not offered, 503 when the engine does not answer,
+   * 409 when the image is not here). Null for every other executor, which names no image.
+   */
+  async function containerImageOf(
+    executorType: string,
+    profile: string,
+    requested: string | undefined,
+  ): Promise<string | undefined> {
+    if (executorType !== 'container') {
+      if (requested !== undefined) throw badRequest('containerImage is for the container executor.');
+      return undefined;
+    }
+    const settings = ctx.config.containers;
+    if (!settings.engineSocket) throw new ApiError('executor_unavailable', undefined, { offered: false });
+    const profileImage = Object.prototype.hasOwnProperty.call(ctx.config.agentProfiles, profile)
+      ? ctx.config.agentProfiles[profile]?.image
+      : undefined;
+    const fallback = profileImage ?? settings.image;
+    if (requested !== undefined && requested !== fallback && !settings.allowedImages.includes(requested))
+      // The allowed names are the operator's configuration, not a secret: the caller can pick one.
+      throw badRequest(
+        `containerImage is not an image this service allows; the images are: ${[fallback, ...settings.allowedImages].join(', ')}.`,
+      );
+    const image = requested ?? fallback;
+    try {
+      const { client } = await requireEngine(settings);
+      await requireImage(client, image);
+    } catch (err) {
+      if (err instanceof ApplicationFailure && isErrorCode(err.type ?? ''))
+        throw new ApiError(err.type as ErrorCode, undefined, (err.details?.[0] as Record<string, unknown>) ?? {});
+      throw err;
+    }
+    return image;
+  }
+
+  return { resolveAgent, sessionFor, refuseLocal, containerImageOf };
 }

@@ -1,0 +1,422 @@
+/**
+ * The container executor against a real Podman (its Docker Engine API) and the image built here:
+ * agents run in one container per task environment, as the task's uid, without capabilities, with
+ * the task's limits and its network policy; sessions share it; its cleanup removes it; a refusal
+ * leaves nothing behind; the orphan sweep removes only containers proven ours and unrecorded.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  containerEngineSocket,
+  containerSettings,
+  engineForTests,
+  hostContainers,
+  removeHostContainers,
+  TEST_IMAGE,
+} from './support/container-engine';
+import { archive, deleteTask, releaseIdleTask, waitForJob } from './support/cleanup';
+import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
+import {
+  agentEnded,
+  agentOutputUntil,
+  createTask,
+  expectSafeError,
+  launch,
+  registerRepo,
+  waitUntil,
+} from './support/scenario';
+import { git, listDir, makeRepo, rowCounts } from './support/world';
+
+const { harness, cleanups } = harnessesPerTest();
+let h: Harness;
+let socket: string;
+
+beforeAll(async () => {
+  socket = await containerEngineSocket();
+  h = await harness({ containers: containerSettings(socket), agentNetwork: 'none', orphanGraceMs: 0 });
+  cleanups.push(() => removeHostContainers(h.config.hostId));
+}, 120_000);
+
+async function containerTask(name: string) {
+  const repo = makeRepo(h.scratch, name);
+  const repositoryId = await registerRepo(h, repo, name);
+  const taskId = await createTask(h, [repositoryId]);
+  return { repo, taskId, repositoryId };
+}
+
+const launchIn = (taskId: string, command: string[], more: Record<string, unknown> = {}) =>
+  launch(h, taskId, { executorType: 'container', command, ...more });
+
+const containerRow = async (environmentId: string) =>
+  (await h.pool.query('SELECT * FROM environment_containers WHERE environment_id = $1', [environmentId])).rows[0];
+
+/** The container as the engine holds it, or null once it is gone. */
+async function engineContainer(id: string) {
+  const engine = await engineForTests();
+  return engine
+    .getContainer(id)
+    .inspect()
+    .catch((err: { statusCode?: number }) => {
+      if (err.statusCode === 404) return null;
+      throw err;
+    });
+}
+
+/** The pids in a container's memory control group, read on the host. */
+function containerPids(initPid: number): number[] {
+  const line = readFileSync(`/proc/${initPid}/cgroup`, 'utf8')
+    .split('\n')
+    .find((l) => /^\d+:memory:/.test(l))!;
+  const group = line.split(':')[2]!;
+  return readFileSync(path.join('/sys/fs/cgroup/memory', group, 'cgroup.procs'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
+}
+
+const worktreeOf = async (environmentId: string) =>
+  (
+    await h.pool.query("SELECT worktree_path FROM environment_repos WHERE environment_id = $1 AND status = 'active'", [
+      environmentId,
+    ])
+  ).rows[0]!.worktree_path as string;
+
+describe('the container executor', () => {
+  it('runs the agent in its task container from the image, as the task uid, without capabilities, where git works', async () => {
+    const { taskId } = await containerTask('ctr-launch');
+    const res = await launchIn(taskId, [
+      'sh',
+      '-c',
+      'echo uid=$(id -u); grep -E "CapEff|NoNewPrivs" /proc/self/status; head -1 /etc/os-release; git status --porcelain --branch | head -1; echo work > made.txt; git add made.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm agent && echo committed; echo ready; sleep 600',
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const out = await agentOutputUntil(h, res.body.executionId, 'ready');
+    const uid = (await h.pool.query('SELECT uid FROM agent_uids')).rows.map((r) => String(r.uid));
+    expect(uid).toContain(/uid=(\d+)/.exec(out)![1]);
+    expect(out).toContain('CapEff:\t0000000000000000');
+    expect(out).toContain('NoNewPrivs:\t1');
+    expect(out).toContain('Debian GNU/Linux 12 (bookworm)');
+    expect(out).toContain('## tws/');
+    expect(out).toContain('committed');
+
+    // The container is recorded, running from the image, labelled ours, as the same uid, with no capability.
+    const row = await containerRow(res.body.taskEnvironmentId);
+    const info = (await engineContainer(row.container_id))!;
+    expect(info.State.Running).toBe(true);
+    expect(info.Config.Image).toContain('tws-agent:bookworm');
+    expect(info.Config.User).toBe(`${/uid=(\d+)/.exec(out)![1]}:${/uid=(\d+)/.exec(out)![1]}`);
+    expect(info.HostConfig.CapDrop?.length ?? 0).toBeGreaterThan(0);
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect(info.Config.Labels?.['io.task-workspaces.environment']).toBe(res.body.taskEnvironmentId);
+    // The agent is a process of the container (its control group), and its supervisor the host's.
+    const pid = (await h.pool.query('SELECT pid FROM executions WHERE id = $1', [res.body.executionId])).rows[0].pid;
+    const members = containerPids(info.State.Pid);
+    expect(members.length).toBeGreaterThan(1);
+    expect(members).not.toContain(pid);
+    // The agent's commit is on the task's branch, seen from outside once a git status brought its
+    // task store's objects home (as for the sandbox's agents).
+    const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
+    expect(status.status, JSON.stringify(status.body)).toBe(200);
+    const wt = await worktreeOf(res.body.taskEnvironmentId);
+    expect(git(wt, 'log', '-1', '--format=%s')).toBe('agent');
+  });
+
+  it('a second session shares the container; an agent exit and its log are recorded', async () => {
+    const { taskId } = await containerTask('ctr-share');
+    const first = await launchIn(taskId, ['sh', '-c', 'echo first; sleep 600']);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const second = await launchIn(taskId, ['sh', '-c', 'echo to the log; ls /proc | grep -c "^[0-9]"; exit 3']);
+    expect(second.status, JSON.stringify(second.body)).toBe(201);
+    expect(second.body.taskEnvironmentId).toBe(first.body.taskEnvironmentId);
+    expect(second.body.role).toBe('attached');
+    const ended = await agentEnded(h, second.body.sessionId);
+    expect(ended.execution.exitCode).toBe(3);
+    const logs = await h.api('GET', `/v1/sessions/${second.body.sessionId}/logs`);
+    expect(logs.status).toBe(200);
+    expect(JSON.stringify(logs.body)).toContain('to the log');
+    // One container for both: one row, one container of the environment on the engine.
+    const ours = (await hostContainers(h.config.hostId)).filter(
+      (c) => c.Labels['io.task-workspaces.environment'] === first.body.taskEnvironmentId,
+    );
+    expect(ours).toHaveLength(1);
+  });
+
+  it('two launches of a new task at once make one container', async () => {
+    const { taskId } = await containerTask('ctr-race');
+    const [a, b] = await Promise.all([launchIn(taskId, ['sleep', '600']), launchIn(taskId, ['sleep', '600'])]);
+    const ok = [a, b].filter((r) => r.status === 201);
+    expect(ok.length, JSON.stringify([a.body, b.body])).toBeGreaterThanOrEqual(1);
+    // The other waited for the first's workspace (workspace_preparing) or attached to it.
+    for (const r of [a, b]) if (r.status !== 201) expectSafeError(r.body, 'workspace_preparing');
+    if (ok.length === 1) {
+      const again = await launchIn(taskId, ['sleep', '600']);
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+    }
+    const env = ok[0]!.body.taskEnvironmentId;
+    const ours = (await hostContainers(h.config.hostId)).filter(
+      (c) => c.Labels['io.task-workspaces.environment'] === env,
+    );
+    expect(ours).toHaveLength(1);
+    expect(
+      (
+        await h.pool.query(
+          'SELECT count(*)::int AS n FROM executions e JOIN sessions s ON s.id = e.session_id WHERE s.task_id = $1 AND e.status = $2',
+          [taskId, 'running'],
+        )
+      ).rows[0].n,
+    ).toBe(2);
+  });
+
+  it('holds the agent to the task limits inside the container', async () => {
+    const { taskId } = await containerTask('ctr-limits');
+    const res = await launchIn(
+      taskId,
+      [
+        'sh',
+        '-c',
+        '(n=0; while [ $n -lt 60 ]; do sleep 300 & n=$((n+1)); done; echo all-started) 2>/dev/null; echo "forks-ended=$?"; echo ready; exec sleep 600',
+      ],
+      { limits: { pids: 24, memoryBytes: 256 * 1024 * 1024 } },
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const out = await agentOutputUntil(h, res.body.executionId, 'ready');
+    expect(out).not.toContain('all-started');
+    expect(out).toMatch(/forks-ended=[1-9]/);
+    const row = await containerRow(res.body.taskEnvironmentId);
+    const info = (await engineContainer(row.container_id))!;
+    expect(info.HostConfig.PidsLimit).toBe(24);
+    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    // Every process of the agent is in the container's groups, bounded there.
+    expect(containerPids(info.State.Pid).length).toBeLessThanOrEqual(24);
+  });
+
+  it('the agent reaches no service port, no service file, no host process, and cannot write the image', async () => {
+    const { taskId } = await containerTask('ctr-boundary');
+    const port = new URL(h.baseUrl).port;
+    const res = await launchIn(taskId, [
+      'sh',
+      '-c',
+      [
+        `git ls-remote http://127.0.0.1:${port}/x 2>&1 | head -1`,
+        'echo net=$(grep -c : /proc/net/dev)',
+        `ls ${h.config.dataDir} 2>&1 | head -1`,
+        `ls ${h.config.workspaceRoot} 2>&1 | head -3`,
+        'echo procs=$(ls /proc | grep -c "^[0-9]")',
+        'touch /usr/bin/escape 2>&1 | head -1',
+        'newgrp 2>&1 | head -1',
+        'echo end',
+      ].join('; '),
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const out = await agentOutputUntil(h, res.body.executionId, 'end');
+    expect(out).toMatch(/Failed to connect|Couldn't connect|Connection refused/);
+    expect(out).toContain('net=1'); // only its own loopback
+    // Of the service's folders only the way to what is bound in: the data folder shows its log
+    // folder (the container's run folder is in it), the workspace root this task's folder alone.
+    const lines = out.split('\n');
+    expect(lines[lines.findIndex((l) => l.startsWith('net=')) + 1]).toBe('logs');
+    expect(lines.filter((l) => /^task-/.test(l))).toHaveLength(1);
+    expect(Number(/procs=(\d+)/.exec(out)![1])).toBeLessThan(15);
+    expect(out).toMatch(/Read-only file system|Permission denied/);
+    expect(existsSync('/usr/bin/escape')).toBe(false);
+    // newgrp is setuid root in the image: with no_new_privs it cannot raise anything.
+    expect(out).not.toMatch(/^uid=0/m);
+  });
+
+  it('a missing image is refused 409 and an engine that does not answer 503; nothing is made', async () => {
+    const { taskId } = await containerTask('ctr-refused');
+    const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot) };
+    const containersBefore = (await hostContainers(h.config.hostId)).length;
+    const missing = await launchIn(taskId, ['true'], { agentProfile: 'shell', containerImage: 'tws-agent:absent' });
+    // An image the operator does not allow is a 400; one allowed but not built here is the 409.
+    expect(missing.status).toBe(400);
+    const other = await harness({
+      containers: containerSettings(socket, { image: 'tws-agent:absent' }),
+      agentNetwork: 'none',
+    });
+    cleanups.push(() => removeHostContainers(other.config.hostId));
+    const repo = makeRepo(other.scratch, 'ctr-absent');
+    const otherTask = await createTask(other, [await registerRepo(other, repo, 'ctr-absent')]);
+    const absent = await launch(other, otherTask, { executorType: 'container', command: ['true'] });
+    expect(absent.status, JSON.stringify(absent.body)).toBe(409);
+    expectSafeError(absent.body, 'container_image_missing', [repo]);
+    expect(await rowCounts(other.pool)).toMatchObject({ sessions: 0, executions: 0 });
+
+    const down = await harness({
+      containers: containerSettings(path.join(h.scratch, 'no-engine.sock')),
+      agentNetwork: 'none',
+    });
+    const downRepo = makeRepo(down.scratch, 'ctr-down');
+    const downTask = await createTask(down, [await registerRepo(down, downRepo, 'ctr-down')]);
+    const unavailable = await launch(down, downTask, { executorType: 'container', command: ['true'] });
+    expect(unavailable.status, JSON.stringify(unavailable.body)).toBe(503);
+    expectSafeError(unavailable.body, 'executor_unavailable', [downRepo, 'no-engine.sock']);
+    expect(unavailable.body.error.recoverable).toBe(true);
+    expect(await rowCounts(down.pool)).toMatchObject({ sessions: 0, executions: 0 });
+    expect(listDir(down.config.workspaceRoot)).toEqual([]);
+
+    // Not offered at all: 400, not retryable.
+    const off = await harness({});
+    const offRepo = makeRepo(off.scratch, 'ctr-off');
+    const offTask = await createTask(off, [await registerRepo(off, offRepo, 'ctr-off')]);
+    const notOffered = await launch(off, offTask, { executorType: 'container', command: ['true'] });
+    expect(notOffered.status).toBe(400);
+    expectSafeError(notOffered.body, 'executor_unavailable');
+    expect(notOffered.body.error.recoverable).toBe(false);
+
+    expect(await rowCounts(h.pool)).toEqual(before.rows);
+    expect(listDir(h.config.workspaceRoot)).toEqual(before.root);
+    expect((await hostContainers(h.config.hostId)).length).toBe(containersBefore);
+    expect(await hostContainers(other.config.hostId)).toEqual([]);
+  });
+
+  it('archive stops the agents and removes the container, keeping dirty work; unarchive and a launch make it again', async () => {
+    const { taskId } = await containerTask('ctr-archive');
+    const res = await launchIn(taskId, ['sh', '-c', 'echo dirty > uncommitted.txt; echo ready; sleep 600']);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await agentOutputUntil(h, res.body.executionId, 'ready');
+    const row = await containerRow(res.body.taskEnvironmentId);
+    const wt = await worktreeOf(res.body.taskEnvironmentId);
+    const job = await waitForJob(h, (await archive(h, taskId)).operationId);
+    expect(job.report.container).toBe('removed');
+    expect(await engineContainer(row.container_id)).toBeNull();
+    expect(await containerRow(res.body.taskEnvironmentId)).toBeUndefined();
+    expect(readFileSync(path.join(wt, 'uncommitted.txt'), 'utf8')).toBe('dirty\n');
+    expect((await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body.execution.state).not.toBe('running');
+  });
+
+  it('a consented delete saves dirty work, removes the worktree and the container', async () => {
+    const { taskId, repositoryId } = await containerTask('ctr-delete');
+    const res = await launchIn(taskId, ['sh', '-c', 'echo precious > work.txt; echo ready; sleep 600']);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await agentOutputUntil(h, res.body.executionId, 'ready');
+    const row = await containerRow(res.body.taskEnvironmentId);
+    const wt = await worktreeOf(res.body.taskEnvironmentId);
+    const refused = await deleteTask(h, taskId);
+    expect(refused.status).toBe(409);
+    const del = await deleteTask(h, taskId, 'discardChanges=true');
+    expect(del.status, JSON.stringify(del.body)).toBe(202);
+    const job = await waitForJob(h, del.body.operationId);
+    expect(job.report.container).toBe('removed');
+    const saved = job.report.worktrees.find((w: any) => w.repositoryId === repositoryId);
+    expect(saved.outcome).toBe('saved_and_removed');
+    expect(existsSync(wt)).toBe(false);
+    expect(await engineContainer(row.container_id)).toBeNull();
+    const repoPath = (await h.pool.query('SELECT path FROM repositories WHERE id = $1', [repositoryId])).rows[0].path;
+    expect(git(repoPath, 'show', `${saved.savedCommit}:work.txt`)).toBe('precious');
+  });
+
+  it('moves worktree → container → worktree on the same worktree', async () => {
+    const { taskId } = await containerTask('ctr-transition');
+    const onHost = await launch(h, taskId, { command: ['sh', '-c', 'echo from-host > host.txt'] });
+    expect(onHost.status, JSON.stringify(onHost.body)).toBe(201);
+    await agentEnded(h, onHost.body.sessionId);
+    const wt = await worktreeOf(onHost.body.taskEnvironmentId);
+    const inContainer = await launchIn(taskId, [
+      'sh',
+      '-c',
+      'cat host.txt; pwd; echo from-container > container.txt; echo done',
+    ]);
+    expect(inContainer.status, JSON.stringify(inContainer.body)).toBe(201);
+    expect(inContainer.body.taskEnvironmentId).toBe(onHost.body.taskEnvironmentId);
+    const out = await agentOutputUntil(h, inContainer.body.executionId, 'done');
+    expect(out).toContain('from-host');
+    expect(await worktreeOf(inContainer.body.taskEnvironmentId)).toBe(wt);
+    await agentEnded(h, inContainer.body.sessionId);
+    const back = await launch(h, taskId, { command: ['sh', '-c', 'cat container.txt'] });
+    expect(back.status, JSON.stringify(back.body)).toBe(201);
+    expect(back.body.taskEnvironmentId).toBe(onHost.body.taskEnvironmentId);
+    expect(await worktreeOf(back.body.taskEnvironmentId)).toBe(wt);
+    expect(readFileSync(path.join(wt, 'container.txt'), 'utf8')).toBe('from-container\n');
+  });
+
+  it('an idle release removes the container; the next launch makes it again and restores the work', async () => {
+    const { taskId } = await containerTask('ctr-idle');
+    const first = await launchIn(taskId, ['sh', '-c', 'echo unsaved > notes.txt']);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    await agentEnded(h, first.body.sessionId);
+    const row = await containerRow(first.body.taskEnvironmentId);
+    const job = await releaseIdleTask(h, taskId);
+    expect(job.report.container).toBe('removed');
+    expect(await engineContainer(row.container_id)).toBeNull();
+    const again = await launchIn(taskId, ['sh', '-c', 'cat notes.txt; echo done']);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    const out = await agentOutputUntil(h, again.body.executionId, 'done');
+    expect(out).toContain('unsaved');
+    const made = await containerRow(again.body.taskEnvironmentId);
+    expect(made.container_id).not.toBe(row.container_id);
+    expect((await engineContainer(made.container_id))!.State.Running).toBe(true);
+  });
+
+  it('the orphan sweep removes an unrecorded container of ours and keeps what it cannot prove ours', async () => {
+    const engine = await engineForTests();
+    const make = (labels: Record<string, string>) =>
+      engine
+        .createContainer({
+          Image: TEST_IMAGE,
+          Entrypoint: ['/bin/sleep'],
+          Cmd: ['infinity'],
+          Labels: labels,
+          HostConfig: {
+            NetworkMode: 'none',
+            Ulimits: [
+              { Name: 'nofile', Soft: 1024, Hard: 1024 },
+              { Name: 'nproc', Soft: 1024, Hard: 1024 },
+            ],
+          },
+        })
+        .then(async (c) => (await c.start(), c.id));
+    const orphan = await make({
+      'io.task-workspaces.owner': 'task-workspaces',
+      'io.task-workspaces.host': h.config.hostId,
+      'io.task-workspaces.environment': randomUUID(),
+    });
+    const foreign = await make({
+      'io.task-workspaces.owner': 'task-workspaces',
+      'io.task-workspaces.host': `other-${randomUUID()}`,
+    });
+    const unlabelled = await make({ purpose: 'someone else' });
+    cleanups.push(async () => {
+      for (const id of [foreign, unlabelled])
+        await engine
+          .getContainer(id)
+          .remove({ force: true })
+          .catch(() => undefined);
+    });
+    // A recorded container of a live task stays.
+    const { taskId } = await containerTask('ctr-sweep');
+    const live = await launchIn(taskId, ['sleep', '600']);
+    expect(live.status, JSON.stringify(live.body)).toBe(201);
+    const recorded = (await containerRow(live.body.taskEnvironmentId)).container_id;
+
+    const dry = await h.api('POST', '/v1/orphan-sweep', { dryRun: true }, OPERATOR_TOKEN);
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect(dry.body.containers.removed).toEqual([orphan.slice(0, 12)]);
+    expect(await engineContainer(orphan)).not.toBeNull();
+    const swept = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+    expect(swept.body.containers.removed).toEqual([orphan.slice(0, 12)]);
+    expect(await engineContainer(orphan)).toBeNull();
+    for (const id of [foreign, unlabelled, recorded]) expect((await engineContainer(id))!.State.Running).toBe(true);
+  });
+
+  it('GET /v1/hosts and /readyz say whether the host can run containers', async () => {
+    await waitUntil(
+      async () =>
+        (await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items.some(
+          (x: any) => x.hostId === h.config.hostId && x.containers.available,
+        ),
+      'the host to report containers',
+    );
+    const hosts = (await h.api('GET', '/v1/hosts', undefined, OPERATOR_TOKEN)).body.items;
+    const mine = hosts.find((x: any) => x.hostId === h.config.hostId);
+    expect(mine.containers).toEqual({ available: true, engine: 'podman' });
+    expect(mine.executors).toContain('container');
+    const ready = await h.api('GET', '/readyz');
+    expect(ready.body.containers).toEqual({ available: true, engine: 'podman' });
+    const down = await harness({ containers: containerSettings(path.join(h.scratch, 'none.sock')) });
+    const notReady = await down.api('GET', '/readyz');
+    expect(notReady.body.containers).toEqual({ available: false, engine: null, reason: 'engine_unreachable' });
+  });
+});
