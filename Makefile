@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck check fix graph
+.PHONY: start test bench setup typecheck check fix graph image
 
 setup:
 	@bash scripts/setup.sh
@@ -8,7 +8,11 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
+	@bash scripts/build-image.sh && npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
+
+# The container executor's default agent image (TWS_CONTAINER_IMAGE), from Debian's packages: once per machine.
+image:
+	@bash scripts/build-image.sh
 
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.

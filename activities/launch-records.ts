@@ -185,7 +185,12 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         await client.query(
           `UPDATE environment_repos SET status = 'active', updated_at = now()
             WHERE environment_id = $1 AND status = 'retained' AND executor_type = $2 AND ssh_target_id IS NOT DISTINCT FROM $3 AND worktree_path = ANY($4::text[])`,
-          [plan.environmentId, workspaceKindOf(plan.executorType), plan.sshTargetId ?? null, made.map((m) => m.worktreePath)],
+          [
+            plan.environmentId,
+            workspaceKindOf(plan.executorType),
+            plan.sshTargetId ?? null,
+            made.map((m) => m.worktreePath),
+          ],
         );
         for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
         return 'rebound' as const;

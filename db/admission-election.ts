@@ -152,8 +152,7 @@ export async function admitAnew(
 
   if (decision.kind === 'materialize') {
     // The local executor runs in the source checkout itself: one checkout, one working directory.
-    if (!executorFitsSlots(kind, target.slots.length))
-      return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(kind, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     const env = target.env;
     const environmentId = env?.id ?? ids.newEnvironmentId;
     if (env) {
@@ -222,8 +221,7 @@ export async function admitAnew(
     if (task.workspace_mode !== 'new_workspace') return { kind: 'refused', code: 'workspace_reuse_unsafe' };
     // On the task's own environment a different executor is a transition, never an attach:
     // nothing of the old environment is reused [R3.1]; the target workspace is planned afresh.
-    if (!executorFitsSlots(kind, target.slots.length))
-      return { kind: 'refused', code: 'workspace_reuse_unsupported' };
+    if (!executorFitsSlots(kind, target.slots.length)) return { kind: 'refused', code: 'workspace_reuse_unsupported' };
     // The host's executors share the task folder; a move to or from a remote place plans it there afresh.
     const folder =
       (samePlace(env, kind, ssh) ? env.task_folder : null) ??

@@ -20,7 +20,7 @@ export interface HostRecord {
   containers?: HostContainers;
 }
 
-export interface HostContainers {
+interface HostContainers {
   available: boolean;
   engine: string | null;
   reason?: string;

@@ -56,7 +56,7 @@ export const localExecutorAllowed = (policy: LocalExecutorPolicy, role: 'user' |
   policy === 'all' || (policy === 'operator' && role === 'operator');
 
 /**
- * The container executor's settings (TWS_CONTAINER_*). Off unless TWS_CONTAINER_ENGINE names an
+ * The container executor's settings. Off unless TWS_CONTAINER_ENGINE names an
  * engine: the Docker Engine API's socket (`unix:///run/podman/podman.sock`, `/var/run/docker.sock`,
  * or `$DOCKER_HOST`'s value), or `podman` for one `make start` runs itself (`podman system service`
  * on `<data folder>/podman.sock`). Agents run in TWS_CONTAINER_IMAGE unless their profile names
@@ -89,7 +89,9 @@ export function parseContainerSettings(env: Record<string, string | undefined>, 
   else if (raw.startsWith('unix://')) engineSocket = raw.slice('unix://'.length);
   else if (raw.startsWith('/')) engineSocket = raw;
   else if (raw !== '' && raw !== 'off')
-    throw new Error('TWS_CONTAINER_ENGINE must be off, podman, or the Docker Engine API socket (unix:///path or /path)');
+    throw new Error(
+      'TWS_CONTAINER_ENGINE must be off, podman, or the Docker Engine API socket (unix:///path or /path)',
+    );
   if (engineSocket !== null && !engineSocket.startsWith('/'))
     throw new Error('TWS_CONTAINER_ENGINE must name an absolute socket path');
   const image = env.TWS_CONTAINER_IMAGE || 'tws-agent:bookworm';
@@ -103,6 +105,7 @@ export function parseContainerSettings(env: Record<string, string | undefined>, 
   if (egressNetwork !== null && !/^[a-z0-9][a-z0-9_.-]*$/.test(egressNetwork))
     throw new Error('TWS_CONTAINER_EGRESS_NETWORK must be a network mode name (slirp4netns, bridge, ...)');
   const nofile = Number(env.TWS_CONTAINER_NOFILE || 8192);
-  if (!Number.isInteger(nofile) || nofile < 64) throw new Error('TWS_CONTAINER_NOFILE must be an integer of 64 or more');
+  if (!Number.isInteger(nofile) || nofile < 64)
+    throw new Error('TWS_CONTAINER_NOFILE must be an integer of 64 or more');
   return { engineSocket, managedPodman, image, allowedImages, egressNetwork, nofile };
 }

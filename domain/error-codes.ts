@@ -36,11 +36,7 @@ type InputErrorCode =
   | 'headers_too_large';
 /** A part the service depends on does not answer: nothing was decided, the same request may be retried. */
 type OutageCode =
-  | 'service_unavailable'
-  | 'engine_unavailable'
-  | 'host_unavailable'
-  | 'ssh_target_unavailable'
-  | 'executor_unavailable';
+  'service_unavailable' | 'engine_unavailable' | 'host_unavailable' | 'ssh_target_unavailable' | 'executor_unavailable';
 export type ErrorCode = RefusalCode | InputErrorCode | OutageCode | 'internal';
 
 export type ErrorAction =

@@ -251,7 +251,8 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     recoverable: false,
     retryAfterMs: 0,
     action: 'operator',
-    message: "The agent's container image is not on this host; an operator builds it (make image). Nothing was created.",
+    message:
+      "The agent's container image is not on this host; an operator builds it (make image). Nothing was created.",
   },
   // What is asked for lives on a host this process cannot reach (an agent's log on another host).
   host_unavailable: {

@@ -105,3 +105,9 @@ if [ "$(id -u)" = 0 ] && { [ -x /usr/sbin/sshd ] || [ -x .tools/openssh/usr/sbin
   fi
   mkdir -p /run/sshd && chmod 0755 /run/sshd
 fi
+
+# The container executor (TWS_CONTAINER_ENGINE set): its default image, built here once (scripts/build-image.sh).
+case "${TWS_CONTAINER_ENGINE:-}" in
+  "" | off) ;;
+  *) bash scripts/build-image.sh ;;
+esac

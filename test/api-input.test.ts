@@ -308,18 +308,20 @@ describe('messages a person can act on', () => {
     const bad = await launch(h, taskId, { executorType: 'bogus' });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toBe(
-      'executorType must be one of worktree, local, ssh: the executors this service runs (no other is available here).',
+      'executorType must be one of worktree, local, ssh, container: the executors this service runs (no other is available here).',
     );
     // An executor the contract names but this service does not run: the same 400, nothing created.
-    for (const executorType of ['container', 'sandbox']) {
-      const unavailable = await launch(h, taskId, { executorType });
-      expect(unavailable.status).toBe(400);
-      expect(unavailable.body.error).toMatchObject({
-        code: 'invalid_request',
-        message:
-          'executorType must be one of worktree, local, ssh: the executors this service runs (no other is available here).',
-      });
-    }
+    const unavailable = await launch(h, taskId, { executorType: 'sandbox' });
+    expect(unavailable.status).toBe(400);
+    expect(unavailable.body.error).toMatchObject({
+      code: 'invalid_request',
+      message:
+        'executorType must be one of worktree, local, ssh, container: the executors this service runs (no other is available here).',
+    });
+    // `container` where the operator configured no engine: a 400 of its own, not to be retried.
+    const notOffered = await launch(h, taskId, { executorType: 'container' });
+    expect(notOffered.status).toBe(400);
+    expect(notOffered.body.error).toMatchObject({ code: 'executor_unavailable', recoverable: false, offered: false });
     const repos = await h.api('POST', '/v1/tasks', { title: 't', repos: [] });
     expect(repos.status).toBe(400);
     expect(repos.body.error.message).toBe('repos is not a field of this request; did you mean repositories?');

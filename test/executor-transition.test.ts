@@ -234,7 +234,7 @@ describe('worktree → local → worktree', () => {
 });
 
 describe('unsupported executors', () => {
-  it('ssh with no target to run on is a 400 naming sshTargetId, and an executor this service does not run (container) is a 400 saying so, before any side effect', async () => {
+  it('ssh with no target to run on is a 400 naming sshTargetId, and an executor this service does not offer (container without an engine) is a 400 saying so, before any side effect', async () => {
     const t = await taskOn(h, 'worktree');
     const before = { rows: await rowCounts(h.pool), files: [t.repo, t.worktree].map((d) => fingerprint(d)) };
     const noTarget = await launch(h, t.taskId, { executorType: 'ssh' });
@@ -244,12 +244,14 @@ describe('unsupported executors', () => {
     expect(await rowCounts(h.pool)).toEqual(before.rows);
     expect([t.repo, t.worktree].map((d) => fingerprint(d))).toEqual(before.files);
     const fresh = await createTask(h, [t.repoId]);
-    // An executor this service does not run: a 400 that says so, nothing created.
+    // An executor this service does not offer (no container engine configured): a 400 that says so, nothing created.
     const rows = await rowCounts(h.pool);
     const container = await launch(h, fresh, { executorType: 'container' });
     expect(container.status, JSON.stringify(container.body)).toBe(400);
-    expectSafeError(container.body, 'invalid_request', [t.repo]);
-    expect(container.body.error.message).toMatch(/no other is available here/);
+    expect(container.body.error.offered).toBe(false);
+    const { offered: _offered, ...body } = container.body.error;
+    expectSafeError({ error: body }, 'executor_unavailable', [t.repo]);
+    expect(container.body.error.message).toMatch(/not offered by this service/);
     expect(await rowCounts(h.pool)).toEqual(rows);
     expect(
       Number((await h.pool.query('SELECT count(*) FROM task_environments WHERE task_id = $1', [fresh])).rows[0].count),

@@ -40,7 +40,7 @@ export function shellExports(env: Record<string, string>): string {
 }
 
 /** The command the supervisor runs: into the container, down to the uid, into the workspace. */
-export function containerCommand(initPid: number, uid: number, cwd: string, command: string[]): string[] {
+function containerCommand(initPid: number, uid: number, cwd: string, command: string[]): string[] {
   const nsenter = systemBinary('nsenter');
   if (!nsenter) throw typedFailure('executor_unavailable', { reason: 'nsenter_missing' });
   return [
@@ -70,7 +70,7 @@ export function containerCommand(initPid: number, uid: number, cwd: string, comm
 }
 
 /** The container's run folder on the host (and, bound at the same path, in it): its agents' home and their prompts. */
-export const containerRunFolder = (logDir: string, environmentTaskId: string): string =>
+const containerRunFolder = (logDir: string, environmentTaskId: string): string =>
   path.join(logDir, environmentTaskId, 'container');
 
 /** Where a `container` agent's start runs it: the environment's uid, and the entrance into its container. */

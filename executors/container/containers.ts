@@ -85,7 +85,7 @@ const containerName = (environmentId: string) => `tws-${environmentId}`;
  * A container's control groups, read from the kernel's view of its first process: every v1
  * hierarchy it is in (but systemd's name-only one) and the v2 one, where its folder exists.
  */
-export function containerCgroupProcs(initPid: number): string[] {
+function containerCgroupProcs(initPid: number): string[] {
   const procs: string[] = [];
   for (const line of readFileSync(`/proc/${initPid}/cgroup`, 'utf8').split('\n')) {
     const m = /^\d+:([^:]*):(\/.*)$/.exec(line);
@@ -104,7 +104,7 @@ export function containerCgroupProcs(initPid: number): string[] {
 }
 
 /** How many processes run in the container besides its first (agents, and what they started). */
-export function processesInContainer(running: RunningContainer): number {
+function processesInContainer(running: RunningContainer): number {
   const pids = new Set<string>();
   for (const file of running.cgroupProcs) {
     const text = (() => {

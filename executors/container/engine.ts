@@ -10,7 +10,7 @@ import { typedFailure } from '../support/failures';
 export type EngineName = 'podman' | 'docker';
 
 /** Why a host cannot run containers now (GET /v1/hosts, /readyz). */
-export type ContainersUnavailable = 'not_configured' | 'engine_unreachable' | 'image_missing' | 'not_root';
+type ContainersUnavailable = 'not_configured' | 'engine_unreachable' | 'image_missing' | 'not_root';
 
 export interface ContainerAvailability {
   available: boolean;
@@ -38,7 +38,7 @@ export function engineClient(settings: ContainerSettings): Docker | null {
 }
 
 /** The engine's HTTP status of a failed call (404: no such image or container), or null when it did not answer. */
-export const engineStatusOf = (err: unknown): number | null => {
+const engineStatusOf = (err: unknown): number | null => {
   const status = (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof status === 'number' ? status : null;
 };

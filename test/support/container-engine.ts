@@ -56,7 +56,7 @@ export async function engineForTests(): Promise<Docker> {
   return new Docker({ socketPath: await containerEngineSocket() });
 }
 
-/** The container executor's settings for a harness on this process's engine (TWS_CONTAINER_* otherwise at their defaults). */
+/** The container executor's settings for a harness on this process's engine (the other settings at their defaults). */
 export const containerSettings = (socket: string, more: Partial<ContainerSettings> = {}): ContainerSettings => ({
   engineSocket: socket,
   managedPodman: false,
