@@ -12,6 +12,8 @@ export interface BenchConfig {
   materialize: { samples: number; block: number; warmup: number; directSamples: number };
   resume: { samples: number; block: number; warmup: number; tasks: number };
   ssh: { samples: number; block: number; warmup: number; tasks: number };
+  /** The container executor's attaches (tasks with a running container each). */
+  container: { samples: number; block: number; warmup: number; tasks: number };
   boardDelete: { tasks: number };
   manyTasks: { tasks: number };
   cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
@@ -68,6 +70,7 @@ export function loadBenchConfig(env: Record<string, string | undefined>, benchDi
     },
     resume: { samples: int(env.BENCH_RESUME_SAMPLES, q(100, 20)), block: 10, warmup: q(5, 2), tasks: q(10, 4) },
     ssh: { samples: int(env.BENCH_SSH_SAMPLES, q(60, 12)), block: 6, warmup: 3, tasks: q(6, 3) },
+    container: { samples: int(env.BENCH_CONTAINER_SAMPLES, q(60, 12)), block: 6, warmup: 3, tasks: q(6, 3) },
     boardDelete: { tasks: int(env.BENCH_BOARD_TASKS, q(200, 16)) },
     manyTasks: { tasks: int(env.BENCH_MANY_TASKS, q(200, 20)) },
     cleanup: { tasks: int(env.BENCH_CLEANUP_TASKS, q(200, 16)), repositories: 4, materializeConcurrency: 8 },

@@ -22,6 +22,7 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
   out.push(judged(TARGETS.materialize3Ratio, r.materialize, (m) => m.threeRepositories.ratioToFloorsP50));
   out.push(judged(TARGETS.resumeRatio, r.resume, (x) => x.ratioToFloorsP50));
   out.push(judged(TARGETS.sshAttachRatio, r.sshAttach, (x) => x.ratioToFloorsP50));
+  out.push(judged(TARGETS.containerAttachRatio, r.containerAttach, (x) => x.ratioToFloorsP50));
   if (r.cleanup.ok && r.cleanup.value.status === 'not_available') {
     out.push(
       judge(TARGETS.cleanupThroughput, null, {

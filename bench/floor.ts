@@ -13,6 +13,8 @@
  *   product's stopRecordedAgent) → spawn → running, in one transaction;
  * - ssh attach: the attach's statements → the product's own remote scripts (the read-only facts,
  *   the detached start) over this process's one pooled SSH connection to the target;
+ * - container attach: the attach's statements → the same validation → the container's row → the
+ *   engine's own `podman exec -d` of the agent's command in the running container;
  * - removal: plain `git worktree remove`, serialized per repository as git requires (concurrent
  *   removals in one repository race on its admin files), repositories in parallel.
  * Each call reports how long its parts took, for the profile.
@@ -28,6 +30,7 @@ import type { IncomingInventoryRow } from '../db/inventory';
 import { loadConfig, type Config } from '../domain/config';
 import { publishedPlan } from '../domain/launch';
 import { OWNERSHIP_MARKER_FILE, type OwnershipMarker } from '../domain/task-layout';
+import { containerAttachFloor } from './floor-container-attach';
 import { sshAttachOnFloor } from './floor-ssh-attach';
 import { admit, git, inOneTransaction, launchRequest, startAgent, validate, type FloorPhases } from './floor-steps';
 
@@ -46,6 +49,12 @@ export interface Floor {
    * facts (`readRemoteWorkspace`) and the detached start (`startRemoteAgent`).
    */
   sshAttach(taskId: string, sshTargetId: string): Promise<FloorPhases>;
+  /**
+   * An attach of a container workspace: the attach's statements, the same validation, the
+   * environment's container row, then the engine's own way to run the agent's command in that
+   * running container: `podman exec -d --user <its uid> --workdir <workspace>` as a plain process.
+   */
+  containerAttach(taskId: string): Promise<FloorPhases>;
   /** A resume of an existing session: admitResume, the same validation, the stop of its running agent, the spawn. */
   resume(sessionId: string): Promise<FloorPhases>;
   removeWorktrees(worktrees: { repoPath: string; worktreePath: string }[]): Promise<void>;
@@ -63,6 +72,7 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
     { TWS_DATA_DIR: opts.floorDataDir, TWS_HOST_ID: 'bench' },
     { cwd: opts.floorDataDir, hostname: 'bench' },
   );
+  const containerAttach = containerAttachFloor(opts.pool, config, opts.productWorkspaceRoot);
 
   return {
     attach(taskId) {
@@ -78,6 +88,8 @@ export function createFloor(opts: { pool: pg.Pool; productWorkspaceRoot: string;
     sshAttach(taskId, sshTargetId) {
       return sshAttachOnFloor(opts.pool, config, opts.productWorkspaceRoot, taskId, sshTargetId);
     },
+
+    containerAttach,
 
     resume(sessionId) {
       return inOneTransaction(opts.pool, async (client, part) => {

@@ -6,6 +6,7 @@ import type { AgentsAliveResult } from './scenarios/agents-alive';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
+import type { ContainerAttachResult } from './scenarios/container-attach';
 import type { DiskMeasurementResult } from './scenarios/disk-measurement';
 import type { ExitDetectionResult } from './scenarios/exit-detection';
 import type { GrowthResult } from './scenarios/growth';
@@ -54,6 +55,8 @@ export interface BenchResults {
   /** Issue 17's rows (absent in results written before round 4). */
   resume?: Outcome<ResumeResult>;
   sshAttach?: Outcome<SshAttachResult>;
+  /** The container executor's attach (absent in results written before it existed). */
+  containerAttach?: Outcome<ContainerAttachResult>;
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
   boardDelete?: Outcome<BoardDeleteResult>;

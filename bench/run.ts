@@ -26,6 +26,7 @@ import { runAgentsAlive } from './scenarios/agents-alive';
 import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
+import { runContainerAttach } from './scenarios/container-attach';
 import { runDiskMeasurement } from './scenarios/disk-measurement';
 import { runSettingToggle } from './scenarios/setting-toggle';
 import { runExitDetection } from './scenarios/exit-detection';
@@ -203,6 +204,9 @@ async function main(): Promise<void> {
         sizes: config.sandbox,
       }),
     );
+    // Restarts the worker and the gateway with a container engine (read at start), and once more at
+    // the end as they first ran; its containers are removed before.
+    const containerAttach = await scenario('17 container attach', () => runContainerAttach(ctx));
     const gitLayer = await scenario('diagnostics: git layer', () => measureGitLayer(ctx.catalogRepos[0]!.path));
     const temporalFloor = await scenario('diagnostics: temporal floor', () =>
       measureTemporalFloor(temporal, services.temporalAddress, 'default'),
@@ -258,6 +262,7 @@ async function main(): Promise<void> {
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
           '15 limits on vs off (a second host beside the first, one on and one off; both restarted at each half)',
           '16 sandbox on vs off (a second host beside the first, one on and one off; both restarted at each half)',
+          '17 container attach (restarts the worker and the gateway with a container engine, and as they first ran at the end)',
           'diagnostics (git layer, Temporal with no work)',
           '6 exit detection (kills the gateway)',
         ],
@@ -277,12 +282,13 @@ async function main(): Promise<void> {
           `Scenarios 1–4 run on the grown database (${tasksInDb?.toLocaleString('en') ?? '?'} tasks and more): growth runs first so its two sizes are measured back to back.`,
           `Repositories have ${config.repoFiles} source files (a checkout is real work); agents are \`sleep 600\` in their own process group, killed after each scenario.`,
           'The floor runs the product’s own statements (db/admission.ts admitLaunch, db/environments.ts publishReady, db/executions.ts, db/sessions.ts) in one transaction in this process, the same git commands as plain `git` processes, and the agent spawn of activities/agent-process.ts.',
-          'Product, bare floor and engine floor samples alternate in blocks (attach and resume: 10, ssh attach: 6, first launch: 5 of each kind), so drift and noise hit all three.',
+          'Product, bare floor and engine floor samples alternate in blocks (attach and resume: 10, ssh and container attach: 6, first launch: 5 of each kind), so drift and noise hit all three.',
           'The engine floor replays the shape of one of the product’s own histories of that scenario (read after its warm-up) with activities that do nothing, on a worker in the benchmark process against the same dev server: eager where the product was eager (the client then shares the worker’s connection), update-with-start where the product’s caller waits for an update. Local activities run one after another; activities or children scheduled in one workflow task side by side.',
           'Single archives: the engine floor starts as many cleanup-shaped workflows at once as each product half archives; issue 17’s throughput floor is bare seconds + engine seconds for the same number of tasks.',
           'Board delete: one board, its tasks spread over 4 repositories, deleted by an operator with discardChanges; the engine floor replays the parent’s history: its batch steps as activities that do nothing, and children where the run has any (run once, after the product; reported, not judged).',
           'Simultaneous first launches: the floor launches as many other tasks of the same repository at once from this process, as many in flight as the benchmark’s pool has connections (6), its `git worktree add`s in turn (floor first, then the product).',
           'SSH: a real OpenSSH sshd on 127.0.0.1 started by test/support/ssh-server.ts, registered through `POST /v1/ssh-targets`; the ssh floor runs the attach’s statements and the product’s remote scripts (ssh/remote-workspace.ts readRemoteWorkspace, ssh/remote-agent.ts startRemoteAgent) over the benchmark process’s one pooled connection.',
+          'Container attach: the worker and the gateway restarted with TWS_CONTAINER_ENGINE on a `podman system service` socket of the benchmark process (test/support/container-engine.ts); each task’s first launch makes its environment’s container, and each attach starts its agent in it (the host’s supervisor, `nsenter` into the container, `setpriv` to the task’s uid). The container floor runs the attach’s statements, the same validation and the container’s row in one transaction, and the engine’s own way to run the same command in the same running container: `podman exec -d --user <its uid> --workdir <workspace>` as a plain process (its execution row names the container’s first process, as stopped: the exec does not give the agent’s pid). Then the agents are killed, the host’s containers removed and both services restarted as they first ran.',
           'Idle release and restore (issue 26): the environments of the earlier scenarios (growth’s 100,000 seeded ones among them) are parked on another host id while 10 and 11 run, and put back after: a release judges every environment of the host (500 at most, oldest first) and the disk measurement walks every workspace it holds. Release halves go A-B-B-A, the second product half pinned while the first is released; the floor saves with `git add --all` + `git stash create` + `git update-ref` and removes with `git worktree remove --force`, and restores with `git worktree add` on the kept branch + `git diff --binary` of the save + `git apply`, per repository in order. The product restore is a whole launch (8 at once); its floor is the git work alone.',
           'Disk measurement: the worker is restarted for each phase (TWS_DISK_MEASURE_EVERY_MS is read at start): 250 ms while on (rounds back to back), a day while off (its start-up round waited for); blocks off → on → on → off, a few unmeasured attaches after each restart; then restarted as it first ran.',
           "Per-agent supervision (issue 28, bench/supervision.ts, also run alone by bench/supervisor-cost.ts): agents (`sleep 60`) started through the benchmark process’s process starter, detached, as the product starts its agents, under the old node shim, the C supervisor, and beside `sh -c 'exec sleep 60'` (no wrapper left) and `sh -c 'sleep 60; exit $?'` (a shell wrapper); PSS from smaps_rollup and CPU from every thread’s schedstat ~200 ms after the start, of the supervising process alone (the agent is another process). The CPU target is judged on the raw figure, which includes the exec out of the starter; the figure above the `exec sleep` floor is beside it.",
@@ -300,6 +306,7 @@ async function main(): Promise<void> {
       materialize,
       resume,
       sshAttach,
+      containerAttach,
       manyTasks,
       cleanup,
       boardDelete,

@@ -30,6 +30,11 @@ export function cpuTable(r: BenchResults): string[] {
       ['SSH attach, product (per launch)', r.sshAttach.value.cpuPerLaunchMs.product],
       ['SSH attach, floor (per launch)', r.sshAttach.value.cpuPerLaunchMs.floor],
     );
+  if (r.containerAttach?.ok)
+    rows.push(
+      ['Container attach, product (per launch)', r.containerAttach.value.cpuPerLaunchMs.product],
+      ['Container attach, floor (per launch)', r.containerAttach.value.cpuPerLaunchMs.floor],
+    );
   if (r.manyTasks.ok)
     rows.push([`${r.manyTasks.value.tasks} at once, product (per launch)`, r.manyTasks.value.cpuPerLaunchMs]);
   if (r.cleanup.ok && r.cleanup.value.status === 'measured')

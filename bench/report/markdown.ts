@@ -56,6 +56,12 @@ export function renderMarkdown(r: BenchResults): string {
         ]
       : []),
     ...profileLines(
+      'Container attach',
+      r.containerAttach?.ok ? r.containerAttach.value.profile : null,
+      undefined,
+      r.containerAttach?.ok ? r.containerAttach.value.floorParts : undefined,
+    ),
+    ...profileLines(
       'Cleanup of one archived task, in the second product half',
       r.cleanup.ok && r.cleanup.value.status === 'measured' ? r.cleanup.value.profile : null,
     ),

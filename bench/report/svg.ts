@@ -52,6 +52,8 @@ export function renderSvg(r: BenchResults): string {
   }
   if (r.resume?.ok) groups.push(groupOf('Resume', r.resume.value, target('resume_p50_vs_floors')));
   if (r.sshAttach?.ok) groups.push(groupOf('SSH attach', r.sshAttach.value, target('ssh_attach_p50_vs_floors')));
+  if (r.containerAttach?.ok)
+    groups.push(groupOf('Container attach', r.containerAttach.value, target('container_attach_p50_vs_floors')));
 
   const W = 1000;
   const chart = { x: 90, y: 110, w: 860, h: 250 };
@@ -71,7 +73,7 @@ export function renderSvg(r: BenchResults): string {
   text(
     24,
     76,
-    'p50 of launches until 201: product (HTTP → Temporal) vs bare floor (the same statements, git/ssh and spawn in one process) + engine floor (a no-work workflow of the same shape)',
+    'p50 of launches until 201: product (HTTP → Temporal) vs bare floor (the same statements, git/ssh/podman and spawn in one process) + engine floor (a no-work workflow of the same shape)',
     'font-size="12" fill="#57606a"',
   );
 

@@ -74,6 +74,21 @@ export function renderTable(r: BenchResults): string {
       '',
       ...t('ssh_attach_p50_vs_floors'),
     ]);
+  if (r.containerAttach?.ok)
+    launchRow(
+      `Container attach launch (${r.containerAttach.value.image} under Podman; floor: \`podman exec -d\` in the same container), p50`,
+      r.containerAttach.value,
+      'container_attach_p50_vs_floors',
+    );
+  else
+    rows.push([
+      'Container attach',
+      r.containerAttach ? failed(r.containerAttach) : 'not run',
+      '',
+      '',
+      '',
+      ...t('container_attach_p50_vs_floors'),
+    ]);
   if (r.cleanup.ok && r.cleanup.value.status === 'measured') {
     const c = r.cleanup.value;
     const engine = c.engine?.shape
