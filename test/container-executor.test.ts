@@ -169,6 +169,24 @@ describe('the container executor', () => {
     ).toBe(2);
   });
 
+  it('four sessions attaching at once to a ready task all start, in its one container', async () => {
+    const { taskId } = await containerTask('ctr-attach-race');
+    const first = await launchIn(taskId, ['sleep', '600']);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    // Each start makes sure of the container while the others' admissions wait on the task's lock.
+    const all = await Promise.all([1, 2, 3, 4].map(() => launchIn(taskId, ['sleep', '600'])));
+    for (const r of all) expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const env = first.body.taskEnvironmentId;
+    const ours = (await hostContainers(h.config.hostId)).filter(
+      (c) => c.Labels['io.task-workspaces.environment'] === env,
+    );
+    expect(ours).toHaveLength(1);
+    const info = (await engineContainer(ours[0]!.Id))!;
+    // Five agents (and no more) in it: each a process of the container's groups, with the
+    // `nsenter` that entered it and waits for it (it joined the groups first): 1 + 5 × 2.
+    expect(containerPids(info.State.Pid).length).toBe(11);
+  });
+
   it('holds the agent to the task limits inside the container', async () => {
     const { taskId } = await containerTask('ctr-limits');
     const res = await launchIn(

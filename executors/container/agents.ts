@@ -93,7 +93,6 @@ export function containerPlaceOf(
         const limits = config.limits.enabled ? (input.limits ?? config.limits.defaults) : null;
         const running = await ensureContainer(deps, {
           environmentId: input.environmentId,
-          taskIds: [input.taskId, input.environmentTaskId],
           image: input.image ?? config.containers.image,
           uid,
           binds: containerBinds({

@@ -5,14 +5,14 @@
  * policy; only the workspace, the git folders its agents write (as the sandbox binds them) and
  * the container's own run folder (its agents' home and prompts) are bound in, at the same paths
  * as on the host so that git's pointers hold. Its agents are entered into it by the host's
- * supervisor (executors/container/agents.ts). One maker at a time per environment, under the
- * task's cleanup barrier: a cleanup either finds it recorded (and removes it) or bars its making.
+ * supervisor (executors/container/agents.ts). One maker at a time per environment, inside an
+ * agent start, which holds its task rows' share lock (its cleanup barrier's check) until it is
+ * recorded: a cleanup sets its barrier only after such a start, so its removal finds the record.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import { cleanupBarrierStands } from '../../db/barrier';
 import { dropContainerRecord, findContainer, lockEnvironmentContainer, recordContainer } from '../../db/containers';
 import { inTransaction } from '../../db/pool';
 import { ApplicationFailure } from '@temporalio/common';
@@ -34,8 +34,6 @@ export const CONTAINER_OWNER = 'task-workspaces';
 /** What a container is made with. */
 export interface ContainerSpec {
   environmentId: string;
-  /** The task whose start makes it and the environment's owner: either's cleanup bars its making. */
-  taskIds: string[];
   image: string;
   uid: number;
   /** `host:container[:ro]`, in the order the sandbox binds them (the engine mounts the shallower first). */
@@ -223,8 +221,11 @@ function createOptions(
  * The environment's container, running: the recorded one when it is made as the spec says (started
  * again if it had stopped), else a new one. One made otherwise (another image or layout) is
  * removed and made again only when no agent runs in it; with agents in it the start is refused
- * (`workspace_reuse_unsafe`). A cleanup of the task (its barrier) refuses the making; an engine
- * that does not answer or an image not here refuses it too, and nothing is left behind.
+ * (`workspace_reuse_unsafe`), as it is when the recorded container's labels do not say it is
+ * this one (nothing is touched then). An engine that does not answer or an image not here refuses
+ * the making, and nothing is left behind. Called inside an agent start, under its task rows' share
+ * lock: the cleanup barrier is that start's to check (a second check here would wait, in another
+ * transaction, behind an admission queued on the start's own lock).
  */
 export async function ensureContainer(
   deps: Pick<ActivityDeps, 'pool' | 'config'>,
@@ -234,15 +235,15 @@ export async function ensureContainer(
   const { client, engine } = await requireEngine(config.containers);
   const layout = layoutDigest(spec);
   return inTransaction(deps.pool, async (db) => {
-    if (await cleanupBarrierStands(db, spec.taskIds)) throw typedFailure('task_cleanup_in_progress');
     await lockEnvironmentContainer(db, spec.environmentId);
     const row = await findContainer(db, spec.environmentId);
     if (row) {
       if (row.host_id !== config.hostId)
         throw typedFailure('workspace_reuse_unsafe', { reason: 'container_elsewhere' });
       const info = await inspectContainer(client, row.container_id);
-      if (info && isOurs(info.Config.Labels, config.hostId, spec.environmentId) && row.layout === layout)
-        return startedOf(client, info);
+      if (info && !isOurs(info.Config.Labels, config.hostId, spec.environmentId))
+        throw typedFailure('workspace_reuse_unsafe', { reason: 'container_not_ours' });
+      if (info && row.layout === layout) return startedOf(client, info);
       if (info) {
         const running = runningOf(info);
         if (running && processesInContainer(running) > 0)
@@ -309,9 +310,11 @@ export async function removeEnvironmentContainer(
     if (!row || row.host_id !== deps.config.hostId) return 'none';
     const { client } = await requireEngine(deps.config.containers);
     const info = await inspectContainer(client, row.container_id);
-    if (info) await removeContainerById(client, info.Id);
+    // One whose labels do not say it is this environment's is never removed: only its record goes.
+    const ours = info !== null && isOurs(info.Config.Labels, deps.config.hostId, environmentId);
+    if (ours) await removeContainerById(client, info.Id);
     await dropContainerRecord(db, environmentId, row.container_id);
-    return info ? 'removed' : 'none';
+    return ours ? 'removed' : 'none';
   });
 }
 
@@ -330,6 +333,7 @@ export async function removeIdleContainer(
     if (!row || row.host_id !== deps.config.hostId) return;
     const { client } = await requireEngine(deps.config.containers);
     const info = await inspectContainer(client, row.container_id);
+    if (info && !isOurs(info.Config.Labels, deps.config.hostId, environmentId)) return;
     const running = info ? runningOf(info) : null;
     if (running && processesInContainer(running) > 0) return;
     if (info) await removeContainerById(client, info.Id);
