@@ -143,6 +143,16 @@ describe('the container executor', () => {
     expect(ours).toHaveLength(1);
   });
 
+  it('a command the image does not have ends the agent with 127, said in its log', async () => {
+    const { taskId } = await containerTask('ctr-missing-command');
+    const res = await launchIn(taskId, ['no-such-tool', '--flag']);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const ended = await agentEnded(h, res.body.sessionId);
+    expect(ended.execution.exitCode).toBe(127);
+    const out = await agentOutputUntil(h, res.body.executionId, 'not found');
+    expect(out).toContain('no-such-tool');
+  });
+
   it('two launches of a new task at once make one container', async () => {
     const { taskId } = await containerTask('ctr-race');
     const [a, b] = await Promise.all([launchIn(taskId, ['sleep', '600']), launchIn(taskId, ['sleep', '600'])]);
