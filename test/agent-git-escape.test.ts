@@ -10,11 +10,12 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentIsolation } from '../executors/host/agent-sandbox';
 import { worktreePath } from '../domain/task-layout';
-import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
+import { containerEngineSocket, containerSettings, removeHostContainers } from './support/container-engine';
+import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';
 import { git, makeRepo } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, cleanups } = harnessesPerTest();
 
 /** What the agent tries, each line reporting `<what>: written` or `<what>: refused`. */
 function attempts(marks: string, secrets: string): string {
@@ -45,51 +46,63 @@ const TRIED = [
   'hooksPath config',
 ];
 
+/** A worktree-workspace agent (`launchBody` says where it runs) tries every write; the service's git after it runs nothing. */
+async function armedAgent(h: Harness, launchBody: Record<string, unknown>): Promise<void> {
+  const secrets = path.join(h.config.dataDir, 'secrets.json');
+  writeFileSync(secrets, JSON.stringify({ operatorToken: OPERATOR_TOKEN }), { mode: 0o600 });
+  const marks = path.join(h.scratch, 'marks');
+  mkdirSync(marks);
+  const repo = makeRepo(h.scratch, 'armed');
+  const repositoryId = await registerRepo(h, repo, 'armed');
+  const configBefore = readFileSync(path.join(repo, '.git/config'), 'utf8');
+  const other = await createTask(h, [repositoryId]);
+  expect((await launch(h, other, { ...launchBody, command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
+
+  const taskId = await createTask(h, [repositoryId]);
+  const script = [
+    'd=$(git rev-parse --git-common-dir)',
+    attempts(marks, secrets),
+    `if echo evil > "$d/worktrees/armed/HEAD" 2>/dev/null; then echo "other admin folder: written"; else echo "other admin folder: refused"; fi`,
+    'echo work > agent.txt && git add agent.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent work" && echo committed',
+    'git -c user.name=agent -c user.email=agent@example.com commit -q --amend -m "agent work, amended" && echo amended',
+    'echo untracked > dirty.txt',
+    'echo done; sleep 600',
+  ].join('; ');
+  const res = await launch(h, taskId, { ...launchBody, command: ['sh', '-c', script] });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  const out = await agentOutputUntil(h, res.body.executionId, 'done');
+  for (const what of [...TRIED, 'other admin folder']) expect(out).toContain(`${what}: refused`);
+  expect(out).toContain('committed');
+  expect(out).toContain('amended');
+  // The repository is as the user left it.
+  expect(readFileSync(path.join(repo, '.git/config'), 'utf8')).toBe(configBefore);
+  expect(readdirSync(path.join(repo, '.git/hooks')).filter((f) => !f.endsWith('.sample'))).toEqual([]);
+  expect(existsSync(path.join(repo, '.git/info/attributes'))).toBe(false);
+
+  // The service's git next to it: the status observation and a first launch on the same repository.
+  const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
+  expect(status.status, JSON.stringify(status.body)).toBe(200);
+  // Its commits are home once the status read them (issue 32).
+  expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe(
+    'agent work, amended',
+  );
+  const third = await createTask(h, [repositoryId]);
+  expect((await launch(h, third, { command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
+  expect(readdirSync(marks)).toEqual([]);
+}
+
 describe('an agent cannot run code as the service through git [issue 31]', () => {
   it('a worktree agent: every write that steers git is refused, its commits work, and the service git after it runs nothing', async () => {
     const h = await harness();
     expect(await agentIsolation(h.config.agentSandbox)).toBe('bwrap');
-    const secrets = path.join(h.config.dataDir, 'secrets.json');
-    writeFileSync(secrets, JSON.stringify({ operatorToken: OPERATOR_TOKEN }), { mode: 0o600 });
-    const marks = path.join(h.scratch, 'marks');
-    mkdirSync(marks);
-    const repo = makeRepo(h.scratch, 'armed');
-    const repositoryId = await registerRepo(h, repo, 'armed');
-    const configBefore = readFileSync(path.join(repo, '.git/config'), 'utf8');
-    const other = await createTask(h, [repositoryId]);
-    expect((await launch(h, other, { command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
+    await armedAgent(h, {});
+  });
 
-    const taskId = await createTask(h, [repositoryId]);
-    const script = [
-      'd=$(git rev-parse --git-common-dir)',
-      attempts(marks, secrets),
-      `if echo evil > "$d/worktrees/armed/HEAD" 2>/dev/null; then echo "other admin folder: written"; else echo "other admin folder: refused"; fi`,
-      'echo work > agent.txt && git add agent.txt && git -c user.name=agent -c user.email=agent@example.com commit -q -m "agent work" && echo committed',
-      'git -c user.name=agent -c user.email=agent@example.com commit -q --amend -m "agent work, amended" && echo amended',
-      'echo untracked > dirty.txt',
-      'echo done; sleep 600',
-    ].join('; ');
-    const res = await launch(h, taskId, { command: ['sh', '-c', script] });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const out = await agentOutputUntil(h, res.body.executionId, 'done');
-    for (const what of [...TRIED, 'other admin folder']) expect(out).toContain(`${what}: refused`);
-    expect(out).toContain('committed');
-    expect(out).toContain('amended');
-    // The repository is as the user left it.
-    expect(readFileSync(path.join(repo, '.git/config'), 'utf8')).toBe(configBefore);
-    expect(readdirSync(path.join(repo, '.git/hooks')).filter((f) => !f.endsWith('.sample'))).toEqual([]);
-    expect(existsSync(path.join(repo, '.git/info/attributes'))).toBe(false);
-
-    // The service's git next to it: the status observation and a first launch on the same repository.
-    const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
-    expect(status.status, JSON.stringify(status.body)).toBe(200);
-    // Its commits are home once the status read them (issue 32).
-    expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe(
-      'agent work, amended',
-    );
-    const third = await createTask(h, [repositoryId]);
-    expect((await launch(h, third, { command: ['sh', '-c', 'sleep 600'] })).status).toBe(201);
-    expect(readdirSync(marks)).toEqual([]);
+  it('a container agent: the same writes are refused in its container, and the service git after it runs nothing', async () => {
+    const socket = await containerEngineSocket();
+    const h = await harness({ containers: containerSettings(socket), agentNetwork: 'none' });
+    cleanups.push(() => removeHostContainers(h.config.hostId));
+    await armedAgent(h, { executorType: 'container' });
   });
 
   it('a local agent in the source checkout: the same writes are refused, and the service git after it runs nothing', async () => {
