@@ -16,6 +16,8 @@ export async function restoreSavedWork(
   executor: Executor,
   plan: LaunchPlan,
   made: MaterializedSlot[],
+  /** Repositories whose new worktree its preparation wrote into (their restore wins over that). */
+  prepared: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   if (made.length === 0) return;
   const entries = await workToRestore(
@@ -30,7 +32,7 @@ export async function restoreSavedWork(
     // A restore that fails (rather than finding the work does not fit) fails the materialization,
     // which is then undone whole (workspace-materialize.ts): `conflict` is said only of a worktree
     // left clean on its branch.
-    const outcome = await executor.restoreWork(plan, slot, entry.commit);
+    const outcome = await executor.restoreWork(plan, slot, entry.commit, prepared.has(entry.repositoryId));
     if (outcome === 'conflict')
       logger.warn(
         { repositoryId: entry.repositoryId, sessionId: plan.sessionId },

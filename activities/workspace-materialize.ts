@@ -11,6 +11,10 @@ import { withHeartbeat } from '../executors/support/heartbeat';
 import { giveBackRestores, restoreSavedWork } from './work-restore';
 import { outageOf } from '../domain/outage';
 import { materializationFailure } from '../executors/support/failures';
+import { ApplicationFailure } from '@temporalio/common';
+import { prepareNewWorkspace, type Prepared } from './workspace-preparation';
+import { giveNewWorkspace, newWorkspaceUid } from '../executors/host/agent-identity';
+import { publishedPlan } from '../domain/launch';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {
   const executors = executorsOf(deps);
@@ -25,9 +29,28 @@ export function workspaceMaterializeActivities(deps: ActivityDeps) {
       return withHeartbeat('materialize', async () => {
         const executor = executors.forPlan(plan);
         const made = await executor.materialize(plan);
-        // Work a release saved comes back into the new worktrees before the agent starts [R6.10].
+        // Made ready first (copied files, the setup), then the work a release saved comes back into
+        // the new worktrees, over what the setup made, before the agent starts [R6.10].
+        let prepared: Prepared;
         try {
-          await restoreSavedWork(deps, executor, plan, made);
+          prepared = await prepareNewWorkspace(deps, plan, made);
+        } catch (err) {
+          if (outageOf(err) === 'database') throw err;
+          // A setup that failed with `refuse`, or a preparation that could not be done: undone whole.
+          deps.logger.warn(
+            { err, sessionId: plan.sessionId },
+            'the new workspace could not be made ready; undoing the launch',
+          );
+          await undo(plan, made);
+          throw err instanceof ApplicationFailure && err.type === 'workspace_setup_failed'
+            ? err
+            : materializationFailure(err);
+        }
+        try {
+          await restoreSavedWork(deps, executor, plan, made, prepared.wrote);
+          // A setup gave the workspace to its agents' uid already: what the restore wrote is given too.
+          if (prepared.setupRan)
+            await giveNewWorkspace(deps, publishedPlan(plan, made), await newWorkspaceUid(deps, plan), true);
         } catch (err) {
           // The database went away: the retried step adopts what this one made, as a materialization's does.
           if (outageOf(err) === 'database') throw err;

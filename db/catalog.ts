@@ -1,5 +1,6 @@
 /** Repositories and boards: the catalogue tasks refer to. */
 import { DEFAULT_REBUILDABLE } from '../domain/rebuildable';
+import type { SetupFailure } from '../domain/workspace-setup';
 import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
 
@@ -14,13 +15,48 @@ export interface RepositoryRow {
   root_commit?: string | null;
 }
 
+/** A repository as its views show it (never its path); `rebuildable` null: the default list; `copy_files` null: none. */
+export interface RepositoryViewRow {
+  id: string;
+  name: string;
+  default_branch: string;
+  rebuildable: string[] | null;
+  setup: string[] | null;
+  copy_files: string[] | null;
+  setup_failure: SetupFailure;
+}
+
+const VIEW_COLUMNS = 'id, name, default_branch, rebuildable, setup, copy_files, setup_failure';
+
+/** A jsonb list as a query parameter: null (and an empty `copy_files`) stays null, none. */
+const jsonList = (list: string[] | null | undefined): string | null =>
+  list === null || list === undefined ? null : JSON.stringify(list);
+
 export async function insertRepository(
   db: Db,
-  row: RepositoryRow & { host_id: string; rebuildable?: string[] | null },
+  row: RepositoryRow & {
+    host_id: string;
+    rebuildable?: string[] | null;
+    setup?: string[] | null;
+    copy_files?: string[] | null;
+    setup_failure?: SetupFailure;
+  },
 ): Promise<void> {
   await db.query(
-    'INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit, rebuildable) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    [row.id, row.name, row.path, row.default_branch, row.host_id, row.root_commit ?? null, row.rebuildable ?? null],
+    `INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit, rebuildable, setup, copy_files, setup_failure)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10)`,
+    [
+      row.id,
+      row.name,
+      row.path,
+      row.default_branch,
+      row.host_id,
+      row.root_commit ?? null,
+      row.rebuildable ?? null,
+      jsonList(row.setup),
+      jsonList(row.copy_files?.length ? row.copy_files : null),
+      row.setup_failure ?? 'warn',
+    ],
   );
 }
 
@@ -59,21 +95,39 @@ export async function rebuildableOfWorkspaces(
   return byTask;
 }
 
-/** A repository as its views show it (never its path); `rebuildable` null: the default list. */
-export async function repositoryView(
-  db: Db,
-  id: string,
-): Promise<{ id: string; name: string; default_branch: string; rebuildable: string[] | null } | null> {
-  const res = await db.query<{ id: string; name: string; default_branch: string; rebuildable: string[] | null }>(
-    'SELECT id, name, default_branch, rebuildable FROM repositories WHERE id = $1',
-    [id],
-  );
+export async function repositoryView(db: Db, id: string): Promise<RepositoryViewRow | null> {
+  const res = await db.query<RepositoryViewRow>(`SELECT ${VIEW_COLUMNS} FROM repositories WHERE id = $1`, [id]);
   return res.rows[0] ?? null;
 }
 
-/** Sets the repository's patterns (null: back to the default list); false when there is no such repository. */
-export async function setRebuildable(db: Db, id: string, rebuildable: string[] | null): Promise<boolean> {
-  const res = await db.query('UPDATE repositories SET rebuildable = $2 WHERE id = $1', [id, rebuildable]);
+/**
+ * What a `PATCH /v1/repositories/:id` changes; a field left out (undefined) stays as it is.
+ * `rebuildable` null: back to the default list; `setup` or `copyFiles` null (or `copyFiles` empty): none.
+ */
+export interface RepositoryChange {
+  rebuildable?: string[] | null;
+  setup?: string[] | null;
+  copyFiles?: string[] | null;
+  setupFailure?: SetupFailure;
+}
+
+/** Changes the repository in one statement (nothing when the change is empty); false when there is no such repository. */
+export async function updateRepository(db: Db, id: string, change: RepositoryChange): Promise<boolean> {
+  const sets: string[] = [];
+  const values: unknown[] = [id];
+  const set = (column: string, value: unknown, cast = '') => {
+    values.push(value);
+    sets.push(`${column} = $${values.length}${cast}`);
+  };
+  if (change.rebuildable !== undefined) set('rebuildable', change.rebuildable);
+  if (change.setup !== undefined) set('setup', jsonList(change.setup), '::jsonb');
+  if (change.copyFiles !== undefined)
+    set('copy_files', jsonList(change.copyFiles?.length ? change.copyFiles : null), '::jsonb');
+  if (change.setupFailure !== undefined) set('setup_failure', change.setupFailure);
+  const res =
+    sets.length === 0
+      ? await db.query('SELECT 1 FROM repositories WHERE id = $1', values)
+      : await db.query(`UPDATE repositories SET ${sets.join(', ')} WHERE id = $1`, values);
   return res.rowCount === 1;
 }
 
@@ -95,10 +149,10 @@ export async function boardExists(db: Db, id: string): Promise<boolean> {
 
 /** Repositories, newest first; never their path (no answer of the API shows where a repository lives). */
 export async function listRepositories(db: Db, page: PageOf) {
-  return newestFirst<{ id: string; name: string; default_branch: string; rebuildable: string[] | null }>(
+  return newestFirst<RepositoryViewRow>(
     db,
     {
-      columns: 'id, name, default_branch, rebuildable',
+      columns: VIEW_COLUMNS,
       table: 'repositories',
       time: 'created_at',
       key: 'id',

@@ -74,6 +74,8 @@ export interface Config {
   limits: LimitSettings;
   /** The container executor: its engine (null: not offered), images and network. */
   containers: ContainerSettings;
+  /** How long a repository's setup may run in a new workspace before it is stopped (TWS_SETUP_TIMEOUT_MS). */
+  setupTimeoutMs: number;
   apiHost: string;
   /**
    * The gateway runs the launches and resumes it starts, in its own process, through Temporal's
@@ -254,6 +256,8 @@ export function loadConfig(
     agentUids: parseUidRange(env.TWS_AGENT_UIDS),
     limits,
     containers: parseContainerSettings(env, dataDir),
+    // Within the launch's host step (10 minutes), with the workspace's making and the agent's start.
+    setupTimeoutMs: parseMilliseconds('TWS_SETUP_TIMEOUT_MS', env.TWS_SETUP_TIMEOUT_MS, 300_000, 1000, 480_000),
     apiHost: env.TWS_API_HOST || '127.0.0.1',
     gatewayRunsLaunches: parseSwitch('TWS_GATEWAY_RUNS_LAUNCHES', env.TWS_GATEWAY_RUNS_LAUNCHES, true),
     workflowTaskTimeoutMs: parseMilliseconds(

@@ -21,7 +21,8 @@ export type RefusalCode =
   | 'ssh_target_name_taken'
   | 'repository_taken'
   | 'workspace_root_unusable'
-  | 'container_image_missing';
+  | 'container_image_missing'
+  | 'workspace_setup_failed';
 
 type InputErrorCode =
   | 'invalid_request'

@@ -245,6 +245,16 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'retry',
     message: 'The executor cannot run on this host now (its container engine does not answer); nothing was created.',
   },
+  // A repository's setup failed (or ran past its time) in the new workspace, with `setupFailure:
+  // refuse`: the launch failed whole and what it made was undone; its log says why.
+  workspace_setup_failed: {
+    status: 409,
+    recoverable: true,
+    retryAfterMs: 0,
+    action: 'retry',
+    message:
+      "A repository's setup failed in the new workspace; the launch was undone. Its session's setup log says why.",
+  },
   // The image the launch's profile names is not on the host: nothing is pulled at launch.
   container_image_missing: {
     status: 409,

@@ -118,7 +118,13 @@ export interface DiskOperations {
  * saved commit's work back into a worktree the executor just made [R6.10]. `conflict` changes nothing.
  */
 interface RestoresWork {
-  restoreWork(plan: LaunchPlan, slot: MaterializedSlot, commit: string): Promise<'applied' | 'conflict'>;
+  /** `overPreparation`: the new worktree's preparation wrote into it (copied files, its setup); the work wins over that. */
+  restoreWork(
+    plan: LaunchPlan,
+    slot: MaterializedSlot,
+    commit: string,
+    overPreparation?: boolean,
+  ): Promise<'applied' | 'conflict'>;
 }
 
 export interface Executor

@@ -8,6 +8,7 @@
  * and the files, the rest to the files, and changes everything or nothing (a write that fails
  * part-way is undone path by path): never a half-applied worktree.
  */
+import { lstatSync, unlinkSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -165,11 +166,14 @@ export async function restoreSavedWork(
   dir: string,
   commit: string,
   options: GitOptions,
+  /** What a new workspace's preparation (copied files, its setup) wrote where the work goes is put back as HEAD has it first: the work wins. */
+  overPreparation = false,
 ): Promise<'applied' | 'conflict'> {
   const git = gitAt(dir, options);
   return withPatchFile(async (file, other) => {
     const { staged, rest } = await writeSavedWorkParts(git, commit, file, other);
     if ((await stat(file)).size === 0) return 'applied';
+    if (overPreparation) await clearPathsOf(git, dir, file);
     const parts = [
       { patch: staged, args: ['--index'] },
       { patch: rest, args: [] },
@@ -233,5 +237,45 @@ async function applies(git: SimpleGit, args: string[]): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * The paths a patch writes, put back as HEAD has them in a worktree just made and prepared: a
+ * tracked one checked out, an untracked one removed (never through a link: a folder on its way
+ * that is not a real folder of the worktree keeps it, and the patch then says `conflict`).
+ */
+async function clearPathsOf(git: SimpleGit, dir: string, patch: string): Promise<void> {
+  const listed = await git.raw(['apply', '--numstat', '-z', patch]);
+  const paths = listed
+    .split('\0')
+    .map((entry) => entry.split('\t').slice(2).join('\t'))
+    .filter((p) => p.length > 0 && !p.split('/').includes('..'));
+  if (paths.length === 0) return;
+  const tracked = new Set(
+    (await git.raw(['ls-tree', '-r', '-z', '--name-only', 'HEAD', '--', ...paths])).split('\0').filter(Boolean),
+  );
+  const checkout = paths.filter((p) => tracked.has(p));
+  if (checkout.length > 0) await git.raw(['checkout', 'HEAD', '--', ...checkout]);
+  for (const p of paths.filter((p) => !tracked.has(p))) removeUntracked(dir, p);
+}
+
+/** An untracked file of the worktree removed, only through real folders of it; anything else stays. */
+function removeUntracked(dir: string, rel: string): void {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    const st = lstatIfThere(path.join(dir, ...parts.slice(0, i)));
+    if (!st || !st.isDirectory()) return;
+  }
+  const st = lstatIfThere(path.join(dir, rel));
+  if (st && !st.isDirectory()) unlinkSync(path.join(dir, rel));
+}
+
+/** Its lstat, or null when it cannot be read (gone, or anything else: then nothing is removed). */
+function lstatIfThere(p: string) {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
   }
 }

@@ -91,7 +91,16 @@ describe('GET /v1/repositories and /v1/boards', () => {
     expect(sizes).toEqual([2, 2, 1]);
     expect(items.map((r) => r.id)).toEqual(await idsInOrder('SELECT id FROM repositories'));
     for (const item of items)
-      expect(Object.keys(item).sort()).toEqual(['defaultBranch', 'id', 'name', 'rebuildable', 'rebuildableDefault']);
+      expect(Object.keys(item).sort()).toEqual([
+        'copyFiles',
+        'defaultBranch',
+        'id',
+        'name',
+        'rebuildable',
+        'rebuildableDefault',
+        'setup',
+        'setupFailure',
+      ]);
     expectNoLeak(items);
   });
 

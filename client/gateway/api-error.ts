@@ -104,7 +104,14 @@ export function refusalError(
   message?: string,
 ): ApiError {
   const reason = refusal.details.problem ?? refusal.details.reason;
-  const extra = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? { reason } : {};
+  const extra: Record<string, unknown> = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? { reason } : {};
+  // A setup refused: which repository's, and how it ended (an id, a word, a number: nothing else passes).
+  const { repositoryId, status, exitCode } = refusal.details;
+  if (refusal.code === 'workspace_setup_failed') {
+    if (typeof repositoryId === 'string' && /^[0-9a-f-]{36}$/.test(repositoryId)) extra.repositoryId = repositoryId;
+    if (typeof status === 'string' && /^[a-z_]{1,32}$/.test(status)) extra.status = status;
+    if (typeof exitCode === 'number' && Number.isInteger(exitCode)) extra.exitCode = exitCode;
+  }
   return new ApiError(refusal.code, message, extra);
 }
 

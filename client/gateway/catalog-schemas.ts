@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { REBUILDABLE_LIMITS } from '../../domain/rebuildable';
 import { REPOSITORY_NAME_PATTERN } from '../../domain/refs';
+import { COPY_FILES_LIMITS, SETUP_LIMITS } from '../../domain/workspace-setup';
 import { BranchName, Uuid } from './schemas';
 
 /**
@@ -12,6 +13,18 @@ const Rebuildable = Type.Array(Type.String({ minLength: 1, maxLength: REBUILDABL
   maxItems: REBUILDABLE_LIMITS.patterns,
 });
 
+/**
+ * Files copied from the source checkout into each new worktree (domain/workspace-setup.ts): paths
+ * from the checkout's top, `*` any characters within a segment, `**` any number of segments.
+ */
+const CopyFiles = Type.Array(Type.String({ minLength: 1, maxLength: COPY_FILES_LIMITS.length }), {
+  maxItems: COPY_FILES_LIMITS.patterns,
+});
+/** The argv of a command run once in each new workspace before its first agent starts (no shell). */
+const Setup = Type.Array(Type.String({ maxLength: SETUP_LIMITS.length }), { maxItems: SETUP_LIMITS.items });
+/** What a failing setup does: `warn`, the launch goes on and says so; `refuse`, the launch fails whole and is undone. */
+const SetupFailure = Type.Union([Type.Literal('warn'), Type.Literal('refuse')]);
+
 export const CreateRepositoryBody = Type.Object(
   {
     name: Type.String({ pattern: REPOSITORY_NAME_PATTERN }),
@@ -20,15 +33,28 @@ export const CreateRepositoryBody = Type.Object(
     /** The host that holds the path (default: the only live host). */
     hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._-]+$' })),
     rebuildable: Type.Optional(Rebuildable),
+    setup: Type.Optional(Setup),
+    copyFiles: Type.Optional(CopyFiles),
+    /** Default `warn`. */
+    setupFailure: Type.Optional(SetupFailure),
   },
   { additionalProperties: false },
 );
 export type CreateRepositoryBody = Static<typeof CreateRepositoryBody>;
-/** `PATCH /v1/repositories/:id`: what may change after registration. */
+/**
+ * `PATCH /v1/repositories/:id`: what may change after registration; a field left out stays as it is.
+ * `rebuildable: null` is the default list again; `setup: null` and `copyFiles: null` remove them.
+ */
 export const PatchRepositoryBody = Type.Object(
-  { rebuildable: Type.Union([Rebuildable, Type.Null()]) },
+  {
+    rebuildable: Type.Optional(Type.Union([Rebuildable, Type.Null()])),
+    setup: Type.Optional(Type.Union([Setup, Type.Null()])),
+    copyFiles: Type.Optional(Type.Union([CopyFiles, Type.Null()])),
+    setupFailure: Type.Optional(SetupFailure),
+  },
   { additionalProperties: false },
 );
+export type PatchRepositoryBody = Static<typeof PatchRepositoryBody>;
 export const Repository = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -37,6 +63,11 @@ export const Repository = Type.Object({
   rebuildable: Type.Array(Type.String()),
   /** True when `rebuildable` is the default list. */
   rebuildableDefault: Type.Boolean(),
+  /** The argv run once in each new workspace before its first agent starts; null when there is none. */
+  setup: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  /** The patterns of files copied from the source checkout into each new worktree (empty: none). */
+  copyFiles: Type.Array(Type.String()),
+  setupFailure: SetupFailure,
 });
 
 export const CreateBoardBody = Type.Object(

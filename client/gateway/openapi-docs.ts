@@ -12,6 +12,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { Role } from './auth';
 import { OPERATION_DOCS } from './operation-docs';
 import { ApiErrorBody } from './schemas';
+import { ContainersStatusBody, CopyOutcomeBody, PreparationBody, SetupOutcomeBody } from './preparation-view';
 
 const BEARER = [{ bearer: [] }];
 
@@ -82,6 +83,10 @@ const documentOperation: SwaggerTransform = ({ schema, url, route }) => {
 /** Registered before the routes: the document is collected as they are added. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   app.addSchema(ApiErrorBody);
+  app.addSchema(SetupOutcomeBody);
+  app.addSchema(CopyOutcomeBody);
+  app.addSchema(ContainersStatusBody);
+  app.addSchema(PreparationBody);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

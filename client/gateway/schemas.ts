@@ -1,6 +1,7 @@
 /** Request and response schemas of spec/api.md; they validate input and generate /openapi.json. */
 import { Type, type Static } from '@sinclair/typebox';
 import { Limits, LimitsBody, TaskLimits, Usage } from './limit-schemas';
+import { CopiedView, Preparation, SetupView } from './preparation-view';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const IdParams = Type.Object({ id: Uuid });
@@ -167,6 +168,9 @@ export const LaunchResponse = Type.Object({
   state: Type.String(),
   executionId: Uuid,
   links: Links,
+  /** When this launch made the workspace: its repositories' setup outcome and copied files (null otherwise). */
+  setup: Type.Optional(SetupView),
+  copied: Type.Optional(CopiedView),
 });
 
 /** A launch or resume answered once admitted (`Prefer: respond-async`): the session then tells the outcome. */
@@ -217,6 +221,8 @@ export const Session = Type.Object({
    */
   restore: Type.Optional(Type.Union([Type.Literal('applied'), Type.Literal('conflict'), Type.Null()])),
   restoreConflictRefs: Type.Optional(Type.Array(Type.String())),
+  /** What its launch did to make the workspace it made ready: its setup's outcome and the files it copied (each null: none). */
+  preparation: Type.Optional(Preparation),
   /** A first launch that left no row: why (its run's typed refusal, or launch_cancelled). */
   error: Type.Optional(
     Type.Object({ code: Type.String(), message: Type.String(), reason: Type.Optional(Type.String()) }),

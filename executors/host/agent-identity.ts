@@ -170,6 +170,8 @@ export async function giveNewWorkspace(
   deps: { pool: Db; config: ActivityDeps['config'] },
   plan: LaunchPlan,
   owner: number | null,
+  /** Given already, then written by the service (work restored after a setup): given whole again. */
+  again = false,
 ): Promise<void> {
   if (owner === null) return;
   // Its git folders read and made (a few syscalls), then all of it given in one `chown`: the
@@ -181,7 +183,7 @@ export async function giveNewWorkspace(
     ...plan.slots.map((slot) => path.join(slot.worktreePath, '.git')),
     ...readOnlyFiles,
   ];
-  await giveUnowned([plan.workspacePath, ...owned], owner, pointers);
+  await giveUnowned([plan.workspacePath, ...owned], owner, pointers, again);
 }
 
 /**
@@ -189,7 +191,7 @@ export async function giveNewWorkspace(
  * given with it), read side by side: one gone is the start's to judge; any other failure to read
  * one stops the start.
  */
-async function giveUnowned(folders: string[], uid: number, keep: string[]): Promise<void> {
+async function giveUnowned(folders: string[], uid: number, keep: string[], again = false): Promise<void> {
   const owners = folders.map((folder) => {
     try {
       return lstatSync(folder).uid;
@@ -200,7 +202,7 @@ async function giveUnowned(folders: string[], uid: number, keep: string[]): Prom
   const trees: string[] = [];
   folders.forEach((folder, i) => {
     if (trees.some((given) => isWithinFolder(folder, given))) return;
-    if (owners[i] !== undefined && owners[i] !== uid) trees.push(folder);
+    if (owners[i] !== undefined && (again || owners[i] !== uid)) trees.push(folder);
   });
   if (trees.length > 0) await giveTreesExcept(trees, uid, keep);
 }

@@ -14,7 +14,7 @@ export function worktreeExecutor(deps: ActivityDeps, host: HostOperations): Exec
     ...worktreeWorkspace(deps),
     validate: worktreeValidation(deps),
     removeAudited: worktreeRemoval(deps),
-    restoreWork: (_plan, slot, commit) =>
-      restoreSavedWork(slot.worktreePath, commit, { binary: deps.config.gitBinary }),
+    restoreWork: (_plan, slot, commit, overPreparation) =>
+      restoreSavedWork(slot.worktreePath, commit, { binary: deps.config.gitBinary }, overPreparation),
   };
 }

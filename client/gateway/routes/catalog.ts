@@ -9,7 +9,8 @@ import {
   listBoards,
   listRepositories,
   repositoryView,
-  setRebuildable,
+  updateRepository,
+  type RepositoryViewRow,
 } from '../../../db/catalog';
 import { listSavedWork } from '../../../db/saved-work';
 import { isUniqueViolation } from '../../../db/pool';
@@ -17,11 +18,13 @@ import { liveHostIds } from '../../../db/hosts';
 import { repositoryNameProblem } from '../../../domain/refs';
 import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
+import type { Role } from '../auth';
 import { checkRepositoryOnItsHost } from '../placement';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, PatchRepositoryBody, Repository } from '../catalog-schemas';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 import { DEFAULT_REBUILDABLE, rebuildablePatternProblem } from '../../../domain/rebuildable';
+import { copyPatternProblem, setupProblem } from '../../../domain/workspace-setup';
 
 /**
  * A repository without `hostId` goes to the only live host; with none live, to this gateway's own
@@ -62,15 +65,50 @@ function checkedRebuildable(patterns: string[]): string[] {
   return [...new Set(patterns)];
 }
 
+/** The patterns of files copied into each new worktree, each checked (domain/workspace-setup.ts); a bad one is a 400 that names it. */
+function checkedCopyFiles(patterns: string[]): string[] {
+  for (const [i, pattern] of patterns.entries()) {
+    const problem = copyPatternProblem(pattern);
+    if (problem) throw badRequest(`copyFiles/${i} ${problem}.`);
+  }
+  return [...new Set(patterns)];
+}
+
+/** The setup's argv, checked (domain/workspace-setup.ts); a bad one is a 400 that names it. */
+function checkedSetup(argv: string[]): string[] {
+  const problem = setupProblem(argv);
+  if (problem) throw badRequest(`setup ${problem}.`);
+  return argv;
+}
+
 /** A repository as the API shows it: never its path. */
-const repositoryOut = (row: { id: string; name: string; default_branch: string; rebuildable: string[] | null }) => ({
+const repositoryOut = (row: RepositoryViewRow) => ({
   id: row.id,
   name: row.name,
   defaultBranch: row.default_branch,
   rebuildable: row.rebuildable ?? [...DEFAULT_REBUILDABLE],
   rebuildableDefault: row.rebuildable === null,
+  setup: row.setup,
+  copyFiles: row.copy_files ?? [],
+  setupFailure: row.setup_failure,
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
+
+/**
+ * What a new workspace runs and gets copied into it is the operator's to say: a setup runs a
+ * command in every new workspace of the repository, and copied files (a `.env`) hand what is in
+ * the source checkout to its agents. A user token naming any of these is refused (403), nothing changed.
+ */
+function operatorForPreparation(
+  body: { setup?: unknown; copyFiles?: unknown; setupFailure?: unknown },
+  role: Role | null,
+): void {
+  if (
+    (body.setup !== undefined || body.copyFiles !== undefined || body.setupFailure !== undefined) &&
+    role !== 'operator'
+  )
+    throw new ApiError('forbidden', 'setup, copyFiles and setupFailure are set by an operator token.');
+}
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -82,9 +120,13 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { name, path: given, defaultBranch } = request.body;
+        operatorForPreparation(request.body, request.callerRole);
         const nameProblem = repositoryNameProblem(name);
         if (nameProblem) throw badRequest(`Repository name ${nameProblem}.`);
         const rebuildable = request.body.rebuildable ? checkedRebuildable(request.body.rebuildable) : null;
+        const setup = request.body.setup ? checkedSetup(request.body.setup) : null;
+        const copyFiles = request.body.copyFiles?.length ? checkedCopyFiles(request.body.copyFiles) : null;
+        const setupFailure = request.body.setupFailure ?? 'warn';
         const hostId = request.body.hostId ?? (await defaultHost(ctx));
         const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch, identity: true });
         if (!checked.ok) throw badRequest(checked.problem);
@@ -99,6 +141,9 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             host_id: hostId,
             root_commit: rootCommit,
             rebuildable,
+            setup,
+            copy_files: copyFiles,
+            setup_failure: setupFailure,
           });
         } catch (err) {
           if (isUniqueViolation(err)) {
@@ -114,7 +159,17 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           }
           throw err;
         }
-        return reply.code(201).send(repositoryOut({ id, name, default_branch: branch, rebuildable }));
+        return reply.code(201).send(
+          repositoryOut({
+            id,
+            name,
+            default_branch: branch,
+            rebuildable,
+            setup,
+            copy_files: copyFiles,
+            setup_failure: setupFailure,
+          }),
+        );
       },
     );
 
@@ -130,9 +185,18 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         },
       },
       async (request) => {
-        const given = request.body.rebuildable;
-        const rebuildable = given === null ? null : checkedRebuildable(given);
-        if (!(await setRebuildable(ctx.pool, request.params.id, rebuildable))) throw notFound('Repository');
+        // A field left out stays as it is; null is the default list (rebuildable) or none (setup, copyFiles).
+        // Every field is checked before anything changes, so a bad one changes nothing.
+        const { rebuildable, setup, copyFiles, setupFailure } = request.body;
+        operatorForPreparation(request.body, request.callerRole);
+        const change = {
+          rebuildable:
+            rebuildable === undefined || rebuildable === null ? rebuildable : checkedRebuildable(rebuildable),
+          setup: setup === undefined || setup === null ? setup : checkedSetup(setup),
+          copyFiles: copyFiles === undefined || copyFiles === null ? copyFiles : checkedCopyFiles(copyFiles),
+          setupFailure,
+        };
+        if (!(await updateRepository(ctx.pool, request.params.id, change))) throw notFound('Repository');
         const row = await repositoryView(ctx.pool, request.params.id);
         if (!row) throw notFound('Repository');
         return repositoryOut(row);

@@ -6,6 +6,7 @@ import type { GatewayContext } from '../context';
 import type { GatewayMetrics } from '../metrics';
 import { errorResponses } from '../schemas';
 import { containerAvailability } from '../../../executors/container/engine';
+import { ContainersStatus as ContainersReadiness } from '../preparation-view';
 
 /** Documented only (a string payload is sent as it is): Prometheus text, or 403 to a caller not on loopback. */
 const MetricsResponses = {
@@ -39,13 +40,6 @@ function notReadyReason(database: boolean, temporal: boolean): string {
   if (!database && !temporal) return 'database_and_temporal_unreachable';
   return database ? 'temporal_unreachable' : 'database_unreachable';
 }
-
-/** The container executor's readiness where it is configured: available, the engine, and why not. */
-const ContainersReadiness = Type.Object({
-  available: Type.Boolean(),
-  engine: Type.Union([Type.String(), Type.Null()]),
-  reason: Type.Optional(Type.String()),
-});
 
 export function healthRoutes(
   ctx: GatewayContext,

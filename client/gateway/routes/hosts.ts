@@ -11,6 +11,7 @@ import { badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { DEFAULT_PAGE_LIMIT, PageQueryFields, pageOf } from '../pagination';
 import { errorResponses } from '../schemas';
+import { ContainersStatus } from '../preparation-view';
 
 /** The host's filesystem and workspaces as its worker last measured them; null before the first measurement. */
 const HostDiskSchema = Type.Union([
@@ -31,11 +32,7 @@ const Host = Type.Object({
   executors: Type.Array(Type.String()),
   version: Type.String(),
   /** Whether it can run `container` agents, as its worker last found it; `reason` when not (not_configured, engine_unreachable, image_missing, not_root, not_reported). */
-  containers: Type.Object({
-    available: Type.Boolean(),
-    engine: Type.Union([Type.String(), Type.Null()]),
-    reason: Type.Optional(Type.String()),
-  }),
+  containers: ContainersStatus,
   disk: HostDiskSchema,
   lowDisk: Type.Boolean(),
 });

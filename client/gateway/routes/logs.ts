@@ -13,11 +13,15 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isErrorCode } from '../../../domain/errors';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
+import { preparationsOf } from '../../../db/workspace-preparations';
 
 const LogsQuery = Type.Object(
   {
     tail: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
     executionId: Type.Optional(Uuid),
+    /** `setup`: the log of the setup its launch ran in the workspace it made (of `repositoryId`, else of the first that ran one). */
+    source: Type.Optional(Type.Union([Type.Literal('agent'), Type.Literal('setup')])),
+    repositoryId: Type.Optional(Uuid),
     follow: Type.Optional(
       Type.Union([Type.Literal('1'), Type.Literal('0'), Type.Literal('true'), Type.Literal('false')]),
     ),
@@ -50,6 +54,22 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
+        if (request.query.source === 'setup') {
+          // A setup has ended before its launch's agent started: its log is read whole (or its tail), never followed.
+          const prepared = (await preparationsOf(ctx.pool, [session.id])).find(
+            (p) => p.log_path && (!request.query.repositoryId || p.repository_id === request.query.repositoryId),
+          );
+          if (!prepared?.log_path) throw notFound('Setup log');
+          const source =
+            prepared.host_id === ctx.config.hostId
+              ? await executors.at({}).openLog({}, prepared.log_path).catch(refused)
+              : logOnHost(ctx.temporal, ctx.config, prepared.host_id, prepared.log_path, null);
+          const head = await source
+            .tail(request.query.tail === undefined ? null : Number(request.query.tail))
+            .catch(refused);
+          reply.type('text/plain; charset=utf-8');
+          return head.text.toString('utf8');
+        }
         const exec = request.query.executionId
           ? await findExecution(ctx.pool, request.query.executionId)
           : await latestExecution(ctx.pool, session.id);

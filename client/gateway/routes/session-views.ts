@@ -13,6 +13,8 @@ import { launchRunOutcome, runOutcomeOf } from '../../engine-client';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { temporalLinks } from '../../temporal-links';
+import { preparationsOf, type PreparationRow } from '../../../db/workspace-preparations';
+import { preparationView } from '../preparation-view';
 
 export function sessionViews(ctx: GatewayContext) {
   /**
@@ -40,7 +42,12 @@ export function sessionViews(ctx: GatewayContext) {
   }
 
   /** A session with its row, and its latest execution if it has one. */
-  function sessionViewOf(session: SessionRow, exec: ExecutionRow | null, restored: SessionRestore | undefined) {
+  function sessionViewOf(
+    session: SessionRow,
+    exec: ExecutionRow | null,
+    restored: SessionRestore | undefined,
+    prepared: PreparationRow[] = [],
+  ) {
     return {
       id: session.id,
       taskId: session.task_id,
@@ -70,6 +77,7 @@ export function sessionViews(ctx: GatewayContext) {
       // What this session's launch did with the work an idle release saved [R6.10].
       restore: restored?.restore ?? null,
       restoreConflictRefs: restored?.conflictRefs ?? [],
+      preparation: preparationView(prepared),
     };
   }
 
@@ -82,11 +90,11 @@ export function sessionViews(ctx: GatewayContext) {
       const exec = await latestExecution(client, id);
       const restored = (await restoresOfSessions(client, [id])).get(id);
       const usage = session.environment_id ? await environmentUsage(client, session.environment_id) : null;
-      return { session, exec, restored, usage };
+      return { session, exec, restored, usage, prepared: await preparationsOf(client, [id]) };
     });
     if (!read) return runOutcomeView(id);
-    const { session, exec, restored, usage } = read;
-    const view = { ...sessionViewOf(session, exec, restored), usage };
+    const { session, exec, restored, usage, prepared } = read;
+    const view = { ...sessionViewOf(session, exec, restored, prepared), usage };
     // A failed session says why, as a failed first launch does: from the run that admitted it last (a resume's).
     if (session.state === 'failed') {
       const outcome = await runOutcomeOf(ctx.temporal, sessionRunWorkflowId(session.id, session.admitted_run)).catch(

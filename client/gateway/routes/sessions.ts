@@ -39,6 +39,8 @@ import {
   validateEnv,
 } from './session-requests';
 import { sessionViews } from './session-views';
+import { preparationsOf } from '../../../db/workspace-preparations';
+import { preparationView } from '../preparation-view';
 
 const SessionListQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 const SESSION_STATES = ['starting', 'running', 'stopped', 'exited', 'failed'] as const;
@@ -60,16 +62,27 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
    * never beside its session still running).
    */
   async function sessionPage(readRows: (db: Db) => Promise<(SessionRow & { exact_at: string })[]>, limit: number) {
-    const { rows, executions, restores } = await inSnapshot(ctx.pool, async (client) => {
+    const { rows, executions, restores, prepared } = await inSnapshot(ctx.pool, async (client) => {
       const rows = await readRows(client);
       const ids = rows.map((row) => row.id);
-      return { rows, executions: await latestExecutions(client, ids), restores: await restoresOfSessions(client, ids) };
+      return {
+        rows,
+        executions: await latestExecutions(client, ids),
+        restores: await restoresOfSessions(client, ids),
+        prepared: await preparationsOf(client, ids),
+      };
     });
     return pageAnswer(
       rows,
       limit,
       (row) => row.id,
-      (row) => sessionViewOf(row, executions.get(row.id) ?? null, restores.get(row.id)),
+      (row) =>
+        sessionViewOf(
+          row,
+          executions.get(row.id) ?? null,
+          restores.get(row.id),
+          prepared.filter((p) => p.session_id === row.id),
+        ),
     );
   }
 
@@ -161,7 +174,15 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             outcome,
             outcome.code === 'invalid_request' ? 'The agent command could not be started.' : undefined,
           );
-        return reply.code(201).send({ ...outcome.result, links });
+        // A launch that made the workspace says what made it ready (its setup, its copies).
+        const made = outcome.result.role === 'materialized' || outcome.result.role === 'transitioned';
+        const prepared = made ? preparationView(await preparationsOf(ctx.pool, [sessionId])) : null;
+        return reply.code(201).send({
+          ...outcome.result,
+          links,
+          setup: prepared?.setup ?? null,
+          copied: prepared?.copied ?? (made ? { files: [], skipped: [] } : null),
+        });
       },
     );
 
