@@ -6,6 +6,7 @@
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { round } from './stats';
+import { launchWorkflowId } from '../domain/workflow-ids';
 
 /** The marker name of a local activity's result in a history (a patch's marker is `core_patch`). */
 export const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
@@ -55,6 +56,17 @@ export function serviceRoles(services: {
     [services.worker.child.pid ?? -1, 'worker'],
     [services.gateway.child.pid ?? -1, 'gateway'],
   ]);
+}
+
+/** The profile of the launch whose time was nearest the product's p50 (its workflow's history), or null when none was measured. */
+export async function profileOfLaunch(
+  client: Client,
+  services: Parameters<typeof serviceRoles>[0],
+  nearest: { sessionId: string; ms: number } | null | undefined,
+): Promise<HistoryProfile | null> {
+  return nearest
+    ? profileWorkflow(client, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(services))
+    : null;
 }
 
 export async function profileWorkflow(

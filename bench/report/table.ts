@@ -52,43 +52,34 @@ export function renderTable(r: BenchResults): string {
       launchRow(`First launch, ${v.repositories} repo${v.repositories > 1 ? 's' : ''}, p50`, v, id);
     }
   } else rows.push(['First launch', failed(r.materialize), '', '', '', ...t('materialize_1_repo_p50_vs_floors')]);
-  if (r.resume?.ok)
-    launchRow(
-      `Resume of a session on a ready environment (stops its agent, starts one), p50`,
-      r.resume.value,
-      'resume_p50_vs_floors',
-    );
-  else rows.push(['Resume', r.resume ? failed(r.resume) : 'not run', '', '', '', ...t('resume_p50_vs_floors')]);
-  if (r.sshAttach?.ok)
-    launchRow(
-      'SSH attach launch (sshd on 127.0.0.1; floor: the same remote commands over one connection), p50',
-      r.sshAttach.value,
-      'ssh_attach_p50_vs_floors',
-    );
-  else
-    rows.push([
-      'SSH attach',
-      r.sshAttach ? failed(r.sshAttach) : 'not run',
-      '',
-      '',
-      '',
-      ...t('ssh_attach_p50_vs_floors'),
-    ]);
-  if (r.containerAttach?.ok)
-    launchRow(
-      `Container attach launch (${r.containerAttach.value.image} under Podman; floor: \`podman exec -d\` in the same container), p50`,
-      r.containerAttach.value,
-      'container_attach_p50_vs_floors',
-    );
-  else
-    rows.push([
-      'Container attach',
-      r.containerAttach ? failed(r.containerAttach) : 'not run',
-      '',
-      '',
-      '',
-      ...t('container_attach_p50_vs_floors'),
-    ]);
+  /** A launch scenario's row, or the reason it has none (failed, or not run). */
+  const optionalLaunchRow = <C extends LaunchComparison>(
+    outcome: { ok: true; value: C } | { ok: false; error: string; seconds: number } | undefined,
+    name: string,
+    label: (c: C) => string,
+    id: string,
+  ) => {
+    if (outcome?.ok) launchRow(label(outcome.value), outcome.value, id);
+    else rows.push([name, outcome ? failed(outcome) : 'not run', '', '', '', ...t(id)]);
+  };
+  optionalLaunchRow(
+    r.resume,
+    'Resume',
+    () => 'Resume of a session on a ready environment (stops its agent, starts one), p50',
+    'resume_p50_vs_floors',
+  );
+  optionalLaunchRow(
+    r.sshAttach,
+    'SSH attach',
+    () => 'SSH attach launch (sshd on 127.0.0.1; floor: the same remote commands over one connection), p50',
+    'ssh_attach_p50_vs_floors',
+  );
+  optionalLaunchRow(
+    r.containerAttach,
+    'Container attach',
+    (c) => `Container attach launch (${c.image} under Podman; floor: \`podman exec -d\` in the same container), p50`,
+    'container_attach_p50_vs_floors',
+  );
   if (r.cleanup.ok && r.cleanup.value.status === 'measured') {
     const c = r.cleanup.value;
     const engine = c.engine?.shape

@@ -8,7 +8,7 @@ import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
 import { shapeOfWorkflow } from '../engine-floor';
-import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
+import { profileOfLaunch, type HistoryProfile } from '../history';
 import { compared, interleaved } from '../interleave';
 import type { LaunchComparison } from '../stats';
 import { createTasks, killAgents, makeRepo, materializeTasks } from '../world';
@@ -62,9 +62,7 @@ export async function runAttach(ctx: BenchContext): Promise<AttachResult> {
   return {
     tasks: tasks.length,
     ...report,
-    profile: nearest
-      ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services))
-      : null,
+    profile: await profileOfLaunch(ctx.temporal, ctx.services, nearest),
     directSteps,
   };
 }

@@ -14,7 +14,7 @@ import { containerEngineSocket, removeHostContainers } from '../../test/support/
 import { AGENT_COMMAND, errorCode, type LaunchBody } from '../api';
 import type { BenchContext } from '../context';
 import { shapeOfWorkflow } from '../engine-floor';
-import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
+import { profileOfLaunch, type HistoryProfile } from '../history';
 import type { LaunchComparison } from '../stats';
 import { compared, interleaved } from '../interleave';
 import { createTasks, killAgents, makeRepo } from '../world';
@@ -85,14 +85,7 @@ export async function runContainerAttach(ctx: BenchContext): Promise<ContainerAt
       tasks: tasks.length,
       image: containers[0]!.image,
       ...report,
-      profile: nearest
-        ? await profileWorkflow(
-            ctx.temporal,
-            launchWorkflowId(nearest.sessionId),
-            nearest.ms,
-            serviceRoles(ctx.services),
-          )
-        : null,
+      profile: await profileOfLaunch(ctx.temporal, ctx.services, nearest),
     };
   } finally {
     // The product's agents by their supervisors' groups, their ends recorded by the services that

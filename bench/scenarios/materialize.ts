@@ -8,7 +8,7 @@ import { errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { timeLaunchSteps, type StepTimings } from '../direct-steps';
 import { shapeOfWorkflow, type WorkflowShape } from '../engine-floor';
-import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
+import { profileOfLaunch, type HistoryProfile } from '../history';
 import { CpuAccount } from '../cpu';
 import type { FloorPhases } from '../floor-steps';
 import { elapsedMs, indexNearest, medianParts, ratio, round, summarize, type LaunchComparison } from '../stats';
@@ -147,9 +147,7 @@ export async function runMaterialize(ctx: BenchContext): Promise<MaterializeResu
   return {
     oneRepository,
     threeRepositories: summary(v3),
-    profile: nearest
-      ? await profileWorkflow(ctx.temporal, launchWorkflowId(nearest.sessionId), nearest.ms, serviceRoles(ctx.services))
-      : null,
+    profile: await profileOfLaunch(ctx.temporal, ctx.services, nearest),
     directSteps,
   };
 }

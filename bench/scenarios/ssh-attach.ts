@@ -14,7 +14,7 @@ import { startSshServer } from '../../test/support/ssh-server';
 import { AGENT_COMMAND, Api, errorCode } from '../api';
 import type { BenchContext } from '../context';
 import { shapeOfWorkflow } from '../engine-floor';
-import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
+import { profileOfLaunch, type HistoryProfile } from '../history';
 import { elapsedMs, median, round, type LaunchComparison } from '../stats';
 import { compared, interleaved } from '../interleave';
 import { createTasks, killAgents, makeRepo } from '../world';
@@ -95,14 +95,7 @@ export async function runSshAttach(ctx: BenchContext): Promise<SshAttachResult> 
       tasks: tasks.length,
       emptyCommandMs: round(median(empty)),
       ...report,
-      profile: nearest
-        ? await profileWorkflow(
-            ctx.temporal,
-            launchWorkflowId(nearest.sessionId),
-            nearest.ms,
-            serviceRoles(ctx.services),
-          )
-        : null,
+      profile: await profileOfLaunch(ctx.temporal, ctx.services, nearest),
     };
   } finally {
     // The remote agents run on this machine: killed by pid and start time like the local ones.
