@@ -148,6 +148,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
      */
     async rebindEnvironment(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
       const from = plan.transition!;
+      const kind = workspaceKindOf(plan.executorType); // what the environment records: its workspace's kind
       const outcome = await inTransaction(pool, async (client) => {
         if (await cleanupBarrierStands(client, [plan.taskId, plan.environmentTaskId])) return 'barrier' as const;
         // The transition's session becomes the materializer of the environment's new workspace,
@@ -159,7 +160,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
             WHERE id = $1 AND executor_type = $5 AND ownership_generation = $6 AND status IN ('ready', 'stopped')`,
           [
             plan.environmentId,
-            workspaceKindOf(plan.executorType),
+            kind,
             plan.workspacePath,
             plan.taskFolder,
             from.fromExecutorType,
@@ -171,7 +172,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         if (moved.rowCount !== 1) {
           const mine = await client.query(
             'SELECT 1 FROM task_environments WHERE id = $1 AND materializer_session_id = $2 AND executor_type = $3 AND ownership_generation = $4',
-            [plan.environmentId, plan.sessionId, workspaceKindOf(plan.executorType), from.ownershipGeneration + 1],
+            [plan.environmentId, plan.sessionId, kind, from.ownershipGeneration + 1],
           );
           return mine.rowCount === 1 ? ('rebound' as const) : ('changed' as const);
         }
@@ -185,12 +186,7 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         await client.query(
           `UPDATE environment_repos SET status = 'active', updated_at = now()
             WHERE environment_id = $1 AND status = 'retained' AND executor_type = $2 AND ssh_target_id IS NOT DISTINCT FROM $3 AND worktree_path = ANY($4::text[])`,
-          [
-            plan.environmentId,
-            workspaceKindOf(plan.executorType),
-            plan.sshTargetId ?? null,
-            made.map((m) => m.worktreePath),
-          ],
+          [plan.environmentId, kind, plan.sshTargetId ?? null, made.map((m) => m.worktreePath)],
         );
         for (const row of inventoryRowsOf(plan, made)) await upsertInventoryRow(client, plan.environmentId, row);
         return 'rebound' as const;

@@ -13,7 +13,8 @@ import { outageOf } from '../domain/outage';
 import { materializationFailure } from '../executors/support/failures';
 import { ApplicationFailure } from '@temporalio/common';
 import { prepareNewWorkspace, type Prepared } from './workspace-preparation';
-import { giveNewWorkspace, newWorkspaceUid } from '../executors/host/agent-identity';
+import { giveNewWorkspace } from '../executors/host/agent-identity';
+import { newWorkspaceUid } from '../executors/host/agent-uid';
 import { publishedPlan } from '../domain/launch';
 
 export function workspaceMaterializeActivities(deps: ActivityDeps) {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type pg from 'pg';
 import { spawnDetached } from '../executors/host/agent-spawn';
-import { agentUid } from '../executors/host/agent-identity';
+import { agentUid } from '../executors/host/agent-uid';
 import { isRealDirectory, markerOwnedBy, readMarker } from '../executors/host/workspace-fs';
 import { admitLaunch } from '../db/admission';
 import { insertExecution } from '../db/executions';

@@ -6,7 +6,7 @@
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
 import { markApiRecordStopped, writeApiRecord } from './cli-instance';
-import { describeExit, errorLine, supervise, type SupervisedPart } from './supervisor';
+import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
 export type Layer = 'services' | 'containers' | 'temporal' | 'postgres';
@@ -53,6 +53,20 @@ export class LaunchedParts {
     if (this.stopping) return;
     this.apiRecord = { dataDir, written: writeApiRecord(dataDir, url) };
     await this.apiRecord.written;
+  }
+
+  /**
+   * TWS_CONTAINER_ENGINE=podman: the container executor's engine, Podman's Docker Engine API on the
+   * data folder's socket, run as a part (started again if it dies; its containers outlive it).
+   */
+  async runPodmanService(socket: string, cwd: string): Promise<void> {
+    await rm(socket, { force: true });
+    await this.run('podman', 'containers', () =>
+      spawnPart('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
+        cwd,
+        stdio: ['ignore', 'ignore', 'inherit'],
+      }),
+    );
   }
 
   /** Starts a part under supervision; a death before the system is up is a start-up failure. */

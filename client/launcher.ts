@@ -220,18 +220,8 @@ async function main(): Promise<void> {
       }
     }
 
-    // TWS_CONTAINER_ENGINE=podman: the container executor's engine is Podman's Docker Engine API,
-    // served here on the data folder's socket (started again if it dies, like every part).
-    if (config.containers.managedPodman && config.containers.engineSocket) {
-      const socket = config.containers.engineSocket;
-      await rm(socket, { force: true });
-      await parts.run('podman', 'containers', () =>
-        spawnPart('podman', ['system', 'service', '--time=0', `unix://${socket}`], {
-          cwd: root,
-          stdio: ['ignore', 'ignore', 'inherit'],
-        }),
-      );
-    }
+    if (config.containers.managedPodman && config.containers.engineSocket)
+      await parts.runPodmanService(config.containers.engineSocket, root);
 
     await prepareServices({
       databaseUrl,

@@ -3,7 +3,7 @@
  * Refusal codes cross the Temporal boundary as ApplicationFailure `type`; the gateway maps
  * them to HTTP through this table, never by reading messages.
  */
-import type { ErrorAction, ErrorCode, ErrorRule } from './error-codes';
+import type { ErrorCode, ErrorRule } from './error-codes';
 
 export type { ErrorCode, ErrorRule, RefusalCode } from './error-codes';
 
@@ -285,49 +285,4 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);
-}
-
-export interface ErrorBody {
-  error: {
-    code: ErrorCode;
-    message: string;
-    recoverable: boolean;
-    retryAfterMs: number;
-    action: ErrorAction;
-    errorId: string;
-    [extra: string]: unknown;
-  };
-}
-
-/** `executor_unavailable` for an executor this service does not offer at all: the request is to change, not to retry. */
-const EXECUTOR_NOT_OFFERED: ErrorRule = {
-  status: 400,
-  recoverable: false,
-  retryAfterMs: 0,
-  action: 'fix_request',
-  message: 'This executor is not offered by this service; choose another executorType.',
-};
-
-/** The rule an answer follows: the table's, or the not-offered one for an executor the service does not run (`offered: false`). */
-export const ruleOf = (code: ErrorCode, extra: Record<string, unknown> = {}): ErrorRule =>
-  code === 'executor_unavailable' && extra.offered === false ? EXECUTOR_NOT_OFFERED : ERROR_TABLE[code];
-
-export function errorBody(
-  code: ErrorCode,
-  errorId: string,
-  message?: string,
-  extra: Record<string, unknown> = {},
-): ErrorBody {
-  const rule = ruleOf(code, extra);
-  return {
-    error: {
-      ...extra,
-      code,
-      message: message ?? rule.message,
-      recoverable: rule.recoverable,
-      retryAfterMs: rule.retryAfterMs,
-      action: rule.action,
-      errorId,
-    },
-  };
 }

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_TABLE, errorBody, isErrorCode, ruleOf, type ErrorCode } from '../../domain/errors';
+import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../../domain/errors';
+import { errorBody, ruleOf } from '../../domain/error-body';
 import { outageOf } from '../../domain/outage';
 import { validationMessage, type SchemaError } from './validation-message';
 

@@ -11,7 +11,7 @@ import { mkdirSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import type { AgentEntrance } from '../host/agent-spawn';
 import type { StartAgentInput } from '../agent-start';
-import { environmentAgentUid } from '../host/agent-identity';
+import { environmentAgentUid } from '../host/agent-uid';
 import { systemBinary } from '../host/agent-sandbox';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';

@@ -10,8 +10,7 @@
  * recorded: a cleanup sets its barrier only after such a start, so its removal finds the record.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import type Docker from 'dockerode';
 import { dropContainerRecord, findContainer, lockEnvironmentContainer, recordContainer } from '../../db/containers';
 import { inTransaction } from '../../db/pool';
@@ -20,6 +19,7 @@ import type { AgentLimits } from '../../domain/limits';
 import type { GitBind } from '../../domain/sandbox';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
+import { containerCgroupProcs, processesInContainer, type RunningContainer } from './cgroups';
 import { isEngineNotFound, requireEngine, requireImage, type EngineName } from './engine';
 
 /** The labels that say a container is this service's, on which host, for which environment. */
@@ -41,15 +41,6 @@ export interface ContainerSpec {
   network: 'egress' | 'none' | 'host';
   limits: AgentLimits | null;
   tmpBytes: number | null;
-}
-
-/** A running container, as an agent start enters it. */
-export interface RunningContainer {
-  containerId: string;
-  /** Its first process on the host: the namespaces an agent enters. */
-  initPid: number;
-  /** Its control groups' `cgroup.procs` files: an agent joins them, so the container's limits hold it too. */
-  cgroupProcs: string[];
 }
 
 /** The binds of a sandboxed start's layout, for the engine: each folder and file where it is on the host. */
@@ -78,47 +69,6 @@ const layoutDigest = (spec: ContainerSpec): string =>
     .slice(0, 32);
 
 const containerName = (environmentId: string) => `tws-${environmentId}`;
-
-/**
- * A container's control groups, read from the kernel's view of its first process: every v1
- * hierarchy it is in (but systemd's name-only one) and the v2 one, where its folder exists.
- */
-function containerCgroupProcs(initPid: number): string[] {
-  const procs: string[] = [];
-  for (const line of readFileSync(`/proc/${initPid}/cgroup`, 'utf8').split('\n')) {
-    const m = /^\d+:([^:]*):(\/.*)$/.exec(line);
-    if (!m) continue;
-    const [, controllers, group] = m as unknown as [string, string, string];
-    if (controllers.startsWith('name=')) continue;
-    const candidates =
-      controllers === ''
-        ? [path.join('/sys/fs/cgroup/unified', group), path.join('/sys/fs/cgroup', group)]
-        : [path.join('/sys/fs/cgroup', controllers, group)];
-    const found = candidates.find((dir) => existsSync(path.join(dir, 'cgroup.procs')));
-    if (found) procs.push(path.join(found, 'cgroup.procs'));
-  }
-  if (procs.length === 0) throw typedFailure('internal', { reason: 'container_groups_unreadable' });
-  return procs;
-}
-
-/** How many processes run in the container besides its first (agents, and what they started). */
-function processesInContainer(running: RunningContainer): number {
-  const pids = new Set<string>();
-  for (const file of running.cgroupProcs) {
-    const text = (() => {
-      try {
-        return readFileSync(file, 'utf8');
-      } catch {
-        return null;
-      }
-    })();
-    // A group that cannot be read: counted as in use (fail closed: nothing is removed on a doubt).
-    if (text === null) return Number.POSITIVE_INFINITY;
-    for (const pid of text.split('\n').filter(Boolean)) pids.add(pid);
-  }
-  pids.delete(String(running.initPid));
-  return pids.size;
-}
 
 /** The container as the engine has it, or null when it is gone. */
 async function inspectContainer(client: Docker, id: string): Promise<Docker.ContainerInspectInfo | null> {

@@ -1,12 +1,10 @@
 /**
- * Who a sandboxed agent is and what it owns (issue 45): the uid it runs as, and the preparation
- * of its workspace, home and git folders for that uid before it starts. Called by the host's
- * agent start (executors/host/agents.ts spawnDetached) and the benchmark's floor.
+ * What a sandboxed agent owns (issue 45): the preparation of its workspace, home and git folders
+ * for its uid (executors/host/agent-uid.ts) before it starts. Called by the host's agent start
+ * (executors/host/agent-spawn.ts spawnDetached) and the benchmark's floor.
  */
 import { chmodSync, chownSync, lstatSync, writeFileSync } from 'node:fs';
-import { lstat } from 'node:fs/promises';
 import path from 'node:path';
-import { AgentUidsExhausted, agentUidOf, environmentUidOwner } from '../../db/agent-uids';
 import type { Db } from '../../db/pool';
 import { isWithinFolder, OWNERSHIP_MARKER_FILE } from '../../domain/task-layout';
 import {
@@ -30,7 +28,7 @@ import {
   traversable,
   unreachable,
 } from './agent-owner';
-import { agentSandbox, dropTo, type SandboxPrograms } from './agent-sandbox';
+import { dropTo, type SandboxPrograms } from './agent-sandbox';
 import { gitStoreLayout } from './git-store-layout';
 import { objectStoresListPath } from './exits';
 import { pathExistsSync } from './workspace-fs';
@@ -104,55 +102,6 @@ async function handOver(p: Ownership & { owned: string[]; pointers: string[] }):
   for (const store of stores) traversable(config.agentRoot, path.dirname(store));
   await giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers);
   serviceFiles(p.pointers);
-}
-
-/**
- * The host uid a sandboxed agent runs as (issue 45), null without a sandbox: a worktree
- * environment's own (db/agent-uids.ts), or for a `local` agent (its workspace is the source
- * checkout, which holds its common git dir) the checkout's owner, as a person running an agent in
- * their checkout would: never root, which is refused (a worktree task is the way).
- */
-export async function agentUid(
-  deps: { pool: Db; config: ActivityDeps['config'] },
-  input: StartAgentInput,
-): Promise<number | null> {
-  if (!(await agentSandbox(deps.config.agentSandbox))) return null;
-  const inCheckout = (input.gitSlots ?? []).some((slot) => isWithinFolder(slot.commonDir, input.cwd));
-  if (inCheckout) {
-    const owner = (await lstat(input.cwd).catch(() => null))?.uid;
-    if (owner === undefined) throw typedFailure('workspace_reuse_unsafe');
-    if (owner === 0) throw typedFailure('invalid_request', { reason: 'local_checkout_owned_by_root' });
-    return owner;
-  }
-  return environmentAgentUid(deps, input.environmentTaskId);
-}
-
-/** The uid of a worktree environment's agents (db/agent-uids.ts); a range used up is a typed refusal. */
-export async function environmentAgentUid(
-  deps: { pool: Db; config: ActivityDeps['config'] },
-  environmentTaskId: string,
-): Promise<number> {
-  try {
-    return await agentUidOf(deps.pool, environmentUidOwner(environmentTaskId), deps.config.agentUids);
-  } catch (err) {
-    if (err instanceof AgentUidsExhausted) throw typedFailure('internal', { reason: 'agent_uids_exhausted' });
-    throw err;
-  }
-}
-
-/**
- * The uid a new worktree workspace's agents will run as, or null where no give is needed (no
- * sandbox, an SSH clone, the source checkout). Read by a first launch while it makes the workspace:
- * for a new task it is a statement that takes the uid, off the launch's path.
- */
-export async function newWorkspaceUid(
-  deps: { pool: Db; config: ActivityDeps['config'] },
-  plan: LaunchPlan,
-): Promise<number | null> {
-  // A container's agents run as the environment's uid whatever the host's sandbox (executors/container/).
-  if (plan.executorType === 'container') return environmentAgentUid(deps, plan.environmentTaskId);
-  if (plan.executorType !== 'worktree' || !(await agentSandbox(deps.config.agentSandbox))) return null;
-  return environmentAgentUid(deps, plan.environmentTaskId);
 }
 
 /**

@@ -24,7 +24,7 @@ import { AGENT_SUPERVISOR_MISSING, readExitStatus } from './agent-shim';
 import { collectExit } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
-import { agentUid } from './agent-identity';
+import { agentUid } from './agent-uid';
 import { agentLimitsLayout, sweepAgentGroups } from './agent-limits';
 import { spawnDetached, type AgentEntrance } from './agent-spawn';
 

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { StartAgentInput } from '../agent-start';
 import type { ActivityDeps } from '../support/deps';
-import { agentUid } from './agent-identity';
+import { agentUid } from './agent-uid';
 import { agentLimitsLayout, sweepAgentGroups } from './agent-limits';
 import { readExitStatus, type ExitStatus } from './agent-shim';
 import { spawnDetached, type AgentEntrance } from './agent-spawn';

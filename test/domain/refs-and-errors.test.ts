@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_TABLE, errorBody } from '../../domain/errors';
+import { ERROR_TABLE } from '../../domain/errors';
+import { errorBody } from '../../domain/error-body';
 import { mergeInventoryRow } from '../../domain/inventory';
 import { branchNameProblem, repositoryNameProblem } from '../../domain/refs';
 

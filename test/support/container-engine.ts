@@ -31,7 +31,13 @@ export async function containerEngineSocket(): Promise<string> {
   if (missing) throw new Error(`the container tests cannot run: ${missing}`);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tws-podman-'));
   const socket = path.join(dir, 'podman.sock');
-  const child = spawn('podman', ['system', 'service', '--time=0', `unix://${socket}`], { stdio: 'ignore' });
+  // Ended with this process however it ends (a test process is killed, not always exited):
+  // the kernel sends it SIGTERM when its parent dies (setpriv's parent-death signal).
+  const child = spawn(
+    'setpriv',
+    ['--pdeathsig', 'SIGTERM', '--', 'podman', 'system', 'service', '--time=0', `unix://${socket}`],
+    { stdio: 'ignore' },
+  );
   child.unref();
   process.once('exit', () => child.kill('SIGTERM'));
   const client = new Docker({ socketPath: socket });
