@@ -51,6 +51,12 @@ extern char **environ;
  * first instruction. A group it cannot join stops the start (fails closed): `limits_not_applied`.
  */
 #define CGROUP_PROCS_VARIABLE "TWS_CGROUP_PROCS="
+/*
+ * TWS_CGROUP_SHARED=1: the groups are a place's that others share (a task's container, with its own
+ * first process): joined only, never removed, and no memory-limit kill is said to be this agent's
+ * (their counts are the place's, not its own).
+ */
+#define CGROUP_SHARED_VARIABLE "TWS_CGROUP_SHARED="
 #define LIMITS_NOT_APPLIED (-1)
 /* domain/sandbox.ts SANDBOX_INFO_FD and SANDBOX_BLOCK_FD. */
 #define SANDBOX_INFO_FD 3
@@ -64,6 +70,7 @@ extern char **environ;
 static const char *status_file;
 /* TWS_CGROUP_PROCS: the agent's groups, left (and their count of memory-limit kills read) when it ended. */
 static const char *cgroup_list;
+static int cgroup_shared;
 static const char *log_file;
 static char rotated_file[PATH_MAX];
 static int log_fd = -1;
@@ -263,6 +270,7 @@ static long long oom_kills_in(const char *file) {
  * a group that still holds a process or another agent's group: it stays for the next end).
  */
 static int leave_groups(void) {
+  if (cgroup_shared) return 0;
   int oom = 0;
   char dir[PATH_MAX], file[PATH_MAX];
   const char *at = cgroup_list;
@@ -494,6 +502,8 @@ int main(int argc, char **argv) {
       args_path = environ[i] + strlen(SANDBOX_ARGS_VARIABLE);
     else if (strncmp(environ[i], CGROUP_PROCS_VARIABLE, strlen(CGROUP_PROCS_VARIABLE)) == 0)
       cgroup_list = cgroup_procs = environ[i] + strlen(CGROUP_PROCS_VARIABLE);
+    else if (strncmp(environ[i], CGROUP_SHARED_VARIABLE, strlen(CGROUP_SHARED_VARIABLE)) == 0)
+      cgroup_shared = strcmp(environ[i] + strlen(CGROUP_SHARED_VARIABLE), "1") == 0;
     else if (strncmp(environ[i], EXECUTION_MARK, strlen(EXECUTION_MARK)) != 0)
       child_env_storage[kept++] = environ[i];
   }

@@ -31,6 +31,8 @@ export interface CgroupLayout {
 
 /** The supervisor's variable naming the groups' `cgroup.procs` files (native/agent-supervisor.c). */
 export const CGROUP_PROCS_VARIABLE = 'TWS_CGROUP_PROCS';
+/** The supervisor's variable saying those groups are a shared place's (a container's): joined, never removed (native/agent-supervisor.c). */
+export const CGROUP_SHARED_VARIABLE = 'TWS_CGROUP_SHARED';
 
 const NO_LIMITS =
   'agents cannot be limited here: no cgroup v2 with the memory, pids and cpu controllers, nor cgroup v1 hierarchies of them that this process may write (run as root, or set TWS_AGENT_LIMITS=off to run agents without limits)';

@@ -14,7 +14,7 @@ import { agentSupervisor, commandStartable, exitStatusPath, shimSandboxArgument 
 import type { StartAgentInput } from '../agent-start';
 import { processStarter } from '../../git/process-starter';
 import { prepareSandbox, sandboxedCommand, type PreparedSandbox } from './agent-identity';
-import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, prepareAgentGroup } from './agent-limits';
+import { agentLimitsLayout, CGROUP_PROCS_VARIABLE, CGROUP_SHARED_VARIABLE, prepareAgentGroup } from './agent-limits';
 
 /**
  * A place other than the host's sandbox that an agent is started in (a task's container,
@@ -69,6 +69,8 @@ export async function spawnDetached(
     : await onThisHost(input, env, { config, uid, logPath, argsFile });
   if (usesArgsFile) supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
   if (procs) supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
+  // An entered place's groups are its own (the container's): the agent joins them and leaves them be.
+  if (procs && entrance) supervisorEnv[CGROUP_SHARED_VARIABLE] = '1';
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
   const log = await open(logPath, 'a', 0o600);
   try {
