@@ -50,6 +50,8 @@ const GIVEN_TO_AGENTS = new Set([
   'TWS_SANDBOX_ARGS',
   // The shim's own: the control groups it puts the agent in (issue 46).
   'TWS_CGROUP_PROCS',
+  // The shim's own: those groups are a container's, joined and left be.
+  'TWS_CGROUP_SHARED',
 ]);
 /** Every TWS_* setting the product reads (from process.env or an env object). */
 const settingsRead = new Set((productText.match(/\bTWS_[A-Z0-9_]+\b/g) ?? []).filter((n) => !GIVEN_TO_AGENTS.has(n)));
