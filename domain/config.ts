@@ -3,21 +3,13 @@
  * process.env (or a test's own record), so tests and fault injection hand in their own.
  */
 import { DEFAULT_RETRY_POLICY, STEP_HEARTBEAT_TIMEOUT_MS, type RetryPolicy } from './cleanup';
-
-import { agentVariableProblem } from './agent-env';
+import { parseProfiles, type AgentProfile } from './agent-profiles';
 import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
-import {
-  parseLimitSettings,
-  parseProfileLimits,
-  type AgentLimits,
-  type LimitSettings,
-  type LimitsRequest,
-} from './limits';
+import { parseLimitSettings, type LimitSettings } from './limits';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 import {
   parseLocalExecutor,
-  isImageName,
   parseContainerSettings,
   parseNetworkPolicy,
   parseSandboxMode,
@@ -26,17 +18,6 @@ import {
   type LocalExecutorPolicy,
   type UidRange,
 } from './agent-settings';
-
-interface AgentProfile {
-  /** argv; the built-in profile `shell` takes the argv from the launch request instead. */
-  command: string[];
-  /** Variables the profile's agents get (a request's own `env` wins). */
-  env: Record<string, string>;
-  /** What its agents may use, where not the defaults (a request's own `limits` win), issue 46. */
-  limits?: LimitsRequest;
-  /** The image its `container` agents run in, where not TWS_CONTAINER_IMAGE. */
-  image?: string;
-}
 
 export interface Config {
   dataDir: string;
@@ -184,38 +165,6 @@ function parseSwitch(name: string, raw: string | undefined, byDefault: boolean):
 }
 
 export const BUILTIN_SHELL_PROFILE = 'shell';
-
-function parseProfiles(raw: string | undefined, maximum: AgentLimits): Record<string, AgentProfile> {
-  if (!raw) return {};
-  const parsed: unknown = JSON.parse(raw);
-  if (typeof parsed !== 'object' || parsed === null) throw new Error('TWS_AGENT_PROFILES must be a JSON object');
-  const profiles: Record<string, AgentProfile> = {};
-  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
-    const command = (value as { command?: unknown }).command;
-    if (!Array.isArray(command) || command.length === 0 || !command.every((part) => typeof part === 'string')) {
-      throw new Error(`TWS_AGENT_PROFILES.${name}.command must be a non-empty array of strings`);
-    }
-    const env = (value as { env?: unknown }).env ?? {};
-    if (
-      typeof env !== 'object' ||
-      env === null ||
-      Object.entries(env).some(([k, v]) => agentVariableProblem(k) !== null || typeof v !== 'string')
-    ) {
-      throw new Error(`TWS_AGENT_PROFILES.${name}.env must map upper-case names (not TWS_*) to strings`);
-    }
-    const limits = parseProfileLimits(name, (value as { limits?: unknown }).limits, maximum);
-    const image = (value as { image?: unknown }).image;
-    if (image !== undefined && (typeof image !== 'string' || !isImageName(image)))
-      throw new Error(`TWS_AGENT_PROFILES.${name}.image must be an image name`);
-    profiles[name] = {
-      command: command as string[],
-      env: env as Record<string, string>,
-      limits,
-      ...(image !== undefined ? { image } : {}),
-    };
-  }
-  return profiles;
-}
 
 /**
  * Where answers link a run in the Temporal UI: TWS_TEMPORAL_UI_URL, else the UI of the dev
