@@ -1,7 +1,7 @@
 /**
  * The layers, as README "How it is built" draws them (low to high): domain/ ← db/, git/, ssh/
  * ← executors/ ← activities/ ← workflows/ (activities as types only) ← worker/ ← client/. No
- * cycle anywhere.
+ * cycle anywhere, bench/ included (scripts/check-code.sh cruises it with the product).
  * `make test` runs it (scripts/check-code.sh); `make graph` draws it.
  */
 const product = '^(domain|db|git|ssh|executors|activities|workflows|worker|client)/';

@@ -13,15 +13,7 @@ import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { LOCAL_ACTIVITY_MARKER } from './history';
 import { shapedReady, type ShapeStep } from './temporal-floor-workflows';
-
-export interface WorkflowShape {
-  eager: boolean;
-  /** Update-with-start: the caller's answer waits for the update (cleanups, board delete). */
-  updateWithStart: boolean;
-  steps: ShapeStep[];
-  /** For the report: counts read from the history. */
-  counts: { localActivities: number; activities: number; updates: number; children: number; workflowTasks: number };
-}
+import type { WorkflowShape } from './workflow-shape';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -174,20 +166,4 @@ export async function startEngineFloor(client: Client, address: string, namespac
       counts: { localActivities: 1, activities: 0, updates: 0, children: 0, workflowTasks: 1 },
     });
   return floor;
-}
-
-/** "2 local, 1 activity, 1 update, eager" */
-export function describeShape(s: WorkflowShape): string {
-  const c = s.counts;
-  const parts = [`${c.localActivities} local activit${c.localActivities === 1 ? 'y' : 'ies'}`];
-  if (c.activities) parts.push(`${c.activities} activit${c.activities === 1 ? 'y' : 'ies'}`);
-  if (c.updates) parts.push(`${c.updates} update${c.updates === 1 ? '' : 's'} (with start)`);
-  const lanes = s.steps.find((x) => x.kind === 'children');
-  if (c.children)
-    parts.push(
-      `${c.children} child workflow${c.children === 1 ? '' : 's'}${lanes?.kind === 'children' ? `, ${lanes.lanes} at a time` : ''}`,
-    );
-  parts.push(`${c.workflowTasks} workflow task${c.workflowTasks === 1 ? '' : 's'}`);
-  parts.push(s.eager ? 'eager' : 'polled');
-  return parts.join(', ');
 }

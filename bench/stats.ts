@@ -1,4 +1,4 @@
-import type { WorkflowShape } from './engine-floor';
+import type { WorkflowShape } from './workflow-shape';
 /** Latency summaries: medians and tails over samples in milliseconds. */
 export interface LatencySummary {
   n: number;

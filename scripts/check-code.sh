@@ -17,6 +17,6 @@ step() {
 }
 step "format (prettier --check)" npx prettier --check --log-level warn .
 step "lint (eslint)" npx eslint --max-warnings 0 .
-step "layers (dependency-cruiser)" npx depcruise activities executors bin client db domain git ssh worker workflows --config .dependency-cruiser.cjs --output-type err
+step "layers (dependency-cruiser)" npx depcruise activities executors bench bin client db domain git ssh worker workflows --config .dependency-cruiser.cjs --output-type err
 step "dead code (knip)" npx knip --no-progress
 exit $failed

@@ -3,7 +3,7 @@
  * its engine floor and its target. Apart from the evidence below it because a run also prints it
  * alone at its end (bench/run.ts).
  */
-import { describeShape } from '../engine-floor';
+import { describeShape } from '../workflow-shape';
 import type { BenchResults, Outcome } from '../model';
 import type { LaunchComparison } from '../stats';
 import { describeTarget, type TargetResult } from '../targets';
