@@ -2,6 +2,9 @@
  * The layers, as README "How it is built" draws them (low to high): domain/ ← db/, git/, ssh/
  * ← executors/ ← activities/ ← workflows/ (activities as types only) ← worker/ ← client/. No
  * cycle anywhere, bench/ included (scripts/check-code.sh cruises it with the product).
+ * Two imports the direction alone would allow are refused: workflows/ never import db/, not even
+ * a type (a row's pure types live in domain/), and the gateway (client/) never imports
+ * activities/: what both use lives below both (domain/, executors/support/).
  * `make test` runs it (scripts/check-code.sh); `make graph` draws it.
  */
 const product = '^(domain|db|git|ssh|executors|activities|workflows|worker|client)/';
@@ -48,16 +51,24 @@ module.exports = {
       name: 'activities-never-import-up',
       severity: 'error',
       comment:
-        'Activities never import workflows/, worker/ or client/: a step that starts a workflow gets its starter below (activities/follow-up-starts.ts).',
+        'Activities never import workflows/, worker/ or client/: a step that starts a workflow gets its starter below (executors/support/follow-up-starts.ts).',
       from: { path: '^activities/' },
       to: { path: '^(workflows|worker|client|bench|test)/' },
     },
     {
       name: 'workflows-import-activities-as-types',
       severity: 'error',
-      comment: "Workflow code runs in Temporal's sandbox: activities, db/, git/ and ssh/ only as types (import type).",
+      comment: "Workflow code runs in Temporal's sandbox: activities, git/ and ssh/ only as types (import type).",
       from: { path: '^workflows/' },
-      to: { path: '^(activities|executors|db|git|ssh)/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^(activities|executors|git|ssh)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'workflows-never-import-db',
+      severity: 'error',
+      comment:
+        'Workflows never import db/, not even a type: the pure types a row and a workflow share (a session state) live in domain/.',
+      from: { path: '^workflows/' },
+      to: { path: '^db/' },
     },
     {
       name: 'workflows-never-import-up',
@@ -72,6 +83,14 @@ module.exports = {
       comment: 'The worker is below the client (the gateway runs a launch worker, not the other way round).',
       from: { path: '^worker/' },
       to: { path: '^(client|bench|test)/' },
+    },
+    {
+      name: 'gateway-never-imports-activities',
+      severity: 'error',
+      comment:
+        'The gateway (client/) never reaches into activities/: what both use lives below both (domain/ for pure types, executors/support/ for the starter of prepared cleanup jobs). The activities are assembled in worker/ (the launch worker the gateway runs included), never by the gateway itself.',
+      from: { path: '^client/' },
+      to: { path: '^activities/' },
     },
     {
       name: 'product-never-imports-tests-or-bench',

@@ -5,15 +5,7 @@
  */
 import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
-
-export interface LogRead {
-  logPath: string;
-  /** The log is on this SSH target (its agent ran there): read over SSH. */
-  sshTargetId?: string | null;
-  /** Absent: the tail (`lines`, null for all). Present: what came since this offset. */
-  since?: number;
-  lines?: number | null;
-}
+import type { LogRead } from '../domain/agent-log';
 
 export function agentLogReadActivities(deps: ActivityDeps) {
   const executors = executorsOf(deps);

@@ -4,7 +4,6 @@
  * because every job runs these, alone or as a member of a cascade, a board delete or a batch.
  */
 import { Context } from '@temporalio/activity';
-import { startFollowUps } from './follow-up-starts';
 import { abandonInventory } from '../db/abandon';
 import { reserveEndedBorrows } from '../db/borrow-follow-up';
 import { beginAttempt, findJob, finishJobRows, type CleanupJobRow, recordJobState } from '../db/cleanup-jobs';
@@ -24,6 +23,7 @@ import {
 } from '../domain/cleanup-snapshot';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
+import { startFollowUps } from '../executors/support/follow-up-starts';
 
 /** Follow-up jobs reserved in a committed transaction: started now, or by the consistency check if this start is lost. */
 export function reservedFollowUpStarter({ config, logger }: Pick<ActivityDeps, 'config' | 'logger'>) {

@@ -5,7 +5,8 @@
  * the same function the smaller activities run; retried, it is idempotent (the execution id
  * names the process).
  */
-import { markSessionStarted, type SessionState } from '../db/sessions';
+import { markSessionStarted } from '../db/sessions';
+import type { SessionState } from '../domain/session';
 import type { CoresidencyObservation, CoresidencySite } from '../domain/coresidency';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';

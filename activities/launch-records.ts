@@ -15,15 +15,9 @@ import {
 import { markStoppedUnlessRunning } from '../db/executions';
 import { inventoryPublishedBy } from '../db/inventory';
 import { inTransaction } from '../db/pool';
-import {
-  deleteFailedSession,
-  findSession,
-  markSessionStarted,
-  moveSessionState,
-  sessionState,
-  type SessionState,
-} from '../db/sessions';
+import { deleteFailedSession, findSession, markSessionStarted, moveSessionState, sessionState } from '../db/sessions';
 import type { LaunchPlan, LaunchRequest, MaterializedSlot } from '../domain/launch';
+import type { SessionState } from '../domain/session';
 import { sessionRunWorkflowId } from '../domain/workflow-ids';
 import type { Db } from '../db/pool';
 import type { ActivityDeps } from '../executors/support/deps';

@@ -11,7 +11,7 @@ import { moveSessionState } from '../db/sessions';
 import { dropSpawnIntent, staleSpawnIntents } from '../db/spawn-intents';
 import { findExecution } from '../db/executions';
 import type { CleanupTrigger } from '../domain/cleanup';
-import { startPreparedJob } from './follow-up-starts';
+import { startPreparedJob } from '../executors/support/follow-up-starts';
 import {
   isStranded,
   RECONCILE_MIN_AGE_MS,

@@ -33,7 +33,7 @@ import {
   type PreparedAnswer,
 } from '../workflows/cleanup-messages';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
-import { startPreparedJob } from '../activities/follow-up-starts';
+import { startPreparedJob } from '../executors/support/follow-up-starts';
 
 export type CleanupStart =
   | {

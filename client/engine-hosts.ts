@@ -5,7 +5,6 @@
  */
 import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { LogRead } from '../activities/agent-log-read';
 import type { Config } from '../domain/config';
 import type { ErrorCode } from '../domain/errors';
 import {
@@ -24,7 +23,7 @@ import type {
   orphanSweep,
   readAgentLogOnHost,
 } from '../workflows';
-import type { LogSource } from '../domain/agent-log';
+import type { LogRead, LogSource } from '../domain/agent-log';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
 /** git-status/<environmentId>: concurrent readers of one environment share one observation run. */

@@ -1,10 +1,8 @@
 import type { ExecutorType } from '../domain/admission';
 import type { AgentLimits } from '../domain/limits';
+import type { SessionRoleName, SessionState } from '../domain/session';
 import { newestFirst, type PageOf } from './keyset';
 import type { Db } from './pool';
-
-export type SessionState = 'starting' | 'running' | 'stopped' | 'exited' | 'failed';
-export type SessionRole = 'materialized' | 'attached' | 'transitioned';
 
 export interface SessionRow {
   id: string;
@@ -18,7 +16,7 @@ export interface SessionRow {
   /** What its agents may use (issue 46); null for sessions from before limits: the defaults. */
   agent_limits: AgentLimits | null;
   name: string | null;
-  role: SessionRole | null;
+  role: SessionRoleName | null;
   resume_count: number;
   /** The resume run that last admitted it (null: its launch). */
   admitted_run: string | null;
@@ -43,7 +41,7 @@ export async function insertSession(
     /** `container`: the image its agents run in. */
     image?: string | null;
     name: string | null;
-    role: SessionRole;
+    role: SessionRoleName;
     /** The plan its launch was admitted with (a re-run of the admission answers it). */
     admittedPlan?: unknown;
   },

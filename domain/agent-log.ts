@@ -8,6 +8,16 @@ export interface LogSource {
   since(offset: number): Promise<{ chunk: Buffer; offset: number }>;
 }
 
+/** A read of an agent's log on its host: the last lines, or what came since an offset. */
+export interface LogRead {
+  logPath: string;
+  /** The log is on this SSH target (its agent ran there): read over SSH. */
+  sshTargetId?: string | null;
+  /** Absent: the tail (`lines`, null for all). Present: what came since this offset. */
+  since?: number;
+  lines?: number | null;
+}
+
 /** The last `lines` lines of a text (all of it for null). */
 export function lastLines(text: string, lines: number | null): string {
   if (lines === null) return text;

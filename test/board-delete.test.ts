@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { cleanupRecordActivities } from '../activities/cleanup-records';
-import { startPreparedJob } from '../activities/follow-up-starts';
+import { startPreparedJob } from '../executors/support/follow-up-starts';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';

@@ -6,7 +6,7 @@
  * time is refused `host_unavailable` (nothing is recorded).
  */
 import { ActivityFailure, ApplicationFailure, type TemporalFailure } from '@temporalio/workflow';
-import type { LogRead } from '../activities/agent-log-read';
+import type { LogRead } from '../domain/agent-log';
 import type { RepositoryCheck } from '../git/repository-check';
 import type { SshTarget } from '../ssh/connection';
 import { hostQuestion } from './activity-proxies';

@@ -21,9 +21,9 @@ import {
   type StartedOn,
 } from '../domain/launch';
 import type { LaunchAgentInput } from '../activities/launch-agent';
-import type { SessionState } from '../db/sessions';
 import type { CoresidencySite } from '../domain/coresidency';
 import { workspaceStepsOf } from '../domain/launch-plan';
+import type { SessionState } from '../domain/session';
 import { hostSteps, recordSteps, startedOnOf } from './activity-proxies';
 import { setPhase } from './phase';
 import { asTypedFailure } from './typed-failure';

@@ -1,11 +1,12 @@
 /**
  * Starting the run of a prepared cleanup job (by the workflow's name, from its snapshot): the
- * follow-ups a transaction reserved, a job whose run was lost. Here, below the client, so the
- * activities that reserve follow-ups start them without importing the client or the workflows.
+ * follow-ups a transaction reserved, a job whose run was lost. Here, below both the activities
+ * and the gateway: the activities that reserve follow-ups start them without importing the client
+ * or the workflows, and the gateway starts a lost job's run without reaching into activities/.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
-import type { Config } from '../domain/config';
+import { continuationStart, type ContinuedJob } from '../../domain/cleanup-continuation';
+import type { Config } from '../../domain/config';
 
 /**
  * Starts the run of a job whose row is prepared (it has its snapshot): a job continued after its
