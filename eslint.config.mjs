@@ -1,4 +1,4 @@
-// The linter (issue 29): typescript-eslint, type-aware where it pays, and the restrictions
+// The linter: typescript-eslint, type-aware where it pays, and the restrictions
 // Temporal's workflow sandbox needs in workflows/. `make test` runs it (scripts/check-code.sh).
 import tseslint from 'typescript-eslint';
 

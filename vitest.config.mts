@@ -26,7 +26,7 @@ export default defineConfig({
     teardownTimeout: 60_000,
     include: ['test/**/*.test.ts'],
     // The tests' own git (a person inspecting, as root) reads checkouts whoever owns them: test
-    // checkouts belong to a person's uid and workspaces to their agent's (issue 45). The product's
+    // checkouts belong to a person's uid and workspaces to their agent's. The product's
     // git never sees this: its environment is its own (git/git-environment.ts).
     env: { GIT_CONFIG_GLOBAL: path.resolve(import.meta.dirname, 'test/support/test-gitconfig') },
     reporters: ['default', './test/support/summary-reporter.ts'],

@@ -31,7 +31,7 @@ export function agentProcessActivities(deps: ActivityDeps) {
 
   /**
    * In the transaction that records a start, under the session row's lock: another agent of the
-   * session that runs is stopped first, as a resume after it would (issue 30): two starts at once
+   * session that runs is stopped first, as a resume after it would: two starts at once
    * end as one after the other, with one agent. One on a host this one cannot reach refuses.
    */
   async function oneAgentPerSession(client: Db, input: StartAgentInput): Promise<ExecutionRow | null> {

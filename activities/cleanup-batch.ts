@@ -1,5 +1,5 @@
 /**
- * A bulk cleanup's batch on one host (issue 17: batching approved for bulk triggers). One host
+ * A bulk cleanup's batch on one host (batching is for bulk triggers only). One host
  * step carries out many tasks' jobs: each claimed job gets the same attempt as a job of its own
  * (cleanupOnHost: agents stopped, every worktree audited and removed, branches, folders) and the
  * same finish (one transaction: inventory, environment, job `succeeded`). Their git work meets in

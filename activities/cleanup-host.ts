@@ -99,7 +99,7 @@ export function cleanupHostActivities(deps: ActivityDeps) {
       return executors.at(req.worktree).removeAudited(req);
     },
 
-    /** What the task's agents added or committed comes home first (issue 32); one that cannot fails the attempt (retried) before anything is removed. */
+    /** What the task's agents added or committed comes home first; one that cannot fails the attempt (retried) before anything is removed. */
     async bringAgentObjectsHome(worktrees: SnapshotWorktree[]): Promise<void> {
       for (const [executor, group] of executors.grouped(worktrees)) await executor.bringWorkHome(group);
     },

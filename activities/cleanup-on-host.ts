@@ -46,7 +46,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
       if (snapshot.environmentId && (await steps.removeTaskContainer(snapshot.environmentId)) === 'removed')
         report.container = 'removed';
 
-      // 2. What the task's agents added to their task stores comes home first (issue 32): the
+      // 2. What the task's agents added to their task stores comes home first: the
       // status, the save, the merge check and the removal below all read it.
       await steps.bringAgentObjectsHome(snapshot.worktrees);
 
@@ -97,7 +97,7 @@ export function cleanupOnHostActivities(deps: ActivityDeps) {
         });
       // 6. A deleted task's agent logs go with it.
       if (removesTask(input.trigger)) {
-        // And its run folders on the SSH targets its agents ran on (issue 24).
+        // And its run folders on the SSH targets its agents ran on.
         await steps.removeTaskLogs({
           taskId: snapshot.taskId,
           sessionIds: snapshot.sessionIds ?? [],

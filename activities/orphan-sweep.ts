@@ -58,7 +58,7 @@ export function orphanSweepHostActivities(deps: ActivityDeps) {
     const worktrees = await worktreesIn(folder);
     if (worktrees === null) return null;
     for (const wt of worktrees) {
-      // A store of a sandboxed agent's objects comes home first; one that cannot keeps the folder (issue 32).
+      // A store of a sandboxed agent's objects comes home first; one that cannot keeps the folder.
       if (
         !(await bringObjectsHome(config.agentRoot, wt, config.gitBinary).then(
           () => true,

@@ -1,5 +1,5 @@
 /**
- * The periodic consistency check's steps (issue 10). Records: an active cleanup job whose
+ * The periodic consistency check's steps. Records: an active cleanup job whose
  * workflow closed is continued by a new run from its snapshot; a session left `starting` by a
  * closed launch is settled. Host: agents recorded running that are gone, and spawn intents whose
  * start died unrecorded. Every repair is counted; a row the engine cannot speak for is left.

@@ -1,5 +1,5 @@
 /**
- * Sample sizes of `make bench`. The defaults are the issue's minimums; BENCH_QUICK=1 shrinks
+ * Sample sizes of `make bench`. The defaults are the targets' minimum samples; BENCH_QUICK=1 shrinks
  * everything for a smoke run while the benchmark itself is being changed.
  */
 import path from 'node:path';
@@ -19,9 +19,9 @@ export interface BenchConfig {
   cleanup: { tasks: number; repositories: number; materializeConcurrency: number };
   growth: { samples: number; readyTasks: number; smallTasks: number; largeTasks: number; sessionsPerTask: number };
   exitDetection: { samples: number };
-  /** Issue 26: tasks released and restored, over `repositories`; restores `restoreConcurrency` at once; bytes checked on `verifySample`. */
+  /** Idle release and restore: tasks released and restored, over `repositories`; restores `restoreConcurrency` at once; bytes checked on `verifySample`. */
   idle: { tasks: number; repositories: number; restoreConcurrency: number; verifySample: number };
-  /** Issue 26: attach samples per phase (measurement on / off) with `workspaces` seeded worktrees of `repoFiles` files on the host. */
+  /** Disk measurement: attach samples per phase (measurement on / off) with `workspaces` seeded worktrees of `repoFiles` files on the host. */
   disk: {
     samples: number;
     block: number;
@@ -31,15 +31,15 @@ export interface BenchConfig {
     repositories: number;
     repoFiles: number;
   };
-  /** Issue 28: agents started under each supervising process (and each floor). */
+  /** Per-agent supervision: agents started under each supervising process (and each floor). */
   supervision: { agents: number };
-  /** Issue 28: agents kept alive at once on `tasks` ready tasks; RSS sampled for `sampleMs` after `settleMs`. */
+  /** Agents alive: agents kept alive at once on `tasks` ready tasks; RSS sampled for `sampleMs` after `settleMs`. */
   alive: { agents: number; tasks: number; settleMs: number; sampleMs: number };
-  /** Issue 28: attach samples per tracing mode (not loaded, loaded with nothing sampled, exporting). */
+  /** Tracing: attach samples per tracing mode (not loaded, loaded with nothing sampled, exporting). */
   tracing: { samples: number; block: number; warmup: number; tasks: number };
-  /** Issue 46: attaches and first launches per mode, with agents' limits on and off. */
+  /** Limits: attaches and first launches per mode, with agents' limits on and off. */
   limits: { samples: number; block: number; warmup: number; tasks: number };
-  /** Issue 45: the same with agents sandboxed (bubblewrap) and not. */
+  /** Sandbox: the same with agents sandboxed (bubblewrap) and not. */
   sandbox: { samples: number; block: number; warmup: number; tasks: number };
   resultsDir: string;
 }

@@ -16,7 +16,7 @@ export interface BenchContext {
   /** The benchmark's own connections (floor transactions, seeding, EXPLAIN). */
   pool: pg.Pool;
   floor: Floor;
-  /** Workflows of a scenario's shape with no work, on a worker in this process (issue 17's engine floor). */
+  /** Workflows of a scenario's shape with no work, on a worker in this process (the engine floor). */
   engine: EngineFloor;
   /** Reads launch histories for the profile. */
   temporal: Client;

@@ -1,5 +1,5 @@
 /**
- * The engine floor (issue 17): what Temporal itself costs for a workflow of a scenario's shape
+ * The engine floor: what Temporal itself costs for a workflow of a scenario's shape
  * with no work in it, measured in the same run as the product, against the same dev server.
  * The shape is read from one of the product's own histories (local activity markers, remote
  * activities and the workflow task that scheduled them, child workflows, an update and where it

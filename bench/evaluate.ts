@@ -1,4 +1,4 @@
-/** Each figure against its target of issue 17. */
+/** Each figure against its target (targets.ts). */
 import type { BenchResults, Outcome } from './model';
 import { judge, TARGETS, type TargetResult } from './targets';
 

@@ -1,5 +1,5 @@
 /**
- * The bare floors of idle release and restore (issue 26): the git work of git/saved-work.ts and
+ * The bare floors of idle release and restore: the git work of git/saved-work.ts and
  * git/worktrees.ts as plain git processes, per repository in order (git's admin files; the
  * product takes a repository's turn for each removal and each worktree add), repositories side
  * by side.

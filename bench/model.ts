@@ -52,7 +52,7 @@ export interface BenchResults {
   growth: Outcome<GrowthResult>;
   attach: Outcome<AttachResult>;
   materialize: Outcome<MaterializeResult>;
-  /** Issue 17's rows (absent in results written before round 4). */
+  /** Rows added in round 4 (absent in results written before it). */
   resume?: Outcome<ResumeResult>;
   sshAttach?: Outcome<SshAttachResult>;
   /** The container executor's attach (absent in results written before it existed). */
@@ -60,10 +60,10 @@ export interface BenchResults {
   manyTasks: Outcome<ManyTasksResult>;
   cleanup: Outcome<CleanupResult>;
   boardDelete?: Outcome<BoardDeleteResult>;
-  /** Issue 26's rows (absent in results written before round 5). */
+  /** Rows added in round 5 (absent in results written before it). */
   idleRelease?: Outcome<IdleReleaseResult>;
   diskMeasurement?: Outcome<DiskMeasurementResult>;
-  /** Issue 28's rows (absent in results written before round 6). */
+  /** Rows added in round 6 (absent in results written before it). */
   supervision?: Outcome<SupervisionResult>;
   agentsAlive?: Outcome<AgentsAliveResult>;
   tracing?: Outcome<TracingResult>;

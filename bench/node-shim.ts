@@ -1,5 +1,5 @@
 /**
- * The agent supervisor as it was before issue 28: a `node -e` program, replaced by
+ * The agent supervisor as it was before the C one: a `node -e` program, replaced by
  * native/agent-supervisor.c. Kept here, word for word, only so that bench/supervisor-cost.ts can
  * measure what the change saved; nothing of the product runs it.
  */

@@ -2,7 +2,7 @@
  * Grows the database to a given number of tasks in bulk SQL, with rows like the product
  * writes: each task has 1–3 repositories, a materialized environment (ready; stopped when the
  * task is archived) with one active inventory row per repository, `sessionsPerTask` sessions
- * (three of mixed states, the rest stopped or exited attaches: issue 17 asks for 1,000,000
+ * (three of mixed states, the rest stopped or exited attaches: the growth scenario asks for 1,000,000
  * sessions rows beside 100,000 tasks), and archived tasks have their finished cleanup job. No executions are seeded: their
  * pids would be made up, and agent processes are killed by pid.
  */

@@ -80,6 +80,6 @@ export interface LaunchComparison {
   /** Temporal's own cost for a workflow of the product's shape with no work (bench/engine-floor.ts), interleaved. */
   engine?: LatencySummary;
   engineShape?: WorkflowShape;
-  /** product p50 / (bare floor p50 + engine floor p50): issue 17's measure. */
+  /** product p50 / (bare floor p50 + engine floor p50): what a launch's target judges. */
   ratioToFloorsP50?: number;
 }

@@ -1,5 +1,5 @@
 /**
- * What supervising one agent costs (issue 28), shared by scenario 12 (bench/scenarios/supervision.ts,
+ * What supervising one agent costs, shared by scenario 12 (bench/scenarios/supervision.ts,
  * run by `make bench`) and the standalone bench/supervisor-cost.ts. N agents (`sleep 60`) are
  * started under the old node shim (bench/node-shim.ts), under the C supervisor
  * (.tools/agent-supervisor, as the product starts it: status file, log, log cap, not sandboxed)

@@ -1,5 +1,5 @@
 /**
- * What supervising one agent costs (issue 28), alone, without starting the system: the
+ * What supervising one agent costs, alone, without starting the system: the
  * measurement of bench/supervision.ts (also scenario 12 of `make bench`), printed as a table.
  *
  *   node --import tsx bench/supervisor-cost.ts      # N=20; SUPERVISOR_BENCH_N=50 for more

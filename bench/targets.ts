@@ -1,4 +1,4 @@
-/** The issue's targets, as data, and how a measured figure is judged against one. */
+/** The benchmark's targets, as data, and how a measured figure is judged against one. */
 export type TargetStatus = 'pass' | 'miss' | 'not_available' | 'error';
 
 export interface Target {
@@ -16,11 +16,11 @@ export interface TargetResult extends Target {
 }
 
 /**
- * Issue 17 (round 4): each launch is judged against bare floor + engine floor of its own shape,
- * as a ratio product / (bare + engine); the cleanups by throughput. Round 5 (issue 28) adds
- * issue 26's rows: idle release and restore against their bare floors, and attach with the disk
+ * Round 4: each launch is judged against bare floor + engine floor of its own shape,
+ * as a ratio product / (bare + engine); the cleanups by throughput. Round 5 adds
+ * rows for idle release and restore against their bare floors, and attach with the disk
  * measurement running against without ("must not move launch latency": ≤ 1.05). Round 6 adds
- * issue 28's: per-agent supervision (≤ 1 MB PSS, ≤ 5 ms CPU to start), the services' RSS with 100
+ * per-agent supervision (≤ 1 MB PSS, ≤ 5 ms CPU to start), the services' RSS with 100
  * agents alive against none (≤ 1.10 each), attach with tracing exporting against not loaded (≤ 1.02).
  * The container executor's attach is judged as the ssh one: against its own floor (the engine's
  * `podman exec` in the same container) + the engine floor, ≤ 1.15.

@@ -241,7 +241,7 @@ export async function launchRunOutcome(client: Client, sessionId: string): Promi
   return runOutcomeOf(client, launchWorkflowId(sessionId));
 }
 
-/** The same for any launch or resume run of a session (a failed resume's error, issue 24). */
+/** The same for any launch or resume run of a session (a failed resume's error). */
 export async function runOutcomeOf(client: Client, workflowId: string): Promise<LaunchRunOutcome | null> {
   const handle = client.workflow.getHandle<typeof launchSession>(workflowId);
   let description;

@@ -1,5 +1,5 @@
 /**
- * The bundled engine, closed to everyone without the service's credentials (issue 33). The dev
+ * The bundled engine, closed to everyone without the service's credentials. The dev
  * server takes no credentials of its own, so it runs in a network namespace of its own
  * (bubblewrap), where its gRPC port, Web UI, HTTP API and metrics are reachable only through two
  * Unix sockets in a 0700 folder of the service's account. In front of them, on the

@@ -127,7 +127,7 @@ export async function admitAnew(
   const kind = workspaceKindOf(executorType);
 
   const target = await admissionTarget(client, task);
-  // A workspace over its disk quota had its agents stopped; no agent starts in it again until it is under (issue 46).
+  // A workspace over its disk quota had its agents stopped; no agent starts in it again until it is under.
   if (target.env && (await environmentOverQuota(client, target.env.id, defaultDiskQuota)))
     return { kind: 'refused', code: 'task_disk_quota' };
   // `ssh` works on the target the request names, else the one its canonical environment is on,

@@ -1,5 +1,5 @@
 /**
- * The host uid each workspace's agents run as (issue 45): one per owner, never shared by two
+ * The host uid each workspace's agents run as: one per owner, never shared by two
  * owners, taken from the operator's range (TWS_AGENT_UIDS). The first free one is taken, in one
  * statement; two owners racing for it meet the unique index and the loser takes the next. A row
  * is never deleted nor changed, so an owner's uid, once read, is kept in this process for the next

@@ -105,7 +105,7 @@ export async function environmentDisk(
 
 /**
  * Whether an environment's workspace, as last measured, is over its owner task's disk quota (its
- * own, else `defaultQuota`; issue 46). Judged against the quota now: a raised quota lets it launch again.
+ * own, else `defaultQuota`). Judged against the quota now: a raised quota lets it launch again.
  */
 export async function environmentOverQuota(
   db: Db,

@@ -121,7 +121,7 @@ export async function unpublishFailedMaterialization(
 
 /**
  * A published first launch whose undo had to keep a worktree (an agent of the cancelled launch
- * wrote into it, issue 30): the environment is `released`, as an archive that kept a dirty
+ * wrote into it): the environment is `released`, as an archive that kept a dirty
  * worktree leaves it, the rows of the worktrees it removed `deleted` and the kept one's row
  * active, so cleanup, the views and the next launch (which adopts it) see it. Only while it is
  * still this session's materialization and no other session works in it.

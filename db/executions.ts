@@ -3,7 +3,7 @@ import { incrementCounter } from './metric-counters';
 import { inTransaction, type Db, type Pool } from './pool';
 
 export type ExecutionStatus = 'running' | 'exited' | 'stopped' | 'vanished';
-/** What ended an execution when one of its limits did (issue 46). */
+/** What ended an execution when one of its limits did. */
 export type ExecutionOutcome = 'oom_killed' | 'disk_quota';
 
 export interface ExecutionRow {
@@ -19,7 +19,7 @@ export interface ExecutionRow {
   ended_at: Date | null;
   exit_code: number | null;
   signal: string | null;
-  /** How a limit ended it (`oom_killed`), issue 46; null when no limit did. */
+  /** How a limit ended it (`oom_killed`); null when no limit did. */
   outcome: ExecutionOutcome | null;
   /** An agent on an SSH target: its pid, start time, cwd and log are the target's; null on the host itself. */
   ssh_target_id: string | null;
@@ -29,7 +29,7 @@ const EXECUTION_COLUMNS =
   'id, session_id, host_id, pid, process_start_time, cwd, log_path, status, started_at, ended_at, exit_code, signal, outcome, ssh_target_id';
 
 /**
- * One agent per session (issue 30): takes the session's start lock (a transaction-level advisory
+ * One agent per session: takes the session's start lock (a transaction-level advisory
  * lock keyed by the session, held to the end of the transaction that records a start) and
  * answers the session's other executions that run. Two starts of one session (concurrent
  * resumes, a resume racing the launch) take their turns here. Not the session row's own lock:
@@ -119,7 +119,7 @@ export async function insertExecution(
 
 /**
  * (started_at is the moment of the record, not of its transaction's start: a start that waited
- * for the session's lock behind another, issue 30, is the later one, and the session's latest.)
+ * for the session's lock behind another is the later one, and the session's latest.)
  *
  * A started agent's record, with its spawn intent (db/spawn-intents.ts) removed in the same
  * statement: the intent is dropped exactly when the execution is recorded, one round trip.
@@ -213,7 +213,7 @@ export async function endExecution(
 }
 
 /**
- * A stopped execution a limit of its task ended (`disk_quota`), issue 46: said on it, counted, and
+ * A stopped execution a limit of its task ended (`disk_quota`): said on it, counted, and
  * its session stopped (it was running only through this agent).
  */
 export async function markOutcome(pool: Pool, id: string, outcome: ExecutionOutcome): Promise<void> {

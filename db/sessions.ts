@@ -13,7 +13,7 @@ export interface SessionRow {
   agent_profile: string;
   command: string[] | null;
   agent_env: Record<string, string>;
-  /** What its agents may use (issue 46); null for sessions from before limits: the defaults. */
+  /** What its agents may use; null for sessions from before limits: the defaults. */
   agent_limits: AgentLimits | null;
   name: string | null;
   role: SessionRoleName | null;
@@ -36,7 +36,7 @@ export async function insertSession(
     agentProfile: string;
     command: string[] | null;
     env?: Record<string, string>;
-    /** What its agents may use (issue 46); null: the defaults. */
+    /** What its agents may use; null: the defaults. */
     limits?: AgentLimits | null;
     /** `container`: the image its agents run in. */
     image?: string | null;

@@ -1,5 +1,5 @@
 /**
- * What each task's agents use together (issue 46), as its host's worker last read its control
+ * What each task's agents use together, as its host's worker last read its control
  * group: written by the worker's limits check (worker/disk-quota.ts), read by the task and session
  * views and the metrics.
  */

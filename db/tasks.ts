@@ -10,7 +10,7 @@ export interface NewTask {
   mode: WorkspaceMode;
   groupId: string | null;
   quickChat: boolean;
-  /** Its own disk quota (issue 46); null: the operator's default. */
+  /** Its own disk quota; null: the operator's default. */
   diskQuotaBytes?: number | null;
   repositories: { repositoryId: string; baseBranch: string; checkoutBranch: string | null; branchSlug: string }[];
 }
@@ -55,9 +55,9 @@ export interface TaskRow {
   group_id: string | null;
   quick_chat: boolean;
   archived_at: Date | null;
-  /** A pinned task is never released for idleness (issue 26). */
+  /** A pinned task is never released for idleness. */
   pinned_at: Date | null;
-  /** Its own disk quota in bytes (issue 46); null: the operator's default (TWS_TASK_DISK_QUOTA). */
+  /** Its own disk quota in bytes; null: the operator's default (TWS_TASK_DISK_QUOTA). */
   disk_quota_bytes: number | null;
   created_at: Date;
 }

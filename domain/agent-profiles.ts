@@ -11,7 +11,7 @@ export interface AgentProfile {
   command: string[];
   /** Variables the profile's agents get (a request's own `env` wins). */
   env: Record<string, string>;
-  /** What its agents may use, where not the defaults (a request's own `limits` win), issue 46. */
+  /** What its agents may use, where not the defaults (a request's own `limits` win). */
   limits?: LimitsRequest;
   /** The image its `container` agents run in, where not TWS_CONTAINER_IMAGE. */
   image?: string;

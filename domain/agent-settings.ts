@@ -12,7 +12,7 @@ export function parseSandboxMode(raw: string | undefined): AgentSandboxMode {
   return mode;
 }
 
-/** The host uids agents run as, one per workspace (TWS_AGENT_UIDS, `first-last`, issue 45). */
+/** The host uids agents run as, one per workspace (TWS_AGENT_UIDS, `first-last`). */
 export interface UidRange {
   first: number;
   last: number;
@@ -37,7 +37,7 @@ export function parseNetworkPolicy(raw: string | undefined): AgentNetworkPolicy 
 }
 
 /**
- * Who may launch or resume a `local` agent (TWS_LOCAL_EXECUTOR, issue 32): it works in the source
+ * Who may launch or resume a `local` agent (TWS_LOCAL_EXECUTOR): it works in the source
  * checkout itself, with that checkout's git folder writable (its objects, its refs, the branch the
  * user has checked out), so it can damage the user's own repository. `operator` (the default):
  * operator tokens only; `all`: user tokens too; `off`: nobody.

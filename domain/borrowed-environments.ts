@@ -34,7 +34,7 @@ export interface SuccessorCandidate {
  *   any of them makes it again. An idle release saves its work first [R6.9, R6.10]; a reset
  *   removes what its audit allows; an abandonment touches no file. Kept for an idle borrower, a
  *   group's workspace was never released, reset nor abandoned while two members had sessions on
- *   it: the job said `succeeded` with nothing done (issue 48, item B).
+ *   it: the job said `succeeded` with nothing done.
  */
 type BorrowedRule = 'hand_over' | 'hand_over_to_group' | 'release';
 

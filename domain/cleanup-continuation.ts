@@ -17,7 +17,7 @@ export interface ContinuedJob {
 }
 
 export function continuationStart(job: ContinuedJob, taskQueue: string, policy: RetryPolicy) {
-  // The consent the job's request gave (issue 24); none kept (jobs reserved before): dirty work is kept.
+  // The consent the job's request gave; none kept (jobs reserved before): dirty work is kept.
   const input: CleanupInput = {
     operationId: job.operationId,
     taskId: job.taskId,

@@ -130,7 +130,7 @@ export type CleanupErrorClass =
   | 'ssh_host_key_mismatch'
   /** A remote task branch's commits could not be brought back to the host repository (diverged, or checked out there): the clone is kept. */
   | 'remote_branch_not_brought_back'
-  /** A sandboxed agent's objects could not be brought from its task's store into the repository (issue 32): nothing is removed until they are. */
+  /** A sandboxed agent's objects could not be brought from its task's store into the repository: nothing is removed until they are. */
   | 'agent_objects_not_home'
   /** The task's container could not be removed (its engine did not answer): the job retries it. */
   | 'container_remove_failed'

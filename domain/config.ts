@@ -34,7 +34,7 @@ export interface Config {
   /**
    * Where what agents' sandboxes bind lives, when not in the data folder (TWS_AGENT_ROOT; default:
    * the data folder): the default workspace root and log folder, and the agents' object stores.
-   * `make start` sets it when the data folder is below a folder other users cannot search (issue 45).
+   * `make start` sets it when the data folder is below a folder other users cannot search.
    */
   agentRoot: string;
   gitBinary: string;
@@ -51,7 +51,7 @@ export interface Config {
   agentUids: UidRange;
   /** Who may run `local` agents (in the source checkout itself): operators (default), everyone, nobody. */
   localExecutor: LocalExecutorPolicy;
-  /** What one agent, and one task's agents together, may use (issue 46). */
+  /** What one agent, and one task's agents together, may use. */
   limits: LimitSettings;
   /** The container executor: its engine (null: not offered), images and network. */
   containers: ContainerSettings;
@@ -100,7 +100,7 @@ export interface Config {
   minFreeDisk: MinFreeDisk;
   /** How often a worker measures its workspaces and its workspace root's filesystem (TWS_DISK_MEASURE_EVERY_MS). */
   diskMeasureEveryMs: number;
-  /** A task's workspace at most, in bytes, where the task sets none (TWS_TASK_DISK_QUOTA); null: no quota (issue 46). */
+  /** A task's workspace at most, in bytes, where the task sets none (TWS_TASK_DISK_QUOTA); null: no quota. */
   taskDiskQuotaBytes: number | null;
   /** How often a worker measures the workspaces whose agents run, against their quota (TWS_DISK_QUOTA_CHECK_EVERY_MS). */
   diskQuotaCheckEveryMs: number;

@@ -1,6 +1,6 @@
 /**
- * The service's git never runs a program that a repository, its files or an agent can name
- * (issue 31). Every git command of the worker, the gateway and the CLI, on the host and on an
+ * The service's git never runs a program that a repository, its files or an agent can name.
+ * Every git command of the worker, the gateway and the CLI, on the host and on an
  * SSH target, runs with the settings below: they are git's command-line configuration (given
  * through GIT_CONFIG_COUNT, so no value is ever parsed from an argv), which git reads last and so
  * wins over the repository's `config`, `config.worktree` and anything they include.
@@ -48,7 +48,7 @@ export const GIT_HARDENING_CONFIG: readonly (readonly [string, string])[] = [
   ['protocol.file.allow', 'always'],
   ['submodule.recurse', 'false'],
   // A submodule's work tree is never examined (that would run git inside a repository an agent
-  // made, issue 45); its recorded commit still is.
+  // made); its recorded commit still is.
   ['diff.ignoreSubmodules', 'dirty'],
 
   ['fetch.recurseSubmodules', 'false'],

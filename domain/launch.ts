@@ -72,7 +72,7 @@ export interface LaunchPlan {
   workspace?: { validate: boolean; createWorktrees: boolean; remote?: boolean };
   /** `ssh`: the target holding the workspace (paths of the plan are on it). */
   sshTargetId?: string | null;
-  /** What the session's agents may use (issue 46); absent in plans admitted before: the defaults. */
+  /** What the session's agents may use; absent in plans admitted before: the defaults. */
   limits?: AgentLimits;
   /** `container`: the image the session's agents run in. */
   image?: string;
@@ -121,7 +121,7 @@ export function publishedPlan(
 
 /**
  * The repositories' git folders of a plan's agents (a worktree's commits are written there), each
- * with the worktree its task store is keyed by and the ref folder its agent moves (issue 32).
+ * with the worktree its task store is keyed by and the ref folder its agent moves.
  */
 export function gitSlotsOf(plan: LaunchPlan) {
   return plan.slots.map((slot) => ({

@@ -1,5 +1,5 @@
 /**
- * What one agent may use (issue 46): its memory (its sandbox's /tmp counted), its processes and its
+ * What one agent may use: its memory (its sandbox's /tmp counted), its processes and its
  * CPUs, from the operator's defaults, a profile's own and a launch's, never past the operator's
  * maximum; the maximum also bounds all the agents of one task together. Pure: the control groups
  * that enforce them are executors/host/agent-limits.ts's, what they write is cgroupWrites below.

@@ -1,5 +1,5 @@
 /**
- * The periodic consistency check (issue 10): a job or session whose workflow is closed while its
+ * The periodic consistency check: a job or session whose workflow is closed while its
  * row still says it is active is repaired; what it repaired is counted, by kind.
  */
 export const RECONCILE_REPAIRED_TOTAL = 'reconcile_repaired_total';

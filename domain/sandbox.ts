@@ -1,5 +1,5 @@
 /**
- * The agent sandbox (issue 11, part 3): bubblewrap, as Linux coding-agent sandboxes use it. The
+ * The agent sandbox: bubblewrap, as Linux coding-agent sandboxes use it. The
  * system is read-only, the agent's workspace (and the git folders its worktrees commit into) is
  * writable, the service's data, workspace and log folders are hidden behind empty ones, and /proc
  * is the sandbox's own (a private pid namespace): no other process's environment is in reach.
@@ -27,9 +27,9 @@ export interface SandboxLayout {
   pointers?: string[];
   /** Files shown read-only although under a hidden folder, bound last (the prompt). */
   readOnlyFiles: string[];
-  /** The network the agent has (issue 33); absent: the host's, as before. */
+  /** The network the agent has; absent: the host's, as before. */
   network?: AgentNetworkPolicy;
-  /** The sandbox's /tmp at most, in bytes (issue 46: counted in the agent's memory); absent: the kernel's default (half the RAM). */
+  /** The sandbox's /tmp at most, in bytes (counted in the agent's memory); absent: the kernel's default (half the RAM). */
   tmpBytes?: number;
 }
 
@@ -37,7 +37,7 @@ export interface SandboxLayout {
 const HIDING_FOLDER_BYTES = 64 * 1024;
 
 /**
- * The sandbox's network (issue 33). `egress` and `none` give the agent a network namespace of its
+ * The sandbox's network. `egress` and `none` give the agent a network namespace of its
  * own, whose loopback is its own: no port of the service on the host (API, Temporal, its UI,
  * PostgreSQL, metrics, other agents) is in reach. `egress` adds a user-mode network (slirp4netns,
  * host loopback not mapped) so the internet is; `none` has only its own loopback; `host` shares
@@ -52,7 +52,7 @@ export const SANDBOX_BLOCK_FD = 4;
 export const SANDBOX_ARGS_FD = 5;
 
 /**
- * What isolates the agent (issue 45), bubblewrap being started by an unprivileged user (the
+ * What isolates the agent, bubblewrap being started by an unprivileged user (the
  * workspace's own uid, `setpriv` before it): its own user namespace, in which it is that uid with
  * no capability at all (`--cap-drop ALL`; `no_new_privs` from setpriv and bubblewrap), so it can
  * mount, unmount, enter or trace nothing; no further user namespace of its own (`--disable-userns`,
@@ -114,7 +114,7 @@ export type AgentSandboxMode = 'auto' | 'bwrap' | 'none';
 export type AgentIsolation = 'bwrap' | 'none';
 
 /**
- * A repository's common git dir as an agent's sandbox sees it (issues 31 and 32). A worktree agent
+ * A repository's common git dir as an agent's sandbox sees it. A worktree agent
  * adds objects to its task's own store (bound over `objects/`, the repository's objects read-only
  * inside it), moves only its own branch folder (`refs/heads/tws/<task>/`, and its reflogs) and
  * writes its own worktree's admin folder (HEAD, index); every other ref, every object already

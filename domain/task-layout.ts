@@ -16,7 +16,7 @@ const generationSuffix = (generation: number): string => (generation > 0 ? `-r${
 export const taskDirName = (taskId: string, generation = 0): string => `task-${taskId}${generationSuffix(generation)}`;
 
 /**
- * The branch a task works on when the caller did not ask for an existing one (issue 32): in the
+ * The branch a task works on when the caller did not ask for an existing one: in the
  * task's own ref folder `refs/heads/tws/<id>/`, the one folder of refs its sandboxed agent may
  * write. Tasks created before kept their flat `tws/<id>` (still theirs for cleanup; see
  * `taskRefFolder`).

@@ -19,11 +19,11 @@ export interface StartAgentInput {
   prompt?: string | null;
   /** Git folders of the agent's repositories; older inputs (no gitSlots): no task store, no writable ref. */
   gitDirs?: string[];
-  /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder (issue 32). */
+  /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder. */
   gitSlots?: AgentGitSlot[];
   /** `ssh`: the agent runs on this target (executors/ssh/agents.ts); absent or null on the host. */
   sshTargetId?: string | null;
-  /** What the agent may use (issue 46); absent in older inputs: the operator's defaults. */
+  /** What the agent may use; absent in older inputs: the operator's defaults. */
   limits?: AgentLimits;
   /** The executor of its plan: `container` runs it in its task's container; absent in older inputs: where `sshTargetId` says. */
   executorType?: ExecutorType;

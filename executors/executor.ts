@@ -34,7 +34,7 @@ export interface WorkspaceOperations {
 /** What the caller of a start writes in the transaction that records it (activities/launch-agent.ts). */
 export interface StartHooks {
   /**
-   * Before the spawn, under the session's start lock: one agent per session (issue 30). Answers
+   * Before the spawn, under the session's start lock: one agent per session. Answers
    * this start's own execution when another run of the same step recorded it meanwhile (the step
    * run twice at once, as after an engine restart): then nothing is started, that one is answered.
    */

@@ -1,5 +1,5 @@
 /**
- * A sandboxed worktree agent's own object store (issue 32). In its sandbox, the repository's
+ * A sandboxed worktree agent's own object store. In its sandbox, the repository's
  * `objects/` folder is this store (writable) and the repository's real objects are bound
  * read-only inside it (`tws-base`, named by the store's `info/alternates`): the agent reads all
  * history and adds to it, and never removes or rewrites an object of the repository.

@@ -57,7 +57,7 @@ export async function deleteBranchIfAt(git: SimpleGit, branch: string, expected:
 
 /**
  * A registered worktree whose branch is gone (deleted while it had it checked out, by an undo of
- * an older version, issue 30, or by hand): the branch is created again, create-only, at the
+ * an older version, or by hand): the branch is created again, create-only, at the
  * commit the worktree's own HEAD reflog last recorded, when that commit is in the repository.
  * Answers that commit, or null when there is nothing to go by (the caller refuses, typed).
  */

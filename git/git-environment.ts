@@ -21,7 +21,7 @@ import { pinnedRepository } from './pinned-repository';
 const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TMPDIR', 'TZ'];
 
 /**
- * The environment of every git command this process runs (issue 31): what git needs to find
+ * The environment of every git command this process runs: what git needs to find
  * itself, git's trace, the hardening of domain/git-hardening.ts, and an emptied program for every
  * driver the repository's config files define. Nothing of the caller's environment that names a
  * program (GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...) or a config file is passed on.
@@ -32,7 +32,7 @@ export function gitEnvironment(dir: string, anyOwner = false): Record<string, st
   // an agent's `git add`, nor leave a file of its own in the agent's registration folder.
   const env: Record<string, string> = { GIT_TRACE: '2', GIT_OPTIONAL_LOCKS: '0' };
   for (const key of PASSED_ENVIRONMENT) if (process.env[key] !== undefined) env[key] = process.env[key]!;
-  // The repository named exactly, never discovered through a pointer an agent could write (issue 45).
+  // The repository named exactly, never discovered through a pointer an agent could write.
   const pinned = pinnedRepository(dir);
   if (pinned) {
     env.GIT_DIR = pinned.gitDir;

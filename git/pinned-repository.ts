@@ -1,5 +1,5 @@
 /**
- * The repository the service's git works on at a folder, named exactly (issue 45): git is given
+ * The repository the service's git works on at a folder, named exactly: git is given
  * its git dir, common dir and work tree (GIT_DIR, GIT_COMMON_DIR, GIT_WORK_TREE), so it discovers
  * nothing and follows no pointer an agent could have written, and the config reader
  * (git/repository-config.ts) reads the very files git reads.

@@ -1,5 +1,5 @@
 /*
- * The agent's supervising parent (issues 11 and 28): detached in its own process group by the
+ * The agent's supervising parent: detached in its own process group by the
  * spawner, it runs the agent as its child and, when the agent ends, writes how (exit code or
  * signal) to a status file beside the log, durably (write, fsync, rename). It outlives the worker,
  * so an exit while no worker runs is still known afterwards, not guessed. It ignores the group's
@@ -11,7 +11,7 @@
  *
  * argv: statusFile logFile maxLogBytes sandboxed command [args...]
  *   sandboxed: 0 (no sandbox), 1 (bubblewrap) or egress:<slirp4netns binary> (bubblewrap in a
- *   network namespace of its own, given user-mode egress by slirp4netns, issue 33: bubblewrap
+ *   network namespace of its own, given user-mode egress by slirp4netns: bubblewrap
  *   names its child on fd 3 and waits on fd 4; slirp4netns is started on that child's namespace
  *   without the host's loopback, says it is ready on its fd 3 and ends when its fd 4 closes, that
  *   is with this supervisor; the agent starts only then. Should it fail, the agent runs with no
@@ -42,11 +42,11 @@
 extern char **environ;
 
 #define EXECUTION_MARK "TWS_EXECUTION_ID="
-/* The file of the sandbox's own arguments (the agent's environment, issue 45): opened, unlinked, given to bubblewrap on fd 5. */
+/* The file of the sandbox's own arguments (the agent's environment): opened, unlinked, given to bubblewrap on fd 5. */
 #define SANDBOX_ARGS_VARIABLE "TWS_SANDBOX_ARGS="
 #define SANDBOX_ARGS_FD 5
 /*
- * The control groups of the agent's limits (issue 46): ':'-separated `cgroup.procs` files the child
+ * The control groups of the agent's limits: ':'-separated `cgroup.procs` files the child
  * writes itself into before it runs the agent, so the agent and all it starts are counted from its
  * first instruction. A group it cannot join stops the start (fails closed): `limits_not_applied`.
  */
@@ -614,7 +614,7 @@ int main(int argc, char **argv) {
         if (pipe_high(ready) == 0 && pipe_high(ends) == 0) {
           /*
            * The namespace by its path: slirp4netns then enters the network namespace only, not the
-           * agent's user namespace (whose uid it is not, issue 45).
+           * agent's user namespace (whose uid it is not).
            */
           char netns_path[64] = "/proc/";
           strcat(netns_path, net_pid);

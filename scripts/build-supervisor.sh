@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the agent supervisor (native/agent-supervisor.c, issue 28) into .tools/agent-supervisor:
+# Compiles the agent supervisor (native/agent-supervisor.c) into .tools/agent-supervisor:
 # only when the binary is missing or older than its source. Without it no agent starts on this
 # host (executors/host/agent-shim.ts), so a missing C compiler fails with one line.
 # Run by scripts/setup.sh and by the Dockerfile; CC picks the compiler (default cc).

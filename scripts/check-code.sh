@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The habits the tools keep (issue 29), before any test runs: the formatter's check, the linter,
+# The habits the tools keep, before any test runs: the formatter's check, the linter,
 # the layer rules and the dead-code check. Each failure names the file and the rule; `make fix`
 # formats and applies the safe fixes.
 set -uo pipefail

@@ -1,5 +1,5 @@
 /**
- * Agents you can see (issue 11): every exit is recorded with its status — noticed by the process
+ * Agents you can see: every exit is recorded with its status — noticed by the process
  * that started the agent, or collected from the supervising shim's status file by a worker that
  * comes back — and the agent's environment holds nothing of the service's.
  */
@@ -18,7 +18,7 @@ const { harness, cleanups } = harnessesPerTest();
 
 const ended = agentEnded;
 
-describe('agent exits [issue 11]', () => {
+describe('agent exits', () => {
   it('exit 0, exit 3 and a signal are each recorded with their fields, and the session says exited', async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'exits');
@@ -194,7 +194,7 @@ describe('agent exits [issue 11]', () => {
   });
 });
 
-describe('the agent environment [issue 11]', () => {
+describe('the agent environment', () => {
   it('holds none of the service variables: the agent only the allow-list and its own identity, its shim a fixed environment', async () => {
     const h = await harness({}, { inProcessWorker: false });
     killableWorker(h, cleanups); // the worker process, with the service's environment, starts the agent
@@ -244,7 +244,7 @@ describe('the agent environment [issue 11]', () => {
       ).toEqual(
         // The shim (outside the sandbox) has a fixed environment: its mark, the file bubblewrap
         // reads the agent's variables from and the control groups it puts the agent in, none of
-        // the agent's own (issues 45 and 46).
+        // the agent's own.
         (what === 'shim'
           ? ['TWS_CGROUP_PROCS', 'TWS_EXECUTION_ID', 'TWS_SANDBOX_ARGS']
           : ['TWS_SESSION_ID', 'TWS_TASK_ID', 'TWS_WORKSPACE']
@@ -255,7 +255,7 @@ describe('the agent environment [issue 11]', () => {
   });
 });
 
-describe('agent logs through the API [issue 11]', () => {
+describe('agent logs through the API', () => {
   async function text(h: Harness, route: string): Promise<{ status: number; type: string | null; body: string }> {
     const res = await fetch(h.baseUrl + route, { headers: { authorization: `Bearer ${USER_TOKEN}` } });
     return { status: res.status, type: res.headers.get('content-type'), body: await res.text() };
@@ -322,7 +322,7 @@ describe('agent logs through the API [issue 11]', () => {
   });
 });
 
-describe('per-session arguments [issue 11]', () => {
+describe('per-session arguments', () => {
   it('args are appended, env is given, the prompt is a file named by TWS_PROMPT_FILE; a resume keeps the env', async () => {
     const h = await harness({
       agentProfiles: {

@@ -1,5 +1,5 @@
 /**
- * A sandboxed agent cannot make the service run its code through git (issue 31). As a user would
+ * A sandboxed agent cannot make the service run its code through git. As a user would
  * find it: an agent writes the repository's hooks, its config (fsmonitor, a filter), its
  * attributes and another worktree's admin folder. Each write is refused in the sandbox, its own
  * commits still work, and the service's git that follows (the git status observation, a first
@@ -82,7 +82,7 @@ async function armedAgent(h: Harness, launchBody: Record<string, unknown>): Prom
   // The service's git next to it: the status observation and a first launch on the same repository.
   const status = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
   expect(status.status, JSON.stringify(status.body)).toBe(200);
-  // Its commits are home once the status read them (issue 32).
+  // Its commits are home once the status read them.
   expect(git(worktreePath(h.config.workspaceRoot, taskId, 'armed'), 'log', '-1', '--format=%s')).toBe(
     'agent work, amended',
   );
@@ -91,7 +91,7 @@ async function armedAgent(h: Harness, launchBody: Record<string, unknown>): Prom
   expect(readdirSync(marks)).toEqual([]);
 }
 
-describe('an agent cannot run code as the service through git [issue 31]', () => {
+describe('an agent cannot run code as the service through git', () => {
   it('a worktree agent: every write that steers git is refused, its commits work, and the service git after it runs nothing', async () => {
     const h = await harness();
     expect(await agentIsolation(h.config.agentSandbox)).toBe('bwrap');

@@ -1,5 +1,5 @@
 /**
- * The user role cannot become the operator through an agent (issue 11, part 3). As a holder of
+ * The user role cannot become the operator through an agent. As a holder of
  * the user token, a `shell` session tries what worked before: the gateway's environment under
  * /proc, the service's secrets file, another task's workspace. Every step fails in bubblewrap;
  * the agent's own work (files, commits in its worktree) still succeeds.
@@ -44,7 +44,7 @@ function cmdlineOf(pid: number): string {
   }
 }
 
-describe('agent isolation [issue 11]', () => {
+describe('agent isolation', () => {
   it('an agent reads no token from /proc, no secrets file, no other workspace; it still works and commits in its own', async () => {
     const h = await harness({}, { inProcessWorker: false });
     // The project's setup installs bubblewrap; without it this host could not keep the promise.
@@ -87,7 +87,7 @@ describe('agent isolation [issue 11]', () => {
     expect(Number(/processes: (\d+)/.exec(out)![1])).toBeLessThan(10); // its own few, not the host's
     // Its own work goes on: the commit is on its task branch, seen from outside.
     expect(out).toContain('committed');
-    // (Its objects are in its task's store until the service brings them home, issue 32: as a git status does.)
+    // (Its objects are in its task's store until the service brings them home, as a git status does.)
     const worktree = path.join(h.config.workspaceRoot, `task-${taskId}`, 'isolated');
     expect((await bringObjectsHome(h.config.dataDir, worktree, h.config.gitBinary)).loose).toBeGreaterThan(0);
     expect(git(worktree, 'log', '-1', '--format=%s')).toBe('agent work');

@@ -1,5 +1,5 @@
 /**
- * One agent cannot take the host (issue 46): its processes, its memory (its /tmp counted) and its
+ * One agent cannot take the host: its processes, its memory (its /tmp counted) and its
  * CPUs are held by control groups of its own, inside its task's, made before it starts. Real
  * control groups (cgroup v1 on these hosts), real tmpfs, real processes: each test fails without
  * its limit.

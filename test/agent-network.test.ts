@@ -1,5 +1,5 @@
 /**
- * Agents reach none of the service's ports (issue 33). From inside a sandboxed agent, a TCP
+ * Agents reach none of the service's ports. From inside a sandboxed agent, a TCP
  * connection to each port the service listens on here (the API, which also serves /metrics,
  * Temporal, PostgreSQL, and any other listener on the host's loopback, such as another agent's or
  * the Temporal UI) fails under `egress` and `none`; under `egress` a listener on another address of
@@ -72,7 +72,7 @@ async function probe(
   return { results, readyNetwork: ready.body.agentNetwork };
 }
 
-describe('agents reach none of the service ports [issue 33]', () => {
+describe('agents reach none of the service ports', () => {
   it('egress (the default): every port on the host loopback fails, an address outside still answers', async () => {
     expect(outsideAddress, 'a non-loopback address of this machine').toBeTruthy();
     const targets: Record<string, [string, number]> = {

@@ -1,5 +1,5 @@
 /**
- * Bringing a task store home (issue 32) trusts nothing in it: an agent writes the store. With real
+ * Bringing a task store home trusts nothing in it: an agent writes the store. With real
  * git and real files: a forged loose object (a name its content does not hash to) and garbage are
  * left where they are, a folder of the store swapped for a link to another repository's objects
  * is not followed, a real object and a real pack come home (the pack re-indexed by git), and what
@@ -54,7 +54,7 @@ const hasObject = (repo: string, name: string): boolean => {
   }
 };
 
-describe('bringing a task store home [issue 32]', () => {
+describe('bringing a task store home', () => {
   it('real objects and packs come home and leave the store; forged ones, garbage and links stay out', async () => {
     const repo = makeRepo(scratch, 'home');
     const victim = makeRepo(scratch, 'victim');

@@ -1,5 +1,5 @@
 /**
- * The source repository is the user's (issue 32): a sandboxed worktree agent adds to its own task
+ * The source repository is the user's: a sandboxed worktree agent adds to its own task
  * and nothing else. As a user would find it, with the sandbox on: an agent that deletes another
  * task's branch, moves or deletes the base branch, tags, writes a saved-work ref, deletes the
  * repository's objects or rewrites `packed-refs` fails to, and the repository's `git fsck` and
@@ -102,7 +102,7 @@ function expectHome(repo: string, head: string): void {
   expect(git(repo, 'cat-file', '-t', `${head}^{tree}`)).toBe('tree');
 }
 
-describe('an agent can only add to its own task [issue 32]', () => {
+describe('an agent can only add to its own task', () => {
   it('destructive writes are refused, its own branch moves, git status sees it while it runs, and its commits are home when it ends and after an archive', async () => {
     const h = await harness();
     const { repo, repositoryId, otherBranch } = await repositoryWithOtherTask(h, 'guarded');

@@ -1,5 +1,5 @@
 /**
- * The agent supervisor (native/agent-supervisor.c, issue 28), run for real through its argv
+ * The agent supervisor (native/agent-supervisor.c), run for real through its argv
  * contract [statusFile, logFile, maxLogBytes, sandboxed, command, ...args], detached in a process
  * group of its own as the service starts it: the exit record it leaves, the log it keeps within
  * its cap, the group's SIGTERM it outlives, and what it costs in memory.
@@ -42,7 +42,7 @@ const RECORD = (exitCode: string, signal: string, extra = '') =>
     `^\\{"exitCode":${exitCode},"signal":${signal}${extra},"endedAt":"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z"\\}$`,
   );
 
-describe('the agent supervisor [issue 28]', () => {
+describe('the agent supervisor', () => {
   it('records an exit code and a signal death exactly, fsynced into a 0600 file, and then ends itself', async () => {
     for (const [command, expected, sandboxed] of [
       [['sh', '-c', 'exit 5'], RECORD('5', 'null'), '0'],

@@ -285,7 +285,7 @@ describe('board delete [R6]', () => {
     expect(branches(repo)).toEqual(['main']);
   });
 
-  it('carries its tasks out in batches: one host step for many tasks, their removals in shared turns of the repository lock; each task keeps its job row, and the board delete shows every outcome (issue 17)', async () => {
+  it('carries its tasks out in batches: one host step for many tasks, their removals in shared turns of the repository lock; each task keeps its job row, and the board delete shows every outcome', async () => {
     const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
     cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
     const gitLog = path.join(wrapperDir, 'git.log');
@@ -368,7 +368,7 @@ describe('board delete [R6]', () => {
     for (const t of tasks) expect(processAlive(t.pid)).toBe(false);
   });
 
-  it("a job its batch carries out is the batch's: the consistency check leaves it, and an operator's cancel waits for the batch and answers that the job ended (issue 17)", async () => {
+  it("a job its batch carries out is the batch's: the consistency check leaves it, and an operator's cancel waits for the batch and answers that the job ended", async () => {
     const wrapperDir = mkdtempSync(path.join(os.tmpdir(), 'tws-board-git-'));
     cleanups.push(() => rmSync(wrapperDir, { recursive: true, force: true }));
     const h = await harness({ gitBinary: gitWrapper(wrapperDir, { sleepOnWorktreeRemove: 3 }) });

@@ -1,5 +1,5 @@
 /**
- * Environments other tasks use (issue 13, part 4) [R6.5]: no environment is left without a live
+ * Environments other tasks use [R6.5]: no environment is left without a live
  * owner or a pending cleanup. A live task's session in any state protects an environment; one
  * kept at archive is cleaned by a `borrow_ended` follow-up once its last borrower is gone; a
  * shared group's environment goes to a live member when its owner is archived.

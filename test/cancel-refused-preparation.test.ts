@@ -1,5 +1,5 @@
 /**
- * A cancel sent to a cleanup whose preparation is refused answers at once (issue 24, item 6): a
+ * A cancel sent to a cleanup whose preparation is refused answers at once: a
  * delete of a dirty task without consent is refused while an operator's cancel (the Temporal UI,
  * the CLI, an unarchive) is waiting on it; the cancel says `refused` and the run ends, instead of
  * waiting forever for a job that was never prepared.
@@ -16,7 +16,7 @@ import { worktreePath } from '../domain/task-layout';
 
 const { harness } = harnessesPerTest();
 
-describe('a cancel of a refused preparation [issue 24]', () => {
+describe('a cancel of a refused preparation', () => {
   it('answers `refused` within seconds, and the delete is refused with nothing changed', async () => {
     const base = await harness();
     // git status (the delete's dirty check) takes 3 s: the cancel arrives while it runs.

@@ -1,5 +1,5 @@
 /**
- * A cancelled launch that published its worktree never strands work in it (issue 30, item 2).
+ * A cancelled launch that published its worktree never strands work in it.
  * The launch (or a resume that materializes again) is stopped while it is still starting, and by
  * the time its undo runs the worktree holds uncommitted work (the agent's, written as it starts,
  * and a file written into it meanwhile). The undo cannot remove it: it keeps the worktree with its
@@ -66,7 +66,7 @@ async function expectKeptAndLaunchable(
   expect(processCwd(await pidOf(h, again.body.sessionId))).toBe(worktree);
 }
 
-describe('a cancelled launch keeps the work it cannot remove [issue 30]', () => {
+describe('a cancelled launch keeps the work it cannot remove', () => {
   it('a first launch (respond-async) stopped while starting: the dirty worktree is kept with its branch and row; the task launches again on it', async () => {
     const base = await harness();
     const h = await harness({

@@ -1,9 +1,8 @@
 /**
- * Dirty decisions fail closed and are taken after the barrier; one ledger (issue 13, parts 1
- * and 6): a status that cannot be read is dirty; a file an agent writes after a delete's preview
- * (here: as it is stopped) is saved with consent, kept without, never lost; what a removed task
- * leaves stays an inventory row owned by its job; saved work is listed per repository and
- * restores with the README's command.
+ * Dirty decisions fail closed and are taken after the barrier; one ledger: a status that cannot
+ * be read is dirty; a file an agent writes after a delete's preview (here: as it is stopped) is
+ * saved with consent, kept without, never lost; what a removed task leaves stays an inventory row
+ * owned by its job; saved work is listed per repository and restores with the README's command.
  */
 import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

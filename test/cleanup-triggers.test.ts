@@ -72,7 +72,7 @@ describe('triggers', () => {
     expect(worktreePaths(r.dir)).toEqual([r.dir]);
   });
 
-  it('archiving an archived task says the same plain or cascaded: 409 task_archived, no second job; a cascade still archives the live children and names what it left out (issue 24)', async () => {
+  it('archiving an archived task says the same plain or cascaded: 409 task_archived, no second job; a cascade still archives the live children and names what it left out', async () => {
     const r = await repo();
     const root = await createTask(h, [r.id]);
     const child = await createTask(h, [r.id], { parentTaskId: root });

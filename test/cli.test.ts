@@ -1,5 +1,5 @@
 /**
- * The operator CLI (`npx tws`, issue 14 part 3) against a running system, as a script would use
+ * The operator CLI (`npx tws`) against a running system, as a script would use
  * it: the package's bin as a process, `--json` output parsed, exit codes checked. The bin runs the
  * CLI as built by set-up (.build/, plain JavaScript), so it is built first, as `make setup` does.
  */
@@ -182,7 +182,7 @@ describe('tws', () => {
   });
 });
 
-describe('tws stop and what Ctrl-C leaves running [issue 27 part 6]', () => {
+describe('tws stop and what Ctrl-C leaves running', () => {
   it('stop --all stops every running agent of the instance, across tasks, and keeps their files; the launcher counts them first', async () => {
     const a = await stoppedTask('cli-stop-a');
     const b = await stoppedTask('cli-stop-b');
@@ -255,7 +255,7 @@ function dataFolder(token: string, api?: { url: string; pid: number; stopped?: b
 
 const NO_INSTANCE_ENV = { TWS_API_URL: undefined, TWS_OPERATOR_TOKEN: undefined, TWS_DATA_DIR: undefined };
 
-describe("tws on an operator's machine [issue 27]", () => {
+describe("tws on an operator's machine", () => {
   it('runs as plain JavaScript from any folder: node loads .build/client/cli.js and no TypeScript loader', async () => {
     // Every process of the tree says, as it exits, how it was started and what it loaded.
     const trace = path.join(h.scratch, 'process-tree.jsonl');
@@ -378,7 +378,7 @@ describe("tws on an operator's machine [issue 27]", () => {
     );
   });
 
-  it("with an engine of the operator's and no TWS_TEMPORAL_UI_URL, jobs and job print no Temporal link (issue 48, item 14)", async () => {
+  it("with an engine of the operator's and no TWS_TEMPORAL_UI_URL, jobs and job print no Temporal link", async () => {
     const t = await stoppedTask('cli-no-ui');
     const { operationId } = await archive(h, t.taskId);
     await waitForJob(h, operationId);

@@ -1,5 +1,5 @@
 /**
- * One agent per session under concurrent requests (issue 30, item 1): N resumes of one session at
+ * One agent per session under concurrent requests: N resumes of one session at
  * the same moment (keyed, unkeyed, mixed), and a resume racing the session's own launch, end as
  * they would one after the other: every answer typed, and exactly one agent of the session alive
  * afterwards (its processes checked on the machine, not only its rows).
@@ -64,7 +64,7 @@ function expectTyped(answers: { status: number; body: any }[]): void {
   }
 }
 
-describe('one agent per session under concurrent requests [issue 30]', () => {
+describe('one agent per session under concurrent requests', () => {
   for (const [name, keys] of [
     ['two unkeyed', [null, null]],
     ['one keyed, one unkeyed', [randomUUID(), null]],
@@ -109,7 +109,7 @@ describe('one agent per session under concurrent requests [issue 30]', () => {
     });
 });
 
-describe('a stop and a resume of one session sent together (issue 48, item A)', () => {
+describe('a stop and a resume of one session sent together', () => {
   it('end as one after the other: running with one live agent, or stopped with none, every round', async () => {
     const taskId = await newTask();
     const first = await launch(h, taskId);

@@ -1,5 +1,5 @@
 /**
- * A continued delete knows its consent was given (issue 24, item 6): the consent of a delete's
+ * A continued delete knows its consent was given: the consent of a delete's
  * request (`discardChanges=true`) is kept on its job, so a new run of the job (its run was lost,
  * here terminated while it waited for an operator; the operator's retry continues it) saves the
  * uncommitted work and removes the worktree, as the first run would have, instead of keeping it.
@@ -15,7 +15,7 @@ import { clearGitFault, git, gitWrapper, makeRepo, worktreePaths } from './suppo
 
 const { harness } = harnessesPerTest();
 
-describe('a continued delete [issue 24]', () => {
+describe('a continued delete', () => {
   it('a consented delete continued by a new run saves and removes the dirty worktree', async () => {
     const base = await harness();
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });

@@ -1,5 +1,5 @@
 /**
- * One `make start` per data folder (issue 27 part 6), raced on purpose: starts that all find the
+ * One `make start` per data folder, raced on purpose: starts that all find the
  * same stale claim at the same moment, as real processes whose command line runs
  * `client/launcher.js` (what the claim recognises a launcher by), each claiming through the built
  * client/data-folder-claim.js. Exactly one may hold the folder, and every other names it.

@@ -1,5 +1,5 @@
 /**
- * The database and the engine going away [issue 10]: the gateway and the worker keep running,
+ * The database and the engine going away: the gateway and the worker keep running,
  * every route answers a typed 503, /readyz names the missing part, and once PostgreSQL is back the
  * same processes serve again and a cleanup answered 202 before the outage finishes.
  */
@@ -58,7 +58,7 @@ function slowRemovalGit(dir: string): { binary: string; removing: string } {
   return { binary, removing };
 }
 
-describe('Temporal unreachable [issue 10]', () => {
+describe('Temporal unreachable', () => {
   it('a route that needs the engine answers 503 engine_unavailable; /readyz names temporal', async () => {
     const repo = makeRepo(h.scratch, 'engine');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'engine')]);
@@ -107,7 +107,7 @@ describe('Temporal unreachable [issue 10]', () => {
   });
 });
 
-describe('PostgreSQL killed and started again [issue 10]', () => {
+describe('PostgreSQL killed and started again', () => {
   // Its own waits have deadlines that say what they saw (60 + 15 + 30 + 60 s): on a loaded machine
   // they took more than the suite's 120 s together, and its timeout cut them short unsaid.
   it('the gateway and the worker survive, answer 503 service_unavailable meanwhile, serve again with the same pids, and a 202 archive finishes', async () => {

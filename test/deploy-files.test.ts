@@ -1,5 +1,5 @@
 /**
- * The deployment files say only what the code does [issue 27 part 6, "Done when"]: every
+ * The deployment files say only what the code does: every
  * container's command is a file the build makes, every variable docker-compose.yml sets is one
  * the code reads, and the README's configuration table lists every setting the code reads.
  */
@@ -46,9 +46,9 @@ const GIVEN_TO_AGENTS = new Set([
   'TWS_EXECUTION_ID',
   'TWS_WORKSPACE',
   'TWS_PROMPT_FILE',
-  // The shim's own: the file bubblewrap reads the agent's variables from (issue 45).
+  // The shim's own: the file bubblewrap reads the agent's variables from.
   'TWS_SANDBOX_ARGS',
-  // The shim's own: the control groups it puts the agent in (issue 46).
+  // The shim's own: the control groups it puts the agent in.
   'TWS_CGROUP_PROCS',
   // The shim's own: those groups are a container's, joined and left be.
   'TWS_CGROUP_SHARED',

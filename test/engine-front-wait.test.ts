@@ -1,8 +1,7 @@
 /**
  * `make start`'s guarded engine (client/engine-guard.ts): until the dev server listens inside its
  * namespace, its bridge accepts a connection and closes it, so the TLS front completes a client's
- * handshake and closes it too, which a client cannot tell from a refused certificate (issue 48,
- * item C: two fresh starts in eight failed so on a busy machine). The launcher waits for the
+ * handshake and closes it too, which a client cannot tell from a refused certificate (two fresh starts in eight failed so on a busy machine). The launcher waits for the
  * engine to answer behind the front before any client connects.
  */
 import http2 from 'node:http2';
@@ -32,7 +31,7 @@ async function socketFolder(): Promise<{ dataDir: string; grpc: string }> {
 const listen = (server: net.Server, at: string) => new Promise<void>((resolve) => server.listen(at, () => resolve()));
 const close = (server: net.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
-describe('waiting for the guarded engine behind its front (issue 48, item C)', () => {
+describe('waiting for the guarded engine behind its front', () => {
   it('waits while the bridge accepts and closes (nothing listens behind it), and ends once an HTTP/2 server answers', async () => {
     const { dataDir, grpc } = await socketFolder();
     let closedEarly = 0;

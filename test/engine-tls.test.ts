@@ -1,5 +1,5 @@
 /**
- * The engine behind real credentials [issue 27.1]: the run's dev server behind a mutual-TLS
+ * The engine behind real credentials: the run's dev server behind a mutual-TLS
  * endpoint that checks the client certificate, and behind an endpoint that checks the API key on
  * every gRPC call as the SDK sends it (test/support/engine-proxy.ts). The worker, the gateway and
  * the set-up run as their own processes with nothing but the standard TEMPORAL_* variables, and
@@ -212,7 +212,7 @@ function expectOneLine(
   for (const secret of secrets) expect(run.lines[0]).not.toContain(secret);
 }
 
-describe('the engine behind mutual TLS [issue 27.1]', () => {
+describe('the engine behind mutual TLS', () => {
   it('with the CA’s client certificate, a launch, an archive and its cleanup job, the set-up and the CLI go through the TLS endpoint', async () => {
     const seen = await systemGoesThrough(
       () => mtls,
@@ -262,7 +262,7 @@ describe('the engine behind mutual TLS [issue 27.1]', () => {
   });
 });
 
-describe('an endpoint that closes after the TLS handshake, without an alert (issue 48, item 10)', () => {
+describe('an endpoint that closes after the TLS handshake, without an alert', () => {
   it('the set-up refuses in seconds, saying it may want a client certificate, instead of waiting out its minute; the worker and the gateway say the same', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const [key, cert] = await Promise.all([readFile(certs.serverKey), readFile(certs.serverCert)]);
@@ -290,7 +290,7 @@ describe('an endpoint that closes after the TLS handshake, without an alert (iss
   });
 });
 
-describe('the engine behind an API key [issue 27.1]', () => {
+describe('the engine behind an API key', () => {
   it('with the key, a launch, an archive and its cleanup job, the set-up and the CLI go through, every call checked', async () => {
     const seen = await systemGoesThrough(
       () => keyed,

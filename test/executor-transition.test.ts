@@ -210,7 +210,7 @@ describe('local → worktree', () => {
 });
 
 describe('worktree → local → worktree', () => {
-  it('comes back to the kept worktree: one row per folder, active again, the agent’s uncommitted file there (issue 24, item 2)', async () => {
+  it('comes back to the kept worktree: one row per folder, active again, the agent’s uncommitted file there', async () => {
     const t = await taskOn(h, 'worktree');
     killGroup(t.firstPid);
     const { writeFileSync, readFileSync } = await import('node:fs');

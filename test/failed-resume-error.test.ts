@@ -1,5 +1,5 @@
 /**
- * A failed resume's session says why, as a failed first launch does (issue 24, item 6): a resume
+ * A failed resume's session says why, as a failed first launch does: a resume
  * that has to materialize the workspace again and cannot (git refuses) leaves its session
  * `failed`, and the session's view carries the error of the run that admitted it.
  */
@@ -12,7 +12,7 @@ import { clearGitFault, gitWrapper, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
 
-describe('a failed resume [issue 24]', () => {
+describe('a failed resume', () => {
   it("its session reads failed with the run's error, code and message", async () => {
     const base = await harness();
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree add', failTimes: 1000 });

@@ -1,5 +1,5 @@
 /**
- * The service's git runs no program a repository names (issue 31). Each vector arms a real
+ * The service's git runs no program a repository names. Each vector arms a real
  * repository the way an agent (or a `none` sandbox) could; every git command the product runs,
  * through git/git.ts and the SSH targets' `g`, then runs next to it, and the marker file the
  * vector writes must never appear. The same commands with plain git show that each armed
@@ -236,7 +236,7 @@ g rev-parse --verify --quiet HEAD >/dev/null
   expect(res.status, res.stderr).toBe(0);
 }
 
-describe('the service git runs no program a repository names [issue 31]', () => {
+describe('the service git runs no program a repository names', () => {
   for (const [name, vector] of Object.entries(VECTORS)) {
     it(`${name}: no product git command runs it, on the host or through the SSH targets' git`, async () => {
       const armed = arm(name, vector);

@@ -1,5 +1,5 @@
 /**
- * Issue 24, items 1 and 2: a shared group's workspace handed over at its owner's archive, then
+ * A shared group's workspace handed over at its owner's archive, then
  * archived by the new owner, launches again. With dirty work kept, the launch adopts the kept
  * worktree where it is (the environment's recorded folder) and the user's uncommitted file is
  * there for the agent; without, the worktree is made again in that folder. Either way the
@@ -43,7 +43,7 @@ async function handedOverAndArchived(dirty: boolean) {
   return { repo, name, g1, g2, folder, worktree, environmentId: first.body.taskEnvironmentId as string };
 }
 
-describe('a handed-over group workspace launches again after its new owner archived it [issue 24]', () => {
+describe('a handed-over group workspace launches again after its new owner archived it', () => {
   it('kept dirty: the launch adopts the kept worktree where it is, the uncommitted file is there for the agent, the marker beside it names the new owner', async () => {
     const t = await handedOverAndArchived(true);
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -75,7 +75,7 @@ describe('a handed-over group workspace launches again after its new owner archi
   });
 });
 
-describe('a handed-over group workspace abandoned by the operator launches afresh (issue 48, item B)', () => {
+describe('a handed-over group workspace abandoned by the operator launches afresh', () => {
   it("the next launch makes a new folder on a new branch; the old owner's folder and branch stay as they are", async () => {
     const { name, repo, g1, g2, second } = await groupSharingOne(h, 'abandoned');
     const oldWorktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);

@@ -1,5 +1,5 @@
 /**
- * A host that comes back finishes its waiting cleanups at once (issue 24, item 4): a cleanup that
+ * A host that comes back finishes its waiting cleanups at once: a cleanup that
  * waits for a down host (`host_unavailable`, in its retry schedule) runs as soon as that host's
  * worker registers again, not at its next scheduled retry; one that waits for another host that
  * stays down keeps waiting. Real processes: the gateway, and workers as hosts on one machine.
@@ -14,7 +14,7 @@ import { listDir, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
 
-describe('a host that comes back [issue 24]', () => {
+describe('a host that comes back', () => {
   it('runs the cleanups waiting for it within seconds of registering again; one waiting for a host still down waits on', async () => {
     // The harness's own worker stays up (the shared queue's records); a retry schedule of ten
     // minutes: only a host's return can finish its job within the test.

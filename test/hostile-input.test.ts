@@ -1,6 +1,6 @@
 /**
  * Every bad input is a typed 4xx with the contract's body, names nothing of the user's files or
- * secrets, and changes nothing (issue 14, part 5). One table of hostile requests against every
+ * secrets, and changes nothing. One table of hostile requests against every
  * route, taken against a world with a running agent, then one check that the world (every table's
  * rows, every counter, the workspace root, the repository's branches and worktrees) is as it was.
  */
@@ -265,7 +265,7 @@ const ROWS: Hostile[] = [
     status: 405,
     code: 'method_not_allowed',
   },
-  // GET /v1/sessions lists sessions (issue 27 part 6): a POST there is a wrong method, not a missing route.
+  // GET /v1/sessions lists sessions: a POST there is a wrong method, not a missing route.
   { name: 'POST on /v1/sessions', method: 'POST', url: '/v1/sessions', status: 405, code: 'method_not_allowed' },
   {
     name: 'a method HTTP does not know',

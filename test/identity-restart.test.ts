@@ -320,7 +320,7 @@ describe('stopping a session that is still starting', () => {
     expect(deleted.status).toBe(204);
     const launched = await pending;
     expect(launched.status, JSON.stringify(launched.body)).toBe(409);
-    // The contract's rule for it, as the wire carries it (issue 48, item 7): not recoverable, nothing to do.
+    // The contract's rule for it, as the wire carries it: not recoverable, nothing to do.
     expect(launched.body.error).toMatchObject({ code: 'launch_cancelled', recoverable: false, action: 'none' });
     expect((await h.pool.query('SELECT pid FROM executions')).rows).toEqual([]);
     expect((await h.pool.query('SELECT id FROM sessions WHERE task_id = $1', [taskId])).rows).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * `Prefer: respond-async` on a launch and a resume (issue 12, part 4): 202 with the session id
+ * `Prefer: respond-async` on a launch and a resume: 202 with the session id
  * once admitted; the session then tells the outcome, a first launch that left no row included.
  * A refusal at admission is still the answer itself.
  */

@@ -194,7 +194,7 @@ afterAll(async () => {
   await Promise.all(dataDirs.map((dir) => rm(dir, { recursive: true, force: true })));
 }, 60_000);
 
-describe('the launcher supervises its parts [issue 10.4]', () => {
+describe('the launcher supervises its parts', () => {
   it('runs every part and says which pids they have', async () => {
     const pids = await readPids();
     expect(pids.launcher).toBe(launcher!.pid);
@@ -202,7 +202,7 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
       expect(await alive(pids[part])).toBe(true);
   });
 
-  it("closes the bundled engine to whoever lacks the service's credentials: gRPC takes only the client certificate, the UI only the operator token, the dev server in a network namespace of its own [issue 33]", async () => {
+  it("closes the bundled engine to whoever lacks the service's credentials: gRPC takes only the client certificate, the UI only the operator token, the dev server in a network namespace of its own", async () => {
     const tlsDir = path.join(dataDir, 'engine-tls');
     const [ca, crt, key] = await Promise.all(
       ['ca.pem', 'client.pem', 'client.key'].map((f) => readFile(path.join(tlsDir, f))),
@@ -350,7 +350,7 @@ describe('the launcher supervises its parts [issue 10.4]', () => {
   }, 90_000);
 });
 
-describe('a start-up failure still ends the launcher [issue 10.4]', () => {
+describe('a start-up failure still ends the launcher', () => {
   it("PostgreSQL's port taken: one line that says so, exit code 1, nothing left running", async () => {
     const holder = createServer();
     const ports = await freePorts();

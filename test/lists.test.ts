@@ -1,5 +1,5 @@
 /**
- * Lists and links (issue 14, parts 2 and 4): every list pages newest first by keyset with an
+ * Lists and links: every list pages newest first by keyset with an
  * opaque cursor (`{ items, nextCursor }`, `limit` 1 to 200), filters checked against their
  * types and enums, and a bad query answered 400 with nothing changed; session and cleanup-job
  * answers link to their run in the Temporal UI (TWS_TEMPORAL_UI_URL).

@@ -1,5 +1,5 @@
 /**
- * Many hosts [issue 15]: hosts are records, repositories belong to a host, a task's work is placed
+ * Many hosts: hosts are records, repositories belong to a host, a task's work is placed
  * on its repositories' host, and a host that is down is refused or waited for; proven with real
  * processes as hosts on one machine.
  */

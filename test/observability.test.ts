@@ -1,5 +1,5 @@
 /**
- * The shipped dashboard and alert rules query only what is served [issue 27 part 2]: every metric
+ * The shipped dashboard and alert rules query only what is served: every metric
  * name their PromQL selects has series on the gateway's /metrics (ours, then the gateway
  * process's Temporal SDK metrics) or on the worker's SDK endpoint, once a launch, a refusal and an
  * archive have run on a real system.
@@ -118,7 +118,7 @@ describe('the shipped files', () => {
       expect(typeof rule.annotations?.summary, rule.alert).toBe('string');
     }
     expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
-    // What the issue asks an operator to be woken for.
+    // What an operator must be woken for.
     const alerted = rules.map((r) => metricNamesOf(r.expr)).flat();
     for (const name of [
       'tws_cleanup_jobs',
@@ -158,7 +158,7 @@ describe('the shipped files', () => {
       for (const target of panel.targets!) expect(metricNamesOf(target.expr).length, panel.title).toBeGreaterThan(0);
       expect(panel.gridPos.x + panel.gridPos.w, panel.title).toBeLessThanOrEqual(24);
     }
-    // The panels the issue names.
+    // The panels an operator needs.
     const shown = new Set(graphed.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesOf(t.expr))));
     for (const name of [
       'tws_launch_duration_seconds_bucket',

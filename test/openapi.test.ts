@@ -1,4 +1,4 @@
-/** The OpenAPI document is the manual (issue 27): every operation says what it does and who may call it. */
+/** The OpenAPI document is the manual: every operation says what it does and who may call it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from './support/harness';
 import { expectSafeError, registerRepo } from './support/scenario';
@@ -27,7 +27,7 @@ const op = (method: string, path: string) => doc.paths[path][method];
 const resolve = (response: any) =>
   response.$ref ? doc.components.responses[response.$ref.replace('#/components/responses/', '')] : response;
 
-describe('the OpenAPI document is the manual [issue 27]', () => {
+describe('the OpenAPI document is the manual', () => {
   it('every operation has a summary, a description and its role, in words and as x-role', () => {
     expect(operations().length).toBeGreaterThan(30);
     for (const { name, operation } of operations()) {

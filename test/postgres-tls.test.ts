@@ -1,5 +1,5 @@
 /**
- * PostgreSQL over TLS [issue 27 part 1]: the embedded PostgreSQL with TLS turned on, and the
+ * PostgreSQL over TLS: the embedded PostgreSQL with TLS turned on, and the
  * service's own database code (migrations, the pool) connecting with
  * `DATABASE_URL=…?sslmode=verify-full&sslrootcert=<ca>`, the layout the README shows for a managed
  * PostgreSQL. A server certificate the CA did not sign, or one made out to another name, is refused.
@@ -191,7 +191,7 @@ async function refusedStart(entry: 'worker/main.ts' | 'client/prepare-main.ts', 
   return { code, ms: Date.now() - started, lines: stderr.split('\n').filter((l) => l.trim()) };
 }
 
-describe('a database that refuses the service: one line naming PostgreSQL and DATABASE_URL (issue 48, items 11 and 12)', () => {
+describe('a database that refuses the service: one line naming PostgreSQL and DATABASE_URL', () => {
   it('an untrusted certificate, a missing sslrootcert file and a wrong password stop the set-up and the worker at once, with no path, password or stack', async () => {
     await serve(good);
     const place = `127.0.0.1:${port}/tls_check (DATABASE_URL)`;

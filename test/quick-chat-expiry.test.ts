@@ -1,5 +1,5 @@
 /**
- * Quick-chat expiry under time skipping (issue 13, part 5): the expiry reads idleness on the
+ * Quick-chat expiry under time skipping: the expiry reads idleness on the
  * workflow's clock, so eight skipped days make a stopped quick chat expire: it is deleted through
  * its cleanup, its uncommitted work saved on its hidden ref first (no one can consent).
  */

@@ -1,4 +1,4 @@
-/** The periodic consistency check (issue 10): a job whose workflow closed while the row says it is active is continued, and counted. */
+/** The periodic consistency check: a job whose workflow closed while the row says it is active is continued, and counted. */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { archive, waitForJob } from './support/cleanup';

@@ -1,5 +1,5 @@
 /**
- * Recovery that works (issue 12, part 3): an audit refusal waits for an operator on its first
+ * Recovery that works: an audit refusal waits for an operator on its first
  * attempt, touching nothing; the operator abandons the workspace (the next launch materializes
  * afresh elsewhere) or cancels a waiting job; transient failures keep the retry schedule.
  */

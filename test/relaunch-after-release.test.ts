@@ -1,5 +1,5 @@
 /**
- * Issue 48, item B: a randomized soak met `workspace_materialization_failed` on relaunches after
+ * A randomized soak met `workspace_materialization_failed` on relaunches after
  * idle releases and abandons. Each way a shared group's workspace goes away while its members
  * are idle (an idle release, an abandon, one after the other, two abandons in a row) is followed
  * here by launches of the member that did not make it first, then of the one that did: every
@@ -64,7 +64,7 @@ const stopAll = async (sessions: string[]) => {
   for (const s of sessions) expect((await h.api('POST', `/v1/sessions/${s}/stop`)).status).toBe(200);
 };
 
-describe("a shared group's workspace launches again after it went away while idle (issue 48, item B)", () => {
+describe("a shared group's workspace launches again after it went away while idle", () => {
   it('released idle: the member that did not make it materializes it again where it was, with the work restored; the other attaches', async () => {
     const g = await idleGroup();
     await releaseGroup(g);
@@ -113,7 +113,7 @@ describe("a shared group's workspace launches again after it went away while idl
   });
 });
 
-describe("a shared group's clean workspace reset by its owner's operator while every member is idle (issue 48, item B)", () => {
+describe("a shared group's clean workspace reset by its owner's operator while every member is idle", () => {
   it('is removed for the whole group, the branch kept; the other member makes it again there from that branch, the first attaches', async () => {
     const { name, repo, g1, g2, first, second } = await groupSharingOne(h, 'reset');
     const worktree = path.join(h.config.workspaceRoot, taskDirName(g1), name);

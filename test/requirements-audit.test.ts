@@ -1,5 +1,5 @@
 /**
- * Requirements the audit of issue 24 (item 5) found weakly tested, each driven end to end:
+ * Requirements an audit found weakly tested, each driven end to end:
  * "already gone counts as done" for a host worktree removed by hand in the middle of a cleanup
  * [R6.4], and what a launch of a task with no repositories does [R2].
  */
@@ -22,7 +22,7 @@ import {
 
 const { harness } = harnessesPerTest();
 
-describe('requirements driven end to end [issue 24, item 5]', () => {
+describe('requirements driven end to end', () => {
   it('a host worktree removed by hand while its cleanup waits to retry counts as done, its registration pruned [R6.4]', async () => {
     const base = await harness();
     const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });

@@ -1,5 +1,5 @@
 /**
- * Every step idempotent by its own id (issue 10): a process that dies after a step's effect and
+ * Every step idempotent by its own id: a process that dies after a step's effect and
  * before the engine recorded it leaves a re-run that continues, never a refusal of its own work
  * or a second agent. The death is real (SIGKILL); the moment is held by the test's database.
  */

@@ -1,5 +1,5 @@
 /**
- * Resume is a launch of an existing session (issue 12, part 1): every row of the admission table
+ * Resume is a launch of an existing session: every row of the admission table
  * for a resume, with the agent's working directory read from /proc and the source checkout's
  * files fingerprinted before and after. The agent writes a file into its working directory, so
  * an agent started in the source checkout would change its fingerprint.

@@ -1,5 +1,5 @@
 /**
- * The sandbox is a boundary against an agent written to escape it (issue 45). Each test is one
+ * The sandbox is a boundary against an agent written to escape it. Each test is one
  * attack, tried by an agent launched with the user token, and then what the world looks like
  * after it: files, branches, modes, processes. The same attacks are tried again as the agent's uid
  * *outside* any sandbox (as an escape through a mistake in the mount table would be): file
@@ -79,7 +79,7 @@ function asUid(uid: number, command: string): { ok: boolean; out: string } {
   return { ok: r.status === 0, out: `${r.stdout}${r.stderr}` };
 }
 
-describe('the sandbox holds against an agent that tries to leave it [issue 45]', () => {
+describe('the sandbox holds against an agent that tries to leave it', () => {
   it('the agent is its workspace’s own unprivileged uid, with no capability: mount, umount /proc, a user namespace, chown and chmod all fail', async () => {
     const h = await harness();
     const { out, taskId, worktree, repo } = await agentTries(

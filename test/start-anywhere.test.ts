@@ -1,5 +1,5 @@
 /**
- * `make start` from any folder (issue 14): a clean clone of this checkout (its last commit) in a
+ * `make start` from any folder: a clean clone of this checkout (its last commit) in a
  * folder of mode 0700 whose path has spaces, as a new user's `~/task-workspaces` is under root's
  * /root. Started as the current user (root in CI, so embedded PostgreSQL runs as the postgres
  * account), stopped with Ctrl-C, and read back from /proc. The clone borrows the checkout's
@@ -155,8 +155,8 @@ beforeAll(async () => {
   // The checkout's own set-up stamps its node_modules with the lock file's hash (quick when done).
   execFileSync('bash', ['scripts/setup.sh'], { cwd: source, stdio: 'ignore' });
   base = await mkdtemp(path.join(os.tmpdir(), 'tws-anywhere-'));
-  // The person's repository is where other users can reach it (agents run as their own uid, issue
-  // 45); the clone of the product is not.
+  // The person's repository is where other users can reach it (agents run as their own uid);
+  // the clone of the product is not.
   await chmod(base, 0o711);
   repository = makeRepo(base, 'the repository');
   const home = path.join(base, 'closed home');
@@ -192,7 +192,7 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-describe('make start from any folder [issue 14]', () => {
+describe('make start from any folder', () => {
   it('starts from a clone in a 0700 folder whose path has spaces, keeps its data across starts, and Ctrl-C leaves nothing running', async () => {
     const first = makeStart();
     await untilReady(first, 240_000);

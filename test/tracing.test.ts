@@ -1,5 +1,5 @@
 /**
- * Tracing [issue 27]: with OTEL_EXPORTER_OTLP_ENDPOINT set, the gateway and the worker (real
+ * Tracing: with OTEL_EXPORTER_OTLP_ENDPOINT set, the gateway and the worker (real
  * processes, the compiled code `make start` runs) send one trace per request over OTLP/HTTP
  * (JSON) to a real receiver here: the HTTP request, the workflow start, the workflow, its steps
  * and each git command under them, linked parent to child, with the task, session and operation
@@ -134,7 +134,7 @@ function waitForExit(child: ChildProcess): Promise<void> {
 
 const launchBody = { executorType: 'worktree', agentProfile: 'shell', command: SLEEPER };
 
-describe('tracing on: one linked trace per request, exported over OTLP/HTTP [issue 27]', () => {
+describe('tracing on: one linked trace per request, exported over OTLP/HTTP', () => {
   it('a launch and an archive: HTTP request → workflow start → workflow → steps → git commands, with their ids', async () => {
     const receiver = await startReceiver();
     const h = await harness({}, { inProcessWorker: false });
@@ -268,7 +268,7 @@ describe('tracing on: one linked trace per request, exported over OTLP/HTTP [iss
   });
 });
 
-describe('span exports that fail are counted and said (issue 48, item 15)', () => {
+describe('span exports that fail are counted and said', () => {
   it("a collector that is down: the gateway's dropped spans show in /metrics, by service", async () => {
     // A port nothing listens on: every export is refused.
     const down = await new Promise<number>((resolve) => {
@@ -322,7 +322,7 @@ describe('span exports that fail are counted and said (issue 48, item 15)', () =
   });
 });
 
-describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT) [issue 27]', () => {
+describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('the gateway and the worker run a launch without loading any of the OpenTelemetry SDK', async () => {
     const h = await harness({}, { inProcessWorker: false });
     const loadedFile = path.join(h.scratch, 'loaded.jsonl');

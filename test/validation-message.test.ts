@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { malformedJsonMessage, validationMessage } from '../client/gateway/validation-message';
 
-describe('a 400 in words (issue 27)', () => {
+describe('a 400 in words', () => {
   it('a union of literals is said once, with what it accepts', () => {
     const errors = ['worktree', 'local', 'ssh'].map((v) => ({
       keyword: 'const',

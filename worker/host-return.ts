@@ -1,5 +1,5 @@
 /**
- * A host that comes back finishes its waiting cleanups at once (issue 24): when this worker has
+ * A host that comes back finishes its waiting cleanups at once: when this worker has
  * registered its host, every cleanup job waiting in its retry schedule because a host of its was
  * down (`host_unavailable`) and whose snapshot names this host is signalled (hostBackSignal); the
  * job's workflow checks it is one of its hosts and runs its next attempt now. The retry schedule

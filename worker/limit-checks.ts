@@ -1,5 +1,5 @@
 /**
- * What each task's agents use, and each task's workspace within its disk quota (issue 46). Every
+ * What each task's agents use, and each task's workspace within its disk quota. Every
  * `diskQuotaCheckEveryMs` this worker reads the control group of each task whose agents run here
  * (memory and processes, recorded for the views and the metrics), and
  * measures the workspaces of its host whose agents run (through their executor, as the disk

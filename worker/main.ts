@@ -56,7 +56,7 @@ async function main(): Promise<void> {
       { agentIsolation: isolation },
       "agents run in bubblewrap as their workspace's own unprivileged uid with no capability: the system read-only, their workspace writable, the service's folders hidden and closed, a private /proc",
     );
-  // Refuses to start where agents' limits cannot be enforced, unless TWS_AGENT_LIMITS=off (issue 46).
+  // Refuses to start where agents' limits cannot be enforced, unless TWS_AGENT_LIMITS=off.
   if (!(await agentLimitsLayout(config.limits)))
     logger.warn({ agentLimits: 'off' }, 'TWS_AGENT_LIMITS=off: agents run without a memory, process or CPU limit');
   // Refuses to start when TWS_AGENT_SANDBOX=bwrap asks for egress this host cannot give.

@@ -145,7 +145,7 @@ export async function startWorker(
   const registration = await startHostRegistration(pool, config, logger);
   // Its workspaces and its filesystem measured in the background, into the host's record.
   const disk = startDiskMeasurement(deps);
-  // What the tasks whose agents run use, and their workspaces against their disk quota (issue 46).
+  // What the tasks whose agents run use, and their workspaces against their disk quota.
   const quotas = startLimitChecks(deps);
   // Back: the cleanups that wait for this host run now.
   await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);

@@ -144,7 +144,7 @@ const BATCH_SIZE = 50;
 const BATCH_LANES = 4;
 
 /**
- * A bulk cleanup in batches (issue 17): the members a batch can carry out (every part of the job
+ * A bulk cleanup in batches: the members a batch can carry out (every part of the job
  * on one host, domain/cleanup-snapshot.ts batchHostOf) are cleaned by host steps of BATCH_SIZE tasks,
  * whose removals share the repositories' turns; each task keeps its job row (state, attempts,
  * last error, report), and this run's result shows each task's outcome. The others (and a

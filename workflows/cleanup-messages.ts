@@ -17,7 +17,7 @@ export interface PreparedAnswer {
 export const operatorRetrySignal = defineSignal('operatorRetry');
 /**
  * A host registered again (its worker started): a job waiting in its retry schedule because that
- * host was down runs its next attempt now (issue 24), instead of at its next scheduled retry.
+ * host was down runs its next attempt now, instead of at its next scheduled retry.
  */
 export const hostBackSignal = defineSignal<[string]>(HOST_BACK_SIGNAL);
 /**

@@ -78,7 +78,7 @@ export async function cleanupTask(input: CleanupInput): Promise<CleanupProgress>
   setHandler(cancelUpdate, async (req?: CancelRequest) => {
     const by = req?.by ?? 'workflow_message';
     // A preparation that was refused prepared no job: the cancel answers at once that there is
-    // none to end (issue 24), instead of waiting for a settlement that never comes.
+    // none to end, instead of waiting for a settlement that never comes.
     const answersRefusal = patched('cancel-answers-a-refused-preparation');
     const refused = () => answersRefusal && refusal !== null;
     if (req?.abandon && input.trigger === 'environment_reset') {

@@ -10,7 +10,7 @@ export async function observeGitStatus(environmentId: string): Promise<GitStatus
   const target = await records.loadStatusTarget(environmentId);
   // A host that is down is not waited for: the answer is its last observation (observedAt says when).
   if (target && !(patched('git-status-skips-down-host') && (await records.hostIsDown(target.hostId)))) {
-    // A typed refusal of the host (a registration that is not the service's own, issue 45) is the answer's.
+    // A typed refusal of the host (a registration that is not the service's own) is the answer's.
     const observations = await hostSteps(target.hostId)
       .readGitStatus(target)
       .catch((err: unknown) => {

@@ -12,7 +12,7 @@ export function renderMarkdown(r: BenchResults): string {
     '',
     `${m.startedAt} · ${m.durationSeconds.toFixed(0)} s · ${m.machine.cpus} × ${m.machine.cpuModel} · ${m.machine.memoryGb} GB · Node ${m.versions.node} · ${m.versions.git} · PostgreSQL ${m.versions.postgres} (${m.database}) · ${m.versions.temporalCli} · load average ${m.loadAverage.atStart.join(' / ')} at start, ${m.loadAverage.atEnd.join(' / ')} at end${m.quick ? ' · **QUICK RUN (reduced samples)**' : ''}`,
     '',
-    "Latencies are medians (p50) of sequential HTTP launches until `201`. The bare floor does the same statements, git (or ssh) commands and process spawn in one Node process without Temporal or HTTP; the engine floor is a workflow of the product's own shape (read from its history: local activities, activities, children, update-with-start, eager or not) with no work in it, on a worker in the benchmark process against the same dev server. Product, bare floor and engine floor are interleaved in one run; issue 17 judges each launch by product / (bare + engine).",
+    "Latencies are medians (p50) of sequential HTTP launches until `201`. The bare floor does the same statements, git (or ssh) commands and process spawn in one Node process without Temporal or HTTP; the engine floor is a workflow of the product's own shape (read from its history: local activities, activities, children, update-with-start, eager or not) with no work in it, on a worker in the benchmark process against the same dev server. Product, bare floor and engine floor are interleaved in one run; each launch is judged by product / (bare + engine).",
     '',
     renderTable(r),
     '',

@@ -1,5 +1,5 @@
 /**
- * The results table of bench/results/latest.md (issue 17's): every measure beside its bare floor,
+ * The results table of bench/results/latest.md: every measure beside its bare floor,
  * its engine floor and its target. Apart from the evidence below it because a run also prints it
  * alone at its end (bench/run.ts).
  */
@@ -23,7 +23,7 @@ const engineCell = (c: LaunchComparison): string =>
 const ratioCell = (c: LaunchComparison): string =>
   `${times(c.ratioP50)} of bare; **${times(c.ratioToFloorsP50)}** of bare + engine`;
 
-/** Issue 17's table: every row beside its bare floor and its engine floor. */
+/** The results table: every row beside its bare floor and its engine floor. */
 export function renderTable(r: BenchResults): string {
   const rows: string[][] = [];
   const t = (id: string) => targetCells(r.targets, id);

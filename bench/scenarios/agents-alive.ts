@@ -1,5 +1,5 @@
 /**
- * Scenario 13: 100 agents alive on one host (issue 28: the worker's and the gateway's RSS
+ * Scenario 13: 100 agents alive on one host (target: the worker's and the gateway's RSS
  * unchanged within 10 % against none). On a few ready tasks, attach launches start the agents
  * (`sleep 600` under the C supervisor, as every scenario's), one after another until `201`.
  *

@@ -1,5 +1,5 @@
 /**
- * Board delete (issue 17): a board of many tasks (each with a workspace and a running agent) is
+ * Board delete: a board of many tasks (each with a workspace and a running agent) is
  * deleted by an operator with consent to discard, and timed until every task's cleanup job
  * succeeded and `git worktree list --porcelain` no longer lists any of their worktrees. The bare
  * floor removes as many worktrees of the same repositories with plain `git worktree remove`

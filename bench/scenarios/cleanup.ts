@@ -34,7 +34,7 @@ export type CleanupResult =
       };
       floor: { seconds: number; worktreesPerSecond: number; leftBehind: number };
       throughputRatio: number;
-      /** Issue 17: the same number of no-work workflows of a cleanup's shape, as many at once as the product's halves. */
+      /** The engine floor: the same number of no-work workflows of a cleanup's shape, as many at once as the product's halves. */
       engine: { seconds: number; shape: WorkflowShape | null };
       /** product throughput / throughput of (bare floor + engine floor per task): target ≥ 0.8. */
       throughputRatioToFloors: number;

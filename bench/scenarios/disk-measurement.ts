@@ -1,5 +1,5 @@
 /**
- * Disk measurement beside launches (issue 26, judged in round 5, issue 28): attach p50 with many
+ * Disk measurement beside launches (judged since round 5): attach p50 with many
  * workspaces on the host (bench/seed-workspaces.ts: real worktrees, product rows) while the
  * worker's disk measurement runs back to back, against the same with it idle. The period is read
  * at start (TWS_DISK_MEASURE_EVERY_MS), so the worker is restarted for each phase: `on` measures

@@ -1,5 +1,5 @@
 /**
- * Scenario 6: how soon an agent's exit is recorded (issue 11). Agents end by themselves a moment
+ * Scenario 6: how soon an agent's exit is recorded. Agents end by themselves a moment
  * after they start; the latency is from the end their shim wrote (`ended_at`) to the moment the
  * row reads `exited`. Watched: the process that started them (the gateway, which runs launches
  * under `make start`) lives and notices at once. Unwatched: that process is SIGKILLed before the

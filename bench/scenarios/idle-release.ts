@@ -1,5 +1,5 @@
 /**
- * Idle release and restore (issue 26, judged in round 5, issue 28): many tasks, each with a
+ * Idle release and restore (judged since round 5): many tasks, each with a
  * launched-and-stopped session and a worktree holding a modified tracked file and an untracked
  * one, are (a) released by an operator's `POST /v1/idle-release` until every cleanup job
  * succeeded and every worktree is verified gone, then (b) launched again until `201` (each launch

@@ -1,5 +1,5 @@
 /**
- * Scenario 3: many tasks on one repository launched at once (200 in issue 17): every first
+ * Scenario 3: many tasks on one repository launched at once (200 by default): every first
  * launch materializes a worktree in the same repository, so the per-repository serialization of
  * git admin operations is what this measures. No failure is acceptable. The floor launches as
  * many other tasks of the same repository at once in this process: the same statements and

@@ -1,5 +1,5 @@
 /**
- * Resume (issue 17): sequential resumes of sessions whose environment is ready, each stopping the
+ * Resume: sequential resumes of sessions whose environment is ready, each stopping the
  * session's running agent and starting a new one. Product (HTTP → the resume workflow) against
  * the bare floor (admitResume, the same validation, the stop of the previous agent, the spawn, in
  * one transaction) and the engine floor (a workflow of the resume's shape with no work), the

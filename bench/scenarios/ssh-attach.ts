@@ -1,5 +1,5 @@
 /**
- * SSH attach (issue 16): a real OpenSSH sshd on 127.0.0.1 (test/support/ssh-server.ts, the
+ * SSH attach: a real OpenSSH sshd on 127.0.0.1 (test/support/ssh-server.ts, the
  * binary `make setup` unpacks), registered as an SSH target by an operator; tasks get an ssh
  * workspace with a first launch (a clone on the target), then attach launches are timed against
  * the ssh floor (the attach's statements and the product's own remote commands, read-only facts

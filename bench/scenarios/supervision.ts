@@ -1,5 +1,5 @@
 /**
- * Scenario 12: what supervising one agent costs (issue 28: ≤ 1 MB PSS and ≤ 5 ms CPU to start
+ * Scenario 12: what supervising one agent costs (target: ≤ 1 MB PSS and ≤ 5 ms CPU to start
  * per agent, beside a bare `sh` wrapper's floor). The measurement is bench/supervision.ts's (also
  * run alone by bench/supervisor-cost.ts): agents of each kind started through this process's
  * process starter as the product starts its own, measured once started and killed.

@@ -1,5 +1,5 @@
 /**
- * Scenario 14: what tracing costs a launch (issue 28: "tracing off costs nothing: attach p50
+ * Scenario 14: what tracing costs a launch (target: "tracing off costs nothing: attach p50
  * within 2 % with and without the instrumentation loaded"). With OTEL_EXPORTER_OTLP_ENDPOINT
  * unset, the product loads nothing of OpenTelemetry's SDK (worker/tracing.ts): that is the normal
  * run, `off` here. Loading it means setting the endpoint, read once at start, so the worker and

@@ -1,4 +1,4 @@
-/** The schemas of agents' limits and use (issue 46): a launch's `limits`, and the task and session views'. */
+/** The schemas of agents' limits and use: a launch's `limits`, and the task and session views'. */
 import { Type } from '@sinclair/typebox';
 
 /** An agent's limits: bytes of memory (its /tmp counted), processes, CPUs. */

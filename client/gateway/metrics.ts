@@ -212,7 +212,7 @@ export function createGatewayMetrics(
     (h) => h.agentsRunning,
   );
 
-  // Usage against limit (issue 46): per host, the largest share of the task maximum any task's agents use.
+  // Usage against limit: per host, the largest share of the task maximum any task's agents use.
   const usage = sharedRead(async () => {
     const byHost = new Map<string, { hostId: string; memory: number; pids: number }>();
     for (const u of await allTaskUsage(pool)) {

@@ -61,7 +61,7 @@ export const CreateTaskBody = Type.Object(
       ),
     ),
     quickChat: Type.Optional(Type.Boolean()),
-    /** Its workspace on disk at most (issue 46); default: the operator's TWS_TASK_DISK_QUOTA. */
+    /** Its workspace on disk at most; default: the operator's TWS_TASK_DISK_QUOTA. */
     diskQuotaBytes: Type.Optional(Type.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
@@ -103,7 +103,7 @@ export const Task = Type.Object({
   pinned: Type.Boolean(),
   /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
   disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
-  /** What its agents may use (issue 46): each agent by default, all together at most (null: limits off), its disk quota (null: none). */
+  /** What its agents may use: each agent by default, all together at most (null: limits off), its disk quota (null: none). */
   limits: TaskLimits,
   /** What the agents of its workspace use together now (memory, processes), as its host last read it; null when none runs. */
   usage: Type.Union([Usage, Type.Null()]),
@@ -208,7 +208,7 @@ export const Session = Type.Object({
     }),
     Type.Null(),
   ]),
-  /** What its agents may use (issue 46); null when the operator runs agents without limits. */
+  /** What its agents may use; null when the operator runs agents without limits. */
   limits: Type.Union([Limits, Type.Null()]),
   /** What the agents of its workspace use together now (the task view's `usage`); null when none runs, or in lists. */
   usage: Type.Union([Usage, Type.Null()]),

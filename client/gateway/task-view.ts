@@ -45,7 +45,7 @@ export async function taskView(pool: pg.Pool, config: Pick<Config, 'limits' | 't
     ...taskItem(task),
     pinned: task.pinned_at !== null,
     disk,
-    // What its agents may use (issue 46): each agent by default, all of them together at most, and its workspace on disk.
+    // What its agents may use: each agent by default, all of them together at most, and its workspace on disk.
     limits: {
       agent: config.limits.enabled ? config.limits.defaults : null,
       task: config.limits.enabled ? config.limits.maximum : null,

@@ -1,5 +1,5 @@
 /**
- * A refused request's 400 in words a person acts on (issue 27 part 4): the field, and what it
+ * A refused request's 400 in words a person acts on: the field, and what it
  * accepts, said once: `executorType must be one of worktree, local, ssh`, not the schema
  * validator's "must be equal to constant" per branch of a union; an unknown field named with the
  * nearest known one; a body that is not JSON with where it broke. Nothing of the request is

@@ -1,5 +1,5 @@
 /**
- * What a sandboxed agent owns (issue 45): the preparation of its workspace, home and git folders
+ * What a sandboxed agent owns: the preparation of its workspace, home and git folders
  * for its uid (executors/host/agent-uid.ts) before it starts. Called by the host's agent start
  * (executors/host/agent-spawn.ts spawnDetached) and the benchmark's floor.
  */
@@ -167,7 +167,7 @@ export interface PreparedSandbox {
 }
 
 /**
- * Before a sandboxed start (issue 45): the service's folders closed, the run folder traversable
+ * Before a sandboxed start: the service's folders closed, the run folder traversable
  * and the home the agent's, the workspace the agent's uid's (given whole the first time, when its
  * top folder is not yet: after a materialization), the git folders it writes its, and every
  * pointer git follows the service's, read-only. What needs no reading of the git folders runs side
@@ -211,7 +211,7 @@ export async function prepareSandbox(
 }
 
 /**
- * The command that starts the agent in its sandbox as `uid` (issue 45), once its start is prepared
+ * The command that starts the agent in its sandbox as `uid`, once its start is prepared
  * ({@link prepareSandbox}): its home in its run folder, everything of the service hidden, the
  * pointers git follows read-only, and its variables in `argsFile` for bubblewrap's `--args`.
  */
@@ -240,7 +240,7 @@ export async function sandboxedCommand(
     pinnedFolders: prepared.worktrees,
     pointers: prepared.pointers,
     readOnlyFiles: input.prompt != null ? [promptPath] : [],
-    // With limits on, /tmp is bounded and counted in the agent's memory group (issue 46).
+    // With limits on, /tmp is bounded and counted in the agent's memory group.
     ...(config.limits.enabled ? { tmpBytes: config.limits.tmpBytes } : {}),
   };
   // The agent's environment is read by bubblewrap from a file the supervisor opens and unlinks:

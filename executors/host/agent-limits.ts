@@ -1,5 +1,5 @@
 /**
- * The control groups that hold an agent to its limits (issue 46). Each task has a group (the
+ * The control groups that hold an agent to its limits. Each task has a group (the
  * operator's maximum: all its agents together) and each execution one inside it (the launch's own
  * limits); the agent's supervisor puts the agent in it before the agent runs (native/agent-supervisor.c,
  * TWS_CGROUP_PROCS), so that the agent and everything it starts are counted from their first

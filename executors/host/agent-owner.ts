@@ -1,5 +1,5 @@
 /**
- * Who owns what an agent touches (issue 45): the files of a workspace belong to its own uid (from
+ * Who owns what an agent touches: the files of a workspace belong to its own uid (from
  * TWS_AGENT_UIDS), so that agents of different tasks cannot touch each other's files even through
  * a mistake in the mount table; everything of the service is out of their reach by permission as
  * well: the service's folders are traversable only where an agent's sandbox must bind something
@@ -166,7 +166,7 @@ const AGENT_ROOTS = '/var/lib/task-workspaces/agents';
 
 /**
  * The agent root for a data folder below a folder other users cannot search (a clone in a `0700`
- * home, say): agents run as other uids and their sandbox could bind nothing there (issue 45), so
+ * home, say): agents run as other uids and their sandbox could bind nothing there, so
  * their workspaces, logs and object stores go to `/var/lib/task-workspaces/agents/<hash of the
  * data folder>/` (root's, traversable by others, not listable). Null where the data folder is
  * reachable, or when this process is not root (it then runs no agent as another uid).

@@ -12,7 +12,7 @@ import {
   type AgentSandboxMode,
 } from '../../domain/sandbox';
 
-/** Programs the service runs outside any sandbox: by absolute path, found once, never on a PATH a request could name (issue 45). */
+/** Programs the service runs outside any sandbox: by absolute path, found once, never on a PATH a request could name. */
 export function systemBinary(name: string): string | null {
   for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
     const candidate = path.join(dir, name);
@@ -75,7 +75,7 @@ const NO_SANDBOX =
 
 /**
  * The programs agents run in, or null for none. `none` is the operator's explicit choice; `auto`
- * and `bwrap` refuse to go on without a working sandbox (issue 45: never an agent as root by default).
+ * and `bwrap` refuse to go on without a working sandbox (never an agent as root by default).
  */
 export async function agentSandbox(mode: AgentSandboxMode, probeUid = 200000): Promise<SandboxPrograms | null> {
   if (mode === 'none') return null;
@@ -104,7 +104,7 @@ function probeSlirp(): Promise<string | null> {
 }
 
 /**
- * The network agents really get here (issue 33), and for `egress` the user-mode network's binary.
+ * The network agents really get here, and for `egress` the user-mode network's binary.
  * No sandbox means the host's network. `egress` without slirp4netns: with TWS_AGENT_SANDBOX=bwrap
  * the service refuses to start; with `auto` agents share the host's network, and /readyz and the
  * start-up warning say `agentNetwork: "host"`.

@@ -1,5 +1,5 @@
 /**
- * The agent's supervising parent (issues 11 and 28), as container shims keep a container's exit
+ * The agent's supervising parent, as container shims keep a container's exit
  * code for a daemon that restarts: a small C program (native/agent-supervisor.c, compiled by
  * scripts/setup.sh into .tools/agent-supervisor), detached in its own process group, that runs the
  * agent as its child and, when the agent ends, writes how (exit code or signal) to a status file
@@ -51,7 +51,7 @@ export interface ExitStatus {
   exitCode: number | null;
   signal: string | null;
   endedAt: string;
-  /** The limit that ended it: `memory` when the kernel killed a process of its group at its memory limit (issue 46). */
+  /** The limit that ended it: `memory` when the kernel killed a process of its group at its memory limit. */
   limit?: 'memory' | null;
 }
 

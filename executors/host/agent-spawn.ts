@@ -61,7 +61,7 @@ export async function spawnDetached(
   );
   const supervisorBinary = await agentSupervisor();
   // The supervisor and what it runs outside the sandbox get a fixed environment and absolute
-  // paths: nothing of the request (PATH, LD_PRELOAD, ...) reaches a process outside it (issue 45).
+  // paths: nothing of the request (PATH, LD_PRELOAD, ...) reaches a process outside it.
   const supervisorEnv: Record<string, string> = { ...SERVICE_PROGRAM_ENV, [EXECUTION_MARK]: input.executionId };
   const argsFile = logPath.replace(/\.log$/, '') + '.args';
   const { command, procs, sandboxArgument, usesArgsFile } = entrance
@@ -115,7 +115,7 @@ interface StartPieces {
 /**
  * On this host: in bubblewrap as the workspace's own uid (its own home in its run folder,
  * everything of the service hidden and closed, only its workspace and git folders writable), or
- * with TWS_AGENT_SANDBOX=none as the service, by env(1); in its own control group inside its task's (issue 46).
+ * with TWS_AGENT_SANDBOX=none as the service, by env(1); in its own control group inside its task's.
  */
 async function onThisHost(
   input: StartAgentInput,

@@ -1,5 +1,5 @@
 /**
- * The host uid a workspace's agents run as (issue 45): a worktree environment's own
+ * The host uid a workspace's agents run as: a worktree environment's own
  * (db/agent-uids.ts), or for a `local` agent the source checkout's owner; read by every start and,
  * for a new task, while its first launch makes the workspace.
  */
@@ -14,7 +14,7 @@ import { typedFailure } from '../support/failures';
 import { agentSandbox } from './agent-sandbox';
 
 /**
- * The host uid a sandboxed agent runs as (issue 45), null without a sandbox: a worktree
+ * The host uid a sandboxed agent runs as, null without a sandbox: a worktree
  * environment's own (db/agent-uids.ts), or for a `local` agent (its workspace is the source
  * checkout, which holds its common git dir) the checkout's owner, as a person running an agent in
  * their checkout would: never root, which is refused (a worktree task is the way).

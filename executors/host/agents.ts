@@ -97,7 +97,7 @@ export function hostAgents(
         throw typedFailure('workspace_reuse_unsafe');
       }
 
-      // The uid its sandbox runs it as (issue 45), taken before anything of the start is written.
+      // The uid its sandbox runs it as, taken before anything of the start is written.
       const uid = placeOf ? null : await agentUid(deps, input);
 
       // Under the task: a task delete removes its agents' logs, those of sessions deleted before included.
@@ -199,7 +199,7 @@ export function hostAgents(
       const agent = { executionId: exec.id, pid: exec.pid, processStartTime: exec.process_start_time };
       if (!(await stopRecordedAgent(pool, agent, config.agentStopGraceMs))) throw typedFailure('internal');
       await markStopped(pool, exec.id, await readExitStatus(exec.log_path));
-      // Its control groups, where its supervisor was stopped before it could leave them (issue 46).
+      // Its control groups, where its supervisor was stopped before it could leave them.
       const layout = await agentLimitsLayout(config.limits).catch(() => null);
       if (layout) await sweepAgentGroups(layout, { executionId: exec.id, minAgeMs: 0 }).catch(() => 0);
       return 'stopped';

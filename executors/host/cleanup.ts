@@ -32,7 +32,7 @@ export async function dirtyStatus(
 export function hostCleanup(deps: ActivityDeps): Omit<CleanupOperations, 'removeAudited'> {
   const { pool, config, logger } = deps;
 
-  /** Every worktree's task store is brought home (issue 32); one that cannot be fails the attempt (retried) before anything is removed. */
+  /** Every worktree's task store is brought home; one that cannot be fails the attempt (retried) before anything is removed. */
   async function bringWorkHome(worktrees: SnapshotWorktree[]): Promise<void> {
     for (const w of worktrees) {
       if (!w.worktreePath) continue;
@@ -68,7 +68,7 @@ export function hostCleanup(deps: ActivityDeps): Omit<CleanupOperations, 'remove
           return 'unreadable' as const;
         });
         if (found === null || (found !== 'unreadable' && !found.isDirectory())) continue;
-        // What a sandboxed agent committed is read from the repository's own store (issue 32; an
+        // What a sandboxed agent committed is read from the repository's own store (an
         // attempt brings it home in cleanupOnHost first): one that cannot come home counts as dirty.
         const home =
           found !== 'unreadable' &&

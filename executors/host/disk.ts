@@ -17,7 +17,7 @@ const DU_TIMEOUT_MS = 10 * 60_000;
  * exit non-zero for a file it could not read while still printing the total of the rest: that
  * total is the measure. It runs at the lowest CPU priority (`nice -n 19`), so that launches on
  * the same host are served first, and through the process starter (git/process-starter.ts), so
- * that no walk costs a fork of the worker (issue 26: a thousand workspaces measured must not move
+ * that no walk costs a fork of the worker (a thousand workspaces measured must not move
  * launch latency; bench/scenarios/disk-measurement.ts measures it).
  */
 export function directoryBytes(dir: string): Promise<number | null> {

@@ -17,7 +17,7 @@ import { isSameProcess } from './process-identity';
 export const objectStoresListPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.objects.json';
 
 /**
- * Brings home what the agent added to its task stores (issue 32): when it ends, and on each
+ * Brings home what the agent added to its task stores: when it ends, and on each
  * periodic check while it runs, so the user's own git in the worktree sees its commits soon.
  * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
  */
@@ -64,7 +64,7 @@ async function collect(
     exitCode: outcome?.exitCode ?? null,
     signal: outcome?.signal ?? null,
     endedAt: outcome?.endedAt ?? null,
-    // Its memory limit ended it (the supervisor read its group's count of kills), issue 46.
+    // Its memory limit ended it (the supervisor read its group's count of kills).
     outcome: outcome?.limit === 'memory' ? 'oom_killed' : null,
   });
   if (!ended) return null;

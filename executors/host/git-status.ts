@@ -19,11 +19,11 @@ export async function readHostGitStatus(
   for (const slot of target.slots) {
     const observedAt = new Date().toISOString();
     if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
-    // A running agent's new commits are in its task's store until brought home (issue 32).
+    // A running agent's new commits are in its task's store until brought home.
     await bringObjectsHome(config.agentRoot, slot.path, config.gitBinary).catch((err: unknown) =>
       logger.warn({ err, repositoryId: slot.repositoryId }, "an agent's objects could not be brought home now"),
     );
-    // A worktree whose registration is not the service's own (issue 45) is not read: refused typed.
+    // A worktree whose registration is not the service's own is not read: refused typed.
     try {
       pinnedRepository(slot.path);
     } catch (err) {

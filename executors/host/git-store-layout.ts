@@ -1,5 +1,5 @@
 /**
- * The git folders an agent's sandbox binds (issues 31, 32 and 45): for each repository of its
+ * The git folders an agent's sandbox binds: for each repository of its
  * workspace, its common git dir read-only, the task's own object store and ref folders writable,
  * its own worktrees' registrations writable with their pointer files read-only. Read and prepared
  * before every sandboxed start (executors/host/agent-identity.ts sandboxedCommand).
@@ -32,7 +32,7 @@ function exactFolder(p: string): boolean {
  * The binds of the repositories' common git dirs an agent works in (domain/sandbox.ts
  * gitStoreBinds), the key folders of the task stores made for them (git/agent-objects.ts), what the
  * agent's uid must own there (its object stores, its ref folders, its worktrees' admin folders) and
- * the pointers git follows that are shown read-only (issue 45). Its own worktrees' admin folders
+ * the pointers git follows that are shown read-only. Its own worktrees' admin folders
  * are those registered for a slot's worktree exactly (`gitdir` names `<worktree>/.git`, a
  * regular file only the service writes); one whose pointers are not plain files is not made
  * writable at all (its agent's git then fails, no other task's). In the source checkout itself

@@ -4,7 +4,7 @@
  * at once) wait for the next turn and are served together in it: one hold of the lock, one
  * listing of the repository's worktrees for their audits, one listing at the turn's end for
  * every removal to be verified. Each step keeps its own audit and its own outcome; only the
- * lock and the listings are shared [R6.4, issue 17: bulk removals batched per repository].
+ * lock and the listings are shared [R6.4; bulk removals batched per repository].
  */
 import type pg from 'pg';
 import type { SimpleGit } from 'simple-git';

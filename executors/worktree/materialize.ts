@@ -150,7 +150,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
   /**
    * Removes exactly what a launch made: its worktrees, the branches it created (unless they moved,
    * or a worktree still has them checked out), its marker, its empty folder. A worktree git will not
-   * remove (an agent of a cancelled launch wrote into it: issue 30) is kept with its branch and its
+   * remove (an agent of a cancelled launch wrote into it) is kept with its branch and its
    * marker, and a published first launch then leaves its environment `released` with that
    * worktree's row, as an archive that kept a dirty worktree does: visible, cleaned by the next
    * cleanup, adopted by the next launch. Answers the repositories whose worktree was kept.
@@ -167,7 +167,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
           const git = gitAt(source.sourcePath, gitOptions);
           // Only a worktree this launch created, and never with --force: git keeps a dirty one.
           if (slot.createdWorktree && (await findRegistered(await listWorktrees(git), slot.worktreePath))) {
-            // An agent that started meanwhile added to its task store: home first, or the worktree stays (issue 32).
+            // An agent that started meanwhile added to its task store: home first, or the worktree stays.
             const home = await bringObjectsHome(config.agentRoot, slot.worktreePath, config.gitBinary).then(
               () => true,
               (err: unknown) => (
@@ -207,7 +207,7 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
     }
     if (!(await mayUndo(plan))) return kept;
     if (kept.length > 0) {
-      // The marker vouches for the kept worktree; the environment keeps its row (issue 30).
+      // The marker vouches for the kept worktree; the environment keeps its row.
       if (plan.role === 'materialized') {
         const removed = made.filter((slot) => !kept.includes(slot.repositoryId)).map((slot) => slot.repositoryId);
         if (

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentEnvironment } from '../../domain/agent-env';
 
-describe('agent environment (issue 11)', () => {
+describe('agent environment', () => {
   it('is an allow-list: the service variables stay out, the agent gets its identity', () => {
     const env = agentEnvironment(
       {

@@ -16,7 +16,7 @@ describe('configuration', () => {
         /TWS_GATEWAY_RUNS_LAUNCHES must be 0 or 1/,
       );
   });
-  it('agents’ uids come from TWS_AGENT_UIDS: never root, a system account or nobody (issue 45)', () => {
+  it('agents’ uids come from TWS_AGENT_UIDS: never root, a system account or nobody', () => {
     expect(loadConfig({}, defaults).agentUids).toEqual({ first: 200000, last: 299999 });
     expect(parseUidRange('100000-100009')).toEqual({ first: 100000, last: 100009 });
     for (const bad of ['0-100', '500-2000', '60000-70000', '300-200', '200000', 'a-b', '200000-5000000000'])

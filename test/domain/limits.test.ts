@@ -1,4 +1,4 @@
-/** The rules of agents' limits (issue 46): settings, which limits apply, and what a control group gets written. */
+/** The rules of agents' limits: settings, which limits apply, and what a control group gets written. */
 import { mkdtempSync, mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

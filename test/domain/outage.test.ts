@@ -10,7 +10,7 @@ const status = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, UNAVAILA
 const grpcError = (code: number) =>
   Object.assign(new Error(`${code} status`), { code, details: 'no connection', metadata: {} });
 
-describe('outage classification [issue 10]', () => {
+describe('outage classification', () => {
   it('names the database for a refused connection, as pg reports it', async () => {
     const client = new pg.Client({ connectionString: `postgres://x:y@127.0.0.1:${await freePort()}/db` });
     const err = await client.connect().then(

@@ -142,7 +142,7 @@ describe('the layout after an abandonment', () => {
       true,
       true,
     ]);
-    // Tasks created before issue 32 keep their flat branch, still theirs.
+    // Tasks created before task branches had their own folder (`tws/<task>/work`) keep their flat branch, still theirs.
     expect(['tws/t1', 'tws/t1-r1', 'tws/t1-r12'].map((b) => isTaskBranch(b, 't1'))).toEqual([true, true, true]);
     expect(
       ['tws/t1/work-r0', 'tws/t1/other', 'tws/t1/work/x', 'tws/t2/work'].map((b) => isTaskBranch(b, 't1')),
@@ -156,7 +156,7 @@ describe('the layout after an abandonment', () => {
       false,
     ]);
   });
-  it('a sandboxed agent moves the ref folder of a service-made task branch only (issue 32)', () => {
+  it('a sandboxed agent moves the ref folder of a service-made task branch only', () => {
     const id = '0b6f7c1e-3a4d-4e5f-8a9b-1c2d3e4f5a6b';
     expect(taskBranchName(id)).toBe(`tws/${id}/work`);
     expect(taskRefFolder(`tws/${id}/work`)).toBe(`refs/heads/tws/${id}`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bubblewrapArgs, gitStoreBinds, nulSeparated, sandboxEnvironmentArgs } from '../../domain/sandbox';
 
-describe('the agent sandbox layout (issue 11)', () => {
+describe('the agent sandbox layout', () => {
   it('hides the service folders (outer first), binds the workspace and home back, then the git folders in order, and starts in the workspace', () => {
     const args = bubblewrapArgs({
       workspace: '/d/w/task-1',
@@ -15,7 +15,7 @@ describe('the agent sandbox layout (issue 11)', () => {
     });
     const joined = args.join(' ');
     expect(joined).toContain('--unshare-pid');
-    // Issue 45: its own user namespace with no capability and no way back to one, its own IPC and UTS.
+    // Its own user namespace with no capability and no way back to one, its own IPC and UTS.
     for (const flag of ['--unshare-user', '--disable-userns', '--cap-drop ALL', '--unshare-ipc', '--unshare-uts'])
       expect(joined).toContain(flag);
     expect(args.indexOf('--unshare-user')).toBeLessThan(args.indexOf('--disable-userns'));
@@ -33,7 +33,7 @@ describe('the agent sandbox layout (issue 11)', () => {
   });
 });
 
-describe('a repository git folder in the sandbox (issues 31, 32)', () => {
+describe('a repository git folder in the sandbox', () => {
   const entries = ['HEAD', 'config', 'hooks', 'info', 'objects', 'refs', 'logs', 'worktrees', 'packed-refs'];
 
   it('outside the workspace: read-only as a whole, then the task store over objects (the real ones read-only inside it), its own ref folder and its own admin folders', () => {
@@ -90,13 +90,13 @@ describe('a repository git folder in the sandbox (issues 31, 32)', () => {
       ['ro', '/w/.git/packed-refs'],
     ]);
   });
-  it('the agent’s variables are bubblewrap’s own arguments, read from a descriptor: cleared first, NUL-separated, a NUL refused (issue 45)', () => {
+  it('the agent’s variables are bubblewrap’s own arguments, read from a descriptor: cleared first, NUL-separated, a NUL refused', () => {
     const args = sandboxEnvironmentArgs({ PATH: '/a:/b', LD_PRELOAD: '/w/x.so' });
     expect(args).toEqual(['--clearenv', '--setenv', 'PATH', '/a:/b', '--setenv', 'LD_PRELOAD', '/w/x.so']);
     expect(nulSeparated(['--setenv', 'A', 'b c'])).toBe('--setenv\0A\0b c\0');
     expect(() => nulSeparated(['--setenv', 'A', 'b\0--bind'])).toThrow(/NUL/);
   });
-  it('pins the worktrees and binds every pointer read-only after them (issue 45)', () => {
+  it('pins the worktrees and binds every pointer read-only after them', () => {
     const args = bubblewrapArgs({
       workspace: '/w/t',
       gitBinds: [['rw', '/r/.git/worktrees/a']],

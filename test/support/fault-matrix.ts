@@ -1,5 +1,5 @@
 /**
- * The fault matrix (issue 10): each of worker, gateway, Temporal and PostgreSQL is killed with
+ * The fault matrix: each of worker, gateway, Temporal and PostgreSQL is killed with
  * SIGKILL in the middle of a first launch, an attach, a resume, an archive and a delete, and brought back.
  * The client retries as a client would (the same Idempotency-Key). Then an audit of the world:
  * every job final or waiting for an operator, at most one live agent per session and a session
@@ -108,7 +108,7 @@ async function untilAnswered(
   }
 }
 
-/** The audit of issue 10, on the world after recovery. */
+/** The audit of the world after recovery: every job settled, one agent per session, worktrees and rows matching, no dirty file lost. */
 async function audit(h: Harness, t: { taskId: string; repo: string; dirty: string | null; deleted: boolean }) {
   // Every job reaches a final or operator-visible state.
   await waitUntil(

@@ -86,7 +86,7 @@ export async function createHarness(
   opts: { temporalAddress?: string; inProcessWorker?: boolean; postgresServerUrl?: string } = {},
 ): Promise<Harness> {
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
-  // Traversable, not listable: agents run as their workspace's own uid and bind folders below it (issue 45).
+  // Traversable, not listable: agents run as their workspace's own uid and bind folders below it.
   await chmod(scratch, 0o711);
   const databaseUrl = opts.postgresServerUrl
     ? await migratedDatabase(opts.postgresServerUrl)

@@ -138,7 +138,7 @@ export interface LiveAgent {
  * agent's shim is one) whose environment names the session or the task.
  */
 export function liveAgents(of: { sessionId?: string; taskId?: string }): LiveAgent[] {
-  // An agent's group is led by its shim, whose environment is fixed (issue 45): the session and task
+  // An agent's group is led by its shim, whose environment is fixed: the session and task
   // are read from the members of its group (the agent itself, in its sandbox).
   const leaders: number[] = [];
   const identity = new Map<number, { sessionId: string; taskId: string | undefined }>();

@@ -47,7 +47,7 @@ export function makeRepo(
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'initial');
   for (const branch of opts.branches ?? []) git(dir, 'branch', branch);
-  // A person's checkout, not root's: a `local` agent runs as the checkout's owner (issue 45).
+  // A person's checkout, not root's: a `local` agent runs as the checkout's owner.
   execFileSync('chown', ['-R', `${CHECKOUT_OWNER}:${CHECKOUT_OWNER}`, dir]);
   return dir;
 }

@@ -138,7 +138,7 @@ export function sessionRequests(ctx: GatewayContext) {
     return claim.sessionId;
   }
 
-  /** A `local` agent works in the source checkout itself: only whom TWS_LOCAL_EXECUTOR allows (issue 32); nothing changed. */
+  /** A `local` agent works in the source checkout itself: only whom TWS_LOCAL_EXECUTOR allows; nothing changed. */
   const refuseLocal = (executorType: string, role: Role | null) => {
     if (executorType === 'local' && !localExecutorAllowed(ctx.config.localExecutor, role)) {
       throw new ApiError(
