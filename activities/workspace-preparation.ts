@@ -1,8 +1,8 @@
 /**
  * A workspace a launch just made is made ready to work in (domain/workspace-setup.ts): per
  * repository, in order, its `copyFiles` copied from the source checkout into its new worktree,
- * then its `setup` run there as its agents run (the sandbox as the workspace's uid, or the task's
- * container), before the saved work of a release is restored (so the restore wins) and before any
+ * then its `setup` run there as its agents run (the sandbox as the workspace's uid, the task's
+ * container, or on the SSH target that holds the clone, by the runner its agents start under), before the saved work of a release is restored (so the restore wins) and before any
  * agent starts. Only a materialization does this: an attach or a resume never does [R1.2]. What
  * it did is recorded for the launch's answer and the session's view; a setup that failed with
  * `setupFailure: refuse` fails the launch (`workspace_setup_failed`), which undoes what it made.
@@ -12,10 +12,14 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { preparationSettings, recordPreparation } from '../db/workspace-preparations';
 import { agentSandbox } from '../executors/host/agent-sandbox';
-import { copyIntoWorktree } from '../executors/host/copy-files';
+import { copyIntoWorktree, readCopies } from '../executors/host/copy-files';
 import { runSetup, setupLogPath } from '../executors/host/setup-run';
 import { containerPlaceOf } from '../executors/container/agents';
 import type { ActivityDeps } from '../executors/support/deps';
+import type { StartAgentInput } from '../executors/agent-start';
+import { runRemoteSetup, remoteSetupLogPath } from '../executors/ssh/setup';
+import { loadSshTarget, typedSsh } from '../executors/ssh/workspace';
+import { copyIntoRemoteClone } from '../ssh/remote-copy';
 import { typedFailure } from '../executors/support/failures';
 import { agentStartOf, publishedPlan, type LaunchPlan, type MaterializedSlot } from '../domain/launch';
 import { setupStatusOf, type CopyOutcome, type SetupOutcome } from '../domain/workspace-setup';
@@ -24,6 +28,60 @@ import { setupStatusOf, type CopyOutcome, type SetupOutcome } from '../domain/wo
 export interface Prepared {
   wrote: Set<string>;
   setupRan: boolean;
+}
+
+/** Where a workspace is made ready: its copies and its setup's run, on this host or on the SSH target that holds its clones. */
+interface PreparationPlace {
+  copy(sourcePath: string, worktreePath: string, patterns: string[]): Promise<CopyOutcome>;
+  /** The setup's outcome and log (null: it did not run, and why not is its status). */
+  setup(input: StartAgentInput, repositoryId: string): Promise<{ outcome: SetupOutcome; logPath: string | null }>;
+  /** A setup that ran here ran as the workspace's uid: what is written after it is given to that uid too. */
+  runsAsWorkspaceUid: boolean;
+  sshTargetId: string | null;
+}
+
+async function placeOf(deps: ActivityDeps, plan: LaunchPlan): Promise<PreparationPlace> {
+  const timeoutMs = deps.config.setupTimeoutMs;
+  if (plan.sshTargetId) {
+    // On the target: the host reads its checkout's files (never through a link), the target writes them into the clone.
+    const target = await loadSshTarget(deps.pool, plan.sshTargetId);
+    return {
+      async copy(sourcePath, worktreePath, patterns) {
+        const read = await readCopies(await realpath(sourcePath), patterns);
+        const written = await copyIntoRemoteClone(target, worktreePath, read.files).catch((err: unknown) =>
+          Promise.reject(typedSsh(err)),
+        );
+        const outcome: CopyOutcome = { files: [], skipped: read.skipped };
+        read.files.forEach((file, i) =>
+          written[i] ? outcome.skipped.push({ path: file.path, reason: written[i]! }) : outcome.files.push(file.path),
+        );
+        return outcome;
+      },
+      async setup(input, repositoryId) {
+        const logPath = remoteSetupLogPath(target, plan, repositoryId);
+        const run = await runRemoteSetup(deps, target, input, logPath, timeoutMs);
+        return { outcome: setupStatusOf(run.exit, run.timedOut), logPath };
+      },
+      runsAsWorkspaceUid: false,
+      sshTargetId: target.id,
+    };
+  }
+  const inContainer = plan.executorType === 'container';
+  // Never as the service: on a host whose agents run unsandboxed (TWS_AGENT_SANDBOX=none) it does not run.
+  const runs = inContainer || Boolean(await agentSandbox(deps.config.agentSandbox));
+  return {
+    copy: async (sourcePath, worktreePath, patterns) =>
+      copyIntoWorktree(await realpath(sourcePath), await realpath(worktreePath), patterns),
+    async setup(input, repositoryId) {
+      if (!runs) return { outcome: setupStatusOf(null, false), logPath: null };
+      const logPath = setupLogPath(deps.config.logDir, plan, repositoryId);
+      const place = inContainer ? await containerPlaceOf(deps)(input) : null;
+      const run = await runSetup(deps, input, logPath, timeoutMs, place);
+      return { outcome: setupStatusOf(run.exit, run.timedOut), logPath };
+    },
+    runsAsWorkspaceUid: runs,
+    sshTargetId: null,
+  };
 }
 
 export async function prepareNewWorkspace(
@@ -39,21 +97,17 @@ export async function prepareNewWorkspace(
   );
   if (settings.size === 0) return prepared;
   const published = publishedPlan(plan, made);
+  const place = await placeOf(deps, plan);
   for (const slot of plan.slots) {
     const own = settings.get(slot.repositoryId);
     const worktree = made.find((m) => m.repositoryId === slot.repositoryId);
     if (!own || !worktree) continue;
     // Paths from the workspace: a workspace of several repositories holds each in its own folder.
-    const within = path.relative(plan.workspacePath, worktree.worktreePath);
+    const within = path.posix.relative(plan.workspacePath, worktree.worktreePath);
     const fromWorkspace = (p: string) => (within ? `${within}/${p}` : p);
-    // An SSH target's clone: neither copied into nor set up by this build; said per pattern, and a
-    // `refuse` setup fails the launch (never a workspace taken as ready that is not).
-    const remote = Boolean(plan.sshTargetId);
-    const copy: CopyOutcome = remote
-      ? { files: [], skipped: own.copyFiles.map((p) => ({ path: p, reason: 'remote_workspace' as const })) }
-      : own.copyFiles.length
-        ? await copyIntoWorktree(await realpath(slot.sourcePath), await realpath(worktree.worktreePath), own.copyFiles)
-        : { files: [], skipped: [] };
+    const copy: CopyOutcome = own.copyFiles.length
+      ? await place.copy(slot.sourcePath, worktree.worktreePath, own.copyFiles)
+      : { files: [], skipped: [] };
     const copied: CopyOutcome = {
       files: copy.files.map(fromWorkspace),
       skipped: copy.skipped.map((s) => ({ ...s, path: fromWorkspace(s.path) })),
@@ -62,15 +116,8 @@ export async function prepareNewWorkspace(
     let logPath: string | null = null;
     if (own.setup) {
       const input = { ...agentStartOf(published, own.setup, randomUUID()), cwd: worktree.worktreePath };
-      const inContainer = plan.executorType === 'container';
-      // Never as the service: on a host whose agents run unsandboxed (TWS_AGENT_SANDBOX=none) it does not run.
-      if (!remote && (inContainer || (await agentSandbox(deps.config.agentSandbox)))) {
-        logPath = setupLogPath(deps.config.logDir, plan, slot.repositoryId);
-        const place = inContainer ? await containerPlaceOf(deps)(input) : null;
-        const run = await runSetup(deps, input, logPath, deps.config.setupTimeoutMs, place);
-        setup = setupStatusOf(run.exit, run.timedOut);
-        prepared.setupRan = true;
-      } else setup = setupStatusOf(null, false);
+      ({ outcome: setup, logPath } = await place.setup(input, slot.repositoryId));
+      if (logPath && place.runsAsWorkspaceUid) prepared.setupRan = true;
     }
     if (copied.files.length > 0 || (setup && setup.status !== 'not_started')) prepared.wrote.add(slot.repositoryId);
     await recordPreparation(deps.pool, {
@@ -82,6 +129,7 @@ export async function prepareNewWorkspace(
       copied,
       setup,
       logPath,
+      sshTargetId: place.sshTargetId,
     });
     if (setup && setup.status !== 'succeeded' && own.setupFailure === 'refuse')
       throw typedFailure('workspace_setup_failed', {

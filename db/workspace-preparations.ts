@@ -38,16 +38,19 @@ export interface PreparationRecord {
   copied: CopyOutcome;
   setup: SetupOutcome | null;
   logPath: string | null;
+  /** The log is on this SSH target (the setup ran there). */
+  sshTargetId: string | null;
 }
 
 /** Recorded (a re-run of the same launch step records it again, the last one counts). */
 export async function recordPreparation(db: Db, r: PreparationRecord): Promise<void> {
   await db.query(
     `INSERT INTO workspace_preparations
-       (session_id, repository_id, environment_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       (session_id, repository_id, environment_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path, ssh_target_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (session_id, repository_id) DO UPDATE SET environment_id = $3, host_id = $4, position = $5,
-       copied = $6, skipped = $7, setup_status = $8, exit_code = $9, signal = $10, log_path = $11, created_at = now()`,
+       copied = $6, skipped = $7, setup_status = $8, exit_code = $9, signal = $10, log_path = $11,
+       ssh_target_id = $12, created_at = now()`,
     [
       r.sessionId,
       r.repositoryId,
@@ -60,6 +63,7 @@ export async function recordPreparation(db: Db, r: PreparationRecord): Promise<v
       r.setup?.exitCode ?? null,
       r.setup?.signal ?? null,
       r.logPath,
+      r.sshTargetId,
     ],
   );
 }
@@ -75,13 +79,14 @@ export interface PreparationRow {
   exit_code: number | null;
   signal: string | null;
   log_path: string | null;
+  ssh_target_id: string | null;
 }
 
 /** The preparations of these sessions, in repository order. */
 export async function preparationsOf(db: Db, sessionIds: string[]): Promise<PreparationRow[]> {
   const res = await db.query<PreparationRow>(
-    `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path
-       FROM workspace_preparations WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, position`,
+    `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path,
+            ssh_target_id FROM workspace_preparations WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, position`,
     [sessionIds],
   );
   return res.rows;

@@ -92,7 +92,7 @@ export type CopySkipReason =
   | 'too_many_files'
   | 'exists' // the worktree has it already (committed): never overwritten
   | 'unreadable'
-  | 'remote_workspace'; // a pattern not copied to an SSH target's clone: this build copies into host worktrees only
+  | 'unwritable'; // its place in the worktree could not be written (a folder the setup or the checkout made read-only)
 
 /** A setup's outcome: its exit, or why it has none. */
 type SetupStatus = 'succeeded' | 'failed' | 'timed_out' | 'not_started';

@@ -125,6 +125,8 @@ export interface SavedWorkPatches {
   whole: Buffer;
   staged: Buffer;
   rest: Buffer;
+  /** The paths the whole patch writes (from the top): what a restore over a prepared workspace puts back to HEAD first. */
+  paths: string[];
 }
 
 /** A saved commit's patches, read from the repository at `repoDir` (for a clone elsewhere to apply). */
@@ -136,7 +138,12 @@ export async function savedWorkPatches(
   const git = gitAt(repoDir, options);
   return withPatchFile(async (file, other) => {
     const { staged, rest } = await writeSavedWorkParts(git, commit, file, other);
-    return { whole: await readFile(file), staged: await readFile(staged), rest: await readFile(rest) };
+    return {
+      whole: await readFile(file),
+      staged: await readFile(staged),
+      rest: await readFile(rest),
+      paths: await pathsOfPatch(git, file),
+    };
   });
 }
 
@@ -246,11 +253,7 @@ async function applies(git: SimpleGit, args: string[]): Promise<boolean> {
  * that is not a real folder of the worktree keeps it, and the patch then says `conflict`).
  */
 async function clearPathsOf(git: SimpleGit, dir: string, patch: string): Promise<void> {
-  const listed = await git.raw(['apply', '--numstat', '-z', patch]);
-  const paths = listed
-    .split('\0')
-    .map((entry) => entry.split('\t').slice(2).join('\t'))
-    .filter((p) => p.length > 0 && !p.split('/').includes('..'));
+  const paths = await pathsOfPatch(git, patch);
   if (paths.length === 0) return;
   const tracked = new Set(
     (await git.raw(['ls-tree', '-r', '-z', '--name-only', 'HEAD', '--', ...paths])).split('\0').filter(Boolean),
@@ -258,6 +261,16 @@ async function clearPathsOf(git: SimpleGit, dir: string, patch: string): Promise
   const checkout = paths.filter((p) => tracked.has(p));
   if (checkout.length > 0) await git.raw(['checkout', 'HEAD', '--', ...checkout]);
   for (const p of paths.filter((p) => !tracked.has(p))) removeUntracked(dir, p);
+}
+
+/** The paths a patch file writes, as git reads it (never one that climbs out). */
+async function pathsOfPatch(git: SimpleGit, patch: string): Promise<string[]> {
+  if ((await stat(patch)).size === 0) return [];
+  const listed = await git.raw(['apply', '--numstat', '-z', patch]);
+  return listed
+    .split('\0')
+    .map((entry) => entry.split('\t').slice(2).join('\t'))
+    .filter((p) => p.length > 0 && !p.split('/').includes('..'));
 }
 
 /** An untracked file of the worktree removed, only through real folders of it; anything else stays. */

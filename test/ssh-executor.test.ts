@@ -6,7 +6,17 @@
  * bringing its branch back to the host repository (nothing is pushed anywhere).
  * The target is this machine, so its files are also checked directly on disk.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
@@ -21,9 +31,17 @@ import { recoverAgents } from '../executors/registry';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { closeSshConnections } from '../ssh/connection';
 import { runRemote } from '../ssh/remote-exec';
-import { waitForJob } from './support/cleanup';
+import { releaseIdleTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
-import { createTask, expectSafeError, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
+import {
+  agentOutputUntil,
+  createTask,
+  expectSafeError,
+  launch,
+  pidOf,
+  registerRepo,
+  waitUntil,
+} from './support/scenario';
 import { startSshServer, type SshServer } from './support/ssh-server';
 import {
   branches,
@@ -657,5 +675,144 @@ describe('transitions and cleanup', () => {
     );
     expect(restored.restore).toBe('applied');
     expect(Date.parse(restored.restoredAt)).toBeGreaterThan(0);
+  });
+});
+
+/** A remote agent's end, as the worker's periodic check would see it (asked now). */
+async function remoteAgentEnded(executionId: string): Promise<void> {
+  await waitUntil(async () => {
+    await recoverAgents({ pool: h.pool, config: h.config, logger: pino({ level: 'silent' }) }, h.config.hostId);
+    return (
+      (await h.pool.query('SELECT status FROM executions WHERE id = $1', [executionId])).rows[0].status !== 'running'
+    );
+  }, 'the remote agent to be seen ended');
+}
+
+describe('a new clone made ready on the target (copyFiles, setup)', () => {
+  /** A repository whose checkout holds local files: `.env`, a nested config, a link to /etc, a committed link its checkout replaced by a file. */
+  async function preparedSshRepo(name: string, settings: Record<string, unknown>) {
+    const dir = makeRepo(h.scratch, name, {
+      files: { 'README.md': '# r\n', 'version.txt': 'v1\n', '.gitignore': '.env\n.setup-runs\n' },
+    });
+    const outside = path.join(h.scratch, `${name}-outside`);
+    mkdirSync(outside);
+    symlinkSync(path.join(outside, 'written'), path.join(dir, 'local.json'));
+    git(dir, 'add', 'local.json');
+    git(dir, 'commit', '-q', '-m', 'a committed link');
+    // The checkout's own copy is a file now (not committed): the clone still has the link.
+    rmSync(path.join(dir, 'local.json'));
+    writeFileSync(path.join(dir, 'local.json'), '{}\n');
+    writeFileSync(path.join(dir, '.env'), 'SECRET=from-checkout\n', { mode: 0o600 });
+    chmodSync(path.join(dir, '.env'), 0o600);
+    mkdirSync(path.join(dir, 'config'));
+    writeFileSync(path.join(dir, 'config/local.dev.json'), '{"dev":true}\n');
+    symlinkSync('/etc/passwd', path.join(dir, '.env.local'));
+    const res = await h.api('POST', '/v1/repositories', { name, path: dir, ...settings }, OPERATOR_TOKEN);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return { dir, id: res.body.id as string, outside };
+  }
+
+  it('copies the files into the clone (never through a link, never over one), runs the setup there before the agent, with its log; an attach runs nothing', async () => {
+    const repo = await preparedSshRepo('ssh-ready', {
+      copyFiles: ['.env', 'config/local.*.json', '.env.local', 'local.json', 'version.txt'],
+      setup: [
+        'sh',
+        '-c',
+        'echo setting up in $(pwd) as $TWS_TASK_ID; echo ran >> .setup-runs; echo made > setup-made.txt',
+      ],
+    });
+    const taskId = await createTask(h, [repo.id]);
+    const res = await sshLaunch(taskId, { command: ['sh', '-c', 'cat setup-made.txt .env; echo agent-done'] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const clone = path.join(ssh.workspaceRoot, taskDirName(taskId), 'ssh-ready');
+    expect(res.body.setup).toMatchObject({ status: 'succeeded', exitCode: 0, repositoryId: repo.id });
+    expect(res.body.copied.files.sort()).toEqual(['.env', 'config/local.dev.json']);
+    expect(res.body.copied.skipped).toEqual(
+      expect.arrayContaining([
+        { path: '.env.local', reason: 'symlink' },
+        { path: 'local.json', reason: 'symlink' },
+        { path: 'version.txt', reason: 'exists' },
+      ]),
+    );
+    expect(res.body.copied.skipped).toHaveLength(3);
+    // In the clone with its mode; nothing written through the clone's link, nothing over a committed file.
+    expect(readFileSync(path.join(clone, '.env'), 'utf8')).toBe('SECRET=from-checkout\n');
+    expect(statSync(path.join(clone, '.env')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(clone, 'config/local.dev.json'), 'utf8')).toBe('{"dev":true}\n');
+    expect(existsSync(path.join(repo.outside, 'written'))).toBe(false);
+    expect(readFileSync(path.join(clone, 'version.txt'), 'utf8')).toBe('v1\n');
+    // The agent started after the setup, in what it made.
+    const out = await agentOutputUntil(h, res.body.executionId, 'agent-done');
+    expect(out).toContain('made');
+    expect(out).toContain('SECRET=from-checkout');
+    // Its log is on the target, outside the task folder, read through the API.
+    const log = await h.api('GET', `/v1/sessions/${res.body.sessionId}/logs?source=setup`);
+    expect(log.status).toBe(200);
+    expect(String(log.body)).toContain(`setting up in ${clone} as ${taskId}`);
+    const row = (
+      await h.pool.query('SELECT log_path, ssh_target_id FROM workspace_preparations WHERE session_id = $1', [
+        res.body.sessionId,
+      ])
+    ).rows[0];
+    expect(row.ssh_target_id).toBe(targetId);
+    expect(row.log_path.startsWith(path.join(ssh.workspaceRoot, '.task-workspaces', 'runs') + '/')).toBe(true);
+    expect(existsSync(row.log_path)).toBe(true);
+    const view = await h.api('GET', `/v1/sessions/${res.body.sessionId}`);
+    expect(view.body.preparation.setup).toMatchObject({ status: 'succeeded', exitCode: 0 });
+
+    // An attach runs nothing and copies nothing [R1.2].
+    writeFileSync(path.join(clone, '.env'), 'EDITED=1\n');
+    const attached = await sshLaunch(taskId, { command: ['true'] });
+    expect(attached.status, JSON.stringify(attached.body)).toBe(201);
+    expect(attached.body).toMatchObject({ role: 'attached', setup: null, copied: null });
+    await remoteAgentEnded(attached.body.executionId);
+    expect(readFileSync(path.join(clone, '.setup-runs'), 'utf8')).toBe('ran\n');
+    expect(readFileSync(path.join(clone, '.env'), 'utf8')).toBe('EDITED=1\n');
+  });
+
+  it('a failing setup with refuse undoes the launch on the target: no clone, no rows', async () => {
+    const repo = await preparedSshRepo('ssh-refuses', {
+      copyFiles: ['.env'],
+      setup: ['sh', '-c', 'echo refusing; exit 4'],
+      setupFailure: 'refuse',
+    });
+    const taskId = await createTask(h, [repo.id]);
+    const rows = await rowCounts(h.pool);
+    const refused = await sshLaunch(taskId, { command: ['true'] });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expectSafeError(refused.body, 'workspace_setup_failed', [repo.dir, ssh.workspaceRoot]);
+    expect(refused.body.error).toMatchObject({ repositoryId: repo.id, status: 'failed', exitCode: 4 });
+    expect(existsSync(path.join(ssh.workspaceRoot, taskDirName(taskId)))).toBe(false);
+    const after = await rowCounts(h.pool);
+    expect(after.environment_repos).toBe(rows.environment_repos);
+    expect(after.executions).toBe(rows.executions);
+  });
+
+  it('after an idle release the setup and the copies run again in the new clone, then the saved work is restored over them', async () => {
+    const repo = await preparedSshRepo('ssh-released', {
+      copyFiles: ['.env'],
+      setup: ['sh', '-c', 'echo from-setup > version.txt; echo ran >> .setup-runs'],
+    });
+    const taskId = await createTask(h, [repo.id]);
+    const first = await sshLaunch(taskId, {
+      command: ['sh', '-c', 'echo from-agent > version.txt; echo AGENT=1 > .env; echo notes > notes.txt'],
+    });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    await remoteAgentEnded(first.body.executionId);
+    const others = (await h.pool.query('SELECT id FROM tasks WHERE id <> $1 AND archived_at IS NULL', [taskId])).rows;
+    for (const { id } of others) expect((await h.api('POST', `/v1/tasks/${id}/pin`)).status).toBe(200);
+    const job = await releaseIdleTask(h, taskId);
+    expect(job.state).toBe('succeeded');
+    const again = await sshLaunch(taskId, { command: ['true'] });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.body.setup).toMatchObject({ status: 'succeeded' });
+    expect(again.body.copied.files).toEqual(['.env']);
+    const clone = path.join(ssh.workspaceRoot, taskDirName(taskId), 'ssh-released');
+    // The agent's work won over what the setup and the copy wrote.
+    expect(readFileSync(path.join(clone, 'version.txt'), 'utf8')).toBe('from-agent\n');
+    expect(readFileSync(path.join(clone, '.env'), 'utf8')).toBe('AGENT=1\n');
+    expect(readFileSync(path.join(clone, 'notes.txt'), 'utf8')).toBe('notes\n');
+    expect(readFileSync(path.join(clone, '.setup-runs'), 'utf8')).toBe('ran\n');
+    expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('applied');
   });
 });

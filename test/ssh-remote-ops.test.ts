@@ -787,7 +787,9 @@ describe('copied files into a clone', () => {
     expect(readFileSync(path.join(clone, 'last.bin'), 'utf8')).toBe('\0binary\0\n');
     expect(statSync(path.join(clone, 'last.bin')).mode & 0o777).toBe(0o755);
     // A clone that is not a folder: nothing written.
-    expect(await reasonOf(copyIntoRemoteClone(target, path.join(clone, 'linked'), [file('x', 'x')]))).toBe('copy_failed');
+    expect(await reasonOf(copyIntoRemoteClone(target, path.join(clone, 'linked'), [file('x', 'x')]))).toBe(
+      'copy_failed',
+    );
     expect(readdirSync(outside)).toEqual([]);
   });
 });

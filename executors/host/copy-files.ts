@@ -81,8 +81,8 @@ function parentsOf(worktree: string, rel: string): CopySkipReason | null {
   return null;
 }
 
-/** One file copied (read and written through checked descriptors), or why not; `room`: bytes the copies may still take. */
-function copyOne(source: string, worktree: string, rel: string, room: number): { bytes: number } | CopySkipReason {
+/** One file of the checkout read through a checked descriptor (its bytes and mode), or why not; `room`: bytes the copies may still take. */
+function readOne(source: string, rel: string, room: number): { data: Buffer; mode: number } | CopySkipReason {
   let from: number;
   try {
     from = openSync(path.join(source, rel), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -96,37 +96,80 @@ function copyOne(source: string, worktree: string, rel: string, room: number): {
     if (!isWithinFolder(realPathOf(from), source)) return 'symlink';
     if (st.size > COPY_CAPS.fileBytes) return 'too_large';
     if (st.size > room) return 'total_too_large';
-    const way = parentsOf(worktree, rel);
-    if (way) return way;
-    let to: number;
-    try {
-      to = openSync(
-        path.join(worktree, rel),
-        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-        st.mode & 0o777,
-      );
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'exists' : 'unreadable';
+    const data = Buffer.alloc(st.size);
+    let read = 0;
+    while (read < st.size) {
+      const n = readSync(from, data, read, st.size - read, null);
+      if (n === 0) break;
+      read += n;
     }
-    try {
-      if (!isWithinFolder(realPathOf(to), worktree)) return 'symlink';
-      const buffer = Buffer.alloc(Math.min(st.size, 1024 * 1024) || 1);
-      let copied = 0;
-      for (;;) {
-        const n = readSync(from, buffer, 0, buffer.length, null);
-        if (n === 0) break;
-        copied += n;
-        if (copied > st.size || copied > room) return 'total_too_large'; // it grew meanwhile
-        writeSync(to, buffer, 0, n);
-      }
-      // Its own mode exactly (the umask took bits from it at the open).
-      fchmodSync(to, st.mode & 0o777);
-      return { bytes: copied };
-    } finally {
-      closeSync(to);
-    }
+    // It changed meanwhile (shrank or grew): not a copy of any one state of it.
+    if (read !== st.size || readSync(from, Buffer.alloc(1), 0, 1, null) !== 0) return 'unreadable';
+    return { data, mode: st.mode & 0o777 };
   } finally {
     closeSync(from);
+  }
+}
+
+/** A file the checkout gives a new worktree: its path from the top, its bytes, its mode. */
+export interface FileToCopy {
+  path: string;
+  data: Buffer;
+  mode: number;
+}
+
+/**
+ * The checkout's files matching `patterns` (a real folder), read whole: at most COPY_CAPS of them,
+ * each named with why where it is not taken. Nothing of the checkout is ever changed.
+ */
+export async function readCopies(
+  source: string,
+  patterns: string[],
+): Promise<{ files: FileToCopy[]; skipped: CopyOutcome['skipped'] }> {
+  const taken: FileToCopy[] = [];
+  const skipped: CopyOutcome['skipped'] = [];
+  if (patterns.length === 0) return { files: taken, skipped };
+  const found = await candidates(source, patterns);
+  skipped.push(...found.skipped);
+  let room: number = COPY_CAPS.totalBytes;
+  for (const rel of found.files) {
+    if (taken.length >= COPY_CAPS.files) {
+      skipped.push({ path: rel, reason: 'too_many_files' });
+      continue;
+    }
+    const read = readOne(source, rel, room);
+    if (typeof read === 'string') skipped.push({ path: rel, reason: read });
+    else {
+      taken.push({ path: rel, ...read });
+      room -= read.data.length;
+    }
+  }
+  return { files: taken, skipped };
+}
+
+/** One file written into the worktree (through a checked descriptor, never over anything), or why not. */
+function writeOne(worktree: string, file: FileToCopy): CopySkipReason | null {
+  const way = parentsOf(worktree, file.path);
+  if (way) return way;
+  let to: number;
+  try {
+    to = openSync(
+      path.join(worktree, file.path),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      file.mode,
+    );
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EEXIST' ? 'exists' : 'unwritable';
+  }
+  try {
+    if (!isWithinFolder(realPathOf(to), worktree)) return 'symlink';
+    for (let written = 0; written < file.data.length;)
+      written += writeSync(to, file.data, written, file.data.length - written);
+    // Its own mode exactly (the umask took bits from it at the open).
+    fchmodSync(to, file.mode);
+    return null;
+  } finally {
+    closeSync(to);
   }
 }
 
@@ -135,22 +178,12 @@ function copyOne(source: string, worktree: string, rel: string, room: number): {
  * worktree just made): at most COPY_CAPS of them; paths in the answer are from the top.
  */
 export async function copyIntoWorktree(source: string, worktree: string, patterns: string[]): Promise<CopyOutcome> {
-  const outcome: CopyOutcome = { files: [], skipped: [] };
-  if (patterns.length === 0) return outcome;
-  const found = await candidates(source, patterns);
-  outcome.skipped.push(...found.skipped);
-  let room: number = COPY_CAPS.totalBytes;
-  for (const rel of found.files) {
-    if (outcome.files.length >= COPY_CAPS.files) {
-      outcome.skipped.push({ path: rel, reason: 'too_many_files' });
-      continue;
-    }
-    const done = copyOne(source, worktree, rel, room);
-    if (typeof done === 'string') outcome.skipped.push({ path: rel, reason: done });
-    else {
-      outcome.files.push(rel);
-      room -= done.bytes;
-    }
+  const read = await readCopies(source, patterns);
+  const outcome: CopyOutcome = { files: [], skipped: read.skipped };
+  for (const file of read.files) {
+    const why = writeOne(worktree, file);
+    if (why) outcome.skipped.push({ path: file.path, reason: why });
+    else outcome.files.push(file.path);
   }
   return outcome;
 }

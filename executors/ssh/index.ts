@@ -50,13 +50,16 @@ export function sshExecutor(deps: ActivityDeps): Executor {
       return observations;
     },
 
-    /** The saved work, written as a patch by the host repository that holds it, applied in the new clone on the target [R6.10]. */
-    async restoreWork(plan, slot, commit) {
+    /**
+     * The saved work, written as a patch by the host repository that holds it, applied in the new
+     * clone on the target [R6.10]; over a prepared clone, the paths it writes go back to HEAD first.
+     */
+    async restoreWork(plan, slot, commit, overPreparation) {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId);
       if (!source) throw new Error('the slot is not one of the plan');
       const target = await loadSshTarget(pool, plan.sshTargetId);
       const patches = await savedWorkPatches(source.sourcePath, commit, { binary: deps.config.gitBinary });
-      return restoreRemoteWork(target, slot.worktreePath, patches).catch((err: unknown) =>
+      return restoreRemoteWork(target, slot.worktreePath, patches, overPreparation).catch((err: unknown) =>
         Promise.reject(typedSsh(err)),
       );
     },

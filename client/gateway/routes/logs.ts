@@ -60,10 +60,12 @@ export function logRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             (p) => p.log_path && (!request.query.repositoryId || p.repository_id === request.query.repositoryId),
           );
           if (!prepared?.log_path) throw notFound('Setup log');
+          // A setup on an SSH target: its log is read there, by the host that talks to the target.
+          const at = { sshTargetId: prepared.ssh_target_id };
           const source =
             prepared.host_id === ctx.config.hostId
-              ? await executors.at({}).openLog({}, prepared.log_path).catch(refused)
-              : logOnHost(ctx.temporal, ctx.config, prepared.host_id, prepared.log_path, null);
+              ? await executors.at(at).openLog(at, prepared.log_path).catch(refused)
+              : logOnHost(ctx.temporal, ctx.config, prepared.host_id, prepared.log_path, prepared.ssh_target_id);
           const head = await source
             .tail(request.query.tail === undefined ? null : Number(request.query.tail))
             .catch(refused);
