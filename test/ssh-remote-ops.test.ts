@@ -8,6 +8,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -37,6 +38,7 @@ import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
 import { RemoteOperationError } from '../ssh/remote-scripts';
 import { WORKSPACE_SCRIPTS } from '../ssh/cleanup-scripts';
 import { readRemoteGitStatus } from '../ssh/remote-git-status';
+import { copyIntoRemoteClone } from '../ssh/remote-copy';
 import { restoreRemoteWork } from '../ssh/remote-restore';
 import { savedWorkPatches } from '../git/saved-work';
 import {
@@ -755,5 +757,39 @@ describe('the target runs no program its clone names', () => {
         .sort(),
     ).toEqual(expect.arrayContaining(['clean.ran', 'fsmonitor.ran']));
     rmSync(marks, { recursive: true, force: true });
+  });
+});
+
+describe('copied files into a clone', () => {
+  it('writes each file with its mode where nothing is, never through a link or over a file, and reads through what it skips', async () => {
+    const { slot } = await launched('cp1');
+    const clone = slot.repoPath;
+    const outside = mkdtempSync(path.join(hostDir, 'outside-'));
+    symlinkSync(outside, path.join(clone, 'linked'));
+    writeFileSync(path.join(clone, 'there.txt'), 'was there\n');
+    const file = (p: string, text: string, mode = 0o644) => ({ path: p, data: Buffer.from(text), mode });
+    const answers = await copyIntoRemoteClone(target, clone, [
+      file('linked/inside.txt', 'through the link\n'),
+      file('there.txt', 'over it\n'),
+      file('../escape.txt', 'climbs out\n'),
+      file('a folder/with space\nand line.txt', 'spaced\n', 0o600),
+      file('linked', 'over the link\n'),
+      file('last.bin', '\0binary\0\n', 0o755),
+    ]);
+    expect(answers).toEqual(['symlink', 'exists', 'not_a_file', null, 'symlink', null]);
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readFileSync(path.join(clone, 'there.txt'), 'utf8')).toBe('was there\n');
+    expect(existsSync(path.join(path.dirname(clone), 'escape.txt'))).toBe(false);
+    const spaced = path.join(clone, 'a folder/with space\nand line.txt');
+    expect(readFileSync(spaced, 'utf8')).toBe('spaced\n');
+    expect(statSync(spaced).mode & 0o777).toBe(0o600);
+    // The bytes of what was skipped were read through: the last file is whole.
+    expect(readFileSync(path.join(clone, 'last.bin'), 'utf8')).toBe('\0binary\0\n');
+    expect(statSync(path.join(clone, 'last.bin')).mode & 0o777).toBe(0o755);
+    // A clone that is not a folder: nothing written.
+    expect(await reasonOf(copyIntoRemoteClone(target, path.join(clone, 'linked'), [file('x', 'x')]))).toBe(
+      'copy_failed',
+    );
+    expect(readdirSync(outside)).toEqual([]);
   });
 });
