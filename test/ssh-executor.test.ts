@@ -292,7 +292,7 @@ describe('the session on the target: status, logs, resume', () => {
     );
     try {
       const followed = await text(`/v1/sessions/${res.body.sessionId}/logs?follow=1`);
-      // The runner's first line says which limits hold on this target (issue 46), then the agent's output.
+      // The runner's first line says which limits hold on this target, then the agent's output.
       expect(followed.status).toBe(200);
       expect(followed.body).toMatch(/^task-workspaces: limits on this target \(ulimit\): [^\n]*\none\ntwo\nthree\n$/);
     } finally {
@@ -518,7 +518,7 @@ describe('transitions and cleanup', () => {
       workspace_path: t.hostWorktree,
     });
     expect(existsSync(t.remoteClone)).toBe(true); // the ssh clone is retained, not reused, not removed
-    // Back in the host worktree's folder: its row is active again, one row for the folder (issue 24, item 2).
+    // Back in the host worktree's folder: its row is active again, one row for the folder.
     const rows = await rowsOf(envId);
     expect(rows.filter((r: any) => r.status === 'retained').map((r: any) => r.executor_type)).toEqual(['ssh']);
     expect(rows.filter((r: any) => r.status === 'active').map((r: any) => r.executor_type)).toEqual(['worktree']);
@@ -573,7 +573,7 @@ describe('transitions and cleanup', () => {
     expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(hostHead);
   });
 
-  it("a delete stops the task's agents on the target before it removes anything, and removes the task's run folder there (issue 24)", async () => {
+  it("a delete stops the task's agents on the target before it removes anything, and removes the task's run folder there", async () => {
     for (const dirty of [false, true]) {
       const t = await sshTask();
       const second = await sshLaunch(t.taskId);
