@@ -32,6 +32,7 @@ import { claimDataFolder } from './data-folder-claim';
 import { LaunchedParts } from './launcher-parts';
 import { agentsLeftLine } from './agents-left';
 import { errorLine, spawnPart } from './supervisor';
+import { failureLine, openServiceLog, type ServiceLog } from './service-log';
 import { agentRootOutside } from '../executors/host/agent-owner';
 
 const root = path.resolve(__dirname, '..');
@@ -141,6 +142,7 @@ async function main(): Promise<void> {
   const secretsFile = path.join(config.dataDir, 'secrets.json');
   const secrets = await loadSecrets(secretsFile);
   const pidsFile = path.join(config.dataDir, 'pids.json');
+  let serviceLog: ServiceLog | null = null;
 
   const parts = new LaunchedParts(pidsFile, async (layer) => {
     if (layer === 'temporal' && engineFront) {
@@ -252,6 +254,7 @@ async function main(): Promise<void> {
         ? {}
         : await agentRootOutside(config.dataDir).then((root) => (root ? { TWS_AGENT_ROOT: root } : {}))),
     };
+    const log = (serviceLog = await openServiceLog(config.dataDir));
     for (const [name, entry] of [
       ['worker', 'worker/main.ts'],
       ['gateway', 'client/gateway/main.ts'],
@@ -260,7 +263,7 @@ async function main(): Promise<void> {
         spawnPart(process.execPath, serviceArgs(root, entry), {
           cwd: root,
           env: { ...env, TWS_SDK_METRICS_ADDRESS: socketAddressOf(sdkMetrics[name]) },
-          stdio: 'inherit',
+          stdio: ['ignore', log.fd, log.fd],
         }),
       );
     }
@@ -271,7 +274,7 @@ async function main(): Promise<void> {
     await parts.recordApi(config.dataDir, apiUrl);
   } catch (err) {
     if (parts.stopping) return; // a signal ended the start-up
-    console.error(`start-up failed: ${parts.startupDeath ?? errorLine(err)}`);
+    console.error(await failureLine(parts.startupDeath ?? errorLine(err), serviceLog));
     await parts.stopAll(1);
     return;
   }
@@ -283,6 +286,7 @@ task-workspaces is running
   Temporal:     ${engineGuarded ? `${temporalAddress}, mutual TLS only: the client certificate and key in ${path.join(config.dataDir, 'engine-tls')}` : temporalAddress}
   API tokens:   ${config.userToken ? 'from TWS_USER_TOKEN / TWS_OPERATOR_TOKEN' : `${secretsFile} (userToken, operatorToken; mode 0600)`}
   Data:         ${config.dataDir}
+  Logs:         ${serviceLog!.file} (the worker's and the gateway's; the previous start's in services.log.1)
   SDK metrics:  worker ${localApiUrl(sdkMetrics.worker.host, sdkMetrics.worker.port)}/metrics (Prometheus; the gateway's own are in the API's /metrics)
   Pids:         launcher ${process.pid}, ${[...parts.running].map(([name, part]) => `${name} ${part.pid}`).join(', ')} (${pidsFile}, kept current)
 A part that dies is started again. Ctrl-C stops the services; agents keep running (it says how many).`);

