@@ -1,5 +1,5 @@
 # The two commands of the README: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck check fix graph image
+.PHONY: start test bench setup typecheck check fix graph image cli
 
 setup:
 	@bash scripts/setup.sh
@@ -9,6 +9,11 @@ start: setup
 
 test: setup
 	@bash scripts/build-image.sh && npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
+
+# `tws` on the PATH from this checkout: a link to bin/tws.mjs in BINDIR (or PREFIX/bin; by default
+# ~/.local/bin or /usr/local/bin, whichever is on the PATH and writable), said where (scripts/link-cli.sh).
+cli: setup
+	@BINDIR="$(BINDIR)" PREFIX="$(PREFIX)" bash scripts/link-cli.sh
 
 # The container executor's default agent image (TWS_CONTAINER_IMAGE), from Debian's packages: once per machine.
 image:
