@@ -1,0 +1,220 @@
+/**
+ * The README's tour, the bash block between its `tour:begin` and `tour:end` markers, run as it
+ * stands with `bash -euo pipefail` against a `make start` of this file's own (its own four ports and
+ * data folder, told to the tour as a person would: TWS_API_PORT and TWS_DATA_DIR). Judged by the
+ * world it leaves, not by its exit code alone: each `# → …` comment is what its line printed, the
+ * agent's log named the task's branch, the task is gone, both cleanup jobs succeeded, the worktree
+ * folder is gone and the uncommitted file is on the task's saved-work ref. Run with a wrong token or
+ * on a port nothing listens on, it stops at the first request and says why on stderr. The same
+ * `make start` shows its terminal: the banner and the launcher's own lines, the services' logs in
+ * the data folder.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './support/harness';
+
+const root = path.resolve(__dirname, '..');
+let scratch = '';
+let dataDir = '';
+let ports = { api: 0, pg: 0, temporal: 0, ui: 0 };
+let make: ChildProcess | null = null;
+let stdout = '';
+let stderr = '';
+
+/** A person's shell: none of the variables that point the service elsewhere, nor an enclosing make's or vitest's. */
+function personEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env))
+    if (
+      !/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$|MAKELEVEL$|MAKEFLAGS$|MFLAGS$|GIT_CONFIG_GLOBAL$)/.test(key)
+    )
+      env[key] = value;
+  return env;
+}
+
+/** The tour: the one fenced block between the README's markers. */
+function tourBlock(): string {
+  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+  const tour = /<!-- tour:begin -->\n([\s\S]*?)<!-- tour:end -->/.exec(readme)?.[1];
+  expect(tour, 'the README has its tour markers').toBeDefined();
+  const blocks = [...tour!.matchAll(/^```(?:bash|sh)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+  expect(blocks).toHaveLength(1);
+  return blocks[0]!;
+}
+
+/** The block run as pasted into bash, in the checkout, with the shell's own TMPDIR in this file's scratch. */
+function runTour(extraEnv: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', tourBlock()], {
+    cwd: root,
+    env: {
+      ...personEnv(),
+      TMPDIR: scratch,
+      TWS_API_PORT: String(ports.api),
+      TWS_DATA_DIR: dataDir,
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, out, err })));
+}
+
+/** Each `# → <what it prints>` of the block, in order, as a pattern of one whole line: `…` any text, `<taskId>` the task's id. */
+function promisedLines(block: string): RegExp[] {
+  return [...block.matchAll(/# → (.*)$/gm)].map(
+    (m) =>
+      new RegExp(
+        `^${m[1]!
+          .trim()
+          .split(/(…|<taskId>)/)
+          .map((part) =>
+            part === '…' ? '.*' : part === '<taskId>' ? '[0-9a-f-]{36}' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+          )
+          .join('')}$`,
+      ),
+  );
+}
+
+/** Processes of this file's instance: its data folder in their command line or environment. */
+async function processesOf(dir: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const [cmdline, environ] = await Promise.all(
+      ['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
+    );
+    if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
+  }
+  return found;
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'tws-tour-'));
+  dataDir = path.join(scratch, 'data');
+  // Embedded PostgreSQL runs as the postgres account under root, and agents as uids of their own.
+  await chmod(scratch, 0o755);
+  const [api, pg, temporal, ui] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  ports = { api, pg, temporal, ui };
+  make = spawn('make', ['start'], {
+    cwd: root,
+    env: {
+      ...personEnv(),
+      TWS_DATA_DIR: dataDir,
+      TWS_API_PORT: String(api),
+      TWS_PG_PORT: String(pg),
+      TWS_TEMPORAL_PORT: String(temporal),
+      TWS_TEMPORAL_UI_PORT: String(ui),
+    },
+    detached: true, // a process group of its own, as a terminal's foreground job: Ctrl-C reaches all of it
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  make.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  make.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const deadline = Date.now() + 180_000;
+  while (!stdout.includes('task-workspaces is running')) {
+    if (make.exitCode !== null || Date.now() > deadline)
+      throw new Error(`make start did not come up (exit ${make.exitCode}):\n${stdout}\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}, 200_000);
+
+afterAll(async () => {
+  if (make?.pid && make.exitCode === null && make.signalCode === null) {
+    const exited = new Promise((resolve) => make!.once('exit', resolve));
+    process.kill(-make.pid, 'SIGINT'); // Ctrl-C
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
+  }
+  if (dataDir) {
+    for (const pid of await processesOf(dataDir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+}, 90_000);
+
+describe("the README's tour, as pasted", () => {
+  it('walks a repository, a task and an agent through stop, resume, archive, unarchive and a consented delete; every line prints what its comment says', async () => {
+    const block = tourBlock();
+    expect(block).not.toMatch(/npx tws|localhost:8080|curl -s /);
+    const run = await runTour({});
+    expect(run.code, `${run.out}\n${run.err}`).toBe(0);
+
+    // Each promised line, in order; nothing else on stdout.
+    const lines = run.out.trimEnd().split('\n');
+    const promised = promisedLines(block);
+    expect(lines).toHaveLength(promised.length);
+    lines.forEach((line, i) => expect(line).toMatch(promised[i]!));
+
+    // The agent ran in the task's worktree, on its branch.
+    const taskId = /^## tws\/([0-9a-f-]{36})\/work$/m.exec(run.out)![1]!;
+    const workspace = lines[1]!;
+    expect(workspace).toContain(`task-${taskId}`);
+    // The refusal without consent was said, with its answer.
+    expect(run.err).toContain('"code":"task_delete_dirty_worktree"');
+
+    // The world it left: the task gone, its worktree folder gone, both cleanup jobs succeeded.
+    const { userToken } = JSON.parse(readFileSync(path.join(dataDir, 'secrets.json'), 'utf8')) as {
+      userToken: string;
+    };
+    const get = (route: string) =>
+      fetch(`http://127.0.0.1:${ports.api}${route}`, { headers: { authorization: `Bearer ${userToken}` } });
+    expect((await get(`/v1/tasks/${taskId}`)).status).toBe(404);
+    expect(existsSync(workspace)).toBe(false);
+    const jobs = (await (await get(`/v1/cleanup-jobs?taskId=${taskId}`)).json()) as {
+      items: { trigger: string; state: string; report: { worktrees: { outcome: string; savedRef?: string }[] } }[];
+    };
+    expect(jobs.items.map((j) => [j.trigger, j.state, j.report.worktrees.map((w) => w.outcome)]).sort()).toEqual([
+      ['archive', 'succeeded', ['kept_dirty']],
+      ['delete', 'succeeded', ['saved_and_removed']],
+    ]);
+    // The uncommitted file is on the saved-work ref of the demo repository; the merged branch is gone.
+    const here = readdirSync(scratch).filter((name) => name.startsWith('tmp.'));
+    expect(here).toHaveLength(1);
+    const demo = path.join(scratch, here[0]!, 'demo');
+    const savedRef = jobs.items.find((j) => j.trigger === 'delete')!.report.worktrees[0]!.savedRef!;
+    expect(savedRef).toMatch(new RegExp(`^refs/task-workspaces/saved/${taskId}/`));
+    const git = (...args: string[]) => execFileSync('git', ['-C', demo, ...args], { encoding: 'utf8' });
+    expect(git('show', `${savedRef}:notes.txt`)).toBe('draft\n'); // a stash entry whose tree is the work tree
+    expect(git('branch', '--list', `tws/${taskId}/work`)).toBe('');
+  }, 240_000);
+
+  it('stops at the first request and says why, with a wrong token or on a port nothing listens on', async () => {
+    const wrongToken = await runTour({ TWS_USER_TOKEN: 'not-the-token' });
+    expect(wrongToken.code).not.toBe(0);
+    expect(wrongToken.out).toBe('');
+    // curl's line and the API's answer, then the field that could not be read.
+    expect(wrongToken.err).toMatch(/^curl: \(22\) .*401\n\{"error":\{"code":"unauthorized"/m);
+    expect(wrongToken.err).toMatch(/^no id in this answer:/m);
+
+    const closed = await freePort();
+    const nobody = await runTour({ TWS_API_PORT: String(closed) });
+    expect(nobody.code).not.toBe(0);
+    expect(nobody.out).toBe('');
+    expect(nobody.err).toMatch(new RegExp(`^curl: \\(7\\) Failed to connect to 127\\.0\\.0\\.1 port ${closed}`, 'm'));
+  }, 60_000);
+
+  it("keeps make start's terminal to the banner and the launcher's lines; the services log to the data folder", async () => {
+    const log = path.join(dataDir, 'services.log');
+    expect(stdout).toContain(`  Logs:         ${log}`);
+    const terminal = `${stdout}\n${stderr}`.split('\n').filter((line) => line.trim());
+    // No JSON log line, no SDK warning, no pip or npm chatter: set-up, banner, launcher.
+    expect(terminal.filter((line) => /^\{|\[WARN\]|^WARNING|^added \d+ packages/.test(line))).toEqual([]);
+    // What the services said is in the log (the launcher's readiness probe among it); the file is the service's alone.
+    const logged = readFileSync(log, 'utf8');
+    expect(logged).toMatch(/^\{"level":30,.*"name":"gateway".*"url":"\/readyz"/m);
+    expect(logged).toMatch(/^\{"level":30,.*"name":"worker".*"msg":"worker running"/m);
+    expect(statSync(log).mode & 0o777).toBe(0o600);
+  });
+});
