@@ -31,7 +31,7 @@ typecheck: setup
 check: setup
 	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh
 
-# Formats every file and applies the linter's safe fixes (issue 29).
+# Formats every file and applies the linter's safe fixes.
 fix: setup
 	@npx prettier --write --log-level warn . && npx eslint --fix .
 

@@ -7,7 +7,7 @@
  * it did is recorded for the launch's answer and the session's view; a setup that failed with
  * `setupFailure: refuse` fails the launch (`workspace_setup_failed`), which undoes what it made.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { preparationSettings, recordPreparation } from '../db/workspace-preparations';
@@ -84,6 +84,15 @@ async function placeOf(deps: ActivityDeps, plan: LaunchPlan): Promise<Preparatio
   };
 }
 
+/**
+ * A setup's execution id: the same for every run of its launch's step, so a re-run (its worker died
+ * while the setup ran) finds the setup the first one started by its mark and never runs it twice.
+ */
+function setupExecutionId(sessionId: string, repositoryId: string): string {
+  const hex = createHash('sha256').update(`setup\0${sessionId}\0${repositoryId}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 export async function prepareNewWorkspace(
   deps: ActivityDeps,
   plan: LaunchPlan,
@@ -115,7 +124,10 @@ export async function prepareNewWorkspace(
     let setup: SetupOutcome | null = null;
     let logPath: string | null = null;
     if (own.setup) {
-      const input = { ...agentStartOf(published, own.setup, randomUUID()), cwd: worktree.worktreePath };
+      const input = {
+        ...agentStartOf(published, own.setup, setupExecutionId(plan.sessionId, slot.repositoryId)),
+        cwd: worktree.worktreePath,
+      };
       ({ outcome: setup, logPath } = await place.setup(input, slot.repositoryId));
       if (logPath && place.runsAsWorkspaceUid) prepared.setupRan = true;
     }

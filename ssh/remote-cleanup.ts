@@ -156,7 +156,7 @@ export async function bringBranchBack(
  * The branch moved to a commit the host repository already has, by the rules of the bundle's
  * fetch: never a non-fast-forward, never a branch checked out in a host worktree, and only from
  * the value it was read at (a compare-and-swap). Not a fetch from the repository itself: that runs
- * git's upload-pack on it, which refuses a checkout owned by another user (a person's, issue 45).
+ * git's upload-pack on it, which refuses a checkout owned by another user (a person's).
  */
 async function fetchKnownCommit(host: SimpleGit, branch: string, commit: string): Promise<'fetched' | 'refused'> {
   const ref = branchRef(branch);

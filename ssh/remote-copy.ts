@@ -16,7 +16,7 @@ import { absolutePath, RemoteOperationError, runScript, script } from './remote-
  * one starts where it should. Exit 10: the clone is not a real folder (nothing written); 12: bad
  * arguments; 13: the stream ended early or is not what the host sends.
  */
-export const COPY_FILES = script(
+const COPY_FILES = script(
   'copy files',
   `
 drain() { cat >/dev/null; }

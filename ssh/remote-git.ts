@@ -1,6 +1,6 @@
 /**
  * `g`, the git of every remote script (ssh/remote-scripts.ts and ssh/cleanup-scripts.ts): the same hardening as the host's
- * git (domain/git-hardening.ts, issue 31), built from the same tables. A clone on a target is the
+ * git (domain/git-hardening.ts), built from the same tables. A clone on a target is the
  * agent's to write, so each call first lists the drivers its config files define (`git config`
  * only reads files) and empties every one of them, as git/git.ts does on the host. Needs git 2.31
  * or newer on the target (GIT_CONFIG_COUNT).

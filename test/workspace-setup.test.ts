@@ -7,12 +7,14 @@
  * is restored over what it made.
  */
 import { chmodSync, existsSync, readFileSync, statSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { containerEngineSocket, containerSettings, removeHostContainers } from './support/container-engine';
 import { releaseIdleTask } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
-import { agentEnded, agentOutputUntil, createTask, expectSafeError, launch } from './support/scenario';
+import { agentEnded, agentOutputUntil, createTask, expectSafeError, launch, waitUntil } from './support/scenario';
+import { taskDirName } from '../domain/task-layout';
 import { listDir, makeRepo, rowCounts } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -193,5 +195,31 @@ describe('a new workspace made ready', () => {
     expect(res.body.setup).toMatchObject({ status: 'succeeded' });
     const log = (await setupLog(c, res.body.sessionId)).text;
     expect(log).toContain('Debian GNU/Linux 12 (bookworm)');
+  });
+});
+
+describe('a setup whose worker dies', () => {
+  it('is adopted by the step that runs again: waited for, never run twice', async () => {
+    const w = await harness({}, { inProcessWorker: false });
+    let worker: ChildProcess = w.spawnWorker();
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    const repo = await preparedRepo(
+      'adopted',
+      { setup: ['sh', '-c', 'echo started >> .setup-runs; sleep 12; echo done >> .setup-runs'] },
+      w,
+    );
+    const taskId = await createTask(w, [repo.id]);
+    const launched = launch(w, taskId, { command: ['sh', '-c', 'cat .setup-runs; echo agent-done'] });
+    const runs = path.join(w.config.workspaceRoot, taskDirName(taskId), 'adopted', '.setup-runs');
+    await waitUntil(async () => existsSync(runs), 'the setup to start', 60_000);
+    worker.kill('SIGKILL');
+    await new Promise((resolve) => worker.once('exit', resolve));
+    worker = w.spawnWorker();
+    const res = await launched;
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    // The step ran again (no worker answered its heartbeat) and waited for the setup the first run started.
+    expect(res.body.setup).toMatchObject({ status: 'succeeded', exitCode: 0 });
+    expect(readFileSync(runs, 'utf8')).toBe('started\ndone\n');
+    expect(await agentOutputUntil(w, res.body.executionId, 'agent-done')).toContain('started\ndone');
   });
 });

@@ -1,5 +1,5 @@
 -- Up Migration
--- Recovery from a workspace the audited removal refuses (issue 12, part 3). An operator may
+-- Recovery from a workspace the audited removal refuses. An operator may
 -- abandon an environment's workspace instead of removing it: the inventory rows become
 -- `abandoned` (their paths stay known, so nothing removes them, the orphan sweep included) and
 -- the environment `released`, with its next layout generation, so that the next launch

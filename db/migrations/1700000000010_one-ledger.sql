@@ -1,5 +1,5 @@
 -- Up Migration
--- One ledger (issue 13, part 6). The inventory rows of a task that is removed (delete, board
+-- One ledger. The inventory rows of a task that is removed (delete, board
 -- delete, quick-chat expiry) outlive it: the removal's job takes them over in the same
 -- transaction that deletes the task, instead of the rows going with the environment and the
 -- job's report becoming the only record. A worktree kept because it was dirty stays a row in

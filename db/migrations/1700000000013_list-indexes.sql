@@ -1,5 +1,5 @@
 -- Up Migration
--- The lists of issue 14 (part 2) read newest first by keyset: `(created_at, id) < (…)` ORDER BY
+-- The lists read newest first by keyset: `(created_at, id) < (…)` ORDER BY
 -- created_at DESC, id DESC, with at most one equality filter. Each list and filter gets an index
 -- in that order, so a page reads its rows and stops, at any depth and any table size. An index
 -- that led with the same column alone is replaced by its composite, which serves its lookups too.

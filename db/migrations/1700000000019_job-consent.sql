@@ -1,5 +1,5 @@
 -- Up Migration
--- A delete's consent to discard uncommitted work (discardChanges=true), kept on its job (issue 24):
+-- A delete's consent to discard uncommitted work (discardChanges=true), kept on its job:
 -- a new run of the job (its run was lost, an operator retries or cancels) continues with the
 -- consent its request gave, not without it. Jobs reserved before read false (nothing is lost:
 -- a dirty worktree is then kept, as before).

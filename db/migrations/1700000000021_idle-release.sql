@@ -1,5 +1,5 @@
 -- Up Migration
--- Idle release and restore (issue 26, R6.9-R6.10).
+-- Idle release and restore (R6.9-R6.10).
 ALTER TABLE cleanup_jobs DROP CONSTRAINT cleanup_jobs_trigger_check;
 ALTER TABLE cleanup_jobs ADD CONSTRAINT cleanup_jobs_trigger_check
   CHECK (trigger IN ('archive', 'delete', 'board_delete', 'quick_chat_expiry', 'environment_reset', 'environment_abandon', 'borrow_ended', 'idle_release'));

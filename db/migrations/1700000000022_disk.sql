@@ -1,5 +1,5 @@
 -- Up Migration
--- Disk in sight (issue 26, R6.11): each host measures its workspaces and its workspace root's
+-- Disk in sight (R6.11): each host measures its workspaces and its workspace root's
 -- filesystem in the background. Apart from task_environments so a measurement never waits for,
 -- or holds, the row lock a launch or a cleanup takes.
 CREATE TABLE environment_disk (

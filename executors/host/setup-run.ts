@@ -5,7 +5,7 @@
  * log, its exit status), and waited for within a time limit, after which its group is stopped. It
  * never runs as the service and gets nothing of the service's environment.
  */
-import { mkdir } from 'node:fs/promises';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { StartAgentInput } from '../agent-start';
 import type { ActivityDeps } from '../support/deps';
@@ -13,7 +13,7 @@ import { agentUid } from './agent-uid';
 import { agentLimitsLayout, sweepAgentGroups } from './agent-limits';
 import { readExitStatus, type ExitStatus } from './agent-shim';
 import { spawnDetached, type AgentEntrance } from './agent-spawn';
-import { isSameProcess, stopProcessGroup } from './process-identity';
+import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
 
 export interface SetupRun {
   exit: ExitStatus | null;
@@ -27,7 +27,9 @@ export const setupLogPath = (logDir: string, input: { taskId: string; sessionId:
 
 /**
  * Runs `input.command` as the setup (in `input.cwd`, the repository's worktree) and waits for its
- * end; `place` enters another place (the task's container) with its uid.
+ * end; `place` enters another place (the task's container) with its uid. A re-run of the step (its
+ * worker died while the setup ran) never runs it twice: one that ended is answered by its status
+ * file, one that still runs (found by its execution id's mark) is waited for, within a new limit.
  */
 export async function runSetup(
   deps: ActivityDeps,
@@ -37,11 +39,29 @@ export async function runSetup(
   place: { uid: number; entrance: AgentEntrance } | null,
 ): Promise<SetupRun> {
   const { config } = deps;
+  const already = await readExitStatus(logPath);
+  if (already) return { exit: already, timedOut: false, logPath };
   await mkdir(path.dirname(logPath), { recursive: true });
-  const uid = place ? place.uid : await agentUid(deps, input);
   let ended!: () => void;
   const end = new Promise<void>((resolve) => (ended = resolve));
-  const { pid, startTime } = await spawnDetached(input, logPath, config, () => ended(), uid, place?.entrance ?? null);
+  // Its log is opened before its start: without one, no earlier run started it (and /proc is not read).
+  const begun = await access(logPath).then(
+    () => true,
+    () => false,
+  );
+  const marked = begun ? await findMarkedGroup(input.executionId) : null;
+  // Members of a run whose supervisor is gone: leftovers, stopped before it runs again.
+  if (marked && !marked.leader) await stopMarkedGroup(input.executionId, config.agentStopGraceMs);
+  const { pid, startTime } = marked?.leader
+    ? marked.leader
+    : await spawnDetached(
+        input,
+        logPath,
+        config,
+        () => ended(),
+        place ? place.uid : await agentUid(deps, input),
+        place?.entrance ?? null,
+      );
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => {

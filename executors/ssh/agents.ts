@@ -137,7 +137,7 @@ export function sshAgents({ pool, config, logger }: ActivityDeps) {
         prompt: input.prompt ?? null,
         env: remoteAgentEnvironment(input),
         argv: input.command,
-        // What the target allows of its limits (issue 46): its memory and processes, by ulimit.
+        // What the target allows of its limits: its memory and processes, by ulimit.
         limits: config.limits.enabled ? (input.limits ?? config.limits.defaults) : null,
       });
       if ('notStartable' in agent) throw typedFailure('invalid_request', { reason: 'agent_command_not_startable' });

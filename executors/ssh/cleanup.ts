@@ -68,7 +68,7 @@ export function sshCleanup(deps: ActivityDeps): CleanupOperations {
         // Ended since the snapshot (its exit collected, or stopped): nothing to stop, nothing to
         // count. A row that is gone (a delete removes the task's sessions with their executions in
         // the transaction that took the snapshot) is no sign of an end: the snapshot's process is
-        // stopped by its identity on the target, pid and start time (issue 24).
+        // stopped by its identity on the target, pid and start time.
         const row = await findExecution(pool, p.executionId);
         if (row && row.status !== 'running') continue;
         const status = await agents

@@ -3,11 +3,20 @@
  * and as its agents run there: started by the same runner (its own session and process group, the
  * target's limits, the agent's variables and nothing of the service's), its output in its own log
  * in the target's run folder (read through the API as an agent's is), its exit status written there
- * by the runner, and waited for within the time limit, after which its group is stopped.
+ * by the runner, and waited for within the time limit, after which its group is stopped. A re-run
+ * of the step adopts the setup an earlier run started (by its execution id's mark), as for an agent.
  */
 import path from 'node:path';
 import type { SshTarget } from '../../ssh/connection';
-import { readRemoteExitStatus, remoteProcesses, startRemoteAgent, stopRemoteAgent } from '../../ssh/remote-agent';
+import {
+  findRemoteMarked,
+  readRemoteExitStatus,
+  remoteProcesses,
+  startRemoteAgent,
+  stopRemoteAgent,
+  stopRemoteGroup,
+} from '../../ssh/remote-agent';
+import { EXECUTION_MARK } from '../host/process-identity';
 import { remoteRunsDir } from '../../ssh/remote-log';
 import type { StartAgentInput } from '../agent-start';
 import { exitStatusPath } from '../host/agent-shim';
@@ -40,14 +49,23 @@ export async function runRemoteSetup(
 ): Promise<{ exit: ExitStatus | null; timedOut: boolean }> {
   const statusPath = exitStatusPath(logPath);
   try {
-    const started = await startRemoteAgent(target, {
-      cwd: input.cwd,
-      logPath,
-      statusPath,
-      env: remoteAgentEnvironment(input),
-      argv: input.command,
-      limits: config.limits.enabled ? (input.limits ?? config.limits.defaults) : null,
-    });
+    // A re-run of the step (its worker died while the setup ran) never runs it twice: one that
+    // ended is answered by its status file, one that still runs (its mark) is waited for.
+    const already = await readRemoteExitStatus(target, statusPath);
+    if (already) return { exit: already, timedOut: false };
+    const marked = await findRemoteMarked(target, { name: EXECUTION_MARK, value: input.executionId });
+    if (marked && !marked.leader)
+      await stopRemoteGroup(target, { pgid: marked.pgid, graceMs: config.agentStopGraceMs });
+    const started = marked?.leader
+      ? marked.leader
+      : await startRemoteAgent(target, {
+          cwd: input.cwd,
+          logPath,
+          statusPath,
+          env: remoteAgentEnvironment(input),
+          argv: input.command,
+          limits: config.limits.enabled ? (input.limits ?? config.limits.defaults) : null,
+        });
     if ('notStartable' in started)
       return { exit: { exitCode: 127, signal: null, endedAt: new Date().toISOString() }, timedOut: false };
     const deadline = Date.now() + timeoutMs;
