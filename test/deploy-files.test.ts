@@ -1,7 +1,7 @@
 /**
  * The deployment files say only what the code does: every
  * container's command is a file the build makes, every variable docker-compose.yml sets is one
- * the code reads, and the README's configuration table lists every setting the code reads.
+ * the code reads, and the configuration table (docs/configuration.md) lists every setting the code reads.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,7 +39,7 @@ const productText = [...PRODUCT_FOLDERS, 'bin', 'scripts']
   .flatMap((folder) => sourcesUnder(path.join(root, folder)))
   .map((file) => readFileSync(file, 'utf8'))
   .join('\n');
-/** What every agent is given (domain/agent-env.ts; README "Agents"), not a setting of the service. */
+/** What every agent is given (domain/agent-env.ts; docs/security.md "The agent's environment"), not a setting of the service. */
 const GIVEN_TO_AGENTS = new Set([
   'TWS_SESSION_ID',
   'TWS_TASK_ID',
@@ -96,24 +96,25 @@ describe('docker-compose.yml', () => {
   });
 });
 
-describe('README configuration table', () => {
+/** The `## Configuration` section of docs/configuration.md, up to the next `## ` heading (its `###` groups included). */
+function configurationTable(): string {
+  const doc = readFileSync(path.join(root, 'docs/configuration.md'), 'utf8');
+  const start = doc.indexOf('\n## Configuration');
+  expect(start, 'docs/configuration.md has a "## Configuration" section').toBeGreaterThanOrEqual(0);
+  const end = doc.indexOf('\n## ', start + 5);
+  return doc.slice(start, end === -1 ? undefined : end);
+}
+
+describe('docs/configuration.md configuration table', () => {
   it('lists every setting the code reads', () => {
-    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-    const table = readme.slice(
-      readme.indexOf('\n## Configuration'),
-      readme.indexOf('\n## ', readme.indexOf('\n## Configuration') + 5),
-    );
+    const table = configurationTable();
     const listed = new Set(table.match(/`TWS_[A-Z0-9_]+`/g)?.map((x) => x.slice(1, -1)));
     expect(settingsRead.size).toBeGreaterThan(30);
     expect([...settingsRead].filter((name) => !listed.has(name)).sort()).toEqual([]);
   });
 
   it('lists every TEMPORAL_* and OTEL_* setting the product names, by name or by its family (`TEMPORAL_TLS_*`)', () => {
-    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-    const table = readme.slice(
-      readme.indexOf('\n## Configuration'),
-      readme.indexOf('\n## ', readme.indexOf('\n## Configuration') + 5),
-    );
+    const table = configurationTable();
     const named = new Set(
       (productText.match(/\b(TEMPORAL|OTEL)_[A-Z0-9_]*[A-Z0-9]\b/g) ?? []).filter((n) => !/_$/.test(n)),
     );
