@@ -91,3 +91,16 @@ export async function preparationsOf(db: Db, sessionIds: string[]): Promise<Prep
   );
   return res.rows;
 }
+
+/** The preparation of an environment's workspace as it was last made (the newest launch that made it), in repository order. */
+export async function environmentPreparation(db: Db, environmentId: string): Promise<PreparationRow[]> {
+  const res = await db.query<PreparationRow>(
+    `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path,
+            ssh_target_id FROM workspace_preparations
+      WHERE environment_id = $1 AND session_id = (
+        SELECT session_id FROM workspace_preparations WHERE environment_id = $1 ORDER BY created_at DESC LIMIT 1)
+      ORDER BY position`,
+    [environmentId],
+  );
+  return res.rows;
+}

@@ -83,6 +83,10 @@ describe('a new workspace made ready', () => {
     const view = await h.api('GET', `/v1/sessions/${res.body.sessionId}`);
     expect(view.body.preparation.setup).toMatchObject({ status: 'succeeded', exitCode: 0 });
     expect(view.body.preparation.copied.skipped).toEqual([{ path: '.env.local', reason: 'symlink' }]);
+    // And the task's, of its workspace as it was made.
+    const task = await h.api('GET', `/v1/tasks/${taskId}`);
+    expect(task.body.environment.preparation.setup).toMatchObject({ status: 'succeeded', repositoryId: repo.id });
+    expect(task.body.environment.preparation.copied.files.sort()).toEqual(['.env', 'config/local.dev.json']);
     expect(readFileSync(path.join(repo.dir, '.env'), 'utf8')).toBe('SECRET=from-checkout\n');
 
     // An attach runs nothing and copies nothing [R1.2].
@@ -101,6 +105,10 @@ describe('a new workspace made ready', () => {
     const goes = await launch(h, warnTask, { command: ['true'] });
     expect(goes.status, JSON.stringify(goes.body)).toBe(201);
     expect(goes.body.setup).toMatchObject({ status: 'failed', exitCode: 3 });
+    expect((await h.api('GET', `/v1/tasks/${warnTask}`)).body.environment.preparation.setup).toMatchObject({
+      status: 'failed',
+      exitCode: 3,
+    });
     expect((await setupLog(h, goes.body.sessionId)).text).toContain('broken');
 
     const refusing = await preparedRepo('refuses', {
@@ -179,6 +187,9 @@ describe('a new workspace made ready', () => {
     expect(readFileSync(path.join(wt, 'notes.txt'), 'utf8')).toBe('notes\n');
     const view = await h.api('GET', `/v1/sessions/${again.body.sessionId}`);
     expect(view.body.restore).toBe('applied');
+    // The task's view is of the workspace as it was made last.
+    const task = await h.api('GET', `/v1/tasks/${taskId}`);
+    expect(task.body.environment.preparation.copied.files).toEqual(['.env']);
     // Given to the agent uid as a whole, restored files too.
     const setupUid = statSync(path.join(wt, '.setup-runs')).uid;
     expect(statSync(path.join(wt, 'version.txt')).uid).toBe(setupUid);

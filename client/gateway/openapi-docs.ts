@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { ERROR_TABLE } from '../../domain/errors';
 import type { Role } from './auth';
 import { OPERATION_DOCS } from './operation-docs';
-import { ApiErrorBody } from './schemas';
+import { ApiErrorBody, TaskBody } from './schemas';
 import { ContainersStatusBody, CopyOutcomeBody, PreparationBody, SetupOutcomeBody } from './preparation-view';
 
 const BEARER = [{ bearer: [] }];
@@ -87,6 +87,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   app.addSchema(CopyOutcomeBody);
   app.addSchema(ContainersStatusBody);
   app.addSchema(PreparationBody);
+  app.addSchema(TaskBody);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -1,4 +1,4 @@
-/** Request and response schemas of spec/api.md; they validate input and generate /openapi.json. */
+/** Request and response schemas of the HTTP contract (docs/api.md); they validate input and generate /openapi.json. */
 import { Type, type Static } from '@sinclair/typebox';
 import { Limits, LimitsBody, TaskLimits, Usage } from './limit-schemas';
 import { CopiedView, Preparation, SetupView } from './preparation-view';
@@ -76,6 +76,8 @@ const Environment = Type.Object({
   ownerTaskId: Uuid,
   borrowed: Type.Boolean(),
   sshTargetId: Type.Optional(Uuid),
+  /** How its workspace was made ready when it was last made (copied files, the setup's outcome); both null when nothing was asked. */
+  preparation: Preparation,
 });
 const SessionSummary = Type.Object({
   id: Uuid,
@@ -97,26 +99,31 @@ export const TaskItem = Type.Object({
   createdAt: Type.String(),
 });
 
-export const Task = Type.Object({
-  ...TaskItem.properties,
-  /** Never released for idleness (`POST /v1/tasks/:id/pin`). */
-  pinned: Type.Boolean(),
-  /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
-  disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
-  /** What its agents may use: each agent by default, all together at most (null: limits off), its disk quota (null: none). */
-  limits: TaskLimits,
-  /** What the agents of its workspace use together now (memory, processes), as its host last read it; null when none runs. */
-  usage: Type.Union([Usage, Type.Null()]),
-  repositories: Type.Array(
-    Type.Object({
-      repositoryId: Uuid,
-      baseBranch: Type.String(),
-      checkoutBranch: Type.Union([Type.String(), Type.Null()]),
-    }),
-  ),
-  environment: Type.Union([Environment, Type.Null()]),
-  sessions: Type.Array(SessionSummary),
-});
+/** A task's full view: registered once (`app.addSchema`, client/gateway/openapi-docs.ts), referred to by `$ref` by every answer that has it. */
+export const TaskBody = Type.Object(
+  {
+    ...TaskItem.properties,
+    /** Never released for idleness (`POST /v1/tasks/:id/pin`). */
+    pinned: Type.Boolean(),
+    /** Its workspace's bytes on disk (every file, ignored ones too) as its host last measured them; null before that, or with no workspace. */
+    disk: Type.Union([Type.Object({ bytes: Type.Number(), measuredAt: Type.String() }), Type.Null()]),
+    /** What its agents may use: each agent by default, all together at most (null: limits off), its disk quota (null: none). */
+    limits: TaskLimits,
+    /** What the agents of its workspace use together now (memory, processes), as its host last read it; null when none runs. */
+    usage: Type.Union([Usage, Type.Null()]),
+    repositories: Type.Array(
+      Type.Object({
+        repositoryId: Uuid,
+        baseBranch: Type.String(),
+        checkoutBranch: Type.Union([Type.String(), Type.Null()]),
+      }),
+    ),
+    environment: Type.Union([Environment, Type.Null()]),
+    sessions: Type.Array(SessionSummary),
+  },
+  { $id: 'Task' },
+);
+export const Task = Type.Unsafe<Static<typeof TaskBody>>({ $ref: 'Task#' });
 
 /** Where an operator sees the run behind an answer: the Temporal UI (TWS_TEMPORAL_UI_URL); absent when no UI is known. */
 export const Links = Type.Object({ temporal: Type.Optional(Type.String()) });

@@ -8,6 +8,8 @@ import { inSnapshot } from '../../db/pool';
 import { taskUsageOf } from '../../db/task-usage';
 import { findTask, taskRepositories, type TaskRow } from '../../db/tasks';
 import { notFound } from './api-error';
+import { environmentPreparation } from '../../db/workspace-preparations';
+import { preparationView } from './preparation-view';
 
 /** A task as lists show it: its own row. */
 export const taskItem = (task: TaskRow) => ({
@@ -37,10 +39,11 @@ export async function taskView(pool: pg.Pool, config: Pick<Config, 'limits' | 't
     const disk = env?.materialized ? await environmentDisk(client, env.id) : null;
     // What the agents of its workspace use together (its owner's control group), while any runs.
     const usage = env ? await taskUsageOf(client, env.task_id) : null;
-    return { task, repos, env, sessions, disk, usage };
+    const prepared = env ? await environmentPreparation(client, env.id) : [];
+    return { task, repos, env, sessions, disk, usage, prepared };
   });
   if (!read) throw notFound('Task');
-  const { task, repos, env, sessions, disk, usage } = read;
+  const { task, repos, env, sessions, disk, usage, prepared } = read;
   return {
     ...taskItem(task),
     pinned: task.pinned_at !== null,
@@ -68,6 +71,7 @@ export async function taskView(pool: pg.Pool, config: Pick<Config, 'limits' | 't
           borrowed: env.task_id !== task.id,
           // An ssh workspace says which target it is on.
           ...(env.ssh_target_id ? { sshTargetId: env.ssh_target_id } : {}),
+          preparation: preparationView(prepared),
         }
       : null,
     sessions: sessions.map((s) => ({
