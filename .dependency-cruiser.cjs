@@ -1,5 +1,5 @@
 /**
- * The layers, as README "How it is built" draws them (low to high): domain/ ← db/, git/, ssh/
+ * The layers, as docs/architecture.md "Layers" draws them (low to high): domain/ ← db/, git/, ssh/
  * ← executors/ ← activities/ ← workflows/ (activities as types only) ← worker/ ← client/. No
  * cycle anywhere, bench/ included (scripts/check-code.sh cruises it with the product).
  * Two imports the direction alone would allow are refused: workflows/ never import db/, not even

@@ -10,7 +10,8 @@ RUN bash scripts/build-supervisor.sh
 # One image for the worker, the gateway and the one-shot set-up; the command picks the role.
 FROM node:20-bookworm-slim
 # bubblewrap: the agent sandbox. In a container it needs user namespaces (or privileges) to run;
-# where it cannot, agents run without it and /readyz says agentIsolation "none".
+# where it cannot, the worker refuses to start, unless the operator sets TWS_AGENT_SANDBOX=none
+# (agents then run as the service's user, and /readyz says agentIsolation "none").
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap slirp4netns && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

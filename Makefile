@@ -1,4 +1,4 @@
-# The two commands of the README: `make start` runs the whole system, `make test` runs every test.
+# The README's two commands: `make start` runs the whole system, `make test` runs every test.
 .PHONY: start test bench setup typecheck check fix graph image cli
 
 setup:

@@ -57,7 +57,7 @@ bash scripts/build-supervisor.sh || exit 1
 
 # bubblewrap, the agent sandbox, and slirp4netns, its user-mode network (Debian's packages): where
 # they cannot be installed (not root, no apt-get), agents run without them and the service says so
-# (README, "Agents"; /readyz). bubblewrap, socat and openssl also close the bundled Temporal dev
+# (docs/security.md; /readyz). bubblewrap, socat and openssl also close the bundled Temporal dev
 # server (client/engine-guard.ts); without them `make start` refuses unless TWS_ENGINE_GUARD=open.
 if { ! command -v bwrap || ! command -v slirp4netns || ! command -v socat || ! command -v openssl; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: installing bubblewrap, slirp4netns, socat and openssl (the agent sandbox, its network, the engine's guard)"

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     process.env,
     spanExportFailures('tws-worker', { pool, logger }),
   );
-  // The trust boundary, said at start (and in /readyz as agentIsolation): see README, "Agents".
+  // The trust boundary, said at start (and in /readyz as agentIsolation): see docs/security.md.
   const isolation = await agentIsolation(config.agentSandbox);
   if (isolation === 'none')
     logger.warn(

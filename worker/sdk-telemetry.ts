@@ -1,7 +1,7 @@
 /**
  * The Temporal SDK's own metrics: its Core measures every worker and client of the process (task
  * latencies, slots, polls, requests to the engine) and serves them for Prometheus on
- * TWS_SDK_METRICS_ADDRESS, beside the service's own metrics (README, "Operating it").
+ * TWS_SDK_METRICS_ADDRESS, beside the service's own metrics (docs/operating.md, "Metrics").
  */
 import type { TelemetryOptions } from '@temporalio/worker';
 import { parseSdkMetricsAddress, socketAddressOf } from '../domain/config';

@@ -158,7 +158,7 @@ export async function startWorker(
 /**
  * The gateway's own worker on its host's queue, on the connection its Temporal client uses: a
  * launch or resume the gateway starts with eager start comes back in the start call's answer and
- * runs here at once, without waiting for a worker to poll it (see the README, *Where a launch
+ * runs here at once, without waiting for a worker to poll it (see docs/architecture.md, *Where a launch
  * runs*). Only on the machine that holds the workspaces: its agents are this host's processes.
  */
 export async function startLaunchWorker(

@@ -193,7 +193,7 @@ async function carryOutSteps(
     return running(agent);
   } catch (err) {
     // A cancelled launch (its session stopped or deleted while starting) undoes what it made too.
-    // Deprecated (README, "Workflow versions that retire"): launches live minutes.
+    // Deprecated (docs/operating.md, "Upgrades and workflow versions"): launches live minutes.
     deprecatePatch('undo-in-one-host-step');
     // The host step undoes files and processes; the workflow only records.
     if (agentRequested || made.length > 0 || plan.role === 'materialized') {

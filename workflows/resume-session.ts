@@ -26,7 +26,7 @@ export interface ResumeInput {
 }
 
 export async function resumeSession(input: ResumeInput): Promise<LaunchResult> {
-  // Deprecated (README, "Workflow versions that retire"): every resume runs admitted; a run from
+  // Deprecated (docs/operating.md, "Upgrades and workflow versions"): every resume runs admitted; a run from
   // before that lived minutes and cannot be open any more.
   deprecatePatch('resume-admitted-as-launch');
   const cancellation = watchCancellation();

@@ -11,7 +11,7 @@
  * activities, and the OpenTelemetry modules not even evaluated (required below on the first
  * traced call: the sandbox evaluates a run's modules afresh for each run).
  *
- * Measured, replaying the 46 recorded histories (README, "Tracing"): asleep, 36–50 ms a history
+ * Measured, replaying the 46 recorded histories (docs/operating.md, "Traces"): asleep, 36–50 ms a history
  * against 37–47 ms with no interceptor module (noise); the SDK's own module, always on, 57–74 ms,
  * and 3 histories failed to replay: its span ids are drawn from the workflow's seeded
  * Math.random, so every uuid4() after them changed (the child workflow ids of idle release,

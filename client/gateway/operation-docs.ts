@@ -1,6 +1,6 @@
 /**
  * What each operation of /openapi.json says, by `METHOD /path` as Fastify registers it: the
- * manual of the API, kept as data beside the README's "Routes" table. Who may call an operation
+ * manual of the API, kept as data beside the routes table of docs/api.md. Who may call an operation
  * is not written here: openapi-docs.ts adds it from the route's `config.role`, the field the auth
  * hook checks. A route missing here makes the document fail to build, so none goes undocumented.
  */

@@ -86,7 +86,7 @@ export function healthRoutes(
           ctx.config.containers.engineSocket ? containerAvailability(ctx.config.containers) : undefined,
         ]);
         // What agents run in here (bubblewrap, or nothing but the allow-listed environment): said
-        // so that an operator sees the trust boundary (README, "Agents").
+        // so that an operator sees the trust boundary (docs/security.md).
         const agentIsolation = ctx.agentIsolation ?? 'none';
         const agentNetwork = ctx.agentNetwork ?? 'host';
         if (database && temporal)

@@ -38,7 +38,7 @@ const IdleReleaseAnswer = Type.Object({
         }),
         {
           description:
-            "What the release leaves out of each repository's save, and why: its ignored files that match these patterns (the repository's `rebuildable` list) are rebuilt by the project's tools, not written by anyone; every other ignored file is saved with the work and restored. The job's report (GET /v1/operations/{operationId}) and the saved-work list name each path left out.",
+            "What the release leaves out of each repository's save, and why: its ignored files that match these patterns (the repository's `rebuildable` list) are rebuilt by the project's tools, not written by anyone; every other ignored file is saved with the work and restored. The job's report (GET /v1/cleanup-jobs/{operationId}) and the saved-work list name each path left out.",
         },
       ),
     }),
