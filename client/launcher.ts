@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
   const pgPort = Number(process.env.TWS_PG_PORT || 54329);
   const temporalServer = !process.env.TEMPORAL_ADDRESS;
-  // The bundled engine is closed by default (issue 33); `open` is the old, unguarded dev server.
+  // The bundled engine is closed by default; `open` is the old, unguarded dev server.
   const engineGuard = process.env.TWS_ENGINE_GUARD || 'on';
   if (engineGuard !== 'on' && engineGuard !== 'open') {
     console.error('start-up failed: TWS_ENGINE_GUARD must be on or open');
@@ -249,7 +249,7 @@ async function main(): Promise<void> {
       TWS_DATA_DIR: config.dataDir,
       // Answers link the dev server's UI; an engine of the operator's only the UI it names.
       TWS_TEMPORAL_UI_URL: process.env.TWS_TEMPORAL_UI_URL || (temporalServer ? `http://127.0.0.1:${uiPort}` : ''),
-      // Agents run as other uids (issue 45): what their sandbox binds must be where they can reach it.
+      // Agents run as other uids: what their sandbox binds must be where they can reach it.
       ...(process.env.TWS_AGENT_ROOT || config.agentSandbox === 'none'
         ? {}
         : await agentRootOutside(config.dataDir).then((root) => (root ? { TWS_AGENT_ROOT: root } : {}))),

@@ -18,7 +18,7 @@ function onPath(name: string): string | null {
   return null;
 }
 
-/** Resolution order of spec/architecture.md: TEMPORAL_CLI, .tools/bin/temporal, temporal on PATH. */
+/** Where the Temporal CLI is found, in order: TEMPORAL_CLI, .tools/bin/temporal, temporal on PATH. */
 export function resolveTemporalCli(projectRoot: string): string {
   const fromEnv = process.env.TEMPORAL_CLI;
   if (fromEnv && executable(fromEnv)) return fromEnv;

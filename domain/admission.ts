@@ -1,5 +1,5 @@
 /**
- * The launch admission table of spec/workspace-lifecycle.md section 2, as data.
+ * The launch admission table (docs/behaviour.md, "Admission"), as data.
  * Admission reads the canonical environment and the task's mode, classifies the situation,
  * and this table says what happens. The database transaction in db/admission.ts applies it.
  */

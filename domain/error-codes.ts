@@ -1,5 +1,5 @@
 /**
- * The codes of the error contract (spec/workspace-lifecycle.md section 7, spec/api.md) and the
+ * The codes of the error contract (docs/api.md) and the
  * shape of each one's rule; the rules themselves are domain/errors.ts's table.
  */
 export type RefusalCode =

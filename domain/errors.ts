@@ -1,5 +1,5 @@
 /**
- * The error contract of spec/workspace-lifecycle.md section 7 and spec/api.md, as data.
+ * The error contract (docs/api.md), as data.
  * Refusal codes cross the Temporal boundary as ApplicationFailure `type`; the gateway maps
  * them to HTTP through this table, never by reading messages.
  */

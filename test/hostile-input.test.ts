@@ -247,7 +247,7 @@ const ROWS: Hostile[] = [
     code: 'forbidden',
   },
 
-  // Wrong methods (405 with Allow: spec/api.md, third round) and routes that do not exist.
+  // Wrong methods (405 with Allow) and routes that do not exist.
   json('PUT on a collection', 'PUT', '/v1/tasks', { title: 't', repositories: [] }, 405, 'method_not_allowed'),
   json('PATCH on a task', 'PATCH', '/v1/tasks/{task}', { title: 't' }, 405, 'method_not_allowed'),
   {

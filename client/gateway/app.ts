@@ -1,4 +1,4 @@
-/** The HTTP API gateway of spec/api.md: stateless, so any number can run against one database and cluster. */
+/** The HTTP API gateway (docs/api.md): stateless, so any number can run against one database and cluster. */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';

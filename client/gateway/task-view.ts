@@ -24,7 +24,7 @@ export const taskItem = (task: TaskRow) => ({
   createdAt: task.created_at.toISOString(),
 });
 
-/** The task resource of spec/api.md. */
+/** The task resource of the HTTP API (docs/api.md). */
 export async function taskView(pool: pg.Pool, config: Pick<Config, 'limits' | 'taskDiskQuotaBytes'>, id: string) {
   // One snapshot: its environment's state and its sessions' as one moment saw them (a release or
   // an agent's end commits them together).
