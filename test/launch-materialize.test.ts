@@ -141,6 +141,8 @@ describe('first launch of a new task materializes the workspace [R1]', () => {
       hostId: h.config.hostId,
       ownerTaskId: taskId,
       borrowed: false,
+      // Its repository asks for no copies and no setup.
+      preparation: { setup: null, copied: null },
     });
     expect(task.body.sessions.map((s: any) => s.id)).toEqual([res.body.sessionId]);
 
