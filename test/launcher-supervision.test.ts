@@ -9,6 +9,7 @@ import { readFileSync, readlinkSync } from 'node:fs';
 import { Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { processesOf } from './support/processes';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -129,20 +130,6 @@ async function readPids(): Promise<Pids> {
 
 const ready = async (): Promise<boolean> =>
   (await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(5000) })).status === 200;
-
-/** Pids of the processes of the launcher on `dir`: the data dir in their command line or environment. */
-async function processesOf(dir: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const [cmdline, environ] = await Promise.all(
-      ['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
-    );
-    if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
-  }
-  return found;
-}
 
 /**
  * SIGKILLs one part and waits until the launcher runs a new one and the API is ready again. The

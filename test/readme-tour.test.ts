@@ -11,7 +11,8 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { processesOf } from './support/processes';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,20 +81,6 @@ function promisedLines(block: string): RegExp[] {
           .join('')}$`,
       ),
   );
-}
-
-/** Processes of this file's instance: its data folder in their command line or environment. */
-async function processesOf(dir: string): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const [cmdline, environ] = await Promise.all(
-      ['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
-    );
-    if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
-  }
-  return found;
 }
 
 beforeAll(async () => {

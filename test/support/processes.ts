@@ -1,6 +1,7 @@
 /** Service processes a crash test kills and replaces: a worker of a harness, a Temporal dev server of its own. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { expect } from 'vitest';
@@ -207,4 +208,18 @@ export function killLiveAgents(of: { sessionId?: string; taskId?: string }): voi
 export async function expectReRunAfterTimeout(h: Harness, workflowId: string): Promise<void> {
   const history = await h.temporal.workflow.getHandle(workflowId).fetchHistory();
   expect(history.events!.some((e) => e.workflowTaskTimedOutEventAttributes)).toBe(true);
+}
+
+/** Pids of a launcher's processes on a data folder: that folder in their command line or environment (never this process). */
+export async function processesOf(dir: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const [cmdline, environ] = await Promise.all(
+      ['cmdline', 'environ'].map((file) => readFile(`/proc/${pid}/${file}`, 'utf8').catch(() => '')),
+    );
+    if (cmdline!.includes(dir) || environ!.split('\0').includes(`TWS_DATA_DIR=${dir}`)) found.push(pid);
+  }
+  return found;
 }
