@@ -29,6 +29,7 @@ import {
   makeRepo,
   processAlive,
   rowCounts,
+  setGitSlow,
   worktreePaths,
 } from './support/world';
 
@@ -151,6 +152,7 @@ describe('board delete [R6]', () => {
       ]);
     await waitUntil(async () => removalsStarted() >= 2, 'the second worktree removal');
     await worker.kill();
+    setGitSlow(slowRemove, false); // the restarted worker's removals at git's own pace
     expect(await finished()).toBeLessThan(TASKS);
     expect(b.tasks.filter((t) => existsSync(t.worktree)).length).toBeGreaterThan(0);
     worker.replace();

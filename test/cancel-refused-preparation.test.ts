@@ -14,13 +14,13 @@ import { createTask, launch, registerRepo, waitUntil } from './support/scenario'
 import { makeRepo } from './support/world';
 import { worktreePath } from '../domain/task-layout';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 describe('a cancel of a refused preparation', () => {
   it('answers `refused` within seconds, and the delete is refused with nothing changed', async () => {
-    const base = await harness();
+    const dir = await scratch();
     // git status (the delete's dirty check) takes 3 s: the cancel arrives while it runs.
-    const wrapper = path.join(base.scratch, 'slow-status-git');
+    const wrapper = path.join(dir, 'slow-status-git');
     writeFileSync(
       wrapper,
       '#!/usr/bin/env bash\nfor a in "$@"; do [ "$a" = status ] && sleep 3 && break; done\nexec git "$@"\n',

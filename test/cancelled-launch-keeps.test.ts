@@ -15,10 +15,10 @@ import { taskBranchName, worktreePath } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { harnessesPerTest, USER_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo, waitUntil } from './support/scenario';
-import { branches, git, gitWrapper, makeRepo, processCwd, worktreePaths } from './support/world';
+import { branches, git, gitWrapper, makeRepo, processCwd, setGitSlow, worktreePaths } from './support/world';
 import { pidOf } from './support/scenario';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 const AGENT = ['sh', '-c', 'echo agent > agent.txt; sleep 600'];
 
 async function asyncPost(h: Harness, route: string, body: unknown) {
@@ -68,9 +68,9 @@ async function expectKeptAndLaunchable(
 
 describe('a cancelled launch keeps the work it cannot remove', () => {
   it('a first launch (respond-async) stopped while starting: the dirty worktree is kept with its branch and row; the task launches again on it', async () => {
-    const base = await harness();
+    const dir = await scratch();
     const h = await harness({
-      gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 }),
+      gitBinary: gitWrapper(dir, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 }),
     });
     const repo = makeRepo(h.scratch, 'kept');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'kept')]);
@@ -95,8 +95,9 @@ describe('a cancelled launch keeps the work it cannot remove', () => {
   });
 
   it('an async resume that materializes again (launch, stop, archive, unarchive) stopped while starting: the same', async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { sleepOnWorktreeAdd: 2, sleepOnWorktreeRemove: 2 });
+    setGitSlow(wrapper, false); // the set-up's launch and archive at git's own pace: only the resume is slowed
     const h = await harness({ gitBinary: wrapper });
     const repo = makeRepo(h.scratch, 'again');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'again')]);
@@ -107,6 +108,7 @@ describe('a cancelled launch keeps the work it cannot remove', () => {
     expect((await h.api('POST', `/v1/tasks/${taskId}/unarchive`)).status).toBe(200);
     const worktree = worktreePath(h.config.workspaceRoot, taskId, 'again');
     expect(existsSync(worktree)).toBe(false);
+    setGitSlow(wrapper, true);
     const resumed = await asyncPost(h, `/v1/sessions/${first.body.sessionId}/resume`, { args: [] });
     expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
     await cancelWhileStarting(h, first.body.sessionId, worktree);

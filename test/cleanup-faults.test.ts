@@ -7,10 +7,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { waitForPhase } from './support/phases';
 import { runTemporalDevServer } from './support/processes';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
-import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { createHarness, freePort, OPERATOR_TOKEN, scratchFolder, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { taskBranchName } from '../domain/task-layout';
-import { clearGitFault, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './support/world';
+import { clearGitFault, git, gitWrapper, makeRepo, setGitSlow, slowGitStepBegun, worktreePaths } from './support/world';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -33,7 +33,7 @@ async function taskWithWorktree(h: Harness, name: string) {
 
 describe('bounded retries through a failing git [R6.4]', () => {
   it('retries on the schedule and succeeds once the fault clears by itself', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 2 });
     const h = await harness({ gitBinary: wrapper });
     const t = await taskWithWorktree(h, 'flaky');
@@ -53,7 +53,7 @@ describe('bounded retries through a failing git [R6.4]', () => {
   });
 
   it('reaches needs_operator after the last attempt; only an operator retry gives it a fresh round, which succeeds once the fault is gone', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
     const h = await harness({ gitBinary: wrapper });
     const t = await taskWithWorktree(h, 'broken');
@@ -111,7 +111,7 @@ describe('bounded retries through a failing git [R6.4]', () => {
   it('a task branch that gains a commit after the delete read it is not deleted: the guarded deletion fails, the retry keeps it as unmerged', async () => {
     // The first `update-ref -d` of a task branch finds it moved on: a commit lands on it between
     // the turn's read (its commit, contained in main) and the deletion, as a push would.
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const mark = path.join(dir, 'moved-commit');
     const wrapper = path.join(dir, 'git-moves-branch');
     writeFileSync(
@@ -142,7 +142,7 @@ exec git "$@"
   });
 
   it('a task branch that cannot be read is never counted deleted: the job waits for an operator with branch_cleanup_failed, and their retry deletes it once git reads again', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, {
       failSubcommand: 'for-each-ref --format=%(objectname) %(refname)',
       failTimes: 1000,
@@ -174,7 +174,7 @@ exec git "$@"
 
 describe('unarchive [R6]', () => {
   it('cancels a pending archive cleanup; the task is active and its workspace usable again', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
     const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [60_000], maxAttempts: 8 } });
     const t = await taskWithWorktree(h, 'pending');
@@ -195,7 +195,7 @@ describe('unarchive [R6]', () => {
 
 describe('restarts in the middle of a cleanup [R6.4]', () => {
   it('a worker killed with SIGKILL mid-removal: a new worker finishes the cleanup, exactly once', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, { sleepOnWorktreeRemove: 4 });
     const h = await harness({ gitBinary: wrapper }, { inProcessWorker: false });
     let worker: ChildProcess = h.spawnWorker();
@@ -206,6 +206,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     await slowGitStepBegun(wrapper, 'remove'); // killed inside the removal
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));
+    setGitSlow(wrapper, false); // the new worker's removal at git's own pace
     worker = h.spawnWorker();
     const job = await waitForJob(h, accepted.operationId, ['succeeded'], 120_000);
     expect(job.state).toBe('succeeded');
@@ -220,7 +221,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
   });
 
   it('a worker killed with SIGKILL in the middle of an idle release: nothing lost, the job finishes, the next launch restores [R6.9]', async () => {
-    const dir = (await harness()).scratch;
+    const dir = await scratchFolder(cleanups);
     const wrapper = gitWrapper(dir, { sleepOnWorktreeRemove: 4 });
     const h = await harness({ gitBinary: wrapper }, { inProcessWorker: false });
     let worker: ChildProcess = h.spawnWorker();
@@ -250,6 +251,7 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
     await slowGitStepBegun(wrapper, 'remove'); // killed inside the removal, after the save
     worker.kill('SIGKILL');
     await new Promise((r) => worker.once('exit', r));
+    setGitSlow(wrapper, false); // the new worker's removal at git's own pace
     worker = h.spawnWorker();
 
     const job = await waitForJob(h, operationId, ['succeeded'], 120_000);
@@ -269,13 +271,13 @@ describe('restarts in the middle of a cleanup [R6.4]', () => {
   });
 
   it('a Temporal dev server restarted (same SQLite file) in the middle of a cleanup: it finishes', async () => {
-    const base = await harness();
+    const dir = await scratchFolder(cleanups);
     const port = await freePort();
-    const db = path.join(base.scratch, 'temporal.sqlite');
+    const db = path.join(dir, 'temporal.sqlite');
     const startServer = () => runTemporalDevServer(port, db);
     let server = await startServer();
     cleanups.push(async () => void server.kill('SIGKILL'));
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1 });
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1 });
     const h = await harness(
       { gitBinary: wrapper, cleanupPolicy: { waitsMs: [6000], maxAttempts: 3 } },
       { temporalAddress: `127.0.0.1:${port}` },

@@ -13,12 +13,12 @@ import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { clearGitFault, git, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 describe('a continued delete', () => {
   it('a consented delete continued by a new run saves and removes the dirty worktree', async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });
     const h = await harness({ gitBinary: wrapper });
     const repo = makeRepo(h.scratch, 'consented');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'consented')]);

@@ -7,7 +7,7 @@ import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { taskWithSession } from './support/scenario';
 import { git, worktreePaths } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 /** A git whose `status` always fails, and (optionally) whose `worktree remove` does too. */
 function brokenGit(dir: string, alsoRemove: boolean): string {
@@ -26,8 +26,8 @@ exec git "$@"
 
 describe('an unreadable git status is dirty', () => {
   it('a delete without consent is refused task_delete_dirty_worktree, and nothing changes', async () => {
-    const base = await harness();
-    const h = await harness({ gitBinary: brokenGit(base.scratch, false) });
+    const dir = await scratch();
+    const h = await harness({ gitBinary: brokenGit(dir, false) });
     const t = await taskWithSession(h, 'status-unreadable');
     const res = await deleteTask(h, t.taskId);
     expect(res.status, JSON.stringify(res.body)).toBe(409);
@@ -38,8 +38,8 @@ describe('an unreadable git status is dirty', () => {
   });
 
   it('an archive whose removal git refuses keeps the worktree when its status cannot be read', async () => {
-    const base = await harness();
-    const h = await harness({ gitBinary: brokenGit(base.scratch, true) });
+    const dir = await scratch();
+    const h = await harness({ gitBinary: brokenGit(dir, true) });
     const t = await taskWithSession(h, 'kept-on-doubt');
     const accepted = await archive(h, t.taskId);
     const job = await waitForJob(h, accepted.operationId);

@@ -10,12 +10,12 @@ import { harnessesPerTest } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { clearGitFault, gitWrapper, makeRepo } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 describe('a failed resume', () => {
   it("its session reads failed with the run's error, code and message", async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree add', failTimes: 1000 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree add', failTimes: 1000 });
     clearGitFault(wrapper);
     const h = await harness({ gitBinary: wrapper });
     const repo = makeRepo(h.scratch, 'refusing');

@@ -8,9 +8,17 @@ import { describe, expect, it } from 'vitest';
 import { taskDirName } from '../domain/task-layout';
 import { harnessesPerTest, type Harness } from './support/harness';
 import { SLEEPER, admittedSession, createTask, lastResumeRun, pidOf, registerRepo } from './support/scenario';
-import { branches, gitWrapper, makeRepo, processCwd, slowGitStepBegun, worktreePaths } from './support/world';
+import {
+  branches,
+  gitWrapper,
+  makeRepo,
+  processCwd,
+  setGitSlow,
+  slowGitStepBegun,
+  worktreePaths,
+} from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 /**
  * Whether the server handed the first workflow task back with the start (eager start), and the
@@ -78,11 +86,8 @@ describe('the gateway runs its launches', () => {
 
 describe('a gateway that dies during a first launch', () => {
   it('leaves it to the worker process: after the workflow task times out the worker runs it again, with one worktree, one branch and one agent', async () => {
-    const base = await harness();
-    const h = await harness(
-      { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) },
-      { inProcessWorker: false },
-    );
+    const dir = await scratch();
+    const h = await harness({ gitBinary: gitWrapper(dir, { sleepOnWorktreeAdd: 2 }) }, { inProcessWorker: false });
     const worker = h.spawnWorker();
     const gateway = await h.spawnGateway();
     const repo = makeRepo(h.scratch, 'gateway-crash');
@@ -93,6 +98,7 @@ describe('a gateway that dies during a first launch', () => {
     await slowGitStepBegun(h.config.gitBinary, 'add');
     gateway.child.kill('SIGKILL');
     expect(await pending).toBeInstanceOf(Error);
+    setGitSlow(h.config.gitBinary, false); // the worker's re-run at git's own pace
 
     const result = await h.temporal.workflow.getHandle(`launch/${sessionId}`).result();
     expect(result).toMatchObject({ sessionId, role: 'materialized', state: 'running' });

@@ -19,7 +19,7 @@ import {
   worktreePaths,
 } from './support/world';
 
-const { harness, cleanups } = harnessesPerTest();
+const { harness, cleanups, scratch } = harnessesPerTest();
 
 describe('restart', () => {
   it('agents survive a SIGKILLed worker; a new worker keeps their identity, workspace info and resume work', async () => {
@@ -141,13 +141,21 @@ describe('sessions never own files', () => {
 
 /**
  * A harness whose worker is a child process on a slowed git (for SIGKILL tests): `kill()` ends
- * the worker mid-step, `replace()` starts the next one.
+ * the worker mid-step, `replace()` starts the next one, whose git is no longer slowed.
  */
 async function crashHarness(slow: { sleepOnWorktreeAdd?: number; sleepOnWorktreeList?: number }) {
-  const { gitWrapper } = await import('./support/world');
-  const base = await harness();
-  const h = await harness({ gitBinary: gitWrapper(base.scratch, slow) }, { inProcessWorker: false });
-  return { h, ...killableWorker(h, cleanups) };
+  const { gitWrapper, setGitSlow } = await import('./support/world');
+  const dir = await scratch();
+  const h = await harness({ gitBinary: gitWrapper(dir, slow) }, { inProcessWorker: false });
+  const worker = killableWorker(h, cleanups);
+  return {
+    h,
+    async kill() {
+      await worker.kill();
+      setGitSlow(h.config.gitBinary, false);
+    },
+    replace: worker.replace,
+  };
 }
 
 /** Holds a session row (FOR NO KEY UPDATE): marking the session's state waits, inserting its execution does not. */
@@ -309,8 +317,8 @@ describe('a worker that dies during a resume', () => {
 describe('stopping a session that is still starting', () => {
   it('cancels its launch, which undoes what it made: no worktree, branch, agent or row is left behind the deleted session', async () => {
     const { gitWrapper } = await import('./support/world');
-    const base = await harness();
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 2 }) });
+    const dir = await scratch();
+    const h = await harness({ gitBinary: gitWrapper(dir, { sleepOnWorktreeAdd: 2 }) });
     const repo = makeRepo(h.scratch, 'starting');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'starting')]);
     const marker = String(70000 + Math.floor(Math.random() * 9999));

@@ -6,12 +6,12 @@ import { harnessesPerTest, OPERATOR_TOKEN } from './support/harness';
 import { createTask, launch, registerRepo } from './support/scenario';
 import { clearGitFault, gitWrapper, makeRepo, worktreePaths } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 describe('consistency check', () => {
   it('continues an active cleanup job whose workflow was terminated, to succeeded, and counts the repair in /metrics', async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
     const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [600_000], maxAttempts: 8 } });
     const repo = makeRepo(h.scratch, 'stranded');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'stranded')]);
@@ -49,8 +49,8 @@ describe('consistency check', () => {
   });
 
   it('an operator retry or an unarchive of a job whose workflow was lost gives it a new run: retried to succeeded, or cancelled and the task active', async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1000 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1000 });
     const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [600_000], maxAttempts: 8 } });
     const stranded = async (name: string) => {
       const repo = makeRepo(h.scratch, name);

@@ -27,7 +27,7 @@ import {
   worktreePaths,
 } from './support/world';
 
-const { harness, cleanups } = harnessesPerTest();
+const { harness, cleanups, scratch } = harnessesPerTest();
 
 /** Resolves once the wrapper logged a `git <subcommand>` (it logs before it sleeps): that git is under way. */
 const gitStarted = (logTo: string, subcommand: string) =>
@@ -188,9 +188,9 @@ async function freezeTree(root: number): Promise<{ members: number[]; thaw: () =
 
 describe('a superseded materializer [R1]', () => {
   it("publishes nothing once another session is the materializer: 409 workspace_reuse_unsafe, no agent, its worktree left unpublished, the other materializer's rows as they were", async () => {
-    const base = await harness();
-    const logTo = path.join(base.scratch, 'superseded.log');
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3, logTo }) });
+    const dir = await scratch();
+    const logTo = path.join(dir, 'superseded.log');
+    const h = await harness({ gitBinary: gitWrapper(dir, { sleepOnWorktreeAdd: 3, logTo }) });
     const repo = makeRepo(h.scratch, 'superseded');
     const repoId = await registerRepo(h, repo, 'superseded');
     const taskId = await createTask(h, [repoId]);
@@ -346,9 +346,9 @@ describe("unarchive while the archive's cleanup is in flight [R6]", () => {
   }
 
   it('waits for an attempt that succeeds: every unarchive answers after the job succeeded, the task is active, the worktree gone and its branch kept, and the next launch recreates it at the same path', async () => {
-    const base = await harness();
-    const logTo = path.join(base.scratch, 'in-flight-removal.log');
-    const h = await harness({ gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeRemove: 3, logTo }) });
+    const dir = await scratch();
+    const logTo = path.join(dir, 'in-flight-removal.log');
+    const h = await harness({ gitBinary: gitWrapper(dir, { sleepOnWorktreeRemove: 3, logTo }) });
     const repo = makeRepo(h.scratch, 'in-flight');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'in-flight')]);
     const first = await launch(h, taskId);
@@ -386,10 +386,10 @@ describe("unarchive while the archive's cleanup is in flight [R6]", () => {
   });
 
   it('waits for an attempt that fails, then cancels the job: every unarchive answers after it was cancelled, the task is active, the clean worktree still there, and the next launch adopts it', async () => {
-    const base = await harness();
-    const logTo = path.join(base.scratch, 'in-flight-failure.log');
+    const dir = await scratch();
+    const logTo = path.join(dir, 'in-flight-failure.log');
     const h = await harness({
-      gitBinary: gitWrapper(base.scratch, {
+      gitBinary: gitWrapper(dir, {
         sleepOnWorktreeRemove: 3,
         failSubcommand: 'worktree remove',
         failTimes: 1_000_000,

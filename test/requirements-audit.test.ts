@@ -20,12 +20,12 @@ import {
   worktreePaths,
 } from './support/world';
 
-const { harness } = harnessesPerTest();
+const { harness, scratch } = harnessesPerTest();
 
 describe('requirements driven end to end', () => {
   it('a host worktree removed by hand while its cleanup waits to retry counts as done, its registration pruned [R6.4]', async () => {
-    const base = await harness();
-    const wrapper = gitWrapper(base.scratch, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });
+    const dir = await scratch();
+    const wrapper = gitWrapper(dir, { failSubcommand: 'worktree remove', failTimes: 1_000_000 });
     const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [1_000], maxAttempts: 10 } });
     const repo = makeRepo(h.scratch, 'by-hand');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'by-hand')]);
@@ -46,9 +46,9 @@ describe('requirements driven end to end', () => {
   });
 
   it('a host worktree whose HEAD moved after the audit judged it is not removed on that judgement: kept, its commit kept, the job waits for an operator [R6.6]', async () => {
-    const base = await harness();
-    const logTo = `${base.scratch}/moved-head.log`;
-    const wrapper = gitWrapper(base.scratch, { pauseAfterWorktreeList: 3, logTo });
+    const dir = await scratch();
+    const logTo = `${dir}/moved-head.log`;
+    const wrapper = gitWrapper(dir, { pauseAfterWorktreeList: 3, logTo });
     const h = await harness({ gitBinary: wrapper, cleanupPolicy: { waitsMs: [1_000], maxAttempts: 3 } });
     const repo = makeRepo(h.scratch, 'moved-head');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'moved-head')]);

@@ -16,9 +16,9 @@ import {
   startedAgents,
   runTemporalDevServer,
 } from './support/processes';
-import { gitWrapper, makeRepo, worktreePaths } from './support/world';
+import { gitWrapper, makeRepo, setGitSlow, worktreePaths } from './support/world';
 
-const { harness, cleanups } = harnessesPerTest();
+const { harness, cleanups, scratch } = harnessesPerTest();
 
 /**
  * Holds every transaction that writes `table` (the trigger loops while the hold stands): at the
@@ -245,13 +245,13 @@ describe('Idempotency-Key', () => {
 describe('the engine killed during a first launch', () => {
   it('answers 503 engine_unavailable with the session and outcome pending, never a 500; the same Idempotency-Key then gets that one session', async () => {
     const { freePort } = await import('./support/harness');
-    const base = await harness();
+    const dir = await scratch();
     const port = await freePort();
-    const db = `${base.scratch}/temporal.sqlite`;
+    const db = `${dir}/temporal.sqlite`;
     let server = await runTemporalDevServer(port, db);
     cleanups.push(() => void server.kill('SIGKILL'));
     const h = await harness(
-      { gitBinary: gitWrapper(base.scratch, { sleepOnWorktreeAdd: 3 }) },
+      { gitBinary: gitWrapper(dir, { sleepOnWorktreeAdd: 3 }) },
       { temporalAddress: `127.0.0.1:${port}` },
     );
     const repo = makeRepo(h.scratch, 'engine-killed');
@@ -264,6 +264,7 @@ describe('the engine killed during a first launch', () => {
     cleanups.push(() => killAgentsOf(sessionId));
     server.kill('SIGKILL');
     await new Promise((r) => server.once('exit', r));
+    setGitSlow(h.config.gitBinary, false); // what follows at git's own pace
 
     const cut = await pending;
     expect(cut.status, JSON.stringify(cut.body)).toBe(503);

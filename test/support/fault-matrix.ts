@@ -17,7 +17,7 @@ import type { PostgresService } from '../../client/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './harness';
 import { killLiveAgents, liveAgents, startedAgents, runTemporalDevServer, startPostgresAt } from './processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';
-import { clearSlowGitStep, git, gitWrapper, makeRepo, slowGitStepBegun, worktreePaths } from './world';
+import { clearSlowGitStep, git, gitWrapper, makeRepo, setGitSlow, slowGitStepBegun, worktreePaths } from './world';
 
 export type Part = 'worker' | 'gateway' | 'temporal' | 'postgres';
 type Operation = 'first launch' | 'attach' | 'resume' | 'archive' | 'delete';
@@ -40,13 +40,17 @@ async function endSystems(): Promise<void> {
   for (const end of ends.splice(0).reverse()) await Promise.resolve(end()).catch(() => {});
 }
 
-/** One system of its own: a database, a queue, a worker and a gateway process; git takes a second over each worktree step. */
+/**
+ * One system of its own: a database, a queue, a worker and a gateway process; git takes a second
+ * over each worktree step of the operation under test (its set-up and its recovery at git's pace).
+ */
 async function system() {
   const h = await createHarness(
     {},
     { temporalAddress: `127.0.0.1:${temporalPort}`, postgresServerUrl: postgres!.serverUrl, inProcessWorker: false },
   );
   const slowGit = gitWrapper(h.scratch, { sleepOnWorktreeAdd: 1, sleepOnWorktreeList: 1, sleepOnWorktreeRemove: 1 });
+  setGitSlow(slowGit, false);
   const env = { TWS_GIT_BINARY: slowGit };
   let worker = h.spawnWorker(env);
   let gateway = await h.spawnGateway(env);
@@ -241,6 +245,7 @@ export function faultMatrixRow(part: Part): void {
           );
         };
         clearSlowGitStep(sys.slowGit, 'any');
+        setGitSlow(sys.slowGit, true);
         const pending = act(sys.gatewayUrl()).catch((err: Error) => err);
         const early: { answer?: Awaited<typeof pending> } = {};
         void pending.then((answer) => (early.answer = answer));
@@ -252,6 +257,7 @@ export function faultMatrixRow(part: Part): void {
         // Killed inside one of its (slow, 1 s) git steps.
         await slowGitStepBegun(sys.slowGit, 'any');
         const restore = await sys.kill(part);
+        setGitSlow(sys.slowGit, false); // what recovers runs at git's own pace
         // Down for a while (a request in flight then waits, fails or gets its typed 503), then back:
         // the database longer than a step's retries for anything but an outage (about 7 s).
         await new Promise((r) => setTimeout(r, DOWN_MS[part]));

@@ -63,7 +63,8 @@ export interface Harness {
 
 /**
  * For a file whose tests each make their own harness: `harness()` makes one that is closed after
- * the file's tests, and `cleanups` takes anything else to end then (last registered, first run).
+ * the file's tests, `scratch()` a folder removed then, and `cleanups` takes anything else to end
+ * then (last registered, first run).
  */
 export function harnessesPerTest() {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -77,7 +78,20 @@ export function harnessesPerTest() {
       cleanups.push(() => h.close());
       return h;
     },
+    scratch: () => scratchFolder(cleanups),
   };
+}
+
+/**
+ * A folder of the test's own, as a harness's scratch folder is made (a git wrapper's, a dev
+ * server's data), removed by `cleanups`: a harness made only for its folder cost a second and a
+ * worker polling until the file ended.
+ */
+export async function scratchFolder(cleanups: (() => Promise<void> | void)[]): Promise<string> {
+  const dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
+  await chmod(dir, 0o711);
+  cleanups.push(() => rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
+  return dir;
 }
 
 /** `postgresServerUrl`: a PostgreSQL of the test file's own (one it may stop), instead of the run's shared one. */

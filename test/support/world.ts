@@ -108,7 +108,9 @@ export function killGroup(pid: number): void {
  * A git that sleeps or fails where a test says. `pauseAfterWorktreeList`: once armed
  * (`armGitPause`), the next `worktree list` answers its listing only after the pause, having
  * touched `<wrapper>.paused` when its listing was read: the test changes the world between a
- * listing and what the caller does with it.
+ * listing and what the caller does with it. Its sleeps stop while `<wrapper>.fast` exists
+ * (`setGitSlow`): a test that needed a slow step to kill a process inside it lets the recovery
+ * run at git's own pace.
  */
 export function gitWrapper(
   dir: string,
@@ -128,9 +130,9 @@ export function gitWrapper(
     file,
     `#!/usr/bin/env bash
 ${opts.logTo ? `echo "$*" >> '${opts.logTo}'` : ''}
-if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ]; then touch "${file}.began-add" "${file}.began-any"; sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
-if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ]; then touch "${file}.began-list" "${file}.began-any"; sleep ${opts.sleepOnWorktreeList ?? 0}; fi
-if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ]; then touch "${file}.began-remove" "${file}.began-any"; sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "add" ] && [ -n "${opts.sleepOnWorktreeAdd ?? ''}" ] && [ ! -e "${file}.fast" ]; then touch "${file}.began-add" "${file}.began-any"; sleep ${opts.sleepOnWorktreeAdd ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "list" ] && [ -n "${opts.sleepOnWorktreeList ?? ''}" ] && [ ! -e "${file}.fast" ]; then touch "${file}.began-list" "${file}.began-any"; sleep ${opts.sleepOnWorktreeList ?? 0}; fi
+if [ "$1" = "worktree" ] && [ "$2" = "remove" ] && [ -n "${opts.sleepOnWorktreeRemove ?? ''}" ] && [ ! -e "${file}.fast" ]; then touch "${file}.began-remove" "${file}.began-any"; sleep ${opts.sleepOnWorktreeRemove ?? 0}; fi
 if [ -n "${opts.failSubcommand ?? ''}" ] && [ "$1 $2" = "${opts.failSubcommand ?? ''}" ]; then
   n=$(cat "${counter}" 2>/dev/null || echo 0)
   if [ "$n" -lt "${opts.failTimes ?? 0}" ]; then echo $((n+1)) > "${counter}"; echo "fatal: injected failure" >&2; exit 128; fi
@@ -164,6 +166,16 @@ export async function slowGitStepBegun(
     if (Date.now() > deadline) throw new Error(`no slow git worktree ${step} began within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Turns a wrapper's sleeps off (`slow` false) or on again. A step asleep already finishes its
+ * sleep; the ones after it run at once. For a test whose process was killed inside a slow step:
+ * what recovers then need not wait out the sleep again on every worktree step.
+ */
+export function setGitSlow(wrapper: string, slow: boolean): void {
+  if (slow) rmSync(`${wrapper}.fast`, { force: true });
+  else writeFileSync(`${wrapper}.fast`, '');
 }
 
 /** Clears the marker of a wrapper's slow step, so that slowGitStepBegun waits for the next one. */
