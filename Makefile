@@ -8,7 +8,7 @@ start: setup
 	@node --import tsx client/launcher.ts
 
 test: setup
-	@bash scripts/build-image.sh && npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
+	@bash scripts/build-image.sh && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run
 
 # `tws` on the PATH from this checkout: a link to bin/tws.mjs in BINDIR (or PREFIX/bin; by default
 # ~/.local/bin or /usr/local/bin, whichever is on the PATH and writable), said where (scripts/link-cli.sh).
@@ -29,7 +29,7 @@ typecheck: setup
 
 # The checks `make test` runs before the suite, alone: type check, code habits, the canary.
 check: setup
-	@npx tsc -p . && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh
+	@bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh
 
 # Formats every file and applies the linter's safe fixes.
 fix: setup
