@@ -193,8 +193,10 @@ describe('the container executor', () => {
     expect(ours).toHaveLength(1);
     const info = (await engineContainer(ours[0]!.Id))!;
     // Five agents (and no more) in it: each a process of the container's groups, with the
-    // `nsenter` that entered it and waits for it (it joined the groups first): 1 + 5 × 2.
-    expect(containerPids(info.State.Pid).length).toBe(11);
+    // `nsenter` that entered it and waits for it (it joined the groups first): 1 + 5 × 2, once
+    // each agent's shell has read its variables (a start answers before its `cat` has ended).
+    const count = async () => containerPids(info.State.Pid).length;
+    await waitUntil(async () => (await count()) === 11, "1 + 5 × 2 processes in the container's groups", 15_000, count);
   });
 
   it('holds the agent to the task limits inside the container', async () => {
