@@ -82,11 +82,14 @@ export interface PreparationRow {
   ssh_target_id: string | null;
 }
 
+/** What a preparation row is read as, by every reader. */
+const PREPARATION_ROW = `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code,
+  signal, log_path, ssh_target_id FROM workspace_preparations`;
+
 /** The preparations of these sessions, in repository order. */
 export async function preparationsOf(db: Db, sessionIds: string[]): Promise<PreparationRow[]> {
   const res = await db.query<PreparationRow>(
-    `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path,
-            ssh_target_id FROM workspace_preparations WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, position`,
+    `${PREPARATION_ROW} WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, position`,
     [sessionIds],
   );
   return res.rows;
@@ -95,8 +98,7 @@ export async function preparationsOf(db: Db, sessionIds: string[]): Promise<Prep
 /** The preparation of an environment's workspace as it was last made (the newest launch that made it), in repository order. */
 export async function environmentPreparation(db: Db, environmentId: string): Promise<PreparationRow[]> {
   const res = await db.query<PreparationRow>(
-    `SELECT session_id, repository_id, host_id, position, copied, skipped, setup_status, exit_code, signal, log_path,
-            ssh_target_id FROM workspace_preparations
+    `${PREPARATION_ROW}
       WHERE environment_id = $1 AND session_id = (
         SELECT session_id FROM workspace_preparations WHERE environment_id = $1 ORDER BY created_at DESC LIMIT 1)
       ORDER BY position`,

@@ -125,7 +125,7 @@ export interface SavedWorkPatches {
   whole: Buffer;
   staged: Buffer;
   rest: Buffer;
-  /** The paths the whole patch writes (from the top): what a restore over a prepared workspace puts back to HEAD first. */
+  /** The paths the whole patch writes (from the top), when asked for: what a restore over a prepared workspace puts back to HEAD first. */
   paths: string[];
 }
 
@@ -134,6 +134,8 @@ export async function savedWorkPatches(
   repoDir: string,
   commit: string,
   options: GitOptions,
+  /** The paths it writes too (for a restore over a prepared workspace); else none are read. */
+  withPaths = false,
 ): Promise<SavedWorkPatches> {
   const git = gitAt(repoDir, options);
   return withPatchFile(async (file, other) => {
@@ -142,7 +144,7 @@ export async function savedWorkPatches(
       whole: await readFile(file),
       staged: await readFile(staged),
       rest: await readFile(rest),
-      paths: await pathsOfPatch(git, file),
+      paths: withPaths ? await pathsOfPatch(git, file) : [],
     };
   });
 }

@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './support/harness';
+import { waitUntil } from './support/scenario';
 
 const root = path.resolve(__dirname, '..');
 let scratch = '';
@@ -105,12 +106,15 @@ beforeAll(async () => {
   });
   make.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   make.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const deadline = Date.now() + 180_000;
-  while (!stdout.includes('task-workspaces is running')) {
-    if (make.exitCode !== null || Date.now() > deadline)
-      throw new Error(`make start did not come up (exit ${make.exitCode}):\n${stdout}\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  // Its banner, or its end: either is waited for (at most 3 minutes), then told apart.
+  await waitUntil(
+    async () => stdout.includes('task-workspaces is running') || make!.exitCode !== null,
+    'make start to come up',
+    180_000,
+    async () => ({ stdout, stderr }),
+  );
+  if (!stdout.includes('task-workspaces is running'))
+    throw new Error(`make start did not come up (exit ${make.exitCode}):\n${stdout}\n${stderr}`);
 }, 200_000);
 
 afterAll(async () => {

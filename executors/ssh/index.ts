@@ -58,7 +58,12 @@ export function sshExecutor(deps: ActivityDeps): Executor {
       const source = plan.slots.find((s) => s.repositoryId === slot.repositoryId);
       if (!source) throw new Error('the slot is not one of the plan');
       const target = await loadSshTarget(pool, plan.sshTargetId);
-      const patches = await savedWorkPatches(source.sourcePath, commit, { binary: deps.config.gitBinary });
+      const patches = await savedWorkPatches(
+        source.sourcePath,
+        commit,
+        { binary: deps.config.gitBinary },
+        overPreparation,
+      );
       return restoreRemoteWork(target, slot.worktreePath, patches, overPreparation).catch((err: unknown) =>
         Promise.reject(typedSsh(err)),
       );
