@@ -20,7 +20,14 @@ export function inventoryRowsOf(plan: LaunchPlan, made: MaterializedSlot[]): Inc
       branchSlug: slot.branchSlug,
       executorType: workspaceKindOf(plan.executorType),
       sshTargetId: plan.sshTargetId ?? null,
-      identity: m ? { worktreeId: m.worktreeId, worktreePath: m.worktreePath, worktreeBranch: m.branch } : null,
+      identity: m
+        ? {
+            worktreeId: m.worktreeId,
+            worktreePath: m.worktreePath,
+            worktreeBranch: m.branch,
+            made: { branch: m.createdBranch, worktree: m.createdWorktree },
+          }
+        : null,
       headCommit: m?.headCommit ?? null,
       position: slot.position,
       error: null,

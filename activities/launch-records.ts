@@ -125,7 +125,8 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
      * What a first launch's own host step made and published, read from the records (the step
      * succeeded, then the launch was cancelled): only while this session is still the
      * environment's materializer. Removed by the same careful undo (never --force, a branch only
-     * while it is at the recorded commit).
+     * while it is at the recorded commit), and only what the step recorded it made itself: a kept
+     * branch it checked out again, or a worktree it adopted, is not the undo's.
      */
     async publishedBy(plan: LaunchPlan): Promise<MaterializedSlot[]> {
       const rows = await inventoryPublishedBy(pool, plan.environmentId, plan.sessionId);
@@ -135,8 +136,8 @@ export function launchRecordActivities({ pool, config, logger }: ActivityDeps) {
         worktreeId: r.worktree_id,
         branch: r.worktree_branch!,
         headCommit: r.head_commit ?? '',
-        createdBranch: plan.slots.find((slot) => slot.repositoryId === r.repository_id)?.createBranch ?? false,
-        createdWorktree: true,
+        createdBranch: r.made_branch === true,
+        createdWorktree: r.made_worktree === true,
       }));
     },
 

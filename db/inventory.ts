@@ -19,6 +19,9 @@ export interface InventoryRow {
   position: number;
   status: 'active' | 'retained' | 'deleted';
   error: string | null;
+  /** What the step that published the row made itself (migration 031); null: recorded before, unknown. */
+  made_branch?: boolean | null;
+  made_worktree?: boolean | null;
 }
 
 export async function inventoryOf(
@@ -46,7 +49,8 @@ export interface IncomingInventoryRow extends InventoryFields {
 /** Writes one slot's active row, applying the merge rule [R4] to what is already recorded. */
 export async function upsertInventoryRow(db: Db, environmentId: string, incoming: IncomingInventoryRow): Promise<void> {
   const existing = await db.query<InventoryRow>(
-    `SELECT id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, status, error
+    `SELECT id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, status, error,
+            made_branch, made_worktree
        FROM environment_repos WHERE environment_id = $1 AND repository_id = $2 AND branch_slug = $3 AND status = 'active' FOR UPDATE`,
     [environmentId, incoming.repositoryId, incoming.branchSlug],
   );
@@ -61,6 +65,9 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
                   worktreeId: current.worktree_id,
                   worktreePath: current.worktree_path,
                   worktreeBranch: current.worktree_branch,
+                  ...(current.made_branch != null && current.made_worktree != null
+                    ? { made: { branch: current.made_branch, worktree: current.made_worktree } }
+                    : {}),
                 }
               : null,
           headCommit: current.head_commit,
@@ -77,17 +84,21 @@ export async function upsertInventoryRow(db: Db, environmentId: string, incoming
     merged.headCommit,
     merged.position,
     merged.error,
+    merged.identity?.made?.branch ?? null,
+    merged.identity?.made?.worktree ?? null,
   ];
   if (current) {
     await db.query(
-      `UPDATE environment_repos SET worktree_id = $2, worktree_path = $3, worktree_branch = $4, head_commit = $5, position = $6, error = $7, updated_at = now()
+      `UPDATE environment_repos SET worktree_id = $2, worktree_path = $3, worktree_branch = $4, head_commit = $5, position = $6, error = $7,
+              made_branch = $8, made_worktree = $9, updated_at = now()
         WHERE id = $1`,
       [current.id, ...values],
     );
   } else {
     await db.query(
-      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error, ssh_target_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO environment_repos (id, environment_id, repository_id, branch_slug, executor_type, worktree_id, worktree_path, worktree_branch, head_commit, position, error,
+                                      made_branch, made_worktree, ssh_target_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
       [
         incoming.id,
         environmentId,
@@ -125,7 +136,8 @@ export async function inventoryPublishedBy(
   materializerSessionId: string,
 ): Promise<InventoryRow[]> {
   const res = await db.query<InventoryRow>(
-    `SELECT r.id, r.repository_id, r.branch_slug, r.executor_type, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit, r.position, r.status, r.error
+    `SELECT r.id, r.repository_id, r.branch_slug, r.executor_type, r.worktree_id, r.worktree_path, r.worktree_branch, r.head_commit, r.position, r.status, r.error,
+            r.made_branch, r.made_worktree
        FROM environment_repos r JOIN task_environments e ON e.id = r.environment_id
       WHERE e.id = $1 AND e.materializer_session_id = $2 AND r.status = 'active' AND r.worktree_id IS NOT NULL ORDER BY r.position`,
     [environmentId, materializerSessionId],

@@ -9,6 +9,12 @@ interface WorktreeIdentity {
   worktreeId: string | null;
   worktreePath: string;
   worktreeBranch: string;
+  /**
+   * What the step that recorded this identity made itself (the branch created from the base, the
+   * worktree added) rather than found. It belongs to the identity: replaced with it, kept with it.
+   * Absent: unknown, read as found (an undo never removes what it cannot prove it made).
+   */
+  made?: { branch: boolean; worktree: boolean };
 }
 
 export interface InventoryFields {

@@ -51,9 +51,9 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
         // occupied slot path can be one (a fresh launch skips listing the worktrees).
         const occupied = await pathExists(slot.worktreePath);
         const existing = occupied ? await findRegistered(await listWorktrees(git), slot.worktreePath) : null;
-        // A task branch is named after the task, so one found registered at the slot path was
-        // created by an earlier attempt of this launch.
-        let createdBranch = existing !== null && slot.createBranch;
+        // A worktree found registered at the slot path is adopted, with its branch: neither is this
+        // step's to undo (an earlier attempt's, or one an archive kept dirty and unarchive found).
+        let createdBranch = false;
         const createdWorktree = existing === null;
         if (existing) {
           if (existing.branch !== slot.branch) throw new Error('another worktree occupies the slot path');
