@@ -50,8 +50,16 @@ export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
 }
 
 /**
- * Adds a worktree. With createFrom, the branch is created there and git refuses if it
- * already exists (a create-only ref update: an existing branch is never moved).
+ * Why the service's worktrees are locked (`git worktree lock`): a task's worktree belongs to its
+ * agent's uid and is closed to others, so the repository owner's git cannot see it and would take
+ * it for gone; their `git worktree prune` would then drop its registration under a live task
+ * [R9.1]. Locked, it is never pruned; the service unlocks it only to remove it.
+ */
+export const WORKTREE_LOCK_REASON = 'a task-workspaces task works here; the service removes it';
+
+/**
+ * Adds a worktree, locked (above). With createFrom, the branch is created there and git refuses if
+ * it already exists (a create-only ref update: an existing branch is never moved).
  */
 export async function addWorktree(
   git: SimpleGit,
@@ -60,13 +68,40 @@ export async function addWorktree(
   createFrom: string | null,
 ): Promise<void> {
   const args = createFrom
-    ? ['worktree', 'add', '--no-track', '-b', branch, worktreePath, createFrom]
-    : ['worktree', 'add', worktreePath, branch];
+    ? [
+        'worktree',
+        'add',
+        '--lock',
+        '--reason',
+        WORKTREE_LOCK_REASON,
+        '--no-track',
+        '-b',
+        branch,
+        worktreePath,
+        createFrom,
+      ]
+    : ['worktree', 'add', '--lock', '--reason', WORKTREE_LOCK_REASON, worktreePath, branch];
   await run(git, args);
 }
 
-export async function removeWorktree(git: SimpleGit, worktreePath: string, force: boolean): Promise<void> {
-  await run(git, ['worktree', 'remove', ...(force ? ['--force'] : []), worktreePath]);
+/**
+ * Removes a worktree: unlocked first (`locked`: as its listing says; unknown: tried, and a refusal
+ * because it was not locked is no failure, the removal decides), locked again when git keeps it.
+ */
+export async function removeWorktree(
+  git: SimpleGit,
+  worktreePath: string,
+  force: boolean,
+  locked = true,
+): Promise<void> {
+  if (locked) await run(git, ['worktree', 'unlock', worktreePath]).catch(() => undefined);
+  try {
+    await run(git, ['worktree', 'remove', ...(force ? ['--force'] : []), worktreePath]);
+  } catch (err) {
+    if (locked)
+      await run(git, ['worktree', 'lock', '--reason', WORKTREE_LOCK_REASON, worktreePath]).catch(() => undefined);
+    throw err;
+  }
 }
 
 export async function pruneWorktrees(git: SimpleGit): Promise<void> {

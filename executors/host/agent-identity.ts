@@ -31,6 +31,7 @@ import {
 import { dropTo, type SandboxPrograms } from './agent-sandbox';
 import { gitStoreLayout } from './git-store-layout';
 import { objectStoresListPath } from './exits';
+import { refFoldersListPath } from './ref-moves';
 import { pathExistsSync } from './workspace-fs';
 
 /**
@@ -201,6 +202,8 @@ export async function prepareSandbox(
   const pointers = [...layout.readOnlyFiles, ...(markerPresent ? [marker] : [])];
   // Which task stores the service brings home when this agent ends (executors/host/exits.ts).
   writeFileSync(objectStoresListPath(logPath), JSON.stringify(layout.storeKeyDirs));
+  // And the ref folders whose moves bring them home while it runs (executors/host/ref-moves.ts).
+  writeFileSync(refFoldersListPath(logPath), JSON.stringify(layout.refFolders));
   await handOver({ ...ownership, owned: layout.owned, pointers });
   return {
     home: ownership.home,

@@ -21,7 +21,7 @@ import { dropSpawnIntent } from '../../db/spawn-intents';
 import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
 import { isRealDirectory } from './workspace-fs';
 import { AGENT_SUPERVISOR_MISSING, readExitStatus } from './agent-shim';
-import { collectExit } from './exits';
+import { bringAgentObjectsHome, collectExit, watchAgentBranch } from './exits';
 import type { StartAgentInput, StartedAgent } from '../agent-start';
 import type { AgentOperations, RecordedAgent, StartHooks } from '../executor';
 import { agentUid } from './agent-uid';
@@ -182,6 +182,9 @@ export function hostAgents(
       });
       if (!started) throw typedFailure('task_cleanup_in_progress');
       const { pid, identified } = started;
+      // Its branch's moves bring its commits home while it runs (executors/host/ref-moves.ts).
+      if (identified && !started.recorded)
+        await watchAgentBranch(deps.logger, { id: input.executionId, log_path: logPath }, config.gitBinary);
       if (started.recorded) return { executionId: input.executionId, pid, status: started.recorded };
       if (identified) return { executionId: input.executionId, pid, status: 'running' };
       // Ended already: collected now (its exit's own collection may be first; one of them records it).
@@ -199,6 +202,9 @@ export function hostAgents(
       const agent = { executionId: exec.id, pid: exec.pid, processStartTime: exec.process_start_time };
       if (!(await stopRecordedAgent(pool, agent, config.agentStopGraceMs))) throw typedFailure('internal');
       await markStopped(pool, exec.id, await readExitStatus(exec.log_path));
+      // Its commits in the repository's own store once the stop is answered: the owner's git then
+      // never meets a task branch whose objects are still in the task's store.
+      await bringAgentObjectsHome(deps.logger, exec, config.gitBinary);
       // Its control groups, where its supervisor was stopped before it could leave them.
       const layout = await agentLimitsLayout(config.limits).catch(() => null);
       if (layout) await sweepAgentGroups(layout, { executionId: exec.id, minAgeMs: 0 }).catch(() => 0);

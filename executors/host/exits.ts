@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { bringStoreHome } from '../../git/agent-objects-home';
 import { readExitStatus } from './agent-shim';
 import { isSameProcess } from './process-identity';
+import { unwatchAgentRefs, watchAgentRefs } from './ref-moves';
 
 /** The task stores an agent added objects to (git/agent-objects.ts): listed in its run folder when it started in the sandbox. */
 export const objectStoresListPath = (logPath: string): string => logPath.replace(/\.log$/, '') + '.objects.json';
@@ -21,7 +22,7 @@ export const objectStoresListPath = (logPath: string): string => logPath.replace
  * periodic check while it runs, so the user's own git in the worktree sees its commits soon.
  * A failure is logged and left to the next occasion (git status, cleanup and the next check bring home too).
  */
-async function bringAgentObjectsHome(
+export async function bringAgentObjectsHome(
   logger: Pick<Logger, 'warn'>,
   exec: { id: string; log_path: string },
   gitBinary: string,
@@ -56,6 +57,7 @@ async function collect(
   gitBinary: string,
 ): Promise<'exited' | 'vanished' | null> {
   // Before the end is recorded: an ended agent's commits are in the repository's own store.
+  unwatchAgentRefs(exec.id);
   await bringAgentObjectsHome(logger, exec, gitBinary);
   const outcome = await readExitStatus(exec.log_path);
   const status = outcome ? 'exited' : 'vanished';
@@ -122,10 +124,21 @@ export async function recoverHostAgents(
     if (await isSameProcess(exec.pid, exec.process_start_time)) {
       counts.alive++;
       await bringAgentObjectsHome(quiet, exec, gitBinary);
+      // Its branch's moves watched here too, where the process that started it is gone.
+      await watchAgentBranch(quiet, exec, gitBinary);
       continue;
     }
     const status = await collect(pool, quiet, exec, gitBinary);
     if (status) counts[status]++;
   }
   return counts;
+}
+
+/** While an agent runs, its branch's moves bring its objects home at once (executors/host/ref-moves.ts). */
+export function watchAgentBranch(
+  logger: Logger,
+  exec: { id: string; log_path: string },
+  gitBinary: string,
+): Promise<void> {
+  return watchAgentRefs(exec, () => bringAgentObjectsHome(logger, exec, gitBinary), logger);
 }

@@ -10,6 +10,7 @@ import { gitStoreBinds, type GitBind } from '../../domain/sandbox';
 import { isWithinFolder } from '../../domain/task-layout';
 import { isExactFolder, objectStoreKeyDir, prepareObjectStore } from '../../git/agent-objects';
 import { isRealDirectorySync } from './workspace-fs';
+import { WORKTREE_LOCK_REASON } from '../../git/worktrees';
 
 /** A repository slot of the agent's workspace, as the launch plan records it. */
 export interface AgentGitSlot {
@@ -46,7 +47,7 @@ export function gitStoreLayout(
   slots: AgentGitSlot[],
   workspace: string,
   dataDir: string,
-): { binds: GitBind[]; storeKeyDirs: string[]; owned: string[]; readOnlyFiles: string[] } {
+): { binds: GitBind[]; storeKeyDirs: string[]; owned: string[]; readOnlyFiles: string[]; refFolders: string[] } {
   const byCommonDir = new Map<string, AgentGitSlot[]>();
   for (const slot of slots) byCommonDir.set(slot.commonDir, [...(byCommonDir.get(slot.commonDir) ?? []), slot]);
   // In slot order.
@@ -59,6 +60,7 @@ export function gitStoreLayout(
     storeKeyDirs: present.flatMap((l) => l.storeKeyDirs),
     owned: present.flatMap((l) => l.owned),
     readOnlyFiles: present.flatMap((l) => l.readOnlyFiles),
+    refFolders: present.flatMap((l) => l.refFolders),
   };
 }
 
@@ -67,6 +69,8 @@ interface RepositoryLayout {
   storeKeyDirs: string[];
   owned: string[];
   readOnlyFiles: string[];
+  /** The ref folders (absolute) the agent moves its branch in: watched while it runs (executors/host/ref-moves.ts). */
+  refFolders: string[];
 }
 
 /** gitStoreLayout for one common git dir; null when it is gone meanwhile (left out, as before). */
@@ -81,7 +85,7 @@ function repositoryLayout(
   if (!isRealDirectorySync(commonDir)) return null;
   if (insideWorkspace) for (const name of ['hooks', 'info']) mkdirSync(path.join(commonDir, name), { recursive: true });
   const entries = readdirSync(commonDir);
-  const layout: RepositoryLayout = { binds: [], storeKeyDirs: [], owned: [], readOnlyFiles: [] };
+  const layout: RepositoryLayout = { binds: [], storeKeyDirs: [], owned: [], readOnlyFiles: [], refFolders: [] };
   let ownAdminDirs: string[] = [];
   let objectStore: string | null = null;
   let ownRefFolders: string[] = [];
@@ -99,6 +103,7 @@ function repositoryLayout(
       layout.owned.push(store.objectStore);
     }
     ownRefFolders = refs;
+    layout.refFolders.push(...refs.map((folder) => path.join(commonDir, folder)));
     layout.owned.push(
       ...refs.flatMap((folder) => [path.join(commonDir, folder), path.join(commonDir, 'logs', folder)]),
     );
@@ -177,18 +182,28 @@ function registeredWorktree(adminDir: string): string | null {
   return registered.endsWith('/.git') ? registered.slice(0, -'/.git'.length) : null;
 }
 
-/** The pointer files of a worktree registration, each a plain file (config.worktree made empty where absent): else null. */
+/**
+ * The pointer files of a worktree registration, each a plain file (config.worktree made empty where
+ * absent, and `locked` made where a worktree added before the service locked its worktrees has
+ * none: git/worktrees.ts says why): else null. `locked` is among them, read-only to the agent.
+ */
 function protectedPointers(adminDir: string, worktree: string): string[] | null {
   const files = [
     path.join(adminDir, 'gitdir'),
     path.join(adminDir, 'commondir'),
     path.join(adminDir, 'config.worktree'),
+    path.join(adminDir, 'locked'),
   ];
   // git reads config.worktree only with extensions.worktreeConfig; made (empty) so that it can be bound read-only.
-  try {
-    writeFileSync(files[2]!, '', { flag: 'wx', mode: 0o644 });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  for (const [file, text] of [
+    [files[2]!, ''],
+    [files[3]!, WORKTREE_LOCK_REASON],
+  ] as const) {
+    try {
+      writeFileSync(file, text, { flag: 'wx', mode: 0o644 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
   }
   const dotGit = path.join(worktree, '.git');
   const plain = [...files, dotGit].every((file) => {

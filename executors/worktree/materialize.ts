@@ -16,6 +16,7 @@ import { discardObjectStore } from '../../git/agent-objects';
 import { addWorktree, listWorktrees, removeWorktree, worktreeIdentity } from '../../git/worktrees';
 import { branchCommit, branchCommits, branchRef, deleteBranchIfAt, recreateMissingBranch } from '../../git/branches';
 import { gitAt } from '../../git/git';
+import { openToOwner } from '../../git/owner-access';
 import type { WorkspaceOperations } from '../executor';
 import type { ActivityDeps } from '../support/deps';
 import { materializationFailure, typedFailure } from '../support/failures';
@@ -47,6 +48,12 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
       slot.repositoryId,
       async () => {
         const git = gitAt(slot.sourcePath, gitOptions);
+        // What this launch and its agents add under the repository's .git stays its owner's to write.
+        if ((await openToOwner(path.join(slot.sourcePath, '.git'))) === 'unsupported')
+          logger.warn(
+            { repositoryId: slot.repositoryId },
+            "the repository's owner could not be given what the service adds to its .git (no setfacl, or no ACLs there): their own git may meet folders it cannot write",
+          );
         // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
         // occupied slot path can be one (a fresh launch skips listing the worktrees).
         const occupied = await pathExists(slot.worktreePath);

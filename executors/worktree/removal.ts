@@ -97,7 +97,7 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         const ignoredWork = rebuildable !== null && (await holdsIgnoredWork(worktreePath, gitOptions, rebuildable));
         try {
           if (ignoredWork) throw new Error('ignored files to save');
-          await removeWorktree(git, worktreePath, false);
+          await removeWorktree(git, worktreePath, false, entry.locked);
         } catch (err) {
           // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
           const status = ignoredWork ? 'dirty' : await dirtyStatus(deps, worktreePath, w.repositoryId);
