@@ -10,7 +10,7 @@ import type { SimpleGit } from 'simple-git';
 import { branchCommit, branchRef, resolveCommit } from '../git/branches';
 import { listWorktrees } from '../git/worktrees';
 import { gitAt } from '../git/git';
-import type { LeftOut } from '../git/saved-work';
+import { storeSave, type LeftOut } from '../git/saved-work';
 import { DEFAULT_REBUILDABLE, splitIgnored } from '../domain/rebuildable';
 import type { SshTarget } from './connection';
 import { BUNDLE_BRANCH, IGNORED_PATHS, LOCAL_HEADS, REMOVE_CLONE, REMOVE_FOLDER, SAVE_WORK } from './cleanup-scripts';
@@ -104,9 +104,7 @@ export async function saveRemoteWork(
     }
   });
   if ((await resolveCommit(host, commit)) !== commit) throw new RemoteOperationError('bundle_unreadable');
-  const ref = a.refFor(commit);
-  await host.raw(['update-ref', '-m', a.message, ref, commit]);
-  return { ref, commit, leftOut };
+  return { ...(await storeSave(host, a.refFor(commit), commit, a.message)), leftOut };
 }
 
 /** What git ignores in a remote clone (paths from its top, an ignored folder once). */

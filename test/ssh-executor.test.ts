@@ -624,6 +624,33 @@ describe('transitions and cleanup', () => {
     expect((await h.api('GET', `/v1/tasks/${t.taskId}`)).status).toBe(404);
   });
 
+  it('a consented delete saves a retained host worktree and an SSH clone of one repository on refs of their own: neither save displaces the other', async () => {
+    const t = await sshTask('worktree');
+    writeFileSync(path.join(t.hostWorktree, 'host-draft.txt'), 'kept on the host\n');
+    const toSsh = await sshLaunch(t.taskId);
+    expect(toSsh.status, JSON.stringify(toSsh.body)).toBe(201);
+    writeFileSync(path.join(t.remoteClone, 'remote-draft.txt'), 'kept on the target\n');
+    const deleted = await h.api('DELETE', `/v1/tasks/${t.taskId}?discardChanges=true`, undefined, OPERATOR_TOKEN);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
+    const done = await waitForJob(h, deleted.body.operationId);
+    const saves = done.report.worktrees.filter((w: any) => w.outcome === 'saved_and_removed');
+    expect(saves).toHaveLength(2);
+    expect(new Set(saves.map((w: any) => w.savedRef)).size).toBe(2);
+    // Each save is on its ref, with its own files.
+    const onRefs = git(
+      t.repo,
+      'for-each-ref',
+      '--format=%(objectname) %(refname)',
+      `refs/task-workspaces/saved/${t.taskId}/`,
+    )
+      .split('\n')
+      .map((line) => line.split(' '));
+    for (const w of saves) expect(onRefs).toContainEqual([w.savedCommit, w.savedRef]);
+    const files = saves.map((w: any) => git(t.repo, 'ls-tree', '--name-only', w.savedCommit));
+    expect(files.join('\n')).toContain('host-draft.txt');
+    expect(files.join('\n')).toContain('remote-draft.txt');
+  });
+
   it('an idle ssh task is released with its work brought home and saved, and its next launch restores it in a new clone, its index and ignored files as they were [R6.9, R6.10]', async () => {
     const t = await sshTask('ssh', WORK_REPO_FILES);
     expect((await h.api('POST', `/v1/sessions/${t.first.sessionId}/stop`)).status).toBe(200);
