@@ -86,18 +86,19 @@ export function coresidencySteps({ pool, config, logger }: ActivityDeps) {
     }
   }
 
-  /** The structured warning of a recorded observation (after its start committed). */
-  function reportCoresidency(input: CoresidencyInput, observation: CoresidencyObservation): void {
+  /** The structured warning of a recorded observation, before the agent's process starts [R5.1]. */
+  function reportCoresidency(input: CoresidencyInput, observation: CoresidencyObservation, executionId?: string): void {
     if (observation.outcome === 'coresident') {
       logger.warn(
         {
           event: 'session_coresidency',
           site: input.site,
           sessionId: input.sessionId,
+          ...(executionId ? { executionId } : {}),
           taskId: input.taskId,
           siblingSessionIds: observation.siblingSessionIds,
         },
-        'agent session starts beside other working sessions of the task',
+        'agent session is starting beside other working sessions of the task',
       );
     } else if (observation.outcome === 'skipped') {
       logger.warn(

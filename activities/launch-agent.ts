@@ -78,6 +78,8 @@ export function launchAgentActivities(deps: ActivityDeps) {
       async (client) => {
         observation = await observed;
         recorded = await recordCoresidency(client, coresidency, observation);
+        // Said before the agent's process starts [R5.1] (a start refused after this is logged as such).
+        if (recorded) reportCoresidency(coresidency, observation, input.executionId);
       },
       input.markRunningFrom
         ? async (client) => {
@@ -88,7 +90,6 @@ export function launchAgentActivities(deps: ActivityDeps) {
           }
         : undefined,
     );
-    if (recorded && observation) reportCoresidency(coresidency, observation);
     // Ended either way before this step ends (a start that found its agent recorded never used it).
     await observed;
     // A re-run that found its agent recorded already (no start transaction this time) marks it here.

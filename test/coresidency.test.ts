@@ -1,5 +1,8 @@
 /** Co-residency is recorded before the agent starts, as counters and a warning, never changing the outcome [R5]. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXECUTION_MARK } from '../executors/host/process-identity';
 import { createHarness, type Harness } from './support/harness';
 import { hostTaskQueue } from '../domain/workflow-ids';
 import { createTask, launch, pidOf, registerRepo, waitUntil } from './support/scenario';
@@ -141,6 +144,62 @@ describe('co-residency observation [R5]', () => {
       expect(await metric(slow, 'session_coresidency_admitted_total', 'site="launch"')).toBe(2);
     } finally {
       await slow.close();
+    }
+  });
+});
+
+describe('the co-residency warning [R5.1, R5.2]', () => {
+  /** Whether a process marked with this execution id is alive now (read from /proc at once). */
+  function agentAlive(executionId: string): boolean {
+    const mark = Buffer.from(`${EXECUTION_MARK}=${executionId}\0`);
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const environ = readFileSync(`/proc/${name}/environ`);
+        const at = environ.indexOf(mark);
+        if (at === 0 || (at > 0 && environ[at - 1] === 0)) return true;
+      } catch {
+        // gone meanwhile, or not readable: not the agent
+      }
+    }
+    return false;
+  }
+
+  it('is logged once, structured, before the agent process starts, and names no path', async () => {
+    // Each warning is read the moment it is written, and /proc asked then whether its agent runs.
+    const warnings: { line: any; agentAlready: boolean }[] = [];
+    const logTo = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString('utf8').split('\n').filter(Boolean)) {
+          const line = JSON.parse(text);
+          if (line.event === 'session_coresidency') warnings.push({ line, agentAlready: agentAlive(line.executionId) });
+        }
+        done();
+      },
+    });
+    const logged = await createHarness({}, { logTo });
+    try {
+      const taskId = await task(logged);
+      const first = await launch(logged, taskId);
+      await pidOf(logged, first.body.sessionId);
+      expect(warnings).toEqual([]);
+      const second = await launch(logged, taskId);
+      expect(second.status, JSON.stringify(second.body)).toBe(201);
+      await pidOf(logged, second.body.sessionId);
+      expect(warnings).toHaveLength(1);
+      const [{ line, agentAlready }] = warnings as [(typeof warnings)[number]];
+      expect(line).toMatchObject({
+        level: 40,
+        site: 'launch',
+        sessionId: second.body.sessionId,
+        executionId: second.body.executionId,
+        taskId,
+        siblingSessionIds: [first.body.sessionId],
+      });
+      expect(agentAlready, 'the agent process ran before its co-residency was said').toBe(false);
+      expect(JSON.stringify(line)).not.toContain(logged.config.workspaceRoot);
+    } finally {
+      await logged.close();
     }
   });
 });

@@ -97,7 +97,13 @@ export async function scratchFolder(cleanups: (() => Promise<void> | void)[]): P
 /** `postgresServerUrl`: a PostgreSQL of the test file's own (one it may stop), instead of the run's shared one. */
 export async function createHarness(
   overrides: Partial<Config> = {},
-  opts: { temporalAddress?: string; inProcessWorker?: boolean; postgresServerUrl?: string } = {},
+  opts: {
+    temporalAddress?: string;
+    inProcessWorker?: boolean;
+    postgresServerUrl?: string;
+    /** Where the in-process gateway's and worker's log lines go (info and above), for a test that reads them. */
+    logTo?: pino.DestinationStream;
+  } = {},
 ): Promise<Harness> {
   const scratch = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tws-test-')));
   // Traversable, not listable: agents run as their workspace's own uid and bind folders below it.
@@ -137,7 +143,9 @@ export async function createHarness(
     ...overrides,
     cleanupPolicy: { ...base.cleanupPolicy, ...overrides.cleanupPolicy },
   });
-  const logger = pino({ level: process.env.TWS_TEST_LOG ?? 'silent' });
+  const logger = opts.logTo
+    ? pino({ level: 'info' }, opts.logTo)
+    : pino({ level: process.env.TWS_TEST_LOG ?? 'silent' });
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   // As in the gateway process: the client shares its connection with the in-process worker, so
   // launches start there eagerly; with no worker in this process they go to the queue as usual.
