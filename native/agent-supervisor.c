@@ -38,6 +38,13 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 extern char **environ;
 
@@ -58,6 +65,18 @@ extern char **environ;
  */
 #define CGROUP_SHARED_VARIABLE "TWS_CGROUP_SHARED="
 #define LIMITS_NOT_APPLIED (-1)
+/*
+ * TWS_CONFINE=1: an agent entered into a place from the host (a task's container, by nsenter) gets
+ * none of that place's own seccomp profile, which only its first process inherits. So the child
+ * confines itself before it runs the entry: no new namespace (unshare, clone with a namespace flag:
+ * the way to a user namespace's capabilities, mounts included), no clone3 (whose flags a filter
+ * cannot read; libc falls back to clone), no mount or pivot_root, no ptrace nor access to another
+ * process's memory. What it runs (nsenter, setpriv, the agent) inherits it and cannot lift it. At
+ * least what the host sandbox (bubblewrap: --disable-userns, no capability, its own pid namespace)
+ * holds an agent to. A filter that cannot be installed stops the start (fails closed).
+ */
+#define CONFINE_VARIABLE "TWS_CONFINE="
+#define CONFINE_NOT_APPLIED (-2)
 /* domain/sandbox.ts SANDBOX_INFO_FD and SANDBOX_BLOCK_FD. */
 #define SANDBOX_INFO_FD 3
 #define SANDBOX_BLOCK_FD 4
@@ -195,6 +214,7 @@ static const char *errno_code(int err) {
     case EMFILE: return "EMFILE";
     case ENFILE: return "ENFILE";
     case LIMITS_NOT_APPLIED: return "limits_not_applied";
+    case CONFINE_NOT_APPLIED: return "confinement_not_applied";
     default: return "spawn_failed";
   }
 }
@@ -438,6 +458,67 @@ static int join_groups(const char *list) {
   return 0;
 }
 
+#if defined(__x86_64__)
+#define CONFINE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CONFINE_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#define NAMESPACE_FLAGS                                                                                   \
+  (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
+   CLONE_NEWTIME)
+#define REFUSE(nr, err)                                  \
+  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1),      \
+  BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err))
+
+static int confine(void) {
+#ifdef CONFINE_ARCH
+  struct sock_filter filter[] = {
+    /* Another architecture's calls (a 32-bit entry) would bypass the numbers below: refused whole. */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CONFINE_ARCH, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+    /* x32 calls (bit 30 set) name the same calls by other numbers. */
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+#endif
+    REFUSE(__NR_ptrace, EPERM),
+    REFUSE(__NR_process_vm_readv, EPERM),
+    REFUSE(__NR_process_vm_writev, EPERM),
+    REFUSE(__NR_mount, EPERM),
+    REFUSE(__NR_umount2, EPERM),
+    REFUSE(__NR_pivot_root, EPERM),
+#ifdef __NR_clone3
+    REFUSE(__NR_clone3, ENOSYS),
+#endif
+#ifdef __NR_open_tree
+    REFUSE(__NR_open_tree, EPERM),
+    REFUSE(__NR_move_mount, EPERM),
+    REFUSE(__NR_fsopen, EPERM),
+    REFUSE(__NR_fsmount, EPERM),
+    REFUSE(__NR_fspick, EPERM),
+#endif
+    /* unshare and clone: refused with any namespace flag (their first argument, low word). */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_unshare, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, NAMESPACE_FLAGS, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program = {.len = (unsigned short)(sizeof filter / sizeof filter[0]), .filter = filter};
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0);
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
 int main(int argc, char **argv) {
   if (argc < 6) {
     say("usage: agent-supervisor statusFile logFile maxLogBytes sandboxed command [args...]");
@@ -497,6 +578,7 @@ int main(int argc, char **argv) {
   size_t kept = 0;
   const char *args_path = NULL;
   const char *cgroup_procs = NULL;
+  int confined = 0;
   for (size_t i = 0; i < envs; i++) {
     if (strncmp(environ[i], SANDBOX_ARGS_VARIABLE, strlen(SANDBOX_ARGS_VARIABLE)) == 0)
       args_path = environ[i] + strlen(SANDBOX_ARGS_VARIABLE);
@@ -504,6 +586,8 @@ int main(int argc, char **argv) {
       cgroup_list = cgroup_procs = environ[i] + strlen(CGROUP_PROCS_VARIABLE);
     else if (strncmp(environ[i], CGROUP_SHARED_VARIABLE, strlen(CGROUP_SHARED_VARIABLE)) == 0)
       cgroup_shared = strcmp(environ[i] + strlen(CGROUP_SHARED_VARIABLE), "1") == 0;
+    else if (strncmp(environ[i], CONFINE_VARIABLE, strlen(CONFINE_VARIABLE)) == 0)
+      confined = strcmp(environ[i] + strlen(CONFINE_VARIABLE), "1") == 0;
     else if (strncmp(environ[i], EXECUTION_MARK, strlen(EXECUTION_MARK)) != 0)
       child_env_storage[kept++] = environ[i];
   }
@@ -536,6 +620,11 @@ int main(int argc, char **argv) {
     }
     if (cgroup_procs && join_groups(cgroup_procs) < 0) {
       int e = LIMITS_NOT_APPLIED;
+      if (write(failed[1], &e, sizeof e) < 0) _exit(127);
+      _exit(127);
+    }
+    if (confined && confine() < 0) {
+      int e = CONFINE_NOT_APPLIED;
       if (write(failed[1], &e, sizeof e) < 0) _exit(127);
       _exit(127);
     }

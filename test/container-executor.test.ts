@@ -5,7 +5,7 @@
  * leaves nothing behind; the orphan sweep removes only containers proven ours and unrecorded.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -253,6 +253,54 @@ describe('the container executor', () => {
     expect(existsSync('/usr/bin/escape')).toBe(false);
     // newgrp is setuid root in the image: with no_new_privs it cannot raise anything.
     expect(out).not.toMatch(/^uid=0/m);
+  });
+
+  it('an agent in the container, as an attacker, gets no namespace, mount, ptrace of its neighbour or raw socket: at least what the host sandbox holds it to', async () => {
+    const { taskId } = await containerTask('ctr-attacker');
+    // A neighbour: another session's agent of the same environment, in the same container, as the same uid.
+    const neighbour = await launchIn(taskId, ['sleep', '6001']);
+    expect(neighbour.status, JSON.stringify(neighbour.body)).toBe(201);
+    const worktree = await worktreeOf(neighbour.body.taskEnvironmentId);
+    // Each attempt by the system call itself (perl's syscall: x86-64 numbers), and unshare(1) as a person types it.
+    writeFileSync(
+      path.join(worktree, 'attack.pl'),
+      [
+        'use strict; use Socket; my %r;',
+        "$r{unshare_r} = system('unshare -r true 2>/dev/null') == 0 ? 'yes' : 'no';",
+        "$r{unshare_m} = system('unshare -m true 2>/dev/null') == 0 ? 'yes' : 'no';",
+        "$r{unshare_net} = system('unshare -n true 2>/dev/null') == 0 ? 'yes' : 'no';",
+        "mkdir '/tmp/m'; my ($src, $dst, $fs) = ('none', '/tmp/m', 'tmpfs');",
+        "$r{mount} = syscall(165, $src, $dst, $fs, 0, 0) == 0 ? 'yes' : 'no';",
+        "my $pid = `pgrep -o -f 'sleep 6001'`; chomp $pid; $r{neighbour} = $pid ? 'seen' : 'none';",
+        "$r{ptrace} = ($pid && syscall(101, 16, $pid + 0, 0, 0) == 0) ? 'yes' : 'no';",
+        "$r{raw_socket} = socket(my $s, PF_INET, SOCK_RAW, 1) ? 'yes' : 'no';",
+        "$r{packet_socket} = socket(my $p, 17, SOCK_RAW, 0) ? 'yes' : 'no';",
+        // Last: a user namespace by the call itself would leave this process in it.
+        "$r{unshare_user} = syscall(272, 0x10000000) == 0 ? 'yes' : 'no';",
+        'print join(" ", map { "$_=$r{$_}" } sort keys %r), "\n";',
+      ].join('\n'),
+    );
+    const attacker = await launchIn(taskId, [
+      'sh',
+      '-c',
+      'perl attack.pl; git status --short >/dev/null && echo git=works; echo end',
+    ]);
+    expect(attacker.status, JSON.stringify(attacker.body)).toBe(201);
+    const out = await agentOutputUntil(h, attacker.body.executionId, 'end');
+    const seen = Object.fromEntries((/mount=.*$/m.exec(out)?.[0] ?? out).split(' ').map((kv) => kv.split('=')));
+    expect(seen, out).toEqual({
+      mount: 'no',
+      neighbour: 'seen',
+      packet_socket: 'no',
+      ptrace: 'no',
+      raw_socket: 'no',
+      unshare_m: 'no',
+      unshare_net: 'no',
+      unshare_r: 'no',
+      unshare_user: 'no',
+    });
+    // Confined, it still works: git (threads, children) runs.
+    expect(out).toContain('git=works');
   });
 
   it('a missing image is refused 409 and an engine that does not answer 503; nothing is made', async () => {

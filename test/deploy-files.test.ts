@@ -52,6 +52,8 @@ const GIVEN_TO_AGENTS = new Set([
   'TWS_CGROUP_PROCS',
   // The shim's own: those groups are a container's, joined and left be.
   'TWS_CGROUP_SHARED',
+  // The shim's own: it confines what it runs (an agent entered into a container).
+  'TWS_CONFINE',
 ]);
 /** Every TWS_* setting the product reads (from process.env or an env object). */
 const settingsRead = new Set((productText.match(/\bTWS_[A-Z0-9_]+\b/g) ?? []).filter((n) => !GIVEN_TO_AGENTS.has(n)));

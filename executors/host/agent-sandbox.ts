@@ -27,6 +27,13 @@ export const SERVICE_PROGRAM_ENV: Readonly<Record<string, string>> = { PATH: '/u
 /** The supervisor's variable naming the file of the sandbox's arguments (native/agent-supervisor.c). */
 export const SANDBOX_ARGS_VARIABLE = 'TWS_SANDBOX_ARGS';
 
+/**
+ * The supervisor's variable that makes it confine what it runs with a seccomp filter (no new
+ * namespace, mount, ptrace: native/agent-supervisor.c): for an agent entered into a container,
+ * which gets none of the container's own profile.
+ */
+export const CONFINE_VARIABLE = 'TWS_CONFINE';
+
 /** How an agent's sandbox is started here: setpriv to its uid, then bubblewrap, both by absolute path. */
 export interface SandboxPrograms {
   setpriv: string;

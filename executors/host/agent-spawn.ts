@@ -9,7 +9,14 @@ import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { EXECUTION_MARK, processStartTime } from './process-identity';
 import { agentEnvironment } from '../../domain/agent-env';
-import { agentNetwork, agentSandbox, SANDBOX_ARGS_VARIABLE, SERVICE_PROGRAM_ENV, systemBinary } from './agent-sandbox';
+import {
+  agentNetwork,
+  agentSandbox,
+  CONFINE_VARIABLE,
+  SANDBOX_ARGS_VARIABLE,
+  SERVICE_PROGRAM_ENV,
+  systemBinary,
+} from './agent-sandbox';
 import { agentSupervisor, commandStartable, exitStatusPath, shimSandboxArgument } from './agent-shim';
 import type { StartAgentInput } from '../agent-start';
 import { processStarter } from '../../git/process-starter';
@@ -71,6 +78,8 @@ export async function spawnDetached(
   if (procs) supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
   // An entered place's groups are its own (the container's): the agent joins them and leaves them be.
   if (procs && entrance) supervisorEnv[CGROUP_SHARED_VARIABLE] = '1';
+  // Entered from the host, it has none of the place's own seccomp profile: the supervisor's instead.
+  if (entrance) supervisorEnv[CONFINE_VARIABLE] = '1';
   // Opened here first so that a log that cannot be written fails as itself, not as the command.
   const log = await open(logPath, 'a', 0o600);
   try {
