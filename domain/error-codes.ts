@@ -27,6 +27,7 @@ export type RefusalCode =
 type InputErrorCode =
   | 'invalid_request'
   | 'limits_exceeded'
+  | 'checkout_branch_unsupported'
   | 'not_found'
   | 'method_not_allowed'
   | 'unauthorized'

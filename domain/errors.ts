@@ -165,6 +165,17 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'fix_request',
     message: "The launch asked for more than the operator's maximum.",
   },
+  // A sandboxed agent moves only the refs of its task's own folder (domain/task-layout.ts
+  // taskRefFolder): on an existing branch it would read everything and commit nothing. Refused at
+  // creation, before anything is made, rather than offered and found out at the first commit.
+  checkout_branch_unsupported: {
+    status: 400,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'fix_request',
+    message:
+      "Agents here run sandboxed and can commit only on their task's own branch, not on an existing branch: name that branch as baseBranch instead (the task's branch starts from it); nothing was created.",
+  },
   not_found: { status: 404, recoverable: false, retryAfterMs: 0, action: 'fix_request', message: 'Not found.' },
   method_not_allowed: {
     status: 405,

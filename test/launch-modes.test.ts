@@ -10,6 +10,7 @@ import {
   createGroupTasks,
   createTask,
   expectLaunchRefused,
+  expectSafeError,
   launch,
   pidOf,
   registerRepo,
@@ -37,32 +38,84 @@ const lastActivityOf = async (taskId: string): Promise<Date> =>
 const envCount = async (harness: Harness = h) =>
   Number((await harness.pool.query('SELECT count(*) FROM task_environments')).rows[0].count);
 
+/** A repository whose branch `feature` has a commit of its own; main stays checked out. */
+async function featureRepo(harness: Harness) {
+  const name = `modes-${++n}`;
+  const repo = makeRepo(harness.scratch, name, { branches: ['feature'] });
+  git(repo, 'checkout', '-q', 'feature');
+  writeFileSync(path.join(repo, 'feature.txt'), 'on the feature branch\n');
+  git(repo, 'add', 'feature.txt');
+  git(repo, 'commit', '-q', '-m', 'feature work');
+  git(repo, 'checkout', '-q', 'main');
+  return { repo, name, repoId: await registerRepo(harness, repo, name) };
+}
+
+const countOf = async (harness: Harness, table: string) =>
+  Number((await harness.pool.query(`SELECT count(*) FROM ${table}`)).rows[0].count);
+
 describe('an existing branch checked out (checkoutBranch)', () => {
-  it('the worktree executor checks it out as it is: never moved, no task branch made, the agent in it', async () => {
-    const name = `modes-${++n}`;
-    const repo = makeRepo(h.scratch, name, { branches: ['feature'] });
-    git(repo, 'checkout', '-q', 'feature');
-    writeFileSync(path.join(repo, 'feature.txt'), 'on the feature branch\n');
-    git(repo, 'add', 'feature.txt');
-    git(repo, 'commit', '-q', '-m', 'feature work');
-    git(repo, 'checkout', '-q', 'main');
-    const repoId = await registerRepo(h, repo, name);
-    const featureAt = git(repo, 'rev-parse', 'feature');
-    const before = branches(repo);
+  it('is refused 400 checkout_branch_unsupported where agents run sandboxed: no task, no branch, nothing on disk', async () => {
+    expect(h.config.agentSandbox).not.toBe('none');
+    const { repo, repoId } = await featureRepo(h);
+    const before = { tasks: await countOf(h, 'tasks'), slots: await countOf(h, 'task_repositories') };
+    const branchesBefore = branches(repo);
+    const workspaces = listDir(h.config.workspaceRoot);
     const res = await h.api('POST', '/v1/tasks', {
       title: 'on feature',
       repositories: [{ repositoryId: repoId, checkoutBranch: 'feature' }],
     });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    const launched = await launch(h, res.body.id, { executorType: 'worktree' });
-    expect(launched.status, JSON.stringify(launched.body)).toBe(201);
-    const pid = await pidOf(h, launched.body.sessionId);
-    const worktree = path.join(h.config.workspaceRoot, taskDirName(res.body.id), name);
-    expect(processCwd(pid)).toBe(worktree);
-    expect(git(worktree, 'symbolic-ref', '--short', 'HEAD')).toBe('feature');
-    expect(readFileSync(path.join(worktree, 'feature.txt'), 'utf8')).toBe('on the feature branch\n');
-    expect(git(repo, 'rev-parse', 'feature')).toBe(featureAt);
-    expect(branches(repo)).toEqual(before);
+    expect(res.status).toBe(400);
+    expectSafeError(res.body, 'checkout_branch_unsupported', ['feature']);
+    expect(res.body.error).toMatchObject({ recoverable: false, action: 'fix_request' });
+    expect(res.body.error.message).toContain('baseBranch');
+    expect({ tasks: await countOf(h, 'tasks'), slots: await countOf(h, 'task_repositories') }).toEqual(before);
+    expect(branches(repo)).toEqual(branchesBefore);
+    expect(listDir(h.config.workspaceRoot)).toEqual(workspaces);
+    // What the refusal advises works: the same branch as the base of the task's own branch.
+    const advised = await h.api('POST', '/v1/tasks', {
+      title: 'from feature',
+      repositories: [{ repositoryId: repoId, baseBranch: 'feature' }],
+    });
+    expect(advised.status, JSON.stringify(advised.body)).toBe(201);
+  });
+
+  describe('with agents unsandboxed (TWS_AGENT_SANDBOX=none)', () => {
+    let open: Harness;
+    beforeAll(async () => {
+      open = await createHarness({ agentSandbox: 'none' });
+    });
+    afterAll(async () => open?.close());
+
+    it('the worktree executor checks it out as it is (no task branch made) and its agent commits on it', async () => {
+      const { repo, name, repoId } = await featureRepo(open);
+      const featureAt = git(repo, 'rev-parse', 'feature');
+      const before = branches(repo);
+      const res = await open.api('POST', '/v1/tasks', {
+        title: 'on feature',
+        repositories: [{ repositoryId: repoId, checkoutBranch: 'feature' }],
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const commit =
+        'git add agent.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "agent work"';
+      const launched = await launch(open, res.body.id, {
+        executorType: 'worktree',
+        command: [
+          'sh',
+          '-c',
+          `test "$(cat feature.txt)" = "on the feature branch" && echo by the agent > agent.txt && ${commit} && sleep 600`,
+        ],
+      });
+      expect(launched.status, JSON.stringify(launched.body)).toBe(201);
+      const pid = await pidOf(open, launched.body.sessionId);
+      const worktree = path.join(open.config.workspaceRoot, taskDirName(res.body.id), name);
+      expect(processCwd(pid)).toBe(worktree);
+      expect(git(worktree, 'symbolic-ref', '--short', 'HEAD')).toBe('feature');
+      await waitUntil(async () => git(repo, 'rev-parse', 'feature') !== featureAt, 'the agent commits on feature');
+      expect(git(repo, 'log', '-1', '--format=%s', 'feature')).toBe('agent work');
+      expect(git(repo, 'rev-parse', 'feature^')).toBe(featureAt);
+      expect(git(repo, 'show', 'feature:agent.txt')).toBe('by the agent');
+      expect(branches(repo)).toEqual(before);
+    });
   });
 });
 

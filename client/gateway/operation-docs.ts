@@ -60,7 +60,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/tasks': {
     summary: 'Create a task',
     description:
-      'A task and the repositories it works on (`baseBranch`, `checkoutBranch`). `workspace.mode`: `new_workspace` (default), `inherit_parent` (needs `parentTaskId`) or `shared_group` (a `groupId` to join, or none to start a group). Nothing is made on disk until a launch.',
+      "A task and the repositories it works on (`baseBranch`, `checkoutBranch`). `checkoutBranch` (work on an existing branch) is only for deployments whose agents run unsandboxed (`TWS_AGENT_SANDBOX=none`): a sandboxed agent can commit only on its task's own branch, so elsewhere it is refused 400 `checkout_branch_unsupported` and nothing is created; name the branch as `baseBranch` instead. `workspace.mode`: `new_workspace` (default), `inherit_parent` (needs `parentTaskId`) or `shared_group` (a `groupId` to join, or none to start a group). Nothing is made on disk until a launch.",
   },
   'GET /v1/tasks': {
     summary: 'List tasks',

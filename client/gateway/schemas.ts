@@ -42,7 +42,18 @@ export const CreateTaskBody = Type.Object(
     parentTaskId: Type.Optional(Uuid),
     repositories: Type.Array(
       Type.Object(
-        { repositoryId: Uuid, baseBranch: Type.Optional(BranchName), checkoutBranch: Type.Optional(BranchName) },
+        {
+          repositoryId: Uuid,
+          baseBranch: Type.Optional(BranchName),
+          checkoutBranch: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 200,
+              description:
+                "An existing branch to work on as it is. Only where agents run unsandboxed (TWS_AGENT_SANDBOX=none): a sandboxed agent commits only on its task's own branch, so elsewhere this is refused 400 checkout_branch_unsupported; use baseBranch.",
+            }),
+          ),
+        },
         { additionalProperties: false },
       ),
       { maxItems: 20, default: [] },

@@ -52,6 +52,7 @@ describe('error table [R7]', () => {
       workspace_preparing: [409, true, 1000, 'retry'],
       workspace_reuse_unsafe: [409, true, 0, 'reset_environment'],
       workspace_reuse_unsupported: [409, false, 0, 'choose_executor'],
+      checkout_branch_unsupported: [400, false, 0, 'fix_request'],
       task_cleanup_in_progress: [409, true, 5000, 'retry'],
       task_archived: [409, false, 0, 'unarchive'],
       task_delete_dirty_worktree: [409, true, 0, 'discard_or_commit'],
