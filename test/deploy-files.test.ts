@@ -7,6 +7,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { agentHostNeeds, type ServiceRole } from '../domain/agent-host-needs';
+import { loadConfig } from '../domain/config';
 
 const root = path.resolve(__dirname, '..');
 const PRODUCT_FOLDERS = [
@@ -95,6 +97,76 @@ describe('docker-compose.yml', () => {
       else if (name.startsWith('TEMPORAL_')) expect(envconfigText, name).toContain(name);
       else expect(productText, name).toMatch(new RegExp(`\\b${name}\\b`));
     }
+  });
+});
+
+type ComposeService = {
+  build?: string;
+  command?: string | string[];
+  environment?: Record<string, unknown>;
+  privileged?: boolean;
+  cgroup?: string;
+  security_opt?: string[];
+};
+
+/** A service's environment as its process sees it: `${X:-default}` is its default, `${X:?…}` a value the operator must give. */
+function serviceEnv(service: ComposeService): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(service.environment ?? {}).map(([name, value]) => [
+      name,
+      String(value).replace(/\$\{[A-Z0-9_]+(:-([^}]*)|:\?[^}]*)?\}/g, (_, __, fallback) => fallback ?? 'given'),
+    ]),
+  );
+}
+
+describe('docker-compose.yml gives each service what its start-up checks', () => {
+  const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, ComposeService>;
+  };
+  const roles = Object.entries(compose.services).flatMap(([name, service]) => {
+    const command = [service.command ?? []].flat().join(' ');
+    const role: ServiceRole | null = command.includes('.build/worker/main.js')
+      ? 'worker'
+      : command.includes('.build/client/gateway/main.js')
+        ? 'gateway'
+        : null;
+    if (!role) return [];
+    const config = loadConfig(serviceEnv(service), { cwd: '/app', hostname: name, cpus: 2 });
+    return [{ name, service, role, config, needs: agentHostNeeds(config, role) }];
+  });
+
+  it('runs two workers, which start agents, and a gateway, which starts none', () => {
+    expect(roles.map((r) => [r.name, r.role, r.needs.startsAgents])).toEqual([
+      ['worker-1', 'worker', true],
+      ['worker-2', 'worker', true],
+      ['gateway', 'gateway', false],
+    ]);
+  });
+
+  it('lets bubblewrap make its namespaces where the sandbox is required', () => {
+    for (const { name, service, needs } of roles) {
+      if (!needs.sandbox) continue;
+      const opts = service.security_opt ?? [];
+      const unconfined = opts.includes('seccomp=unconfined') && opts.includes('apparmor=unconfined');
+      expect(service.privileged === true || unconfined, name).toBe(true);
+    }
+  });
+
+  it("gives writable control groups with their controllers where the limits are required, a folder of each one's own", () => {
+    const parents: string[] = [];
+    for (const { name, service, needs, config } of roles) {
+      if (!needs.cgroups) continue;
+      // A container's own hierarchy is read-only, and its root (holding the service) can give its
+      // children no controller: the host's, writable.
+      expect({ name, privileged: service.privileged, cgroup: service.cgroup }).toEqual({
+        name,
+        privileged: true,
+        cgroup: 'host',
+      });
+      parents.push(config.limits.cgroupParent);
+    }
+    expect(parents.length).toBeGreaterThan(0);
+    expect(new Set(parents).size, parents.join(', ')).toBe(parents.length);
   });
 });
 

@@ -15,9 +15,10 @@ import { sdkTelemetry } from '../../worker/sdk-telemetry';
 import pino from 'pino';
 import { databaseAtStart, StartupRefusal } from '../../db/database-failure';
 import { createPool } from '../../db/pool';
-import { loadConfig } from '../../domain/config';
+import { loadConfig, type Config } from '../../domain/config';
 import { prebuiltWorkflowBundle, startLaunchWorker, type WorkerHandle } from '../../worker/worker';
 import { prepareWorkspaceRoot } from '../../worker/workspace-root';
+import { agentHostNeeds, statedAgentBoundary } from '../../domain/agent-host-needs';
 import { spanExportFailures } from '../../worker/span-export-failures';
 import { startTracing } from '../../worker/tracing';
 import { buildGateway } from './app';
@@ -84,11 +85,13 @@ async function main(): Promise<void> {
       tracing,
     });
   }
-  // It starts agents too (eager launches): where their limits cannot be enforced it refuses, as the worker does.
-  await agentLimitsLayout(config.limits);
+  // Where it runs launches it starts agents too (eager launches): without their sandbox or their
+  // limits it refuses, as the worker does. Where it runs none it asks nothing of this machine.
+  const boundary = agentHostNeeds(config, 'gateway').startsAgents
+    ? await agentBoundaryHere(config)
+    : statedAgentBoundary(config);
   const app = await buildGateway({
-    agentIsolation: await agentIsolation(config.agentSandbox),
-    agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy,
+    ...boundary,
     config,
     pool,
     temporal,
@@ -111,6 +114,15 @@ async function main(): Promise<void> {
       });
     });
   }
+}
+
+/** The agents' boundary on this machine, probed: refuses, in one line, where the sandbox or the limits cannot be had. */
+async function agentBoundaryHere(config: Config) {
+  await agentLimitsLayout(config.limits);
+  return {
+    agentIsolation: await agentIsolation(config.agentSandbox),
+    agentNetwork: (await agentNetwork(config.agentSandbox, config.agentNetwork)).policy,
+  };
 }
 
 // An engine that does not take this client is said in one line; anything else keeps its stack.
