@@ -44,8 +44,8 @@ module.exports = {
       severity: 'error',
       comment:
         'One executor never imports another executor: what two share lives in executors/host/ or executors/support/, and the registry alone names them all.',
-      from: { path: '^executors/(worktree|local|ssh)/', pathNot: '^executors/registry' },
-      to: { path: '^executors/(worktree|local|ssh)/', pathNot: '^executors/$1/' },
+      from: { path: '^executors/(worktree|local|ssh|container)/', pathNot: '^executors/registry' },
+      to: { path: '^executors/(worktree|local|ssh|container)/', pathNot: '^executors/$1/' },
     },
     {
       name: 'activities-never-import-up',

@@ -1,6 +1,7 @@
 /**
  * The `container` executor: the task's workspace is the `worktree` executor's (the same worktrees,
- * inventory, validation, git status and cleanup: a move between the two reuses them), and its
+ * inventory, validation, git status and cleanup, executors/host/worktrees.ts: a move between the
+ * two reuses them), and its
  * agents run in a container of the task environment, made from an image built here and reached
  * through the Docker Engine API (executors/container/containers.ts), entered by the host's agent
  * supervisor (executors/container/agents.ts). A stop, a log and a restart's recovery are the host's:
@@ -10,18 +11,19 @@ import type { Executor } from '../executor';
 import type { HostOperations } from '../host';
 import { hostAgents } from '../host/agents';
 import type { ActivityDeps } from '../support/deps';
-import { worktreeExecutor } from '../worktree';
+import { hostWorktrees } from '../host/worktrees';
 import { containerPlaceOf } from './agents';
 import { removeIdleContainer } from './containers';
 
 export function containerExecutor(deps: ActivityDeps, host: HostOperations): Executor {
-  const worktree = worktreeExecutor(deps, host);
+  const worktrees = hostWorktrees(deps);
   return {
-    ...worktree,
     kind: 'container',
+    ...host,
+    ...worktrees,
     startAgent: hostAgents(deps, containerPlaceOf(deps)).startAgent,
     async discard(plan, made) {
-      await worktree.discard(plan, made);
+      await worktrees.discard(plan, made);
       // A failed first launch leaves nothing: its container goes too (unless another session's agent runs in it).
       if (plan.role === 'materialized') await removeIdleContainer(deps, plan.environmentId);
     },

@@ -94,7 +94,7 @@ export function sshWorkspace({ pool, logger }: ActivityDeps): WorkspaceOperation
   }
 
   return {
-    /** Only while this launch is still the environment's materializer (executors/worktree/materialize.ts says why). */
+    /** Only while this launch is still the environment's materializer (executors/host/worktree-materialize.ts says why). */
     async discard(plan: LaunchPlan, made: MaterializedSlot[]): Promise<void> {
       if (plan.role === 'materialized' && !(await isMaterializer(pool, plan.environmentId, plan.sessionId))) return;
       await discardRemote(plan, made);

@@ -2,8 +2,8 @@
 import type { LaunchPlan, SlotPlan, ValidationProblem } from '../../domain/launch';
 import { gitAt } from '../../git/git';
 import { listWorktrees } from '../../git/worktrees';
-import { validateOnHost } from '../host/validation';
-import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from '../host/workspace-fs';
+import { validateOnHost } from './validation';
+import { isRealDirectory, markerOwnedBy, readMarker, realPathOrResolved } from './workspace-fs';
 import type { ActivityDeps } from '../support/deps';
 
 export function worktreeValidation(deps: ActivityDeps): (plan: LaunchPlan) => Promise<void> {

@@ -28,8 +28,8 @@ import {
   rmdirIfEmpty,
   sameRealPath,
   unlinkIfPresent,
-} from '../host/workspace-fs';
-import { filesystemSpace } from '../host/disk';
+} from './workspace-fs';
+import { filesystemSpace } from './disk';
 
 /** A worktree git added but could not read back: the launch made it, so its undo removes it. */
 class UnreadableWorktree extends Error {
