@@ -2,6 +2,8 @@
  * Where a task's workspace lives and what its branches are called. One repository: the agent
  * works in the worktree; several: in the task folder that holds one worktree per repository.
  */
+import type { AgentSandboxMode } from './sandbox';
+
 export const OWNERSHIP_MARKER_FILE = '.task-workspace.json';
 
 /**
@@ -55,6 +57,23 @@ export function taskRefFolder(branch: string): string | null {
   );
   return m ? `refs/heads/tws/${m[1]}` : null;
 }
+
+/**
+ * Whether an agent of this executor can commit on an existing branch its task asked to check out
+ * (`checkoutBranch`: outside any task's ref folder). `worktree` agents are held to their task's
+ * folder by the sandbox (unless TWS_AGENT_SANDBOX=none), `container` agents always (their binds are
+ * the sandbox's); `ssh` agents run as the target's user in clones of their own, and `local` works
+ * in the source checkout, not on the asked branch.
+ */
+export function agentCommitsOnCheckoutBranch(executorType: string, sandbox: AgentSandboxMode): boolean {
+  if (executorType === 'container') return false;
+  if (executorType === 'worktree') return sandbox === 'none';
+  return true;
+}
+
+/** A slot's branch the task's creator asked for (`checkoutBranch`), not one a hand-over recorded as its slug's. */
+export const askedCheckoutBranch = (slot: { checkout_branch: string | null; branch_slug: string }): boolean =>
+  slot.checkout_branch !== null && !isSlugBranch(slot.checkout_branch, slot.branch_slug);
 
 /** Whether an absolute, normalized path is the folder itself or inside it. */
 export function isWithinFolder(p: string, folder: string): boolean {

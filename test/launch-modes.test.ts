@@ -79,6 +79,25 @@ describe('an existing branch checked out (checkoutBranch)', () => {
     expect(advised.status, JSON.stringify(advised.body)).toBe(201);
   });
 
+  it('a task that asked for it before (created unsandboxed) is refused at launch where worktree agents are sandboxed', async () => {
+    const { repo, repoId } = await featureRepo(h);
+    const taskId = await createTask(h, [repoId]);
+    // As a service with TWS_AGENT_SANDBOX=none recorded it.
+    await h.pool.query(
+      `UPDATE task_repositories SET checkout_branch = 'feature', branch_slug = 'feature' WHERE task_id = $1`,
+      [taskId],
+    );
+    const body = await expectLaunchRefused(h, taskId, 'checkout_branch_unsupported', {
+      status: 400,
+      watch: [repo],
+      secrets: ['feature'],
+    });
+    expect(body.error).toMatchObject({ recoverable: false, action: 'fix_request' });
+    expect(
+      (await h.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [taskId])).rows[0].n,
+    ).toBe(0);
+  });
+
   describe('with agents unsandboxed (TWS_AGENT_SANDBOX=none)', () => {
     let open: Harness;
     beforeAll(async () => {
@@ -115,6 +134,25 @@ describe('an existing branch checked out (checkoutBranch)', () => {
       expect(git(repo, 'rev-parse', 'feature^')).toBe(featureAt);
       expect(git(repo, 'show', 'feature:agent.txt')).toBe('by the agent');
       expect(branches(repo)).toEqual(before);
+    });
+
+    it('a container launch of it is refused 400 checkout_branch_unsupported, nothing made: its agents never move that branch', async () => {
+      const { repo, repoId } = await featureRepo(open);
+      const res = await open.api('POST', '/v1/tasks', {
+        title: 'on feature',
+        repositories: [{ repositoryId: repoId, checkoutBranch: 'feature' }],
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      await expectLaunchRefused(open, res.body.id, 'checkout_branch_unsupported', {
+        status: 400,
+        body: { executorType: 'container' },
+        watch: [repo],
+        secrets: ['feature'],
+      });
+      expect(
+        (await open.pool.query('SELECT count(*)::int AS n FROM task_environments WHERE task_id = $1', [res.body.id]))
+          .rows[0].n,
+      ).toBe(0);
     });
   });
 });

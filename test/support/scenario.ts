@@ -81,7 +81,7 @@ export async function expectLaunchRefused(
   h: Harness,
   taskId: string,
   code: string,
-  opts: { body?: Record<string, unknown>; watch?: string[]; secrets?: string[] } = {},
+  opts: { body?: Record<string, unknown>; watch?: string[]; secrets?: string[]; status?: number } = {},
 ): Promise<any> {
   const { rowCounts, fingerprint, listDir } = await import('./world');
   const before = {
@@ -90,7 +90,7 @@ export async function expectLaunchRefused(
     files: (opts.watch ?? []).map((d) => fingerprint(d)),
   };
   const res = await launch(h, taskId, opts.body);
-  expect(res.status, JSON.stringify(res.body)).toBe(409);
+  expect(res.status, JSON.stringify(res.body)).toBe(opts.status ?? 409);
   expectSafeError(res.body, code, [...(opts.watch ?? []), ...(opts.secrets ?? [])]);
   const after = await rowCounts(h.pool);
   expect(after.sessions).toBe(before.rows.sessions);

@@ -6,6 +6,8 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { claimIdempotencyKey } from '../../../db/idempotency';
+import { taskRepositories } from '../../../db/tasks';
+import { agentCommitsOnCheckoutBranch, askedCheckoutBranch } from '../../../domain/task-layout';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { localExecutorAllowed } from '../../../domain/agent-settings';
 import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
@@ -151,6 +153,20 @@ export function sessionRequests(ctx: GatewayContext) {
   };
 
   /**
+   * A task on an existing branch it asked for (`checkoutBranch`) launched with an executor whose
+   * agent cannot commit on it (`container`; `worktree` when sandboxed: a task created before the
+   * creation refused it): refused before anything is written, rather than found out at its first commit.
+   */
+  async function refuseCheckoutBranch(executorType: string, taskId: string): Promise<void> {
+    if (agentCommitsOnCheckoutBranch(executorType, ctx.config.agentSandbox)) return;
+    if ((await taskRepositories(ctx.pool, taskId)).some(askedCheckoutBranch))
+      throw new ApiError(
+        'checkout_branch_unsupported',
+        "This executor's agents can commit only on their task's own branch, not on the existing branch this task checks out: choose another executor, or create a task with that branch as baseBranch; nothing was created.",
+      );
+  }
+
+  /**
    * The image a `container` launch's agents run in (the request's, one the operator allows; else its
    * profile's; else the default), with the engine answering and the image on the host: refused
    * before anything is written otherwise (400 when not offered, 503 when the engine does not answer,
@@ -188,5 +204,5 @@ export function sessionRequests(ctx: GatewayContext) {
     return image;
   }
 
-  return { resolveAgent, sessionFor, refuseLocal, containerImageOf };
+  return { resolveAgent, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf };
 }

@@ -54,7 +54,7 @@ const AllSessionsQuery = Type.Object(
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const { sessionViewOf, sessionView, acceptedView } = sessionViews(ctx);
-  const { resolveAgent, sessionFor, refuseLocal, containerImageOf } = sessionRequests(ctx);
+  const { resolveAgent, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf } = sessionRequests(ctx);
 
   /**
    * A page of sessions as GET /v1/sessions/:id shows each: their latest executions and restores in
@@ -106,6 +106,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         if (sshTargetId !== undefined && executorType !== 'ssh')
           throw badRequest('sshTargetId is for the ssh executor.');
         refuseLocal(executorType, request.callerRole);
+        await refuseCheckoutBranch(executorType, request.params.id);
         const image = await containerImageOf(executorType, agentProfile, request.body.containerImage);
         // Read side by side (both only read); judged in the same order: the task, then the target, then the host.
         const host = launchHost(ctx, { taskId: request.params.id }).then(

@@ -8,7 +8,7 @@ import { findTask, insertTask, listTasks, workspaceGroupExists, type NewTask } f
 import { taskItem, taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
-import { taskBranchName } from '../../../domain/task-layout';
+import { agentCommitsOnCheckoutBranch, taskBranchName } from '../../../domain/task-layout';
 import { BRANCH_MISSING } from '../../../git/repository-check';
 import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
@@ -25,13 +25,6 @@ const TaskListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-/**
- * Whether an agent can commit on an existing branch its task checks out: only unsandboxed
- * (TWS_AGENT_SANDBOX=none, read from the gateway's own settings, which a deployment sets alike for
- * every service). A sandboxed agent writes only its task's ref folder (domain/task-layout.ts taskRefFolder).
- */
-const agentsCommitOnCheckoutBranch = (config: GatewayContext['config']): boolean => config.agentSandbox === 'none';
 
 export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -98,8 +91,10 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
               throw badRequest(`repositories[${index}].${field} does not exist in the repository.`);
             throw badRequest(`repositories[${index}]: the repository is not usable on its host: ${checked.problem}`);
           }
-          // Last, so that a wrong or missing branch is told as such first.
-          if (want.checkoutBranch !== undefined && !agentsCommitOnCheckoutBranch(ctx.config))
+          // Last, so that a wrong or missing branch is told as such first. By the default executor's
+          // agents under the gateway's own TWS_AGENT_SANDBOX (a deployment sets it alike everywhere):
+          // sandboxed, they write only their task's ref folder (domain/task-layout.ts taskRefFolder).
+          if (want.checkoutBranch !== undefined && !agentCommitsOnCheckoutBranch('worktree', ctx.config.agentSandbox))
             throw new ApiError('checkout_branch_unsupported');
           repositories.push({
             repositoryId: repo.id,
