@@ -98,7 +98,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     status: 409,
     recoverable: false,
     retryAfterMs: 0,
-    action: 'wait',
+    action: 'none',
     message: 'The cleanup job is not waiting for an operator.',
   },
   // A cancel of a job that already ended (succeeded or cancelled): there is nothing left to end.
@@ -106,7 +106,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     status: 409,
     recoverable: false,
     retryAfterMs: 0,
-    action: 'fix_request',
+    action: 'none',
     message: 'The cleanup job has already ended.',
   },
   // A stop or delete of a session still starting cancelled its launch (or resume): what it made was undone.
@@ -140,7 +140,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     status: 409,
     recoverable: false,
     retryAfterMs: 0,
-    action: 'fix_request',
+    action: 'none',
     message: 'An SSH target with this name is already registered.',
   },
   // A repository of this name, or at this path on its host, is registered already (`clash` says which).

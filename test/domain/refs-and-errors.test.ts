@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_TABLE } from '../../domain/errors';
 import { errorBody } from '../../domain/error-body';
@@ -44,26 +46,67 @@ describe('branch names', () => {
 });
 
 describe('error table [R7]', () => {
-  it('matches the spec row by row', () => {
-    const rows = Object.fromEntries(
-      Object.entries(ERROR_TABLE).map(([code, r]) => [code, [r.status, r.recoverable, r.retryAfterMs, r.action]]),
-    );
-    expect(rows).toMatchObject({
-      workspace_preparing: [409, true, 1000, 'retry'],
-      workspace_reuse_unsafe: [409, true, 0, 'reset_environment'],
-      workspace_reuse_unsupported: [409, false, 0, 'choose_executor'],
-      checkout_branch_unsupported: [400, false, 0, 'fix_request'],
-      task_cleanup_in_progress: [409, true, 5000, 'retry'],
-      task_archived: [409, false, 0, 'unarchive'],
-      task_delete_dirty_worktree: [409, true, 0, 'discard_or_commit'],
-      session_running: [409, true, 0, 'stop_session'],
-      service_unavailable: [503, true, 2000, 'retry'],
-      engine_unavailable: [503, true, 2000, 'retry'],
-      host_disk_low: [507, true, 0, 'free_space'],
-      launch_cancelled: [409, false, 0, 'none'],
-      workspace_root_unusable: [503, false, 0, 'operator'],
-    });
+  /**
+   * Every code of the contract, as the contract lists it: [status, recoverable, retryAfterMs,
+   * action]. Compared whole, so a row that drifts, or a code added without its row here, fails.
+   */
+  const CONTRACT: Record<string, [number, boolean, number, string]> = {
+    workspace_preparing: [409, true, 1000, 'retry'],
+    workspace_reuse_unsafe: [409, true, 0, 'reset_environment'],
+    workspace_reuse_unsupported: [409, false, 0, 'choose_executor'],
+    checkout_branch_unsupported: [400, false, 0, 'fix_request'],
+    workspace_materialization_failed: [409, true, 0, 'retry'],
+    host_disk_low: [507, true, 0, 'free_space'],
+    task_disk_quota: [507, true, 0, 'free_space'],
+    task_cleanup_in_progress: [409, true, 5000, 'retry'],
+    task_archived: [409, false, 0, 'unarchive'],
+    task_delete_dirty_worktree: [409, true, 0, 'discard_or_commit'],
+    session_running: [409, true, 0, 'stop_session'],
+    task_not_idle: [409, false, 0, 'wait'],
+    cleanup_job_not_retryable: [409, false, 0, 'none'],
+    cleanup_job_finished: [409, false, 0, 'none'],
+    launch_cancelled: [409, false, 0, 'none'],
+    ssh_host_key_mismatch: [409, false, 0, 'operator'],
+    ssh_target_name_taken: [409, false, 0, 'none'],
+    repository_taken: [409, false, 0, 'fix_request'],
+    workspace_root_unusable: [503, false, 0, 'operator'],
+    container_image_missing: [409, false, 0, 'operator'],
+    workspace_setup_failed: [409, true, 0, 'retry'],
+    invalid_request: [400, false, 0, 'fix_request'],
+    limits_exceeded: [400, false, 0, 'fix_request'],
+    not_found: [404, false, 0, 'fix_request'],
+    method_not_allowed: [405, false, 0, 'fix_request'],
+    unauthorized: [401, false, 0, 'authenticate'],
+    forbidden: [403, false, 0, 'authenticate'],
+    payload_too_large: [413, false, 0, 'fix_request'],
+    unsupported_media_type: [415, false, 0, 'fix_request'],
+    uri_too_long: [414, false, 0, 'fix_request'],
+    headers_too_large: [431, false, 0, 'fix_request'],
+    service_unavailable: [503, true, 2000, 'retry'],
+    engine_unavailable: [503, true, 2000, 'retry'],
+    host_unavailable: [503, true, 5000, 'retry'],
+    ssh_target_unavailable: [503, true, 5000, 'retry'],
+    executor_unavailable: [503, true, 2000, 'retry'],
+    internal: [500, true, 1000, 'report'],
+  };
+  const rows = Object.fromEntries(
+    Object.entries(ERROR_TABLE).map(([code, r]) => [code, [r.status, r.recoverable, r.retryAfterMs, r.action]]),
+  );
+
+  it('matches the contract row by row, every code', () => {
+    expect(Object.keys(CONTRACT)).toHaveLength(37);
+    expect(rows).toEqual(CONTRACT);
   });
+
+  it("the docs' table of every code says what the table says", () => {
+    const doc = readFileSync(path.join(__dirname, '../../docs/api.md'), 'utf8');
+    // `| \`code\` | 409 | yes, \`retry\` (1 s) | …`: a row naming one code alone (a variant's row names more).
+    const documented = new Map<string, [number, boolean, number, string]>();
+    for (const m of doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no), `([a-z_]+)`(?: \((\d+) s\))? \|/gm))
+      documented.set(m[1]!, [Number(m[2]), m[3] === 'yes', Number(m[5] ?? 0) * 1000, m[4]!]);
+    expect(Object.fromEntries(documented)).toEqual(CONTRACT);
+  });
+
   it('builds the contract body, extras never overriding the contract fields', () => {
     expect(errorBody('task_archived', 'id-1', undefined, { code: 'spoofed', dirtyRepositories: ['r'] })).toEqual({
       error: {
