@@ -7,6 +7,7 @@
  * sees them while it runs, and once it ends (and after an archive, and through a delete's merge
  * check) they are in the repository's own store, readable by a user's plain git.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { taskBranchName, worktreePath } from '../domain/task-layout';
 import { archive, deleteTask, waitForJob } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentEnded, agentOutputUntil, createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { git, makeRepo } from './support/world';
+import { CHECKOUT_OWNER, git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
 const AS_AGENT = '-c user.name=agent -c user.email=agent@example.com';
@@ -151,6 +152,27 @@ describe('an agent can only add to its own task', () => {
     expect(git(repo, 'rev-parse', taskBranchName(taskId))).toBe(head);
     expectHome(repo, head);
     expectRepositoryIntact(repo, before, taskBranchName(taskId));
+  });
+
+  it('a local launch in a checkout owned by root is refused, saying why and what to do, with no path; given to its user, it runs', async () => {
+    const h = await harness();
+    const repo = makeRepo(h.scratch, 'rooted');
+    execFileSync('chown', ['-R', '0:0', repo]);
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'rooted')]);
+    const refused = await launch(h, taskId, { executorType: 'local', command: ['sleep', '600'] });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expectSafeError(refused.body, 'invalid_request', [repo, h.scratch]);
+    expect(refused.body.error.reason).toBe('local_checkout_owned_by_root');
+    // What it is, and both ways out: the checkout to its user, or the worktree executor.
+    expect(refused.body.error.message).toMatch(/checkout is owned by root/);
+    expect(refused.body.error.message).toMatch(/Give the checkout to the user who works in it/);
+    expect(refused.body.error.message).toMatch(/worktree executor/);
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+    // Done as it says: the checkout given to its user, the same launch runs (as that user).
+    execFileSync('chown', ['-R', `${CHECKOUT_OWNER}:${CHECKOUT_OWNER}`, repo]);
+    const again = await launch(h, taskId, { executorType: 'local', command: ['sh', '-c', 'id -u; sleep 600'] });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(await agentOutputUntil(h, again.body.executionId, String(CHECKOUT_OWNER))).toContain(String(CHECKOUT_OWNER));
   });
 
   it('TWS_LOCAL_EXECUTOR: by default only an operator runs a local agent in the source checkout; off refuses everyone; a refusal changes nothing', async () => {

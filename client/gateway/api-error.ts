@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../../domain/errors';
 import { errorBody, ruleOf } from '../../domain/error-body';
+import { reasonMessage } from '../../domain/refusal-reasons';
 import { outageOf } from '../../domain/outage';
 import { validationMessage, type SchemaError } from './validation-message';
 
@@ -113,7 +114,8 @@ export function refusalError(
     if (typeof status === 'string' && /^[a-z_]{1,32}$/.test(status)) extra.status = status;
     if (typeof exitCode === 'number' && Number.isInteger(exitCode)) extra.exitCode = exitCode;
   }
-  return new ApiError(refusal.code, message, extra);
+  // A reason that says what to do (domain/refusal-reasons.ts) says more than a route's general message.
+  return new ApiError(refusal.code, reasonMessage(refusal.code, reason) ?? message, extra);
 }
 
 /**
