@@ -16,8 +16,16 @@ const UNTRUSTED_CERTIFICATE = new Set([
   'UNABLE_TO_GET_ISSUER_CERT',
   'CERT_HAS_EXPIRED',
   'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
+
+/** The host name the URL connects to. */
+function hostOf(databaseUrl: string): string {
+  try {
+    return new URL(databaseUrl).hostname || 'localhost';
+  } catch {
+    return 'the host in DATABASE_URL';
+  }
+}
 
 /** Where the URL points, without its user or password: `host:port/database`. */
 function placeOf(databaseUrl: string): string {
@@ -29,14 +37,30 @@ function placeOf(databaseUrl: string): string {
   }
 }
 
-function reasonOf(err: unknown): { reason: string; outage: boolean } | null {
-  const e = (err ?? {}) as { code?: unknown; message?: unknown; syscall?: unknown };
+/** The server's certificate, trusted, is made out to other names than the one the URL connects to (verify-full). */
+function nameMismatch(e: { host?: unknown; cert?: unknown }, databaseUrl: string): string {
+  const expected = typeof e.host === 'string' && e.host ? e.host : hostOf(databaseUrl);
+  const names = (e.cert as { subjectaltname?: unknown } | undefined)?.subjectaltname;
+  const named = typeof names === 'string' && names ? `; it names ${names}` : '';
+  return `its TLS certificate does not match the name DATABASE_URL connects to (expected ${expected}${named}): connect by a name the certificate names, or give the server a certificate for ${expected}`;
+}
+
+function reasonOf(err: unknown, databaseUrl: string): { reason: string; outage: boolean } | null {
+  const e = (err ?? {}) as { code?: unknown; message?: unknown; syscall?: unknown; host?: unknown; cert?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   if (code === 'ECONNREFUSED') return { reason: 'nothing listens there (connection refused)', outage: true };
   if (code === 'ENOTFOUND') return { reason: 'its host name does not resolve', outage: false };
+  // pg_hba.conf has no entry (or a reject) for a connection without TLS: the user and password were never asked.
+  if (code === '28000' && /no encryption/.test(message))
+    return {
+      reason:
+        "it requires TLS, and DATABASE_URL does not ask for it: add sslmode=verify-full and sslrootcert (the server's CA)",
+      outage: false,
+    };
   if (code === '28P01' || code === '28000')
     return { reason: 'it refused the user or password in DATABASE_URL', outage: false };
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return { reason: nameMismatch(e, databaseUrl), outage: false };
   if (code === '3D000') return { reason: 'the database DATABASE_URL names does not exist', outage: false };
   if (UNTRUSTED_CERTIFICATE.has(code) || /unable to verify the first certificate/.test(message))
     return {
@@ -56,7 +80,7 @@ function reasonOf(err: unknown): { reason: string; outage: boolean } | null {
 }
 
 export function databaseFailure(err: unknown, databaseUrl: string): { line: string; outage: boolean } | null {
-  const found = reasonOf(err);
+  const found = reasonOf(err, databaseUrl);
   if (!found) return null;
   return { line: `cannot reach PostgreSQL at ${placeOf(databaseUrl)} (DATABASE_URL): ${found.reason}`, ...found };
 }

@@ -232,3 +232,57 @@ describe('a database that refuses the service: one line naming PostgreSQL and DA
     }
   });
 });
+
+/** The database `tls_check` takes TLS connections only (a `hostnossl … reject` line first), or again any. */
+async function tlsOnly(on: boolean): Promise<void> {
+  const admin = new pg.Client({ connectionString: server.serverUrl + '/postgres' });
+  await admin.connect();
+  try {
+    const hba = (await admin.query<{ hba_file: string }>('SHOW hba_file')).rows[0]!.hba_file;
+    const rule = 'hostnossl tls_check all all reject\n';
+    const rest = readFileSync(hba, 'utf8').replace(rule, '');
+    writeFileSync(hba, on ? rule + rest : rest);
+    await admin.query('SELECT pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+}
+
+describe('a TLS refusal says which one it is', () => {
+  it('a certificate made out to another name says the name does not match and which was expected; a TLS-only server says TLS is required', async () => {
+    const place = `127.0.0.1:${port}/tls_check (DATABASE_URL)`;
+    await serve(wrongName);
+    try {
+      const run = await refusedStart('worker/main.ts', url(wrongName.ca));
+      const seen = run.lines.join('\n');
+      expect(run.code, seen).toBe(1);
+      expect(run.lines, seen).toHaveLength(1);
+      expect(run.lines[0]).toBe(
+        `worker: cannot reach PostgreSQL at ${place}: its TLS certificate does not match the name DATABASE_URL connects to (expected 127.0.0.1; it names DNS:elsewhere.example): connect by a name the certificate names, or give the server a certificate for 127.0.0.1`,
+      );
+    } finally {
+      await serve(good);
+    }
+    await tlsOnly(true);
+    try {
+      const plain = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/tls_check`;
+      for (const entry of ['client/prepare-main.ts', 'worker/main.ts'] as const) {
+        const run = await refusedStart(entry, plain);
+        const seen = `${entry}: ${run.lines.join('\n')}`;
+        expect(run.code, seen).toBe(1);
+        expect(run.lines, seen).toHaveLength(1);
+        expect(run.lines[0], seen).toMatch(
+          /^(set-up failed|worker): cannot reach PostgreSQL at .*: it requires TLS, and DATABASE_URL does not ask for it: add sslmode=verify-full and sslrootcert \(the server's CA\)$/,
+        );
+        expect(run.lines[0]).toContain(place);
+        expect(run.lines[0]).not.toContain(password);
+      }
+      // Asked for with TLS, the same server takes it.
+      const client = new pg.Client({ connectionString: url(good.ca) });
+      await client.connect();
+      await client.end();
+    } finally {
+      await tlsOnly(false);
+    }
+  });
+});
