@@ -31,7 +31,7 @@ import type { CascadeMember, CascadePrepared } from '../activities/cleanup-recor
 import { hostSteps, recordSteps } from './activity-proxies';
 import { awaitPreparedUpdate } from './cleanup-messages';
 import { cleanupTask } from './cleanup-task';
-import { asTypedFailure } from './typed-failure';
+import { asTypedFailure, typedRefusal } from './typed-failure';
 
 const records = recordSteps();
 
@@ -89,13 +89,7 @@ export async function refuseDirtyMembers(members: { taskId: string }[], lanes = 
       return preview.hostId ? await hostSteps(preview.hostId).findDirtyWorktrees(preview.worktrees) : [];
     })
   ).flat();
-  if (dirty.length > 0)
-    throw ApplicationFailure.create({
-      type: 'task_delete_dirty_worktree',
-      message: 'The task has uncommitted changes.',
-      nonRetryable: true,
-      details: [{ dirtyRepositories: [...new Set(dirty)] }],
-    });
+  if (dirty.length > 0) throw typedRefusal('task_delete_dirty_worktree', { dirtyRepositories: [...new Set(dirty)] });
 }
 
 /**

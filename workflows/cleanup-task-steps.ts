@@ -20,6 +20,7 @@ import {
   type CleanupSnapshot,
 } from '../domain/cleanup-snapshot';
 import { cleanupWorkflowId } from '../domain/workflow-ids';
+import { typedRefusal } from './typed-failure';
 
 /** How often a job held by a bulk cleanup's batch is looked at again. */
 export const BATCH_HOLD_CHECK_EVERY = '5 seconds';
@@ -89,12 +90,7 @@ export function hostDownRefusal(of: 'task' | 'cleanup' = 'task'): ApplicationFai
 
 /** A delete without consent of a task with uncommitted changes: refused before any change. */
 export function dirtyWorktreeRefusal(dirty: string[]): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: 'task_delete_dirty_worktree',
-    message: 'The task has uncommitted changes.',
-    nonRetryable: true,
-    details: [{ dirtyRepositories: dirty }],
-  });
+  return typedRefusal('task_delete_dirty_worktree', { dirtyRepositories: dirty });
 }
 
 /**

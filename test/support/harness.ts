@@ -50,12 +50,14 @@ export interface Harness {
   ): Promise<{ status: number; body: T }>;
   startWorker(overrides?: Partial<Config>): Promise<WorkerHandle>;
   /** The worker as its own process (for SIGKILL tests), with this harness's configuration. */
-  spawnWorker(extraEnv?: Record<string, string>): ChildProcess;
+  /** With `logFile`, the worker's log (its stdout and stderr, as the launcher's services log has both) goes there. */
+  spawnWorker(extraEnv?: Record<string, string>, logFile?: string): ChildProcess;
   /** The compiled gateway as its own process (it runs the launches it starts unless told not to), ready. */
-  /** With `stderrFile`, what the gateway writes to stderr goes there (else to the test's own). */
+  /** With `stderrFile`, what the gateway writes to stderr goes there (else to the test's own); `stdoutFile`, its stdout. */
   spawnGateway(
     extraEnv?: Record<string, string>,
     stderrFile?: string,
+    stdoutFile?: string,
   ): Promise<{ child: ChildProcess; api: Harness['api']; url: string }>;
   stopWorker(): Promise<void>;
   close(): Promise<void>;
@@ -225,16 +227,19 @@ export async function createHarness(
     baseUrl,
     api: (method, url, body, token = USER_TOKEN) => request(baseUrl, method, url, body, token),
     startWorker: runWorker,
-    spawnWorker(extraEnv = {}) {
+    spawnWorker(extraEnv = {}, logFile?: string) {
       // The compiled worker that `make start` runs (global-setup builds it once per run).
-      return track(
+      const out = logFile ? openSync(logFile, 'a') : null;
+      const child = track(
         spawn(process.execPath, serviceArgs(root, 'worker/main.ts'), {
           env: serviceEnv(extraEnv),
-          stdio: ['ignore', 'ignore', 'inherit'],
+          stdio: ['ignore', out ?? 'ignore', out ?? 'inherit'],
         }),
       );
+      if (out !== null) closeSync(out);
+      return child;
     },
-    async spawnGateway(extraEnv = {}, stderrFile?: string) {
+    async spawnGateway(extraEnv = {}, stderrFile?: string, stdoutFile?: string) {
       // A port is free when picked and may be taken before the gateway binds it: the gateway that
       // answers must be this child (listensOn), else it is started again on another port.
       for (let attempt = 1; ; attempt++) {
@@ -246,13 +251,15 @@ export async function createHarness(
           ...extraEnv,
         });
         const errorOut = stderrFile ? openSync(stderrFile, 'a') : null;
+        const out = stdoutFile ? openSync(stdoutFile, 'a') : null;
         const child = track(
           spawn(process.execPath, serviceArgs(root, 'client/gateway/main.ts'), {
             env,
-            stdio: ['ignore', 'ignore', errorOut ?? 'inherit'],
+            stdio: ['ignore', out ?? 'ignore', errorOut ?? 'inherit'],
           }),
         );
         if (errorOut !== null) closeSync(errorOut);
+        if (out !== null) closeSync(out);
         const url = `http://127.0.0.1:${port}`;
         const deadline = Date.now() + 60_000;
         let ours = false;
