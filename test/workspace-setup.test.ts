@@ -15,6 +15,8 @@ import { releaseIdleTask } from './support/cleanup';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentEnded, agentOutputUntil, createTask, expectSafeError, launch, waitUntil } from './support/scenario';
 import { taskDirName } from '../domain/task-layout';
+import { exitStatusPath } from '../executors/host/agent-shim';
+import { setupLogPath } from '../executors/host/setup-run';
 import { listDir, makeRepo, rowCounts } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -232,5 +234,38 @@ describe('a setup whose worker dies', () => {
     expect(res.body.setup).toMatchObject({ status: 'succeeded', exitCode: 0 });
     expect(readFileSync(runs, 'utf8')).toBe('started\ndone\n');
     expect(await agentOutputUntil(w, res.body.executionId, 'agent-done')).toContain('started\ndone');
+  });
+});
+
+describe('a setup adopted after its worker died', () => {
+  it('gets only what was left of its time limit, measured from its own start, not a new full one', async () => {
+    const limitMs = 12_000;
+    const w = await harness({}, { inProcessWorker: false });
+    const env = { TWS_SETUP_TIMEOUT_MS: String(limitMs) };
+    let worker: ChildProcess = w.spawnWorker(env);
+    cleanups.push(() => void worker.kill('SIGKILL'));
+    // It writes when it started (ms), then outlives any limit.
+    const repo = await preparedRepo('limited', { setup: ['sh', '-c', 'date +%s%3N > .setup-runs; sleep 120'] }, w);
+    const taskId = await createTask(w, [repo.id]);
+    const launched = launch(w, taskId, { command: ['sh', '-c', 'echo agent-done'] });
+    const runs = path.join(w.config.workspaceRoot, taskDirName(taskId), 'limited', '.setup-runs');
+    await waitUntil(async () => existsSync(runs) && readFileSync(runs, 'utf8').endsWith('\n'), 'the setup to start');
+    const startedAt = Number(readFileSync(runs, 'utf8').trim());
+    // A third of its limit used before its worker dies: the step runs again seconds later.
+    await new Promise((r) => setTimeout(r, Math.max(0, startedAt + 4000 - Date.now())));
+    worker.kill('SIGKILL');
+    await new Promise((resolve) => worker.once('exit', resolve));
+    worker = w.spawnWorker(env);
+    const res = await launched;
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.setup).toMatchObject({ status: 'timed_out' });
+    // Its end as its supervisor recorded it: its limit after its start. The step ran again after
+    // the lost worker's workflow task timed out (5 s at most): a new full limit from there ended it
+    // at 4 s + that + the limit, after the bound.
+    const sessionId = res.body.sessionId as string;
+    const logPath = setupLogPath(w.config.logDir, { taskId, sessionId }, repo.id);
+    const ranMs = statSync(exitStatusPath(logPath)).mtimeMs - startedAt;
+    expect(ranMs).toBeGreaterThanOrEqual(limitMs - 1000);
+    expect(ranMs).toBeLessThan(limitMs + 3500);
   });
 });

@@ -44,6 +44,17 @@ export async function processStartTime(pid: number): Promise<string | null> {
   return stat.startTime ?? null;
 }
 
+/** Linux's USER_HZ, the unit of a start time: 100 on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** How long ago (ms) a process of this start time started, by the kernel's clock since boot; null where /proc does not say. */
+export async function processAgeMs(startTime: string): Promise<number | null> {
+  const uptime = Number((await readFile('/proc/uptime', 'utf8').catch(() => '')).split(' ')[0]);
+  const ticks = Number(startTime);
+  if (!Number.isFinite(uptime) || uptime <= 0 || !Number.isFinite(ticks)) return null;
+  return Math.max(0, Math.round(uptime * 1000 - (ticks * 1000) / CLOCK_TICKS_PER_SECOND));
+}
+
 export async function isSameProcess(pid: number, startTime: string): Promise<boolean> {
   return (await processStartTime(pid)) === startTime;
 }

@@ -13,7 +13,7 @@ import { agentUid } from './agent-uid';
 import { agentLimitsLayout, sweepAgentGroups } from './agent-limits';
 import { readExitStatus, type ExitStatus } from './agent-shim';
 import { spawnDetached, type AgentEntrance } from './agent-spawn';
-import { findMarkedGroup, isSameProcess, stopMarkedGroup, stopProcessGroup } from './process-identity';
+import { findMarkedGroup, isSameProcess, processAgeMs, stopMarkedGroup, stopProcessGroup } from './process-identity';
 
 export interface SetupRun {
   exit: ExitStatus | null;
@@ -29,7 +29,8 @@ export const setupLogPath = (logDir: string, input: { taskId: string; sessionId:
  * Runs `input.command` as the setup (in `input.cwd`, the repository's worktree) and waits for its
  * end; `place` enters another place (the task's container) with its uid. A re-run of the step (its
  * worker died while the setup ran) never runs it twice: one that ended is answered by its status
- * file, one that still runs (found by its execution id's mark) is waited for, within a new limit.
+ * file, one that still runs (found by its execution id's mark) is waited for, within what is left
+ * of its limit (measured from its process's start: a worker's restart never lengthens it).
  */
 export async function runSetup(
   deps: ActivityDeps,
@@ -62,13 +63,16 @@ export async function runSetup(
         place ? place.uid : await agentUid(deps, input),
         place?.entrance ?? null,
       );
+  // Adopted (its worker died while it ran): only what is left of its limit, from its own start.
+  const ranMs = marked?.leader ? await processAgeMs(marked.leader.startTime) : null;
+  const limitMs = Math.max(0, timeoutMs - (ranMs ?? 0));
   let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
       timedOut = true;
       resolve();
-    }, timeoutMs);
+    }, limitMs);
   });
   // Its end as its supervisor's exit, or (where that was missed: it ended before its start time
   // was read) its process gone; polled every second besides.
