@@ -4,7 +4,7 @@
  * delete shares (the barrier's answer, the dirty refusal, the member cleanups) are exported here.
  */
 import {
-  ApplicationFailure,
+  type ApplicationFailure,
   ParentClosePolicy,
   allHandlersFinished,
   condition,
