@@ -79,7 +79,9 @@ describe('idle release [R6.9]', () => {
     const branchHead = commitOf(r.dir, taskBranchName(t.taskId));
     // The answer says what each release leaves out, and why: the repository's own patterns.
     const patterns = ['node_modules/', '*.log'];
-    expect((await h.api('PATCH', `/v1/repositories/${r.id}`, { rebuildable: patterns })).status).toBe(200);
+    expect((await h.api('PATCH', `/v1/repositories/${r.id}`, { rebuildable: patterns }, OPERATOR_TOKEN)).status).toBe(
+      200,
+    );
     const leavesOut = [{ repositoryId: r.id, patterns, reason: 'rebuildable' }];
 
     const dry = await releaseNow({ dryRun: true });
@@ -207,16 +209,22 @@ describe('idle release [R6.9]', () => {
 
   it("a repository's own patterns of rebuilt files: set at registration and by PATCH, null for the default list, a bad one refused", async () => {
     const dir = makeRepo(h.scratch, `patterns-${++n}`);
-    const made = await h.api('POST', '/v1/repositories', {
-      name: `patterns-${n}`,
-      path: dir,
-      rebuildable: ['dist/', '*.log'],
-    });
+    const made = await h.api(
+      'POST',
+      '/v1/repositories',
+      { name: `patterns-${n}`, path: dir, rebuildable: ['dist/', '*.log'] },
+      OPERATOR_TOKEN,
+    );
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ rebuildable: ['dist/', '*.log'], rebuildableDefault: false });
-    const patched = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: ['target/'] });
+    const patched = await h.api(
+      'PATCH',
+      `/v1/repositories/${made.body.id}`,
+      { rebuildable: ['target/'] },
+      OPERATOR_TOKEN,
+    );
     expect(patched.body).toMatchObject({ rebuildable: ['target/'], rebuildableDefault: false });
-    const reset = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: null });
+    const reset = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: null }, OPERATOR_TOKEN);
     expect(reset.body.rebuildableDefault).toBe(true);
     expect(reset.body.rebuildable).toContain('node_modules/');
     const listed = (await h.api('GET', '/v1/repositories?limit=200')).body.items.find(
@@ -224,7 +232,7 @@ describe('idle release [R6.9]', () => {
     );
     expect(listed).toEqual(reset.body);
     for (const bad of [['../up'], ['/abs'], ['*'], ['']]) {
-      const refused = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: bad });
+      const refused = await h.api('PATCH', `/v1/repositories/${made.body.id}`, { rebuildable: bad }, OPERATOR_TOKEN);
       expect(refused.status, JSON.stringify(bad)).toBe(400);
       expect(refused.body.error.code).toBe('invalid_request');
     }
@@ -232,7 +240,14 @@ describe('idle release [R6.9]', () => {
       (await h.api('GET', '/v1/repositories?limit=200')).body.items.find((x: any) => x.id === made.body.id),
     ).toEqual(reset.body);
     expect(
-      (await h.api('PATCH', '/v1/repositories/00000000-0000-4000-8000-000000000000', { rebuildable: null })).status,
+      (
+        await h.api(
+          'PATCH',
+          '/v1/repositories/00000000-0000-4000-8000-000000000000',
+          { rebuildable: null },
+          OPERATOR_TOKEN,
+        )
+      ).status,
     ).toBe(404);
   });
 

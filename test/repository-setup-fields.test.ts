@@ -221,27 +221,39 @@ describe('setup, copyFiles and setupFailure of a repository', () => {
     }
   });
 
-  it('are an operator’s to set: a user token naming any is a 403 that changes nothing', async () => {
+  it('are an operator’s to set, rebuildable too: a user token naming any is a 403 that changes nothing', async () => {
     const made = await register({ setup: ['make'] });
     const before = await rowOf(made.id);
     const counts = await rowCounts(h.pool);
-    for (const body of [{ setup: null }, { copyFiles: ['.env'] }, { setupFailure: 'refuse' }]) {
+    // rebuildable names ignored files an idle release drops unsaved: the operator's too.
+    const bodies = [{ setup: null }, { copyFiles: ['.env'] }, { setupFailure: 'refuse' }];
+    for (const body of [...bodies, { rebuildable: ['*.env', 'notes/'] }, { rebuildable: null }]) {
       const patched = await h.api('PATCH', `/v1/repositories/${made.id}`, body, USER_TOKEN);
       expect(patched.status, JSON.stringify(patched.body)).toBe(403);
+      expect(patched.body.error.code).toBe('forbidden');
     }
-    const posted = await h.api(
+    for (const fields of [{ copyFiles: ['.env'] }, { rebuildable: ['*.env'] }]) {
+      const posted = await h.api(
+        'POST',
+        '/v1/repositories',
+        { name: `user-${++n}`, path: makeRepo(h.scratch, `user-${n}`), ...fields },
+        USER_TOKEN,
+      );
+      expect(posted.status, JSON.stringify(fields)).toBe(403);
+    }
+    expect(await rowOf(made.id)).toEqual(before);
+    expect(await rowCounts(h.pool)).toEqual(counts);
+    // A user may still register a plain repository; the operator sets the list.
+    const plain = await h.api(
       'POST',
       '/v1/repositories',
-      { name: `user-${++n}`, path: makeRepo(h.scratch, `user-${n}`), copyFiles: ['.env'] },
+      { name: `user-${++n}`, path: makeRepo(h.scratch, `user-${n}`) },
       USER_TOKEN,
     );
-    expect(posted.status).toBe(403);
-    // A user may still register a plain repository and set its rebuildable list.
-    expect((await h.api('PATCH', `/v1/repositories/${made.id}`, { rebuildable: ['dist/'] }, USER_TOKEN)).status).toBe(
-      200,
-    );
-    expect({ ...(await rowOf(made.id)), rebuildable: before.rebuildable }).toEqual(before);
-    expect(await rowCounts(h.pool)).toEqual(counts);
+    expect(plain.status, JSON.stringify(plain.body)).toBe(201);
+    const byOperator = await h.api('PATCH', `/v1/repositories/${made.id}`, { rebuildable: ['dist/'] }, OPERATOR_TOKEN);
+    expect(byOperator.status).toBe(200);
+    expect((await rowOf(made.id)).rebuildable).toEqual(['dist/']);
   });
 
   it('need a token as before: none is a 401 that changes nothing', async () => {

@@ -33,12 +33,12 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/repositories': {
     summary: 'Register a repository',
     description:
-      'Registers a git repository at `path` on a host (`hostId`, default the only live host) under a unique `name`. The path is checked on that host; the answer never shows it. `rebuildable` (optional) names the ignored files a release leaves out of its save as rebuilt (default: dependencies, build output, caches). `copyFiles`, `setup`, `setupFailure` (an operator’s) make each new workspace ready. A taken name or path is 409 `repository_taken` (`clash`).',
+      'Registers a git repository at `path` on a host (`hostId`, default the only live host) under a unique `name`. The path is checked on that host; the answer never shows it. `rebuildable` names the ignored files a release leaves out of its save as rebuilt (default: dependencies, build output, caches); `copyFiles`, `setup`, `setupFailure` make each new workspace ready: these four are an operator’s (403 to a user token). A taken name or path is 409 `repository_taken` (`clash`).',
   },
   'PATCH /v1/repositories/{id}': {
     summary: "Change a repository's rebuilt ignored files and new-workspace setup",
     description:
-      'Changes the fields given; a field left out stays as it is (an empty body changes nothing). `rebuildable`: the patterns of ignored files a release leaves out of its save because they are rebuilt (`name/` a folder at any depth, a name with `*`, a path from the top with `**`); `null` is the default list again. Everything else ignored (a hand-written `.env`) is saved and restored. `copyFiles`, `setup` (`null`: none) and `setupFailure` (set by an operator) apply to workspaces made after the change. A bad field is 400, nothing changed. Answers the repository as the list shows it.',
+      'Changes the fields given; a field left out stays as it is (an empty body changes nothing). `rebuildable`: the patterns of ignored files a release leaves out of its save because they are rebuilt (`name/` a folder at any depth, a name with `*`, a path from the top with `**`); `null` is the default list again. Everything else ignored (a hand-written `.env`) is saved and restored. `copyFiles`, `setup` (`null`: none) and `setupFailure` apply to workspaces made after the change. Every field here is an operator’s (403 to a user token). A bad field is 400, nothing changed. Answers the repository as the list shows it.',
   },
   'GET /v1/repositories': {
     summary: 'List repositories',

@@ -94,20 +94,19 @@ const repositoryOut = (row: RepositoryViewRow) => ({
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
+/** The fields of a repository only an operator token may name. */
+const OPERATOR_FIELDS = ['setup', 'copyFiles', 'setupFailure', 'rebuildable'] as const;
+
 /**
- * What a new workspace runs and gets copied into it is the operator's to say: a setup runs a
- * command in every new workspace of the repository, and copied files (a `.env`) hand what is in
- * the source checkout to its agents. A user token naming any of these is refused (403), nothing changed.
+ * What a new workspace runs and gets copied into it, and what a release may drop, are the
+ * operator's to say: a setup runs a command in every new workspace of the repository, copied files
+ * (a `.env`) hand what is in the source checkout to its agents, and `rebuildable` names ignored
+ * files an idle release deletes without saving. A user token naming any of these is refused (403),
+ * nothing changed.
  */
-function operatorForPreparation(
-  body: { setup?: unknown; copyFiles?: unknown; setupFailure?: unknown },
-  role: Role | null,
-): void {
-  if (
-    (body.setup !== undefined || body.copyFiles !== undefined || body.setupFailure !== undefined) &&
-    role !== 'operator'
-  )
-    throw new ApiError('forbidden', 'setup, copyFiles and setupFailure are set by an operator token.');
+function operatorForPreparation(body: Partial<Record<(typeof OPERATOR_FIELDS)[number], unknown>>, role: Role | null) {
+  if (role !== 'operator' && OPERATOR_FIELDS.some((field) => body[field] !== undefined))
+    throw new ApiError('forbidden', 'setup, copyFiles, setupFailure and rebuildable are set by an operator token.');
 }
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
