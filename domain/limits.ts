@@ -34,6 +34,16 @@ const GIB = 1024 ** 3;
 const MIB = 1024 ** 2;
 const LIMIT_NAMES = ['memoryBytes', 'pids', 'cpus'] as const;
 
+/**
+ * The least each limit can be enforced at, by every executor. Memory: the container engines'
+ * floor (Docker's and Podman's 6 MiB; runc cannot start a container under what its own start
+ * uses, about 2.5 MiB, so a smaller one failed as if the engine were down), and nothing on the
+ * host runs in less (the sandbox and the agent's first exec). CPUs: a CFS quota of 1 ms per
+ * 100 ms period, the kernel's and the engines' floor (the host's groups raised a smaller one
+ * without a word). Processes: one, the agent.
+ */
+export const LIMIT_MINIMUM: Readonly<AgentLimits> = { memoryBytes: 6 * MIB, pids: 1, cpus: 0.01 };
+
 function positive(name: string, raw: string | undefined, byDefault: number, parse: (text: string) => number): number {
   if (raw === undefined || raw.trim() === '') return byDefault;
   let value: number;
@@ -46,6 +56,19 @@ function positive(name: string, raw: string | undefined, byDefault: number, pars
   return value;
 }
 
+/** A setting of one limit: positive, and no less than that limit's minimum. */
+function limitSetting(
+  limit: keyof AgentLimits,
+  name: string,
+  raw: string | undefined,
+  byDefault: number,
+  parse: (text: string) => number,
+): number {
+  const value = positive(name, raw, byDefault, parse);
+  if (value < LIMIT_MINIMUM[limit]) throw new Error(`${name} must be at least ${LIMIT_MINIMUM[limit]}`);
+  return value;
+}
+
 const bytes = (text: string) => parseByteSize(text);
 const integer = (text: string) => (/^[0-9]+$/.test(text) ? Number(text) : NaN);
 const cpus = (text: string) => (/^[0-9]+(\.[0-9]+)?$/.test(text) ? Number(text) : NaN);
@@ -55,19 +78,20 @@ export function parseLimitSettings(env: Record<string, string | undefined>, host
   const mode = env.TWS_AGENT_LIMITS || 'on';
   if (mode !== 'on' && mode !== 'off') throw new Error('TWS_AGENT_LIMITS must be on or off');
   const defaults: AgentLimits = {
-    memoryBytes: positive('TWS_AGENT_MEMORY', env.TWS_AGENT_MEMORY, 4 * GIB, bytes),
-    pids: positive('TWS_AGENT_PIDS', env.TWS_AGENT_PIDS, 1024, integer),
-    cpus: positive('TWS_AGENT_CPUS', env.TWS_AGENT_CPUS, Math.min(2, hostCpus), cpus),
+    memoryBytes: limitSetting('memoryBytes', 'TWS_AGENT_MEMORY', env.TWS_AGENT_MEMORY, 4 * GIB, bytes),
+    pids: limitSetting('pids', 'TWS_AGENT_PIDS', env.TWS_AGENT_PIDS, 1024, integer),
+    cpus: limitSetting('cpus', 'TWS_AGENT_CPUS', env.TWS_AGENT_CPUS, Math.min(2, hostCpus), cpus),
   };
   const maximum: AgentLimits = {
-    memoryBytes: positive(
+    memoryBytes: limitSetting(
+      'memoryBytes',
       'TWS_AGENT_MEMORY_MAX',
       env.TWS_AGENT_MEMORY_MAX,
       Math.max(16 * GIB, defaults.memoryBytes),
       bytes,
     ),
-    pids: positive('TWS_AGENT_PIDS_MAX', env.TWS_AGENT_PIDS_MAX, Math.max(4096, defaults.pids), integer),
-    cpus: positive('TWS_AGENT_CPUS_MAX', env.TWS_AGENT_CPUS_MAX, Math.max(hostCpus, defaults.cpus), cpus),
+    pids: limitSetting('pids', 'TWS_AGENT_PIDS_MAX', env.TWS_AGENT_PIDS_MAX, Math.max(4096, defaults.pids), integer),
+    cpus: limitSetting('cpus', 'TWS_AGENT_CPUS_MAX', env.TWS_AGENT_CPUS_MAX, Math.max(hostCpus, defaults.cpus), cpus),
   };
   for (const name of LIMIT_NAMES)
     if (defaults[name] > maximum[name]) throw new Error(`the default ${name} is above its maximum`);
@@ -88,13 +112,15 @@ export function parseProfileLimits(name: string, raw: unknown, maximum: AgentLim
   return raw as LimitsRequest;
 }
 
-/** Why `raw` is not a limits object (`{ memoryBytes?, pids?, cpus? }`, positive numbers), or null. */
+/** Why `raw` is not a limits object (`{ memoryBytes?, pids?, cpus? }`, each at least its minimum), or null. */
 export function limitsProblem(raw: unknown): string | null {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'limits must be an object';
   for (const [key, value] of Object.entries(raw)) {
     if (!(LIMIT_NAMES as readonly string[]).includes(key)) return `${key} is not a limit (memoryBytes, pids, cpus)`;
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) return `${key} must be a positive number`;
     if (key !== 'cpus' && !Number.isInteger(value)) return `${key} must be a whole number`;
+    const least = LIMIT_MINIMUM[key as keyof AgentLimits];
+    if (value < least) return `${key} must be at least ${least}, the least an executor can enforce`;
   }
   return null;
 }

@@ -229,6 +229,11 @@ describe('which limits apply', () => {
     const bad = await launch(h, taskId, { limits: { memoryBytes: -1 } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid_request');
+    // Under what any executor can enforce: refused at the edge, the minimum named.
+    const tiny = await launch(h, taskId, { limits: { memoryBytes: 1 } });
+    expect(tiny.status, JSON.stringify(tiny.body)).toBe(400);
+    expect(tiny.body.error).toMatchObject({ code: 'invalid_request' });
+    expect(tiny.body.error.message).toContain(`limits.memoryBytes must be at least ${6 * MIB}`);
     expect((await h.pool.query('SELECT count(*)::int AS n FROM sessions')).rows[0].n).toBe(sessionsBefore);
   });
 });

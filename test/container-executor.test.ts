@@ -350,6 +350,30 @@ describe('the container executor', () => {
     expect(await hostContainers(other.config.hostId)).toEqual([]);
   });
 
+  it('limits under what the engine can enforce are a 400 naming the minimum; no session, environment or container is made', async () => {
+    const { taskId } = await containerTask('ctr-tiny');
+    const before = { rows: await rowCounts(h.pool), root: listDir(h.config.workspaceRoot) };
+    const containersBefore = (await hostContainers(h.config.hostId)).length;
+    // The engine refuses to start a container in 1 byte: this was a 503 as if it did not answer.
+    for (const [limits, minimum] of [
+      [{ memoryBytes: 1 }, '6291456'],
+      [{ memoryBytes: 6 * 1024 * 1024 - 1 }, '6291456'],
+      [{ cpus: 0.001 }, '0.01'],
+    ] as const) {
+      const res = await launchIn(taskId, ['true'], { limits });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expectSafeError(res.body, 'invalid_request');
+      expect(res.body.error.message).toContain(`limits.${Object.keys(limits)[0]}`);
+      expect(res.body.error.message).toContain(minimum);
+    }
+    expect(await rowCounts(h.pool)).toEqual(before.rows);
+    expect(listDir(h.config.workspaceRoot)).toEqual(before.root);
+    expect((await hostContainers(h.config.hostId)).length).toBe(containersBefore);
+    // At the minimum the engine starts it.
+    const least = await launchIn(taskId, ['sh', '-c', 'echo ready; sleep 600'], { limits: { memoryBytes: 6 << 20 } });
+    expect(least.status, JSON.stringify(least.body)).toBe(201);
+  });
+
   it('archive stops the agents and removes the container, keeping dirty work; unarchive and a launch make it again', async () => {
     const { taskId } = await containerTask('ctr-archive');
     const res = await launchIn(taskId, ['sh', '-c', 'echo dirty > uncommitted.txt; echo ready; sleep 600']);

@@ -1,5 +1,6 @@
 /** The schemas of agents' limits and use: a launch's `limits`, and the task and session views'. */
 import { Type } from '@sinclair/typebox';
+import { LIMIT_MINIMUM } from '../../domain/limits';
 
 /** An agent's limits: bytes of memory (its /tmp counted), processes, CPUs. */
 export const Limits = Type.Object({
@@ -8,8 +9,18 @@ export const Limits = Type.Object({
   cpus: Type.Number({ exclusiveMinimum: 0 }),
 });
 
-/** What a launch may ask for: any of the three. */
-export const LimitsBody = Type.Partial(Limits, { additionalProperties: false });
+/**
+ * What a launch may ask for: any of the three, each at least what every executor can enforce
+ * (domain/limits.ts), so that a smaller one is a 400 naming the minimum before anything is made.
+ */
+export const LimitsBody = Type.Partial(
+  Type.Object({
+    memoryBytes: Type.Integer({ minimum: LIMIT_MINIMUM.memoryBytes }),
+    pids: Type.Integer({ minimum: LIMIT_MINIMUM.pids }),
+    cpus: Type.Number({ minimum: LIMIT_MINIMUM.cpus }),
+  }),
+  { additionalProperties: false },
+);
 
 /** What a task's agents use together now, as its host last read it. */
 export const Usage = Type.Object({ memoryBytes: Type.Number(), pids: Type.Number(), measuredAt: Type.String() });

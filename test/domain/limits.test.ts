@@ -52,6 +52,11 @@ describe('settings', () => {
     expect(() => parseLimitSettings({ TWS_AGENT_CPUS: '0' }, 2)).toThrow('TWS_AGENT_CPUS');
     expect(() => parseLimitSettings({ TWS_AGENT_PIDS: '100', TWS_AGENT_PIDS_MAX: '50' }, 2)).toThrow('maximum');
     expect(() => parseLimitSettings({ TWS_CGROUP_PARENT: '../escape' }, 2)).toThrow('TWS_CGROUP_PARENT');
+    // Settings under what an executor can enforce are refused at start-up, not at each launch.
+    expect(() => parseLimitSettings({ TWS_AGENT_MEMORY: '1m' }, 2)).toThrow(
+      'TWS_AGENT_MEMORY must be at least 6291456',
+    );
+    expect(() => parseLimitSettings({ TWS_AGENT_CPUS: '0.005' }, 2)).toThrow('TWS_AGENT_CPUS must be at least 0.01');
     expect(parseByteSize('2GiB')).toBe(2 * GIB);
     expect(() => parseByteSize('2 parsecs')).toThrow();
   });
@@ -62,6 +67,9 @@ describe('settings', () => {
     expect(parseProfileLimits('p', { pids: 50 }, maximum)).toEqual({ pids: 50 });
     expect(() => parseProfileLimits('p', { pids: 500 }, maximum)).toThrow('TWS_AGENT_PROFILES.p.limits.pids');
     expect(() => parseProfileLimits('p', { disk: 5 }, maximum)).toThrow('not a limit');
+    expect(() => parseProfileLimits('p', { memoryBytes: 1 }, maximum)).toThrow(
+      'TWS_AGENT_PROFILES.p.limits: memoryBytes',
+    );
   });
 });
 
@@ -86,6 +94,10 @@ describe('which limits apply', () => {
     expect(limitsProblem({ pids: 0 })).toMatch(/positive/);
     expect(limitsProblem({ pids: 1.5 })).toMatch(/whole/);
     expect(limitsProblem({ cpus: 0.25 })).toBeNull();
+    // Under what an executor can enforce (a container engine's 6 MiB, a 1 ms CFS quota).
+    expect(limitsProblem({ memoryBytes: 1 })).toMatch(/memoryBytes must be at least 6291456/);
+    expect(limitsProblem({ memoryBytes: 6 * MIB })).toBeNull();
+    expect(limitsProblem({ cpus: 0.001 })).toMatch(/cpus must be at least 0.01/);
   });
 });
 
