@@ -85,3 +85,7 @@ export function inSnapshot<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Prom
 }
 
 export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23505';
+/** A row still referenced by another table's foreign key (a delete), or a reference to a row that is gone. */
+export const isForeignKeyViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23503';
+/** A row a CHECK constraint refuses. */
+export const isCheckViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23514';

@@ -19,6 +19,7 @@ export type RefusalCode =
   | 'launch_cancelled'
   | 'ssh_host_key_mismatch'
   | 'ssh_target_name_taken'
+  | 'ssh_target_in_use'
   | 'repository_taken'
   | 'workspace_root_unusable'
   | 'container_image_missing'

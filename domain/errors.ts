@@ -143,6 +143,16 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'none',
     message: 'An SSH target with this name is already registered.',
   },
+  // A delete of an SSH target that environments or their worktrees (inventory rows) still name, or a
+  // change of its workspace root under them: their work and their cleanup need the target as it is.
+  ssh_target_in_use: {
+    status: 409,
+    recoverable: false,
+    retryAfterMs: 0,
+    action: 'operator',
+    message:
+      'Task environments still use this SSH target; delete those tasks (their cleanup ends) before removing it or moving its workspace root.',
+  },
   // A repository of this name, or at this path on its host, is registered already (`clash` says which).
   repository_taken: {
     status: 409,

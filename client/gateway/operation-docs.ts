@@ -196,4 +196,14 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     summary: 'List SSH targets',
     description: 'The registered SSH targets, paged; keys and key paths are never shown.',
   },
+  'PATCH /v1/ssh-targets/{id}': {
+    summary: 'Change an SSH target',
+    description:
+      'Changes the fields given (`knownHosts` after a host key changed, `host`, `port`, `user`, `privateKeyPath`, `workspaceRoot`), checked over SSH as a registration is and written only then; connections to the old settings are closed. A new `workspaceRoot` while environments use the target is 409 `ssh_target_in_use`.',
+  },
+  'DELETE /v1/ssh-targets/{id}': {
+    summary: 'Remove an SSH target',
+    description:
+      '204 once removed. While an environment or a clone not yet removed is on it, 409 `ssh_target_in_use` (delete those tasks first): nothing of theirs is lost.',
+  },
 };

@@ -29,6 +29,11 @@ export interface SshServer {
   start(): Promise<void>;
   /** A known_hosts line for this host and port with a different, freshly generated key. */
   otherHostKnownHostsLine(): Promise<string>;
+  /**
+   * The machine got a new host key (reinstalled, rebuilt): sshd restarted with a freshly generated
+   * one; `knownHostsLine` is the new line from then on, and the old one pins nothing any more.
+   */
+  changeHostKey(): Promise<string>;
   /** Stops it and removes its folders. */
   remove(): Promise<void>;
 }
@@ -174,7 +179,7 @@ export async function startSshServer(): Promise<SshServer> {
     await gone;
   };
   await start();
-  return {
+  const server: SshServer = {
     host: '127.0.0.1',
     port,
     user: os.userInfo().username,
@@ -183,6 +188,15 @@ export async function startSshServer(): Promise<SshServer> {
     workspaceRoot,
     start,
     stop,
+    async changeHostKey() {
+      await stop();
+      await rm(hostKey, { force: true });
+      await rm(`${hostKey}.pub`, { force: true });
+      await keygen(hostKey);
+      await start();
+      server.knownHostsLine = await knownHostsLineOf(`${hostKey}.pub`, port);
+      return server.knownHostsLine;
+    },
     async otherHostKnownHostsLine() {
       const other = path.join(await mkdtemp(path.join(dir, 'other-')), 'host_ed25519');
       await keygen(other);
@@ -196,4 +210,5 @@ export async function startSshServer(): Promise<SshServer> {
       ]);
     },
   };
+  return server;
 }

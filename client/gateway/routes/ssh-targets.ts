@@ -1,8 +1,9 @@
 /**
- * POST /v1/ssh-targets and GET /v1/ssh-targets (operator): the machines the SSH executor works on.
- * A target is stored only after one check over SSH from the host that holds its key (`hostId`):
- * its pinned host key, this service's key, a usable workspace root. No answer shows the key's path,
- * the key, or the known_hosts lines; a refusal says what failed in a word.
+ * /v1/ssh-targets (operator): the machines the SSH executor works on, registered, listed, changed
+ * and removed. A target is stored, and a change written, only after one check over SSH from the
+ * host that holds its key (`hostId`): its pinned host key, this service's key, a usable workspace
+ * root. No answer shows the key's path, the key, or the known_hosts lines; a refusal says what
+ * failed in a word. A target still used by an environment is never removed.
  */
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
@@ -10,73 +11,39 @@ import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { isUniqueViolation } from '../../../db/pool';
-import { insertSshTarget, listSshTargets, type SshTargetRecord } from '../../../db/ssh-targets';
+import {
+  deleteSshTarget,
+  getSshTarget,
+  insertSshTarget,
+  listSshTargets,
+  updateSshTarget,
+  type SshTargetRecord,
+} from '../../../db/ssh-targets';
 import { hostLiveness } from '../../../db/hosts';
-import { SshRefusal, type SshTarget } from '../../../ssh/connection';
+import { closeSshConnection, SshRefusal, type SshTarget } from '../../../ssh/connection';
 import { checkSshTargetOn } from '../../engine-hosts';
-import { parseKnownHosts, pinnedHostKeys } from '../../../ssh/known-hosts';
+import { parseKnownHosts } from '../../../ssh/known-hosts';
 import { checkSshTarget } from '../../../ssh/target-check';
-import { ApiError, badRequest, refusalError } from '../api-error';
+import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
-import { PageQueryFields, pageOf, readPage } from '../pagination';
-import { errorResponses, Uuid } from '../schemas';
-
-/** An absolute path without NUL or line breaks (the rest is checked in the handler). */
-const AbsolutePath = Type.String({ minLength: 1, maxLength: 4096, pattern: '^/[^\\u0000\\n\\r]*$' });
-
-const CreateSshTargetBody = Type.Object(
-  {
-    name: Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' }),
-    // A DNS name or an IP literal (IPv6 without brackets); never a space, an option or a user@.
-    host: Type.String({
-      maxLength: 253,
-      pattern:
-        '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\.?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$',
-    }),
-    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
-    user: Type.String({ pattern: '^[a-z_][a-z0-9_.-]{0,31}$' }),
-    /** On this gateway's host; the key never leaves it. */
-    privateKeyPath: AbsolutePath,
-    /** known_hosts lines pinning the target's host key(s). */
-    knownHosts: Type.String({ minLength: 1, maxLength: 64 * 1024 }),
-    /** Absolute, on the target. */
-    workspaceRoot: AbsolutePath,
-    /** The service host that holds the key and talks to the target (it must hold the repositories of the tasks that use it); this gateway's own by default. */
-    hostId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' })),
-  },
-  { additionalProperties: false },
-);
-
-const SshTargetView = Type.Object({
-  id: Uuid,
-  name: Type.String(),
-  host: Type.String(),
-  port: Type.Integer(),
-  user: Type.String(),
-  workspaceRoot: Type.String(),
-  hostKeyTypes: Type.Array(Type.String()),
-  hostId: Type.String(),
-  createdAt: Type.String(),
-});
-const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
-
-const view = (t: SshTargetRecord) => ({
-  id: t.id,
-  name: t.name,
-  host: t.host,
-  port: t.port,
-  user: t.user,
-  workspaceRoot: t.workspaceRoot,
-  hostKeyTypes: pinnedHostKeys(parseKnownHosts(t.knownHosts), t.host, t.port).keyTypes,
-  hostId: t.hostId,
-  createdAt: t.createdAt,
-});
+import { pageOf, readPage } from '../pagination';
+import { errorResponses, IdParams } from '../schemas';
+import { CreateSshTargetBody, PageQuery, PatchSshTargetBody, SshTargetView, view } from '../ssh-target-schemas';
 
 /** The workspace root as stored: one spelling per folder (no `.`, `//` or trailing slash); `..` is refused, never resolved. */
 function workspaceRootOf(given: string): string {
   if (given.split('/').includes('..')) throw badRequest('workspaceRoot may not contain "..".');
   const normal = path.posix.normalize(given);
   return normal.length > 1 ? normal.replace(/\/$/, '') : normal;
+}
+
+/** The fields a registration and a change both give, checked the same way; a bad one is a 400 that names it. */
+function checkedFields<T extends { host?: string; knownHosts?: string; workspaceRoot?: string }>(body: T): T {
+  if (body.host !== undefined && body.host.includes(':') && !net.isIPv6(body.host))
+    throw badRequest('host must be a host name or an IP address.');
+  if (body.knownHosts !== undefined && parseKnownHosts(body.knownHosts).length === 0)
+    throw badRequest('knownHosts has no entry this service can pin (host keytype base64).');
+  return body.workspaceRoot === undefined ? body : { ...body, workspaceRoot: workspaceRootOf(body.workspaceRoot) };
 }
 
 export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
@@ -114,11 +81,7 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
         },
       },
       async (request, reply) => {
-        const body = request.body;
-        if (body.host.includes(':') && !net.isIPv6(body.host))
-          throw badRequest('host must be a host name or an IP address.');
-        if (parseKnownHosts(body.knownHosts).length === 0)
-          throw badRequest('knownHosts has no entry this service can pin (host keytype base64).');
+        const body = checkedFields(request.body);
         const target = {
           id: randomUUID(),
           name: body.name,
@@ -127,7 +90,7 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
           user: body.user,
           privateKeyPath: body.privateKeyPath,
           knownHosts: body.knownHosts,
-          workspaceRoot: workspaceRootOf(body.workspaceRoot),
+          workspaceRoot: body.workspaceRoot,
           hostId: body.hostId ?? ctx.config.hostId,
         };
         const checked = await checkOnItsHost(target);
@@ -138,6 +101,52 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
           if (isUniqueViolation(err)) throw new ApiError('ssh_target_name_taken');
           throw err;
         }
+      },
+    );
+
+    app.patch(
+      '/v1/ssh-targets/:id',
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['ssh-targets'],
+          params: IdParams,
+          body: PatchSshTargetBody,
+          response: { 200: SshTargetView, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const change = checkedFields(request.body);
+        const before = await getSshTarget(ctx.pool, request.params.id);
+        if (!before) throw notFound('SSH target');
+        const after = { ...before, ...change };
+        // The target as it would be is checked as at registration; this process's connections to it
+        // are closed by the check (a worker's are replaced at their next use: they are keyed by the settings).
+        if ((await checkOnItsHost(after)) !== 'usable') throw new ApiError('workspace_root_unusable');
+        const updated = await updateSshTarget(ctx.pool, before, after);
+        if (updated === 'in_use') throw new ApiError('ssh_target_in_use');
+        if (updated === null) throw notFound('SSH target');
+        await closeSshConnection(updated.id);
+        return view(updated);
+      },
+    );
+
+    app.delete(
+      '/v1/ssh-targets/:id',
+      {
+        config: { role: 'operator' },
+        schema: {
+          tags: ['ssh-targets'],
+          params: IdParams,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const outcome = await deleteSshTarget(ctx.pool, request.params.id);
+        if (outcome === 'not_found') throw notFound('SSH target');
+        if (outcome === 'in_use') throw new ApiError('ssh_target_in_use');
+        await closeSshConnection(request.params.id);
+        return reply.code(204).send(null);
       },
     );
 
