@@ -74,6 +74,12 @@ export async function setPinned(db: Db, id: string, pinned: boolean): Promise<bo
   return (res.rowCount ?? 0) > 0;
 }
 
+/** Sets a task's own disk quota (null: the operator's default again); false when there is no such task. */
+export async function setDiskQuota(db: Db, id: string, bytes: number | null): Promise<boolean> {
+  const res = await db.query('UPDATE tasks SET disk_quota_bytes = $2 WHERE id = $1', [id, bytes]);
+  return (res.rowCount ?? 0) > 0;
+}
+
 export async function findTask(db: Db, id: string): Promise<TaskRow | null> {
   const res = await db.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = $1`, [id]);
   return res.rows[0] ?? null;

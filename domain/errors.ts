@@ -54,7 +54,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     retryAfterMs: 0,
     action: 'free_space',
     message:
-      "The task's workspace is over its disk quota; its agents were stopped. Free space in it, or ask an operator for a larger quota.",
+      "The task's workspace is over its disk quota; its agents were stopped. Free space in it, or have an operator raise its quota (PATCH /v1/tasks/:id with diskQuotaBytes, an operator token); then launch again.",
   },
   task_cleanup_in_progress: {
     status: 409,

@@ -32,3 +32,12 @@ export const TaskLimits = Type.Object({
   diskQuotaBytes: Type.Union([Type.Number(), Type.Null()]),
   overDiskQuota: Type.Boolean(),
 });
+
+/**
+ * `PATCH /v1/tasks/:id` (operator): a task's own disk quota in bytes, raised or lowered after its
+ * creation; null is the operator's default (TWS_TASK_DISK_QUOTA) again. Applies to its next launch.
+ */
+export const PatchTaskBody = Type.Object(
+  { diskQuotaBytes: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]) },
+  { additionalProperties: false },
+);

@@ -206,4 +206,9 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     description:
       '204 once removed. While an environment or a clone not yet removed is on it, 409 `ssh_target_in_use` (delete those tasks first): nothing of theirs is lost.',
   },
+  'PATCH /v1/tasks/{id}': {
+    summary: "Change a task's disk quota",
+    description:
+      "Sets the task's own `diskQuotaBytes` (`null`: the operator's default again), what a `task_disk_quota` refusal asks for. Its next launch is judged against it. Answers the task.",
+  },
 };

@@ -1,10 +1,10 @@
-/** POST /v1/tasks, GET /v1/tasks (a list) and GET /v1/tasks/:id. */
+/** POST /v1/tasks, GET /v1/tasks (a list), GET /v1/tasks/:id and PATCH /v1/tasks/:id (an operator's: its disk quota). */
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { boardExists, findRepositories } from '../../../db/catalog';
 import { repositoryHosts } from '../../../db/hosts';
-import { findTask, insertTask, listTasks, workspaceGroupExists, type NewTask } from '../../../db/tasks';
+import { findTask, insertTask, listTasks, setDiskQuota, workspaceGroupExists, type NewTask } from '../../../db/tasks';
 import { taskItem, taskView } from '../task-view';
 import { inTransaction } from '../../../db/pool';
 import { branchNameProblem } from '../../../domain/refs';
@@ -15,6 +15,7 @@ import type { GatewayContext } from '../context';
 import { checkRepositoryOnItsHost } from '../placement';
 import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { CreateTaskBody, IdParams, Task, TaskItem, Uuid, errorResponses } from '../schemas';
+import { PatchTaskBody } from '../limit-schemas';
 
 const TaskListQuery = Type.Object(
   {
@@ -146,6 +147,20 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: { tags: ['tasks'], params: IdParams, response: { 200: Task, ...errorResponses } },
       },
       async (request) => {
+        return taskView(ctx.pool, ctx.config, request.params.id);
+      },
+    );
+
+    // The advice of a task_disk_quota refusal: an operator raises the quota, and the next launch is
+    // judged against it (a task over its quota launches again once it is under the new one).
+    app.patch(
+      '/v1/tasks/:id',
+      {
+        config: { role: 'operator' },
+        schema: { tags: ['tasks'], params: IdParams, body: PatchTaskBody, response: { 200: Task, ...errorResponses } },
+      },
+      async (request) => {
+        if (!(await setDiskQuota(ctx.pool, request.params.id, request.body.diskQuotaBytes))) throw notFound('Task');
         return taskView(ctx.pool, ctx.config, request.params.id);
       },
     );
