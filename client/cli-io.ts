@@ -109,6 +109,11 @@ const VALUED = new Set([
   '--idle-for',
   '--limit',
   '--board',
+  '--known-hosts',
+  '--port',
+  '--user',
+  '--key',
+  '--workspace-root',
   '--data-dir',
   '--api',
 ]);

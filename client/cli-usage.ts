@@ -36,6 +36,15 @@ export const COMMANDS: Record<string, CommandUsage> = {
   },
   hosts: { usage: 'hosts', what: 'the executor hosts and whether they are live' },
   'ssh-targets': { usage: 'ssh-targets', what: 'the SSH targets of the ssh executor (never their keys)' },
+  'ssh-target-set': {
+    usage:
+      'ssh-target-set <id> [--known-hosts FILE] [--host H] [--port P] [--user U] [--key PATH] [--workspace-root PATH]',
+    what: 'change an SSH target (a new host key: its known_hosts lines in FILE), checked over SSH before it is written',
+  },
+  'ssh-target-rm': {
+    usage: 'ssh-target-rm <id>',
+    what: 'remove an SSH target no environment uses (refused while one does)',
+  },
   sweep: {
     usage: 'sweep [--dry-run] [--host H]',
     what: "the orphan sweep of a host's workspace root (default: the gateway's host; dry run: nothing removed)",

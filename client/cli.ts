@@ -5,11 +5,21 @@
  * variables); what each command takes: client/cli-usage.ts. Human tables by default, `--json`
  * for scripts; exit codes in `EXIT` (client/cli-io.ts).
  */
+import { readFileSync } from 'node:fs';
 import { parseDuration } from '../domain/idle';
 import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
 import { target as findTarget } from './cli-instance';
 import { diskReport, limitsReport } from './cli-reports';
 import { COMMANDS, commandUsage, optionsOf, USAGE } from './cli-usage';
+
+/** A file of known_hosts lines, read here (they are public keys, not secrets). */
+function readKnownHosts(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    throw new CliError('--known-hosts names a file this command cannot read', EXIT.usage);
+  }
+}
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void): Promise<number> {
   const p = parseArgs(argv, USAGE);
@@ -161,6 +171,33 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     case 'ssh-targets': {
       const targets = await all(target(), '/v1/ssh-targets', {});
       print(targets, () => table(targets, ['id', 'name', 'host', 'port', 'user', 'workspaceRoot', 'hostId']));
+      return EXIT.ok;
+    }
+    case 'ssh-target-set': {
+      const id = one('ssh target id');
+      const file = text('--known-hosts');
+      const port = text('--port');
+      if (port !== undefined && !/^[0-9]{1,5}$/.test(port)) throw new CliError('--port takes a number', EXIT.usage);
+      const change = Object.fromEntries(
+        Object.entries({
+          // The known_hosts lines from a file (`ssh-keyscan -p PORT HOST > F`, checked out of band).
+          knownHosts: file === undefined ? undefined : readKnownHosts(file),
+          host: text('--host'),
+          port: port === undefined ? undefined : Number(port),
+          user: text('--user'),
+          privateKeyPath: text('--key'),
+          workspaceRoot: text('--workspace-root'),
+        }).filter(([, v]) => v !== undefined),
+      );
+      if (Object.keys(change).length === 0) throw new CliError(`nothing to change\n${usage}`, EXIT.usage);
+      const changed = await json(target(), 'PATCH', `/v1/ssh-targets/${id}`, change);
+      print(changed, () => table([changed], ['id', 'name', 'host', 'port', 'user', 'workspaceRoot', 'hostKeyTypes']));
+      return EXIT.ok;
+    }
+    case 'ssh-target-rm': {
+      const id = one('ssh target id');
+      await call(target(), 'DELETE', `/v1/ssh-targets/${id}`);
+      print({ id, removed: true }, () => `${id} removed`);
       return EXIT.ok;
     }
     case 'sweep': {

@@ -80,11 +80,6 @@ export async function listSshTargets(db: Db, page: PageOf): Promise<(SshTargetRe
 const IN_USE = `EXISTS (SELECT 1 FROM task_environments e WHERE e.ssh_target_id = $1)
   OR EXISTS (SELECT 1 FROM environment_repos r WHERE r.ssh_target_id = $1 AND r.status <> 'deleted')`;
 
-/** Whether any environment or inventory row names the target. */
-export async function sshTargetInUse(db: Db, id: string): Promise<boolean> {
-  return (await db.query<{ used: boolean }>(`SELECT (${IN_USE}) AS used`, [id])).rows[0]!.used;
-}
-
 /** What may change after registration; the name, the host holding the key and the id stay. */
 export type SshTargetChange = Pick<
   SshTargetRecord,

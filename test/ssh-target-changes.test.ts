@@ -4,8 +4,10 @@
  * registration is and written only then; a target environments still use is never removed, nor
  * its workspace root moved from under them.
  */
-import { mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeSshConnections } from '../ssh/connection';
 import { deleteTask, waitForJob } from './support/cleanup';
@@ -148,6 +150,25 @@ describe('DELETE /v1/ssh-targets/:id', () => {
     const listed = await op('GET', '/v1/ssh-targets?limit=200');
     expect(listed.body.items.map((t: { id: string }) => t.id)).not.toContain(targetId);
     expect((await op('DELETE', `/v1/ssh-targets/${targetId}`)).status).toBe(404);
+  });
+
+  it('tws changes and removes a target: ssh-target-set reads the known_hosts lines from a file, ssh-target-rm removes it', async () => {
+    const targetId = await register();
+    const file = path.join(h.scratch, `known-hosts-${n}`);
+    writeFileSync(file, `${server.knownHostsLine}\n`);
+    const env = { ...process.env, TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN };
+    const tws = (...args: string[]) =>
+      promisify(execFile)(path.resolve('bin/tws.mjs'), args, { env, encoding: 'utf8' }).then(
+        (r) => ({ code: 0, stdout: r.stdout }),
+        (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
+      );
+    const set = await tws('ssh-target-set', targetId, '--known-hosts', file, '--port', String(server.port), '--json');
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ id: targetId, port: server.port });
+    expect((await rowOf(targetId)).known_hosts).toBe(`${server.knownHostsLine}\n`);
+    expect((await tws('ssh-target-rm', targetId)).code).toBe(0);
+    expect(await rowOf(targetId)).toBeUndefined();
+    expect((await tws('ssh-target-rm', targetId)).code).toBe(4);
   });
 
   it('an unused target is removed at once; both routes are in the OpenAPI document', async () => {
