@@ -68,6 +68,7 @@ describe('error table [R7]', () => {
     launch_cancelled: [409, false, 0, 'none'],
     ssh_host_key_mismatch: [409, false, 0, 'operator'],
     ssh_target_name_taken: [409, false, 0, 'none'],
+    ssh_target_in_use: [409, false, 0, 'operator'],
     repository_taken: [409, false, 0, 'fix_request'],
     workspace_root_unusable: [503, false, 0, 'operator'],
     container_image_missing: [409, false, 0, 'operator'],
@@ -94,7 +95,7 @@ describe('error table [R7]', () => {
   );
 
   it('matches the contract row by row, every code', () => {
-    expect(Object.keys(CONTRACT)).toHaveLength(37);
+    expect(Object.keys(CONTRACT)).toHaveLength(38);
     expect(rows).toEqual(CONTRACT);
   });
 
