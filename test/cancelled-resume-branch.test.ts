@@ -49,7 +49,7 @@ beforeAll(async () => {
   sshTargetId = target.body.id;
 }, 180_000);
 afterAll(async () => {
-  closeSshConnections();
+  await closeSshConnections();
   await ssh?.stop();
 });
 
