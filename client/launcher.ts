@@ -29,6 +29,7 @@ import { prepareServices } from './prepare-services';
 import { adoptEngineProfile } from '../worker/engine-connection';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { claimDataFolder } from './data-folder-claim';
+import { INSTANCE_REGISTRY, registerAgentUids } from './instance-registry';
 import { LaunchedParts } from './launcher-parts';
 import { agentsLeftLine } from './agents-left';
 import { errorLine, spawnPart } from './supervisor';
@@ -87,6 +88,12 @@ async function main(): Promise<void> {
     console.error(
       `start-up failed: another make start (pid ${claim.heldBy}) uses this data folder (${config.dataDir}): stop it first (Ctrl-C where it runs), or give this one its own TWS_DATA_DIR`,
     );
+    process.exit(1);
+  }
+  // Agent uids of its own among the host's instances: never a uid another instance's workspaces have.
+  const uidsTaken = await registerAgentUids(config, process.env.TWS_INSTANCE_REGISTRY || INSTANCE_REGISTRY);
+  if (uidsTaken) {
+    console.error(`start-up failed: ${uidsTaken}`);
     process.exit(1);
   }
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);

@@ -7,6 +7,7 @@ import { parseProfiles, type AgentProfile } from './agent-profiles';
 import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
 import { parseLimitSettings, type LimitSettings } from './limits';
+import { instanceCgroupParent, instanceIdOf } from './instance';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 import {
   parseLocalExecutor,
@@ -29,6 +30,8 @@ export interface Config {
   temporalUiUrl: string | null;
   taskQueue: string;
   hostId: string;
+  /** This instance among those of the host (domain/instance.ts): what it makes there carries it. */
+  instanceId: string;
   workspaceRoot: string;
   logDir: string;
   /**
@@ -181,9 +184,13 @@ export function loadConfig(
   env: Record<string, string | undefined>,
   defaults: { cwd: string; hostname: string; cpus?: number },
 ): Config {
-  const limits = parseLimitSettings(env, defaults.cpus ?? 2);
   const dataDir = env.TWS_DATA_DIR ?? `${defaults.cwd}/.data`;
   const agentRoot = env.TWS_AGENT_ROOT || dataDir;
+  const hostId = env.TWS_HOST_ID || defaults.hostname;
+  const instanceId = instanceIdOf(env.TWS_INSTANCE_ID, hostId, dataDir);
+  const limits = parseLimitSettings(env, defaults.cpus ?? 2);
+  // Another instance's agents' groups are never this one's to judge: each has a folder of its own.
+  if (!env.TWS_CGROUP_PARENT) limits.cgroupParent = instanceCgroupParent(instanceId);
   return {
     dataDir,
     agentRoot,
@@ -192,7 +199,8 @@ export function loadConfig(
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
     temporalUiUrl: temporalUiUrlOf(env),
     taskQueue: env.TWS_TASK_QUEUE || 'task-workspaces',
-    hostId: env.TWS_HOST_ID || defaults.hostname,
+    hostId,
+    instanceId,
     workspaceRoot: env.TWS_WORKSPACE_ROOT || `${agentRoot}/workspaces`,
     logDir: env.TWS_LOG_DIR || `${agentRoot}/logs`,
     gitBinary: env.TWS_GIT_BINARY || 'git',

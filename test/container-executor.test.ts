@@ -28,6 +28,7 @@ import {
   waitUntil,
 } from './support/scenario';
 import { git, listDir, makeRepo, rowCounts } from './support/world';
+import { executionGroup } from '../domain/limits';
 
 const { harness, cleanups } = harnessesPerTest();
 let h: Harness;
@@ -473,6 +474,19 @@ describe('the container executor', () => {
     const orphan = await make({
       'io.task-workspaces.owner': 'task-workspaces',
       'io.task-workspaces.host': h.config.hostId,
+      'io.task-workspaces.instance': h.config.instanceId,
+      'io.task-workspaces.environment': randomUUID(),
+    });
+    // Another instance's on this host (the same host label), and one from before instances were labelled.
+    const otherInstance = await make({
+      'io.task-workspaces.owner': 'task-workspaces',
+      'io.task-workspaces.host': h.config.hostId,
+      'io.task-workspaces.instance': 'another-instance',
+      'io.task-workspaces.environment': randomUUID(),
+    });
+    const unlabelledInstance = await make({
+      'io.task-workspaces.owner': 'task-workspaces',
+      'io.task-workspaces.host': h.config.hostId,
       'io.task-workspaces.environment': randomUUID(),
     });
     const foreign = await make({
@@ -481,7 +495,7 @@ describe('the container executor', () => {
     });
     const unlabelled = await make({ purpose: 'someone else' });
     cleanups.push(async () => {
-      for (const id of [foreign, unlabelled])
+      for (const id of [foreign, unlabelled, otherInstance, unlabelledInstance])
         await engine
           .getContainer(id)
           .remove({ force: true })
@@ -500,7 +514,55 @@ describe('the container executor', () => {
     const swept = await h.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
     expect(swept.body.containers.removed).toEqual([orphan.slice(0, 12)]);
     expect(await engineContainer(orphan)).toBeNull();
-    for (const id of [foreign, unlabelled, recorded]) expect((await engineContainer(id))!.State.Running).toBe(true);
+    for (const id of [foreign, unlabelled, otherInstance, unlabelledInstance, recorded])
+      expect((await engineContainer(id))!.State.Running).toBe(true);
+  });
+
+  it("two instances on one host: each sweep keeps the other instance's live containers, each has its own control groups", async () => {
+    // A second instance on the same host: the same host id, its own data folder (so its own instance id) and database.
+    const other = await harness({
+      hostId: h.config.hostId,
+      containers: containerSettings(socket),
+      agentNetwork: 'none',
+      orphanGraceMs: 0,
+    });
+    expect(other.config.instanceId).not.toBe(h.config.instanceId);
+    expect(other.config.limits.cgroupParent).not.toBe(h.config.limits.cgroupParent);
+    const mine = await launchIn((await containerTask('ctr-instance-a')).taskId, ['sleep', '600']);
+    expect(mine.status, JSON.stringify(mine.body)).toBe(201);
+    const otherRepo = makeRepo(other.scratch, 'ctr-instance-b');
+    const otherTask = await createTask(other, [await registerRepo(other, otherRepo, 'ctr-instance-b')]);
+    const theirs = await launch(other, otherTask, { executorType: 'container', command: ['sleep', '600'] });
+    expect(theirs.status, JSON.stringify(theirs.body)).toBe(201);
+    const mineId = (await containerRow(mine.body.taskEnvironmentId)).container_id;
+    const theirsId = (
+      await other.pool.query('SELECT container_id FROM environment_containers WHERE environment_id = $1', [
+        theirs.body.taskEnvironmentId,
+      ])
+    ).rows[0].container_id;
+    for (const harnessOf of [h, other]) {
+      const swept = await harnessOf.api('POST', '/v1/orphan-sweep', {}, OPERATOR_TOKEN);
+      expect(swept.status, JSON.stringify(swept.body)).toBe(200);
+      expect(swept.body.containers.removed).toEqual([]);
+    }
+    for (const id of [mineId, theirsId]) expect((await engineContainer(id))!.State.Running).toBe(true);
+    // A host agent of each instance is held in its own instance's control groups, under a folder of its own.
+    for (const hh of [h, other]) {
+      const repo = makeRepo(hh.scratch, `host-agent-${hh.config.instanceId}`);
+      const task = await createTask(hh, [await registerRepo(hh, repo, `host-agent-${hh.config.instanceId}`)]);
+      const agent = await launch(hh, task, { command: ['sleep', '600'] });
+      expect(agent.status, JSON.stringify(agent.body)).toBe(201);
+      const group = path.join(
+        '/sys/fs/cgroup/memory',
+        executionGroup(hh.config.limits.cgroupParent, task, agent.body.executionId),
+      );
+      expect(group).toContain(`/task-workspaces/${hh.config.instanceId}/`);
+      expect(readFileSync(path.join(group, 'cgroup.procs'), 'utf8').trim()).not.toBe('');
+    }
+    // Each archive removes its own container only.
+    await waitForJob(other, (await archive(other, otherTask)).operationId);
+    expect(await engineContainer(theirsId)).toBeNull();
+    expect((await engineContainer(mineId))!.State.Running).toBe(true);
   });
 
   it('GET /v1/hosts and /readyz say whether the host can run containers', async () => {

@@ -44,6 +44,8 @@ async function startLauncher(
   );
   Object.assign(env, {
     TWS_DATA_DIR: dir,
+    // The host's registry of instances is this start's own: other files' launchers run meanwhile.
+    TWS_INSTANCE_REGISTRY: path.join(dir, 'instances'),
     TWS_API_PORT: String(ports.api),
     TWS_PG_PORT: String(ports.pg),
     TWS_TEMPORAL_PORT: String(ports.temporal),

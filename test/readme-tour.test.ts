@@ -57,6 +57,8 @@ function runTour(extraEnv: Record<string, string>): Promise<{ code: number | nul
       TMPDIR: scratch,
       TWS_API_PORT: String(ports.api),
       TWS_DATA_DIR: dataDir,
+      // The host's registry of instances is this file's own: other files' launchers run meanwhile.
+      TWS_INSTANCE_REGISTRY: path.join(scratch, 'instances'),
       ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,6 +98,8 @@ beforeAll(async () => {
     env: {
       ...personEnv(),
       TWS_DATA_DIR: dataDir,
+      // The host's registry of instances is this file's own: other files' launchers run meanwhile.
+      TWS_INSTANCE_REGISTRY: path.join(scratch, 'instances'),
       TWS_API_PORT: String(api),
       TWS_PG_PORT: String(pg),
       TWS_TEMPORAL_PORT: String(temporal),

@@ -7,7 +7,7 @@
  * the start itself is timed; the start path is the README's `make start`.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -33,6 +33,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+const instanceRegistry = mkdtempSync(path.join(os.tmpdir(), 'tws-instances-'));
+
 /** The environment of a person's shell: none of the variables that point the service elsewhere, nor those of an enclosing make (`make test` runs this file). */
 function personEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -40,6 +42,8 @@ function personEnv(): NodeJS.ProcessEnv {
     if (!/^(TWS_|DATABASE_URL$|TEMPORAL_|VITEST|NODE_OPTIONS$|MAKELEVEL$|MAKEFLAGS$|MFLAGS$)/.test(key))
       env[key] = value;
   for (const [key, port] of Object.entries(ports)) env[key] = String(port);
+  // The host's registry of instances is this file's own: other files' launchers run meanwhile.
+  env.TWS_INSTANCE_REGISTRY = instanceRegistry;
   return env;
 }
 

@@ -22,10 +22,11 @@ import { typedFailure } from '../support/failures';
 import { containerCgroupProcs, processesInContainer, type RunningContainer } from './cgroups';
 import { isEngineNotFound, requireEngine, requireImage, type EngineName } from './engine';
 
-/** The labels that say a container is this service's, on which host, for which environment. */
+/** The labels that say a container is this service's, on which host, of which instance, for which environment. */
 export const CONTAINER_LABELS = {
   owner: 'io.task-workspaces.owner',
   host: 'io.task-workspaces.host',
+  instance: 'io.task-workspaces.instance',
   environment: 'io.task-workspaces.environment',
   layout: 'io.task-workspaces.layout',
 } as const;
@@ -85,10 +86,22 @@ function runningOf(info: Docker.ContainerInspectInfo): RunningContainer | null {
   return { containerId: info.Id, initPid: info.State.Pid, cgroupProcs: containerCgroupProcs(info.State.Pid) };
 }
 
-/** Its labels say it is this service's container of this environment on this host. */
-export const isOurs = (labels: Record<string, string> | undefined, hostId: string, environmentId?: string): boolean =>
+/**
+ * Its labels say it is this instance's container on this host (of this environment, when one is
+ * named). Another instance on the host has the same host label and never this instance's label
+ * (domain/instance.ts). A container made before instances were labelled carries none: it is ours
+ * only where this instance's records name its environment (an id no other instance has), never for
+ * the sweep, which has no record to go by.
+ */
+export const isOurs = (
+  labels: Record<string, string> | undefined,
+  self: { hostId: string; instanceId: string },
+  environmentId?: string,
+): boolean =>
   labels?.[CONTAINER_LABELS.owner] === CONTAINER_OWNER &&
-  labels?.[CONTAINER_LABELS.host] === hostId &&
+  labels?.[CONTAINER_LABELS.host] === self.hostId &&
+  (labels?.[CONTAINER_LABELS.instance] === self.instanceId ||
+    (environmentId !== undefined && labels?.[CONTAINER_LABELS.instance] === undefined)) &&
   (environmentId === undefined || labels?.[CONTAINER_LABELS.environment] === environmentId);
 
 async function startedOf(client: Docker, info: Docker.ContainerInspectInfo): Promise<RunningContainer> {
@@ -116,7 +129,7 @@ export async function removeContainerById(client: Docker, id: string): Promise<v
 
 function createOptions(
   spec: ContainerSpec,
-  hostId: string,
+  self: { hostId: string; instanceId: string },
   engine: EngineName,
   egressNetwork: string | null,
   nofile: number,
@@ -139,7 +152,8 @@ function createOptions(
     Env: [],
     Labels: {
       [CONTAINER_LABELS.owner]: CONTAINER_OWNER,
-      [CONTAINER_LABELS.host]: hostId,
+      [CONTAINER_LABELS.host]: self.hostId,
+      [CONTAINER_LABELS.instance]: self.instanceId,
       [CONTAINER_LABELS.environment]: spec.environmentId,
       [CONTAINER_LABELS.layout]: layout,
     },
@@ -191,7 +205,7 @@ export async function ensureContainer(
       if (row.host_id !== config.hostId)
         throw typedFailure('workspace_reuse_unsafe', { reason: 'container_elsewhere' });
       const info = await inspectContainer(client, row.container_id);
-      if (info && !isOurs(info.Config.Labels, config.hostId, spec.environmentId))
+      if (info && !isOurs(info.Config.Labels, config, spec.environmentId))
         throw typedFailure('workspace_reuse_unsafe', { reason: 'container_not_ours' });
       if (info && row.layout === layout) return startedOf(client, info);
       if (info) {
@@ -209,14 +223,14 @@ export async function ensureContainer(
     // recording it. Ours (its labels say so, for this environment) is removed; anything else keeps the name, and the start is refused.
     const leftover = await inspectContainer(client, containerName(spec.environmentId));
     if (leftover) {
-      if (!isOurs(leftover.Config.Labels, config.hostId, spec.environmentId))
+      if (!isOurs(leftover.Config.Labels, config, spec.environmentId))
         throw typedFailure('workspace_reuse_unsafe', { reason: 'container_name_taken' });
       await removeContainerById(client, leftover.Id);
     }
     let created: Docker.Container;
     try {
       created = await client.createContainer(
-        createOptions(spec, config.hostId, engine, config.containers.egressNetwork, config.containers.nofile, layout),
+        createOptions(spec, config, engine, config.containers.egressNetwork, config.containers.nofile, layout),
       );
     } catch (err) {
       if (isEngineNotFound(err)) throw typedFailure('container_image_missing');
@@ -261,7 +275,7 @@ export async function removeEnvironmentContainer(
     const { client } = await requireEngine(deps.config.containers);
     const info = await inspectContainer(client, row.container_id);
     // One whose labels do not say it is this environment's is never removed: only its record goes.
-    const ours = info !== null && isOurs(info.Config.Labels, deps.config.hostId, environmentId);
+    const ours = info !== null && isOurs(info.Config.Labels, deps.config, environmentId);
     if (ours) await removeContainerById(client, info.Id);
     await dropContainerRecord(db, environmentId, row.container_id);
     return ours ? 'removed' : 'none';
@@ -283,7 +297,7 @@ export async function removeIdleContainer(
     if (!row || row.host_id !== deps.config.hostId) return;
     const { client } = await requireEngine(deps.config.containers);
     const info = await inspectContainer(client, row.container_id);
-    if (info && !isOurs(info.Config.Labels, deps.config.hostId, environmentId)) return;
+    if (info && !isOurs(info.Config.Labels, deps.config, environmentId)) return;
     const running = info ? runningOf(info) : null;
     if (running && processesInContainer(running) > 0) return;
     if (info) await removeContainerById(client, info.Id);

@@ -2,7 +2,7 @@
  * The orphan sweep's part for containers: a container labelled as this service's on this host
  * whose record is gone (its task cleaned while the engine was away, a start that died between
  * making it and recording it) is removed once older than the grace period. What it cannot prove
- * ours (no label, another host's, too new) it never touches; with no engine configured it does nothing.
+ * ours (no label, another host's or another instance's on this host, too new) it never touches; with no engine configured it does nothing.
  */
 import { recordedContainerIds } from '../../db/containers';
 import type { ActivityDeps } from '../support/deps';
@@ -26,7 +26,11 @@ export async function sweepContainers(
     listed = await client.listContainers({
       all: true,
       filters: {
-        label: [`${CONTAINER_LABELS.owner}=${CONTAINER_OWNER}`, `${CONTAINER_LABELS.host}=${deps.config.hostId}`],
+        label: [
+          `${CONTAINER_LABELS.owner}=${CONTAINER_OWNER}`,
+          `${CONTAINER_LABELS.host}=${deps.config.hostId}`,
+          `${CONTAINER_LABELS.instance}=${deps.config.instanceId}`,
+        ],
       },
     });
   } catch (err) {
@@ -40,7 +44,7 @@ export async function sweepContainers(
   for (const container of listed) {
     const id = container.Id;
     if (recorded.has(id)) continue;
-    if (!isOurs(container.Labels, deps.config.hostId)) {
+    if (!isOurs(container.Labels, deps.config)) {
       result.kept.push({ id: id.slice(0, 12), reason: 'doubt' });
       continue;
     }

@@ -61,7 +61,8 @@ async function findLayout(parent: string): Promise<CgroupLayout | null> {
   return null;
 }
 
-let probed: Promise<CgroupLayout | null> | null = null;
+/** By parent folder: one per process in a service; a test process runs several instances, each its own. */
+const probed = new Map<string, Promise<CgroupLayout | null>>();
 
 /**
  * This host's control groups for agents, found once per process and tried (the service's folder
@@ -70,21 +71,29 @@ let probed: Promise<CgroupLayout | null> | null = null;
  */
 export async function agentLimitsLayout(settings: LimitSettings): Promise<CgroupLayout | null> {
   if (!settings.enabled) return null;
-  probed ??= (async () => {
-    const layout = await findLayout(settings.cgroupParent);
-    if (!layout) return null;
-    try {
-      for (const hierarchy of cgroupHierarchies(layout.version))
-        await mkdir(path.join(layout.mounts[hierarchy]!, layout.parent), { recursive: true });
-      if (layout.version === 2) await writeAll(layout, [delegation(layout.parent)]);
-      return layout;
-    } catch {
-      return null;
-    }
-  })();
-  const layout = await probed;
+  const parent = settings.cgroupParent;
+  if (!probed.has(parent)) probed.set(parent, probeLayout(parent));
+  const layout = await probed.get(parent)!;
   if (!layout) throw new Error(NO_LIMITS);
   return layout;
+}
+
+/** The layout under `parent`, its folder made in each hierarchy; null where it cannot be had. */
+async function probeLayout(parent: string): Promise<CgroupLayout | null> {
+  const layout = await findLayout(parent);
+  if (!layout) return null;
+  try {
+    for (const hierarchy of cgroupHierarchies(layout.version))
+      await mkdir(path.join(layout.mounts[hierarchy]!, layout.parent), { recursive: true });
+    // v2: each folder on the way (an instance's parent is nested: task-workspaces/<instance>) lets its children use the controllers.
+    if (layout.version === 2) {
+      const parts = layout.parent.split('/');
+      for (let i = 1; i <= parts.length; i++) await writeAll(layout, [delegation(parts.slice(0, i).join('/'))]);
+    }
+    return layout;
+  } catch {
+    return null;
+  }
 }
 
 async function writeAll(layout: CgroupLayout, writes: CgroupWrite[]): Promise<void> {
