@@ -16,7 +16,7 @@ import { archive, waitForJob } from './support/cleanup';
 import { containerEngineSocket, containerSettings, removeHostContainers } from './support/container-engine';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo } from './support/scenario';
-import { startSshServer, type SshServer } from './support/ssh-server';
+import { startSshServer, targetFields, type SshServer } from './support/ssh-server';
 import { git, makeRepo } from './support/world';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -31,20 +31,7 @@ beforeAll(async () => {
     startSshServer(),
   ]);
   cleanups.push(() => removeHostContainers(h.config.hostId));
-  const target = await h.api(
-    'POST',
-    '/v1/ssh-targets',
-    {
-      name: 'box',
-      host: ssh.host,
-      port: ssh.port,
-      user: ssh.user,
-      privateKeyPath: ssh.privateKeyPath,
-      knownHosts: ssh.knownHostsLine,
-      workspaceRoot: ssh.workspaceRoot,
-    },
-    OPERATOR_TOKEN,
-  );
+  const target = await h.api('POST', '/v1/ssh-targets', { name: 'box', ...targetFields(ssh) }, OPERATOR_TOKEN);
   expect(target.status, JSON.stringify(target.body)).toBe(201);
   sshTargetId = target.body.id;
 }, 180_000);
@@ -69,15 +56,7 @@ async function commitInWorkspace(kind: Kind, taskId: string, name: string): Prom
     git(worktree, 'commit', '-q', '-m', 'the task commits');
     return git(worktree, 'rev-parse', 'HEAD');
   }
-  const target = {
-    id: sshTargetId,
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    privateKeyPath: ssh.privateKeyPath,
-    knownHosts: ssh.knownHostsLine,
-    workspaceRoot: ssh.workspaceRoot,
-  };
+  const target = { id: sshTargetId, ...targetFields(ssh) };
   const clone = path.join(ssh.workspaceRoot, taskDirName(taskId), name);
   const res = await runRemote(
     target,

@@ -17,31 +17,21 @@ import { CHECKOUT_OWNER, git, makeRepo } from './support/world';
 
 const { harness } = harnessesPerTest();
 
-/** The owner's git in their checkout, as the owner: a clean environment of theirs, no config but a name. */
-function asOwner(h: Harness, repo: string, ...args: string[]) {
+/** A program run as the repository's owner (the person's uid, no other group), in a clean environment of theirs. */
+function runAsOwner(h: Harness, cwd: string, program: string, args: string[]) {
   const home = path.join(h.scratch, 'owner-home');
   mkdirSync(home, { recursive: true });
   chownSync(home, CHECKOUT_OWNER, CHECKOUT_OWNER);
-  const res = spawnSync(
+  return spawnSync(
     'setpriv',
-    [
-      `--reuid=${CHECKOUT_OWNER}`,
-      `--regid=${CHECKOUT_OWNER}`,
-      '--clear-groups',
-      '--',
-      'git',
-      '-c',
-      'user.name=Owner',
-      '-c',
-      'user.email=owner@example.com',
-      ...args,
-    ],
-    {
-      cwd: repo,
-      encoding: 'utf8',
-      env: { PATH: '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' },
-    },
+    [`--reuid=${CHECKOUT_OWNER}`, `--regid=${CHECKOUT_OWNER}`, '--clear-groups', '--', program, ...args],
+    { cwd, encoding: 'utf8', env: { PATH: '/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1' } },
   );
+}
+
+/** The owner's git in their checkout: no config but a name. */
+function asOwner(h: Harness, repo: string, ...args: string[]) {
+  const res = runAsOwner(h, repo, 'git', ['-c', 'user.name=Owner', '-c', 'user.email=owner@example.com', ...args]);
   return { code: res.status, out: `${res.stdout}${res.stderr}` };
 }
 
@@ -50,31 +40,22 @@ function asOwner(h: Harness, repo: string, ...args: string[]) {
  * ACLs count as well as the modes): folders, where git makes, renames and removes, and reflogs,
  * which git appends to in place.
  */
-function notWritableByOwner(gitDir: string): string[] {
-  const res = spawnSync(
-    'setpriv',
-    [
-      `--reuid=${CHECKOUT_OWNER}`,
-      `--regid=${CHECKOUT_OWNER}`,
-      '--clear-groups',
-      '--',
-      'find',
-      gitDir,
-      '(',
-      '-type',
-      'd',
-      '-o',
-      '-path',
-      `${gitDir}/logs/*`,
-      '-type',
-      'f',
-      ')',
-      '!',
-      '-writable',
-      '-print',
-    ],
-    { encoding: 'utf8' },
-  );
+function notWritableByOwner(h: Harness, gitDir: string): string[] {
+  const res = runAsOwner(h, gitDir, 'find', [
+    gitDir,
+    '(',
+    '-type',
+    'd',
+    '-o',
+    '-path',
+    `${gitDir}/logs/*`,
+    '-type',
+    'f',
+    ')',
+    '!',
+    '-writable',
+    '-print',
+  ]);
   expect(res.status, res.stderr).toBe(0);
   return res.stdout
     .split('\n')
@@ -111,7 +92,7 @@ describe("the owner's own git keeps working [R9.1]", () => {
     const repositoryId = await registerRepo(h, repo, 'owned');
     const gitDir = path.join(repo, '.git');
     const expectAllOwners = (when: string) =>
-      expect(notWritableByOwner(gitDir), `${when}: what under .git the owner cannot write`).toEqual([]);
+      expect(notWritableByOwner(h, gitDir), `${when}: what under .git the owner cannot write`).toEqual([]);
 
     const taskId = await createTask(h, [repositoryId]);
     // The agent commits on its branch (objects into its task store, its ref and reflog), and leaves work uncommitted.

@@ -42,7 +42,7 @@ import {
   registerRepo,
   waitUntil,
 } from './support/scenario';
-import { startSshServer, type SshServer } from './support/ssh-server';
+import { startSshServer, targetFields, type SshServer } from './support/ssh-server';
 import {
   branches,
   commitOf,
@@ -63,20 +63,7 @@ let n = 0;
 beforeAll(async () => {
   // Disk measured often enough for the clone's measurement to be seen within the test.
   [h, ssh] = await Promise.all([createHarness({ diskMeasureEveryMs: 1500 }), startSshServer()]);
-  const res = await h.api(
-    'POST',
-    '/v1/ssh-targets',
-    {
-      name: 'box',
-      host: ssh.host,
-      port: ssh.port,
-      user: ssh.user,
-      privateKeyPath: ssh.privateKeyPath,
-      knownHosts: ssh.knownHostsLine,
-      workspaceRoot: ssh.workspaceRoot,
-    },
-    OPERATOR_TOKEN,
-  );
+  const res = await h.api('POST', '/v1/ssh-targets', { name: 'box', ...targetFields(ssh) }, OPERATOR_TOKEN);
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   targetId = res.body.id;
   // The operator's CLI lists it, never its key.
@@ -118,16 +105,7 @@ async function sshTask(executorType: 'ssh' | 'worktree' = 'ssh', files?: Record<
 
 /** The agent's working directory, read from the target's own /proc over SSH. */
 async function remoteCwd(pid: number): Promise<string> {
-  const target = {
-    id: targetId,
-    host: ssh.host,
-    port: ssh.port,
-    user: ssh.user,
-    privateKeyPath: ssh.privateKeyPath,
-    knownHosts: ssh.knownHostsLine,
-    workspaceRoot: ssh.workspaceRoot,
-  };
-  const res = await runRemote(target, 'readlink -- "/proc/$1/cwd"', [String(pid)]);
+  const res = await runRemote({ id: targetId, ...targetFields(ssh) }, 'readlink -- "/proc/$1/cwd"', [String(pid)]);
   expect(res.code).toBe(0);
   return res.stdout.toString().trim();
 }

@@ -28,7 +28,7 @@ import {
   taskWithSession,
   waitUntil,
 } from './scenario';
-import { startSshServer } from './ssh-server';
+import { startSshServer, targetFields } from './ssh-server';
 import { clearGitFault, gitWrapper, makeRepo } from './world';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
@@ -295,15 +295,7 @@ export async function recordHostPaths(harness: MakeHarness): Promise<void> {
   // An SSH target's check on the host that holds its key, and one whose target is down.
   const ssh = await startSshServer();
   try {
-    const target = {
-      id: randomUUID(),
-      host: ssh.host,
-      port: ssh.port,
-      user: ssh.user,
-      privateKeyPath: ssh.privateKeyPath,
-      knownHosts: ssh.knownHostsLine,
-      workspaceRoot: ssh.workspaceRoot,
-    };
+    const target = { id: randomUUID(), ...targetFields(ssh) };
     const checkTarget = () =>
       h.temporal.workflow.start('checkSshTargetOnHost', {
         taskQueue: h.config.taskQueue,

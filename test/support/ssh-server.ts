@@ -14,6 +14,18 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** This server as the service knows a target: the fields of `POST /v1/ssh-targets` (with a name) and of the ssh/ helpers' SshTarget (with an id). */
+export function targetFields(ssh: SshServer) {
+  return {
+    host: ssh.host,
+    port: ssh.port,
+    user: ssh.user,
+    privateKeyPath: ssh.privateKeyPath,
+    knownHosts: ssh.knownHostsLine,
+    workspaceRoot: ssh.workspaceRoot,
+  };
+}
+
 export interface SshServer {
   host: '127.0.0.1';
   port: number;
