@@ -268,3 +268,23 @@ export const AGENT_SCRIPTS = {
   READ_LOG,
   REMOVE_RUNS,
 };
+
+/**
+ * processAge. Args: pid startTime. How long the process has run, in ms, from the target's own clock
+ * since boot (/proc/uptime) and its start in clock ticks; `gone` when that pid is another process
+ * (its start differs) or none.
+ */
+export const PROCESS_AGE = script(
+  'process age',
+  PROC_STAT +
+    `
+pid=$1 want=$2
+case "$pid$want" in ""|*[!0-9]*) exit 10 ;; esac
+proc_stat "$pid" && [ "$start" = "$want" ] || { echo gone; exit 0; }
+read -r up _ </proc/uptime || exit 11
+hz=$(getconf CLK_TCK 2>/dev/null)
+case "$hz" in ""|*[!0-9]*|0) hz=100 ;; esac
+secs=\${up%.*} frac=\${up#*.}00
+echo $(( secs * 1000 + 10#\${frac:0:2} * 10 - start * 1000 / hz ))
+`,
+);

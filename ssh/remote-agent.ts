@@ -8,6 +8,7 @@ import {
   AGENT_RUNNER,
   FIND_MARKED,
   PROCESSES,
+  PROCESS_AGE,
   READ_EXIT_STATUS,
   READ_LOG,
   REMOVE_RUNS,
@@ -200,4 +201,15 @@ export async function stopRemoteGroup(
   if (result.code !== 0 || (answer !== 'stopped' && answer !== 'would_not_stop'))
     throw new RemoteOperationError('stop_failed');
   return answer;
+}
+
+/** How long a remote process (pid and start time) has run, in ms; null when it is gone. */
+export async function remoteProcessAgeMs(
+  target: SshTarget,
+  proc: { pid: number; startTime: string },
+): Promise<number | null> {
+  const result = await runScript(target, PROCESS_AGE, [String(proc.pid), proc.startTime]);
+  const answer = result.stdout.toString('utf8').trim();
+  if (result.code !== 0 || !/^(gone|-?[0-9]+)$/.test(answer)) throw new RemoteOperationError('processes_unreadable');
+  return answer === 'gone' ? null : Math.max(0, Number(answer));
 }

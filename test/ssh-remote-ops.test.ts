@@ -30,10 +30,12 @@ import {
 import {
   readRemoteExitStatus,
   readRemoteLog,
+  remoteProcessAgeMs,
   remoteProcesses,
   startRemoteAgent,
   stopRemoteAgent,
 } from '../ssh/remote-agent';
+import { processAgeMs } from '../executors/host/process-identity';
 import { AGENT_SCRIPTS } from '../ssh/agent-scripts';
 import { RemoteOperationError } from '../ssh/remote-scripts';
 import { WORKSPACE_SCRIPTS } from '../ssh/cleanup-scripts';
@@ -303,6 +305,15 @@ describe('remote agent', () => {
         { alive: true, cwd: t.slot.repoPath },
         { alive: false, cwd: null },
       ]);
+      // Its age as the target reads it (an adopted setup keeps only what is left of its limit):
+      // the same machine here, so the same as the host's own reading of it.
+      const [remoteAge, hostAge] = await Promise.all([
+        remoteProcessAgeMs(target, started),
+        processAgeMs(started.startTime),
+      ]);
+      expect(remoteAge).not.toBeNull();
+      expect(Math.abs(remoteAge! - hostAge!)).toBeLessThan(1000);
+      expect(await remoteProcessAgeMs(target, { pid: started.pid, startTime: '1' })).toBeNull();
       const log = await until(async () => {
         const bytes = await readRemoteLog(target, { logPath, offset: 0, maxBytes: 1000 });
         return bytes.length > 0 ? bytes.toString('utf8') : null;

@@ -4,12 +4,14 @@
  * target's limits, the agent's variables and nothing of the service's), its output in its own log
  * in the target's run folder (read through the API as an agent's is), its exit status written there
  * by the runner, and waited for within the time limit, after which its group is stopped. A re-run
- * of the step adopts the setup an earlier run started (by its execution id's mark), as for an agent.
+ * of the step adopts the setup an earlier run started (by its execution id's mark), as for an agent,
+ * within what is left of its limit (its age read on the target: a worker's restart never lengthens it).
  */
 import path from 'node:path';
 import type { SshTarget } from '../../ssh/connection';
 import {
   findRemoteMarked,
+  remoteProcessAgeMs,
   readRemoteExitStatus,
   remoteProcesses,
   startRemoteAgent,
@@ -68,7 +70,9 @@ export async function runRemoteSetup(
         });
     if ('notStartable' in started)
       return { exit: { exitCode: 127, signal: null, endedAt: new Date().toISOString() }, timedOut: false };
-    const deadline = Date.now() + timeoutMs;
+    // Adopted (its worker died while it ran): only what is left of its limit, from its own start.
+    const ranMs = marked?.leader ? await remoteProcessAgeMs(target, marked.leader) : null;
+    const deadline = Date.now() + Math.max(0, timeoutMs - (ranMs ?? 0));
     for (let round = 0; ; round++) {
       const exit = await readRemoteExitStatus(target, statusPath);
       if (exit) return { exit, timedOut: false };
