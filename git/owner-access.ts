@@ -6,7 +6,7 @@
  * an object ("insufficient permission"), to pack or delete a ref ("cannot lock ref"), or to prune.
  *
  * So the owner is given, once per repository, a POSIX access ACL on everything under its common
- * git dir and a default ACL on every folder of it: whatever root or an agent makes there later,
+ * git dir that is not theirs already, and a default ACL on every folder of it: whatever root or an agent makes there later,
  * whoever makes it, is the owner's to write as well, with no step of the service having to
  * remember it (a merge or a restore tomorrow included). Nothing is given to anyone else: the
  * entries name the owner only, and an agent's sandbox binds the common dir read-only but for its
@@ -16,8 +16,7 @@
  * Once done, a default entry on the common dir says so, and that is all a later check reads.
  */
 import { execFile } from 'node:child_process';
-import { lstat, readdir } from 'node:fs/promises';
-import path from 'node:path';
+import { lstat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -65,18 +64,31 @@ export async function openToOwner(commonDir: string): Promise<OwnerAccess> {
   if (opened.has(commonDir)) return 'opened';
   try {
     if (!(await carriesDefault(commonDir, st.uid))) {
-      // Access entries on everything (X: search on folders only), default entries on folders; the
-      // common dir itself last, so that its default entry says the whole was done.
-      const entries = (await readdir(commonDir)).map((name) => path.join(commonDir, name));
-      const setfacl = (args: string[]) =>
-        firstWorking(SETFACL, (binary) =>
-          run(binary, ['-P', '-m', `u:${st.uid}:rwX,d:u:${st.uid}:rwx`, ...args], {
-            env: { PATH: '/usr/bin:/bin' },
-            maxBuffer: 1024 * 1024,
-          }),
-        );
-      if (entries.length > 0) await setfacl(['-R', '--', ...entries]);
-      await setfacl(['--', commonDir]);
+      // Default entries on every folder; access entries only on what is not the owner's already
+      // (their own files keep their modes as they were). The common dir itself last, so that its
+      // default entry says the whole was done. find walks physically: a link is never followed.
+      const find = (args: string[]) =>
+        run('/usr/bin/find', [commonDir, ...args], { env: { PATH: '/usr/bin:/bin' }, maxBuffer: 1024 * 1024 });
+      const setfacl = await firstWorking(SETFACL, async (binary) => (await lstat(binary), binary));
+      await find([
+        '-mindepth',
+        '1',
+        '!',
+        '-user',
+        String(st.uid),
+        '!',
+        '-type',
+        'l',
+        '-exec',
+        setfacl,
+        '-P',
+        '-m',
+        `u:${st.uid}:rwX`,
+        '{}',
+        '+',
+      ]);
+      await find(['-mindepth', '1', '-type', 'd', '-exec', setfacl, '-P', '-m', `d:u:${st.uid}:rwx`, '{}', '+']);
+      await run(setfacl, ['-P', '-m', `d:u:${st.uid}:rwx`, '--', commonDir], { env: { PATH: '/usr/bin:/bin' } });
     }
   } catch {
     return 'unsupported';

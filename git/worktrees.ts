@@ -2,6 +2,8 @@
  * A repository's registered worktrees: listed, added, removed, pruned and identified, the
  * commands materialize and cleanup change the repository with.
  */
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { gitAt, run, type GitOptions } from './git';
 
@@ -45,8 +47,27 @@ export function parseWorktreeList(porcelain: string): WorktreeEntry[] {
   return entries;
 }
 
+/**
+ * The registered worktrees. git never calls a locked one prunable (the service locks its own:
+ * below), so its rule is applied here to those: a registration whose worktree has no `.git` any
+ * more (the folder gone, or replaced by one that is no worktree) is prunable. A `.git` that cannot
+ * be read for another reason is thrown: never a guess either way.
+ */
 export async function listWorktrees(git: SimpleGit): Promise<WorktreeEntry[]> {
-  return parseWorktreeList(await run(git, ['worktree', 'list', '--porcelain']));
+  const entries = parseWorktreeList(await run(git, ['worktree', 'list', '--porcelain']));
+  await Promise.all(
+    entries.map(async (entry, i) => {
+      if (i === 0 || entry.bare || !entry.locked || entry.prunable) return;
+      entry.prunable = await lstat(path.join(entry.path, '.git')).then(
+        () => false,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return true;
+          throw err;
+        },
+      );
+    }),
+  );
+  return entries;
 }
 
 /**
@@ -104,7 +125,10 @@ export async function removeWorktree(
   }
 }
 
+/** Drops the registrations whose worktree is gone: a locked one (the service's) unlocked first, as git prunes no locked one. */
 export async function pruneWorktrees(git: SimpleGit): Promise<void> {
+  for (const entry of await listWorktrees(git))
+    if (entry.prunable && entry.locked) await run(git, ['worktree', 'unlock', entry.path]);
   await run(git, ['worktree', 'prune']);
 }
 

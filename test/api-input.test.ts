@@ -373,7 +373,7 @@ describe('methods', () => {
       });
     const put = await ask('PUT', `/v1/tasks/${taskId}`);
     expect(put.status).toBe(405);
-    expect(put.headers.get('allow')).toBe('DELETE, GET, HEAD');
+    expect(put.headers.get('allow')).toBe('DELETE, GET, HEAD, PATCH');
     expectSafeError(await put.json(), 'method_not_allowed');
     const stop = await ask('GET', `/v1/sessions/${randomUUID()}/stop?x=1`);
     expect(stop.status).toBe(405);

@@ -249,7 +249,7 @@ const ROWS: Hostile[] = [
 
   // Wrong methods (405 with Allow) and routes that do not exist.
   json('PUT on a collection', 'PUT', '/v1/tasks', { title: 't', repositories: [] }, 405, 'method_not_allowed'),
-  json('PATCH on a task', 'PATCH', '/v1/tasks/{task}', { title: 't' }, 405, 'method_not_allowed'),
+  json('PUT on a task', 'PUT', '/v1/tasks/{task}', { title: 't' }, 405, 'method_not_allowed'),
   {
     name: 'DELETE on repositories',
     method: 'DELETE',
