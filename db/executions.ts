@@ -3,8 +3,11 @@ import { incrementCounter } from './metric-counters';
 import { inTransaction, type Db, type Pool } from './pool';
 
 export type ExecutionStatus = 'running' | 'exited' | 'stopped' | 'vanished';
-/** What ended an execution when one of its limits did. */
-export type ExecutionOutcome = 'oom_killed' | 'disk_quota';
+/**
+ * What ended an execution when one of its limits did: its memory (`oom_killed`), its task's disk
+ * quota (`disk_quota`), or its host's free space about to fall under the minimum (`disk_low`).
+ */
+export type ExecutionOutcome = 'oom_killed' | 'disk_quota' | 'disk_low';
 
 export interface ExecutionRow {
   id: string;
@@ -213,7 +216,7 @@ export async function endExecution(
 }
 
 /**
- * A stopped execution a limit of its task ended (`disk_quota`): said on it, counted, and
+ * A stopped execution a limit ended (`disk_quota`, `disk_low`): said on it, counted, and
  * its session stopped (it was running only through this agent).
  */
 export async function markOutcome(pool: Pool, id: string, outcome: ExecutionOutcome): Promise<void> {

@@ -5,6 +5,7 @@
 import { DEFAULT_RETRY_POLICY, STEP_HEARTBEAT_TIMEOUT_MS, type RetryPolicy } from './cleanup';
 import { parseProfiles, type AgentProfile } from './agent-profiles';
 import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
+import { parseGuardEvery, parseGuardMargin } from './disk-guard';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
 import { parseLimitSettings, type LimitSettings } from './limits';
 import { instanceCgroupParent, instanceIdOf } from './instance';
@@ -107,6 +108,10 @@ export interface Config {
   taskDiskQuotaBytes: number | null;
   /** How often a worker measures the workspaces whose agents run, against their quota (TWS_DISK_QUOTA_CHECK_EVERY_MS). */
   diskQuotaCheckEveryMs: number;
+  /** How often a worker reads its workspace root's free space for its free-space guard (TWS_DISK_GUARD_EVERY_MS). */
+  diskGuardEveryMs: number;
+  /** The least the guard keeps above the minimum free space before it stops agents (TWS_DISK_GUARD_MARGIN). */
+  diskGuardMarginBytes: number;
   /**
    * Where this process serves the Temporal SDK's own metrics for Prometheus (TWS_SDK_METRICS_ADDRESS,
    * worker/sdk-telemetry.ts); null: not served. The gateway's /metrics carries its own after ours.
@@ -243,6 +248,8 @@ export function loadConfig(
     diskMeasureEveryMs: Number(env.TWS_DISK_MEASURE_EVERY_MS || 10 * 60_000),
     taskDiskQuotaBytes: parseDiskQuota(env.TWS_TASK_DISK_QUOTA),
     diskQuotaCheckEveryMs: Number(env.TWS_DISK_QUOTA_CHECK_EVERY_MS || 30_000),
+    diskGuardEveryMs: parseGuardEvery(env.TWS_DISK_GUARD_EVERY_MS),
+    diskGuardMarginBytes: parseGuardMargin(env.TWS_DISK_GUARD_MARGIN),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),
     agentLogMaxBytes: Number(env.TWS_AGENT_LOG_MAX_BYTES || 16 * 1024 * 1024),
     exitCheckEveryMs: Math.min(Number(env.TWS_EXIT_CHECK_EVERY_MS || 5_000), 10_000),

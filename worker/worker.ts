@@ -15,6 +15,7 @@ import { hostTaskQueue } from '../domain/workflow-ids';
 import { wakeCleanupsWaitingOn } from './host-return';
 import { startDiskMeasurement } from './disk-measurement';
 import { startLimitChecks } from './limit-checks';
+import { startDiskGuard } from './disk-guard';
 import { startHostRegistration } from './host-registration';
 import { WORKFLOW_SPANS_DROPPED, type Tracing } from './tracing';
 
@@ -147,11 +148,13 @@ export async function startWorker(
   const disk = startDiskMeasurement(deps);
   // What the tasks whose agents run use, and their workspaces against their disk quota.
   const quotas = startLimitChecks(deps);
+  // Its agents stopped before its workspace root's filesystem falls under the minimum free space.
+  const guard = startDiskGuard(deps);
   // Back: the cleanups that wait for this host run now.
   await wakeCleanupsWaitingOn(pool, connection, config.temporalNamespace, config.hostId, logger);
   logger.info({ taskQueue: config.taskQueue, hostId: config.hostId }, 'worker running');
   return handleOf([shared, host], connection, ownsConnection, async () => {
-    await Promise.all([registration.stop(), disk.stop(), quotas.stop()]);
+    await Promise.all([registration.stop(), disk.stop(), quotas.stop(), guard.stop()]);
   });
 }
 

@@ -147,7 +147,7 @@ export function createGatewayMetrics(
     registry,
     pool,
     AGENTS_ENDED_BY_LIMIT_TOTAL,
-    'Agents a limit of theirs ended, by outcome (oom_killed: the kernel killed a process of theirs at their memory limit; disk_quota: stopped, their task over its disk quota)',
+    'Agents a limit of theirs ended, by outcome (oom_killed: the kernel killed a process of theirs at their memory limit; disk_quota: stopped, their task over its disk quota; disk_low: stopped, the free space of their host about to fall under its minimum)',
     ['outcome'],
   );
   storedCounter(

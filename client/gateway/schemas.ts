@@ -221,7 +221,7 @@ export const Session = Type.Object({
       /** running, exited, stopped or vanished; `status` is the same (kept for existing clients). */
       state: Type.String(),
       status: Type.String(),
-      /** `oom_killed` when its memory limit ended it; null when no limit did. */
+      /** `oom_killed` (its memory limit), `disk_quota` (its task's disk quota) or `disk_low` (its host's free space) when a limit ended it; null when none did. */
       outcome: Type.Union([Type.String(), Type.Null()]),
     }),
     Type.Null(),

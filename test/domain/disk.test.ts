@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { diskIsLow, duBytes, isNoSpaceFailure, minFreeBytes, parseMinFreeDisk } from '../../domain/disk';
+import { guardMargin, hostDiskRunningOut, parseGuardEvery, parseGuardMargin } from '../../domain/disk-guard';
 
 const GiB = 1024 ** 3;
 
@@ -44,5 +45,37 @@ describe('a write that ran out of space', () => {
     expect(duBytes('12\t/w/t\n')).toBe(12 * 1024);
     expect(duBytes('')).toBeNull();
     expect(duBytes('du: cannot read')).toBeNull();
+  });
+});
+
+describe('the free-space guard [R6.11]', () => {
+  const MiB = 1024 ** 2;
+  const setting = { kind: 'bytes', bytes: 512 * MiB } as const;
+
+  it('keeps the larger of its floor and four falls between two checks above the minimum', () => {
+    expect(guardMargin(64 * MiB, [])).toBe(64 * MiB);
+    const readings = [
+      { at: 0, freeBytes: 2048 * MiB },
+      { at: 250, freeBytes: 1848 * MiB },
+      { at: 500, freeBytes: 1798 * MiB },
+    ];
+    expect(guardMargin(64 * MiB, readings)).toBe(800 * MiB);
+    expect(guardMargin(GiB, readings)).toBe(GiB);
+  });
+
+  it('stops agents under the minimum plus the margin, and when the free space cannot be read', () => {
+    const space = (freeMiB: number) => ({ freeBytes: freeMiB * MiB, totalBytes: 2 * GiB });
+    expect(hostDiskRunningOut(space(700), setting, 128 * MiB)).toBe(false);
+    expect(hostDiskRunningOut(space(600), setting, 128 * MiB)).toBe(true);
+    expect(hostDiskRunningOut(null, setting, 0)).toBe(true);
+  });
+
+  it('reads its settings: 250 ms and 1 GiB unset', () => {
+    expect(parseGuardEvery(undefined)).toBe(250);
+    expect(parseGuardEvery('100')).toBe(100);
+    expect(() => parseGuardEvery('5')).toThrow(/TWS_DISK_GUARD_EVERY_MS/);
+    expect(parseGuardMargin(undefined)).toBe(GiB);
+    expect(parseGuardMargin('256MiB')).toBe(256 * MiB);
+    expect(() => parseGuardMargin('lots')).toThrow(/TWS_DISK_GUARD_MARGIN/);
   });
 });
