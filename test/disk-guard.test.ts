@@ -6,7 +6,7 @@
  * space falls under TWS_MIN_FREE_DISK, its execution says why, and the API keeps answering.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statfsSync, truncateSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,9 +30,10 @@ function mountSmallRoot(): { dir: string; image: string } | null {
   const image = path.join(base, 'root.img');
   const dir = path.join(base, 'root');
   try {
-    execFileSync('truncate', ['-s', String(IMAGE_SIZE), image]);
+    writeFileSync(image, '');
+    truncateSync(image, IMAGE_SIZE);
     execFileSync('mkfs.ext4', ['-q', '-F', '-m', '0', image], { stdio: 'ignore' });
-    execFileSync('mkdir', ['-m', '0755', dir]);
+    mkdirSync(dir, { mode: 0o755 });
     execFileSync('mount', ['-o', 'loop', image, dir], { stdio: 'ignore' });
     return { dir, image };
   } catch {
