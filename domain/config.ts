@@ -104,7 +104,7 @@ export interface Config {
   minFreeDisk: MinFreeDisk;
   /** How often a worker measures its workspaces and its workspace root's filesystem (TWS_DISK_MEASURE_EVERY_MS). */
   diskMeasureEveryMs: number;
-  /** A task's workspace at most, in bytes, where the task sets none (TWS_TASK_DISK_QUOTA); null: no quota. */
+  /** A task's workspace at most, in bytes, where the task sets none (TWS_TASK_DISK_QUOTA, 20 GiB unset); null: no quota (`0`). */
   taskDiskQuotaBytes: number | null;
   /** How often a worker measures the workspaces whose agents run, against their quota (TWS_DISK_QUOTA_CHECK_EVERY_MS). */
   diskQuotaCheckEveryMs: number;
@@ -247,7 +247,7 @@ export function loadConfig(
     minFreeDisk: parseMinFreeDisk(env.TWS_MIN_FREE_DISK),
     diskMeasureEveryMs: Number(env.TWS_DISK_MEASURE_EVERY_MS || 10 * 60_000),
     taskDiskQuotaBytes: parseDiskQuota(env.TWS_TASK_DISK_QUOTA),
-    diskQuotaCheckEveryMs: Number(env.TWS_DISK_QUOTA_CHECK_EVERY_MS || 30_000),
+    diskQuotaCheckEveryMs: Number(env.TWS_DISK_QUOTA_CHECK_EVERY_MS || 1_000),
     diskGuardEveryMs: parseGuardEvery(env.TWS_DISK_GUARD_EVERY_MS),
     diskGuardMarginBytes: parseGuardMargin(env.TWS_DISK_GUARD_MARGIN),
     reconcileEveryMs: Number(env.TWS_RECONCILE_EVERY_MS || 60_000),

@@ -52,9 +52,13 @@ export function parseByteSize(raw: string): number {
   return Math.round(Number(bytes[1]) * unit);
 }
 
-/** `TWS_TASK_DISK_QUOTA`: bytes (`20GiB`), or unset or `0` for no quota. */
+/** A task's quota where neither the task nor the operator sets one: a task's writes are bounded by default. */
+export const DEFAULT_TASK_DISK_QUOTA = 20 * GIB;
+
+/** `TWS_TASK_DISK_QUOTA`: bytes (`20GiB`); unset: DEFAULT_TASK_DISK_QUOTA; `0`: no quota (the operator's explicit choice). */
 export function parseDiskQuota(raw: string | undefined): number | null {
-  if (raw === undefined || raw.trim() === '' || raw.trim() === '0') return null;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_TASK_DISK_QUOTA;
+  if (raw.trim() === '0') return null;
   try {
     return parseByteSize(raw);
   } catch {
@@ -67,6 +71,14 @@ export const overDiskQuota = (bytes: number, taskQuota: number | null, defaultQu
   const quota = taskQuota ?? defaultQuota;
   return quota !== null && bytes > quota;
 };
+
+/**
+ * Whether a workspace is still surely within its quota without walking it again: it measured
+ * `bytes` when its filesystem had `freeBefore` free, and it cannot have grown by more than that
+ * filesystem's free space fell since. Only where everything it counts is on that filesystem.
+ */
+export const surelyWithinQuota = (last: { bytes: number; freeBefore: number }, freeNow: number, quota: number) =>
+  last.bytes + Math.max(0, last.freeBefore - freeNow) <= quota;
 
 /** The free bytes a filesystem of `totalBytes` must keep under the setting. */
 export function minFreeBytes(setting: MinFreeDisk, totalBytes: number): number {

@@ -7,15 +7,20 @@
  * agents (their executions end `stopped` with the outcome `disk_quota`, their sessions `stopped`).
  * Admission then refuses launches and resumes in it (`task_disk_quota`, 507) until it is measured
  * under its quota, or its quota is raised. A measured bound: an agent can write past the quota
- * for up to one interval (and what its disk allows meanwhile) before it is stopped.
+ * for up to one interval (a second by default) and one walk before it is stopped. A walk (`du`) is
+ * not cheap, so a workspace is walked again only when the workspace root's free space fell by
+ * more than the room its last walk left under its quota: it cannot have grown by more. The host's
+ * own bound, whatever the quotas, is the free-space guard (worker/disk-guard.ts).
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { environmentOverQuota, recordEnvironmentDisk, workspacesToMeasure } from '../db/disk';
 import { findExecution, markOutcome } from '../db/executions';
 import type { Config } from '../domain/config';
+import { surelyWithinQuota } from '../domain/disk';
+import { filesystemSpace } from '../executors/host/disk';
 import { outageOf } from '../domain/outage';
 import { pathExists } from '../executors/host/workspace-fs';
 import { executorsOf } from '../executors/registry';
@@ -92,20 +97,63 @@ async function recordUsage(pool: pg.Pool, config: Config, owners: Set<string>, s
   await recordTaskUsage(pool, config.hostId, usage);
 }
 
+/** A running workspace's last walk: its bytes, the root's free space right before, and when. */
+interface LastWalk {
+  bytes: number;
+  freeBefore: number;
+  at: number;
+}
+
+/** Rounds after which a workspace is walked even when surely within its quota: its figure in the views stays as fresh as before (30 s by default). */
+const WALK_AT_LEAST_EVERY = 30;
+
+/** The workspace root's filesystem: its device and free bytes; null when unreadable (every workspace is then walked). */
+async function rootFilesystem(workspaceRoot: string): Promise<{ dev: number; freeBytes: number } | null> {
+  try {
+    const [space, info] = await Promise.all([filesystemSpace(workspaceRoot), stat(workspaceRoot)]);
+    return { dev: info.dev, freeBytes: space.freeBytes };
+  } catch {
+    return null;
+  }
+}
+
+/** Whether every folder that exists is on that device (one elsewhere: its growth is not seen in the root's free space). */
+async function allOn(dev: number, folders: string[]): Promise<boolean> {
+  for (const folder of folders) {
+    const info = await stat(folder).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : undefined));
+    if (info === undefined || (info !== null && info.dev !== dev)) return false;
+  }
+  return true;
+}
+
 /** One round: each workspace with running agents measured, and those over their quota stopped. */
-async function checkLimits(deps: { pool: pg.Pool; config: Config; logger: Logger }, sweep: boolean): Promise<number> {
+async function checkLimits(
+  deps: { pool: pg.Pool; config: Config; logger: Logger },
+  sweep: boolean,
+  lastWalk: Map<string, LastWalk>,
+): Promise<number> {
   const { pool, config, logger } = deps;
   const executors = executorsOf(deps);
   const { byEnvironment: running, owners, quotaOf } = await runningByEnvironment(pool, config.hostId);
   await recordUsage(pool, config, owners, sweep);
   if (running.size === 0) return 0;
   let stopped = 0;
+  // The root's filesystem, read once: a workspace within its quota by more than the fall of its
+  // free space since its last walk is not walked again (most rounds cost a statfs, not a `du`).
+  const root = await rootFilesystem(config.workspaceRoot);
+  for (const id of lastWalk.keys()) if (!running.has(id)) lastWalk.delete(id);
   for (const place of await workspacesToMeasure(pool, config.hostId)) {
     const agents = running.get(place.environmentId);
     // Measured only where a quota applies: its task's own, else the operator's.
-    if (!agents || (quotaOf.get(place.environmentId) ?? config.taskDiskQuotaBytes) === null) continue;
+    const quota = quotaOf.get(place.environmentId) ?? config.taskDiskQuotaBytes;
+    if (!agents || quota === null) continue;
+    const last = lastWalk.get(place.environmentId);
+    const fresh = last && Date.now() - last.at < WALK_AT_LEAST_EVERY * config.diskQuotaCheckEveryMs;
+    if (last && fresh && root && surelyWithinQuota(last, root.freeBytes, quota)) continue;
+    lastWalk.delete(place.environmentId);
     const executor = executors.at(place);
     const bytes = await executor.workspaceBytes(place).catch(() => null);
+    // Unreadable: walked again next round, never taken as within its quota.
     if (bytes === null) continue;
     // Its agents' homes and object stores count too: what an agent writes anywhere it may is its task's.
     const besides = new Set((await Promise.all(agents.map(writtenBesides))).flat());
@@ -113,6 +161,9 @@ async function checkLimits(deps: { pool: pg.Pool; config: Config; logger: Logger
     for (const folder of besides)
       if (await pathExists(folder))
         more += (await executor.workspaceBytes({ ...place, workspacePath: folder }).catch(() => 0)) ?? 0;
+    const folders = [place.workspacePath, ...besides];
+    if (root && !place.sshTargetId && (await allOn(root.dev, folders)))
+      lastWalk.set(place.environmentId, { bytes: bytes + more, freeBefore: root.freeBytes, at: Date.now() });
     await recordEnvironmentDisk(pool, {
       environmentId: place.environmentId,
       hostId: config.hostId,
@@ -143,10 +194,12 @@ export function startLimitChecks(deps: { pool: pg.Pool; config: Config; logger: 
 } {
   let inFlight: Promise<unknown> | null = null;
   let lastSweep = 0;
+  // Each running workspace's last walk and the root's free space right before it.
+  const lastWalk = new Map<string, LastWalk>();
   const check = () => {
     const sweep = Date.now() - lastSweep >= SWEEP_EVERY_MS;
     if (sweep && !inFlight) lastSweep = Date.now();
-    inFlight ??= checkLimits(deps, sweep)
+    inFlight ??= checkLimits(deps, sweep, lastWalk)
       .catch((err: unknown) =>
         outageOf(err)
           ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; limits check missed')

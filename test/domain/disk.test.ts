@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { diskIsLow, duBytes, isNoSpaceFailure, minFreeBytes, parseMinFreeDisk } from '../../domain/disk';
+import {
+  diskIsLow,
+  duBytes,
+  isNoSpaceFailure,
+  minFreeBytes,
+  parseDiskQuota,
+  parseMinFreeDisk,
+  surelyWithinQuota,
+} from '../../domain/disk';
 import { guardMargin, hostDiskRunningOut, parseGuardEvery, parseGuardMargin } from '../../domain/disk-guard';
 
 const GiB = 1024 ** 3;
@@ -77,5 +85,20 @@ describe('the free-space guard [R6.11]', () => {
     expect(parseGuardMargin(undefined)).toBe(GiB);
     expect(parseGuardMargin('256MiB')).toBe(256 * MiB);
     expect(() => parseGuardMargin('lots')).toThrow(/TWS_DISK_GUARD_MARGIN/);
+  });
+});
+
+describe('TWS_TASK_DISK_QUOTA [R6.11]', () => {
+  it('bounds a task by default; 0 is no quota; a task is surely within it while its filesystem fell by less than its room', () => {
+    expect(parseDiskQuota(undefined)).toBe(20 * GiB);
+    expect(parseDiskQuota('')).toBe(20 * GiB);
+    expect(parseDiskQuota('0')).toBeNull();
+    expect(parseDiskQuota('8GiB')).toBe(8 * GiB);
+    const last = { bytes: 6 * GiB, freeBefore: 100 * GiB };
+    expect(surelyWithinQuota(last, 98 * GiB, 8 * GiB)).toBe(true);
+    expect(surelyWithinQuota(last, 97 * GiB, 8 * GiB)).toBe(false);
+    // Space freed elsewhere never counts as room.
+    expect(surelyWithinQuota(last, 120 * GiB, 8 * GiB)).toBe(true);
+    expect(surelyWithinQuota({ bytes: 9 * GiB, freeBefore: 100 * GiB }, 120 * GiB, 8 * GiB)).toBe(false);
   });
 });
