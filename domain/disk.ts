@@ -53,7 +53,7 @@ export function parseByteSize(raw: string): number {
 }
 
 /** A task's quota where neither the task nor the operator sets one: a task's writes are bounded by default. */
-export const DEFAULT_TASK_DISK_QUOTA = 20 * GIB;
+const DEFAULT_TASK_DISK_QUOTA = 20 * GIB;
 
 /** `TWS_TASK_DISK_QUOTA`: bytes (`20GiB`); unset: DEFAULT_TASK_DISK_QUOTA; `0`: no quota (the operator's explicit choice). */
 export function parseDiskQuota(raw: string | undefined): number | null {
