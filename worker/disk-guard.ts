@@ -1,6 +1,7 @@
 /**
  * The host's free-space guard [R6.11]: every `diskGuardEveryMs` this worker reads the free space
- * of its workspace root's filesystem (one statfs), and when it is about to fall under the minimum
+ * of the filesystems its agents write to (its workspace root's, its agents' homes' beside their
+ * logs, its own data's: one statfs each), and when one is about to fall under the minimum
  * (TWS_MIN_FREE_DISK plus the margin of domain/disk-guard.ts), or cannot be read, stops the agents
  * running on this host's disk at once: each is frozen (every process of its control group held),
  * then stopped through its executor with no grace, and what its stop left is killed. Their
@@ -43,7 +44,12 @@ async function stopForLowDisk(deps: GuardDeps, layout: CgroupLayout | null, agen
 }
 
 /** Every running agent of the host's disk stopped; how many. */
-async function stopAgents(deps: GuardDeps, space: FilesystemSpace | null, marginBytes: number): Promise<number> {
+async function stopAgents(
+  deps: GuardDeps,
+  folder: string,
+  space: FilesystemSpace | null,
+  marginBytes: number,
+): Promise<number> {
   const { pool, config, logger } = deps;
   const agents = await runningHostAgents(pool, config.hostId);
   if (agents.length === 0) return 0;
@@ -58,6 +64,7 @@ async function stopAgents(deps: GuardDeps, space: FilesystemSpace | null, margin
   logger.warn(
     {
       hostId: config.hostId,
+      folder,
       freeBytes: space?.freeBytes ?? null,
       minFreeBytes: space ? minFreeBytes(config.minFreeDisk, space.totalBytes) : null,
       marginBytes,
@@ -65,8 +72,8 @@ async function stopAgents(deps: GuardDeps, space: FilesystemSpace | null, margin
       failed,
     },
     space
-      ? "agents stopped: the workspace root's free space is about to fall under its minimum"
-      : "agents stopped: the workspace root's free space cannot be read",
+      ? 'agents stopped: the free space of the filesystem they write to is about to fall under its minimum'
+      : 'agents stopped: the free space of the filesystem they write to cannot be read',
   );
   return agents.length - failed;
 }
@@ -74,21 +81,29 @@ async function stopAgents(deps: GuardDeps, space: FilesystemSpace | null, margin
 /** Guards now and every interval after (one round at a time); `stop()` ends it once a round in flight ended. */
 export function startDiskGuard(deps: GuardDeps): { stop(): Promise<void> } {
   const { config, logger } = deps;
-  let readings: FreeSpaceReading[] = [];
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let inFlight: Promise<void> | null = null;
 
+  // What agents write to: their workspaces, their homes (beside their logs), and the service's
+  // own data (the database's, when embedded). Each filesystem among them is watched.
+  const watched = [...new Set([config.workspaceRoot, config.logDir, config.dataDir])];
+  const readings = new Map<string, FreeSpaceReading[]>(watched.map((folder) => [folder, []]));
+
   const round = async () => {
-    const space = await filesystemSpace(config.workspaceRoot).catch(() => null);
-    const at = Date.now();
-    readings = [
-      ...readings.filter((r) => at - r.at <= FALL_WINDOW_MS),
-      ...(space ? [{ at, freeBytes: space.freeBytes }] : []),
-    ];
-    const margin = guardMargin(config.diskGuardMarginBytes, readings);
-    if (!hostDiskRunningOut(space, config.minFreeDisk, margin)) return;
-    await stopAgents(deps, space, margin);
+    for (const folder of watched) {
+      const space = await filesystemSpace(folder).catch(() => null);
+      const at = Date.now();
+      const recent = [
+        ...readings.get(folder)!.filter((r) => at - r.at <= FALL_WINDOW_MS),
+        ...(space ? [{ at, freeBytes: space.freeBytes }] : []),
+      ];
+      readings.set(folder, recent);
+      const margin = guardMargin(config.diskGuardMarginBytes, recent);
+      if (!hostDiskRunningOut(space, config.minFreeDisk, margin)) continue;
+      await stopAgents(deps, folder, space, margin);
+      return;
+    }
   };
   const next = () => {
     if (stopped) return;
