@@ -48,12 +48,6 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
       slot.repositoryId,
       async () => {
         const git = gitAt(slot.sourcePath, gitOptions);
-        // What this launch and its agents add under the repository's .git stays its owner's to write.
-        if ((await openToOwner(path.join(slot.sourcePath, '.git'))) === 'unsupported')
-          logger.warn(
-            { repositoryId: slot.repositoryId },
-            "the repository's owner could not be given what the service adds to its .git (no setfacl, or no ACLs there): their own git may meet folders it cannot write",
-          );
         // Idempotent after a crash: a worktree this launch already registered is adopted. Only an
         // occupied slot path can be one (a fresh launch skips listing the worktrees).
         const occupied = await pathExists(slot.worktreePath);
@@ -106,6 +100,13 @@ export function worktreeWorkspace(deps: ActivityDeps): Pick<WorkspaceOperations,
             await addWorktree(git, slot.worktreePath, slot.branch, null);
           }
         }
+        // What this launch added, and what it and its agents add later under the repository's .git,
+        // stays its owner's to write. Once the worktree is there: a refused launch changes nothing.
+        if ((await openToOwner(path.join(slot.sourcePath, '.git'))) === 'unsupported')
+          logger.warn(
+            { repositoryId: slot.repositoryId },
+            "the repository's owner could not be given what the service adds to its .git (no setfacl, or no ACLs there): their own git may meet folders it cannot write",
+          );
         return { createdBranch, createdWorktree };
       },
       undefined,
