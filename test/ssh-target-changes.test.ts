@@ -13,7 +13,7 @@ import { closeSshConnections } from '../ssh/connection';
 import { deleteTask, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
-import { startSshServer, type SshServer } from './support/ssh-server';
+import { startSshServer, targetFields, type SshServer } from './support/ssh-server';
 import { makeRepo, rowCounts } from './support/world';
 
 let h: Harness;
@@ -33,15 +33,7 @@ const op = (method: string, route: string, body?: unknown) => h.api(method, rout
 const rowOf = async (id: string) => (await h.pool.query('SELECT * FROM ssh_targets WHERE id = $1', [id])).rows[0];
 
 async function register(): Promise<string> {
-  const res = await op('POST', '/v1/ssh-targets', {
-    name: `changing-${++n}`,
-    host: server.host,
-    port: server.port,
-    user: server.user,
-    privateKeyPath: server.privateKeyPath,
-    knownHosts: server.knownHostsLine,
-    workspaceRoot: server.workspaceRoot,
-  });
+  const res = await op('POST', '/v1/ssh-targets', { name: `changing-${++n}`, ...targetFields(server) });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id;
 }
