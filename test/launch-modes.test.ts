@@ -98,6 +98,30 @@ describe('an existing branch checked out (checkoutBranch)', () => {
     ).toBe(0);
   });
 
+  it('a session of such a task is refused at resume too, its session and executions as they were', async () => {
+    const { repo, repoId } = await featureRepo(h);
+    const taskId = await createTask(h, [repoId]);
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect((await h.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
+    // As a service with TWS_AGENT_SANDBOX=none recorded it.
+    await h.pool.query(`UPDATE task_repositories SET checkout_branch = 'feature' WHERE task_id = $1`, [taskId]);
+    const executions = async () =>
+      (await h.pool.query('SELECT count(*)::int AS n FROM executions WHERE session_id = $1', [first.body.sessionId]))
+        .rows[0].n;
+    const before = {
+      executions: await executions(),
+      state: (await h.api('GET', `/v1/sessions/${first.body.sessionId}`)).body.state,
+    };
+    const res = await h.api('POST', `/v1/sessions/${first.body.sessionId}/resume`, { args: [] });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expectSafeError(res.body, 'checkout_branch_unsupported', ['feature', repo]);
+    expect({
+      executions: await executions(),
+      state: (await h.api('GET', `/v1/sessions/${first.body.sessionId}`)).body.state,
+    }).toEqual(before);
+  });
+
   describe('with agents unsandboxed (TWS_AGENT_SANDBOX=none)', () => {
     let open: Harness;
     beforeAll(async () => {

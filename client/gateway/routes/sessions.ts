@@ -252,6 +252,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
         refuseLocal(session.executor_type, request.callerRole);
+        await refuseCheckoutBranch(session.executor_type, session.task_id);
         // The run is this request's: the same key names the same run (and joins it); nothing is
         // counted here, only the run's admission counts it.
         const runId = key ? runIdOfKey(session.id, key) : randomUUID();
