@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, rmdirSync } from 'node:fs';
 import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -310,8 +310,35 @@ export async function createHarness(
       // An agent killed a moment ago may still have its objects brought home into a repository of
       // the scratch folder (its exit's collection): rm tries again on ENOTEMPTY rather than fail.
       await rm(scratch, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      removeInstanceGroups(config.limits.cgroupParent);
     },
   };
+}
+
+/**
+ * The control groups of a harness's own instance (task-workspaces/<instance>), emptied folders
+ * removed deepest first, so that a run leaves no folder per harness behind; one still in use (an
+ * agent killed a moment ago) stays. Never the shared parent itself.
+ */
+function removeInstanceGroups(parent: string): void {
+  if (!parent.startsWith('task-workspaces/')) return;
+  const remove = (dir: string): void => {
+    let children: string[] = [];
+    try {
+      children = readdirSync(dir, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name);
+    } catch {
+      return; // not there: nothing was made in this hierarchy
+    }
+    for (const child of children) remove(path.join(dir, child));
+    try {
+      rmdirSync(dir);
+    } catch {
+      // still in use: left as it is
+    }
+  };
+  for (const hierarchy of ['memory', 'pids', 'cpu', '']) remove(path.join('/sys/fs/cgroup', hierarchy, parent));
 }
 
 async function request(
