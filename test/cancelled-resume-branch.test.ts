@@ -86,13 +86,13 @@ async function unarchivedWithCommit(kind: Kind, repo: string, repositoryId: stri
 
 describe('a resume stopped while it re-makes the workspace keeps the task branch', () => {
   it.each<Kind>(['worktree', 'container', 'ssh'])(
-    '%s: a stop 0–400 ms after the resume began never leaves a commit of the task on no ref',
+    '%s: a stop 0–300 ms after the resume began never leaves a commit of the task on no ref',
     async (kind) => {
       const name = `kept-${kind}`;
       const repo = makeRepo(h.scratch, name);
       const repositoryId = await registerRepo(h, repo, name);
       const outcomes: string[] = [];
-      for (const delay of [0, 50, 100, 200, 400]) {
+      for (const delay of [0, 25, 50, 100, 300]) {
         const { taskId, sessionId, commit } = await unarchivedWithCommit(kind, repo, repositoryId, name);
         const resuming = h.api('POST', `/v1/sessions/${sessionId}/resume`, { args: [] });
         await new Promise((r) => setTimeout(r, delay));
