@@ -3,6 +3,7 @@
  * one line that names the port and the variable that moves it, instead of a part that dies and is
  * restarted until start-up gives up.
  */
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 
 export interface ListenPort {
@@ -40,20 +41,46 @@ export async function portProblem(ports: ListenPort[]): Promise<string | null> {
   return null;
 }
 
-/** `n` distinct loopback ports nothing listens on now (each held until all are found, so no two are one). */
+/**
+ * `n` distinct loopback ports nothing listens on now (each held until all are found, so no two are
+ * one). Taken below the kernel's ephemeral range: a port is chosen here and listened on by a
+ * service seconds later (after PostgreSQL and Temporal start), and a port of that range is what
+ * every outgoing connection of the machine takes meanwhile (a start failed "Address already in
+ * use" that way). Port 0 (the kernel's pick) only where no room is left below that range.
+ */
 export async function freeLoopbackPorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<net.Server>((resolve, reject) => {
-          const server = net.createServer();
-          server.once('error', reject);
-          server.listen({ host: '127.0.0.1', port: 0 }, () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as net.AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
+  const below = await ephemeralStart();
+  const lowest = 10_000;
+  const servers: net.Server[] = [];
+  try {
+    for (let attempts = 0; servers.length < n && attempts < 200; attempts++) {
+      const port = below - lowest > 1000 ? lowest + Math.floor(Math.random() * (below - lowest)) : 0;
+      const server = await listenOn(port);
+      if (server && !servers.some((s) => (s.address() as net.AddressInfo).port === port)) servers.push(server);
+      else server?.close();
+    }
+    while (servers.length < n) {
+      const server = await listenOn(0);
+      if (server) servers.push(server);
+    }
+    return servers.map((server) => (server.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}
+
+/** The first port of the kernel's ephemeral range (Linux's default when unreadable). */
+async function ephemeralStart(): Promise<number> {
+  const text = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(() => '32768');
+  const first = Number(text.trim().split(/\s+/)[0]);
+  return Number.isInteger(first) && first > 0 ? first : 32768;
+}
+
+/** A server listening on the loopback port, or null when it is taken. */
+function listenOn(port: number): Promise<net.Server | null> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(null));
+    server.listen({ host: '127.0.0.1', port }, () => resolve(server));
+  });
 }

@@ -131,11 +131,12 @@ async function checkLimits(
   deps: { pool: pg.Pool; config: Config; logger: Logger },
   sweep: boolean,
   lastWalk: Map<string, LastWalk>,
+  usageNow: boolean,
 ): Promise<number> {
   const { pool, config, logger } = deps;
   const executors = executorsOf(deps);
   const { byEnvironment: running, owners, quotaOf } = await runningByEnvironment(pool, config.hostId);
-  await recordUsage(pool, config, owners, sweep);
+  if (usageNow || sweep) await recordUsage(pool, config, owners, sweep);
   if (running.size === 0) return 0;
   let stopped = 0;
   // The root's filesystem, read once: a workspace within its quota by more than the fall of its
@@ -196,10 +197,16 @@ export function startLimitChecks(deps: { pool: pg.Pool; config: Config; logger: 
   let lastSweep = 0;
   // Each running workspace's last walk and the root's free space right before it.
   const lastWalk = new Map<string, LastWalk>();
+  // The groups' use (memory, processes) is recorded as often as before the quota was checked every
+  // second: every 30 rounds, so the views' figures do not churn (and the database is not written)
+  // on every round.
+  let lastUsage = 0;
   const check = () => {
     const sweep = Date.now() - lastSweep >= SWEEP_EVERY_MS;
     if (sweep && !inFlight) lastSweep = Date.now();
-    inFlight ??= checkLimits(deps, sweep, lastWalk)
+    const usageNow = Date.now() - lastUsage >= WALK_AT_LEAST_EVERY * deps.config.diskQuotaCheckEveryMs;
+    if (usageNow && !inFlight) lastUsage = Date.now();
+    inFlight ??= checkLimits(deps, sweep, lastWalk, usageNow)
       .catch((err: unknown) =>
         outageOf(err)
           ? deps.logger.warn({ hostId: deps.config.hostId }, 'database unavailable; limits check missed')
