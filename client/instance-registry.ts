@@ -75,8 +75,13 @@ export async function registerAgentUids(
       if (!name.endsWith('.json') || name === `${self.instanceId}.json`) continue;
       const other = await readRegistration(path.join(registry, name));
       if (!other) continue;
-      // Gone with its data folder: its workspaces and their uids are gone too.
-      if (!(await stat(other.dataDir).catch(() => null))) {
+      // Gone with its data folder: its workspaces and their uids are gone too. A folder that cannot
+      // be read for another reason is taken as there (its uids stay its own).
+      const gone = await stat(other.dataDir).then(
+        () => false,
+        (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+      );
+      if (gone) {
         await rm(path.join(registry, name), { force: true });
         continue;
       }

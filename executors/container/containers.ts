@@ -86,13 +86,7 @@ function runningOf(info: Docker.ContainerInspectInfo): RunningContainer | null {
   return { containerId: info.Id, initPid: info.State.Pid, cgroupProcs: containerCgroupProcs(info.State.Pid) };
 }
 
-/**
- * Its labels say it is this instance's container on this host (of this environment, when one is
- * named). Another instance on the host has the same host label and never this instance's label
- * (domain/instance.ts). A container made before instances were labelled carries none: it is ours
- * only where this instance's records name its environment (an id no other instance has), never for
- * the sweep, which has no record to go by.
- */
+/** This instance's container on this host (domain/instance.ts); an unlabelled older one only where records name its environment. */
 export const isOurs = (
   labels: Record<string, string> | undefined,
   self: { hostId: string; instanceId: string },
