@@ -84,33 +84,22 @@ async function main(): Promise<void> {
   );
   // Before anything is checked, written or started: a second start on this folder touches nothing.
   const claim = await claimDataFolder(config.dataDir);
-  if (!claim.taken) {
-    console.error(
-      `start-up failed: another make start (pid ${claim.heldBy}) uses this data folder (${config.dataDir}): stop it first (Ctrl-C where it runs), or give this one its own TWS_DATA_DIR`,
+  if (!claim.taken)
+    startupFailed(
+      `another make start (pid ${claim.heldBy}) uses this data folder (${config.dataDir}): stop it first (Ctrl-C where it runs), or give this one its own TWS_DATA_DIR`,
     );
-    process.exit(1);
-  }
   // Agent uids of its own among the host's instances: never a uid another instance's workspaces have.
   const uidsTaken = await registerAgentUids(config, process.env.TWS_INSTANCE_REGISTRY || INSTANCE_REGISTRY);
-  if (uidsTaken) {
-    console.error(`start-up failed: ${uidsTaken}`);
-    process.exit(1);
-  }
+  if (uidsTaken) startupFailed(uidsTaken);
   const uiPort = Number(process.env.TWS_TEMPORAL_UI_PORT || 8233);
   const pgPort = Number(process.env.TWS_PG_PORT || 54329);
   const temporalServer = !process.env.TEMPORAL_ADDRESS;
   // The bundled engine is closed by default; `open` is the old, unguarded dev server.
   const engineGuard = process.env.TWS_ENGINE_GUARD || 'on';
-  if (engineGuard !== 'on' && engineGuard !== 'open') {
-    console.error('start-up failed: TWS_ENGINE_GUARD must be on or open');
-    process.exit(1);
-  }
+  if (engineGuard !== 'on' && engineGuard !== 'open') startupFailed('TWS_ENGINE_GUARD must be on or open');
   const engineGuarded = temporalServer && engineGuard === 'on';
   const guardProblem = engineGuarded ? await engineGuardProblem() : null;
-  if (guardProblem) {
-    console.error(`start-up failed: ${guardProblem}`);
-    process.exit(1);
-  }
+  if (guardProblem) startupFailed(guardProblem);
   let engineFront: EngineFront | null = null;
 
   // Before anything starts, so a taken port is one line and nothing is left to stop.
@@ -129,10 +118,7 @@ async function main(): Promise<void> {
       ? [{ ...config.sdkMetricsAddress, what: "the worker's SDK metrics", variable: 'TWS_SDK_METRICS_ADDRESS' }]
       : []),
   ]);
-  if (taken) {
-    console.error(`start-up failed: ${taken}`);
-    process.exit(1);
-  }
+  if (taken) startupFailed(taken);
   // Each service serves its Temporal SDK metrics on an address of its own (one setting, two
   // processes): the worker where TWS_SDK_METRICS_ADDRESS says, else a free loopback port (said
   // below); the gateway on a free loopback port that its own /metrics reads.
@@ -299,7 +285,10 @@ task-workspaces is running
 A part that dies is started again. Ctrl-C stops the services; agents keep running (it says how many).`);
 }
 
-main().catch((err) => {
-  console.error(`start-up failed: ${errorLine(err)}`);
+/** A start that cannot go on: one line, exit code 1 (make then adds its own). */
+function startupFailed(line: string): never {
+  console.error(`start-up failed: ${line}`);
   process.exit(1);
-});
+}
+
+main().catch((err) => startupFailed(errorLine(err)));
