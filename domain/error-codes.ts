@@ -23,7 +23,20 @@ export type RefusalCode =
   | 'repository_taken'
   | 'workspace_root_unusable'
   | 'container_image_missing'
-  | 'workspace_setup_failed';
+  | 'workspace_setup_failed'
+  | MergeRefusalCode;
+
+/** Finishing a task [R8]: its merge, rebase, undo and push (domain/merge-errors.ts holds their rules). */
+export type MergeRefusalCode =
+  | 'merge_conflict'
+  | 'task_uncommitted_changes'
+  | 'base_checkout_dirty'
+  | 'nothing_to_merge'
+  | 'merge_in_progress'
+  | 'base_moved_since_merge'
+  | 'merge_strategy_not_allowed'
+  | 'not_fast_forward'
+  | 'push_failed';
 
 type InputErrorCode =
   | 'invalid_request'
@@ -55,6 +68,12 @@ export type ErrorAction =
   | 'wait'
   | 'free_space'
   | 'operator'
+  /** Rebase the task onto its base (or resolve the conflict in its worktree), then merge again. */
+  | 'rebase_or_resolve'
+  /** Commit the changes, or ask the operation to commit them (`commitUncommitted`). */
+  | 'commit_or_consent'
+  /** The merge cannot be undone by moving the base back: revert its commits instead. */
+  | 'revert'
   /** Nothing to do about this answer: it says what happened (a launch cancelled by its own session's stop). */
   | 'none';
 

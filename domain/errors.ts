@@ -4,6 +4,7 @@
  * them to HTTP through this table, never by reading messages.
  */
 import type { ErrorCode, ErrorRule } from './error-codes';
+import { MERGE_ERROR_TABLE } from './merge-errors';
 
 export type { ErrorCode, ErrorRule, RefusalCode } from './error-codes';
 
@@ -301,6 +302,7 @@ export const ERROR_TABLE: Record<ErrorCode, ErrorRule> = {
     action: 'retry',
     message: 'The SSH target is not reachable from here.',
   },
+  ...MERGE_ERROR_TABLE,
   internal: { status: 500, recoverable: true, retryAfterMs: 1000, action: 'report', message: 'Internal error.' },
 };
 

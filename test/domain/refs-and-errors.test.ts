@@ -88,6 +88,15 @@ describe('error table [R7]', () => {
     host_unavailable: [503, true, 5000, 'retry'],
     ssh_target_unavailable: [503, true, 5000, 'retry'],
     executor_unavailable: [503, true, 2000, 'retry'],
+    merge_conflict: [409, true, 0, 'rebase_or_resolve'],
+    task_uncommitted_changes: [409, true, 0, 'commit_or_consent'],
+    base_checkout_dirty: [409, true, 0, 'operator'],
+    nothing_to_merge: [409, false, 0, 'none'],
+    merge_in_progress: [409, true, 1000, 'retry'],
+    base_moved_since_merge: [409, false, 0, 'revert'],
+    merge_strategy_not_allowed: [400, false, 0, 'fix_request'],
+    not_fast_forward: [409, true, 0, 'rebase_or_resolve'],
+    push_failed: [502, true, 2000, 'retry'],
     internal: [500, true, 1000, 'report'],
   };
   const rows = Object.fromEntries(
@@ -95,7 +104,7 @@ describe('error table [R7]', () => {
   );
 
   it('matches the contract row by row, every code', () => {
-    expect(Object.keys(CONTRACT)).toHaveLength(38);
+    expect(Object.keys(CONTRACT)).toHaveLength(47);
     expect(rows).toEqual(CONTRACT);
   });
 
