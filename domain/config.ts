@@ -9,6 +9,7 @@ import { parseGuardEvery, parseGuardMargin } from './disk-guard';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
 import { parseLimitSettings, type LimitSettings } from './limits';
 import { instanceCgroupParent, instanceIdOf } from './instance';
+import { DEFAULT_GIT_IDENTITY, parseGitIdentity, type GitIdentity } from './merge';
 import type { AgentNetworkPolicy, AgentSandboxMode } from './sandbox';
 import {
   parseLocalExecutor,
@@ -117,6 +118,18 @@ export interface Config {
    * worker/sdk-telemetry.ts); null: not served. The gateway's /metrics carries its own after ours.
    */
   sdkMetricsAddress: ListenAddress | null;
+  /** The author and committer of the commits the product makes: merges, squashes, committed work (TWS_GIT_AUTHOR) [R8.3]. */
+  gitIdentity: GitIdentity;
+  /** A diff's patch is cut at this many bytes, and its file list at diffMaxFiles (TWS_DIFF_MAX_BYTES, TWS_DIFF_MAX_FILES) [R8.1]. */
+  diffMaxBytes: number;
+  diffMaxFiles: number;
+}
+
+function parseGitAuthor(raw: string | undefined): GitIdentity {
+  if (!raw) return DEFAULT_GIT_IDENTITY;
+  const identity = parseGitIdentity(raw);
+  if (!identity) throw new Error('TWS_GIT_AUTHOR must be "Name <email>"');
+  return identity;
 }
 
 /** An IP address and a port to listen on. */
@@ -256,6 +269,9 @@ export function loadConfig(
     orphanGraceMs: Number(env.TWS_ORPHAN_GRACE_MS || 24 * HOUR_MS),
     hostHeartbeatEveryMs: Number(env.TWS_HOST_HEARTBEAT_MS || 10_000),
     sdkMetricsAddress: parseSdkMetricsAddress(env.TWS_SDK_METRICS_ADDRESS),
+    gitIdentity: parseGitAuthor(env.TWS_GIT_AUTHOR),
+    diffMaxBytes: Number(env.TWS_DIFF_MAX_BYTES || 8 * 1024 * 1024),
+    diffMaxFiles: Number(env.TWS_DIFF_MAX_FILES || 10_000),
   };
 }
 
