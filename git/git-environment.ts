@@ -26,7 +26,11 @@ const PASSED_ENVIRONMENT = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL',
  * driver the repository's config files define. Nothing of the caller's environment that names a
  * program (GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...) or a config file is passed on.
  */
-export function gitEnvironment(dir: string, anyOwner = false): Record<string, string> {
+export function gitEnvironment(
+  dir: string,
+  anyOwner = false,
+  extra: { config?: readonly (readonly [string, string])[]; environment?: Record<string, string> } = {},
+): Record<string, string> {
   // GIT_OPTIONAL_LOCKS=0: a status never writes the index back. The index of an agent's worktree is
   // its own (its uid's, written by its git): the service reading it must not take `index.lock` under
   // an agent's `git add`, nor leave a file of its own in the agent's registration folder.
@@ -46,7 +50,10 @@ export function gitEnvironment(dir: string, anyOwner = false): Record<string, st
       ...GIT_HARDENING_CONFIG,
       ...namedSectionOverrides(repositoryNamedSections(dir, pinned)),
       ...(anyOwner ? [['safe.directory', '*'] as const] : []),
+      // Read last, so they win over the emptied drivers above (a merge's built-in driver).
+      ...(extra.config ?? []),
     ]),
+    extra.environment ?? {},
   );
   return env;
 }

@@ -19,6 +19,10 @@ export interface GitOptions {
    * that runs no program a repository can name (`rev-parse --show-toplevel` of a path to register).
    */
   anyOwner?: boolean;
+  /** Settings of the service's own for this command, read after the hardening (git/merge-commits.ts: the built-in merge driver). */
+  config?: readonly (readonly [string, string])[];
+  /** Variables of the service's own for this command (the identity of a commit it makes). */
+  environment?: Record<string, string>;
 }
 
 /** The git binaries whose processes this process starts through its process starter. */
@@ -51,7 +55,7 @@ function startGitThroughStarter(binary: string): void {
 
 export function gitAt(dir: string, options: GitOptions): SimpleGit {
   startGitThroughStarter(options.binary);
-  const env = gitEnvironment(dir, options.anyOwner === true);
+  const env = gitEnvironment(dir, options.anyOwner === true, options);
   return simpleGit({
     baseDir: dir,
     binary: options.binary,
@@ -67,10 +71,19 @@ export function gitAt(dir: string, options: GitOptions): SimpleGit {
  * simple-git's error for a failed command says what git printed, not the code it ended with: the
  * code is kept on it, for the callers to whom one code is an answer (see `gitExitCode`).
  */
-function withExitCode(error: Buffer | Error | undefined, result: { exitCode: number }): Buffer | Error | undefined {
+function withExitCode(
+  error: Buffer | Error | undefined,
+  result: { exitCode: number; stdOut: Buffer[] },
+): Buffer | Error | undefined {
   return error instanceof Error && result.exitCode !== 0
-    ? Object.assign(error, { gitExitCode: result.exitCode })
+    ? Object.assign(error, { gitExitCode: result.exitCode, gitStdout: result.stdOut })
     : error;
+}
+
+/** What a failed command printed on stdout, for the commands whose failure is an answer (merge-tree's conflicts). */
+export function gitStdout(err: unknown): string | null {
+  const out = (err as { gitStdout?: unknown } | null)?.gitStdout;
+  return Array.isArray(out) ? Buffer.concat(out as Buffer[]).toString('utf8') : null;
 }
 
 /**
