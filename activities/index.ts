@@ -12,6 +12,8 @@ import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from '.
 import { hostRecordActivities } from './hosts';
 import { idleReleaseRecordActivities } from './idle-release';
 import { launchRecordActivities } from './launch-records';
+import { mergeHostActivities } from './merge-host';
+import { mergeRecordActivities } from './merge-records';
 import { reconcileActivities } from './reconcile';
 import { agentLogReadActivities } from './agent-log-read';
 import { repositoryCheckActivities } from './repository-check';
@@ -30,6 +32,7 @@ export function createRecordActivities(deps: ActivityDeps) {
       ...orphanSweepRecordActivities(deps),
       ...hostRecordActivities(deps),
       ...idleReleaseRecordActivities(deps),
+      ...mergeRecordActivities(deps),
       repairStrandedRecords: reconcileActivities(deps).repairStrandedRecords,
     },
     RECORD_FAULT_ATTEMPTS,
@@ -52,6 +55,7 @@ export function createHostActivities(deps: ActivityDeps) {
       ...repositoryCheckActivities(deps),
       ...agentLogReadActivities(deps),
       ...sshTargetCheckActivities(deps),
+      ...mergeHostActivities(deps),
       reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
     },
     HOST_FAULT_ATTEMPTS,

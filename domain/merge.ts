@@ -3,18 +3,14 @@
  * preview answers and what it records. The git of it is git/merge-*.ts; the orchestration
  * workflows/merge-task.ts; the records db/git-operations.ts.
  */
-export const MERGE_STRATEGIES = ['squash', 'merge', 'fast_forward', 'rebase'] as const;
-export type MergeStrategy = (typeof MERGE_STRATEGIES)[number];
-
-export const isMergeStrategy = (value: unknown): value is MergeStrategy =>
-  typeof value === 'string' && (MERGE_STRATEGIES as readonly string[]).includes(value);
+export type MergeStrategy = 'squash' | 'merge' | 'fast_forward' | 'rebase';
 
 /** Whether a repository's `mergeStrategies` (null: every strategy) allows this one. */
 export const strategyAllowed = (allowed: readonly string[] | null, strategy: MergeStrategy): boolean =>
   allowed === null || allowed.includes(strategy);
 
 /** Why a preview cannot say clean now (api.md `blockedBy`). */
-export type MergeBlock = 'uncommitted_changes' | 'session_running' | 'base_checkout_dirty' | 'not_fast_forward';
+type MergeBlock = 'uncommitted_changes' | 'session_running' | 'base_checkout_dirty' | 'not_fast_forward';
 
 export type PreviewOutcome =
   | { outcome: 'clean' }

@@ -30,3 +30,9 @@ export const RECONCILE_SCHEDULE_ID = 'reconcile';
 export const repositoryCheckWorkflowId = (checkId: string): string => `repository-check/${checkId}`;
 export const sshTargetCheckWorkflowId = (checkId: string): string => `ssh-target-check/${checkId}`;
 export const agentLogWorkflowId = (readId: string): string => `agent-log/${readId}`;
+/** Finishing a task [R8]: a merge, its undo, a rebase, and the read-only questions (preview, diff). */
+export const mergeWorkflowId = (taskId: string, operationId: string): string => `merge/${taskId}/${operationId}`;
+export const undoMergeWorkflowId = (mergeId: string, operationId: string): string =>
+  `undo-merge/${mergeId}/${operationId}`;
+export const rebaseWorkflowId = (taskId: string, operationId: string): string => `rebase/${taskId}/${operationId}`;
+export const mergePreviewWorkflowId = (taskId: string, readId: string): string => `merge-preview/${taskId}/${readId}`;

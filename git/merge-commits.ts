@@ -59,8 +59,6 @@ function identityEnvironment(identity: GitIdentity, author?: CommitAuthor): Reco
   };
 }
 
-export { resolveCommit };
-
 export async function isAncestor(git: SimpleGit, ancestor: string, of: string): Promise<boolean> {
   try {
     await run(git, ['merge-base', '--is-ancestor', ancestor, of]);
@@ -80,10 +78,10 @@ export async function mergeBaseOf(git: SimpleGit, a: string, b: string): Promise
   }
 }
 
-export type TreeMerge = { clean: true; tree: string } | { clean: false; conflicts: string[] };
+type TreeMerge = { clean: true; tree: string } | { clean: false; conflicts: string[] };
 
 /** `merge-tree --write-tree`: the merged tree, or the conflicting files; exit 0 or 1 decides, anything else throws. */
-export async function mergeTrees(git: SimpleGit, ours: string, theirs: string): Promise<TreeMerge> {
+async function mergeTrees(git: SimpleGit, ours: string, theirs: string): Promise<TreeMerge> {
   const args = ['merge-tree', '--write-tree', '-z', '--name-only', '--no-messages', ours, theirs];
   let out: string;
   let clean = true;
@@ -141,7 +139,9 @@ export async function replayCommits(
   input: { onto: string; from: string; head: string },
 ): Promise<{ clean: true; tip: string } | { clean: false; conflicts: string[] }> {
   const git = mergeGitAt(repoPath, binary, identity);
-  const listed = (await run(git, ['rev-list', '--reverse', '--no-merges', '--topo-order', `${input.from}..${input.head}`]))
+  const listed = (
+    await run(git, ['rev-list', '--reverse', '--no-merges', '--topo-order', `${input.from}..${input.head}`])
+  )
     .split('\n')
     .filter((line) => line.length > 0);
   let tip = input.onto;

@@ -10,3 +10,7 @@ export { reconcileRecords } from './reconcile-records';
 export { boardDelete } from './board-delete';
 export { checkRepositoryOnHost, checkSshTargetOnHost, readAgentLogOnHost } from './host-questions';
 export { releaseIdleWorkspaces } from './idle-release';
+export { mergeTask } from './merge-task';
+export { previewMerge } from './finish-task-questions';
+export { rebaseTask } from './rebase-task';
+export { undoMerge } from './undo-merge';
