@@ -60,10 +60,15 @@ export interface TaskRow {
   /** Its own disk quota in bytes; null: the operator's default (TWS_TASK_DISK_QUOTA). */
   disk_quota_bytes: number | null;
   created_at: Date;
+  /** Its latest merge that is not undone. */
+  merged: { at: string; operationId: string } | null;
 }
 
-const TASK_COLUMNS =
-  'id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at, disk_quota_bytes::float8 AS disk_quota_bytes';
+/** `merged`: the task's latest merge that is not undone [R8.3]. */
+const TASK_COLUMNS = `id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at,
+  disk_quota_bytes::float8 AS disk_quota_bytes,
+  (SELECT json_build_object('at', g.finished_at, 'operationId', g.operation_id) FROM git_operations g
+    WHERE g.task_id = tasks.id AND g.kind = 'merge' AND g.state = 'merged' ORDER BY g.finished_at DESC LIMIT 1) AS merged`;
 
 /** Pins or unpins a task; false when there is no such task. */
 export async function setPinned(db: Db, id: string, pinned: boolean): Promise<boolean> {
@@ -89,6 +94,8 @@ export interface TaskFilter {
   boardId?: string;
   parentTaskId?: string;
   archived?: boolean;
+  /** Only tasks with a merge that is not undone (`state=merged`). */
+  merged?: boolean;
 }
 
 /** Tasks newest first, with the filters given. */
@@ -104,6 +111,9 @@ export async function listTasks(db: Db, filter: TaskFilter, page: PageOf) {
       equal: { board_id: filter.boardId, parent_task_id: filter.parentTaskId },
       where: [
         filter.archived === undefined ? null : filter.archived ? 'archived_at IS NOT NULL' : 'archived_at IS NULL',
+        filter.merged
+          ? `EXISTS (SELECT 1 FROM git_operations g WHERE g.task_id = tasks.id AND g.kind = 'merge' AND g.state = 'merged')`
+          : null,
       ],
     },
     page,

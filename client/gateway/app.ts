@@ -20,6 +20,7 @@ import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
 import { cleanupJobRoutes } from './routes/cleanup-jobs';
 import { gitStatusRoutes } from './routes/git-status';
+import { mergeRoutes } from './routes/merges';
 import { healthRoutes } from './routes/health';
 import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
@@ -117,6 +118,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(sessionControlRoutes(opts));
   await app.register(logRoutes(opts));
   await app.register(gitStatusRoutes(opts));
+  await app.register(mergeRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(cleanupJobRoutes(opts));
   await app.register(orphanSweepRoutes(opts));

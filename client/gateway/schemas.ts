@@ -108,6 +108,8 @@ export const TaskItem = Type.Object({
   groupId: Type.Union([Uuid, Type.Null()]),
   quickChat: Type.Boolean(),
   createdAt: Type.String(),
+  /** Its latest merge that is not undone; null before any. */
+  merged: Type.Union([Type.Object({ at: Type.String(), operationId: Uuid }), Type.Null()]),
 });
 
 /** A task's full view: registered once (`app.addSchema`, client/gateway/openapi-docs.ts), referred to by `$ref` by every answer that has it. */

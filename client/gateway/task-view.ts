@@ -22,6 +22,7 @@ export const taskItem = (task: TaskRow) => ({
   groupId: task.group_id,
   quickChat: task.quick_chat,
   createdAt: task.created_at.toISOString(),
+  merged: task.merged ? { at: new Date(task.merged.at).toISOString(), operationId: task.merged.operationId } : null,
 });
 
 /** The task resource of the HTTP API (docs/api.md). */

@@ -23,6 +23,8 @@ const TaskListQuery = Type.Object(
     boardId: Type.Optional(Uuid),
     parentTaskId: Type.Optional(Uuid),
     archived: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+    /** `merged`: tasks with a merge that is not undone; `archived` / `active` as `archived=true|false`. */
+    state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived'), Type.Literal('merged')])),
   },
   { additionalProperties: false },
 );
@@ -129,8 +131,20 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: pageOf(TaskItem), ...errorResponses } },
       },
       async (request) => {
-        const { boardId, parentTaskId, archived } = request.query;
-        const filter = { boardId, parentTaskId, archived: archived === undefined ? undefined : archived === 'true' };
+        const { boardId, parentTaskId, archived, state } = request.query;
+        const filter = {
+          boardId,
+          parentTaskId,
+          archived:
+            state === 'archived'
+              ? true
+              : state === 'active'
+                ? false
+                : archived === undefined
+                  ? undefined
+                  : archived === 'true',
+          merged: state === 'merged' || undefined,
+        };
         return readPage(
           request.query,
           (page) => listTasks(ctx.pool, filter, page),
