@@ -73,6 +73,21 @@ export function hostSteps(hostId: string, startedOn?: StartedOn, heartbeatTimeou
   });
 }
 
+/**
+ * A merge's host steps (workflows/merge-task.ts): they move bases a user's work depends on, and each
+ * is idempotent (a move run again finds the base where it left it), so, as record steps, they
+ * outlast a database outage or a host's restart instead of leaving a merge half done; a fault
+ * that is no outage still ends after a few tries (activities/failures.ts).
+ */
+export function mergeHostSteps(hostId: string) {
+  return proxyActivities<HostActivities>({
+    taskQueue: hostTaskQueue(workflowInfo().taskQueue, hostId),
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: STEP_HEARTBEAT_TIMEOUT_MS,
+    retry: LOCAL_HOST_RETRY,
+  });
+}
+
 /** The host queue a launch or resume input says its workflow was started on, if any. */
 export const startedOnOf = (input: { hostId: string; sharedQueue?: string }): StartedOn | undefined =>
   input.sharedQueue ? { sharedQueue: input.sharedQueue, hostId: input.hostId } : undefined;

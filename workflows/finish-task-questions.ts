@@ -5,7 +5,7 @@
  */
 import type { MergeStrategy, PreviewOutcome } from '../domain/merge';
 import { mergeMessage } from '../domain/merge';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
 

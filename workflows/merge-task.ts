@@ -15,7 +15,7 @@ import { isErrorCode, type ErrorCode } from '../domain/errors';
 import type { MergeStrategy, RepositoryMerged, RepositoryPlan, TaskRepositorySource } from '../domain/merge';
 import { mergeMessage, strategyAllowed } from '../domain/merge';
 import { cleanupWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
 
@@ -73,8 +73,10 @@ export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
       };
     else {
       const refusal = refusalOf(err);
-      if (!refusal) throw err;
-      outcome = { state: 'refused', repositories: [], error: { code: refusal.code, ...refusal.details } };
+      // A step that failed for good (no outage: a fault) may have left a base moved: an operator looks.
+      outcome = refusal
+        ? { state: 'refused', repositories: [], error: { code: refusal.code, ...refusal.details } }
+        : { state: 'needs_operator', repositories: [], error: { code: 'internal', reason: 'step_failed' } };
     }
   }
   await records.finishGitOperation({ operationId: input.operationId, ...outcome, error: outcome.error ?? null });

@@ -5,7 +5,7 @@
  */
 import { executeChild, uuid4 } from '@temporalio/workflow';
 import { stopWorkflowId } from '../domain/workflow-ids';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
 import { typedRefusal } from './typed-failure';
 
 const records = recordSteps();

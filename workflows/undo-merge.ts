@@ -4,7 +4,7 @@
  * `base_moved_since_merge` and nothing moves.
  */
 import type { RepositoryPlan } from '../domain/merge';
-import { hostSteps, recordSteps } from './activity-proxies';
+import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
 import { typedRefusal } from './typed-failure';
 
 const records = recordSteps();
