@@ -24,9 +24,14 @@ export interface RepositoryViewRow {
   setup: string[] | null;
   copy_files: string[] | null;
   setup_failure: SetupFailure;
+  /** Where its branches are pushed (a remote name or a URL without credentials); null: none [R8.6]. */
+  remote: string | null;
+  /** The merge strategies it allows; null: all of them. */
+  merge_strategies: string[] | null;
 }
 
-const VIEW_COLUMNS = 'id, name, default_branch, rebuildable, setup, copy_files, setup_failure';
+const VIEW_COLUMNS =
+  'id, name, default_branch, rebuildable, setup, copy_files, setup_failure, remote, merge_strategies';
 
 /** A jsonb list as a query parameter: null (and an empty `copy_files`) stays null, none. */
 const jsonList = (list: string[] | null | undefined): string | null =>
@@ -40,11 +45,14 @@ export async function insertRepository(
     setup?: string[] | null;
     copy_files?: string[] | null;
     setup_failure?: SetupFailure;
+    remote?: string | null;
+    merge_strategies?: string[] | null;
   },
 ): Promise<void> {
   await db.query(
-    `INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit, rebuildable, setup, copy_files, setup_failure)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10)`,
+    `INSERT INTO repositories (id, name, path, default_branch, host_id, root_commit, rebuildable, setup, copy_files, setup_failure,
+                               remote, merge_strategies)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12)`,
     [
       row.id,
       row.name,
@@ -56,6 +64,8 @@ export async function insertRepository(
       jsonList(row.setup),
       jsonList(row.copy_files?.length ? row.copy_files : null),
       row.setup_failure ?? 'warn',
+      row.remote ?? null,
+      row.merge_strategies ?? null,
     ],
   );
 }
@@ -109,6 +119,10 @@ export interface RepositoryChange {
   setup?: string[] | null;
   copyFiles?: string[] | null;
   setupFailure?: SetupFailure;
+  /** null: none. */
+  remote?: string | null;
+  /** null: all strategies. */
+  mergeStrategies?: string[] | null;
 }
 
 /** Changes the repository in one statement (nothing when the change is empty); false when there is no such repository. */
@@ -124,6 +138,8 @@ export async function updateRepository(db: Db, id: string, change: RepositoryCha
   if (change.copyFiles !== undefined)
     set('copy_files', jsonList(change.copyFiles?.length ? change.copyFiles : null), '::jsonb');
   if (change.setupFailure !== undefined) set('setup_failure', change.setupFailure);
+  if (change.remote !== undefined) set('remote', change.remote);
+  if (change.mergeStrategies !== undefined) set('merge_strategies', change.mergeStrategies);
   const res =
     sets.length === 0
       ? await db.query('SELECT 1 FROM repositories WHERE id = $1', values)

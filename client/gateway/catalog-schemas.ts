@@ -1,6 +1,8 @@
 /** The catalogue's request and answer schemas: repositories and boards (routes/catalog.ts). */
 import { Type, type Static } from '@sinclair/typebox';
+import { MERGE_STRATEGIES } from '../../domain/merge';
 import { REBUILDABLE_LIMITS } from '../../domain/rebuildable';
+import { REMOTE_MAX_LENGTH } from '../../domain/remote';
 import { REPOSITORY_NAME_PATTERN } from '../../domain/refs';
 import { COPY_FILES_LIMITS, SETUP_LIMITS } from '../../domain/workspace-setup';
 import { BranchName, Uuid } from './schemas';
@@ -24,6 +26,13 @@ const CopyFiles = Type.Array(Type.String({ minLength: 1, maxLength: COPY_FILES_L
 const Setup = Type.Array(Type.String({ maxLength: SETUP_LIMITS.length }), { maxItems: SETUP_LIMITS.items });
 /** What a failing setup does: `warn`, the launch goes on and says so; `refuse`, the launch fails whole and is undone. */
 const SetupFailure = Type.Union([Type.Literal('warn'), Type.Literal('refuse')]);
+/** Where task branches are pushed: a remote name of the repository, or a file://, ssh:// or https:// URL without credentials. */
+const Remote = Type.String({ minLength: 1, maxLength: REMOTE_MAX_LENGTH });
+/** The merge strategies the repository allows. */
+const MergeStrategies = Type.Array(Type.Union(MERGE_STRATEGIES.map((s) => Type.Literal(s))), {
+  minItems: 1,
+  maxItems: 16,
+});
 
 export const CreateRepositoryBody = Type.Object(
   {
@@ -37,6 +46,10 @@ export const CreateRepositoryBody = Type.Object(
     copyFiles: Type.Optional(CopyFiles),
     /** Default `warn`. */
     setupFailure: Type.Optional(SetupFailure),
+    /** Default none. */
+    remote: Type.Optional(Remote),
+    /** Default all. */
+    mergeStrategies: Type.Optional(MergeStrategies),
   },
   { additionalProperties: false },
 );
@@ -51,6 +64,10 @@ export const PatchRepositoryBody = Type.Object(
     setup: Type.Optional(Type.Union([Setup, Type.Null()])),
     copyFiles: Type.Optional(Type.Union([CopyFiles, Type.Null()])),
     setupFailure: Type.Optional(SetupFailure),
+    /** null: none. */
+    remote: Type.Optional(Type.Union([Remote, Type.Null()])),
+    /** null: all strategies again. */
+    mergeStrategies: Type.Optional(Type.Union([MergeStrategies, Type.Null()])),
   },
   { additionalProperties: false },
 );
@@ -68,6 +85,10 @@ export const Repository = Type.Object({
   /** The patterns of files copied from the source checkout into each new worktree (empty: none). */
   copyFiles: Type.Array(Type.String()),
   setupFailure: SetupFailure,
+  /** Where its task branches are pushed (a remote name or a URL, never with credentials); null: none. */
+  remote: Type.Union([Type.String(), Type.Null()]),
+  /** The merge strategies it allows; null: all of them. */
+  mergeStrategies: Type.Union([Type.Array(Type.String()), Type.Null()]),
 });
 
 export const CreateBoardBody = Type.Object(

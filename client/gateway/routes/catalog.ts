@@ -20,6 +20,7 @@ import { ApiError, badRequest, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import type { Role } from '../auth';
 import { checkRepositoryOnItsHost } from '../placement';
+import { checkedRemote, checkedStrategies } from '../repository-remote';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields, readPage } from '../pagination';
 import { Board, CreateBoardBody, CreateRepositoryBody, PatchRepositoryBody, Repository } from '../catalog-schemas';
 import { IdParams, Uuid, errorResponses } from '../schemas';
@@ -91,22 +92,28 @@ const repositoryOut = (row: RepositoryViewRow) => ({
   setup: row.setup,
   copyFiles: row.copy_files ?? [],
   setupFailure: row.setup_failure,
+  remote: row.remote,
+  mergeStrategies: row.merge_strategies,
 });
 const PageQuery = Type.Object(PageQueryFields, { additionalProperties: false });
 
 /** The fields of a repository only an operator token may name. */
-const OPERATOR_FIELDS = ['setup', 'copyFiles', 'setupFailure', 'rebuildable'] as const;
+const OPERATOR_FIELDS = ['setup', 'copyFiles', 'setupFailure', 'rebuildable', 'remote', 'mergeStrategies'] as const;
 
 /**
  * What a new workspace runs and gets copied into it, and what a release may drop, are the
  * operator's to say: a setup runs a command in every new workspace of the repository, copied files
  * (a `.env`) hand what is in the source checkout to its agents, and `rebuildable` names ignored
- * files an idle release deletes without saving. A user token naming any of these is refused (403),
+ * files an idle release deletes without saving; where its branches are pushed and how it may be
+ * merged are the operator's too. A user token naming any of these is refused (403),
  * nothing changed.
  */
 function operatorForPreparation(body: Partial<Record<(typeof OPERATOR_FIELDS)[number], unknown>>, role: Role | null) {
   if (role !== 'operator' && OPERATOR_FIELDS.some((field) => body[field] !== undefined))
-    throw new ApiError('forbidden', 'setup, copyFiles, setupFailure and rebuildable are set by an operator token.');
+    throw new ApiError(
+      'forbidden',
+      'setup, copyFiles, setupFailure, rebuildable, remote and mergeStrategies are set by an operator token.',
+    );
 }
 
 export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
@@ -126,6 +133,8 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const setup = request.body.setup ? checkedSetup(request.body.setup) : null;
         const copyFiles = request.body.copyFiles?.length ? checkedCopyFiles(request.body.copyFiles) : null;
         const setupFailure = request.body.setupFailure ?? 'warn';
+        const remote = request.body.remote === undefined ? null : checkedRemote(request.body.remote);
+        const mergeStrategies = request.body.mergeStrategies ? checkedStrategies(request.body.mergeStrategies) : null;
         const hostId = request.body.hostId ?? (await defaultHost(ctx));
         const checked = await checkRepositoryOnItsHost(ctx, hostId, { path: given, defaultBranch, identity: true });
         if (!checked.ok) throw badRequest(checked.problem);
@@ -143,6 +152,8 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             setup,
             copy_files: copyFiles,
             setup_failure: setupFailure,
+            remote,
+            merge_strategies: mergeStrategies,
           });
         } catch (err) {
           if (isUniqueViolation(err)) {
@@ -167,6 +178,8 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
             setup,
             copy_files: copyFiles,
             setup_failure: setupFailure,
+            remote,
+            merge_strategies: mergeStrategies,
           }),
         );
       },
@@ -186,7 +199,7 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request) => {
         // A field left out stays as it is; null is the default list (rebuildable) or none (setup, copyFiles).
         // Every field is checked before anything changes, so a bad one changes nothing.
-        const { rebuildable, setup, copyFiles, setupFailure } = request.body;
+        const { rebuildable, setup, copyFiles, setupFailure, remote, mergeStrategies } = request.body;
         operatorForPreparation(request.body, request.callerRole);
         const change = {
           rebuildable:
@@ -194,6 +207,11 @@ export function catalogRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
           setup: setup === undefined || setup === null ? setup : checkedSetup(setup),
           copyFiles: copyFiles === undefined || copyFiles === null ? copyFiles : checkedCopyFiles(copyFiles),
           setupFailure,
+          remote: remote === undefined || remote === null ? remote : checkedRemote(remote),
+          mergeStrategies:
+            mergeStrategies === undefined || mergeStrategies === null
+              ? mergeStrategies
+              : checkedStrategies(mergeStrategies),
         };
         if (!(await updateRepository(ctx.pool, request.params.id, change))) throw notFound('Repository');
         const row = await repositoryView(ctx.pool, request.params.id);
