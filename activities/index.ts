@@ -7,6 +7,7 @@ import { coresidencyActivities } from './coresidency';
 import { gitStatusHostActivities, gitStatusRecordActivities } from './git-status';
 import { launchAgentActivities } from './launch-agent';
 import { orphanSweepHostActivities, orphanSweepRecordActivities } from './orphan-sweep';
+import { pushActivities } from './push';
 import type { ActivityDeps } from '../executors/support/deps';
 import { HOST_FAULT_ATTEMPTS, outlastingOutages, RECORD_FAULT_ATTEMPTS } from './failures';
 import { hostRecordActivities } from './hosts';
@@ -56,6 +57,7 @@ export function createHostActivities(deps: ActivityDeps) {
       ...agentLogReadActivities(deps),
       ...sshTargetCheckActivities(deps),
       ...mergeHostActivities(deps),
+      ...pushActivities(deps),
       reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
     },
     HOST_FAULT_ATTEMPTS,

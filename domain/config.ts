@@ -123,6 +123,8 @@ export interface Config {
   /** A diff's patch is cut at this many bytes, and its file list at diffMaxFiles (TWS_DIFF_MAX_BYTES, TWS_DIFF_MAX_FILES) [R8.1]. */
   diffMaxBytes: number;
   diffMaxFiles: number;
+  /** A git config file of the operator's whose credential, http and ssh settings a push takes (TWS_PUSH_GIT_CONFIG) [R8.6]; null: none. */
+  pushGitConfig: string | null;
 }
 
 function parseGitAuthor(raw: string | undefined): GitIdentity {
@@ -272,6 +274,7 @@ export function loadConfig(
     gitIdentity: parseGitAuthor(env.TWS_GIT_AUTHOR),
     diffMaxBytes: Number(env.TWS_DIFF_MAX_BYTES || 8 * 1024 * 1024),
     diffMaxFiles: Number(env.TWS_DIFF_MAX_FILES || 10_000),
+    pushGitConfig: env.TWS_PUSH_GIT_CONFIG || null,
   };
 }
 

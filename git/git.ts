@@ -23,6 +23,11 @@ export interface GitOptions {
   config?: readonly (readonly [string, string])[];
   /** Variables of the service's own for this command (the identity of a commit it makes). */
   environment?: Record<string, string>;
+  /**
+   * A push's own environment (git/push-environment.ts: the one transport it needs, the operator's
+   * credentials), made from the hardened one; its `--receive-pack` is then the service's to give.
+   */
+  forPush?: (env: Record<string, string>) => Record<string, string>;
 }
 
 /** The git binaries whose processes this process starts through its process starter. */
@@ -55,14 +60,15 @@ function startGitThroughStarter(binary: string): void {
 
 export function gitAt(dir: string, options: GitOptions): SimpleGit {
   startGitThroughStarter(options.binary);
-  const env = gitEnvironment(dir, options.anyOwner === true, options);
+  const hardened = gitEnvironment(dir, options.anyOwner === true, options);
+  const env = options.forPush ? options.forPush(hardened) : hardened;
   return simpleGit({
     baseDir: dir,
     binary: options.binary,
     maxConcurrentProcesses: 4,
     trimmed: false,
     allowEnvironment: Object.keys(env),
-    unsafe: HARDENING_IS_MEANT,
+    unsafe: options.forPush ? { ...HARDENING_IS_MEANT, allowUnsafePack: true } : HARDENING_IS_MEANT,
     errors: withExitCode,
   }).env(env);
 }
