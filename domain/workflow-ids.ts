@@ -36,3 +36,5 @@ export const undoMergeWorkflowId = (mergeId: string, operationId: string): strin
   `undo-merge/${mergeId}/${operationId}`;
 export const rebaseWorkflowId = (taskId: string, operationId: string): string => `rebase/${taskId}/${operationId}`;
 export const mergePreviewWorkflowId = (taskId: string, readId: string): string => `merge-preview/${taskId}/${readId}`;
+/** A push of a task's branches to their remotes [R8.6]. */
+export const pushWorkflowId = (taskId: string, runId: string): string => `push/${taskId}/${runId}`;

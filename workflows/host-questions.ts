@@ -27,7 +27,7 @@ export async function checkRepositoryOnHost(input: {
 }
 
 /** A question to a host: its answer, or `host_unavailable` when no worker of the host took it in time. */
-async function askHost<T>(question: () => Promise<T>): Promise<T> {
+export async function askHost<T>(question: () => Promise<T>): Promise<T> {
   try {
     return await question();
   } catch (err) {

@@ -14,3 +14,4 @@ export { mergeTask } from './merge-task';
 export { previewMerge } from './finish-task-questions';
 export { rebaseTask } from './rebase-task';
 export { undoMerge } from './undo-merge';
+export { pushRepositories } from './push-refs';

@@ -30,6 +30,7 @@ import { sessionControlRoutes } from './routes/session-control';
 import { sessionRoutes } from './routes/sessions';
 import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
+import { taskPushRoutes } from './routes/task-push';
 import { hasUnstorableText } from './schemas';
 import { collectMethodRoutes } from './method-routes';
 import { malformedJsonMessage } from './validation-message';
@@ -119,6 +120,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(logRoutes(opts));
   await app.register(gitStatusRoutes(opts));
   await app.register(mergeRoutes(opts));
+  await app.register(taskPushRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(cleanupJobRoutes(opts));
   await app.register(orphanSweepRoutes(opts));
