@@ -53,6 +53,10 @@ export const COMMANDS: Record<string, CommandUsage> = {
     usage: 'idle-release [--dry-run] [--host H] [--idle-for D]',
     what: "release a host's idle workspaces now, their work saved (D: 90s, 15m, 1h, 7d)",
   },
+  push: {
+    usage: 'push <taskId> [--force]',
+    what: "push the task's branches to their repositories' remotes, under the same names (--force: even where not a fast-forward)",
+  },
   pin: { usage: 'pin <taskId>', what: 'keep a task from being released for idleness' },
   unpin: { usage: 'unpin <taskId>', what: 'let a pinned task be released for idleness again' },
   limits: {

@@ -241,6 +241,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       );
       return EXIT.ok;
     }
+    case 'push': {
+      const res = await json(target(), 'POST', `/v1/tasks/${one('task id')}/push`, { force: p.flags.has('--force') });
+      print(res, () => table(res.repositories, ['repositoryId', 'ref', 'commit']));
+      return EXIT.ok;
+    }
     case 'pin':
     case 'unpin': {
       const id = one('task id');
