@@ -3,7 +3,8 @@
  * preview answers and what it records. The git of it is git/merge-*.ts; the orchestration
  * workflows/merge-task.ts; the records db/git-operations.ts.
  */
-export type MergeStrategy = 'squash' | 'merge' | 'fast_forward' | 'rebase';
+export const MERGE_STRATEGIES = ['squash', 'merge', 'fast_forward', 'rebase'] as const;
+export type MergeStrategy = (typeof MERGE_STRATEGIES)[number];
 
 /** Whether a repository's `mergeStrategies` (null: every strategy) allows this one. */
 export const strategyAllowed = (allowed: readonly string[] | null, strategy: MergeStrategy): boolean =>
