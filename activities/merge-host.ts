@@ -6,16 +6,14 @@
  */
 import { withRepositoryLock } from '../db/locks';
 import type { MergeStrategy, RepositoryPlan, TaskRepositorySource } from '../domain/merge';
-import { bringObjectsHome } from '../git/agent-objects-home';
 import { bringCheckoutsForward, changedPaths, checkoutsOverlap } from '../git/base-checkouts';
 import { branchRef, resolveCommit } from '../git/branches';
 import { commitWorktreeWork } from '../git/commit-work';
 import { gitAt } from '../git/git';
 import { mergeGitAt, moveRef, planStrategy } from '../git/merge-commits';
-import { pinnedRepository, UntrustedWorktree } from '../git/pinned-repository';
 import { rebaseTaskBranch, type RebaseAnswer } from '../git/rebase-worktree';
-import { fileStatus } from '../git/worktree-status';
-import { isRealDirectory } from '../executors/host/workspace-fs';
+import type { ExecutorKind } from '../executors/executor';
+import { executorsOf } from '../executors/registry';
 import type { ActivityDeps } from '../executors/support/deps';
 import { typedFailure } from '../executors/support/failures';
 import { withHeartbeat } from '../executors/support/heartbeat';
@@ -36,25 +34,18 @@ export type PlanAnswer =
 
 export type MoveAnswer = 'moved' | 'stale' | 'base_checkout_dirty';
 
-export function mergeHostActivities({ config, pool, logger }: ActivityDeps) {
+export function mergeHostActivities(deps: ActivityDeps) {
+  const { config, pool, logger } = deps;
   const binary = config.gitBinary;
 
+  const executors = executorsOf(deps);
+
+  /** The task branch brought home by the executor that holds its workspace, then read here. */
   async function stateOf(source: TaskRepositorySource): Promise<RepositoryState> {
+    const { dirty } = await executors
+      .at({ sshTargetId: source.sshTargetId, executorType: (source.executorType ?? 'worktree') as ExecutorKind })
+      .bringBranchHome(source);
     const git = gitAt(source.sourcePath, { binary });
-    let dirty = false;
-    if (source.worktreePath && (await isRealDirectory(source.worktreePath))) {
-      await bringObjectsHome(config.agentRoot, source.worktreePath, binary).catch((err: unknown) =>
-        logger.warn({ err, repositoryId: source.repositoryId }, "an agent's objects could not be brought home now"),
-      );
-      try {
-        pinnedRepository(source.worktreePath);
-      } catch (err) {
-        if (err instanceof UntrustedWorktree)
-          throw typedFailure('workspace_reuse_unsafe', { reason: 'worktree_registration_untrusted' });
-        throw err;
-      }
-      dirty = (await fileStatus(source.worktreePath, { binary })).length > 0;
-    }
     const taskHead = source.taskBranch ? await resolveCommit(git, branchRef(source.taskBranch)) : null;
     return { repositoryId: source.repositoryId, taskHead, dirty };
   }
@@ -68,6 +59,12 @@ export function mergeHostActivities({ config, pool, logger }: ActivityDeps) {
     async commitTaskWork(input: { source: TaskRepositorySource; message: string }): Promise<string | null> {
       const { source } = input;
       if (!source.worktreePath || !source.taskBranch) return null;
+      // A clone on an SSH target is committed there by its agent: the service commits nothing on a target.
+      if (source.sshTargetId)
+        throw typedFailure('task_uncommitted_changes', {
+          repositoryIds: [source.repositoryId],
+          reason: 'commit_on_target_unsupported',
+        });
       return withHeartbeat('merge-commit-work', () =>
         commitWorktreeWork(source.worktreePath!, source.taskBranch!, {
           identity: config.gitIdentity,
@@ -148,6 +145,8 @@ export function mergeHostActivities({ config, pool, logger }: ActivityDeps) {
     /** The task branch replayed on its base in its worktree; a conflict changes nothing. */
     async rebaseTaskBranch(source: TaskRepositorySource): Promise<RebaseAnswer> {
       if (!source.taskBranch) return { kind: 'stale' };
+      // A clone on an SSH target keeps its own branch: rebased here, the two would part ways.
+      if (source.sshTargetId) throw typedFailure('workspace_reuse_unsupported', { reason: 'rebase_on_target_unsupported' });
       return withHeartbeat('rebase', () =>
         withRepositoryLock(pool, source.repositoryId, () =>
           rebaseTaskBranch({

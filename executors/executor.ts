@@ -17,6 +17,7 @@ import type { CleanupTrigger } from '../domain/cleanup';
 import type { SnapshotProcess, SnapshotWorktree, WorktreeOutcome } from '../domain/cleanup-snapshot';
 import type { GitStatusObservation, GitStatusTarget } from '../domain/git-status';
 import type { LaunchPlan, MaterializedSlot } from '../domain/launch';
+import type { TaskRepositorySource } from '../domain/merge';
 import type { StartAgentInput, StartedAgent } from './agent-start';
 
 export type ExecutorKind = ExecutorType;
@@ -62,6 +63,12 @@ export interface AgentOperations {
 /** Git status of a workspace, read where it is [R1.5]. */
 export interface GitOperations {
   readGitStatus(target: GitStatusTarget): Promise<GitStatusObservation[]>;
+  /**
+   * Before a task is diffed or merged [R8.7]: its branch's commits brought into the host
+   * repository (an agent's store, a remote clone's branch), and whether its workspace holds
+   * uncommitted work (a workspace that cannot be read counts as holding some).
+   */
+  bringBranchHome(source: TaskRepositorySource): Promise<{ dirty: boolean }>;
 }
 
 /** One worktree's or clone's audited removal, as a cleanup attempt asks it. */

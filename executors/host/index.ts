@@ -3,6 +3,7 @@
  * logs and git status here, and clean up here. Only their workspaces differ (a worktree made per
  * repository, or the source checkout itself).
  */
+import { bringHostBranchHome } from './branch-home';
 import path from 'node:path';
 import type { LogSource } from '../../domain/agent-log';
 import type { AgentOperations, CleanupOperations, DiskOperations, GitOperations } from '../executor';
@@ -35,6 +36,7 @@ export function hostOperations(deps: ActivityDeps): HostOperations {
     openLog: async (_place, logPath) => hostLog(config.logDir, logPath),
     recoverAgents: (hostId) => recoverHostAgents(pool, hostId, logger, config.gitBinary),
     readGitStatus: (target) => readHostGitStatus(deps, target),
+    bringBranchHome: (source) => bringHostBranchHome(deps, source),
     workspaceBytes: (place) => directoryBytes(place.workspacePath),
     ...hostCleanup(deps),
   };

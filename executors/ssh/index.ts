@@ -13,6 +13,7 @@ import type { Executor } from '../executor';
 import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { sshAgents } from './agents';
+import { bringRemoteBranchHome } from './branch-home';
 import { sshCleanup } from './cleanup';
 import { loadSshTarget, sshWorkspace, typedSsh } from './workspace';
 
@@ -32,6 +33,8 @@ export function sshExecutor(deps: ActivityDeps): Executor {
       const typed = <T>(read: Promise<T>) => read.catch((err: unknown) => Promise.reject(typedSsh(err)));
       return { tail: (lines) => typed(log.tail(lines)), since: (offset) => typed(log.since(offset)) };
     },
+
+    bringBranchHome: (source) => bringRemoteBranchHome(deps, source),
 
     /** Read on the target, over SSH: host git inspection does not apply to a remote clone. */
     async readGitStatus(statusTarget) {
