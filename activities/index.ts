@@ -19,6 +19,7 @@ import { reconcileActivities } from './reconcile';
 import { agentLogReadActivities } from './agent-log-read';
 import { repositoryCheckActivities } from './repository-check';
 import { sshTargetCheckActivities } from './ssh-target-check';
+import { taskDiffActivities } from './task-diff';
 import { workspaceMaterializeActivities } from './workspace-materialize';
 import { workspaceValidateActivities } from './workspace-validate';
 
@@ -58,6 +59,7 @@ export function createHostActivities(deps: ActivityDeps) {
       ...sshTargetCheckActivities(deps),
       ...mergeHostActivities(deps),
       ...pushActivities(deps),
+      ...taskDiffActivities(deps),
       reconcileHostProcesses: reconcileActivities(deps).reconcileHostProcesses,
     },
     HOST_FAULT_ATTEMPTS,

@@ -38,3 +38,4 @@ export const rebaseWorkflowId = (taskId: string, operationId: string): string =>
 export const mergePreviewWorkflowId = (taskId: string, readId: string): string => `merge-preview/${taskId}/${readId}`;
 /** A push of a task's branches to their remotes [R8.6]. */
 export const pushWorkflowId = (taskId: string, runId: string): string => `push/${taskId}/${runId}`;
+export const taskDiffWorkflowId = (readId: string): string => `task-diff/${readId}`;

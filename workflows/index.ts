@@ -15,3 +15,4 @@ export { previewMerge } from './finish-task-questions';
 export { rebaseTask } from './rebase-task';
 export { undoMerge } from './undo-merge';
 export { pushRepositories } from './push-refs';
+export { readTaskDiffOnHost } from './task-diff';
