@@ -21,6 +21,7 @@ import { cleanupRoutes } from './routes/cleanup';
 import { cleanupJobRoutes } from './routes/cleanup-jobs';
 import { gitStatusRoutes } from './routes/git-status';
 import { mergeRoutes } from './routes/merges';
+import { taskDiffRoutes } from './routes/task-diff';
 import { healthRoutes } from './routes/health';
 import { hostRoutes } from './routes/hosts';
 import { logRoutes } from './routes/logs';
@@ -121,6 +122,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(gitStatusRoutes(opts));
   await app.register(mergeRoutes(opts));
   await app.register(taskPushRoutes(opts));
+  await app.register(taskDiffRoutes(opts));
   await app.register(cleanupRoutes(opts));
   await app.register(cleanupJobRoutes(opts));
   await app.register(orphanSweepRoutes(opts));

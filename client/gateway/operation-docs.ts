@@ -92,6 +92,11 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     description:
       "One status per repository of the task's canonical workspace, each with its `observedAt`; concurrent readers share one observation.",
   },
+  'GET /v1/tasks/{id}/diff': {
+    summary: "A task's diff",
+    description:
+      "Per repository: the task branch's changes since its merge base with the base branch, then the uncommitted ones (the worktree against its HEAD, untracked files; a released task's saved work), with `ahead`/`behind`. `patch=1` adds the patch; `Accept: text/x-diff` answers the patch alone as text. `repositoryId` and `path` narrow it. Cut at `TWS_DIFF_MAX_FILES` files and `TWS_DIFF_MAX_BYTES` of patch (`truncated: true`). Reads only: no worktree, index or ref changes.",
+  },
   'POST /v1/tasks/{id}/archive': {
     summary: 'Archive a task',
     description:
