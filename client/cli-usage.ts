@@ -63,6 +63,10 @@ export const COMMANDS: Record<string, CommandUsage> = {
     usage: 'limits <taskId>',
     what: "what the task's agents may use (each, and together), its disk quota, and what they use now",
   },
+  diff: {
+    usage: 'diff <taskId> [--patch]',
+    what: "the task's changes per repository against its base, committed then uncommitted (--patch: the patch itself)",
+  },
   disk: {
     usage: 'disk [--host H] [--limit N]',
     what: "each host's free disk and its largest task workspaces, as last measured (N: 1 to 200, default 20)",

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { parseDuration } from '../domain/idle';
 import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
 import { target as findTarget } from './cli-instance';
+import { diffCommand } from './cli-diff';
 import { diskReport, limitsReport } from './cli-reports';
 import { COMMANDS, commandUsage, optionsOf, USAGE } from './cli-usage';
 
@@ -258,6 +259,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
       print({ limits: task.limits, usage: task.usage, disk: task.disk }, () => limitsReport(task));
       return EXIT.ok;
     }
+    case 'diff':
+      await diffCommand(target(), one('task id'), { patch: p.flags.has('--patch'), asJson }, out);
+      return EXIT.ok;
     case 'disk': {
       const host = p.flags.get('--host');
       const limit = p.flags.get('--limit') ?? '20';

@@ -10,7 +10,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { archive, releaseIdleTask, waitForJob } from './support/cleanup';
-import { createHarness, USER_TOKEN, type Harness } from './support/harness';
+import { run as tws } from '../client/cli';
+import { CliError, EXIT } from '../client/cli-io';
+import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { agentEnded, createTask, expectSafeError, launch, registerRepo } from './support/scenario';
 import { commitOf, git, makeRepo } from './support/world';
 
@@ -154,6 +156,26 @@ describe('task diff [R8.1]', () => {
       ['README.md', true],
     ]);
     expect(one.body.repositories[0].patch).not.toContain('added.txt');
+
+    // The CLI: a line per file, the patch with --patch, JSON with --json; an unknown task is exit 4.
+    const env = { TWS_API_URL: h.baseUrl, TWS_OPERATOR_TOKEN: OPERATOR_TOKEN };
+    const printed = async (argv: string[]) => {
+      let said = '';
+      expect(await tws(argv, env, (x) => (said += x))).toBe(EXIT.ok);
+      return said;
+    };
+    const summary = await printed(['diff', t.taskId]);
+    expect(summary).toContain('ahead 2, behind 1');
+    expect(summary).toMatch(/R \+0 -0 +moved-from\.txt -> moved-to\.txt/);
+    expect(summary).toMatch(/A binary +blob\.bin/);
+    expect(summary).toContain(`? +1 -0        ${JSON.stringify(HOSTILE)}  (uncommitted)`);
+    expect(await printed(['diff', t.taskId, '--patch'])).toBe(d.patch);
+    expect(JSON.parse(await printed(['diff', t.taskId, '--json'])).repositories[0].files).toEqual(d.files);
+    const missing = await tws(['diff', '00000000-0000-4000-8000-000000000000'], env, () => undefined).catch(
+      (err: unknown) => err,
+    );
+    expect(missing).toBeInstanceOf(CliError);
+    expect((missing as CliError).code).toBe(EXIT.notFound);
 
     // Nothing was changed by reading: the index (bytes and time), every ref, the worktree's status.
     expect(readFileSync(indexFile).equals(before.index)).toBe(true);
