@@ -1,6 +1,6 @@
 /**
  * A task's diff [R8.1], as data: what is asked of the host that holds each repository, what it
- * answers, and the reading of git's NUL-separated outputs (`--name-status -z`, `--numstat -z`)
+ * answers, and the reading of git's NUL-separated output (`--raw --numstat -z`)
  * into files. The git of it is git/task-diff.ts; where it is read, executors/host/task-diff.ts.
  */
 
@@ -77,15 +77,17 @@ interface NameStatus {
   status: DiffFileStatus;
 }
 
-/** `git diff --name-status -z`: `M\0path\0`, `R100\0from\0to\0`. A record cut short at the end is dropped. */
-function parseNameStatusZ(out: string): NameStatus[] {
-  const parts = out.split('\0');
+/**
+ * The raw records of `git diff --raw --numstat -z` (they come first): `:<modes> <ids> M\0path\0`,
+ * `:… R100\0from\0to\0`. A record cut short at the end is dropped; answers where the counts begin.
+ */
+function parseRawZ(parts: string[]): { files: NameStatus[]; end: number } {
   const files: NameStatus[] = [];
   // A record counts only when each of its parts ended with its NUL (the last part is what followed the last one).
-  const complete = (parts_: number, at: number) => at + parts_ <= parts.length - 1;
-  for (let i = 0; complete(2, i);) {
-    const letter = parts[i]![0];
-    if (letter === undefined) break;
+  const complete = (count: number, at: number) => at + count <= parts.length - 1;
+  let i = 0;
+  while (complete(2, i) && parts[i]!.startsWith(':')) {
+    const letter = parts[i]!.slice(parts[i]!.lastIndexOf(' ') + 1)[0];
     if (letter === 'R' || letter === 'C') {
       if (!complete(3, i)) break;
       const [from, to] = [parts[i + 1]!, parts[i + 2]!];
@@ -93,11 +95,11 @@ function parseNameStatusZ(out: string): NameStatus[] {
       i += 3;
     } else {
       // An unmerged path (U) or anything unknown is a modification of the path.
-      files.push({ path: parts[i + 1]!, status: STATUS_OF_LETTER[letter] ?? 'modified' });
+      files.push({ path: parts[i + 1]!, status: STATUS_OF_LETTER[letter ?? ''] ?? 'modified' });
       i += 2;
     }
   }
-  return files;
+  return { files, end: i };
 }
 
 interface NumStat {
@@ -106,11 +108,10 @@ interface NumStat {
   binary: boolean;
 }
 
-/** `git diff --numstat -z`: `3\t1\tpath\0`, a rename `3\t1\t\0from\0to\0`, binary `-\t-\t…`; keyed by the (new) path. */
-function parseNumstatZ(out: string): Map<string, NumStat> {
-  const parts = out.split('\0');
+/** The counts after the raw records: `3\t1\tpath\0`, a rename `3\t1\t\0from\0to\0`, binary `-\t-\t…`; keyed by the (new) path. */
+function parseNumstatZ(parts: string[], from: number): Map<string, NumStat> {
   const stats = new Map<string, NumStat>();
-  for (let i = 0; i < parts.length - 1;) {
+  for (let i = from; i < parts.length - 1;) {
     const m = /^(-|\d+)\t(-|\d+)\t([\s\S]*)$/.exec(parts[i]!);
     if (!m) break;
     const binary = m[1] === '-';
@@ -127,16 +128,27 @@ function parseNumstatZ(out: string): Map<string, NumStat> {
   return stats;
 }
 
-/** The files of one diff: its name-status with each one's counts (a file the counts do not name counts 0). */
-export function filesOf(nameStatus: string, numstat: string, uncommitted: boolean): DiffFile[] {
-  const stats = parseNumstatZ(numstat);
-  return parseNameStatusZ(nameStatus).map((f) => ({
-    path: f.path,
-    ...(f.previousPath !== undefined ? { previousPath: f.previousPath } : {}),
-    status: f.status,
-    ...(stats.get(f.path) ?? { additions: 0, deletions: 0, binary: false }),
-    uncommitted,
-  }));
+/**
+ * The files of one `git diff --raw --numstat -z`, each with its counts. From an output that was
+ * cut, a file whose counts were cut off is left out rather than shown with none.
+ */
+export function filesOf(out: string, uncommitted: boolean, cut: boolean): DiffFile[] {
+  const parts = out.split('\0');
+  const raw = parseRawZ(parts);
+  const stats = parseNumstatZ(parts, raw.end);
+  const files: DiffFile[] = [];
+  for (const f of raw.files) {
+    const stat = stats.get(f.path);
+    if (!stat && cut) break;
+    files.push({
+      path: f.path,
+      ...(f.previousPath !== undefined ? { previousPath: f.previousPath } : {}),
+      status: f.status,
+      ...(stat ?? { additions: 0, deletions: 0, binary: false }),
+      uncommitted,
+    });
+  }
+  return files;
 }
 
 /** An untracked file's counts, from `git diff --no-index --numstat -z /dev/null <path>` (`2\t0\t\0/dev/null\0path\0`). */

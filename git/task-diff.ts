@@ -31,8 +31,8 @@ const DIFF_FLAGS = [
   '--src-prefix=a/',
   '--dst-prefix=b/',
 ];
-/** The most a listing of one file can take (two paths of PATH_MAX and its counts). */
-const LISTING_BYTES_PER_FILE = 8400;
+/** The most a listing of one file can take (its raw record and its counts: four paths of PATH_MAX at most). */
+const LISTING_BYTES_PER_FILE = 16_800;
 /** Untracked files are diffed this many at a time (one `diff --no-index` each). */
 const UNTRACKED_AT_ONCE = 4;
 
@@ -136,14 +136,13 @@ async function listPart(
   options: GitOptions,
 ): Promise<{ files: DiffFile[]; cut: boolean }> {
   const maxBytes = (budget.files + 1) * LISTING_BYTES_PER_FILE;
-  const listing = (format: string) =>
-    boundedGit(part.dir, ['diff', ...DIFF_FLAGS, format, '-z', ...part.sides, '--', ...pathspec], {
-      ...options,
-      maxBytes,
-    });
-  const [names, counts] = await Promise.all([listing('--name-status'), listing('--numstat')]);
-  const files = filesOf(names.out.toString('utf8'), counts.out.toString('utf8'), part.uncommitted);
-  return take(files, budget, names.cut);
+  // One pass gives both: the raw records (status, rename source) and then the counts.
+  const listed = await boundedGit(
+    part.dir,
+    ['diff', ...DIFF_FLAGS, '--raw', '--numstat', '-z', ...part.sides, '--', ...pathspec],
+    { ...options, maxBytes },
+  );
+  return take(filesOf(listed.out.toString('utf8'), part.uncommitted, listed.cut), budget, listed.cut);
 }
 
 function take(files: DiffFile[], budget: DiffBudget, cut: boolean): { files: DiffFile[]; cut: boolean } {
