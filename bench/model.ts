@@ -3,6 +3,7 @@ import type { GitLayerCost } from './git-layer';
 import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AgentsAliveResult } from './scenarios/agents-alive';
+import type { TaskDiffResult } from './scenarios/task-diff';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
@@ -67,6 +68,8 @@ export interface BenchResults {
   supervision?: Outcome<SupervisionResult>;
   agentsAlive?: Outcome<AgentsAliveResult>;
   tracing?: Outcome<TracingResult>;
+  /** A task's diff of 1,000 files (absent in results written before it existed). */
+  taskDiff?: Outcome<TaskDiffResult>;
   limits?: Outcome<ToggleResult>;
   sandbox?: Outcome<ToggleResult>;
   /** Scenario 6 (absent in results written before it existed). */

@@ -35,6 +35,7 @@ import { runIdleRelease } from './scenarios/idle-release';
 import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
 import { runResume } from './scenarios/resume';
+import { runTaskDiff } from './scenarios/task-diff';
 import { runSshAttach } from './scenarios/ssh-attach';
 import { runSupervision } from './scenarios/supervision';
 import { runTracing } from './scenarios/tracing';
@@ -177,6 +178,7 @@ async function main(): Promise<void> {
     // Supervision and agents alive: after the memory window (its launches would count in its peaks), before anything restarts a service.
     const supervision = await scenario('12 per-agent supervision', () => runSupervision(ctx));
     const agentsAlive = await scenario('13 100 agents alive', () => runAgentsAlive(ctx));
+    const taskDiff = await scenario('18 diff of 1,000 changed files', () => runTaskDiff(ctx));
     // Idle release and disk measurement: both act on the whole host, so the environments of the scenarios before are parked meanwhile.
     const idleRelease = await scenario('10 idle release and restore', () => runIdleRelease(ctx));
     const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
@@ -257,6 +259,7 @@ async function main(): Promise<void> {
           '8 board delete',
           '12 per-agent supervision',
           '13 100 agents alive',
+          '18 diff of 1,000 changed files',
           '10 idle release and restore',
           '11 disk measurement and launch latency (restarts the worker)',
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
@@ -295,6 +298,7 @@ async function main(): Promise<void> {
           '100 agents alive: attach launches on 4 ready tasks until that many agents run, after a warm-up round of as many launches killed again; VmRSS of the worker and the gateway sampled every 250 ms after a settling wait, medians compared; their process starters’ RSS (the parent of the gateway’s agents) beside, not added.',
           'Tracing: the worker and the gateway restarted for each phase (the endpoint is read at start): not loaded (OTEL_EXPORTER_OTLP_ENDPOINT unset, as every other scenario runs), loaded with OTEL_TRACES_SAMPLER=always_off (nothing recorded or exported), and exporting every span over OTLP/HTTP JSON to a sink in the benchmark process that answers 200 and discards (batched every 5 s, the SDK’s default); blocks off → on → loaded → loaded → on → off …, each on the services restarted for it, followed by a few unmeasured attaches (10; quick: 5); then restarted as they first ran. Judged: exporting / not loaded.',
           'Limits: the worker and the gateway restarted for each block with TWS_AGENT_LIMITS=on or off (read at start); blocks off → on → on → off, each after a few unmeasured attaches; in each block an attach on a ready task and a first launch of a new task (one repository) alternate. Judged: on / off, each.',
+          'Diff of 1,000 changed files: an agent changes every file of a 1,000-file repository and commits; `GET /v1/tasks/:id/diff` (the file list) against `git diff --numstat` of the same merge base and head as a plain process plus one `GET /healthz` round trip, in alternating blocks of 5.',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -314,6 +318,7 @@ async function main(): Promise<void> {
       diskMeasurement,
       supervision,
       agentsAlive,
+      taskDiff,
       tracing,
       limits,
       sandbox,

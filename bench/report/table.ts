@@ -242,6 +242,18 @@ export function renderTable(r: BenchResults): string {
       '',
       ...t('worker_rss_100_agents_ratio'),
     ]);
+  if (r.taskDiff?.ok) {
+    const x = r.taskDiff.value;
+    rows.push([
+      `Diff of ${x.files.toLocaleString('en')} changed files: \`GET /v1/tasks/:id/diff\` p50 (n=${x.product.n}; p95)`,
+      `${ms(x.product.p50)} (${ms(x.product.p95)})`,
+      `\`git diff --numstat\` ${ms(x.gitNumstat.p50)} + API round trip ${ms(x.roundTrip.p50)}`,
+      '—',
+      `**${times(x.ratioP50)}** of the floor`,
+      '—',
+      '—',
+    ]);
+  } else rows.push(['Diff of 1,000 changed files', r.taskDiff ? failed(r.taskDiff) : 'not run', '', '', '', '—', '—']);
   if (r.tracing?.ok) {
     const x = r.tracing.value;
     const spans = (m: 'off' | 'loaded' | 'on') =>
