@@ -146,7 +146,8 @@ export function mergeHostActivities(deps: ActivityDeps) {
     async rebaseTaskBranch(source: TaskRepositorySource): Promise<RebaseAnswer> {
       if (!source.taskBranch) return { kind: 'stale' };
       // A clone on an SSH target keeps its own branch: rebased here, the two would part ways.
-      if (source.sshTargetId) throw typedFailure('workspace_reuse_unsupported', { reason: 'rebase_on_target_unsupported' });
+      if (source.sshTargetId)
+        throw typedFailure('workspace_reuse_unsupported', { reason: 'rebase_on_target_unsupported' });
       return withHeartbeat('rebase', () =>
         withRepositoryLock(pool, source.repositoryId, () =>
           rebaseTaskBranch({

@@ -95,7 +95,8 @@ describe('the OpenAPI document is the manual', () => {
     expect(resolve({ $ref: '#/components/responses/Error409' }).description).toContain('workspace_preparing');
     // Nowhere else is the body written out.
     expect(raw.split('"errorId"').length - 1).toBe(2); // its property and its `required` entry
-    expect(Buffer.byteLength(raw)).toBeLessThan(100_000);
+    // The fifth round (diff, merge, rebase, undo, push: eight operations) took it past 100 KB with its shared schemas.
+    expect(Buffer.byteLength(raw)).toBeLessThan(120_000);
   });
 
   it('GET /docs is a page that needs no token, and the 404 and 405 answers are unchanged', async () => {

@@ -12,6 +12,7 @@ import { ERROR_TABLE } from '../../domain/errors';
 import type { Role } from './auth';
 import { OPERATION_DOCS } from './operation-docs';
 import { ApiErrorBody, TaskBody } from './schemas';
+import { MergeBody } from './merge-schemas';
 import { ContainersStatusBody, CopyOutcomeBody, PreparationBody, SetupOutcomeBody } from './preparation-view';
 
 const BEARER = [{ bearer: [] }];
@@ -88,6 +89,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   app.addSchema(ContainersStatusBody);
   app.addSchema(PreparationBody);
   app.addSchema(TaskBody);
+  app.addSchema(MergeBody);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -92,6 +92,40 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     description:
       "One status per repository of the task's canonical workspace, each with its `observedAt`; concurrent readers share one observation.",
   },
+  'GET /v1/tasks/{id}/merge-preview': {
+    summary: 'What a merge would do',
+    description:
+      'Per repository, what a merge with `strategy` (default `squash`) would do now: `clean`, `conflicts` (the files), `up_to_date`, or `blocked` with `blockedBy` (`uncommitted_changes`, `session_running`, `base_checkout_dirty`, `not_fast_forward`). Decided by `git merge-tree --write-tree`; no worktree, index or ref changes.',
+  },
+  'POST /v1/tasks/{id}/merge': {
+    summary: "Merge a task's branches into their bases",
+    description:
+      "One durable operation (`merge/<taskId>/<operationId>` in the Temporal UI), all repositories or none. Each base moves only by compare-and-set from the commit its plan was made on; a base moved meanwhile is planned again; a base checked out in a folder is brought forward there as `merge --ff-only` would. `commitUncommitted` commits the task's uncommitted work first, `stopAgents` stops its agents first; `archive` archives the task once merged. `Idempotency-Key` joins the same operation. 202 `{ operationId, workflowId }`; with `Prefer: wait`, 200 with the merge once it ended (within 60 s). A refusal found at once is its 409 (`merge_conflict` with `conflicts`, `task_uncommitted_changes`, `session_running`, `not_fast_forward`, `base_checkout_dirty`, `nothing_to_merge`, `merge_in_progress`).",
+  },
+  'GET /v1/merges/{id}': {
+    summary: 'A merge',
+    description:
+      "Its state (`running`, `merged`, `refused`, `undone`, `needs_operator`), per repository the base before and after, and its error when refused (the error body's fields).",
+  },
+  'GET /v1/tasks/{id}/merges': {
+    summary: "A task's merges",
+    description: 'Newest first, paged (`limit`, `cursor`).',
+  },
+  'POST /v1/merges/{id}/undo': {
+    summary: 'Undo a merge',
+    description:
+      'Moves each base back to where the merge found it, by compare-and-set, only where every base is still where the merge left it; else 409 `base_moved_since_merge` and nothing moves (revert instead). Answers the merge, `undone`.',
+  },
+  'POST /v1/tasks/{id}/rebase': {
+    summary: "Rebase a task's branches",
+    description:
+      "Replays the task's commits on the current base in its worktree (authors kept, the committer the service's). Uncommitted work is 409 `task_uncommitted_changes`; a running agent 409 `session_running` unless `stopAgents`; a conflict 409 `merge_conflict` with the files, and nothing changed. A task on an SSH target is not rebased from the host.",
+  },
+  'POST /v1/tasks/{id}/push': {
+    summary: "Push a task's branches",
+    description:
+      "Pushes each task branch to its repository's `remote` under the same name (fast-forward only unless `force`). 200 `{ repositories: [{ repositoryId, ref, commit }] }`; a remote that refuses or does not answer is 502 `push_failed` naming no address or credential.",
+  },
   'GET /v1/tasks/{id}/diff': {
     summary: "A task's diff",
     description:

@@ -13,11 +13,23 @@ export async function bringHostBranchHome(
 ): Promise<{ dirty: boolean }> {
   const worktree = source.worktreePath;
   if (!worktree || !(await isRealDirectory(worktree))) return { dirty: false };
-  // A running agent's new commits are in its task's store until brought home.
+  await readyToRead({ config, logger }, worktree, source.repositoryId);
+  return { dirty: (await fileStatus(worktree, { binary: config.gitBinary })).length > 0 };
+}
+
+/**
+ * Before the service reads a task's worktree (its status, its diff, a merge): a running agent's new
+ * commits, in its task's store until brought home, are brought home; and a worktree whose
+ * registration is not the service's own is not read at all: refused typed.
+ */
+export async function readyToRead(
+  { config, logger }: { config: ActivityDeps['config']; logger: Pick<ActivityDeps['logger'], 'warn'> },
+  worktree: string,
+  repositoryId: string,
+): Promise<void> {
   await bringObjectsHome(config.agentRoot, worktree, config.gitBinary).catch((err: unknown) =>
-    logger.warn({ err, repositoryId: source.repositoryId }, "an agent's objects could not be brought home now"),
+    logger.warn({ err, repositoryId }, "an agent's objects could not be brought home now"),
   );
-  // A worktree whose registration is not the service's own is not read: refused typed.
   try {
     pinnedRepository(worktree);
   } catch (err) {
@@ -25,5 +37,4 @@ export async function bringHostBranchHome(
       throw typedFailure('workspace_reuse_unsafe', { reason: 'worktree_registration_untrusted' });
     throw err;
   }
-  return { dirty: (await fileStatus(worktree, { binary: config.gitBinary })).length > 0 };
 }

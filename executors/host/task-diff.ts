@@ -7,10 +7,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../../domain/config';
 import type { DiffRequest, RepositoryDiff } from '../../domain/task-diff';
-import { bringObjectsHome } from '../../git/agent-objects-home';
-import { pinnedRepository, UntrustedWorktree } from '../../git/pinned-repository';
 import { readRepositoryDiff } from '../../git/task-diff';
-import { typedFailure } from '../support/failures';
+import { readyToRead } from './branch-home';
 
 export async function readHostTaskDiff(
   { config, logger }: { config: Config; logger: Pick<Logger, 'warn'> },
@@ -19,18 +17,7 @@ export async function readHostTaskDiff(
   const budget = { bytes: request.maxBytes, files: request.maxFiles };
   const answers: RepositoryDiff[] = [];
   for (const source of request.sources) {
-    if (source.worktreePath) {
-      await bringObjectsHome(config.agentRoot, source.worktreePath, config.gitBinary).catch((err: unknown) =>
-        logger.warn({ err, repositoryId: source.repositoryId }, "an agent's objects could not be brought home now"),
-      );
-      try {
-        pinnedRepository(source.worktreePath);
-      } catch (err) {
-        if (err instanceof UntrustedWorktree)
-          throw typedFailure('workspace_reuse_unsafe', { reason: 'worktree_registration_untrusted' });
-        throw err;
-      }
-    }
+    if (source.worktreePath) await readyToRead({ config, logger }, source.worktreePath, source.repositoryId);
     answers.push(
       await readRepositoryDiff(source, { patch: request.patch, path: request.path }, budget, {
         binary: config.gitBinary,

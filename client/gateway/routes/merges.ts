@@ -16,6 +16,7 @@ import { temporalLinks } from '../../temporal-links';
 import { typedRefusalOf } from '../../typed-outcome';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
+import { Merge, OneOf } from '../merge-schemas';
 import { idempotencyKeyOf } from './session-requests';
 import { IdParams, Links, Uuid, errorResponses } from '../schemas';
 import { PageQueryFields } from '../pagination';
@@ -51,38 +52,12 @@ const RebaseBody = Type.Optional(
 
 const Commit = Type.Union([Type.String(), Type.Null()]);
 
-const Merge = Type.Object({
-  operationId: Uuid,
-  taskId: Uuid,
-  strategy: Type.String(),
-  state: Type.Union([
-    Type.Literal('running'),
-    Type.Literal('merged'),
-    Type.Literal('refused'),
-    Type.Literal('undone'),
-    Type.Literal('needs_operator'),
-  ]),
-  repositories: Type.Array(
-    Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), before: Commit, after: Commit }),
-  ),
-  error: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  createdAt: Type.String(),
-  finishedAt: Type.Union([Type.String(), Type.Null()]),
-  undoneAt: Type.Union([Type.String(), Type.Null()]),
-  links: Links,
-});
-
 const Preview = Type.Object({
   strategy: Type.String(),
   repositories: Type.Array(
     Type.Object({
       repositoryId: Uuid,
-      outcome: Type.Union([
-        Type.Literal('clean'),
-        Type.Literal('conflicts'),
-        Type.Literal('up_to_date'),
-        Type.Literal('blocked'),
-      ]),
+      outcome: OneOf(['clean', 'conflicts', 'up_to_date', 'blocked'] as const),
       conflicts: Type.Optional(Type.Array(Type.String())),
       blockedBy: Type.Optional(Type.String()),
     }),
