@@ -11,6 +11,8 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly code: number,
+    /** The answer's error object (`{code, message, action, …}`), when the service refused with one. */
+    readonly error?: Record<string, unknown>,
   ) {
     super(message);
   }
@@ -24,12 +26,19 @@ export interface Target {
   down?: string;
 }
 
-export async function call(t: Target, method: string, route: string, body?: unknown): Promise<Response> {
+export async function call(
+  t: Target,
+  method: string,
+  route: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   let res: Response;
   try {
     res = await fetch(t.url + route, {
       method,
       headers: {
+        ...headers,
         authorization: `Bearer ${t.token}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
@@ -45,20 +54,26 @@ export async function call(t: Target, method: string, route: string, body?: unkn
   }
   if (res.ok) return res;
   const text = await res.text();
-  let error: { code?: string; message?: string } = {};
+  let error: { code?: string; message?: string; [extra: string]: unknown } = {};
   try {
     error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
   } catch {
     // not the contract's body
   }
   const reason = `${error.code ?? `HTTP ${res.status}`}${error.message ? `: ${error.message}` : ''}`;
-  if (res.status === 404) throw new CliError(`not found (${reason})`, EXIT.notFound);
-  if (res.status >= 500) throw new CliError(`the service failed (${reason})`, EXIT.unavailable);
-  throw new CliError(`refused (${reason})`, EXIT.refused);
+  const known = error.code === undefined ? undefined : error;
+  if (res.status === 404) throw new CliError(`not found (${reason})`, EXIT.notFound, known);
+  if (res.status >= 500) throw new CliError(`the service failed (${reason})`, EXIT.unavailable, known);
+  throw new CliError(`refused (${reason})`, EXIT.refused, known);
 }
 
-export const json = async (t: Target, method: string, route: string, body?: unknown): Promise<any> =>
-  (await call(t, method, route, body)).json();
+export const json = async (
+  t: Target,
+  method: string,
+  route: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+): Promise<any> => (await call(t, method, route, body, headers)).json();
 
 /** Every page of a list route (`{ items, nextCursor }`). */
 export async function all(t: Target, route: string, query: Record<string, string | undefined>): Promise<any[]> {
@@ -97,7 +112,10 @@ export function table(rows: Record<string, unknown>[], columns: string[]): strin
 
 export interface Parsed {
   positional: string[];
+  /** Each option once: a valued option given twice keeps its last value. */
   flags: Map<string, string | true>;
+  /** Every value of each valued option, in order (`--repository A --repository B`). */
+  lists: Map<string, string[]>;
 }
 
 const VALUED = new Set([
@@ -116,11 +134,15 @@ const VALUED = new Set([
   '--workspace-root',
   '--data-dir',
   '--api',
+  '--strategy',
+  '--message',
+  '--repository',
 ]);
 
 export function parse(argv: string[], usage: string): Parsed {
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
+  const lists = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '-f') flags.set('--follow', true);
@@ -128,10 +150,11 @@ export function parse(argv: string[], usage: string): Parsed {
       const value = argv[++i];
       if (value === undefined) throw new CliError(`${a} needs a value\n${usage}`, EXIT.usage);
       flags.set(a, value);
+      lists.set(a, [...(lists.get(a) ?? []), value]);
     } else if (a.startsWith('-')) flags.set(a, true);
     else positional.push(a);
   }
-  return { positional, flags };
+  return { positional, flags, lists };
 }
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
