@@ -57,6 +57,24 @@ export const COMMANDS: Record<string, CommandUsage> = {
     usage: 'push <taskId> [--force]',
     what: "push the task's branches to their repositories' remotes, under the same names (--force: even where not a fast-forward)",
   },
+  preview: {
+    usage: 'preview <taskId> [--strategy S]',
+    what: 'what merging the task would do in each repository: clean, conflicts (their files), up to date or blocked (S: squash, the default, merge, fast_forward, rebase)',
+  },
+  merge: {
+    usage:
+      'merge <taskId> [--strategy S] [--message M] [--archive] [--commit-uncommitted] [--stop-agents] [--repository ID]...',
+    what: 'merge the task into its base branches, all or none, and wait for the outcome: each base before → after (exit 1: refused or needs an operator)',
+  },
+  merges: { usage: 'merges <taskId>', what: "the task's merges, newest first, with their state" },
+  'undo-merge': {
+    usage: 'undo-merge <operationId>',
+    what: 'move the bases back where the merge found them (refused once something landed on them since: revert instead)',
+  },
+  rebase: {
+    usage: 'rebase <taskId> [--stop-agents] [--repository ID]...',
+    what: "replay the task's commits on its base branches (a conflict changes nothing)",
+  },
   pin: { usage: 'pin <taskId>', what: 'keep a task from being released for idleness' },
   unpin: { usage: 'unpin <taskId>', what: 'let a pinned task be released for idleness again' },
   limits: {

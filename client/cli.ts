@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../domain/idle';
 import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
+import { finishing, FINISHING_COMMANDS } from './cli-finishing';
 import { target as findTarget } from './cli-instance';
 import { diffCommand } from './cli-diff';
 import { diskReport, limitsReport } from './cli-reports';
@@ -50,6 +51,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   let chosen: Target | undefined;
   const target = (): Target => (chosen ??= findTarget(env, { dataDir: text('--data-dir'), api: text('--api') }));
   const print = (value: unknown, human: () => string) => out(`${asJson ? JSON.stringify(value, null, 2) : human()}\n`);
+
+  // Finishing a task (preview, merge, merges, undo-merge, rebase): client/cli-finishing.ts.
+  if (FINISHING_COMMANDS.has(command)) return finishing(command, { p, asJson, usage, target, one, out });
 
   switch (command) {
     case 'jobs': {
