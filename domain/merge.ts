@@ -59,6 +59,8 @@ export interface RepositoryMerged {
   baseBranch: string;
   before: string | null;
   after: string | null;
+  /** Asked to push (`push: true`): whether the base reached its repository's remote (false: no remote, or it refused). */
+  pushed?: boolean;
 }
 
 export type GitOperationState = 'running' | 'merged' | 'refused' | 'undone' | 'needs_operator' | 'done';

@@ -2,10 +2,10 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHarness, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { commitIn, finish, mergedTree, read, reflogLength, taskWithCommits, treeOf } from './support/finishing';
-import { expectSafeError, launch, pidOf, SLEEPER } from './support/scenario';
-import { CHECKOUT_OWNER, commitOf, fingerprint, git } from './support/world';
+import { expectSafeError, launch, pidOf, SLEEPER, waitUntil } from './support/scenario';
+import { branches, CHECKOUT_OWNER, commitOf, fingerprint, git } from './support/world';
 
 let h: Harness;
 
@@ -184,5 +184,60 @@ describe('merging a task [R8.3]', () => {
     expect(conflict.body.error.conflicts).toEqual([{ repositoryId: w.repoId, paths: ['README.md'] }]);
     expect(commitOf(w.repo, w.branch)).toBe(head);
     expect(fingerprint(w.worktree)).toBe(worktree);
+  });
+
+  it('push: true sends the moved base to the remote; archive: true archives the task in the same operation', async () => {
+    const w = await taskWithCommits(h, 'push-archive', [{ 'a.txt': 'a\n' }]);
+    const bare = path.join(h.scratch, 'push-archive-remote.git');
+    git(h.scratch, 'init', '-q', '--bare', bare);
+    const set = await h.api('PATCH', `/v1/repositories/${w.repoId}`, { remote: `file://${bare}` }, OPERATOR_TOKEN);
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const res = await finish(h, 'POST', `/v1/tasks/${w.taskId}/merge`, {
+      strategy: 'squash',
+      push: true,
+      archive: true,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.repositories[0]).toMatchObject({ pushed: true });
+    expect(git(bare, 'rev-parse', 'refs/heads/main')).toBe(commitOf(w.repo, 'main'));
+    await waitUntil(async () => (await h.api('GET', `/v1/tasks/${w.taskId}`)).body.state === 'archived', 'the archive');
+    expect(branches(w.repo)).toContain(w.branch); // an archive keeps the branch (a later delete removes it, merged)
+  });
+
+  it('the same Idempotency-Key sent twice at once is one merge, the base moved once', async () => {
+    const w = await taskWithCommits(h, 'idempotent', [{ 'a.txt': 'a\n' }]);
+    const reflog = reflogLength(w.repo, 'main');
+    const [a, b] = await Promise.all(
+      [1, 2].map(() =>
+        finish(h, 'POST', `/v1/tasks/${w.taskId}/merge`, { strategy: 'merge' }, { 'idempotency-key': 'k-1' }),
+      ),
+    );
+    expect([a!.status, b!.status].sort()).toEqual([200, 200]);
+    expect(a!.body.operationId).toBe(b!.body.operationId);
+    expect(reflogLength(w.repo, 'main')).toBe(reflog + 1);
+    const list = await h.api('GET', `/v1/tasks/${w.taskId}/merges`);
+    expect(list.body.items).toHaveLength(1);
+  });
+
+  // Last in the file: an idle release takes every idle task of the host.
+  it('a released task merges from its kept branch; its saved work counts as uncommitted', async () => {
+    const w = await taskWithCommits(h, 'released', [{ 'a.txt': 'a\n' }]);
+    writeFileSync(path.join(w.worktree, 'draft.txt'), 'saved by the release\n');
+    const res = await h.api('POST', '/v1/idle-release', { hostId: h.config.hostId, idleForMs: 1 }, OPERATOR_TOKEN);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await waitUntil(async () => !existsSync(w.worktree), 'the release removed the worktree');
+    await waitUntil(
+      async () =>
+        (await h.pool.query(`SELECT 1 FROM task_environments WHERE task_id = $1 AND status = 'released'`, [w.taskId]))
+          .rowCount === 1,
+      'the release recorded',
+    );
+    const refused = await finish(h, 'POST', `/v1/tasks/${w.taskId}/merge`, { strategy: 'squash' });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: 'task_uncommitted_changes', repositoryIds: [w.repoId] });
+    await h.pool.query(`UPDATE saved_work SET restore = 'abandoned' WHERE task_id = $1`, [w.taskId]);
+    const merged = await finish(h, 'POST', `/v1/tasks/${w.taskId}/merge`, { strategy: 'squash' });
+    expect(merged.status, JSON.stringify(merged.body)).toBe(200);
+    expect(read(w.repo, 'a.txt')).toBe('a\n');
   });
 });

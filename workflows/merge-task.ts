@@ -31,6 +31,8 @@ export interface MergeInput {
   commitUncommitted?: boolean;
   stopAgents?: boolean;
   archive?: boolean;
+  /** Push each moved base to its repository's remote once merged (a failed push leaves the merge merged, and says so). */
+  push?: boolean;
   idempotencyKey?: string | null;
   /** The cleanup policy of an archive asked for in the same operation. */
   cleanupPolicy: RetryPolicy;
@@ -79,6 +81,7 @@ export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
         : { state: 'needs_operator', repositories: [], error: { code: 'internal', reason: 'step_failed' } };
     }
   }
+  if (outcome.state === 'merged' && input.push) outcome.repositories = await pushBases(input, outcome.repositories);
   await records.finishGitOperation({ operationId: input.operationId, ...outcome, error: outcome.error ?? null });
   if (outcome.state === 'merged' && input.archive) await archiveTask(input);
   return outcome;
@@ -218,6 +221,28 @@ function refusalOf(err: unknown): Refused | null {
     if (cur instanceof ApplicationFailure && isErrorCode(cur.type))
       return new Refused(cur.type as ErrorCode, (cur.details?.[0] as Record<string, unknown>) ?? {});
   return null;
+}
+
+/** Each moved base pushed to its repository's remote, under its own name; each repository says whether it was. */
+async function pushBases(input: MergeInput, merged: RepositoryMerged[]): Promise<RepositoryMerged[]> {
+  const sources = await records.taskRepositorySources(input.taskId);
+  const pushed: RepositoryMerged[] = [];
+  for (const repo of merged) {
+    const source = sources.find((s) => s.repositoryId === repo.repositoryId);
+    if (!source?.remote) {
+      pushed.push({ ...repo, pushed: false });
+      continue;
+    }
+    const ref = `refs/heads/${repo.baseBranch}`;
+    const ok = await hostSteps(source.hostId)
+      .pushRefs({ sourcePath: source.sourcePath, remote: source.remote, refs: [{ local: ref, remote: ref }] })
+      .then(
+        () => true,
+        () => false,
+      );
+    pushed.push({ ...repo, pushed: ok });
+  }
+  return pushed;
 }
 
 async function archiveTask(input: MergeInput): Promise<void> {

@@ -14,7 +14,14 @@ export const MergeBody = Type.Object(
     strategy: Type.String(),
     state: OneOf(['running', 'merged', 'refused', 'undone', 'needs_operator'] as const),
     repositories: Type.Array(
-      Type.Object({ repositoryId: Uuid, baseBranch: Type.String(), before: Commit, after: Commit }),
+      Type.Object({
+        repositoryId: Uuid,
+        baseBranch: Type.String(),
+        before: Commit,
+        after: Commit,
+        /** With `push: true`: whether the base reached the repository's remote. */
+        pushed: Type.Optional(Type.Boolean()),
+      }),
     ),
     /** A refused merge's error: the error body's fields. */
     error: Type.Optional(Type.Record(Type.String(), Type.Unknown())),

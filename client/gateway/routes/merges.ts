@@ -36,6 +36,7 @@ const MergeBody = Type.Object(
     commitUncommitted: Type.Optional(Type.Boolean()),
     stopAgents: Type.Optional(Type.Boolean()),
     archive: Type.Optional(Type.Boolean()),
+    push: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
