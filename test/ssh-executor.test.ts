@@ -821,3 +821,43 @@ describe('a new clone made ready on the target (copyFiles, setup)', () => {
     expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('applied');
   });
 });
+
+describe('finishing an ssh task [R8.7]', () => {
+  it("its clone's branch is brought home before the merge; uncommitted work on the target refuses, and is never committed from the host", async () => {
+    const t = await sshTask();
+    writeFileSync(path.join(t.remoteClone, 'feature.txt'), 'done on the target\n');
+    git(t.remoteClone, 'add', 'feature.txt');
+    git(t.remoteClone, '-c', 'user.name=agent', '-c', 'user.email=agent@example.com', 'commit', '-q', '-m', 'feature');
+    const remoteHead = git(t.remoteClone, 'rev-parse', 'HEAD');
+    writeFileSync(path.join(t.remoteClone, 'draft.txt'), 'not committed\n');
+    const merge = (body: Record<string, unknown>) =>
+      h.api('POST', `/v1/tasks/${t.taskId}/merge`, { strategy: 'squash', stopAgents: true, ...body });
+    const dirty = await merge({});
+    expect(dirty.status).toBe(409);
+    expect(dirty.body.error).toMatchObject({ code: 'task_uncommitted_changes', repositoryIds: [t.repoId] });
+    const notHere = await merge({ commitUncommitted: true });
+    expect(notHere.status).toBe(409);
+    expect(notHere.body.error).toMatchObject({
+      code: 'task_uncommitted_changes',
+      reason: 'commit_on_target_unsupported',
+    });
+    rmSync(path.join(t.remoteClone, 'draft.txt'));
+    const before = commitOf(t.repo, 'main');
+    const merged = await merge({});
+    expect(merged.status, JSON.stringify(merged.body)).toBe(202);
+    await waitUntil(
+      async () => (await h.api('GET', `/v1/merges/${merged.body.operationId}`)).body.state === 'merged',
+      'the merge',
+    );
+    expect(commitOf(t.repo, taskBranchName(t.taskId))).toBe(remoteHead); // brought home
+    expect(git(t.repo, 'rev-parse', 'main^')).toBe(before);
+    expect(readFileSync(path.join(t.repo, 'feature.txt'), 'utf8')).toBe('done on the target\n');
+    expect(git(t.remoteClone, 'rev-parse', 'HEAD')).toBe(remoteHead); // the clone is as it was
+    const rebase = await h.api('POST', `/v1/tasks/${t.taskId}/rebase`, {});
+    expect(rebase.status).toBe(409);
+    expect(rebase.body.error).toMatchObject({
+      code: 'workspace_reuse_unsupported',
+      reason: 'rebase_on_target_unsupported',
+    });
+  });
+});

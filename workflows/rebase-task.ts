@@ -6,7 +6,7 @@
 import { executeChild, uuid4 } from '@temporalio/workflow';
 import { stopWorkflowId } from '../domain/workflow-ids';
 import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
-import { typedRefusal } from './typed-failure';
+import { asTypedFailure, typedRefusal } from './typed-failure';
 
 const records = recordSteps();
 
@@ -29,7 +29,8 @@ export async function rebaseTask(input: RebaseInput): Promise<RebaseOutcome> {
     return outcome;
   } catch (err) {
     await records.finishGitOperation({ operationId: input.operationId, state: 'refused' });
-    throw err;
+    // A step's typed refusal is the run's own (the caller reads its code, not the step's failure).
+    throw asTypedFailure(err);
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import type { RepositoryPlan } from '../domain/merge';
 import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
-import { typedRefusal } from './typed-failure';
+import { asTypedFailure, typedRefusal } from './typed-failure';
 
 const records = recordSteps();
 
@@ -42,6 +42,7 @@ export async function undoMerge(input: UndoInput): Promise<void> {
     await records.finishGitOperation({ operationId: input.operationId, state: 'done' });
   } catch (err) {
     await records.finishGitOperation({ operationId: input.operationId, state: 'refused' });
-    throw err;
+    // A step's typed refusal is the run's own (the caller reads its code, not the step's failure).
+    throw asTypedFailure(err);
   }
 }
