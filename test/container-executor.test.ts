@@ -28,6 +28,7 @@ import {
   waitUntil,
 } from './support/scenario';
 import { git, listDir, makeRepo, rowCounts } from './support/world';
+import { finish } from './support/finishing';
 import { executionGroup } from '../domain/limits';
 
 const { harness, cleanups } = harnessesPerTest();
@@ -122,6 +123,25 @@ describe('the container executor', () => {
     expect(status.status, JSON.stringify(status.body)).toBe(200);
     const wt = await worktreeOf(res.body.taskEnvironmentId);
     expect(git(wt, 'log', '-1', '--format=%s')).toBe('agent');
+  });
+
+  it("a container agent's commits merge into the base once brought home; the worktree is shared with the host [R8.7]", async () => {
+    const { repo, taskId, repositoryId } = await containerTask('ctr-merge');
+    const res = await launchIn(taskId, [
+      'sh',
+      '-c',
+      'echo from the container > feature.txt; git add feature.txt && git -c user.name=agent -c user.email=agent@example.com commit -qm feature && echo committed',
+    ]);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    await agentEnded(h, res.body.sessionId);
+    const before = git(repo, 'rev-parse', 'main');
+    const merged = await finish(h, 'POST', `/v1/tasks/${taskId}/merge`, { strategy: 'rebase' });
+    expect(merged.status, JSON.stringify(merged.body)).toBe(200);
+    expect(merged.body.repositories).toEqual([
+      { repositoryId, baseBranch: 'main', before, after: git(repo, 'rev-parse', 'main') },
+    ]);
+    expect(git(repo, 'log', '-1', '--format=%an %s', 'main')).toBe('agent feature');
+    expect(readFileSync(path.join(repo, 'feature.txt'), 'utf8')).toBe('from the container\n');
   });
 
   it('a second session shares the container; an agent exit and its log are recorded', async () => {
