@@ -43,9 +43,10 @@ export async function checkoutsOverlap(
 
 /**
  * Each folder with the base checked out, its index and files taken from `from` to `to` by git's
- * two-tree merge (`read-tree -m -u`), which keeps local changes to untouched files and refuses to
- * overwrite a changed one. Run as the folder's owner, so every file it writes stays theirs. A
- * folder already at `to` (a step run again) is left as it is: the two-tree merge finds it so.
+ * two-tree merge (`read-tree -m -u`, its index refreshed first as `git merge` does), which keeps
+ * local changes to untouched files and refuses to overwrite a changed one. Run as the folder's
+ * owner, so every file it writes stays theirs. A folder already at `to` (a step run again) is left
+ * as it is: the two-tree merge finds it so.
  */
 export async function bringCheckoutsForward(
   repoPath: string,
@@ -61,11 +62,16 @@ export async function bringCheckoutsForward(
 export async function moveFolder(folder: string, from: string, to: string, binary: string): Promise<void> {
   const owner = await stat(folder);
   const asOwner = process.getuid?.() === 0 && owner.uid !== 0 ? { uid: owner.uid, gid: owner.gid } : {};
-  await execFileAsync(binary, ['read-tree', '-m', '-u', from, to], {
+  const options = {
     cwd: folder,
     env: gitEnvironment(folder),
     ...asOwner,
     timeout: 10 * 60_000,
     maxBuffer: 64 * 1024 * 1024,
-  });
+  };
+  // The two-tree merge refuses a file whose index entry's stat data is stale ("not uptodate")
+  // even where its content is the index's (a chown, a copy, a restore): the index is refreshed
+  // first, as `git merge` does. A file really changed stays changed, and is still refused.
+  await execFileAsync(binary, ['update-index', '-q', '--refresh'], options);
+  await execFileAsync(binary, ['read-tree', '-m', '-u', from, to], options);
 }
