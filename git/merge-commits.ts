@@ -232,8 +232,11 @@ export async function moveRef(
     await run(git, ['update-ref', '-m', reason, ref, to, from]);
     return 'moved';
   } catch (err) {
-    // A ref elsewhere than `from` is the answer; a ref at `from` that did not move is a failure to say.
-    if ((await resolveCommit(git, ref)) !== from) return 'stale';
+    // A ref already at `to` was moved by an earlier try of the same step (its answer lost); one
+    // elsewhere than `from` is the answer; a ref at `from` that did not move is a failure to say.
+    const now = await resolveCommit(git, ref);
+    if (now === to) return 'moved';
+    if (now !== from) return 'stale';
     throw err;
   }
 }

@@ -79,11 +79,11 @@ export function hostSteps(hostId: string, startedOn?: StartedOn, heartbeatTimeou
  * outlast a database outage or a host's restart instead of leaving a merge half done; a fault
  * that is no outage still ends after a few tries (activities/failures.ts).
  */
-export function mergeHostSteps(hostId: string) {
+export function mergeHostSteps(hostId: string, heartbeatTimeoutMs = STEP_HEARTBEAT_TIMEOUT_MS) {
   return proxyActivities<HostActivities>({
     taskQueue: hostTaskQueue(workflowInfo().taskQueue, hostId),
     startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: STEP_HEARTBEAT_TIMEOUT_MS,
+    heartbeatTimeout: heartbeatTimeoutMs,
     retry: LOCAL_HOST_RETRY,
   });
 }

@@ -15,9 +15,13 @@ import { isErrorCode, type ErrorCode } from '../domain/errors';
 import type { MergeStrategy, RepositoryMerged, RepositoryPlan, TaskRepositorySource } from '../domain/merge';
 import { mergeMessage, strategyAllowed } from '../domain/merge';
 import { cleanupWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import { mergeHostSteps as hostSteps, recordSteps } from './activity-proxies';
+import { mergeHostSteps, recordSteps } from './activity-proxies';
 
 const records = recordSteps();
+
+/** The operator's heartbeat timeout (TWS_STEP_HEARTBEAT_TIMEOUT_MS, in the policy a merge carries): a dead host is noticed as soon. */
+let heartbeatTimeoutMs: number | undefined;
+const hostSteps = (hostId: string) => mergeHostSteps(hostId, heartbeatTimeoutMs);
 
 /** How many times a merge plans again because a base moved under it before it gives up (refused, retry). */
 const MAX_PLANS = 5;
@@ -54,6 +58,7 @@ class Refused extends Error {
 }
 
 export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
+  heartbeatTimeoutMs = input.cleanupPolicy.heartbeatTimeoutMs;
   // 1.
   await records.beginGitOperation({
     operationId: input.operationId,
