@@ -6,7 +6,7 @@ import {
   mergedTaskHeads,
   recordPlan,
   replacePlan,
-  type GitOperationKind,
+  type GitOperationStart,
 } from '../db/git-operations';
 import { taskMergeFacts } from '../db/merge-facts';
 import { taskRepositorySources } from '../db/merge-sources';
@@ -28,15 +28,7 @@ export function mergeRecordActivities({ pool }: ActivityDeps) {
       return mergedTaskHeads(pool, taskId);
     },
     /** The operation's row; `merge_in_progress` when another one of the task runs. */
-    async beginGitOperation(op: {
-      operationId: string;
-      taskId: string;
-      kind: GitOperationKind;
-      strategy?: string | null;
-      undoes?: string | null;
-      idempotencyKey?: string | null;
-      request?: Record<string, unknown>;
-    }): Promise<void> {
+    async beginGitOperation(op: GitOperationStart): Promise<void> {
       if ((await beginGitOperation(pool, op)) === 'busy') throw typedFailure('merge_in_progress');
     },
     async recordMergePlan(input: { operationId: string; plan: RepositoryPlan[]; replace: boolean }) {

@@ -4,29 +4,8 @@
  * itself, committed part first. A file name is printed as it is unless it holds a control
  * character (a newline, an escape): then quoted, so no name can forge a line or steer a terminal.
  */
+import type { DiffFile as DiffFileView, RepositoryDiff as RepositoryDiffView } from '../domain/task-diff';
 import { json, type Target } from './cli-io';
-
-interface DiffFileView {
-  path: string;
-  previousPath?: string;
-  status: string;
-  additions: number;
-  deletions: number;
-  binary: boolean;
-  uncommitted: boolean;
-}
-
-interface RepositoryDiffView {
-  repositoryId: string;
-  baseBranch: string;
-  mergeBase: string | null;
-  head: string | null;
-  ahead: number;
-  behind: number;
-  files: DiffFileView[];
-  patch?: string;
-  truncated: boolean;
-}
 
 const LETTER: Record<string, string> = {
   added: 'A',

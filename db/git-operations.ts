@@ -60,18 +60,18 @@ const toOperation = (r: Row): GitOperationRow => ({
  * The operation's row, made once: `begun` (made now, or by an earlier run of the same step),
  * `busy` (another operation of the task is running: nothing was made).
  */
-export async function beginGitOperation(
-  db: Db,
-  op: {
-    operationId: string;
-    taskId: string;
-    kind: GitOperationKind;
-    strategy?: string | null;
-    undoes?: string | null;
-    idempotencyKey?: string | null;
-    request?: Record<string, unknown>;
-  },
-): Promise<'begun' | 'busy'> {
+/** What an operation's row is made with. */
+export interface GitOperationStart {
+  operationId: string;
+  taskId: string;
+  kind: GitOperationKind;
+  strategy?: string | null;
+  undoes?: string | null;
+  idempotencyKey?: string | null;
+  request?: Record<string, unknown>;
+}
+
+export async function beginGitOperation(db: Db, op: GitOperationStart): Promise<'begun' | 'busy'> {
   try {
     await db.query(
       `INSERT INTO git_operations (operation_id, task_id, kind, strategy, undoes, idempotency_key, request)
