@@ -6,7 +6,7 @@ import type { GitOperationState, RepositoryMerged, RepositoryPlan } from '../dom
 import { isUniqueViolation } from './pool';
 import type { Db } from './pool';
 
-export type GitOperationKind = 'merge' | 'rebase' | 'undo';
+type GitOperationKind = 'merge' | 'rebase' | 'undo';
 
 export interface GitOperationRow {
   operationId: string;
