@@ -29,8 +29,13 @@ export class Api {
     private readonly hostId?: string,
   ) {}
 
-  async call<T = any>(method: string, url: string, body?: unknown): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = { authorization: `Bearer ${this.token}` };
+  async call<T = any>(
+    method: string,
+    url: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...extraHeaders, authorization: `Bearer ${this.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const start = performance.now();
     const res = await fetch(this.baseUrl + url, {

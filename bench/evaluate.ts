@@ -100,6 +100,25 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
         : failed(r.tracing),
     ),
   );
+  for (const [target, strategy] of [
+    [TARGETS.mergeSquashRatio, 'squash'],
+    [TARGETS.mergeMergeRatio, 'merge'],
+  ] as const)
+    out.push(
+      judged(target, r.merge, (m) => m.strategies.find((x) => x.strategy === strategy)?.ratioToFloorsP50),
+    );
+  const atOnce = r.mergesAtOnce?.ok ? r.mergesAtOnce.value : null;
+  if (atOnce && atOnce.failures > 0)
+    // Not every merge landed: nothing to time, a miss.
+    out.push({
+      ...TARGETS.mergesAtOnceWall,
+      measured: null,
+      status: 'miss',
+      note: `failed: ${atOnce.failures} merges did not land (${Object.entries(atOnce.failureCodes)
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(', ')})`,
+    });
+  else out.push(judged(TARGETS.mergesAtOnceWall, r.mergesAtOnce, (m) => m.wallRatio));
   out.push(judged(TARGETS.manyTasksFailures, r.manyTasks, (m) => m.failures));
   out.push(judged(TARGETS.manyTasksWall, r.manyTasks, (m) => m.wallRatio));
   out.push(judged(TARGETS.growthRatio, r.growth, (g) => g.ratioP50));

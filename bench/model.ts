@@ -4,6 +4,7 @@ import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AgentsAliveResult } from './scenarios/agents-alive';
 import type { TaskDiffResult } from './scenarios/task-diff';
+import type { MergeResult, MergesAtOnceResult } from './scenarios/merge';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
 import type { CleanupResult } from './scenarios/cleanup';
@@ -70,6 +71,9 @@ export interface BenchResults {
   tracing?: Outcome<TracingResult>;
   /** A task's diff of 1,000 files (absent in results written before it existed). */
   taskDiff?: Outcome<TaskDiffResult>;
+  /** A task's merge, and 20 at once into one base (absent in results written before they existed). */
+  merge?: Outcome<MergeResult>;
+  mergesAtOnce?: Outcome<MergesAtOnceResult>;
   limits?: Outcome<ToggleResult>;
   sandbox?: Outcome<ToggleResult>;
   /** Scenario 6 (absent in results written before it existed). */

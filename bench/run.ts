@@ -36,6 +36,7 @@ import { runManyTasks } from './scenarios/many-tasks';
 import { runMaterialize } from './scenarios/materialize';
 import { runResume } from './scenarios/resume';
 import { runTaskDiff } from './scenarios/task-diff';
+import { runMerge, runMergesAtOnce } from './scenarios/merge';
 import { runSshAttach } from './scenarios/ssh-attach';
 import { runSupervision } from './scenarios/supervision';
 import { runTracing } from './scenarios/tracing';
@@ -179,6 +180,8 @@ async function main(): Promise<void> {
     const supervision = await scenario('12 per-agent supervision', () => runSupervision(ctx));
     const agentsAlive = await scenario('13 100 agents alive', () => runAgentsAlive(ctx));
     const taskDiff = await scenario('18 diff of 1,000 changed files', () => runTaskDiff(ctx));
+    const merge = await scenario('19 merge of a 1-repository task with 20 commits', () => runMerge(ctx));
+    const mergesAtOnce = await scenario('20 merges at once into one base', () => runMergesAtOnce(ctx));
     // Idle release and disk measurement: both act on the whole host, so the environments of the scenarios before are parked meanwhile.
     const idleRelease = await scenario('10 idle release and restore', () => runIdleRelease(ctx));
     const diskMeasurement = await scenario('11 disk measurement and launch latency', () => runDiskMeasurement(ctx));
@@ -260,6 +263,8 @@ async function main(): Promise<void> {
           '12 per-agent supervision',
           '13 100 agents alive',
           '18 diff of 1,000 changed files',
+          '19 merge of a 1-repository task with 20 commits',
+          '20 merges at once into one base',
           '10 idle release and restore',
           '11 disk measurement and launch latency (restarts the worker)',
           '14 tracing exporting vs not loaded (restarts the worker and the gateway before each block)',
@@ -299,6 +304,8 @@ async function main(): Promise<void> {
           'Tracing: the worker and the gateway restarted for each phase (the endpoint is read at start): not loaded (OTEL_EXPORTER_OTLP_ENDPOINT unset, as every other scenario runs), loaded with OTEL_TRACES_SAMPLER=always_off (nothing recorded or exported), and exporting every span over OTLP/HTTP JSON to a sink in the benchmark process that answers 200 and discards (batched every 5 s, the SDK’s default); blocks off → on → loaded → loaded → on → off …, each on the services restarted for it, followed by a few unmeasured attaches (10; quick: 5); then restarted as they first ran. Judged: exporting / not loaded.',
           'Limits: the worker and the gateway restarted for each block with TWS_AGENT_LIMITS=on or off (read at start); blocks off → on → on → off, each after a few unmeasured attaches; in each block an attach on a ready task and a first launch of a new task (one repository) alternate. Judged: on / off, each.',
           'Diff of 1,000 changed files: an agent changes every file of a 1,000-file repository and commits; `GET /v1/tasks/:id/diff` (the file list) against `git diff --numstat` of the same merge base and head as a plain process plus one `GET /healthz` round trip, in alternating blocks of 5.',
+          'Merge of a task with 20 commits (squash, then merge): each measured merge has a fresh task of one repository (launched with an agent that ends at once, then 20 commits made in its worktree, each changing a source file and adding one), prepared before its block; `POST /v1/tasks/:id/merge` with `Prefer: wait` until it answers 200 `merged`. Its floor: the same git by hand on an identical repository whose task branch is made in a worktree the same way — `git merge-tree --write-tree main task`, `git commit-tree <tree> -p main [-p task]`, `git update-ref refs/heads/main <new> <old>` and `git read-tree -m -u <old> <new>` in the checkout that has `main` checked out (the product brings that checkout forward too) — plus the engine floor of a polled workflow with one activity; blocks of 5 of each. The merge’s own shape replayed with no work is reported beside.',
+          '20 merges at once into one base: 20 tasks of one repository, each with a commit adding a file of its own, merged (squash) at once, against 20 other such tasks merged one after another; rounds alternate which goes first, every task’s file must be in `main` afterwards (a round where one did not land fails the row).',
           'Floor worktree removal is serialized per repository (concurrent `git worktree remove` in one repository races on its admin files), repositories in parallel: the product serializes per repository too.',
           'CPU: utime + stime of each process from /proc/<pid>/stat, with the reaped children it started (git, agents); PostgreSQL counts the postmaster and its backends.',
           'Memory: VmRSS of the worker and gateway processes sampled every 200 ms; VmHWM is reset (clear_refs 5) when the window opens, so the transient start-up peak does not count (what start-up leaves resident does).',
@@ -319,6 +326,8 @@ async function main(): Promise<void> {
       supervision,
       agentsAlive,
       taskDiff,
+      merge,
+      mergesAtOnce,
       tracing,
       limits,
       sandbox,

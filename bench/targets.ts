@@ -167,6 +167,27 @@ export const TARGETS = {
     value: 1.02,
     unit: 'x',
   },
+  mergeSquashRatio: {
+    id: 'merge_squash_p50_vs_floors',
+    label: 'Merge (squash) of a task with 20 commits p50 / (the git by hand + engine floor of one activity)',
+    comparator: '<=',
+    value: 1.2,
+    unit: 'x',
+  },
+  mergeMergeRatio: {
+    id: 'merge_merge_p50_vs_floors',
+    label: 'Merge (merge commit) of a task with 20 commits p50 / (the git by hand + engine floor of one activity)',
+    comparator: '<=',
+    value: 1.2,
+    unit: 'x',
+  },
+  mergesAtOnceWall: {
+    id: 'merges_at_once_wall_vs_sequential',
+    label: '20 merges at once into one base: wall time / 20 merges one after another (every one landed)',
+    comparator: '<=',
+    value: 1.3,
+    unit: 'x',
+  },
   manyTasksFailures: {
     id: 'many_tasks_failures',
     label: 'Simultaneous first launches on one repository: failures',

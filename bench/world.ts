@@ -43,7 +43,7 @@ export interface Repo {
 }
 
 /** A repository with `files` source files in nested folders and a few commits on `main`. */
-function makeRepoOnDisk(parent: string, name: string, files: number): string {
+export function makeRepoOnDisk(parent: string, name: string, files: number): string {
   const dir = path.join(parent, name);
   mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');

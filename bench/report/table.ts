@@ -254,6 +254,56 @@ export function renderTable(r: BenchResults): string {
       '—',
     ]);
   } else rows.push(['Diff of 1,000 changed files', r.taskDiff ? failed(r.taskDiff) : 'not run', '', '', '', '—', '—']);
+  if (r.merge?.ok) {
+    const x = r.merge.value;
+    for (const m of x.strategies) {
+      const parts = Object.entries(m.gitParts)
+        .map(([k, v]) => `${k} ${ms(v)}`)
+        .join(', ');
+      rows.push([
+        `Merge (${m.strategy}) of a 1-repository task with ${x.commits} commits, its checkout brought forward: \`POST /v1/tasks/:id/merge\` (\`Prefer: wait\`) p50 (n=${m.product.n} / ${m.git.n} / ${m.engine.n}; p95)`,
+        `${ms(m.product.p50)} (${ms(m.product.p95)})`,
+        `git by hand ${ms(m.git.p50)} (${parts}; \`read-tree -m -u\` in the checkout included)`,
+        `${ms(m.engine.p50)} (1 activity, polled); the merge's own shape ${ms(m.engineProductShape.p50)} (${describeShape(m.productShape)}), beside`,
+        `**${times(m.ratioToFloorsP50)}** of git + engine`,
+        ...t(m.strategy === 'squash' ? 'merge_squash_p50_vs_floors' : 'merge_merge_p50_vs_floors'),
+      ]);
+    }
+  } else
+    rows.push([
+      'Merge of a task with 20 commits',
+      r.merge ? failed(r.merge) : 'not run',
+      '',
+      '',
+      '',
+      ...t('merge_squash_p50_vs_floors'),
+    ]);
+  if (r.mergesAtOnce?.ok) {
+    const x = r.mergesAtOnce.value;
+    const codes = Object.keys(x.failureCodes).length
+      ? ` (${Object.entries(x.failureCodes)
+          .map(([k, n]) => `${k}: ${n}`)
+          .join(', ')})`
+      : '';
+    rows.push([
+      `${x.merges} merges (squash) at once into one base, each task changing a file of its own (${x.rounds.length} round${x.rounds.length === 1 ? '' : 's'}, median wall)`,
+      x.failures > 0
+        ? `failed: ${x.failures} merges did not land${codes}`
+        : `${(x.atOnceMedianMs / 1000).toFixed(2)} s wall; per merge p50 ${ms(x.atOnceLatency.p50)}, max ${ms(x.atOnceLatency.max)}`,
+      `${x.merges} merges one after another: ${(x.sequentialMedianMs / 1000).toFixed(2)} s (p50 ${ms(x.sequentialLatency.p50)} each)`,
+      '—',
+      x.wallRatio === null ? '—' : `**${times(x.wallRatio)}** wall`,
+      ...t('merges_at_once_wall_vs_sequential'),
+    ]);
+  } else
+    rows.push([
+      '20 merges at once into one base',
+      r.mergesAtOnce ? failed(r.mergesAtOnce) : 'not run',
+      '',
+      '',
+      '',
+      ...t('merges_at_once_wall_vs_sequential'),
+    ]);
   if (r.tracing?.ok) {
     const x = r.tracing.value;
     const spans = (m: 'off' | 'loaded' | 'on') =>
