@@ -104,9 +104,7 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
     [TARGETS.mergeSquashRatio, 'squash'],
     [TARGETS.mergeMergeRatio, 'merge'],
   ] as const)
-    out.push(
-      judged(target, r.merge, (m) => m.strategies.find((x) => x.strategy === strategy)?.ratioToFloorsP50),
-    );
+    out.push(judged(target, r.merge, (m) => m.strategies.find((x) => x.strategy === strategy)?.ratioToFloorsP50));
   const atOnce = r.mergesAtOnce?.ok ? r.mergesAtOnce.value : null;
   if (atOnce && atOnce.failures > 0)
     // Not every merge landed: nothing to time, a miss.

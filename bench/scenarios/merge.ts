@@ -24,8 +24,9 @@ import { mergeWorkflowId } from '../../domain/workflow-ids';
 import { errorCode, type ApiResponse } from '../api';
 import type { BenchContext } from '../context';
 import { shapeOfWorkflow } from '../engine-floor';
+import { profileWorkflow, serviceRoles, type HistoryProfile } from '../history';
 import { mapLimit } from '../processes';
-import { elapsedMs, median, ratio, round, summarize, type LatencySummary } from '../stats';
+import { elapsedMs, indexNearest, median, ratio, round, summarize, type LatencySummary } from '../stats';
 import type { WorkflowShape } from '../workflow-shape';
 import { gitAsync, makeRepo, makeRepoOnDisk, type Repo } from '../world';
 
@@ -44,7 +45,7 @@ const ONE_ACTIVITY: WorkflowShape = {
   counts: { localActivities: 0, activities: 1, updates: 0, children: 0, workflowTasks: 2 },
 };
 
-export interface MergeStrategyResult {
+interface MergeStrategyResult {
   strategy: Strategy;
   product: LatencySummary;
   /** The four git commands by hand, as plain processes, on an identical repository. */
@@ -60,6 +61,8 @@ export interface MergeStrategyResult {
   roundTrip: LatencySummary;
   /** product p50 / (git p50 + engine p50): what the target judges. */
   ratioToFloorsP50: number;
+  /** The history of the merge nearest the p50: its workflow tasks, activities and their times. */
+  profile: HistoryProfile;
 }
 
 export interface MergeResult {
@@ -68,7 +71,7 @@ export interface MergeResult {
   strategies: MergeStrategyResult[];
 }
 
-export interface MergesAtOnceRound {
+interface MergesAtOnceRound {
   atOnceMs: number;
   sequentialMs: number;
   first: 'at_once' | 'sequential';
@@ -199,7 +202,7 @@ export async function runMerge(ctx: BenchContext): Promise<MergeResult> {
   const floorBranches = (n: number) =>
     mapLimit(
       Array.from({ length: n }, () => sample++),
-      2,
+      1, // one at a time: concurrent `git worktree add`s in one repository race on its admin files
       async (s) => {
         const branch = `task-${s}`;
         const dir = path.join(floorWorktrees, branch);
@@ -217,9 +220,11 @@ export async function runMerge(ctx: BenchContext): Promise<MergeResult> {
     if (body.repositories?.[0]?.after !== main || !(await mainHolds(repo.path, task.file)))
       throw new Error(`merge of ${task.taskId} answered merged, but main does not hold its work`);
     lastOperation = { taskId: task.taskId, operationId: body.operationId! };
+    workflowIds.push(mergeWorkflowId(task.taskId, body.operationId!));
     return res.ms;
   };
   let lastOperation: { taskId: string; operationId: string } | null = null;
+  let workflowIds: string[] = [];
 
   const results: MergeStrategyResult[] = [];
   for (const strategy of ['squash', 'merge'] as Strategy[]) {
@@ -233,6 +238,7 @@ export async function runMerge(ctx: BenchContext): Promise<MergeResult> {
     for (let i = 0; i < 2; i++) await ctx.engine.time(ONE_ACTIVITY);
 
     const product: number[] = [];
+    workflowIds = [];
     const gitRuns: Record<string, number>[] = [];
     const engine: number[] = [];
     const engineProductShape: number[] = [];
@@ -250,6 +256,13 @@ export async function runMerge(ctx: BenchContext): Promise<MergeResult> {
     }
     const git = summarize(gitRuns.map((r) => r.total!));
     const engineSummary = summarize(engine);
+    const nearest = indexNearest(product, median(product));
+    const profile = await profileWorkflow(
+      ctx.temporal,
+      workflowIds[nearest]!,
+      product[nearest]!,
+      serviceRoles(ctx.services),
+    );
     results.push({
       strategy,
       product: summarize(product),
@@ -265,6 +278,7 @@ export async function runMerge(ctx: BenchContext): Promise<MergeResult> {
       productShape,
       roundTrip: summarize(roundTrip),
       ratioToFloorsP50: ratio(summarize(product).p50, git.p50 + engineSummary.p50),
+      profile,
     });
   }
   return { files, commits: COMMITS, strategies: results };
@@ -355,7 +369,7 @@ export async function runMergesAtOnce(ctx: BenchContext): Promise<MergesAtOnceRe
 }
 
 async function agentEnded(ctx: BenchContext, sessionId: string): Promise<void> {
-  for (const until = Date.now() + 120_000; Date.now() < until; ) {
+  for (const until = Date.now() + 120_000; Date.now() < until;) {
     const s = await ctx.api.call<{ execution?: { state: string; exitCode?: number | null } }>(
       'GET',
       `/v1/sessions/${sessionId}`,
