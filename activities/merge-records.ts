@@ -27,6 +27,17 @@ export function mergeRecordActivities({ pool }: ActivityDeps) {
     async mergedTaskHeads(taskId: string) {
       return mergedTaskHeads(pool, taskId);
     },
+    /** A merge's first step, one trip: its row made (`merge_in_progress` when another one of the task runs), then what it decides on. */
+    async beginMerge(op: GitOperationStart) {
+      if ((await beginGitOperation(pool, op)) === 'busy') throw typedFailure('merge_in_progress');
+      const [facts, sources, since] = await Promise.all([
+        taskMergeFacts(pool, op.taskId),
+        taskRepositorySources(pool, op.taskId),
+        mergedTaskHeads(pool, op.taskId),
+      ]);
+      if (!facts) throw typedFailure('not_found');
+      return { facts, sources, since };
+    },
     /** The operation's row; `merge_in_progress` when another one of the task runs. */
     async beginGitOperation(op: GitOperationStart): Promise<void> {
       if ((await beginGitOperation(pool, op)) === 'busy') throw typedFailure('merge_in_progress');

@@ -24,7 +24,7 @@ let heartbeatTimeoutMs: number | undefined;
 const hostSteps = (hostId: string) => mergeHostSteps(hostId, heartbeatTimeoutMs);
 
 /** How many times a merge plans again because a base moved under it before it gives up (refused, retry). */
-const MAX_PLANS = 5;
+const MAX_PLANS = 20;
 
 export interface MergeInput {
   operationId: string;
@@ -60,7 +60,7 @@ class Refused extends Error {
 export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
   heartbeatTimeoutMs = input.cleanupPolicy.heartbeatTimeoutMs;
   // 1.
-  await records.beginGitOperation({
+  const begun = await records.beginMerge({
     operationId: input.operationId,
     taskId: input.taskId,
     kind: 'merge',
@@ -70,7 +70,7 @@ export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
   });
   let outcome: MergeOutcome;
   try {
-    outcome = await carryOut(input);
+    outcome = await carryOut(input, begun);
   } catch (err) {
     if (err instanceof NeedsOperator)
       outcome = {
@@ -92,11 +92,10 @@ export async function mergeTask(input: MergeInput): Promise<MergeOutcome> {
   return outcome;
 }
 
-async function carryOut(input: MergeInput): Promise<MergeOutcome> {
-  const facts = await records.taskMergeFacts(input.taskId);
-  const sources = (await records.taskRepositorySources(input.taskId)).filter(
-    (s) => !input.repositoryIds || input.repositoryIds.includes(s.repositoryId),
-  );
+type Begun = Awaited<ReturnType<typeof records.beginMerge>>;
+
+async function carryOut(input: MergeInput, { facts, sources: all, since }: Begun): Promise<MergeOutcome> {
+  const sources = all.filter((s) => !input.repositoryIds || input.repositoryIds.includes(s.repositoryId));
   if (sources.length === 0) throw new Refused('nothing_to_merge');
   if (sources.some((s) => !strategyAllowed(s.mergeStrategies, input.strategy)))
     throw new Refused('merge_strategy_not_allowed');
@@ -123,7 +122,6 @@ async function carryOut(input: MergeInput): Promise<MergeOutcome> {
   }
 
   // 3. and 4.
-  const since = await records.mergedTaskHeads(input.taskId);
   for (let round = 1; round <= MAX_PLANS; round++) {
     const plan = await planAll(input, sources, since, message);
     const recorded = await records.recordMergePlan({ operationId: input.operationId, plan, replace: round > 1 });
@@ -140,6 +138,42 @@ async function carryOut(input: MergeInput): Promise<MergeOutcome> {
     };
   }
   throw new Refused('merge_in_progress', { reason: 'base_kept_moving' });
+}
+
+/** One repository: planned and moved in one step, in turn with every other merge of its base (no plan goes stale). */
+async function mergeOne(
+  input: MergeInput,
+  source: TaskRepositorySource,
+  since: Record<string, string>,
+  message: string,
+): Promise<MergeOutcome> {
+  const answer = await hostSteps(source.hostId).mergeOneRepository({
+    operationId: input.operationId,
+    source,
+    strategy: input.strategy,
+    since: since[source.repositoryId] ?? null,
+    message,
+    commitUncommitted: input.commitUncommitted ?? false,
+    reason: `task-workspaces: merge of task ${input.taskId} (${input.strategy})`,
+  });
+  const repositoryId = source.repositoryId;
+  switch (answer.kind) {
+    case 'merged': {
+      const p = answer.plan;
+      return {
+        state: 'merged',
+        repositories: [{ repositoryId, baseBranch: p.baseBranch, before: p.before, after: p.after }],
+      };
+    }
+    case 'uncommitted':
+      throw new Refused('task_uncommitted_changes', { repositoryIds: [repositoryId] });
+    case 'conflicts':
+      throw new Refused('merge_conflict', { conflicts: [{ repositoryId, paths: answer.conflicts }] });
+    case 'nothing':
+      throw new Refused('nothing_to_merge');
+    default:
+      throw new Refused(answer.kind);
+  }
 }
 
 /** Every repository planned before any base moves; the first refusal of any ends the merge. */
