@@ -7,7 +7,7 @@
 import { findGitOperation, recordPlan, replacePlan } from '../db/git-operations';
 import { withRepositoryLock } from '../db/locks';
 import type { MergeStrategy, RepositoryPlan, TaskRepositorySource } from '../domain/merge';
-import { bringCheckoutsForward, changedPaths, checkoutsOverlap } from '../git/base-checkouts';
+import { bringCheckoutsForward, changedPaths, clearCheckouts } from '../git/base-checkouts';
 import { branchRef, resolveCommit } from '../git/branches';
 import { commitWorktreeWork } from '../git/commit-work';
 import { gitAt } from '../git/git';
@@ -64,7 +64,7 @@ export function mergeHostActivities(deps: ActivityDeps) {
   }
 
   /** One repository's plan on its base as it is now: made, nothing moved. */
-  async function planOn(input: PlanInput): Promise<PlanAnswer> {
+  async function planOn(input: PlanInput, checkCheckouts = true): Promise<PlanAnswer> {
     const { source, strategy } = input;
     const repositoryId = source.repositoryId;
     const git = mergeGitAt(source.sourcePath, binary);
@@ -82,9 +82,12 @@ export function mergeHostActivities(deps: ActivityDeps) {
     if (planned.kind === 'nothing') return { kind: 'nothing', repositoryId };
     if (planned.kind === 'conflicts') return { kind: 'conflicts', repositoryId, conflicts: planned.conflicts };
     if (planned.kind === 'not_fast_forward') return { kind: 'not_fast_forward', repositoryId };
-    const changed = await changedPaths(source.sourcePath, before, planned.after, binary);
-    if (await checkoutsOverlap(source.sourcePath, source.baseBranch, changed, binary))
-      return { kind: 'base_checkout_dirty', repositoryId };
+    // (A move right after, under the same hold of the lock, checks the checkouts itself.)
+    if (checkCheckouts) {
+      const changed = await changedPaths(source.sourcePath, before, planned.after, binary);
+      if (!(await clearCheckouts(source.sourcePath, source.baseBranch, changed, binary)))
+        return { kind: 'base_checkout_dirty', repositoryId };
+    }
     const plan = { repositoryId, hostId: source.hostId, sourcePath: source.sourcePath, baseBranch: source.baseBranch };
     return { kind: 'planned', plan: { ...plan, before, taskHead, after: planned.after } };
   }
@@ -94,13 +97,16 @@ export function mergeHostActivities(deps: ActivityDeps) {
     const git = gitAt(plan.sourcePath, { binary });
     const ref = branchRef(plan.baseBranch);
     const current = await resolveCommit(git, ref);
+    let folders: string[] | undefined;
     if (current !== plan.after) {
       if (current !== plan.before) return 'stale';
       const changed = await changedPaths(plan.sourcePath, plan.before, plan.after, binary);
-      if (await checkoutsOverlap(plan.sourcePath, plan.baseBranch, changed, binary)) return 'base_checkout_dirty';
+      const clear = await clearCheckouts(plan.sourcePath, plan.baseBranch, changed, binary);
+      if (!clear) return 'base_checkout_dirty';
+      folders = clear;
       if ((await moveRef(git, ref, plan.after, plan.before, reason)) === 'stale') return 'stale';
     }
-    await bringForwardOrPutBack(plan, git);
+    await bringForwardOrPutBack(plan, git, folders);
     return 'moved';
   }
 
@@ -179,7 +185,7 @@ export function mergeHostActivities(deps: ActivityDeps) {
             // Commits landed on it since this merge moved it: merged, never merged twice.
             if (current && (await isAncestor(git, recorded.after, current))) return { kind: 'merged', plan: recorded };
           }
-          const answer = await planOn(input);
+          const answer = await planOn(input, false);
           if (answer.kind !== 'planned') return answer;
           if (recorded) await replacePlan(pool, input.operationId, [answer.plan]);
           else await recordPlan(pool, input.operationId, [answer.plan]);
@@ -239,9 +245,13 @@ export function mergeHostActivities(deps: ActivityDeps) {
    * The base's checkouts follow it. Should one refuse now (a file changed there since the check),
    * the base goes back by compare-and-set and the merge is refused: no folder is left disagreeing.
    */
-  async function bringForwardOrPutBack(plan: RepositoryPlan, git: ReturnType<typeof gitAt>): Promise<void> {
+  async function bringForwardOrPutBack(
+    plan: RepositoryPlan,
+    git: ReturnType<typeof gitAt>,
+    folders?: string[],
+  ): Promise<void> {
     try {
-      await bringCheckoutsForward(plan.sourcePath, plan.baseBranch, plan.before, plan.after, binary);
+      await bringCheckoutsForward(plan.sourcePath, plan.baseBranch, plan.before, plan.after, binary, folders);
     } catch (err) {
       logger.warn({ err, repositoryId: plan.repositoryId }, 'a checkout of the base could not follow it');
       await moveRef(git, branchRef(plan.baseBranch), plan.before, plan.after, 'task-workspaces: merge put back');

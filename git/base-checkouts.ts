@@ -26,19 +26,23 @@ export async function changedPaths(repoPath: string, from: string, to: string, b
   return new Set(out.split('\0').filter((p) => p.length > 0));
 }
 
-/** Whether any folder with the base checked out has uncommitted files among `changed` (a folder git cannot read counts as overlapping). */
-export async function checkoutsOverlap(
+/**
+ * The folders with the base checked out, or null where one of them has uncommitted files among
+ * `changed` (a folder git cannot read counts as overlapping).
+ */
+export async function clearCheckouts(
   repoPath: string,
   branch: string,
   changed: Set<string>,
   binary: string,
-): Promise<boolean> {
-  for (const folder of await baseCheckouts(repoPath, branch, binary)) {
+): Promise<string[] | null> {
+  const folders = await baseCheckouts(repoPath, branch, binary);
+  for (const folder of folders) {
     const files = await fileStatus(folder, { binary }).catch(() => null);
-    if (!files) return true;
-    if (files.some((f) => changed.has(f.path) || [...changed].some((c) => c.startsWith(`${f.path}/`)))) return true;
+    if (!files) return null;
+    if (files.some((f) => changed.has(f.path) || [...changed].some((c) => c.startsWith(`${f.path}/`)))) return null;
   }
-  return false;
+  return folders;
 }
 
 /**
@@ -54,8 +58,11 @@ export async function bringCheckoutsForward(
   from: string,
   to: string,
   binary: string,
+  /** The folders as a check under the same hold of the lock found them. */
+  folders?: string[],
 ): Promise<void> {
-  for (const folder of await baseCheckouts(repoPath, branch, binary)) await moveFolder(folder, from, to, binary);
+  for (const folder of folders ?? (await baseCheckouts(repoPath, branch, binary)))
+    await moveFolder(folder, from, to, binary);
 }
 
 /** One folder's index and files from one commit's tree to another's, as its owner (a rebased task worktree too). */
