@@ -108,13 +108,14 @@ async function carryOut(input: MergeInput, { facts, sources: all, since }: Begun
     for (const { sessionId } of facts.activeSessions)
       await executeChild('stopSession', { workflowId: stopWorkflowId(sessionId, uuid4()), args: [sessionId] });
   }
+  const saved = facts.savedWorkRepositories.filter((id) => sources.some((s) => s.repositoryId === id));
+  if (saved.length > 0) throw new Refused('task_uncommitted_changes', { repositoryIds: saved });
+  if (sources.length === 1) return mergeOne(input, sources[0]!, since, message);
   const states = await Promise.all(sources.map((s) => hostSteps(s.hostId).inspectTaskRepositories([s])));
   const dirty = states
     .flat()
     .filter((s) => s.dirty)
     .map((s) => s.repositoryId);
-  const saved = facts.savedWorkRepositories.filter((id) => sources.some((s) => s.repositoryId === id));
-  if (saved.length > 0) throw new Refused('task_uncommitted_changes', { repositoryIds: saved });
   if (dirty.length > 0) {
     if (!input.commitUncommitted) throw new Refused('task_uncommitted_changes', { repositoryIds: dirty });
     for (const source of sources.filter((s) => dirty.includes(s.repositoryId)))
