@@ -76,7 +76,9 @@ function failureOf(err: unknown): PushFailure {
     text,
   )
     ? 'rejected'
-    : /Authentication failed|Permission denied|could not read Username|terminal prompts disabled|403/.test(text)
+    : /Authentication failed|Permission denied|could not read Username|terminal prompts disabled|returned error: 403/.test(
+          text,
+        )
       ? 'authentication'
       : /does not appear to be a git repository|Could not read from remote|Could not resolve host|Connection refused|unable to access|No such file or directory|not found/i.test(
             text,

@@ -298,7 +298,7 @@ describe('abandoned and failed materializations', () => {
       // A failed first launch leaves no session row [R1.4].
       const sessionGone = async () =>
         (await slow.pool.query('SELECT 1 FROM sessions WHERE id = $1', [materializer])).rowCount === 0;
-      for (let i = 0; i < 200 && (existsSync(folder) || !(await sessionGone())); i++)
+      for (let i = 0; i < 600 && (existsSync(folder) || !(await sessionGone())); i++)
         await new Promise((r) => setTimeout(r, 50));
       expect(existsSync(folder)).toBe(false);
       expect(await sessionGone()).toBe(true);

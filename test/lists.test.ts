@@ -95,9 +95,11 @@ describe('GET /v1/repositories and /v1/boards', () => {
         'copyFiles',
         'defaultBranch',
         'id',
+        'mergeStrategies',
         'name',
         'rebuildable',
         'rebuildableDefault',
+        'remote',
         'setup',
         'setupFailure',
       ]);
@@ -161,6 +163,7 @@ describe('GET /v1/tasks', () => {
       groupId: null,
       quickChat: false,
       createdAt: expect.any(String),
+      merged: null,
     });
     // The same fields as the task's own view.
     expect((await h.api('GET', `/v1/tasks/${children[1]}`)).body).toMatchObject(item);
@@ -286,7 +289,7 @@ describe('bad list queries', () => {
       ...notOurs.map((c) => `cursor=${c}`),
     ];
     const cases: Record<string, string[]> = {
-      '/v1/tasks': [...common, 'boardId=not-a-uuid', 'parentTaskId=42', 'archived=yes', 'archived=1', 'state=archived'],
+      '/v1/tasks': [...common, 'boardId=not-a-uuid', 'parentTaskId=42', 'archived=yes', 'archived=1', 'state=merging'],
       [`/v1/tasks/${taskId}/sessions`]: [...common, 'state=running'],
       '/v1/repositories': [...common, 'name=x'],
       '/v1/boards': common,

@@ -18,6 +18,7 @@ import { harnessesPerTest } from './support/harness';
 import { exportedWorkflowTypes, readFixtures } from './support/history-fixtures';
 import {
   recordCancelledAndRematerialized,
+  recordFinishingPaths,
   recordHappyPaths,
   recordHostPaths,
   recordIdleRelease,
@@ -55,6 +56,11 @@ describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', ()
   it(
     'records an idle release that carries out its release itself (a batch), the work saved',
     () => recordIdleRelease(harness),
+    300_000,
+  );
+  it(
+    'records finishing a task: a preview, a push, a rebase, a merge and its undo, a diff read on its host',
+    () => recordFinishingPaths(harness),
     300_000,
   );
   it(

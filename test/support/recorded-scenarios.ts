@@ -11,6 +11,8 @@ import { ensureSchedules } from '../../worker/schedules';
 import { taskDirName } from '../../domain/task-layout';
 import {
   launchWorkflowId,
+  mergeWorkflowId,
+  taskDiffWorkflowId,
   agentLogWorkflowId,
   repositoryCheckWorkflowId,
   sshTargetCheckWorkflowId,
@@ -29,7 +31,8 @@ import {
   waitUntil,
 } from './scenario';
 import { startSshServer, targetFields } from './ssh-server';
-import { clearGitFault, gitWrapper, makeRepo } from './world';
+import { clearGitFault, git, gitWrapper, makeRepo } from './world';
+import { commitIn, finish, taskWithCommits } from './finishing';
 
 type MakeHarness = (...args: Parameters<typeof import('./harness').createHarness>) => Promise<Harness>;
 
@@ -360,4 +363,61 @@ export async function recordIdleRelease(harness: MakeHarness): Promise<void> {
     `WorkflowType = 'releaseIdleWorkspaces' AND TaskQueue = '${h.config.taskQueue}'`,
   );
   await record('releaseIdleWorkspaces-releases-idle-task', runId!);
+}
+
+/** Finishing a task [R8]: a preview, a push, a rebase, a merge, its undo, and a diff read through its host. */
+export async function recordFinishingPaths(harness: MakeHarness): Promise<void> {
+  const h = await harness();
+  const record = (name: string, workflowId: string) => recordHistory(h.temporal, name, workflowId);
+  const latest = async (type: string) => (await closedWorkflowIds(h.temporal, `WorkflowType = '${type}'`))[0]!;
+  const w = await taskWithCommits(h, 'finishing', [{ 'a.txt': 'a\n' }]);
+
+  expect((await finish(h, 'GET', `/v1/tasks/${w.taskId}/merge-preview?strategy=squash`)).status).toBe(200);
+  await record('previewMerge-clean', await latest('previewMerge'));
+
+  const bare = path.join(h.scratch, 'finishing-remote.git');
+  mkdirSync(bare);
+  git(bare, 'init', '-q', '--bare');
+  expect(
+    (await h.api('PATCH', `/v1/repositories/${w.repoId}`, { remote: `file://${bare}` }, OPERATOR_TOKEN)).status,
+  ).toBe(200);
+  expect((await h.api('POST', `/v1/tasks/${w.taskId}/push`, {})).status).toBe(200);
+  await record('pushRepositories-pushed', await latest('pushRepositories'));
+
+  commitIn(w.repo, { 'other.txt': 'o\n' }, 'main moved');
+  expect((await finish(h, 'POST', `/v1/tasks/${w.taskId}/rebase`, {})).status).toBe(200);
+  await record('rebaseTask-rebased', await latest('rebaseTask'));
+
+  const merged = await finish(h, 'POST', `/v1/tasks/${w.taskId}/merge`, { strategy: 'merge' });
+  expect(merged.status).toBe(200);
+  await record('mergeTask-merged', mergeWorkflowId(w.taskId, merged.body.operationId));
+  expect((await finish(h, 'POST', `/v1/merges/${merged.body.operationId}/undo`)).status).toBe(200);
+  await record('undoMerge-undone', await latest('undoMerge'));
+
+  const diff = await h.temporal.workflow.start('readTaskDiffOnHost', {
+    taskQueue: h.config.taskQueue,
+    workflowId: taskDiffWorkflowId(randomUUID()),
+    args: [
+      {
+        hostId: h.config.hostId,
+        request: {
+          sources: [
+            {
+              repositoryId: w.repoId,
+              sourcePath: w.repo,
+              baseBranch: 'main',
+              taskBranch: w.branch,
+              worktreePath: w.worktree,
+              savedCommits: [],
+            },
+          ],
+          patch: true,
+          maxBytes: 100_000,
+          maxFiles: 100,
+        },
+      },
+    ],
+  });
+  await diff.result();
+  await record('readTaskDiffOnHost-read', diff.workflowId);
 }
