@@ -17,6 +17,7 @@
  * goes first). Every task's file must be in `main` afterwards; a round where one did not land is
  * reported as failed, not timed.
  */
+import { agentEndedCleanly } from '../agent-ended';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -130,7 +131,7 @@ async function taskWithWork(ctx: BenchContext, repo: Repo, title: string, args: 
     command: ['sh', '-c', WORK, 'work', ...args],
   });
   if (launched.status !== 201) throw new Error(`merge launch: ${launched.status} ${JSON.stringify(launched.body)}`);
-  await agentEnded(ctx, launched.body.sessionId);
+  await agentEndedCleanly(ctx, launched.body.sessionId, "a merge task's agent");
   return taskId;
 }
 
@@ -366,20 +367,4 @@ export async function runMergesAtOnce(ctx: BenchContext): Promise<MergesAtOnceRe
     sequentialMedianMs,
     wallRatio: failures > 0 ? null : ratio(atOnceMedianMs, sequentialMedianMs),
   };
-}
-
-async function agentEnded(ctx: BenchContext, sessionId: string): Promise<void> {
-  for (const until = Date.now() + 120_000; Date.now() < until;) {
-    const s = await ctx.api.call<{ execution?: { state: string; exitCode?: number | null } }>(
-      'GET',
-      `/v1/sessions/${sessionId}`,
-    );
-    const execution = s.body.execution;
-    if (execution && execution.state !== 'running') {
-      if (execution.exitCode !== 0) throw new Error(`a merge task's agent ended with ${JSON.stringify(execution)}`);
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("a merge task's agent did not end");
 }

@@ -6,6 +6,7 @@
  * also reads the worktree's status and untracked files (none) on top of the floor's one command.
  * Product and floor samples alternate in blocks.
  */
+import { agentEndedCleanly } from '../agent-ended';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { BenchContext } from '../context';
@@ -46,7 +47,7 @@ export async function runTaskDiff(ctx: BenchContext): Promise<TaskDiffResult> {
     command: CHANGE_AND_COMMIT,
   });
   if (launched.status !== 201) throw new Error(`diff launch: ${launched.status} ${JSON.stringify(launched.body)}`);
-  await agentEnded(ctx, launched.body.sessionId);
+  await agentEndedCleanly(ctx, launched.body.sessionId, "the diff's agent");
 
   const diffUrl = `/v1/tasks/${taskId}/diff`;
   const first = await api.call<{
@@ -85,20 +86,4 @@ export async function runTaskDiff(ctx: BenchContext): Promise<TaskDiffResult> {
     ...result,
     ratioP50: ratio(result.product.p50, result.gitNumstat.p50 + result.roundTrip.p50),
   };
-}
-
-async function agentEnded(ctx: BenchContext, sessionId: string): Promise<void> {
-  for (const until = Date.now() + 120_000; Date.now() < until;) {
-    const s = await ctx.api.call<{ execution?: { state: string; exitCode?: number | null } }>(
-      'GET',
-      `/v1/sessions/${sessionId}`,
-    );
-    const execution = s.body.execution;
-    if (execution && execution.state !== 'running') {
-      if (execution.exitCode !== 0) throw new Error(`the diff's agent ended with ${JSON.stringify(execution)}`);
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error("the diff's agent did not end");
 }
