@@ -73,7 +73,7 @@ afterAll(async () => {
  */
 async function mergeThrough(
   name: string,
-  fault: { kill: () => Promise<void>; abandon: boolean; restore: () => Promise<void> },
+  fault: { kill: () => Promise<void>; abandon: boolean; restore: (secondMoved: () => Promise<void>) => Promise<void> },
 ): Promise<void> {
   const t = await taskOnRepositories(h, name, [{ 'one.txt': '1\n' }, { 'two.txt': '2\n' }, { 'three.txt': '3\n' }]);
   const before = basesOf(t.repos);
@@ -87,7 +87,10 @@ async function mergeThrough(
     expect(basesOf(t.repos).map((b, i) => b.commit !== before[i]!.commit)).toEqual([true, false, false]);
     await fault.kill();
     paused.release(`${name}-2-1`, { abandon: fault.abandon });
-    await fault.restore();
+    // What happens while the part is down: the held move of the second base goes on and lands.
+    await fault.restore(() =>
+      waitUntil(async () => basesOf(t.repos)[1]!.commit !== before[1]!.commit, 'the second base moved', 30_000),
+    );
 
     const merge = await settledMerge(h.baseUrl, started.body.operationId, 150_000);
     expect(merge.state, JSON.stringify(merge)).toBe('merged');
@@ -113,8 +116,8 @@ describe('a part killed between the first and the second base moving', () => {
     await mergeThrough('temporal-killed', {
       kill: () => killed(temporal!),
       abandon: false,
-      restore: async () => {
-        await new Promise((r) => setTimeout(r, 2000));
+      restore: async (secondMoved) => {
+        await secondMoved();
         await startTemporal();
       },
     });
@@ -135,8 +138,8 @@ describe('a part killed between the first and the second base moving', () => {
         );
       },
       abandon: false,
-      restore: async () => {
-        await new Promise((r) => setTimeout(r, 3000));
+      restore: async (secondMoved) => {
+        await secondMoved();
         await startPostgres();
       },
     });
