@@ -9,13 +9,14 @@
  * 5. the outcome recorded; asked to, the task is archived by a cleanup of its own.
  * A refusal ends the operation `refused` with its error; no base moved then.
  */
-import { ParentClosePolicy, startChild, uuid4, executeChild, ApplicationFailure } from '@temporalio/workflow';
+import { uuid4, executeChild, ApplicationFailure } from '@temporalio/workflow';
 import type { RetryPolicy } from '../domain/cleanup';
 import { isErrorCode, type ErrorCode } from '../domain/errors';
 import type { MergeStrategy, RepositoryMerged, RepositoryPlan, TaskRepositorySource } from '../domain/merge';
 import { mergeMessage, strategyAllowed } from '../domain/merge';
-import { cleanupWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
+import { stopWorkflowId } from '../domain/workflow-ids';
 import { mergeHostSteps, recordSteps } from './activity-proxies';
+import { archiveTask, pushBases } from './merge-after';
 
 const records = recordSteps();
 
@@ -261,44 +262,4 @@ function refusalOf(err: unknown): Refused | null {
     if (cur instanceof ApplicationFailure && isErrorCode(cur.type))
       return new Refused(cur.type as ErrorCode, (cur.details?.[0] as Record<string, unknown>) ?? {});
   return null;
-}
-
-/** Each moved base pushed to its repository's remote, under its own name; each repository says whether it was. */
-async function pushBases(input: MergeInput, merged: RepositoryMerged[]): Promise<RepositoryMerged[]> {
-  const sources = await records.taskRepositorySources(input.taskId);
-  const pushed: RepositoryMerged[] = [];
-  for (const repo of merged) {
-    const source = sources.find((s) => s.repositoryId === repo.repositoryId);
-    if (!source?.remote) {
-      pushed.push({ ...repo, pushed: false });
-      continue;
-    }
-    const ref = `refs/heads/${repo.baseBranch}`;
-    const ok = await hostSteps(source.hostId)
-      .pushRefs({ sourcePath: source.sourcePath, remote: source.remote, refs: [{ local: ref, remote: ref }] })
-      .then(
-        () => true,
-        () => false,
-      );
-    pushed.push({ ...repo, pushed: ok });
-  }
-  return pushed;
-}
-
-async function archiveTask(input: MergeInput): Promise<void> {
-  const operationId = uuid4();
-  await startChild('cleanupTask', {
-    workflowId: cleanupWorkflowId('archive', input.taskId, operationId),
-    args: [
-      {
-        operationId,
-        taskId: input.taskId,
-        trigger: 'archive',
-        discardChanges: false,
-        policy: input.cleanupPolicy,
-        alreadyPrepared: false,
-      },
-    ],
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-  });
 }

@@ -32,7 +32,7 @@ import { sessionRoutes } from './routes/sessions';
 import { sshTargetRoutes } from './routes/ssh-targets';
 import { taskRoutes } from './routes/tasks';
 import { taskPushRoutes } from './routes/task-push';
-import { hasUnstorableText } from './schemas';
+import { hasUnstorableText } from './unstorable-text';
 import { collectMethodRoutes } from './method-routes';
 import { malformedJsonMessage } from './validation-message';
 

@@ -282,24 +282,3 @@ export const errorResponses = {
 
 /** A launch or a resume may also meet a low disk where it materializes: `507 host_disk_low` [R6.11]. */
 export const launchErrorResponses = { ...errorResponses, 507: ErrorResponse };
-
-/** A UTF-16 surrogate without its other half: not a character, and written as UTF-8 it silently becomes U+FFFD. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/**
- * Whether any string in a request (keys included) is text the service cannot keep as given: a
- * NUL, which PostgreSQL refuses in text and an argv cannot carry, or a lone surrogate. Walked
- * without recursion: a parsed body may nest as deep as its size allows.
- */
-export function hasUnstorableText(values: unknown[]): boolean {
-  const pending = [...values];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value === 'string') {
-      if (value.includes('\u0000') || LONE_SURROGATE.test(value)) return true;
-    } else if (value !== null && typeof value === 'object') {
-      for (const [key, inner] of Object.entries(value)) pending.push(key, inner);
-    }
-  }
-  return false;
-}
