@@ -6,6 +6,7 @@
  * and its files are untouched.
  */
 import { chown, chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { GitIdentity } from '../domain/merge';
@@ -21,6 +22,8 @@ export async function commitWorktreeWork(
 ): Promise<string | null> {
   const pinned = pinnedRepository(dir);
   if (!pinned) throw new Error('the worktree has no repository of its own');
+  // The index's owner and mode, read before anything moves: an index that cannot be read refuses here.
+  const index = await indexOwnership(pinned.gitDir);
   const head = await resolveCommit(gitAt(dir, { binary: input.binary }), branchRef(branch));
   if (!head) throw new Error('the task branch is missing');
   const scratch = await mkdtemp(path.join(tmpdir(), 'tws-commit-'));
@@ -37,7 +40,7 @@ export async function commitWorktreeWork(
     });
     if ((await moveRef(git, branchRef(branch), commit, head, 'task-workspaces: commit uncommitted work')) === 'stale')
       throw new Error('the task branch moved while its work was committed');
-    await indexFollowsBranch(dir, pinned.gitDir, input.binary);
+    await indexFollowsBranch(dir, pinned.gitDir, index, input.binary);
     return commit;
   } finally {
     await rm(scratch, { recursive: true, force: true });
@@ -45,12 +48,21 @@ export async function commitWorktreeWork(
 }
 
 /** `reset --mixed`: the index is the branch's, the files as they are; the index file keeps its owner and mode. */
-async function indexFollowsBranch(dir: string, gitDir: string, binary: string): Promise<void> {
+async function indexFollowsBranch(dir: string, gitDir: string, before: Stats | null, binary: string): Promise<void> {
   const indexPath = path.join(gitDir, 'index');
-  const before = await stat(indexPath).catch(() => null);
   await run(gitAt(dir, { binary, environment: { GIT_OPTIONAL_LOCKS: '1' } }), ['reset', '-q', '--mixed']);
   if (before) {
     await chown(indexPath, before.uid, before.gid);
     await chmod(indexPath, before.mode & 0o7777);
+  }
+}
+
+/** The worktree's index as it is (null: it has none yet); any other failure to read it is thrown. */
+async function indexOwnership(gitDir: string): Promise<Stats | null> {
+  try {
+    return await stat(path.join(gitDir, 'index'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
   }
 }
