@@ -147,6 +147,15 @@ export function connectionFor(target: SshTarget): Promise<PooledConnection> {
   return pending;
 }
 
+/**
+ * A connection of its own, outside the pool, for a one-off check: a probe with settings not yet
+ * stored neither replaces nor closes the pooled connection work in this process runs on (nor is
+ * closed by it). The caller closes it.
+ */
+export function unpooledConnection(target: SshTarget): Promise<PooledConnection> {
+  return connect(target, () => {});
+}
+
 async function connect(target: SshTarget, onLost: () => void): Promise<PooledConnection> {
   const pinned = pinnedHostKeys(parseKnownHosts(target.knownHosts), target.host, target.port);
   if (pinned.keys.length === 0) throw new SshRefusal('ssh_host_key_mismatch', 'no_pinned_host_key');

@@ -16,7 +16,7 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ClientChannel } from 'ssh2';
 import { idAttributes, idsIn } from '../domain/trace-ids';
-import { connectionFor, SshRefusal, type PooledConnection, type SshTarget } from './connection';
+import { connectionFor, SshRefusal, unpooledConnection, type PooledConnection, type SshTarget } from './connection';
 
 export interface RemoteResult {
   code: number | null;
@@ -50,7 +50,7 @@ export async function runRemote(
   target: SshTarget,
   script: string,
   args: string[],
-  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number } = {},
+  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number; unpooled?: boolean } = {},
 ): Promise<RemoteResult> {
   // Programming errors, not refusals: the script is code of this service and must stay constant.
   if (script.includes("'"))
@@ -85,8 +85,16 @@ async function runOnTarget(
   target: SshTarget,
   script: string,
   args: string[],
-  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number },
+  opts: { stdin?: Buffer | NodeJS.ReadableStream; timeoutMs?: number; unpooled?: boolean },
 ): Promise<RemoteResult> {
+  if (opts.unpooled) {
+    const own = await unpooledConnection(target);
+    try {
+      return await execOn(own, `bash -c '${PRELUDE}${script}' tws-remote`, args, opts);
+    } finally {
+      await own.close();
+    }
+  }
   let connection = await connectionFor(target);
   await connection.acquire();
   if (connection.lost) {

@@ -3,7 +3,7 @@
  * presented, this service's key is accepted, and the workspace root is an existing directory, by
  * its real path (no symlink anywhere in it), in which the user can create and remove a folder.
  */
-import { closeSshConnection, type SshTarget } from './connection';
+import type { SshTarget } from './connection';
 import { namedScript, runRemote } from './remote-exec';
 
 // "$1" is the workspace root (absolute: validated before). A probe folder, made and removed,
@@ -16,13 +16,12 @@ const CHECK_TIMEOUT_MS = 30_000;
 
 /** `usable`, or why not; a target that cannot be reached or is not the pinned host throws its SshRefusal. */
 export async function checkSshTarget(target: SshTarget): Promise<'usable' | 'workspace_root_unusable'> {
-  try {
-    const result = await runRemote(target, CHECK_WORKSPACE_ROOT, [target.workspaceRoot], {
-      timeoutMs: CHECK_TIMEOUT_MS,
-    });
-    return result.code === 0 ? 'usable' : 'workspace_root_unusable';
-  } finally {
-    // The worker that uses the target makes its own connection; this process keeps none open.
-    await closeSshConnection(target.id);
-  }
+  // A connection of the check's own, closed after it: a check of settings not stored yet (a
+  // PATCH) neither closes nor is closed by the pooled connection of work on the same target in
+  // this process (a worker in the gateway's process keys its connection by the stored settings).
+  const result = await runRemote(target, CHECK_WORKSPACE_ROOT, [target.workspaceRoot], {
+    timeoutMs: CHECK_TIMEOUT_MS,
+    unpooled: true,
+  });
+  return result.code === 0 ? 'usable' : 'workspace_root_unusable';
 }

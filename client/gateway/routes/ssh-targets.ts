@@ -120,8 +120,9 @@ export function sshTargetRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox 
         const before = await getSshTarget(ctx.pool, request.params.id);
         if (!before) throw notFound('SSH target');
         const after = { ...before, ...change };
-        // The target as it would be is checked as at registration; this process's connections to it
-        // are closed by the check (a worker's are replaced at their next use: they are keyed by the settings).
+        // The target as it would be is checked as at registration, on a connection of the check's
+        // own; once stored, this process's pooled connections to it are closed (a worker's are
+        // replaced at their next use: they are keyed by the settings).
         if ((await checkOnItsHost(after)) !== 'usable') throw new ApiError('workspace_root_unusable');
         const updated = await updateSshTarget(ctx.pool, before, after);
         if (updated === 'in_use') throw new ApiError('ssh_target_in_use');
