@@ -54,7 +54,7 @@ export function launchAgentActivities(deps: ActivityDeps) {
   const { readCoresidency, recordCoresidency, reportCoresidency } = coresidencySteps(deps);
   const { startAgent, stopAgent } = agentProcessActivities(deps);
   const { materializeWorkspace, discardMaterialization } = workspaceMaterializeActivities(deps);
-  const { publishInventory, publishedBy } = launchRecordActivities(deps);
+  const { publishInventory, publishedBy, recordMaterializationFailed } = launchRecordActivities(deps);
 
   async function launchAgent(input: LaunchAgentInput): Promise<StartedAgent> {
     const { plan } = input;
@@ -165,11 +165,13 @@ export function launchAgentActivities(deps: ActivityDeps) {
           () => null,
           (err: unknown) => err,
         );
+      let stranded = false;
       try {
         // A launch an operator terminated while its workspace was being made stops here, at the
         // boundary where its separate steps used to stop, and undoes what it made.
         const runOf = servedWorkflowId();
-        if (runOf && isStranded(await workflowLiveness(runOf))) throw typedFailure('internal');
+        stranded = !!runOf && isStranded(await workflowLiveness(runOf));
+        if (stranded) throw typedFailure('internal');
         await publishInventory(plan, made);
         const notGiven = await given;
         if (notGiven) throw notGiven;
@@ -187,6 +189,10 @@ export function launchAgentActivities(deps: ActivityDeps) {
         if (outageOf(err) === 'database') throw err;
         await stopAgent(input.executionId);
         await discardMaterialization(plan, made);
+        // No workflow records a terminated launch's failure (its code may still finish this task
+        // in the worker, or, once the engine dropped it, never): this step does, as the workflow
+        // would, so the environment is re-electable and a first launch leaves no session row.
+        if (stranded) await recordMaterializationFailed(plan, 'internal', { firstLaunch: !input.resumeRun });
         if (err instanceof ApplicationFailure && err.nonRetryable) throw err;
         deps.logger.warn(
           { err, sessionId: plan.sessionId },
