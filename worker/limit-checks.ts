@@ -117,6 +117,17 @@ async function rootFilesystem(workspaceRoot: string): Promise<{ dev: number; fre
   }
 }
 
+/**
+ * The bytes of a folder an agent writes besides its workspace: 0 when it does not exist (or went
+ * away while measured), null when it exists and could not be measured.
+ */
+async function besideBytes(measure: () => Promise<number | null>, folder: string): Promise<number | null> {
+  if (!(await pathExists(folder))) return 0;
+  const bytes = await measure().catch(() => null);
+  if (bytes !== null) return bytes;
+  return (await pathExists(folder)) ? null : 0;
+}
+
 /** Whether every folder that exists is on that device (one elsewhere: its growth is not seen in the root's free space). */
 async function allOn(dev: number, folders: string[]): Promise<boolean> {
   for (const folder of folders) {
@@ -158,10 +169,13 @@ async function checkLimits(
     if (bytes === null) continue;
     // Its agents' homes and object stores count too: what an agent writes anywhere it may is its task's.
     const besides = new Set((await Promise.all(agents.map(writtenBesides))).flat());
-    let more = 0;
-    for (const folder of besides)
-      if (await pathExists(folder))
-        more += (await executor.workspaceBytes({ ...place, workspacePath: folder }).catch(() => 0)) ?? 0;
+    let more: number | null = 0;
+    for (const folder of besides) {
+      const size = await besideBytes(() => executor.workspaceBytes({ ...place, workspacePath: folder }), folder);
+      more = size === null || more === null ? null : more + size;
+    }
+    // One of them unreadable: like the workspace, walked again next round, never taken as within quota.
+    if (more === null) continue;
     const folders = [place.workspacePath, ...besides];
     if (root && !place.sshTargetId && (await allOn(root.dev, folders)))
       lastWalk.set(place.environmentId, { bytes: bytes + more, freeBefore: root.freeBytes, at: Date.now() });
