@@ -65,7 +65,12 @@ export async function readEventsAfter(db: Db | pg.Client, afterId: number, limit
 }
 
 /** Rows in (afterId, throughId], oldest first: a reconnecting client's replay, below a settled horizon. */
-export async function readEventRange(db: Db, afterId: number, throughId: number, limit: number): Promise<ChangeEvent[]> {
+export async function readEventRange(
+  db: Db,
+  afterId: number,
+  throughId: number,
+  limit: number,
+): Promise<ChangeEvent[]> {
   const res = await db.query<EventRow>(
     `SELECT id, kind, entity_id, task_id, change, state FROM events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3`,
     [afterId, throughId, limit],

@@ -3,6 +3,7 @@
  * Server-Sent Events, with ids and states only; a reconnect with Last-Event-ID gets exactly what
  * it missed, an id past retention a reset, and a LISTEN connection that drops loses nothing.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneEvents } from '../db/events';
 import { taskBranchName } from '../domain/task-layout';
@@ -151,6 +152,44 @@ describe('GET /v1/events', () => {
       // It goes on live from there.
       const taskId = await createTask(h, [repo.id]);
       await reader.change('task', taskId, 'created');
+    }
+  });
+
+  it('an event whose transaction commits after a later one is held for, then sent first: none skipped', async () => {
+    const reader = await follow();
+    const repo = await nextRepo();
+    // A writer that took its event id, and is slow to commit (a transaction held open).
+    const slow = await h.pool.connect();
+    const slowTask = randomUUID();
+    try {
+      await slow.query('BEGIN');
+      await slow.query(`INSERT INTO tasks (id, title) VALUES ($1, 'held open')`, [slowTask]);
+      const quick = await createTask(h, [repo.id]);
+      const committed = (await h.pool.query('SELECT clock_timestamp() AS t')).rows[0].t;
+      // The gateway reads the change log again and again while the gap stays open (it would not
+      // once it had moved past it), and sends nothing after the gap.
+      await waitUntil(
+        async () => {
+          const res = await h.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database() AND query_start > $2`,
+            [LISTENER_NAME, committed],
+          );
+          return res.rows.length > 0;
+        },
+        'the gateway holding back at the gap (reading the change log after the quick commit)',
+        10_000,
+      );
+      expect(reader.changes.find((c) => c.id === quick)).toBeUndefined();
+      await slow.query('COMMIT');
+      const held = await reader.change('task', slowTask, 'created');
+      const sent = await reader.change('task', quick, 'created');
+      expect(held.eventId).toBeLessThan(sent.eventId);
+      expect(reader.changes.map((c) => c.id).indexOf(slowTask)).toBeLessThan(
+        reader.changes.map((c) => c.id).indexOf(quick),
+      );
+    } finally {
+      await slow.query('ROLLBACK'); // after the COMMIT: a warning only; after a failure: the held row goes
+      slow.release();
     }
   });
 

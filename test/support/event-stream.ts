@@ -74,7 +74,8 @@ export class EventReader {
   /** The first change of this kind, entity and change (and state, when given). */
   change(kind: string, id: string, change: string, state?: string): Promise<Change> {
     return this.until(
-      (r) => r.changes.find((c) => c.kind === kind && c.id === id && c.change === change && (!state || c.state === state)),
+      (r) =>
+        r.changes.find((c) => c.kind === kind && c.id === id && c.change === change && (!state || c.state === state)),
       `${kind} ${id} ${change}${state ? ` (${state})` : ''}`,
     );
   }

@@ -100,7 +100,7 @@ async function catchUp(ctx: GatewayContext, stream: EventStream, after: number |
   const oldest = await oldestEventId(ctx.pool);
   // Pruned past it (or nothing is left to say what came after it): the client refetches.
   if (oldest === null || after < oldest - 1) return stream.reset(horizon);
-  for (let from = after; from < horizon && stream.isOpen; ) {
+  for (let from = after; from < horizon && stream.isOpen;) {
     const page = await readEventRange(ctx.pool, from, horizon, REPLAY_PAGE);
     if (page.length === 0) break;
     await stream.replay(page);
