@@ -19,7 +19,7 @@ export interface ChangeEvent {
 }
 
 /** The last day, and at most this many rows: what a reconnecting client can catch up on. */
-export const EVENT_RETENTION = { hours: 24, rows: 100_000 };
+const EVENT_RETENTION = { hours: 24, rows: 100_000 };
 
 interface EventRow {
   id: string;

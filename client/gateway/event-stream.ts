@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ChangeEvent } from '../../db/events';
 import type { EventSubscriber } from './event-hub';
 
-export const EVENT_STREAM_HEADERS = {
+const EVENT_STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-store',
   // nginx and its kind pass each frame on instead of holding them.
@@ -15,14 +15,14 @@ export const EVENT_STREAM_HEADERS = {
   connection: 'keep-alive',
 };
 /** How long a disconnected client waits before reconnecting (the `retry:` sent on connect). */
-export const RECONNECT_MS = 2_000;
+const RECONNECT_MS = 2_000;
 const KEEPALIVE_MS = 15_000;
 /** Bytes the socket may hold unsent, and events that may wait while a replay is written. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const MAX_QUEUED_EVENTS = 10_000;
 
 /** Only ids, kinds and states: the client refetches the resource through the API. */
-export function changeFrame(event: ChangeEvent): string {
+function changeFrame(event: ChangeEvent): string {
   const data = {
     kind: event.kind,
     id: event.entityId,
@@ -34,7 +34,7 @@ export function changeFrame(event: ChangeEvent): string {
 }
 
 /** "Refetch everything": the id asked for is not retained (or unknown); the stream goes on from `horizon`. */
-export const resetFrame = (horizon: number): string => `id: ${horizon}\nevent: reset\ndata: {}\n\n`;
+const resetFrame = (horizon: number): string => `id: ${horizon}\nevent: reset\ndata: {}\n\n`;
 
 export class EventStream implements EventSubscriber {
   /** Live events that arrive while the replay is written, sent after it; null once live. */
