@@ -4,6 +4,7 @@
  * it missed, an id past retention a reset, and a LISTEN connection that drops loses nothing.
  */
 import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneEvents } from '../db/events';
 import { taskBranchName } from '../domain/task-layout';
@@ -11,7 +12,8 @@ import { LISTENER_NAME } from '../client/gateway/event-hub';
 import { archive, waitForJob } from './support/cleanup';
 import { EventReader } from './support/event-stream';
 import { finish, taskWithCommits } from './support/finishing';
-import { createHarness, type Harness } from './support/harness';
+import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
+import { buildGateway } from '../client/gateway/app';
 import { agentEnded, createTask, launch, repositories, waitUntil } from './support/scenario';
 
 let h: Harness;
@@ -27,25 +29,26 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function follow(opts: Parameters<typeof EventReader.open>[1] = {}): Promise<EventReader> {
-  const reader = await EventReader.open(h, opts);
+async function follow(opts: Parameters<typeof EventReader.open>[1] & { baseUrl?: string } = {}): Promise<EventReader> {
+  const reader = await EventReader.open({ baseUrl: opts.baseUrl ?? h.baseUrl }, opts);
   readers.push(reader);
   expect(reader.response.status).toBe(200);
   return reader;
 }
 
-/** The listening connection's backend, once it is there. */
-async function listenerPid(): Promise<number> {
-  let pid = 0;
-  await waitUntil(async () => {
-    const res = await h.pool.query<{ pid: number }>(
+const listeners = async (): Promise<number[]> =>
+  (
+    await h.pool.query<{ pid: number }>(
       'SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
       [LISTENER_NAME],
-    );
-    pid = res.rows[0]?.pid ?? 0;
-    return res.rows.length === 1;
-  }, 'the events LISTEN connection');
-  return pid;
+    )
+  ).rows.map((row) => row.pid);
+
+/** The gateway's listening connection's backend, once it is the only one. */
+async function listenerPid(): Promise<number> {
+  let pids: number[] = [];
+  await waitUntil(async () => (pids = await listeners()).length === 1, 'one events LISTEN connection');
+  return pids[0]!;
 }
 
 describe('GET /v1/events', () => {
@@ -204,5 +207,25 @@ describe('GET /v1/events', () => {
     expect(await listenerPid()).not.toBe(pid);
     const later = await createTask(h, [repo.id]);
     await reader.change('task', later, 'created');
+  });
+
+  it('closing a gateway ends its streams and its LISTEN connection at once', async () => {
+    const gateway = await buildGateway({
+      config: h.config,
+      pool: h.pool,
+      temporal: h.temporal,
+      logger: false,
+      tokens: { user: USER_TOKEN, operator: OPERATOR_TOKEN },
+    });
+    await gateway.listen({ host: '127.0.0.1', port: 0 });
+    const port = (gateway.server.address() as AddressInfo).port;
+    const reader = await follow({ baseUrl: `http://127.0.0.1:${port}` });
+    await reader.until((r) => r.retry !== null, 'the stream open');
+    expect(await listeners()).toHaveLength(2);
+    const started = Date.now();
+    await gateway.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await reader.until((r) => r.ended, 'the stream ended by the close');
+    await listenerPid(); // only the harness's gateway's is left
   });
 });

@@ -1,5 +1,5 @@
 /** A /v1/events client for tests: fetch() and a small Server-Sent Events parser, as the console reads it. */
-import { USER_TOKEN, type Harness } from './harness';
+import { USER_TOKEN } from './harness';
 
 export interface SseEvent {
   id?: string;
@@ -28,13 +28,17 @@ export class EventReader {
 
   private constructor(readonly response: Response) {}
 
-  static async open(h: Harness, opts: { lastEventId?: string; token?: string | null } = {}): Promise<EventReader> {
+  /** `at`: a harness, or any gateway's base URL. */
+  static async open(
+    at: { baseUrl: string },
+    opts: { lastEventId?: string; token?: string | null } = {},
+  ): Promise<EventReader> {
     const headers: Record<string, string> = {};
     const token = opts.token === undefined ? USER_TOKEN : opts.token;
     if (token) headers.authorization = `Bearer ${token}`;
     if (opts.lastEventId !== undefined) headers['last-event-id'] = opts.lastEventId;
     const controller = new AbortController();
-    const response = await fetch(`${h.baseUrl}/v1/events`, { headers, signal: controller.signal });
+    const response = await fetch(`${at.baseUrl}/v1/events`, { headers, signal: controller.signal });
     const reader = new EventReader(response);
     reader.abort.signal.addEventListener('abort', () => controller.abort());
     if (response.ok) void reader.pump();
