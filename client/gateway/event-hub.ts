@@ -64,6 +64,17 @@ export function createEventHub(databaseUrl: string, log: HubLog): EventHub {
     for (const subscriber of subscribers) if (!subscriber.deliver(events)) subscribers.delete(subscriber);
   };
 
+  /** One timer at a time, however many reads found the gap still open. */
+  let recheckPending = false;
+  const recheckGap = () => {
+    if (recheckPending) return;
+    recheckPending = true;
+    later(GAP_RECHECK_MS, () => {
+      recheckPending = false;
+      void read();
+    });
+  };
+
   /** Reads and delivers every settled row after `cursor`; a pending gap re-reads shortly. */
   const readNew = async (db: pg.Client): Promise<void> => {
     for (;;) {
@@ -86,7 +97,7 @@ export function createEventHub(databaseUrl: string, log: HubLog): EventHub {
         gap = null;
       }
       fanOut(settled);
-      if (waiting) return later(GAP_RECHECK_MS, () => void read());
+      if (waiting) return recheckGap();
       if (batch.events.length < BATCH) return;
     }
   };
