@@ -21,7 +21,7 @@ export class ApiFailure extends Error {
 }
 
 /** What each `action` asks of a person, in words. */
-export const ACTION_TEXT: Record<string, string> = {
+const ACTION_TEXT: Record<string, string> = {
   retry: 'Try again in a moment.',
   reset_environment: "Reset the task's environment, then try again.",
   choose_executor: 'Choose another executor.',
@@ -43,7 +43,7 @@ export const ACTION_TEXT: Record<string, string> = {
 export const actionText = (action: string): string => ACTION_TEXT[action] ?? `What to do: ${action}.`;
 
 /** A connection that could not be made: not the API's answer, so said by the console. */
-export const connectionLost = (): ApiFailure =>
+const connectionLost = (): ApiFailure =>
   new ApiFailure(0, {
     code: 'connection_lost',
     message: 'The service could not be reached.',

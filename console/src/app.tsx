@@ -7,6 +7,7 @@ import { Board } from './pages/board';
 import { CleanupJobs } from './pages/cleanup-jobs';
 import { Hosts } from './pages/hosts';
 import { roleOf, SignIn } from './pages/sign-in';
+import { TaskPage } from './pages/task-page';
 import { routeOf, type Route } from './route';
 import { SessionContext, type ConsoleSession, type Role } from './session-context';
 import { tokenStore } from './token-store';
@@ -105,7 +106,7 @@ function Page({ route, role }: { route: Route; role: Role }) {
     case 'board':
       return <Board />;
     case 'task':
-      return <p class="notice">Task pages come with the next build.</p>;
+      return <TaskPage key={route.taskId} taskId={route.taskId} />;
     case 'cleanup-jobs':
       return role === 'operator' ? <CleanupJobs /> : <OperatorOnly />;
     case 'hosts':

@@ -36,7 +36,7 @@ export interface BoardFacts {
  * A task needing a person shows there first, whatever else is true of it; then archived ones;
  * then those with an agent at work; then merged; every other active task is idle.
  */
-export function columnOf(task: BoardTask, facts: BoardFacts): Column {
+function columnOf(task: BoardTask, facts: BoardFacts): Column {
   if (facts.attention.has(task.id)) return 'attention';
   if (task.state === 'archived') return 'archived';
   if (facts.working.has(task.id)) return 'running';

@@ -3,7 +3,7 @@
  * they arrive: the console reads /v1/events with fetch() so that the token goes in a header,
  * never a URL, and EventSource cannot send one. Pure: no DOM, no network.
  */
-export interface ServerEvent {
+interface ServerEvent {
   /** The last `id:` seen so far (ids persist across events, as the format says); null before any. */
   id: string | null;
   /** `message` when the event names none. */
