@@ -13,6 +13,7 @@ import { MaybeError } from './error-view';
 
 const LOG_CAP = 512 * 1024;
 const LINE_HEIGHT = 16;
+const LOG_BOX_MAX = 320;
 
 export function SessionLog({ sessionId, live }: { sessionId: string; live: boolean }) {
   const { api } = useSession();
@@ -61,6 +62,8 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
         class="log"
         data-testid="session-log"
         ref={scroller}
+        // As tall as its lines, up to a screenful: a short log takes a short box.
+        style={{ height: `${Math.min(LOG_BOX_MAX, Math.max(LINE_HEIGHT * 2, virtualizer.getTotalSize()) + 8)}px` }}
         onScroll={(e) => {
           const el = e.currentTarget;
           follow.current = el.scrollTop + el.clientHeight >= el.scrollHeight - LINE_HEIGHT * 2;
@@ -69,7 +72,8 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
         <div class="column-inner" style={{ height: `${virtualizer.getTotalSize()}px` }}>
           {virtualizer.getVirtualItems().map((item) => (
             <div key={item.index} class="log-line" style={{ transform: `translateY(${item.start}px)` }}>
-              {log.lines[item.index]}
+              {/* Each line ends in its newline, so the log's text reads (and copies) as printed. */}
+              {`${log.lines[item.index]}\n`}
             </div>
           ))}
         </div>
