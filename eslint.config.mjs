@@ -66,11 +66,12 @@ export default tseslint.config(
           message: 'Render text, never HTML: what users and agents wrote must not run in the page.',
         },
         {
-          selector: "MemberExpression[property.name=/^(innerHTML|outerHTML)$/]",
+          selector: 'MemberExpression[property.name=/^(innerHTML|outerHTML)$/]',
           message: 'Set textContent, never innerHTML/outerHTML: what users and agents wrote must not run in the page.',
         },
         {
-          selector: "CallExpression[callee.property.name=/^(insertAdjacentHTML|write|writeln|createContextualFragment)$/]",
+          selector:
+            'CallExpression[callee.property.name=/^(insertAdjacentHTML|write|writeln|createContextualFragment)$/]',
           message: 'No HTML from strings: build nodes with JSX (text is escaped).',
         },
       ],

@@ -52,7 +52,12 @@ const connectionLost = (): ApiFailure =>
 
 export interface Api {
   get<T>(path: string): Promise<T>;
-  send<T>(method: 'POST' | 'DELETE' | 'PATCH', path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+  send<T>(
+    method: 'POST' | 'DELETE' | 'PATCH',
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<T>;
   /** The raw response of a streaming read (logs, events); failures as ApiFailure. */
   stream(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response>;
   readonly token: string;
@@ -73,7 +78,13 @@ async function failureOf(response: Response): Promise<ApiFailure> {
 }
 
 export function createApi(token: string): Api {
-  async function call(method: string, path: string, body?: unknown, extra: Record<string, string> = {}, signal?: AbortSignal) {
+  async function call(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+    signal?: AbortSignal,
+  ) {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, ...extra };
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;

@@ -49,7 +49,9 @@ export function groupIntoColumns(tasks: readonly BoardTask[], facts: BoardFacts)
   const columns: Record<Column, BoardTask[]> = { running: [], idle: [], attention: [], merged: [], archived: [] };
   for (const task of tasks) columns[columnOf(task, facts)].push(task);
   for (const column of COLUMNS)
-    columns[column].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1));
+    columns[column].sort((a, b) =>
+      a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1,
+    );
   return columns;
 }
 

@@ -2,5 +2,7 @@
 import { render } from 'preact';
 import { App } from './app';
 import './styles.css';
+import './board.css';
+import './task.css';
 
 render(<App />, document.getElementById('app')!);

@@ -43,6 +43,6 @@ export interface SessionView {
   error?: { code: string; message: string };
 }
 
-export const MIB = 1024 * 1024;
+const MIB = 1024 * 1024;
 export const bytesText = (bytes: number): string =>
   bytes >= 1024 * MIB ? `${(bytes / (1024 * MIB)).toFixed(1)} GiB` : `${(bytes / MIB).toFixed(1)} MiB`;

@@ -91,7 +91,12 @@ export function Board() {
       {columns && board.value ? (
         <div class="columns">
           {COLUMNS.map((column) => (
-            <BoardColumn key={column} column={column} tasks={columns[column]} attention={board.value!.facts.attention} />
+            <BoardColumn
+              key={column}
+              column={column}
+              tasks={columns[column]}
+              attention={board.value!.facts.attention}
+            />
           ))}
         </div>
       ) : null}

@@ -28,7 +28,11 @@ const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
 
 export function Hosts() {
   const { api } = useSession();
-  const hosts = useResource(() => allPages<Host>(api, '/v1/hosts'), [api], () => false);
+  const hosts = useResource(
+    () => allPages<Host>(api, '/v1/hosts'),
+    [api],
+    () => false,
+  );
   const [release, setRelease] = useState<Release | null>(null);
   const [error, setError] = useState<ApiFailure | null>(null);
 

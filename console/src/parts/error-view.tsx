@@ -1,7 +1,7 @@
 /** An API failure in words: its message, what to do (its `action`), and its error id for a report. */
 import { actionText, type ApiFailure } from '../api';
 
-export function ErrorView({ error }: { error: ApiFailure }) {
+function ErrorView({ error }: { error: ApiFailure }) {
   const errorId = typeof error.body.errorId === 'string' ? error.body.errorId : null;
   return (
     <div class="error" role="alert" data-testid="error" data-code={error.body.code}>

@@ -40,8 +40,7 @@ export function NewTaskForm({
   return (
     <form class="new-task" onSubmit={(event) => void create(event)}>
       <label>
-        Title{' '}
-        <input data-testid="task-title" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
+        Title <input data-testid="task-title" value={title} onInput={(e) => setTitle(e.currentTarget.value)} required />
       </label>
       <fieldset>
         <legend>Repositories</legend>

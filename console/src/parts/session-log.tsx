@@ -36,7 +36,11 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
       }
     })().catch((err: unknown) => {
       if (abort.signal.aborted) return;
-      setError(err instanceof ApiFailure ? err : new ApiFailure(0, { code: 'connection_lost', message: 'The log stream broke.', action: 'retry' }));
+      setError(
+        err instanceof ApiFailure
+          ? err
+          : new ApiFailure(0, { code: 'connection_lost', message: 'The log stream broke.', action: 'retry' }),
+      );
     });
     return () => abort.abort();
   }, [api, sessionId, live]);
@@ -56,7 +60,10 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
   return (
     <>
       {log.dropped > 0 ? (
-        <p class="quiet">The first {log.dropped.toLocaleString()} characters are left out here: the page keeps the last {LOG_CAP / 1024} KiB.</p>
+        <p class="quiet">
+          The first {log.dropped.toLocaleString()} characters are left out here: the page keeps the last{' '}
+          {LOG_CAP / 1024} KiB.
+        </p>
       ) : null}
       <pre
         class="log"

@@ -36,7 +36,11 @@ function filesByPath(patch: string | undefined): Map<string, FileData[]> {
 
 export function TaskDiff({ taskId }: { taskId: string }) {
   const { api } = useSession();
-  const diff = useResource(() => api.get<DiffAnswer>(`/v1/tasks/${taskId}/diff?patch=1`), [api, taskId], () => false);
+  const diff = useResource(
+    () => api.get<DiffAnswer>(`/v1/tasks/${taskId}/diff?patch=1`),
+    [api, taskId],
+    () => false,
+  );
   const [selected, setSelected] = useState<{ repositoryId: string; path: string } | null>(null);
   const parsed = useMemo(
     () => new Map((diff.value?.repositories ?? []).map((r) => [r.repositoryId, filesByPath(r.patch)])),
@@ -54,12 +58,18 @@ export function TaskDiff({ taskId }: { taskId: string }) {
         </button>
       </h2>
       <MaybeError error={diff.error} />
-      {diff.value && diff.value.repositories.every((r) => r.files.length === 0) ? <p class="quiet">No change.</p> : null}
+      {diff.value && diff.value.repositories.every((r) => r.files.length === 0) ? (
+        <p class="quiet">No change.</p>
+      ) : null}
       <div class="diff-layout">
         <ul class="diff-files">
           {diff.value?.repositories.flatMap((repo) => [
             ...(repo.truncated
-              ? [<li key={`${repo.repositoryId}-cut`} class="warn">The diff is cut: it is too large to show whole.</li>]
+              ? [
+                  <li key={`${repo.repositoryId}-cut`} class="warn">
+                    The diff is cut: it is too large to show whole.
+                  </li>,
+                ]
               : []),
             ...repo.files.map((file) => (
               <li key={`${repo.repositoryId}:${file.path}`}>
@@ -97,7 +107,9 @@ function firstFile(answer: DiffAnswer | undefined) {
 }
 
 function fileOf(answer: DiffAnswer | undefined, chosen: { repositoryId: string; path: string }) {
-  return answer?.repositories.find((r) => r.repositoryId === chosen.repositoryId)?.files.find((f) => f.path === chosen.path);
+  return answer?.repositories
+    .find((r) => r.repositoryId === chosen.repositoryId)
+    ?.files.find((f) => f.path === chosen.path);
 }
 
 function FileHeader({ file }: { file: DiffFile | undefined }) {

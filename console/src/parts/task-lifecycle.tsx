@@ -41,7 +41,11 @@ export function TaskLifecycle({ task, onChanged }: { task: TaskView; onChanged: 
         <button
           type="button"
           data-testid="archive"
-          onClick={() => void act('Archiving: its workspace is being cleaned up.', () => api.send('POST', `/v1/tasks/${task.id}/archive`, {}))}
+          onClick={() =>
+            void act('Archiving: its workspace is being cleaned up.', () =>
+              api.send('POST', `/v1/tasks/${task.id}/archive`, {}),
+            )
+          }
         >
           Archive
         </button>

@@ -78,7 +78,9 @@ export function TaskMerge({ taskId, onChanged }: { taskId: string; onChanged: ()
             <div key={repo.repositoryId}>
               {repo.outcome === 'clean' ? 'Merges cleanly.' : null}
               {repo.outcome === 'up_to_date' ? 'Nothing to merge: the base has it all.' : null}
-              {repo.outcome === 'blocked' ? `Cannot merge now: ${BLOCKED_TEXT[repo.blockedBy ?? ''] ?? repo.blockedBy}.` : null}
+              {repo.outcome === 'blocked'
+                ? `Cannot merge now: ${BLOCKED_TEXT[repo.blockedBy ?? ''] ?? repo.blockedBy}.`
+                : null}
               {repo.outcome === 'conflicts' ? (
                 <>
                   Conflicts with the base in:

@@ -113,7 +113,9 @@ export function TaskSessions({ taskId, archived }: { taskId: string; archived: b
             ) : null}
           </div>
           {session.error ? <p class="warn">{session.error.message}</p> : null}
-          {session.restore === 'applied' ? <p class="quiet">Its launch restored the work an idle release saved.</p> : null}
+          {session.restore === 'applied' ? (
+            <p class="quiet">Its launch restored the work an idle release saved.</p>
+          ) : null}
           {session.restore === 'conflict' ? (
             <p class="warn">
               The saved work did not apply to the branch as it is now: apply these refs by hand:{' '}
