@@ -68,8 +68,11 @@ export function useResource<T>(
         reload();
       }, 250);
     });
+    // Back from a lost connection: what failed meanwhile is read again (the first connect is not a comeback).
+    let was = feed.state;
     const unwatch = feed.onState((state) => {
-      if (state === 'live') reload();
+      if (state === 'live' && was === 'lost') reload();
+      was = state;
     });
     return () => {
       unsubscribe();
