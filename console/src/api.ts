@@ -94,7 +94,6 @@ export function createApi(token: string): Api {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,
-        cache: 'no-store',
       });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
