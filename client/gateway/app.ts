@@ -12,6 +12,7 @@ import {
   MAX_REQUEST_LINE_BYTES,
 } from './api-error';
 import { registerAuth } from './auth';
+import { serveConsole } from './console-site';
 import { traceRequests } from './request-spans';
 import { createGatewayMetrics } from './metrics';
 import { registerOpenApi, serveDocs } from './openapi-docs';
@@ -132,6 +133,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(sshTargetRoutes(opts));
   await app.register(eventRoutes(opts));
   await serveDocs(app);
+  await serveConsole(app);
   return app;
 }
 
