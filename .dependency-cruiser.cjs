@@ -5,6 +5,7 @@
  * Two imports the direction alone would allow are refused: workflows/ never import db/, not even
  * a type (a row's pure types live in domain/), and the gateway (client/) never imports
  * activities/: what both use lives below both (domain/, executors/support/).
+ * The web console (console/) imports nothing of the product: it reads the public API only.
  * `make test` runs it (scripts/check-code.sh); `make graph` draws it.
  */
 const product = '^(domain|db|git|ssh|executors|activities|workflows|worker|client)/';
@@ -91,6 +92,21 @@ module.exports = {
         'The gateway (client/) never reaches into activities/: what both use lives below both (domain/ for pure types, executors/support/ for the starter of prepared cleanup jobs). The activities are assembled in worker/ (the launch worker the gateway runs included), never by the gateway itself.',
       from: { path: '^client/' },
       to: { path: '^activities/' },
+    },
+    {
+      name: 'console-reads-only-the-public-api',
+      severity: 'error',
+      comment:
+        'The web console (console/) runs in the browser and acts only through the public API (/v1): it imports nothing of the product, whose rules it learns from the answers.',
+      from: { path: '^console/' },
+      to: { path: '^(domain|db|git|ssh|executors|activities|workflows|worker|client|bench|test)/' },
+    },
+    {
+      name: 'product-never-imports-the-console',
+      severity: 'error',
+      comment: 'The gateway serves the console as built files (console/dist), never imports its code.',
+      from: { path: product },
+      to: { path: '^console/' },
     },
     {
       name: 'product-never-imports-tests-or-bench',

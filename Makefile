@@ -25,7 +25,7 @@ bench: setup
 	@node --import tsx bench/run.ts
 
 typecheck: setup
-	@npx tsc -p .
+	@npx tsc -p . && npx tsc -p console
 
 # The checks `make test` runs before the suite, alone: type check, code habits, the canary.
 check: setup
@@ -37,4 +37,4 @@ fix: setup
 
 # The import graph as the layer rules see it: .build/dependency-graph.html.
 graph: setup
-	@mkdir -p .build && npx depcruise activities bench executors bin client db domain git ssh worker workflows --config .dependency-cruiser.cjs --output-type html > .build/dependency-graph.html && echo ".build/dependency-graph.html"
+	@mkdir -p .build && npx depcruise activities bench executors bin client console db domain git ssh worker workflows --config .dependency-cruiser.cjs --output-type html > .build/dependency-graph.html && echo ".build/dependency-graph.html"

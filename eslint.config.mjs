@@ -27,9 +27,9 @@ const nodeBuiltins = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.tools/**', '.data/**', 'bench/results/**', 'test/histories/**'] },
+  { ignores: ['node_modules/**', '.tools/**', '.data/**', 'console/dist/**', 'bench/results/**', 'test/histories/**'] },
   {
-    files: ['**/*.ts', '**/*.mts'],
+    files: ['**/*.ts', '**/*.mts', 'console/**/*.tsx'],
     extends: [tseslint.configs.base],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
@@ -48,6 +48,37 @@ export default tseslint.config(
         'error',
         { fixStyle: 'inline-type-imports', disallowTypeAnnotations: false },
       ],
+    },
+  },
+  {
+    // The console shows what users and agents wrote (titles, branch and file names, logs, diffs):
+    // always as text nodes, never parsed as HTML, so nothing of it can run in the page.
+    files: ['console/**/*.ts', 'console/**/*.tsx'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']",
+          message: 'Render text, never HTML: what users and agents wrote must not run in the page.',
+        },
+        {
+          selector: "Property[key.name='dangerouslySetInnerHTML']",
+          message: 'Render text, never HTML: what users and agents wrote must not run in the page.',
+        },
+        {
+          selector: 'MemberExpression[property.name=/^(innerHTML|outerHTML)$/]',
+          message: 'Set textContent, never innerHTML/outerHTML: what users and agents wrote must not run in the page.',
+        },
+        {
+          selector:
+            'CallExpression[callee.property.name=/^(insertAdjacentHTML|write|writeln|createContextualFragment)$/]',
+          message: 'No HTML from strings: build nodes with JSX (text is escaped).',
+        },
+      ],
+      'no-restricted-globals': ['error', { name: 'localStorage', message: 'The token lives in sessionStorage only.' }],
+      'no-eval': 'error',
+      'no-implied-eval': 'error',
+      'no-new-func': 'error',
     },
   },
   {

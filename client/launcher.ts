@@ -274,6 +274,7 @@ async function main(): Promise<void> {
 
   console.log(`
 task-workspaces is running
+  Console:      ${apiUrl}/  (sign in with a token below: userToken, or operatorToken for the operator pages)
   API:          ${apiUrl}  (OpenAPI at /openapi.json)
   Temporal UI:  ${temporalServer ? `http://127.0.0.1:${uiPort}${engineGuarded ? '  (any user name; the password is the operator token)' : ''}` : `(your Temporal at ${temporalAddress})`}
   Temporal:     ${engineGuarded ? `${temporalAddress}, mutual TLS only: the client certificate and key in ${path.join(config.dataDir, 'engine-tls')}` : temporalAddress}

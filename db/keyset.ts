@@ -28,6 +28,8 @@ export interface KeysetList {
   equal?: Record<string, unknown>;
   /** Conditions without a value (`archived_at IS NULL`); null is none. */
   where?: (string | null)[];
+  /** Conditions with one value (`EXISTS (… = $n)`), given its placeholder; an undefined value is no filter. */
+  whereValue?: { value: unknown; condition: (placeholder: string) => string }[];
 }
 
 export async function newestFirst<R>(db: Db, list: KeysetList, page: PageOf): Promise<(R & { exact_at: string })[]> {
@@ -38,6 +40,9 @@ export async function newestFirst<R>(db: Db, list: KeysetList, page: PageOf): Pr
       value === undefined ? [] : [`${column} = ${param(value)}`],
     ),
     ...(list.where ?? []).filter((c): c is string => c !== null),
+    ...(list.whereValue ?? []).flatMap(({ value, condition }) =>
+      value === undefined ? [] : [condition(param(value))],
+    ),
   ];
   if (page.after)
     conditions.push(

@@ -96,6 +96,8 @@ export interface TaskFilter {
   archived?: boolean;
   /** Only tasks with a merge that is not undone (`state=merged`). */
   merged?: boolean;
+  /** Only tasks that work in this repository (the console's board filter). */
+  repositoryId?: string;
 }
 
 /** Tasks newest first, with the filters given. */
@@ -114,6 +116,14 @@ export async function listTasks(db: Db, filter: TaskFilter, page: PageOf) {
         filter.merged
           ? `EXISTS (SELECT 1 FROM git_operations g WHERE g.task_id = tasks.id AND g.kind = 'merge' AND g.state = 'merged')`
           : null,
+      ],
+      // By the primary key (task_id, repository_id): one index probe per task row.
+      whereValue: [
+        {
+          value: filter.repositoryId,
+          condition: (id) =>
+            `EXISTS (SELECT 1 FROM task_repositories tr WHERE tr.task_id = tasks.id AND tr.repository_id = ${id})`,
+        },
       ],
     },
     page,

@@ -50,6 +50,10 @@ if ! node scripts/build.mjs; then
   exit 1
 fi
 
+# The web console (console/), built into console/dist/ when its sources or the lock file changed
+# (scripts/build-console.sh): the gateway serves it at /.
+bash scripts/build-console.sh || exit 1
+
 # The agent supervisor (native/agent-supervisor.c), a small C program every agent runs under:
 # compiled into .tools/ when missing or older than its source (scripts/build-supervisor.sh).
 # It says why itself when it cannot.

@@ -168,6 +168,21 @@ describe('GET /v1/tasks', () => {
     // The same fields as the task's own view.
     expect((await h.api('GET', `/v1/tasks/${children[1]}`)).body).toMatchObject(item);
   });
+
+  it('filters tasks by a repository they work in, paged like the rest (the console board) [console board]', async () => {
+    const [a, b] = [await repo(), await repo()];
+    const onlyA = await createTask(h, [a.id]);
+    const both = await createTask(h, [a.id, b.id]);
+    const onlyB = await createTask(h, [b.id]);
+    const ofA = await walk(`/v1/tasks?repositoryId=${a.id}`, 1);
+    expect(ofA.sizes).toEqual([1, 1]);
+    expect(ofA.items.map((t) => t.id)).toEqual([both, onlyA]);
+    expect((await walk(`/v1/tasks?repositoryId=${b.id}&archived=false`, 5)).items.map((t) => t.id)).toEqual([
+      onlyB,
+      both,
+    ]);
+    expect((await walk(`/v1/tasks?repositoryId=${randomUUID()}`, 5)).items).toEqual([]);
+  });
 });
 
 describe('GET /v1/tasks/:id/sessions and session links', () => {
@@ -289,7 +304,15 @@ describe('bad list queries', () => {
       ...notOurs.map((c) => `cursor=${c}`),
     ];
     const cases: Record<string, string[]> = {
-      '/v1/tasks': [...common, 'boardId=not-a-uuid', 'parentTaskId=42', 'archived=yes', 'archived=1', 'state=merging'],
+      '/v1/tasks': [
+        ...common,
+        'boardId=not-a-uuid',
+        'repositoryId=x',
+        'parentTaskId=42',
+        'archived=yes',
+        'archived=1',
+        'state=merging',
+      ],
       [`/v1/tasks/${taskId}/sessions`]: [...common, 'state=running'],
       '/v1/repositories': [...common, 'name=x'],
       '/v1/boards': common,

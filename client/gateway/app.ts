@@ -12,6 +12,7 @@ import {
   MAX_REQUEST_LINE_BYTES,
 } from './api-error';
 import { registerAuth } from './auth';
+import { serveConsole } from './console-site';
 import { traceRequests } from './request-spans';
 import { createGatewayMetrics } from './metrics';
 import { registerOpenApi, serveDocs } from './openapi-docs';
@@ -130,6 +131,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(hostRoutes(opts));
   await app.register(sshTargetRoutes(opts));
   await serveDocs(app);
+  await serveConsole(app);
   return app;
 }
 

@@ -65,7 +65,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'GET /v1/tasks': {
     summary: 'List tasks',
     description:
-      "The tasks' own fields, newest first, paged; filters `boardId`, `parentTaskId`, `archived=true|false`. `GET /v1/tasks/{id}` adds repositories, environment and sessions.",
+      "The tasks' own fields, newest first, paged; filters `boardId`, `parentTaskId`, `repositoryId` (tasks that work in that repository), `archived=true|false`, `state=active|archived|merged`. `GET /v1/tasks/{id}` adds repositories, environment and sessions.",
   },
   'GET /v1/tasks/{id}': {
     summary: 'Show a task',

@@ -22,6 +22,8 @@ const TaskListQuery = Type.Object(
     ...PageQueryFields,
     boardId: Type.Optional(Uuid),
     parentTaskId: Type.Optional(Uuid),
+    /** Tasks that work in this repository. */
+    repositoryId: Type.Optional(Uuid),
     archived: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
     /** `merged`: tasks with a merge that is not undone; `archived` / `active` as `archived=true|false`. */
     state: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived'), Type.Literal('merged')])),
@@ -131,10 +133,11 @@ export function taskRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         schema: { tags: ['tasks'], querystring: TaskListQuery, response: { 200: pageOf(TaskItem), ...errorResponses } },
       },
       async (request) => {
-        const { boardId, parentTaskId, archived, state } = request.query;
+        const { boardId, parentTaskId, repositoryId, archived, state } = request.query;
         const filter = {
           boardId,
           parentTaskId,
+          repositoryId,
           archived:
             state === 'archived'
               ? true

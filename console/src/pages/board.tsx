@@ -1,0 +1,105 @@
+/**
+ * The board: every task in its column (running, idle, needs attention, merged, archived), from
+ * the task list, the sessions at work or failed and the cleanup jobs waiting for an operator;
+ * filtered by board (the API's filter) and repository; read again as the feed tells of changes.
+ */
+import { useMemo, useState } from 'preact/hooks';
+import { allPages } from '../api';
+import { COLUMNS, factsFrom, groupIntoColumns, type BoardTask, type SessionFact } from '../board-columns';
+import { BoardColumn } from '../parts/board-column';
+import { MaybeError } from '../parts/error-view';
+import { NewTaskForm } from '../parts/new-task-form';
+import { useSession } from '../session-context';
+import { useResource } from '../use-resource';
+
+interface Named {
+  id: string;
+  name: string;
+}
+
+export function Board() {
+  const { api } = useSession();
+  const [boardId, setBoardId] = useState('');
+  const [repositoryId, setRepositoryId] = useState('');
+  const [creating, setCreating] = useState(false);
+
+  const catalog = useResource(
+    async () => ({
+      boards: await allPages<Named>(api, '/v1/boards'),
+      repositories: await allPages<Named>(api, '/v1/repositories'),
+    }),
+    [api],
+    () => false,
+  );
+  const board = useResource(
+    async () => {
+      const filter = [boardId && `boardId=${boardId}`, repositoryId && `repositoryId=${repositoryId}`].filter(Boolean);
+      const [tasks, sessions, jobs] = await Promise.all([
+        allPages<BoardTask>(api, `/v1/tasks${filter.length ? `?${filter.join('&')}` : ''}`),
+        Promise.all(
+          ['starting', 'running', 'failed'].map((state) => allPages<SessionFact>(api, `/v1/sessions?state=${state}`)),
+        ),
+        allPages<{ taskId: string }>(api, '/v1/cleanup-jobs?state=needs_operator'),
+      ]);
+      return { tasks, facts: factsFrom(sessions.flat(), jobs) };
+    },
+    [api, boardId, repositoryId],
+    (change) => change.kind !== 'execution',
+  );
+  const columns = useMemo(
+    () => (board.value ? groupIntoColumns(board.value.tasks, board.value.facts) : null),
+    [board.value],
+  );
+
+  return (
+    <section class="board">
+      <div class="toolbar">
+        <label>
+          Board{' '}
+          <select data-testid="filter-board" value={boardId} onChange={(e) => setBoardId(e.currentTarget.value)}>
+            <option value="">All boards</option>
+            {catalog.value?.boards.map((b) => (
+              <option key={b.id} value={b.id}>
+                {b.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Repository{' '}
+          <select
+            data-testid="filter-repository"
+            value={repositoryId}
+            onChange={(e) => setRepositoryId(e.currentTarget.value)}
+          >
+            <option value="">All repositories</option>
+            {catalog.value?.repositories.map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" data-testid="new-task" onClick={() => setCreating(!creating)}>
+          New task
+        </button>
+        {board.loading ? <span class="quiet">Reading…</span> : null}
+      </div>
+      {creating ? <NewTaskForm repositories={catalog.value?.repositories ?? []} boardId={boardId || null} /> : null}
+      <MaybeError error={catalog.error} />
+      <MaybeError error={board.error} />
+      {columns && board.value ? (
+        <div class="columns">
+          {COLUMNS.map((column) => (
+            <BoardColumn
+              key={column}
+              column={column}
+              tasks={columns[column]}
+              attention={board.value!.facts.attention}
+            />
+          ))}
+        </div>
+      ) : null}
+    </section>
+  );
+}
