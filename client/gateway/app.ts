@@ -20,6 +20,7 @@ import type { GatewayContext } from './context';
 import { catalogRoutes } from './routes/catalog';
 import { cleanupRoutes } from './routes/cleanup';
 import { cleanupJobRoutes } from './routes/cleanup-jobs';
+import { eventRoutes } from './routes/events';
 import { gitStatusRoutes } from './routes/git-status';
 import { mergeRoutes } from './routes/merges';
 import { taskDiffRoutes } from './routes/task-diff';
@@ -130,6 +131,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   await app.register(idleReleaseRoutes(opts));
   await app.register(hostRoutes(opts));
   await app.register(sshTargetRoutes(opts));
+  await app.register(eventRoutes(opts));
   await serveDocs(app);
   await serveConsole(app);
   return app;

@@ -250,4 +250,9 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
     description:
       "Sets the task's own `diskQuotaBytes` (`null`: the operator's default again), what a `task_disk_quota` refusal asks for. Its next launch is judged against it. Answers the task.",
   },
+  'GET /v1/events': {
+    summary: 'Follow changes (Server-Sent Events)',
+    description:
+      'A `text/event-stream` of task, session, execution, merge and cleanup job changes: `id: <n>`, `event: change`, `data: { kind, id, taskId, change, state }` (ids, kinds and states only; refetch the resource for the rest). Sends `retry: 2000` first and `: keepalive` every 15 s. With `Last-Event-ID` (header, or `lastEventId`), every retained event after it comes first (24 h, at most 100,000); an id not retained or unknown gets one `event: reset`: refetch everything. A client that does not keep up is disconnected and reconnects.',
+  },
 };
