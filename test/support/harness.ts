@@ -54,6 +54,7 @@ export interface Harness {
   spawnWorker(extraEnv?: Record<string, string>, logFile?: string): ChildProcess;
   /** The compiled gateway as its own process (it runs the launches it starts unless told not to), ready. */
   /** With `stderrFile`, what the gateway writes to stderr goes there (else to the test's own); `stdoutFile`, its stdout. */
+  /** On a free port, or on `extraEnv.TWS_API_PORT` when given. */
   spawnGateway(
     extraEnv?: Record<string, string>,
     stderrFile?: string,
@@ -242,8 +243,9 @@ export async function createHarness(
     async spawnGateway(extraEnv = {}, stderrFile?: string, stdoutFile?: string) {
       // A port is free when picked and may be taken before the gateway binds it: the gateway that
       // answers must be this child (listensOn), else it is started again on another port.
+      // A port of the test's own (`TWS_API_PORT` in extraEnv): a gateway started again where a page still looks.
       for (let attempt = 1; ; attempt++) {
-        const port = await freePort();
+        const port = extraEnv.TWS_API_PORT ? Number(extraEnv.TWS_API_PORT) : await freePort();
         const env = serviceEnv({
           TWS_API_PORT: String(port),
           TWS_USER_TOKEN: USER_TOKEN,

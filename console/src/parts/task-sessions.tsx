@@ -124,7 +124,10 @@ export function TaskSessions({ taskId, archived }: { taskId: string; archived: b
               ))}
             </p>
           ) : null}
-          <SessionLog sessionId={session.id} live={WORKING.has(session.state)} />
+          {/* A starting session has no execution yet, so no log: it opens once the agent runs (followed) or has ended (whole). */}
+          {session.state === 'starting' ? null : (
+            <SessionLog sessionId={session.id} live={session.state === 'running'} />
+          )}
         </div>
       ))}
     </div>
