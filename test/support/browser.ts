@@ -8,26 +8,9 @@
  * errors, every dialog (an `alert` is a failure: the XSS tests' payloads call it), and the URL of
  * every request the page made (an `<img src=x>` that ran would ask for `x`).
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, expect } from 'vitest';
-
-/** Where the browser is: TWS_CHROMIUM if set, else Debian's chromium-headless-shell, else Debian's chromium. */
-export function chromiumExecutable(): string {
-  const candidates = [
-    process.env.TWS_CHROMIUM,
-    // The binaries, not /usr/bin's wrapper scripts: a shell that does not exec stood between
-    // playwright and the browser it ends.
-    '/usr/lib/chromium/chromium-headless-shell',
-    '/usr/lib/chromium/chromium',
-  ].filter((p): p is string => Boolean(p));
-  const found = candidates.find((p) => existsSync(p));
-  if (!found)
-    throw new Error(
-      `no headless Chromium at ${candidates.join(', ')}: make setup installs Debian's chromium-headless-shell (as root with apt-get), or set TWS_CHROMIUM`,
-    );
-  return found;
-}
+import { launchChromium } from './chromium';
 
 export interface WatchedPage {
   page: Page;
@@ -50,14 +33,6 @@ export function browserPerFile() {
   let browser: Promise<Browser> | null = null;
   let open: WatchedPage[] = [];
 
-  const launch = () =>
-    chromium.launch({
-      executablePath: chromiumExecutable(),
-      // As root Chromium refuses to start with its sandbox; the pages it opens are the test's own.
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-      headless: true,
-    });
-
   afterEach(async () => {
     const pages = open;
     open = [];
@@ -75,7 +50,7 @@ export function browserPerFile() {
   return {
     /** A new page (of a context of its own), watched; `baseURL` resolves `page.goto('/…')`. */
     async page(baseURL: string): Promise<WatchedPage> {
-      browser ??= launch();
+      browser ??= launchChromium();
       const context = await (await browser).newContext({ baseURL });
       const page = await context.newPage();
       const watched: WatchedPage = { page, context, consoleErrors: [], pageErrors: [], dialogs: [], requests: [] };
