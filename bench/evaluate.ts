@@ -1,5 +1,6 @@
 /** Each figure against its target (targets.ts). */
 import type { BenchResults, Outcome } from './model';
+import type { ConsoleSpeedResult } from './scenarios/console-speed';
 import { judge, TARGETS, type TargetResult } from './targets';
 
 export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[] {
@@ -117,6 +118,7 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
         .join(', ')})`,
     });
   else out.push(judged(TARGETS.mergesAtOnceWall, r.mergesAtOnce, (m) => m.wallRatio));
+  out.push(...judgeConsole(r.consoleSpeed));
   out.push(judged(TARGETS.manyTasksFailures, r.manyTasks, (m) => m.failures));
   out.push(judged(TARGETS.manyTasksWall, r.manyTasks, (m) => m.wallRatio));
   out.push(judged(TARGETS.growthRatio, r.growth, (g) => g.ratioP50));
@@ -142,4 +144,25 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
     ),
   );
   return out;
+}
+
+/** The console's rows: skipped (no browser) is not available, with its reason; a failed run is an error. */
+function judgeConsole(o: Outcome<ConsoleSpeedResult> | undefined): TargetResult[] {
+  const figures: [Parameters<typeof judge>[0], (m: Extract<ConsoleSpeedResult, { status: 'measured' }>) => number][] = [
+    [TARGETS.consoleFirstRender, (m) => m.board.firstRender.p50],
+    [TARGETS.consoleCardsInDom, (m) => m.board.cardsInDom],
+    [TARGETS.consoleLiveUpdate, (m) => m.board.liveUpdate.p50],
+    [TARGETS.consoleLogLastLine, (m) => m.log.lastLineShown.p50],
+    [TARGETS.consoleLogLines, (m) => m.log.lineElements],
+    [TARGETS.consoleAssetsRefetched, (m) => m.assets.refetchedOnSecondLoad.length],
+  ];
+  return figures.map(([target, f]) =>
+    !o
+      ? judge(target, null, { status: 'not_available', note: 'not run' })
+      : !o.ok
+        ? judge(target, null, { status: 'error', note: o.error })
+        : o.value.status === 'skipped'
+          ? judge(target, null, { status: 'not_available', note: `skipped: ${o.value.reason}` })
+          : judge(target, f(o.value)),
+  );
 }

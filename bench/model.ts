@@ -4,6 +4,7 @@ import type { TemporalFloor } from './temporal-floor';
 import type { MemoryWindowResult } from './memory';
 import type { AgentsAliveResult } from './scenarios/agents-alive';
 import type { TaskDiffResult } from './scenarios/task-diff';
+import type { ConsoleSpeedResult } from './scenarios/console-speed';
 import type { MergeResult, MergesAtOnceResult } from './scenarios/merge';
 import type { AttachResult } from './scenarios/attach';
 import type { BoardDeleteResult } from './scenarios/board-delete';
@@ -71,6 +72,8 @@ export interface BenchResults {
   tracing?: Outcome<TracingResult>;
   /** A task's diff of 1,000 files (absent in results written before it existed). */
   taskDiff?: Outcome<TaskDiffResult>;
+  /** The web console in a headless browser (absent in results written before it). */
+  consoleSpeed?: Outcome<ConsoleSpeedResult>;
   /** A task's merge, and 20 at once into one base (absent in results written before they existed). */
   merge?: Outcome<MergeResult>;
   mergesAtOnce?: Outcome<MergesAtOnceResult>;

@@ -26,6 +26,7 @@ import { runAgentsAlive } from './scenarios/agents-alive';
 import { runAttach } from './scenarios/attach';
 import { runBoardDelete } from './scenarios/board-delete';
 import { runCleanup } from './scenarios/cleanup';
+import { runConsoleSpeed } from './scenarios/console-speed';
 import { runContainerAttach } from './scenarios/container-attach';
 import { runDiskMeasurement } from './scenarios/disk-measurement';
 import { runSettingToggle } from './scenarios/setting-toggle';
@@ -165,6 +166,9 @@ async function main(): Promise<void> {
       ctx.cpu?.retarget('gateway', pid);
     });
 
+    // The console first: its board is the 1,000 tasks it makes (the console reads every task of the
+    // board; growth's 100,000 would make it another measure).
+    const consoleSpeed = await scenario('21 console speed', () => runConsoleSpeed(ctx));
     // Growth first, so its two database sizes are measured back to back; 1–4 then run on the grown database.
     const growth = await scenario('5 growth', () => runGrowth(ctx));
     const attach = await scenario('1 attach', () => runAttach(ctx));
@@ -252,6 +256,7 @@ async function main(): Promise<void> {
         },
         database: process.env.DATABASE_URL ? 'a fresh database on DATABASE_URL’s server' : 'embedded PostgreSQL',
         order: [
+          '21 console speed (on an empty database: the board is its 1,000 tasks)',
           '5 growth (small, then large)',
           '1 attach',
           '2 materialize',
@@ -326,6 +331,7 @@ async function main(): Promise<void> {
       supervision,
       agentsAlive,
       taskDiff,
+      consoleSpeed,
       merge,
       mergesAtOnce,
       tracing,

@@ -6,7 +6,7 @@ export interface Target {
   label: string;
   comparator: '<=' | '>=' | '==';
   value: number;
-  unit: 'x' | 'MB' | 'failures' | 'ms';
+  unit: 'x' | 'MB' | 'failures' | 'ms' | 'elements' | 'requests';
 }
 
 export interface TargetResult extends Target {
@@ -188,6 +188,48 @@ export const TARGETS = {
     value: 1.3,
     unit: 'x',
   },
+  consoleFirstRender: {
+    id: 'console_board_first_render_p50_ms',
+    label: 'Console: the board with 1,000 tasks, navigation to the first card visible, median',
+    comparator: '<=',
+    value: 1000,
+    unit: 'ms',
+  },
+  consoleCardsInDom: {
+    id: 'console_board_cards_in_dom',
+    label: 'Console: card elements in the DOM of the board with 1,000 tasks (virtualized)',
+    comparator: '<=',
+    value: 100,
+    unit: 'elements',
+  },
+  consoleLiveUpdate: {
+    id: 'console_live_update_p50_ms',
+    label: 'Console: a task created through the API until its card is on the open board, median',
+    comparator: '<=',
+    value: 500,
+    unit: 'ms',
+  },
+  consoleLogLastLine: {
+    id: 'console_log_last_line_p50_ms',
+    label: 'Console: a session log of 100,000 lines, navigation to its last line shown, median',
+    comparator: '<=',
+    value: 2000,
+    unit: 'ms',
+  },
+  consoleLogLines: {
+    id: 'console_log_lines_in_dom',
+    label: 'Console: line elements in the DOM of a log of 100,000 lines (virtualized)',
+    comparator: '<=',
+    value: 100,
+    unit: 'elements',
+  },
+  consoleAssetsRefetched: {
+    id: 'console_assets_refetched',
+    label: 'Console: hashed assets fetched again by a second load of the page',
+    comparator: '==',
+    value: 0,
+    unit: 'requests',
+  },
   manyTasksFailures: {
     id: 'many_tasks_failures',
     label: 'Simultaneous first launches on one repository: failures',
@@ -258,6 +300,6 @@ export function judge(
 
 export function describeTarget(t: Target): string {
   const sym = t.comparator === '<=' ? '≤' : t.comparator === '>=' ? '≥' : '=';
-  const unit = t.unit === 'x' ? '×' : t.unit === 'MB' ? ' MB' : t.unit === 'ms' ? ' ms' : ' failures';
+  const unit = t.unit === 'x' ? '×' : ` ${t.unit}`;
   return `${sym} ${t.value}${unit}`;
 }

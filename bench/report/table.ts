@@ -7,6 +7,7 @@ import { describeShape } from '../workflow-shape';
 import type { BenchResults, Outcome } from '../model';
 import type { LaunchComparison } from '../stats';
 import { describeTarget, type TargetResult } from '../targets';
+import { consoleRows } from './console-table';
 import { mb, ms, statusWord, times } from './format';
 
 function targetCells(targets: TargetResult[], id: string): [string, string] {
@@ -254,6 +255,7 @@ export function renderTable(r: BenchResults): string {
       '—',
     ]);
   } else rows.push(['Diff of 1,000 changed files', r.taskDiff ? failed(r.taskDiff) : 'not run', '', '', '', '—', '—']);
+  rows.push(...consoleRows(r, t));
   if (r.merge?.ok) {
     const x = r.merge.value;
     for (const m of x.strategies) {
