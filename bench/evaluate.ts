@@ -148,12 +148,15 @@ export function evaluateTargets(r: Omit<BenchResults, 'targets'>): TargetResult[
 
 /** The console's rows: skipped (no browser) is not available, with its reason; a failed run is an error. */
 function judgeConsole(o: Outcome<ConsoleSpeedResult> | undefined): TargetResult[] {
-  const figures: [Parameters<typeof judge>[0], (m: Extract<ConsoleSpeedResult, { status: 'measured' }>) => number][] = [
+  const figures: [
+    Parameters<typeof judge>[0],
+    (m: Extract<ConsoleSpeedResult, { status: 'measured' }>) => number | null,
+  ][] = [
     [TARGETS.consoleFirstRender, (m) => m.board.firstRender.p50],
     [TARGETS.consoleCardsInDom, (m) => m.board.cardsInDom],
     [TARGETS.consoleLiveUpdate, (m) => m.board.liveUpdate.p50],
-    [TARGETS.consoleLogLastLine, (m) => m.log.lastLineShown.p50],
-    [TARGETS.consoleLogLines, (m) => m.log.lineElements],
+    [TARGETS.consoleLogLastLine, (m) => ('error' in m.log ? null : m.log.lastLineShown.p50)],
+    [TARGETS.consoleLogLines, (m) => ('error' in m.log ? null : m.log.lineElements)],
     [TARGETS.consoleAssetsRefetched, (m) => m.assets.refetchedOnSecondLoad.length],
   ];
   return figures.map(([target, f]) =>
@@ -163,6 +166,8 @@ function judgeConsole(o: Outcome<ConsoleSpeedResult> | undefined): TargetResult[
         ? judge(target, null, { status: 'error', note: o.error })
         : o.value.status === 'skipped'
           ? judge(target, null, { status: 'not_available', note: `skipped: ${o.value.reason}` })
-          : judge(target, f(o.value)),
+          : f(o.value) === null && 'error' in o.value.log
+            ? { ...target, measured: null, status: 'miss' as const, note: o.value.log.error }
+            : judge(target, f(o.value)),
   );
 }

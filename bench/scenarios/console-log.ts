@@ -28,7 +28,7 @@ const LOG = '[data-testid="session-log"]';
 async function lineShown(page: Page, n: number): Promise<void> {
   const lines = page.locator(`${LOG} .log-line`);
   try {
-    await lines.filter({ hasText: new RegExp(`^log line ${n}\\s*$`) }).waitFor({ state: 'attached', timeout: 60_000 });
+    await lines.filter({ hasText: new RegExp(`^log line ${n}\\s*$`) }).waitFor({ state: 'attached', timeout: 20_000 });
   } catch (err) {
     const shown = (await lines.allTextContents()).map((t) => t.trim());
     const logs = await page.locator(LOG).count();
