@@ -14,6 +14,8 @@ import { MaybeError } from './error-view';
 const LOG_CAP = 512 * 1024;
 const LINE_HEIGHT = 16;
 const LOG_BOX_MAX = 320;
+// A scroll within this long after the reader's own input is theirs (a wheel's scrolls come after it).
+const READER_SCROLL_MS = 1000;
 
 export function SessionLog({ sessionId, live }: { sessionId: string; live: boolean }) {
   const { api } = useSession();
@@ -21,6 +23,13 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
   const [error, setError] = useState<ApiFailure | null>(null);
   const scroller = useRef<HTMLPreElement>(null);
   const follow = useRef(true);
+  // When the reader last touched the box (wheel, touch, key, pointer): only their own scrolls
+  // decide whether the box follows. A scroll the list made itself, seen after more lines grew the
+  // box past it, would otherwise read as "scrolled up" and stop following a fast log for good.
+  const touched = useRef(Number.NEGATIVE_INFINITY);
+  const byReader = () => {
+    touched.current = performance.now();
+  };
 
   useEffect(() => {
     const abort = new AbortController();
@@ -71,7 +80,12 @@ export function SessionLog({ sessionId, live }: { sessionId: string; live: boole
         ref={scroller}
         // As tall as its lines, up to a screenful: a short log takes a short box.
         style={{ height: `${Math.min(LOG_BOX_MAX, Math.max(LINE_HEIGHT * 2, virtualizer.getTotalSize()) + 8)}px` }}
+        onWheel={byReader}
+        onTouchStart={byReader}
+        onKeyDown={byReader}
+        onPointerDown={byReader}
         onScroll={(e) => {
+          if (performance.now() - touched.current > READER_SCROLL_MS) return;
           const el = e.currentTarget;
           follow.current = el.scrollTop + el.clientHeight >= el.scrollHeight - LINE_HEIGHT * 2;
         }}
