@@ -75,6 +75,31 @@ const freeBytes = () => {
 describe.skipIf(!smallRoot)(
   'the free-space guard (a real ext4 workspace root; skipped where none can be mounted: not root)',
   () => {
+    // First: the guard's margin is the largest fall of the last minute, so a writer started within
+    // a minute of the full-speed filler below is stopped disk_low by design, not by its quota.
+    it("a task's own quota stops its writer at the default check, long before the host's guard would [R6.11]", async () => {
+      const name = 'quota-filler';
+      const quota = 64 * MiB;
+      const repo = await registerRepo(h, makeRepo(h.scratch, name), name);
+      const taskId = await createTask(h, [repo], { diskQuotaBytes: quota });
+      // 8 MiB about ten times a second, without end: the guard would stop it only once the host
+      // neared its minimum, more than a gigabyte away; checked every 30 s, the quota would too.
+      const fill = 'i=0; while :; do dd if=/dev/zero of=fill.$i bs=1M count=8 2>/dev/null; i=$((i+1)); sleep 0.1; done';
+      const res = await launch(h, taskId, { command: ['sh', '-c', fill] });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      let view: any = null;
+      await waitUntil(async () => {
+        view = (await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body;
+        return view.state !== 'running' && view.state !== 'starting';
+      }, 'the quota filler to be stopped');
+      expect(view.execution).toMatchObject({ state: 'stopped', outcome: 'disk_quota' });
+      const task = (await h.api('GET', `/v1/tasks/${taskId}`)).body;
+      expect(task.limits).toMatchObject({ diskQuotaBytes: quota, overDiskQuota: true });
+      expect(freeBytes()).toBeGreaterThan(MIN_FREE + 1024 * MiB);
+      const again = await launch(h, taskId);
+      expect(again.status).toBe(507);
+      expect(again.body.error).toMatchObject({ code: 'task_disk_quota' });
+    }, 120_000);
     it('an agent writing at full speed is stopped disk_low before the free space falls under the minimum; the API keeps answering [R6.11]', async () => {
       const name = 'guard-filler';
       const taskId = await createTask(h, [await registerRepo(h, makeRepo(h.scratch, name), name)]);
@@ -136,30 +161,6 @@ describe.skipIf(!smallRoot)(
       expect(freeBytes()).toBeGreaterThanOrEqual(afterStop);
       // Room again for the next test.
       rmSync(path.join(smallRoot!, taskDirName(taskId), name), { recursive: true, force: true });
-    }, 120_000);
-
-    it("a task's own quota stops its writer at the default check, long before the host's guard would [R6.11]", async () => {
-      const name = 'quota-filler';
-      const quota = 64 * MiB;
-      const repo = await registerRepo(h, makeRepo(h.scratch, name), name);
-      const taskId = await createTask(h, [repo], { diskQuotaBytes: quota });
-      // 8 MiB about ten times a second, without end: the guard would stop it only once the host
-      // neared its minimum, more than a gigabyte away; checked every 30 s, the quota would too.
-      const fill = 'i=0; while :; do dd if=/dev/zero of=fill.$i bs=1M count=8 2>/dev/null; i=$((i+1)); sleep 0.1; done';
-      const res = await launch(h, taskId, { command: ['sh', '-c', fill] });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      let view: any = null;
-      await waitUntil(async () => {
-        view = (await h.api('GET', `/v1/sessions/${res.body.sessionId}`)).body;
-        return view.state !== 'running' && view.state !== 'starting';
-      }, 'the quota filler to be stopped');
-      expect(view.execution).toMatchObject({ state: 'stopped', outcome: 'disk_quota' });
-      const task = (await h.api('GET', `/v1/tasks/${taskId}`)).body;
-      expect(task.limits).toMatchObject({ diskQuotaBytes: quota, overDiskQuota: true });
-      expect(freeBytes()).toBeGreaterThan(MIN_FREE + 1024 * MiB);
-      const again = await launch(h, taskId);
-      expect(again.status).toBe(507);
-      expect(again.body.error).toMatchObject({ code: 'task_disk_quota' });
     }, 120_000);
   },
 );
