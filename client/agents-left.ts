@@ -3,7 +3,6 @@
  * service's to stop on its way out (an agent's work outlives the service; the next start finds
  * it again), so the launcher says how many there are and how to stop them.
  */
-import { all } from './cli-io';
 
 /** How long the count may hold up the stop. */
 const COUNT_TIMEOUT_MS = 3000;
@@ -13,12 +12,26 @@ interface ListedSession {
   execution: { hostId?: string } | null;
 }
 
+/** Every page of `GET /v1/sessions?state=…`; throws on any answer but 200 (the line then says it could not count). */
+async function sessionsIn(apiUrl: string, operatorToken: string, state: string): Promise<ListedSession[]> {
+  const items: ListedSession[] = [];
+  let cursor: string | null = null;
+  do {
+    const q = new URLSearchParams({ state, limit: '200', ...(cursor ? { cursor } : {}) });
+    const res = await fetch(`${apiUrl}/v1/sessions?${q}`, { headers: { authorization: `Bearer ${operatorToken}` } });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const page = (await res.json()) as { items: ListedSession[]; nextCursor: string | null };
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}
+
 /** The line the launcher prints on stop, or null when no agent of this host runs. */
 export async function agentsLeftLine(apiUrl: string, operatorToken: string, hostId: string): Promise<string | null> {
-  const target = { url: apiUrl, token: operatorToken };
-  const counted = Promise.all(
-    ['running', 'starting'].map((state) => all(target, '/v1/sessions', { state }) as Promise<ListedSession[]>),
-  ).then((lists) => lists.flat().filter((s) => s.execution?.hostId === hostId));
+  const counted = Promise.all(['running', 'starting'].map((state) => sessionsIn(apiUrl, operatorToken, state))).then(
+    (lists) => lists.flat().filter((s) => s.execution?.hostId === hostId),
+  );
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), COUNT_TIMEOUT_MS)));
   const sessions = await Promise.race([counted.catch(() => null), late]).finally(() => clearTimeout(timer));

@@ -5,7 +5,7 @@
  */
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
-import { markApiRecordStopped, writeApiRecord } from './cli-instance';
+import { markApiRecordStopped, writeApiRecord } from './api-record';
 import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
