@@ -5,6 +5,8 @@
  * Two imports the direction alone would allow are refused: workflows/ never import db/, not even
  * a type (a row's pure types live in domain/), and the gateway (client/) never imports
  * activities/: what both use lives below both (domain/, executors/support/).
+ * client/ holds three programs, a folder each (gateway/, launcher/, cli/), that never import each
+ * other; the CLI imports nothing below the HTTP API but domain/.
  * The web console (console/) imports nothing of the product: it reads the public API only.
  * `make test` runs it (scripts/check-code.sh); `make graph` draws it.
  */
@@ -92,6 +94,37 @@ module.exports = {
         'The gateway (client/) never reaches into activities/: what both use lives below both (domain/ for pure types, executors/support/ for the starter of prepared cleanup jobs). The activities are assembled in worker/ (the launch worker the gateway runs included), never by the gateway itself.',
       from: { path: '^client/' },
       to: { path: '^activities/' },
+    },
+    {
+      name: 'cli-talks-only-to-the-api',
+      severity: 'error',
+      comment:
+        'tws (client/cli/) reaches the service only through its HTTP API: it imports no code of the gateway, the launcher, the database, git, the executors, the workflows or the worker (domain/ rules and client/api-record.ts, the record it reads, are all it shares).',
+      from: { path: '^client/cli/' },
+      to: { path: '^(client/(gateway|launcher)|db|git|ssh|executors|activities|workflows|worker)/' },
+    },
+    {
+      name: 'launcher-never-imports-cli-or-gateway',
+      severity: 'error',
+      comment:
+        'The launcher (client/launcher/) starts the gateway as a process and talks to it over HTTP: it imports neither the gateway nor the CLI (what it shares with tws is client/api-record.ts).',
+      from: { path: '^client/launcher/' },
+      to: { path: '^client/(cli|gateway)/' },
+    },
+    {
+      name: 'gateway-never-imports-cli-or-launcher',
+      severity: 'error',
+      comment: 'The gateway (client/gateway/) is a service of its own: it imports neither the CLI nor the launcher.',
+      from: { path: '^client/gateway/' },
+      to: { path: '^client/(cli|launcher)/' },
+    },
+    {
+      name: 'shared-client-files-import-no-program',
+      severity: 'error',
+      comment:
+        'What the programs of client/ share (client/*.ts) imports none of them, or the one importing it would import the others.',
+      from: { path: '^client/[^/]+$' },
+      to: { path: '^client/(cli|launcher|gateway)/' },
     },
     {
       name: 'console-reads-only-the-public-api',

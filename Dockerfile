@@ -21,6 +21,6 @@ COPY . .
 COPY --from=supervisor /src/.tools/agent-supervisor .tools/agent-supervisor
 # The services run compiled (.build/), without a TypeScript loader in the process.
 RUN node scripts/build.mjs && node .build/worker/bundle.js /app/workflow-bundle.js
-# MALLOC_ARENA_MAX and the node flags: client/service-build.ts (SERVICE_ENV, serviceArgs) says why.
+# MALLOC_ARENA_MAX and the node flags: client/launcher/service-build.ts (SERVICE_ENV, serviceArgs) says why.
 ENV NODE_ENV=production TWS_WORKFLOW_BUNDLE=/app/workflow-bundle.js MALLOC_ARENA_MAX=2
 CMD ["node", "--max-semi-space-size=2", "--v8-pool-size=2", ".build/client/gateway/main.js"]

@@ -5,7 +5,7 @@ setup:
 	@bash scripts/setup.sh
 
 start: setup
-	@node --import tsx client/launcher.ts
+	@node --import tsx client/launcher/launcher.ts
 
 test: setup
 	@bash scripts/build-image.sh && bash scripts/check-code.sh && bash scripts/check-test-exit-code.sh && npx vitest run

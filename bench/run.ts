@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { connectClient } from '../client/temporal';
+import { connectClient } from '../client/launcher/temporal';
 import { createPool } from '../db/pool';
 import { Api } from './api';
 import { loadBenchConfig } from './config';

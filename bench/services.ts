@@ -11,12 +11,12 @@ import { chmod, mkdir, mkdtemp, readFile, realpath, rm } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from '../client/postgres-service';
-import { prepareServices } from '../client/prepare-services';
-import { resolveTemporalCli } from '../client/temporal-cli';
+import { ensureDatabase, startEmbeddedPostgres, type PostgresService } from '../client/launcher/postgres-service';
+import { prepareServices } from '../client/launcher/prepare-services';
+import { resolveTemporalCli } from '../client/launcher/temporal-cli';
 import { loadConfig } from '../domain/config';
 import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
-import { buildServices, bundleWorkflowsTo, serviceArgs, SERVICE_ENV } from '../client/service-build';
+import { buildServices, bundleWorkflowsTo, serviceArgs, SERVICE_ENV } from '../client/launcher/service-build';
 import { gitTraceWrapper } from './git-trace';
 import { freePort, isRunning, sleep, startLogged, stopProcess, type ServiceProcess } from './processes';
 
@@ -169,7 +169,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
     }
     const tokens = { user: randomBytes(18).toString('base64url'), operator: randomBytes(18).toString('base64url') };
     const env: NodeJS.ProcessEnv = {
-      // As the launcher starts them (client/service-build.ts SERVICE_ENV).
+      // As the launcher starts them (client/launcher/service-build.ts SERVICE_ENV).
       ...SERVICE_ENV,
       // The benchmark measures against its own dev server, with no credentials: an engine's
       // settings in the shell (an API key, a profile) are not this engine's.
@@ -198,7 +198,7 @@ export async function startServices(root: string, log: (msg: string) => void): P
       engineEnv: env,
     });
 
-    // As `make start` does: the services run compiled (client/service-build.ts).
+    // As `make start` does: the services run compiled (client/launcher/service-build.ts).
     buildServices(root);
     const node = (entry: string) => serviceArgs(root, entry);
     // As `make start` does: the workflow bundle is made ahead, so webpack never runs in the worker.

@@ -32,7 +32,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 
 if [ -z "${TEMPORAL_ADDRESS:-}" ] && [ -f "$data/engine-tls/client.pem" ]; then
-  # The bundled engine behind its guard (TWS_ENGINE_GUARD=on): client/engine-credentials.ts.
+  # The bundled engine behind its guard (TWS_ENGINE_GUARD=on): client/launcher/engine-credentials.ts.
   export TEMPORAL_TLS=true \
     TEMPORAL_TLS_CLIENT_CERT_PATH="$data/engine-tls/client.pem" \
     TEMPORAL_TLS_CLIENT_KEY_PATH="$data/engine-tls/client.key" \

@@ -63,7 +63,7 @@ bash scripts/build-supervisor.sh || exit 1
 # they cannot be installed (not root, no apt-get), the worker and the gateway refuse to start
 # without bubblewrap unless TWS_AGENT_SANDBOX=none, and without slirp4netns agents share the host's
 # network (TWS_AGENT_SANDBOX=bwrap refuses instead) and /readyz says so (docs/security.md). bubblewrap, socat and openssl also close the bundled Temporal dev
-# server (client/engine-guard.ts); without them `make start` refuses unless TWS_ENGINE_GUARD=open.
+# server (client/launcher/engine-guard.ts); without them `make start` refuses unless TWS_ENGINE_GUARD=open.
 if { ! command -v bwrap || ! command -v slirp4netns || ! command -v socat || ! command -v openssl; } >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: installing bubblewrap, slirp4netns, socat and openssl (the agent sandbox, its network, the engine's guard)"
   if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap slirp4netns socat openssl; } >/dev/null 2>&1; then

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../domain/config';
 import { executionGroup, taskGroup } from '../domain/limits';
 import { agentLimitsLayout, prepareAgentGroup, sweepAgentGroups } from '../executors/host/agent-limits';
-import { run as cli } from '../client/cli';
+import { run as cli } from '../client/cli/cli';
 import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { agentOutputUntil, createTask, launch, registerRepo, SLEEPER, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServices } from '../client/service-build';
+import { buildServices } from '../client/launcher/service-build';
 import { commitIn, taskWithCommits } from './support/finishing';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { commitOf, git } from './support/world';

@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentsLeftLine } from '../client/agents-left';
-import { COMMANDS } from '../client/cli-usage';
-import { buildServices } from '../client/service-build';
+import { agentsLeftLine } from '../client/launcher/agents-left';
+import { COMMANDS } from '../client/cli/cli-usage';
+import { buildServices } from '../client/launcher/service-build';
 import { taskDirName } from '../domain/task-layout';
 import { archive, waitForJob } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
@@ -256,7 +256,7 @@ function dataFolder(token: string, api?: { url: string; pid: number; stopped?: b
 const NO_INSTANCE_ENV = { TWS_API_URL: undefined, TWS_OPERATOR_TOKEN: undefined, TWS_DATA_DIR: undefined };
 
 describe("tws on an operator's machine", () => {
-  it('runs as plain JavaScript from any folder: node loads .build/client/cli.js and no TypeScript loader', async () => {
+  it('runs as plain JavaScript from any folder: node loads .build/client/cli/cli.js and no TypeScript loader', async () => {
     // Every process of the tree says, as it exits, how it was started and what it loaded.
     const trace = path.join(h.scratch, 'process-tree.jsonl');
     const preload = path.join(h.scratch, 'trace-process.cjs');
@@ -278,7 +278,7 @@ describe("tws on an operator's machine", () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { argv: string[]; execArgv: string[]; loaded: string[] });
     expect(tree.length).toBeGreaterThan(0);
-    expect(tree.flatMap((p) => p.loaded)).toContain(path.resolve('.build/client/cli.js'));
+    expect(tree.flatMap((p) => p.loaded)).toContain(path.resolve('.build/client/cli/cli.js'));
     for (const p of tree) {
       expect([...p.argv, ...p.execArgv].join(' ')).not.toMatch(/tsx|\.ts\b/);
       expect(p.loaded.filter((file) => /node_modules|\.ts$/.test(file))).toEqual([]);

@@ -1,15 +1,15 @@
 /**
  * One `make start` per data folder, raced on purpose: starts that all find the
  * same stale claim at the same moment, as real processes whose command line runs
- * `client/launcher.js` (what the claim recognises a launcher by), each claiming through the built
- * client/data-folder-claim.js. Exactly one may hold the folder, and every other names it.
+ * `client/launcher/launcher.js` (what the claim recognises a launcher by), each claiming through the built
+ * client/launcher/data-folder-claim.js. Exactly one may hold the folder, and every other names it.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServices } from '../client/service-build';
+import { buildServices } from '../client/launcher/service-build';
 
 let scratch: string;
 let launcher: string;
@@ -17,12 +17,12 @@ let launcher: string;
 beforeAll(() => {
   buildServices(path.resolve('.'));
   scratch = mkdtempSync(path.join(os.tmpdir(), 'tws-claim-'));
-  mkdirSync(path.join(scratch, 'client'));
-  launcher = path.join(scratch, 'client', 'launcher.js');
+  mkdirSync(path.join(scratch, 'client', 'launcher'), { recursive: true });
+  launcher = path.join(scratch, 'client', 'launcher', 'launcher.js');
   // Claims, says the outcome, and holds its claim until told to go (stdin closes).
   writeFileSync(
     launcher,
-    `const { claimDataFolder } = require(${JSON.stringify(path.resolve('.build/client/data-folder-claim.js'))});
+    `const { claimDataFolder } = require(${JSON.stringify(path.resolve('.build/client/launcher/data-folder-claim.js'))});
 claimDataFolder(process.argv[2]).then((claim) => {
   process.stdout.write(JSON.stringify(claim) + '\\n');
   process.stdin.resume();
@@ -94,7 +94,7 @@ describe('claiming a data folder', () => {
   it('a record naming a live launcher that does not hold the folder (another network namespace) is refused, and kept', async () => {
     const dataDir = path.join(scratch, 'other-namespace');
     mkdirSync(dataDir);
-    // A live process whose command line runs client/launcher.js but that never claimed here.
+    // A live process whose command line runs client/launcher/launcher.js but that never claimed here.
     const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)', launcher], { stdio: 'ignore' });
     try {
       writeFileSync(path.join(dataDir, 'launcher.pid'), `${other.pid}\n`);

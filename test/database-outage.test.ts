@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGateway } from '../client/gateway/app';
-import type { PostgresService } from '../client/postgres-service';
+import type { PostgresService } from '../client/launcher/postgres-service';
 import { taskDirName } from '../domain/task-layout';
 import { createHarness, freePort, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { startPostgresAt } from './support/processes';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
-import { run as cli } from '../client/cli';
+import { run as cli } from '../client/cli/cli';
 import { releaseIdleTask, savedWorkOf } from './support/cleanup';
 import { createHarness, OPERATOR_TOKEN, type Harness } from './support/harness';
 import { requiredWhereExpected } from './support/host-abilities';

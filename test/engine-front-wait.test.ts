@@ -1,5 +1,5 @@
 /**
- * `make start`'s guarded engine (client/engine-guard.ts): until the dev server listens inside its
+ * `make start`'s guarded engine (client/launcher/engine-guard.ts): until the dev server listens inside its
  * namespace, its bridge accepts a connection and closes it, so the TLS front completes a client's
  * handshake and closes it too, which a client cannot tell from a refused certificate (two fresh starts in eight failed so on a busy machine). The launcher waits for the
  * engine to answer behind the front before any client connects.
@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { engineSockets, waitForEngineBehindFront } from '../client/engine-guard';
+import { engineSockets, waitForEngineBehindFront } from '../client/launcher/engine-guard';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

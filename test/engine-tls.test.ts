@@ -17,7 +17,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { serviceArgs } from '../client/service-build';
+import { serviceArgs } from '../client/launcher/service-build';
 import { taskDirName } from '../domain/task-layout';
 import { ORPHAN_SWEEP_SCHEDULE_ID } from '../domain/workflow-ids';
 import { archive, waitForJob } from './support/cleanup';
@@ -112,13 +112,13 @@ async function systemGoesThrough(proxy: () => EngineProxy, engineEnv: () => Reco
     (await h.pool.query('SELECT state FROM cleanup_jobs WHERE operation_id = $1', [accepted.operationId])).rows,
   ).toEqual([{ state: 'succeeded' }]);
 
-  // The set-up one-shot connects as the CLI helpers do (client/temporal.ts): search attributes, migrations.
-  const setUp = await promisify(execFile)(process.execPath, serviceArgs(root, 'client/prepare-main.ts'), {
+  // The set-up one-shot connects as the CLI helpers do (client/launcher/temporal.ts): search attributes, migrations.
+  const setUp = await promisify(execFile)(process.execPath, serviceArgs(root, 'client/launcher/prepare-main.ts'), {
     env: { ...withoutEngineVariables(), DATABASE_URL: h.databaseUrl, ...engineEnv() },
     encoding: 'utf8',
   });
   expect(setUp.stdout).toContain('services prepared');
-  // The operator CLI is a client of the HTTP API only (client/cli.ts): it reads the job the engine ran.
+  // The operator CLI is a client of the HTTP API only (client/cli/cli.ts): it reads the job the engine ran.
   const cli = await promisify(execFile)(
     process.execPath,
     [path.join(root, 'bin/tws.mjs'), 'jobs', '--json', '--api', gateway.url],
@@ -141,7 +141,7 @@ function withoutEngineVariables(): Record<string, string> {
 }
 
 /** The parts that connect to the engine at start: the worker, the gateway and the one-shot set-up. */
-type Entry = 'worker/main.ts' | 'client/gateway/main.ts' | 'client/prepare-main.ts';
+type Entry = 'worker/main.ts' | 'client/gateway/main.ts' | 'client/launcher/prepare-main.ts';
 
 /**
  * A service started with `engineEnv` that must not start: its exit code, how long it ran and its
@@ -229,7 +229,7 @@ describe('the engine behind mutual TLS', () => {
     const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', stranger),
       refusedStart(h, 'client/gateway/main.ts', stranger),
-      refusedStart(h, 'client/prepare-main.ts', stranger),
+      refusedStart(h, 'client/launcher/prepare-main.ts', stranger),
     ]);
     const refused = (part: string) =>
       new RegExp(
@@ -249,7 +249,7 @@ describe('the engine behind mutual TLS', () => {
     const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', withCertificate(missing, certs.clientKey)),
       refusedStart(h, 'client/gateway/main.ts', withCertificate(missing, certs.clientKey)),
-      refusedStart(h, 'client/prepare-main.ts', withCertificate(missing, certs.clientKey)),
+      refusedStart(h, 'client/launcher/prepare-main.ts', withCertificate(missing, certs.clientKey)),
     ]);
     const unreadable = (part: string) =>
       new RegExp(
@@ -273,7 +273,7 @@ describe('an endpoint that closes after the TLS handshake, without an alert', ()
     const address = `127.0.0.1:${(closing.address() as AddressInfo).port}`;
     const engine = { TEMPORAL_ADDRESS: address, ...trustProxy() };
     const [setUp, worker, gateway] = await Promise.all([
-      refusedStart(h, 'client/prepare-main.ts', engine),
+      refusedStart(h, 'client/launcher/prepare-main.ts', engine),
       refusedStart(h, 'worker/main.ts', engine),
       refusedStart(h, 'client/gateway/main.ts', engine),
     ]);
@@ -343,7 +343,7 @@ describe('the engine behind an API key', () => {
     const [worker, gateway, setUp] = await Promise.all([
       refusedStart(h, 'worker/main.ts', withApiKey(wrongKey)),
       refusedStart(h, 'client/gateway/main.ts', withApiKey(wrongKey)),
-      refusedStart(h, 'client/prepare-main.ts', withApiKey(wrongKey)),
+      refusedStart(h, 'client/launcher/prepare-main.ts', withApiKey(wrongKey)),
     ]);
     const refused = (part: string) =>
       new RegExp(

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { registerAgentUids } from '../client/instance-registry';
+import { registerAgentUids } from '../client/launcher/instance-registry';
 import { instanceIdOf } from '../domain/instance';
 
 describe("each instance's agent uids are its own", () => {

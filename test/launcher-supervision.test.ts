@@ -51,7 +51,7 @@ async function startLauncher(
     TWS_TEMPORAL_PORT: String(ports.temporal),
     TWS_TEMPORAL_UI_PORT: String(ports.ui),
   });
-  const child = spawn(process.execPath, ['--import', 'tsx', 'client/launcher.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'client/launcher/launcher.ts'], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../domain/config';
 import { SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
 import { archive, waitForJob } from './support/cleanup';
-import { temporalLinks } from '../client/temporal-links';
+import { temporalLinks } from '../client/gateway/engine/temporal-links';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';
 import { createTask, expectSafeError, launch, registerRepo } from './support/scenario';
 import { makeRepo } from './support/world';

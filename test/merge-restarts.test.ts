@@ -11,7 +11,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresService } from '../client/postgres-service';
+import type { PostgresService } from '../client/launcher/postgres-service';
 import { mergedTree, read } from './support/finishing';
 import { createHarness, freePort, type Harness } from './support/harness';
 import {

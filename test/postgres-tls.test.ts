@@ -11,8 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../client/postgres-service';
-import { serviceArgs } from '../client/service-build';
+import { startEmbeddedPostgres, type EmbeddedPostgresServer } from '../client/launcher/postgres-service';
+import { serviceArgs } from '../client/launcher/service-build';
 import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
 import { freePort } from './support/harness';
@@ -164,7 +164,7 @@ describe('DATABASE_URL with sslmode=verify-full and a CA', () => {
 });
 
 /** A part started as make start runs it, told of the database by `databaseUrl`: its exit code, time and stderr lines. */
-async function refusedStart(entry: 'worker/main.ts' | 'client/prepare-main.ts', databaseUrl: string) {
+async function refusedStart(entry: 'worker/main.ts' | 'client/launcher/prepare-main.ts', databaseUrl: string) {
   const own = `pg-refused-${Math.random().toString(16).slice(2, 10)}`;
   const started = Date.now();
   const child = spawn(process.execPath, serviceArgs(path.join(__dirname, '..'), entry), {
@@ -199,7 +199,7 @@ describe('a database that refuses the service: one line naming PostgreSQL and DA
     const wrongPassword = url(good.ca).replace(encodeURIComponent(password), 'not-the-password');
     const cases: [string, string, RegExp][] = [
       [
-        'client/prepare-main.ts',
+        'client/launcher/prepare-main.ts',
         url(stranger.ca),
         /^set-up failed: cannot reach PostgreSQL at .* this service does not trust its TLS certificate \(/,
       ],
@@ -214,7 +214,7 @@ describe('a database that refuses the service: one line naming PostgreSQL and DA
         /^worker: cannot reach PostgreSQL at .*: a file DATABASE_URL names \(sslrootcert, sslcert or sslkey\) cannot be read$/,
       ],
       [
-        'client/prepare-main.ts',
+        'client/launcher/prepare-main.ts',
         wrongPassword,
         /^set-up failed: cannot reach PostgreSQL at .*: it refused the user or password in DATABASE_URL$/,
       ],
@@ -266,7 +266,7 @@ describe('a TLS refusal says which one it is', () => {
     await tlsOnly(true);
     try {
       const plain = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/tls_check`;
-      for (const entry of ['client/prepare-main.ts', 'worker/main.ts'] as const) {
+      for (const entry of ['client/launcher/prepare-main.ts', 'worker/main.ts'] as const) {
         const run = await refusedStart(entry, plain);
         const seen = `${entry}: ${run.lines.join('\n')}`;
         expect(run.code, seen).toBe(1);

@@ -4,7 +4,7 @@
  * gateway name it, never the engine's raw gRPC text; nothing of the database touched.
  */
 import { expect, inject, it } from 'vitest';
-import { prepareServices } from '../client/prepare-services';
+import { prepareServices } from '../client/launcher/prepare-services';
 
 it('a namespace the engine does not have is named in one line (TEMPORAL_NAMESPACE), after a short wait for it', async () => {
   const temporalAddress = inject('temporalAddress');

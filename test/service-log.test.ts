@@ -1,5 +1,5 @@
 /**
- * The services' log under `make start` (client/service-log.ts): each start begins it anew, the
+ * The services' log under `make start` (client/launcher/service-log.ts): each start begins it anew, the
  * previous one kept beside it, the service's alone; a start-up failure's one line ends with what
  * the services said last in plain words, not a JSON line, a stack frame or Node's version.
  */
@@ -8,7 +8,7 @@ import { closeSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failureLine, openServiceLog } from '../client/service-log';
+import { failureLine, openServiceLog } from '../client/launcher/service-log';
 
 let dir = '';
 beforeAll(async () => {

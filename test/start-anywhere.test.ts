@@ -13,7 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT_POSTGRES_HOME } from '../client/postgres-account';
+import { ROOT_POSTGRES_HOME } from '../client/launcher/postgres-account';
 import { taskDirName } from '../domain/task-layout';
 import { makeRepo } from './support/world';
 

@@ -7,8 +7,8 @@
 import { existsSync, writeFileSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run as tws } from '../client/cli';
-import { CliError, EXIT } from '../client/cli-io';
+import { run as tws } from '../client/cli/cli';
+import { CliError, EXIT } from '../client/cli/cli-io';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { PushFailure, pushRefs } from '../git/push';
 import { createHarness, OPERATOR_TOKEN, USER_TOKEN, type Harness } from './support/harness';

@@ -202,7 +202,7 @@ const refusedCertificate =
  * no certificate: one that wants a certificate does that (a proxy in front, or TLS 1.3 refusing
  * after the client's side of the handshake). An engine still starting refuses the connection
  * instead; this is a refusal, said at once. (The bundled engine's own front is waited for behind
- * it before any client connects: client/engine-guard.ts.)
+ * it before any client connects: client/launcher/engine-guard.ts.)
  */
 const wantsCertificate =
   'it closed the connection after the TLS handshake: does it want a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH, TEMPORAL_TLS_CLIENT_KEY_PATH)?';

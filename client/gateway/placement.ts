@@ -7,7 +7,7 @@
  */
 import { environmentHostOfSession, hostLiveness, taskHost } from '../../db/hosts';
 import { checkRepository, type RepositoryCheck, type RepositoryCheckInput } from '../../git/repository-check';
-import { checkRepositoryOn } from '../engine-hosts';
+import { checkRepositoryOn } from './engine/engine-hosts';
 import { ApiError } from './api-error';
 import type { GatewayContext } from './context';
 

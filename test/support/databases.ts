@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { ensureDatabase } from '../../client/postgres-service';
+import { ensureDatabase } from '../../client/launcher/postgres-service';
 import { migrate } from '../../db/migrate';
 
 async function adminQuery(serverUrl: string, sql: string): Promise<void> {

@@ -13,7 +13,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { PostgresService } from '../../client/postgres-service';
+import type { PostgresService } from '../../client/launcher/postgres-service';
 import { createHarness, freePort, OPERATOR_TOKEN, type Harness } from './harness';
 import { killLiveAgents, liveAgents, startedAgents, runTemporalDevServer, startPostgresAt } from './processes';
 import { createTask, registerRepo, send, SLEEPER, waitUntil } from './scenario';

@@ -17,7 +17,7 @@ import pino from 'pino';
 import { afterAll, inject } from 'vitest';
 import { buildGateway } from '../../client/gateway/app';
 import { createPool } from '../../db/pool';
-import { serviceArgs } from '../../client/service-build';
+import { serviceArgs } from '../../client/launcher/service-build';
 import { loadConfig, type Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
 import { agentIsolation, agentNetwork } from '../../executors/host/agent-sandbox';

@@ -5,8 +5,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { expect } from 'vitest';
-import { startEmbeddedPostgres, type PostgresService } from '../../client/postgres-service';
-import { resolveTemporalCli } from '../../client/temporal-cli';
+import { startEmbeddedPostgres, type PostgresService } from '../../client/launcher/postgres-service';
+import { resolveTemporalCli } from '../../client/launcher/temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import type { Harness } from './harness';
 

@@ -6,7 +6,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pino from 'pino';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { resolveTimeSkippingServer } from '../../client/temporal-cli';
+import { resolveTimeSkippingServer } from '../../client/launcher/temporal-cli';
 import type { Config } from '../../domain/config';
 import { startWorker, type WorkerHandle } from '../../worker/worker';
 import { createHarness, type Harness } from './harness';

@@ -7,12 +7,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { continuedJobOf, findJob, listJobs, type CleanupJobRow } from '../../../db/cleanup-jobs';
 import { CLEANUP_JOB_STATES, CLEANUP_TRIGGERS } from '../../../domain/cleanup';
-import { continueIfClosed, operatorCancel, retryCleanup } from '../../engine-cleanup';
+import { continueIfClosed, operatorCancel, retryCleanup } from '../engine/engine-cleanup';
 import { ApiError, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { pageOf, PageQueryFields, readPage } from '../pagination';
 import { Links, Uuid, errorResponses } from '../schemas';
-import { temporalLinks } from '../../temporal-links';
+import { temporalLinks } from '../engine/temporal-links';
 
 const Job = Type.Object({
   operationId: Uuid,

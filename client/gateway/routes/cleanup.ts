@@ -6,12 +6,12 @@ import { activeJobOfTask, continuedJobOf } from '../../../db/cleanup-jobs';
 import { boardExists } from '../../../db/catalog';
 import { findTask, unarchiveTask } from '../../../db/tasks';
 import { cancelledByUnarchive, type CleanupTrigger } from '../../../domain/cleanup';
-import { abandonEnvironment, cancelCleanup, startBoardDelete, startCleanup } from '../../engine-cleanup';
+import { abandonEnvironment, cancelCleanup, startBoardDelete, startCleanup } from '../engine/engine-cleanup';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { taskView } from '../task-view';
 import { IdParams, Links, Task, Uuid, errorResponses } from '../schemas';
-import { temporalLinks } from '../../temporal-links';
+import { temporalLinks } from '../engine/temporal-links';
 import { Ended } from './cleanup-jobs';
 
 const Accepted = Type.Object({

@@ -3,9 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { canonicalEnvironmentOf } from '../../../db/environments';
 import { findTask } from '../../../db/tasks';
-import { observeGitStatusOf } from '../../engine-hosts';
+import { observeGitStatusOf } from '../engine/engine-hosts';
 import { notFound, refusalError } from '../api-error';
-import { typedRefusalOf } from '../../typed-outcome';
+import { typedRefusalOf } from '../engine/typed-outcome';
 import type { GatewayContext } from '../context';
 import { IdParams, Uuid, errorResponses } from '../schemas';
 

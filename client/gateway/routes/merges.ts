@@ -1,6 +1,6 @@
 /**
  * Finishing a task [R8]: its merge preview, its merges (started, read, listed, undone) and its
- * rebase. A route validates, calls one starter of client/engine-merge.ts and maps the outcome.
+ * rebase. A route validates, calls one starter of client/gateway/engine/engine-merge.ts and maps the outcome.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
@@ -11,9 +11,9 @@ import { errorBody } from '../../../domain/error-body';
 import { isErrorCode } from '../../../domain/errors';
 import { strategyAllowed, type MergeStrategy } from '../../../domain/merge';
 import { mergeWorkflowId } from '../../../domain/workflow-ids';
-import { previewMergeOf, runRebase, runUndo, startMerge } from '../../engine-merge';
-import { temporalLinks } from '../../temporal-links';
-import { typedRefusalOf } from '../../typed-outcome';
+import { previewMergeOf, runRebase, runUndo, startMerge } from '../engine/engine-merge';
+import { temporalLinks } from '../engine/temporal-links';
+import { typedRefusalOf } from '../engine/typed-outcome';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { Merge, OneOf } from '../merge-schemas';

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { hostLiveness } from '../../../db/hosts';
-import { runOrphanSweep } from '../../engine-hosts';
+import { runOrphanSweep } from '../engine/engine-hosts';
 import { ApiError, notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { errorResponses } from '../schemas';

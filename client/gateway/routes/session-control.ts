@@ -9,7 +9,7 @@ import { inventoryOf } from '../../../db/inventory';
 import { deleteSession, findSession } from '../../../db/sessions';
 import { taskRepositories } from '../../../db/tasks';
 import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
-import { cancelStartingRun, runStop } from '../../engine-client';
+import { cancelStartingRun, runStop } from '../engine/engine-client';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
 import { IdParams, Session, Workspace, errorResponses } from '../schemas';

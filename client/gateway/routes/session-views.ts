@@ -9,10 +9,10 @@ import { findSession, type SessionRow } from '../../../db/sessions';
 import { environmentUsage, type TaskUsage } from '../../../db/task-usage';
 import { ERROR_TABLE } from '../../../domain/errors';
 import { launchWorkflowId, sessionRunWorkflowId } from '../../../domain/workflow-ids';
-import { launchRunOutcome, runOutcomeOf } from '../../engine-client';
+import { launchRunOutcome, runOutcomeOf } from '../engine/engine-client';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { temporalLinks } from '../../temporal-links';
+import { temporalLinks } from '../engine/temporal-links';
 import { preparationsOf, type PreparationRow } from '../../../db/workspace-preparations';
 import { preparationView } from '../preparation-view';
 

@@ -14,7 +14,7 @@ import { findTask } from '../../../db/tasks';
 import { getSshTarget } from '../../../db/ssh-targets';
 import { launchWorkflowId } from '../../../domain/workflow-ids';
 import { launchHost } from '../placement';
-import { runLaunch, runResume, startLaunch, startResume } from '../../engine-client';
+import { runLaunch, runResume, startLaunch, startResume } from '../engine/engine-client';
 import { badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
@@ -28,7 +28,7 @@ import {
   errorResponses,
   launchErrorResponses,
 } from '../schemas';
-import { temporalLinks } from '../../temporal-links';
+import { temporalLinks } from '../engine/temporal-links';
 import {
   engineOutage,
   idempotencyKeyOf,

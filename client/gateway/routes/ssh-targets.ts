@@ -21,7 +21,7 @@ import {
 } from '../../../db/ssh-targets';
 import { hostLiveness } from '../../../db/hosts';
 import { closeSshConnection, SshRefusal, type SshTarget } from '../../../ssh/connection';
-import { checkSshTargetOn } from '../../engine-hosts';
+import { checkSshTargetOn } from '../engine/engine-hosts';
 import { parseKnownHosts } from '../../../ssh/known-hosts';
 import { checkSshTarget } from '../../../ssh/target-check';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';

@@ -1,11 +1,11 @@
 /**
- * The parts `make start` started (client/launcher.ts): each under supervision, their pids kept
+ * The parts `make start` started (client/launcher/launcher.ts): each under supervision, their pids kept
  * on file for an operator, and all of them stopped in layers. Apart from the launcher's start-up
  * sequence because a signal, a fault or a failed start-up all end here, at any point of it.
  */
 import { rename, rm, writeFile } from 'node:fs/promises';
-import { DEFAULT_RESTART_BACKOFF } from '../domain/restart-backoff';
-import { markApiRecordStopped, writeApiRecord } from './api-record';
+import { DEFAULT_RESTART_BACKOFF } from '../../domain/restart-backoff';
+import { markApiRecordStopped, writeApiRecord } from '../api-record';
 import { describeExit, errorLine, spawnPart, supervise, type SupervisedPart } from './supervisor';
 
 /** Stop order: what depends on the others goes first. */
@@ -23,7 +23,7 @@ export class LaunchedParts {
   private pidsWritten: Promise<void> = Promise.resolve();
   /** The api.json that tells `tws` where the API is, once it answers: its folder and its write. */
   private apiRecord: { dataDir: string; written: Promise<void> } | null = null;
-  /** Said on a stop of a system that was up, before its services stop (client/agents-left.ts). */
+  /** Said on a stop of a system that was up, before its services stop (client/launcher/agents-left.ts). */
   farewell: (() => Promise<string | null>) | null = null;
 
   /** `afterStopped` runs once a layer's parts are stopped (what a layer holds besides its parts). */

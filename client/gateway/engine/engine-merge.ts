@@ -4,13 +4,18 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import type { Config } from '../domain/config';
-import type { MergeStrategy, RepositoryPlan } from '../domain/merge';
-import { mergePreviewWorkflowId, mergeWorkflowId, rebaseWorkflowId, undoMergeWorkflowId } from '../domain/workflow-ids';
-import type { previewMerge } from '../workflows/finish-task-questions';
-import type { MergeInput, MergeOutcome, mergeTask } from '../workflows/merge-task';
-import type { rebaseTask, RebaseOutcome } from '../workflows/rebase-task';
-import type { undoMerge } from '../workflows/undo-merge';
+import type { Config } from '../../../domain/config';
+import type { MergeStrategy, RepositoryPlan } from '../../../domain/merge';
+import {
+  mergePreviewWorkflowId,
+  mergeWorkflowId,
+  rebaseWorkflowId,
+  undoMergeWorkflowId,
+} from '../../../domain/workflow-ids';
+import type { previewMerge } from '../../../workflows/finish-task-questions';
+import type { MergeInput, MergeOutcome, mergeTask } from '../../../workflows/merge-task';
+import type { rebaseTask, RebaseOutcome } from '../../../workflows/rebase-task';
+import type { undoMerge } from '../../../workflows/undo-merge';
 import { typedRefusalOf, type TypedRefusal } from './typed-outcome';
 
 /** A merge's operation id from its Idempotency-Key: the same key, the same operation and workflow. */

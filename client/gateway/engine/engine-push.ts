@@ -1,10 +1,10 @@
 /** push/<taskId>/<runId>: a task's branches pushed to their remotes, on the hosts of their repositories [R8.6]. */
 import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../domain/config';
-import { pushWorkflowId } from '../domain/workflow-ids';
-import type { pushRepositories } from '../workflows';
-import type { RepositoryPush } from '../workflows/push-refs';
+import type { Config } from '../../../domain/config';
+import { pushWorkflowId } from '../../../domain/workflow-ids';
+import type { pushRepositories } from '../../../workflows';
+import type { RepositoryPush } from '../../../workflows/push-refs';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
 /** What each repository's remote refs are now; a refusal (the first) is thrown as an EngineRefusal. */

@@ -4,7 +4,7 @@
  * (bubblewrap), where its gRPC port, Web UI, HTTP API and metrics are reachable only through two
  * Unix sockets in a 0700 folder of the service's account. In front of them, on the
  * loopback ports the operator knows:
- * - gRPC behind mutual TLS: a private CA (client/engine-credentials.ts), a server certificate and one client
+ * - gRPC behind mutual TLS: a private CA (client/launcher/engine-credentials.ts), a server certificate and one client
  *   certificate, which the worker, the gateway and the launcher present (through the standard
  *   `TEMPORAL_TLS_*` variables: worker/engine-connection.ts). No certificate, no handshake.
  * - the Web UI behind HTTP basic authentication with the operator token as the password (it can
@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
-import { http2AnswersAt } from '../worker/engine-failure';
+import { http2AnswersAt } from '../../worker/engine-failure';
 import type { EngineCredentials } from './engine-credentials';
 
 const run = promisify(execFile);

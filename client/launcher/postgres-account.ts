@@ -35,7 +35,7 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { lstatIfPresent } from '../executors/host/workspace-fs';
+import { lstatIfPresent } from '../../executors/host/workspace-fs';
 import { errorLine } from './supervisor';
 
 const run = promisify(execFile);

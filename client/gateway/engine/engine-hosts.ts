@@ -5,25 +5,25 @@
  */
 import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../domain/config';
-import type { ErrorCode } from '../domain/errors';
+import type { Config } from '../../../domain/config';
+import type { ErrorCode } from '../../../domain/errors';
 import {
   agentLogWorkflowId,
   gitStatusWorkflowId,
   orphanSweepWorkflowId,
   repositoryCheckWorkflowId,
   sshTargetCheckWorkflowId,
-} from '../domain/workflow-ids';
-import type { SshTarget } from '../ssh/connection';
-import type { RepositoryCheck, RepositoryCheckInput } from '../git/repository-check';
+} from '../../../domain/workflow-ids';
+import type { SshTarget } from '../../../ssh/connection';
+import type { RepositoryCheck, RepositoryCheckInput } from '../../../git/repository-check';
 import type {
   checkRepositoryOnHost,
   checkSshTargetOnHost,
   observeGitStatus,
   orphanSweep,
   readAgentLogOnHost,
-} from '../workflows';
-import type { LogRead, LogSource } from '../domain/agent-log';
+} from '../../../workflows';
+import type { LogRead, LogSource } from '../../../domain/agent-log';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
 /** git-status/<environmentId>: concurrent readers of one environment share one observation run. */

@@ -1,8 +1,8 @@
 /** Connecting to Temporal and registering the project's search attributes (idempotent). */
 import { Client, Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { temporal } from '@temporalio/proto';
-import { engineConnectOptions } from '../worker/engine-connection';
+import { engineConnectOptions } from '../../worker/engine-connection';
 
 /** A client of the engine at `address`, with the credentials `env` gives (worker/engine-connection.ts). */
 export async function connectClient(

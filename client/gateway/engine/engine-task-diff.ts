@@ -6,10 +6,10 @@
  */
 import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../domain/config';
-import type { DiffRequest, RepositoryDiff } from '../domain/task-diff';
-import { taskDiffWorkflowId } from '../domain/workflow-ids';
-import type { readTaskDiffOnHost } from '../workflows';
+import type { Config } from '../../../domain/config';
+import type { DiffRequest, RepositoryDiff } from '../../../domain/task-diff';
+import { taskDiffWorkflowId } from '../../../domain/workflow-ids';
+import type { readTaskDiffOnHost } from '../../../workflows';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
 
 /** The engine refuses a payload over 2 MiB: a patch from another host stays well under it, its file list beside it. */

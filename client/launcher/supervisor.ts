@@ -5,7 +5,7 @@
  * others again by itself (the services reconnect, the servers restart on their data).
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { nextRestartWait, type RestartBackoff } from '../domain/restart-backoff';
+import { nextRestartWait, type RestartBackoff } from '../../domain/restart-backoff';
 
 export interface PartExit {
   code: number | null;

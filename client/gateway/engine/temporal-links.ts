@@ -5,7 +5,7 @@
  * read, so no run id is pinned. Without a known UI (an engine of the operator's and no
  * TWS_TEMPORAL_UI_URL) there is no link.
  */
-import type { Config } from '../domain/config';
+import type { Config } from '../../../domain/config';
 
 export const temporalLinks = (
   config: Pick<Config, 'temporalUiUrl' | 'temporalNamespace'>,

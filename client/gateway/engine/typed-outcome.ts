@@ -1,7 +1,7 @@
 /** Reading the typed refusal out of a failed workflow or update: by ApplicationFailure `type`, never by message. */
 import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { isErrorCode, type ErrorCode } from '../domain/errors';
+import { isErrorCode, type ErrorCode } from '../../../domain/errors';
 
 export interface TypedRefusal {
   code: ErrorCode;

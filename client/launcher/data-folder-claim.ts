@@ -24,10 +24,13 @@ export type Claim = { taken: true } | { taken: false; heldBy: number };
 
 const claimFile = (dataDir: string) => path.join(dataDir, 'launcher.pid');
 
-/** True while `pid` is a running launcher (its command line runs client/launcher). */
+/**
+ * True while `pid` is a running launcher: its command line runs client/launcher/launcher, or
+ * client/launcher (where it lived before; a launcher of an older checkout still running holds its claim).
+ */
 function isLauncher(pid: number): boolean {
   try {
-    return /client\/launcher\.(ts|js)/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    return /client\/launcher(\/launcher)?\.(ts|js)/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
   } catch {
     return false; // no such process
   }

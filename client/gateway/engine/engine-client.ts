@@ -6,13 +6,13 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../domain/config';
-import type { ErrorCode } from '../domain/errors';
-import type { LaunchRequest, LaunchResult } from '../domain/launch';
-import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../domain/search-attributes';
-import { hostTaskQueue, launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../domain/workflow-ids';
-import type { launchSession, resumeSession, stopSession } from '../workflows';
-import type { ResumeInput } from '../workflows/resume-session';
+import type { Config } from '../../../domain/config';
+import type { ErrorCode } from '../../../domain/errors';
+import type { LaunchRequest, LaunchResult } from '../../../domain/launch';
+import { ExecutorTypeAttr, SessionIdAttr, TaskIdAttr } from '../../../domain/search-attributes';
+import { hostTaskQueue, launchWorkflowId, resumeWorkflowId, stopWorkflowId } from '../../../domain/workflow-ids';
+import type { launchSession, resumeSession, stopSession } from '../../../workflows';
+import type { ResumeInput } from '../../../workflows/resume-session';
 import { typedRefusalOf } from './typed-outcome';
 
 export type LaunchOutcome =

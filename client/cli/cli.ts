@@ -1,12 +1,12 @@
 /**
  * The operator CLI, `npx tws <command>` (the package's bin): a client of the HTTP API, so it
  * works against any gateway and needs neither the database nor Temporal. Which API and token:
- * client/cli-instance.ts (the `.data/` of this checkout, or `--data-dir`, `--api`, the `TWS_`
- * variables); what each command takes: client/cli-usage.ts. Human tables by default, `--json`
- * for scripts; exit codes in `EXIT` (client/cli-io.ts).
+ * client/cli/cli-instance.ts (the `.data/` of this checkout, or `--data-dir`, `--api`, the `TWS_`
+ * variables); what each command takes: client/cli/cli-usage.ts. Human tables by default, `--json`
+ * for scripts; exit codes in `EXIT` (client/cli/cli-io.ts).
  */
 import { readFileSync } from 'node:fs';
-import { parseDuration } from '../domain/idle';
+import { parseDuration } from '../../domain/idle';
 import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
 import { finishing, FINISHING_COMMANDS } from './cli-finishing';
 import { target as findTarget } from './cli-instance';
@@ -52,7 +52,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   const target = (): Target => (chosen ??= findTarget(env, { dataDir: text('--data-dir'), api: text('--api') }));
   const print = (value: unknown, human: () => string) => out(`${asJson ? JSON.stringify(value, null, 2) : human()}\n`);
 
-  // Finishing a task (preview, merge, merges, undo-merge, rebase): client/cli-finishing.ts.
+  // Finishing a task (preview, merge, merges, undo-merge, rebase): client/cli/cli-finishing.ts.
   if (FINISHING_COMMANDS.has(command)) return finishing(command, { p, asJson, usage, target, one, out });
 
   switch (command) {
@@ -296,5 +296,5 @@ export async function main(argv: string[]): Promise<never> {
   }
 }
 
-// Run as a file (`node .build/client/cli.js`, or client/cli.ts through tsx); bin/tws.mjs calls main itself.
-if (process.argv[1] && /client[\\/]cli\.[jt]s$/.test(process.argv[1])) void main(process.argv.slice(2));
+// Run as a file (`node .build/client/cli/cli.js`, or client/cli/cli.ts through tsx); bin/tws.mjs calls main itself.
+if (process.argv[1] && /client[\\/]cli[\\/]cli\.[jt]s$/.test(process.argv[1])) void main(process.argv.slice(2));

@@ -3,11 +3,11 @@
  * migrations ran. The schedules are each worker's own (worker/schedules.ts).
  */
 import { Connection } from '@temporalio/client';
-import { databaseFailure } from '../db/database-failure';
-import { migrate } from '../db/migrate';
+import { databaseFailure } from '../../db/database-failure';
+import { migrate } from '../../db/migrate';
 import { connectClient, ensureSearchAttributes } from './temporal';
-import { engineConnectOptions } from '../worker/engine-connection';
-import { engineFailure } from '../worker/engine-failure';
+import { engineConnectOptions } from '../../worker/engine-connection';
+import { engineFailure } from '../../worker/engine-failure';
 import { errorLine } from './supervisor';
 
 /**

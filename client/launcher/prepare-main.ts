@@ -1,8 +1,8 @@
 /** One-shot set-up for a cluster deployment (docker-compose `setup` service): search attributes and migrations. */
 import { prepareServices } from './prepare-services';
 import { errorLine } from './supervisor';
-import { adoptEngineProfile } from '../worker/engine-connection';
-import { engineFailureLine } from '../worker/engine-failure';
+import { adoptEngineProfile } from '../../worker/engine-connection';
+import { engineFailureLine } from '../../worker/engine-failure';
 
 async function main(): Promise<void> {
   try {

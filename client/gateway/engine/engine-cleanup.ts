@@ -11,19 +11,19 @@ import {
   type CleanupInput,
   type CleanupJobState,
   type CleanupTrigger,
-} from '../domain/cleanup';
-import { continuationStart, type ContinuedJob } from '../domain/cleanup-continuation';
-import type { Config } from '../domain/config';
-import type { ErrorCode } from '../domain/errors';
-import { TaskIdAttr, TriggerAttr } from '../domain/search-attributes';
+} from '../../../domain/cleanup';
+import { continuationStart, type ContinuedJob } from '../../../domain/cleanup-continuation';
+import type { Config } from '../../../domain/config';
+import type { ErrorCode } from '../../../domain/errors';
+import { TaskIdAttr, TriggerAttr } from '../../../domain/search-attributes';
 import {
   boardDeleteWorkflowId,
   cascadeWorkflowId,
   cleanupWorkflowId,
   idleReleaseWorkflowId,
-} from '../domain/workflow-ids';
-import type { IdleReleaseResult } from '../domain/idle';
-import type { boardDelete, releaseIdleWorkspaces } from '../workflows';
+} from '../../../domain/workflow-ids';
+import type { IdleReleaseResult } from '../../../domain/idle';
+import type { boardDelete, releaseIdleWorkspaces } from '../../../workflows';
 import {
   awaitBoardPreparedUpdate,
   awaitIdleReleasePreparedUpdate,
@@ -31,9 +31,9 @@ import {
   cancelUpdate,
   operatorRetrySignal,
   type PreparedAnswer,
-} from '../workflows/cleanup-messages';
+} from '../../../workflows/cleanup-messages';
 import { EngineRefusal, typedRefusalOf } from './typed-outcome';
-import { startPreparedJob } from '../executors/support/follow-up-starts';
+import { startPreparedJob } from '../../../executors/support/follow-up-starts';
 
 export type CleanupStart =
   | {

@@ -1,5 +1,5 @@
 /**
- * Where the worker and the gateway write under `make start` (client/launcher.ts): their JSON logs
+ * Where the worker and the gateway write under `make start` (client/launcher/launcher.ts): their JSON logs
  * (stdout) and the Temporal SDK's warnings and any fatal line (stderr) go to one file in the data
  * folder, `services.log`, so the terminal keeps the launcher's own lines and the banner. Each start
  * begins the file anew and keeps the previous start's as `services.log.1`. A part that dies before

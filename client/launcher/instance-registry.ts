@@ -10,7 +10,7 @@
  */
 import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { UidRange } from '../domain/agent-settings';
+import type { UidRange } from '../../domain/agent-settings';
 
 export const INSTANCE_REGISTRY = '/var/lib/task-workspaces/instances';
 

@@ -1,5 +1,5 @@
 /**
- * How the CLI talks and reads (client/cli.ts holds the commands, client/cli-instance.ts finds
+ * How the CLI talks and reads (client/cli/cli.ts holds the commands, client/cli/cli-instance.ts finds
  * the API and its token): one request with the contract's error body turned into an exit code, every
  * page of a list, human tables, and the argument parser.
  */
@@ -18,7 +18,7 @@ export class CliError extends Error {
   }
 }
 
-/** The API to call and the operator token for it (client/cli-instance.ts chooses both). */
+/** The API to call and the operator token for it (client/cli/cli-instance.ts chooses both). */
 export interface Target {
   url: string;
   token: string;

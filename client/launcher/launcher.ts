@@ -2,8 +2,8 @@
  * `make start`: brings up the whole system on one machine. Embedded PostgreSQL unless
  * DATABASE_URL is set; the Temporal dev server (Web UI, SQLite under .data/) unless
  * TEMPORAL_ADDRESS is set, closed to everyone without the service's credentials
- * (client/engine-guard.ts); migrations; the worker and the API gateway. Once up, a part that dies
- * is started again (client/supervisor.ts) and nothing else is touched. Ctrl-C stops what it
+ * (client/launcher/engine-guard.ts); migrations; the worker and the API gateway. Once up, a part that dies
+ * is started again (client/launcher/supervisor.ts) and nothing else is touched. Ctrl-C stops what it
  * started: the services, then Temporal, then PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,8 +11,8 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, localApiUrl, socketAddressOf } from '../domain/config';
-import { SEARCH_ATTRIBUTES } from '../domain/search-attributes';
+import { loadConfig, localApiUrl, socketAddressOf } from '../../domain/config';
+import { SEARCH_ATTRIBUTES } from '../../domain/search-attributes';
 import { freeLoopbackPorts, portProblem } from './listen-ports';
 import { ensureDatabase, startEmbeddedPostgres } from './postgres-service';
 import { resolveTemporalCli } from './temporal-cli';
@@ -26,7 +26,7 @@ import {
   type EngineFront,
 } from './engine-guard';
 import { prepareServices } from './prepare-services';
-import { adoptEngineProfile } from '../worker/engine-connection';
+import { adoptEngineProfile } from '../../worker/engine-connection';
 import { buildServices, bundleWorkflowsTo, SERVICE_ENV, serviceArgs } from './service-build';
 import { claimDataFolder } from './data-folder-claim';
 import { INSTANCE_REGISTRY, registerAgentUids } from './instance-registry';
@@ -34,9 +34,9 @@ import { LaunchedParts } from './launcher-parts';
 import { agentsLeftLine } from './agents-left';
 import { errorLine, spawnPart } from './supervisor';
 import { failureLine, openServiceLog, type ServiceLog } from './service-log';
-import { agentRootOutside } from '../executors/host/agent-owner';
+import { agentRootOutside } from '../../executors/host/agent-owner';
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '../..');
 
 interface Secrets {
   userToken: string;
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
   };
 
   // Enterable by the postgres account that embedded PostgreSQL runs as under root, where the
-  // folders above let it in (client/postgres-account.ts); the secrets file inside is 0600.
+  // folders above let it in (client/launcher/postgres-account.ts); the secrets file inside is 0600.
   await mkdir(config.dataDir, { recursive: true });
   await chmod(config.dataDir, 0o755);
   const secretsFile = path.join(config.dataDir, 'secrets.json');
@@ -191,7 +191,7 @@ async function main(): Promise<void> {
         ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
       ];
       if (engineGuarded) {
-        // Its own network namespace, reached through the fronts (client/engine-guard.ts).
+        // Its own network namespace, reached through the fronts (client/launcher/engine-guard.ts).
         const credentials = await ensureEngineCredentials(config.dataDir);
         Object.assign(engineEnv, engineClientEnv(credentials));
         const guarded = await guardedEngineCommand(cli, serverArgs, config.dataDir);

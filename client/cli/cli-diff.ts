@@ -4,7 +4,7 @@
  * itself, committed part first. A file name is printed as it is unless it holds a control
  * character (a newline, an escape): then quoted, so no name can forge a line or steer a terminal.
  */
-import type { DiffFile as DiffFileView, RepositoryDiff as RepositoryDiffView } from '../domain/task-diff';
+import type { DiffFile as DiffFileView, RepositoryDiff as RepositoryDiffView } from '../../domain/task-diff';
 import { json, type Target } from './cli-io';
 
 const LETTER: Record<string, string> = {

@@ -9,13 +9,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, localApiUrl } from '../domain/config';
-import { apiRecordFile, recordedApi } from './api-record';
+import { loadConfig, localApiUrl } from '../../domain/config';
+import { apiRecordFile, recordedApi } from '../api-record';
 import { CliError, EXIT, type Target } from './cli-io';
 
-/** The checkout: the parent of client/ (run through tsx) or of .build/client/ (the built CLI). */
+/** The checkout: the parent of client/ (run through tsx) or of .build/client/ (the built CLI); this file is in client/cli/. */
 function checkoutRoot(dir: string = __dirname): string {
-  const up = path.resolve(dir, '..');
+  const up = path.resolve(dir, '../..');
   return path.basename(up) === '.build' ? path.dirname(up) : up;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The bundled engine's private CA, its server certificate and the service's client certificate,
  * made once per data folder with openssl, and the standard variables the services present them
- * through. client/engine-guard.ts fronts the engine with them.
+ * through. client/launcher/engine-guard.ts fronts the engine with them.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
