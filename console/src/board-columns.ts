@@ -14,11 +14,11 @@ export const COLUMN_TITLES: Record<Column, string> = {
   archived: 'Archived',
 };
 
-export type AttentionReason =
+type AttentionReason =
   'cleanup_needs_operator' | 'merge_needs_operator' | 'merge_conflict' | 'restore_conflict' | 'launch_failed';
 
 /** Why a task needs a person, in words (the API says which; the card says it so). */
-export const ATTENTION_WORDS: Record<AttentionReason, string> = {
+const ATTENTION_WORDS: Record<AttentionReason, string> = {
   cleanup_needs_operator: 'A cleanup waits for an operator',
   merge_needs_operator: 'Its merge waits for an operator',
   merge_conflict: 'Its merge was refused: a conflict',
@@ -45,7 +45,7 @@ export interface BoardTask {
  * A task needing a person shows there first, whatever else is true of it; then archived ones;
  * then those with an agent at work; then merged; every other active task is idle.
  */
-export function columnOf(task: BoardTask): Column {
+function columnOf(task: BoardTask): Column {
   if (task.attention) return 'attention';
   if (task.state === 'archived') return 'archived';
   if (task.activity === 'working') return 'running';

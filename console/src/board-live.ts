@@ -37,7 +37,7 @@ export function taskOfChange(change: ChangeEvent): string | null {
 }
 
 /** Whether the task as read belongs on a board with these filters (the list's own filters). */
-export function matchesFilter(read: Extract<TaskRead, { found: true }>['task'], filter: BoardFilter): boolean {
+function matchesFilter(read: Extract<TaskRead, { found: true }>['task'], filter: BoardFilter): boolean {
   if (filter.boardId && read.boardId !== filter.boardId) return false;
   if (filter.repositoryId && !read.repositories.some((r) => r.repositoryId === filter.repositoryId)) return false;
   return true;
