@@ -1,5 +1,7 @@
 import type { WorkspaceMode } from '../domain/admission';
 import { newestFirst, type PageOf } from './keyset';
+import type { TaskActivity, TaskAttention } from '../domain/task-attention';
+import { TASK_ATTENTION_COLUMNS } from './task-attention';
 import type { Db } from './pool';
 
 export interface NewTask {
@@ -62,13 +64,17 @@ export interface TaskRow {
   created_at: Date;
   /** Its latest merge that is not undone. */
   merged: { at: string; operationId: string } | null;
+  /** Whether an agent of the task is at work, and why a person must look (db/task-attention.ts). */
+  activity: TaskActivity;
+  attention: TaskAttention | null;
 }
 
-/** `merged`: the task's latest merge that is not undone [R8.3]. */
+/** `merged`: the task's latest merge that is not undone [R8.3]; `activity` and `attention`: the board's facts. */
 const TASK_COLUMNS = `id, title, board_id, parent_task_id, workspace_mode, group_id, quick_chat, archived_at, pinned_at, created_at,
   disk_quota_bytes::float8 AS disk_quota_bytes,
   (SELECT json_build_object('at', g.finished_at, 'operationId', g.operation_id) FROM git_operations g
-    WHERE g.task_id = tasks.id AND g.kind = 'merge' AND g.state = 'merged' ORDER BY g.finished_at DESC LIMIT 1) AS merged`;
+    WHERE g.task_id = tasks.id AND g.kind = 'merge' AND g.state = 'merged' ORDER BY g.finished_at DESC LIMIT 1) AS merged,
+  ${TASK_ATTENTION_COLUMNS}`;
 
 /** Pins or unpins a task; false when there is no such task. */
 export async function setPinned(db: Db, id: string, pinned: boolean): Promise<boolean> {

@@ -5,12 +5,14 @@
  * DOM is the console contract's (data-testid). Each test ends by reading the world: git refs and
  * files of the repository, not the page alone.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskBranchName, taskDirName } from '../domain/task-layout';
 import { attributesNow, browserPerFile, signIn, textNow } from './support/browser';
+import { releaseIdleTask } from './support/cleanup';
 import { commitIn, taskWithCommits } from './support/finishing';
 import { createHarness, USER_TOKEN, type Harness } from './support/harness';
 import { agentEnded, createTask, launch, registerRepo } from './support/scenario';
@@ -144,6 +146,54 @@ describe('the console in a browser', () => {
     expect(await page.getByTestId('merge-result').count()).toBe(0);
     expect(refs()).toEqual(before);
     expect((await h.api('GET', `/v1/tasks/${w.taskId}`)).body.merged ?? null).toBeNull();
+  });
+
+  it('a merge refused for a conflict and saved work that did not apply come into Needs attention live, each with its reason in words', async () => {
+    const { page } = await browser.page(h.baseUrl);
+    await signIn(page, USER_TOKEN, 'user');
+    await expect.poll(() => attributesNow(page.getByTestId('connection'), 'data-state'), WAIT).toEqual(['live']);
+    await markWindow(page);
+
+    // A task whose merge the base's own change refuses.
+    const w = await taskWithCommits(h, 'attention-clash', [{ 'shared.txt': 'the task says this\n' }], {
+      files: { 'shared.txt': 'first\n' },
+    });
+    commitIn(w.repo, { 'shared.txt': 'the base says that\n' }, 'meanwhile on main');
+    await expect.poll(() => card(page, 'idle', w.taskId).count(), WAIT).toBe(1);
+    const refused = await h.api('POST', `/v1/tasks/${w.taskId}/merge`, { strategy: 'squash' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    await expect
+      .poll(() => textNow(card(page, 'attention', w.taskId)), WAIT)
+      .toContain('Its merge was refused: a conflict');
+    expect(await attributesNow(card(page, 'attention', w.taskId), 'data-attention')).toEqual(['merge_conflict']);
+
+    // A task released idle with work of its own, whose branch moved on the same lines meanwhile.
+    const repo = makeRepo(h.scratch, 'attention-restore');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'attention-restore')], { title: 'restore me' });
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect((await h.api('POST', `/v1/sessions/${first.body.sessionId}/stop`)).status).toBe(200);
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'attention-restore');
+    writeFileSync(path.join(worktree, 'README.md'), '# mine\n');
+    expect((await releaseIdleTask(h, taskId)).state).toBe('succeeded');
+    const side = path.join(h.scratch, `side-${randomUUID()}`);
+    git(repo, 'worktree', 'add', '-q', side, taskBranchName(taskId));
+    commitIn(side, { 'README.md': '# theirs\n' }, 'moved on');
+    git(repo, 'worktree', 'remove', side);
+    await expect.poll(() => card(page, 'idle', taskId).count(), WAIT).toBe(1);
+    const again = await launch(h, taskId);
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect((await h.api('GET', `/v1/sessions/${again.body.sessionId}`)).body.restore).toBe('conflict');
+    await expect
+      .poll(() => textNow(card(page, 'attention', taskId)), WAIT)
+      .toContain('Its saved work did not apply: a conflict');
+    expect(await card(page, 'running', taskId).count()).toBe(0);
+
+    // The world the cards say: the base unmoved by the refused merge, the saved work still on its ref.
+    expect(git(w.repo, 'show', 'main:shared.txt')).toBe('the base says that');
+    expect((await h.api('GET', `/v1/tasks/${w.taskId}`)).body.attention.reason).toBe('merge_conflict');
+    expect((await h.api('GET', `/v1/tasks/${taskId}`)).body.attention.reason).toBe('restore_conflict');
+    expect(await stillTheSameWindow(page)).toBe(true);
   });
 
   it('a title and a file name that are markup show as text: nothing of them runs or loads', async () => {

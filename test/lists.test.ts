@@ -164,6 +164,8 @@ describe('GET /v1/tasks', () => {
       quickChat: false,
       createdAt: expect.any(String),
       merged: null,
+      activity: 'idle',
+      attention: null,
     });
     // The same fields as the task's own view.
     expect((await h.api('GET', `/v1/tasks/${children[1]}`)).body).toMatchObject(item);

@@ -3,7 +3,7 @@
  * from the navigation to `#/` to the first card visible in a column (a fresh context each run: an
  * empty cache), the card elements in the DOM then (the columns are virtualized), and a live
  * update: a task created through the API until its card is on the open page (the page hears of
- * it on /v1/events and reads the board again).
+ * it on /v1/events and reads that one task, GET /v1/tasks/:id).
  */
 import type { Browser } from 'playwright-core';
 import type { BenchContext } from '../context';

@@ -65,12 +65,12 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'GET /v1/tasks': {
     summary: 'List tasks',
     description:
-      "The tasks' own fields, newest first, paged; filters `boardId`, `parentTaskId`, `repositoryId` (tasks that work in that repository), `archived=true|false`, `state=active|archived|merged`. `GET /v1/tasks/{id}` adds repositories, environment and sessions.",
+      "The tasks' own fields, newest first, paged; filters `boardId`, `parentTaskId`, `repositoryId` (tasks that work in that repository), `archived=true|false`, `state=active|archived|merged`. Each says what the board shows of it, read in the same query: `activity` (`working` while a session is starting or running, else `idle`) and `attention` (null, or `{ reason, operationId, sessionId }` with `reason` one of `cleanup_needs_operator`, `merge_needs_operator`, `merge_conflict`, `restore_conflict`, `launch_failed`: the first that holds). `GET /v1/tasks/{id}` adds repositories, environment and sessions.",
   },
   'GET /v1/tasks/{id}': {
     summary: 'Show a task',
     description:
-      'The task with its repositories, the environment it works in (borrowed ones included), its sessions, its pin and its disk use.',
+      'The task with its repositories, the environment it works in (borrowed ones included), its sessions, its pin and its disk use; `activity` and `attention` as the list says them.',
   },
   'DELETE /v1/tasks/{id}': {
     summary: 'Delete a task',

@@ -1,5 +1,6 @@
 /** Request and response schemas of the HTTP contract (docs/api.md); they validate input and generate /openapi.json. */
 import { Type, type Static } from '@sinclair/typebox';
+import { ATTENTION_REASONS } from '../../domain/task-attention';
 import { Limits, LimitsBody, TaskLimits, Usage } from './limit-schemas';
 import { CopiedView, Preparation, SetupView } from './preparation-view';
 
@@ -110,6 +111,22 @@ export const TaskItem = Type.Object({
   createdAt: Type.String(),
   /** Its latest merge that is not undone; null before any. */
   merged: Type.Union([Type.Object({ at: Type.String(), operationId: Uuid }), Type.Null()]),
+  /** `working` while any session of the task is starting or running, else `idle`. */
+  activity: Type.Union([Type.Literal('working'), Type.Literal('idle')]),
+  /**
+   * Why a person must look, or null: the first that holds of `cleanup_needs_operator` (a cleanup job
+   * waits for an operator), `merge_needs_operator`, `merge_conflict` (the latest such merge, none
+   * merged since), `restore_conflict` (saved work a launch could not put back, no merge since) and
+   * `launch_failed` (the newest session failed, none at work). Ids only: never a path or a branch.
+   */
+  attention: Type.Union([
+    Type.Object({
+      reason: Type.Union(ATTENTION_REASONS.map((r) => Type.Literal(r))),
+      operationId: Type.Union([Uuid, Type.Null()]),
+      sessionId: Type.Union([Uuid, Type.Null()]),
+    }),
+    Type.Null(),
+  ]),
 });
 
 /** A task's full view: registered once (`app.addSchema`, client/gateway/openapi-docs.ts), referred to by `$ref` by every answer that has it. */

@@ -23,6 +23,8 @@ export const taskItem = (task: TaskRow) => ({
   quickChat: task.quick_chat,
   createdAt: task.created_at.toISOString(),
   merged: task.merged ? { at: new Date(task.merged.at).toISOString(), operationId: task.merged.operationId } : null,
+  activity: task.activity,
+  attention: task.attention,
 });
 
 /** The task resource of the HTTP API (docs/api.md). */

@@ -1,8 +1,7 @@
 /**
- * The board's columns: which one each task goes in, from what the API's lists say about it (the
- * tasks, the sessions at work or failed, the cleanup jobs waiting for an operator). Pure, so the
- * rule can be read and tested beside the spec's list: running, idle, needs attention, merged,
- * archived.
+ * The board's columns: which one each task goes in, from what the task list says of each task
+ * (`activity`, `attention`, `merged`, its state). Pure, so the rule can be read and tested beside
+ * the spec's list: running, idle, needs attention, merged, archived.
  */
 export const COLUMNS = ['running', 'idle', 'attention', 'merged', 'archived'] as const;
 export type Column = (typeof COLUMNS)[number];
@@ -15,6 +14,22 @@ export const COLUMN_TITLES: Record<Column, string> = {
   archived: 'Archived',
 };
 
+type AttentionReason =
+  'cleanup_needs_operator' | 'merge_needs_operator' | 'merge_conflict' | 'restore_conflict' | 'launch_failed';
+
+/** Why a task needs a person, in words (the API says which; the card says it so). */
+const ATTENTION_WORDS: Record<AttentionReason, string> = {
+  cleanup_needs_operator: 'A cleanup waits for an operator',
+  merge_needs_operator: 'Its merge waits for an operator',
+  merge_conflict: 'Its merge was refused: a conflict',
+  restore_conflict: 'Its saved work did not apply: a conflict',
+  launch_failed: 'Its launch failed',
+};
+
+/** A reason this console does not know yet (a newer service) is still a reason: said plainly. */
+export const attentionWords = (reason: string): string =>
+  ATTENTION_WORDS[reason as AttentionReason] ?? 'It needs attention';
+
 export interface BoardTask {
   id: string;
   title: string;
@@ -22,60 +37,30 @@ export interface BoardTask {
   boardId: string | null;
   createdAt: string;
   merged: { at: string; operationId: string } | null;
-}
-
-/** What the other lists say, by task id. */
-export interface BoardFacts {
-  /** Tasks with a session starting or running. */
-  working: ReadonlySet<string>;
-  /** Why a task needs a person, by task id (a failed launch, a cleanup waiting for an operator, a refused merge). */
-  attention: ReadonlyMap<string, string>;
+  activity: 'working' | 'idle';
+  attention: { reason: string; operationId: string | null; sessionId: string | null } | null;
 }
 
 /**
  * A task needing a person shows there first, whatever else is true of it; then archived ones;
  * then those with an agent at work; then merged; every other active task is idle.
  */
-function columnOf(task: BoardTask, facts: BoardFacts): Column {
-  if (facts.attention.has(task.id)) return 'attention';
+function columnOf(task: BoardTask): Column {
+  if (task.attention) return 'attention';
   if (task.state === 'archived') return 'archived';
-  if (facts.working.has(task.id)) return 'running';
+  if (task.activity === 'working') return 'running';
   if (task.merged) return 'merged';
   return 'idle';
 }
 
-/** The tasks of each column, newest first, each column's order stable for equal times. */
-export function groupIntoColumns(tasks: readonly BoardTask[], facts: BoardFacts): Record<Column, BoardTask[]> {
+/** Newest first; equal times by id, so each column's order is stable. */
+export const newestFirst = (a: BoardTask, b: BoardTask): number =>
+  a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+
+/** The tasks of each column, newest first. */
+export function groupIntoColumns(tasks: readonly BoardTask[]): Record<Column, BoardTask[]> {
   const columns: Record<Column, BoardTask[]> = { running: [], idle: [], attention: [], merged: [], archived: [] };
-  for (const task of tasks) columns[columnOf(task, facts)].push(task);
-  for (const column of COLUMNS)
-    columns[column].sort((a, b) =>
-      a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : a.id < b.id ? 1 : -1,
-    );
+  for (const task of tasks) columns[columnOf(task)].push(task);
+  for (const column of COLUMNS) columns[column].sort(newestFirst);
   return columns;
-}
-
-export interface SessionFact {
-  taskId: string;
-  state: string;
-  createdAt: string;
-}
-
-/**
- * The facts from the sessions and the cleanup jobs: a task is at work while any session is
- * starting or running; a launch needs attention when the task's newest session failed.
- */
-export function factsFrom(sessions: readonly SessionFact[], jobsWaiting: readonly { taskId: string }[]): BoardFacts {
-  const working = new Set<string>();
-  const newest = new Map<string, SessionFact>();
-  for (const session of sessions) {
-    if (session.state === 'starting' || session.state === 'running') working.add(session.taskId);
-    const seen = newest.get(session.taskId);
-    if (!seen || seen.createdAt < session.createdAt) newest.set(session.taskId, session);
-  }
-  const attention = new Map<string, string>();
-  for (const [taskId, session] of newest)
-    if (session.state === 'failed' && !working.has(taskId)) attention.set(taskId, 'Its launch failed');
-  for (const job of jobsWaiting) attention.set(job.taskId, 'A cleanup waits for an operator');
-  return { working, attention };
 }

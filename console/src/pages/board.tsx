@@ -1,14 +1,15 @@
 /**
  * The board: every task in its column (running, idle, needs attention, merged, archived), from
- * the task list, the sessions at work or failed and the cleanup jobs waiting for an operator;
- * filtered by board (the API's filter) and repository; read again as the feed tells of changes.
+ * the task list alone (each task says whether an agent is at work and why it needs a person);
+ * filtered by board (the API's filter) and repository; kept live one changed task at a time.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { allPages } from '../api';
-import { COLUMNS, factsFrom, groupIntoColumns, type BoardTask, type SessionFact } from '../board-columns';
+import { COLUMNS, groupIntoColumns } from '../board-columns';
 import { BoardColumn } from '../parts/board-column';
 import { MaybeError } from '../parts/error-view';
 import { NewTaskForm } from '../parts/new-task-form';
+import { useBoardTasks } from '../use-board-tasks';
 import { useSession } from '../session-context';
 import { useResource } from '../use-resource';
 
@@ -31,25 +32,8 @@ export function Board() {
     [api],
     () => false,
   );
-  const board = useResource(
-    async () => {
-      const filter = [boardId && `boardId=${boardId}`, repositoryId && `repositoryId=${repositoryId}`].filter(Boolean);
-      const [tasks, sessions, jobs] = await Promise.all([
-        allPages<BoardTask>(api, `/v1/tasks${filter.length ? `?${filter.join('&')}` : ''}`),
-        Promise.all(
-          ['starting', 'running', 'failed'].map((state) => allPages<SessionFact>(api, `/v1/sessions?state=${state}`)),
-        ),
-        allPages<{ taskId: string }>(api, '/v1/cleanup-jobs?state=needs_operator'),
-      ]);
-      return { tasks, facts: factsFrom(sessions.flat(), jobs) };
-    },
-    [api, boardId, repositoryId],
-    (change) => change.kind !== 'execution',
-  );
-  const columns = useMemo(
-    () => (board.value ? groupIntoColumns(board.value.tasks, board.value.facts) : null),
-    [board.value],
-  );
+  const board = useBoardTasks({ boardId, repositoryId });
+  const columns = useMemo(() => (board.tasks ? groupIntoColumns(board.tasks) : null), [board.tasks]);
 
   return (
     <section class="board">
@@ -88,15 +72,10 @@ export function Board() {
       {creating ? <NewTaskForm repositories={catalog.value?.repositories ?? []} boardId={boardId || null} /> : null}
       <MaybeError error={catalog.error} />
       <MaybeError error={board.error} />
-      {columns && board.value ? (
+      {columns ? (
         <div class="columns">
           {COLUMNS.map((column) => (
-            <BoardColumn
-              key={column}
-              column={column}
-              tasks={columns[column]}
-              attention={board.value!.facts.attention}
-            />
+            <BoardColumn key={column} column={column} tasks={columns[column]} />
           ))}
         </div>
       ) : null}

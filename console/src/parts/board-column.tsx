@@ -1,20 +1,12 @@
 /** One column of the board, virtualized: a thousand cards cost the few that are on screen. */
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useRef } from 'preact/hooks';
-import { COLUMN_TITLES, type BoardTask, type Column } from '../board-columns';
+import { attentionWords, COLUMN_TITLES, type BoardTask, type Column } from '../board-columns';
 import { taskHref } from '../route';
 
 const CARD_HEIGHT = 64;
 
-export function BoardColumn({
-  column,
-  tasks,
-  attention,
-}: {
-  column: Column;
-  tasks: BoardTask[];
-  attention: ReadonlyMap<string, string>;
-}) {
+export function BoardColumn({ column, tasks }: { column: Column; tasks: BoardTask[] }) {
   const scroller = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
     count: tasks.length,
@@ -31,7 +23,7 @@ export function BoardColumn({
         <div class="column-inner" style={{ height: `${virtualizer.getTotalSize()}px` }}>
           {virtualizer.getVirtualItems().map((item) => {
             const task = tasks[item.index]!;
-            const why = attention.get(task.id);
+            const why = task.attention ? attentionWords(task.attention.reason) : null;
             return (
               <a
                 key={task.id}
@@ -39,10 +31,13 @@ export function BoardColumn({
                 href={taskHref(task.id)}
                 data-testid="task-card"
                 data-task-id={task.id}
+                data-attention={task.attention?.reason}
                 style={{ transform: `translateY(${item.start}px)`, height: `${CARD_HEIGHT - 6}px` }}
               >
                 <span class="title">{task.title}</span>
-                <small>{why ?? new Date(task.createdAt).toLocaleString()}</small>
+                <small data-testid={why ? 'attention-reason' : undefined}>
+                  {why ?? new Date(task.createdAt).toLocaleString()}
+                </small>
               </a>
             );
           })}
