@@ -1,5 +1,5 @@
 # The README's two commands: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck check fix graph image cli
+.PHONY: start test bench setup typecheck check fix graph image cli screenshots
 
 setup:
 	@bash scripts/setup.sh
@@ -19,6 +19,11 @@ cli: setup
 image:
 	@bash scripts/build-image.sh
 
+
+# The console's pictures for the README and docs/console.md (docs/images/*.png, 1280x800), taken by
+# the browser test that builds the world they show.
+screenshots: setup
+	@CONSOLE_SCREENSHOTS=1 npx vitest run test/console-screenshots.test.ts
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
 bench: setup

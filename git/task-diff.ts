@@ -31,6 +31,12 @@ const DIFF_FLAGS = [
   '--src-prefix=a/',
   '--dst-prefix=b/',
 ];
+/**
+ * A name past ASCII is written in the patch as it is (UTF-8), not as octal escapes: the patch is
+ * read by people (the console's fallback text, `tws diff --patch`) and git apply takes both. Names
+ * with a `"`, a backslash or a control character are still quoted, as git must.
+ */
+const UTF8_NAMES = ['-c', 'core.quotePath=false'];
 /** The most a listing of one file can take (its raw record and its counts: four paths of PATH_MAX at most). */
 const LISTING_BYTES_PER_FILE = 16_800;
 /** Untracked files are diffed this many at a time (one `diff --no-index` each). */
@@ -159,7 +165,7 @@ async function patchOf(
   options: GitOptions,
 ): Promise<Buffer> {
   if (room.bytes < 0) return Buffer.alloc(0); // cut already
-  const read = await boundedGit(dir, ['diff', ...DIFF_FLAGS, ...sidesAndSpec], {
+  const read = await boundedGit(dir, [...UTF8_NAMES, 'diff', ...DIFF_FLAGS, ...sidesAndSpec], {
     ...options,
     maxBytes: room.bytes + 1,
   });
@@ -189,7 +195,7 @@ async function untrackedFiles(
   const files: DiffFile[] = new Array<DiffFile>(paths.length);
   const patches: Buffer[] = new Array<Buffer>(paths.length).fill(Buffer.alloc(0));
   const noIndex = (extra: string[], p: string, maxBytes: number) =>
-    boundedGit(worktree, ['diff', '--no-index', ...DIFF_FLAGS, ...extra, '--', '/dev/null', p], {
+    boundedGit(worktree, [...UTF8_NAMES, 'diff', '--no-index', ...DIFF_FLAGS, ...extra, '--', '/dev/null', p], {
       ...options,
       maxBytes,
       okCodes: [0, 1],

@@ -196,22 +196,27 @@ describe('the console in a browser', () => {
     expect(await stillTheSameWindow(page)).toBe(true);
   });
 
-  it('a title and a file name that are markup show as text: nothing of them runs or loads', async () => {
+  it('a title and file names that are markup or past ASCII show as text, with their lines: nothing of them runs or loads', async () => {
     const TITLE = '<img src=x onerror=alert(1)>';
-    const FILE = '"><script>alert(1)</script>';
+    // Names git quotes in a patch's headers (a `"`; bytes past ASCII); the first holds a slash: a folder and a file in it.
+    const FILE = '"><script>alert(1)</script>.txt';
+    const WIDE = 'naïve–文件.md';
     const repo = makeRepo(h.scratch, 'markup');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'markup')], { title: TITLE });
-    const launched = await launch(h, taskId, { command: ['true'] });
+    // The agent's commit: a line naming each file in it, and a file whose lines are markup.
+    const script = [
+      'set -e',
+      'for n in "$@"; do mkdir -p "$(dirname "$n")"; printf "the line of %s\\n" "$n" > "$n"; done',
+      "printf '<b>not bold</b><img src=y onerror=alert(2)>\\n' > notes.html",
+      'git add -A',
+      'git -c user.name=agent -c user.email=agent@example.com commit -q -m "$0"',
+    ].join('\n');
+    const launched = await launch(h, taskId, { command: ['sh', '-c', script, TITLE, FILE, WIDE] });
     expect(launched.status, JSON.stringify(launched.body)).toBe(201);
-    await agentEnded(h, launched.body.sessionId);
-    // The file, committed in the task (its name holds a slash: a folder and a file in it).
-    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), path.basename(repo));
-    mkdirSync(path.dirname(path.join(worktree, FILE)), { recursive: true });
-    writeFileSync(path.join(worktree, FILE), 'a file with a name\n');
-    writeFileSync(path.join(worktree, 'notes.html'), '<b>not bold</b><img src=y onerror=alert(2)>\n');
-    git(worktree, 'add', '-A');
-    git(worktree, 'commit', '-q', '-m', TITLE);
-    expect(git(repo, 'ls-tree', '-r', '--name-only', taskBranchName(taskId))).toContain(FILE);
+    const ended = await agentEnded(h, launched.body.sessionId);
+    expect(ended.execution?.exitCode, JSON.stringify(ended)).toBe(0);
+    const committed = git(repo, 'ls-tree', '-r', '-z', '--name-only', taskBranchName(taskId)).split('\0');
+    expect(committed).toEqual(expect.arrayContaining([FILE, WIDE, 'notes.html']));
 
     const watched = await browser.page(h.baseUrl);
     const { page } = watched;
@@ -222,15 +227,26 @@ describe('the console in a browser', () => {
     await page.goto(`/#/tasks/${taskId}`);
     await expect.poll(() => textNow(page.getByTestId('task-title')), WAIT).toBe(TITLE);
     await diffShows(page, FILE);
-    expect(await textNow(page.getByTestId('diff-file'))).toContain(FILE);
+    // Each name in the list and over its view, and its added line drawn by the diff view (not the fallback text).
+    for (const name of [FILE, WIDE]) {
+      const entry = page.locator(`[data-testid=diff-file][data-path=${JSON.stringify(name)}]`);
+      expect(await textNow(entry)).toBe(name);
+      await entry.click();
+      await expect.poll(() => textNow(page.locator('.diff-view > p > b')), WAIT).toBe(name);
+      await expect
+        .poll(() => textNow(page.locator('[data-testid=diff-view] .diff-code-insert')), WAIT)
+        .toBe(`the line of ${name}`);
+      expect(await page.getByTestId('diff-raw').count()).toBe(0);
+    }
     // A diff's lines that are markup are text too.
     await page.locator('[data-testid=diff-file][data-path="notes.html"]').click();
     await expect
       .poll(() => textNow(page.getByTestId('diff-view')), WAIT)
       .toContain('<b>not bold</b><img src=y onerror=alert(2)>');
 
-    // Nothing ran and nothing was fetched from the markup: no dialog, no request for `x`, no such elements.
+    // Nothing ran and nothing was fetched from the markup: no dialog, no request but to the gateway, no such elements.
     expect(watched.dialogs).toEqual([]);
+    expect(watched.requests.filter((url) => new URL(url).origin !== new URL(h.baseUrl).origin)).toEqual([]);
     expect(watched.requests.filter((url) => /\/[xy]$/.test(new URL(url).pathname))).toEqual([]);
     expect(await page.locator('img[src="x"], img[src="y"]').count()).toBe(0);
     expect(await page.locator('script', { hasText: 'alert(1)' }).count()).toBe(0);

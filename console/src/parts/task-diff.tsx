@@ -1,11 +1,15 @@
 /**
  * The task's diff by file (GET /v1/tasks/:id/diff?patch=1): a file list per repository and the
  * selected file's hunks drawn by react-diff-view, which renders the patch's text as text nodes.
+ * The patch is cut into files by their real names (patch-files.ts: git quotes some, which
+ * react-diff-view's parser reads verbatim), and a file's part that its parser cannot read whole is
+ * shown as the plain text it is, never dropped.
  * Read when asked (the refresh button), not on every change: a diff costs a git run per repository.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { Diff, Hunk, parseDiff, type FileData } from 'react-diff-view';
 import 'react-diff-view/style/index.css';
+import { changedLineCount, splitPatch, type PatchSection } from '../patch-files';
 import { useSession } from '../session-context';
 import { useResource } from '../use-resource';
 import { MaybeError } from './error-view';
@@ -19,17 +23,39 @@ interface DiffFile {
   binary: boolean;
   uncommitted: boolean;
 }
+/** A file of the list, or (path null) the parts of a patch whose file names could not be read. */
+interface Chosen {
+  repositoryId: string;
+  path: string | null;
+}
 interface DiffAnswer {
   repositories: { repositoryId: string; baseBranch: string; files: DiffFile[]; patch?: string; truncated: boolean }[];
 }
 
-/** A parsed file by the path the API names it with (its new path; a deleted file's old one). */
-function filesByPath(patch: string | undefined): Map<string, FileData[]> {
-  const byPath = new Map<string, FileData[]>();
-  if (!patch) return byPath;
-  for (const file of parseDiff(patch, { nearbySequences: 'zip' })) {
-    const path = file.type === 'delete' ? file.oldPath : file.newPath;
-    byPath.set(path, [...(byPath.get(path) ?? []), file]);
+/** One file's part of the patch: parsed, or (null) to be shown as its text. */
+interface ShownPart {
+  section: PatchSection;
+  parsed: FileData | null;
+}
+
+/** A section's hunks as react-diff-view reads them; null when it throws or finds other lines than the section has. */
+function parsedSection(section: PatchSection): FileData | null {
+  try {
+    const files = parseDiff(section.text, { nearbySequences: 'zip' });
+    const file = files.length === 1 ? files[0]! : null;
+    const changed = file?.hunks.reduce((n, h) => n + h.changes.filter((c) => c.type !== 'normal').length, 0);
+    return file && changed === changedLineCount(section.text) ? file : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The patch's parts by the path the API names the file with (its new path; a deleted file's old one). */
+function partsByPath(patch: string | undefined): Map<string | null, ShownPart[]> {
+  const byPath = new Map<string | null, ShownPart[]>();
+  for (const section of splitPatch(patch ?? '')) {
+    const part = { section, parsed: section.path === null ? null : parsedSection(section) };
+    byPath.set(section.path, [...(byPath.get(section.path) ?? []), part]);
   }
   return byPath;
 }
@@ -41,13 +67,13 @@ export function TaskDiff({ taskId }: { taskId: string }) {
     [api, taskId],
     () => false,
   );
-  const [selected, setSelected] = useState<{ repositoryId: string; path: string } | null>(null);
-  const parsed = useMemo(
-    () => new Map((diff.value?.repositories ?? []).map((r) => [r.repositoryId, filesByPath(r.patch)])),
+  const [selected, setSelected] = useState<Chosen | null>(null);
+  const parts = useMemo(
+    () => new Map((diff.value?.repositories ?? []).map((r) => [r.repositoryId, partsByPath(r.patch)])),
     [diff.value],
   );
   const chosen = selected ?? firstFile(diff.value);
-  const shown = chosen ? (parsed.get(chosen.repositoryId)?.get(chosen.path) ?? []) : [];
+  const shown = chosen ? (parts.get(chosen.repositoryId)?.get(chosen.path) ?? []) : [];
 
   return (
     <div class="panel">
@@ -71,8 +97,8 @@ export function TaskDiff({ taskId }: { taskId: string }) {
                   </li>,
                 ]
               : []),
-            ...repo.files.map((file) => (
-              <li key={`${repo.repositoryId}:${file.path}`}>
+            ...repo.files.map((file, i) => (
+              <li key={`${repo.repositoryId}:${i}`}>
                 <button
                   type="button"
                   class={chosen?.repositoryId === repo.repositoryId && chosen.path === file.path ? 'selected' : ''}
@@ -84,15 +110,36 @@ export function TaskDiff({ taskId }: { taskId: string }) {
                 </button>
               </li>
             )),
+            // Never dropped: parts of the patch no name could be read from are listed as such.
+            ...(parts.get(repo.repositoryId)?.has(null)
+              ? [
+                  <li key={`${repo.repositoryId}-unnamed`}>
+                    <button
+                      type="button"
+                      class={chosen?.repositoryId === repo.repositoryId && chosen.path === null ? 'selected' : ''}
+                      data-testid="diff-unnamed"
+                      onClick={() => setSelected({ repositoryId: repo.repositoryId, path: null })}
+                    >
+                      (a file whose name could not be read)
+                    </button>
+                  </li>,
+                ]
+              : []),
           ])}
         </ul>
         <div class="diff-view" data-testid="diff-view">
           {chosen ? <FileHeader file={fileOf(diff.value, chosen)} /> : null}
-          {shown.map((file, i) => (
-            <Diff key={i} viewType="unified" diffType={file.type} hunks={file.hunks}>
-              {(hunks) => hunks.map((hunk) => <Hunk key={hunk.content} hunk={hunk} />)}
-            </Diff>
-          ))}
+          {shown.map(({ section, parsed }, i) =>
+            parsed ? (
+              <Diff key={i} viewType="unified" diffType={parsed.type} hunks={parsed.hunks}>
+                {(hunks) => hunks.map((hunk, h) => <Hunk key={h} hunk={hunk} />)}
+              </Diff>
+            ) : (
+              <pre key={i} class="diff-raw" data-testid="diff-raw">
+                {section.text}
+              </pre>
+            ),
+          )}
           {chosen && shown.length === 0 ? <p class="quiet">No text change to show (binary, or past the cut).</p> : null}
         </div>
       </div>
@@ -100,13 +147,13 @@ export function TaskDiff({ taskId }: { taskId: string }) {
   );
 }
 
-function firstFile(answer: DiffAnswer | undefined) {
+function firstFile(answer: DiffAnswer | undefined): Chosen | null {
   for (const repo of answer?.repositories ?? [])
     if (repo.files[0]) return { repositoryId: repo.repositoryId, path: repo.files[0].path };
   return null;
 }
 
-function fileOf(answer: DiffAnswer | undefined, chosen: { repositoryId: string; path: string }) {
+function fileOf(answer: DiffAnswer | undefined, chosen: Chosen) {
   return answer?.repositories
     .find((r) => r.repositoryId === chosen.repositoryId)
     ?.files.find((f) => f.path === chosen.path);

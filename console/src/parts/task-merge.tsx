@@ -8,6 +8,7 @@ import { allPages, type ApiFailure } from '../api';
 import { BLOCKED_TEXT, idempotencyKey, overallOutcome, type Outcome } from '../merge-outcome';
 import { useSession } from '../session-context';
 import { useResource } from '../use-resource';
+import { Choice } from './choice';
 import { MaybeError } from './error-view';
 
 const STRATEGIES = ['squash', 'merge', 'fast_forward', 'rebase'];
@@ -98,13 +99,13 @@ export function TaskMerge({ taskId, onChanged }: { taskId: string; onChanged: ()
         </div>
       ) : null}
       <div class="actions">
-        <select data-testid="merge-strategy" value={strategy} onChange={(e) => setStrategy(e.currentTarget.value)}>
-          {STRATEGIES.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
+        <Choice
+          label="Merge strategy"
+          testId="merge-strategy"
+          value={strategy}
+          options={STRATEGIES}
+          onChange={setStrategy}
+        />
         <input
           data-testid="merge-message"
           placeholder="commit message (optional)"

@@ -8,6 +8,7 @@ import { allPages, type ApiFailure } from '../api';
 import { useSession } from '../session-context';
 import type { SessionView } from '../task-types';
 import { useResource } from '../use-resource';
+import { Choice } from './choice';
 import { MaybeError } from './error-view';
 import { SessionLog } from './session-log';
 
@@ -54,13 +55,7 @@ export function TaskSessions({ taskId, archived }: { taskId: string; archived: b
     <div class="panel">
       <h2>Sessions</h2>
       <form class="actions" onSubmit={launch}>
-        <select value={executor} onChange={(e) => setExecutor(e.currentTarget.value)} aria-label="Executor">
-          {EXECUTORS.map((name) => (
-            <option key={name} value={name}>
-              {name}
-            </option>
-          ))}
-        </select>
+        <Choice label="Executor" value={executor} options={EXECUTORS} onChange={setExecutor} />
         <input
           data-testid="launch-command"
           placeholder="a shell command line, e.g. make test"
