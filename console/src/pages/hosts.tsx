@@ -23,6 +23,13 @@ interface Release {
   dryRun: boolean;
 }
 
+/** Why an idle release kept a task, in words (the API's `reason`). */
+const KEPT_TEXT: Record<string, string> = {
+  pinned: 'pinned: its user keeps it from release',
+  running: 'an agent of it is running',
+  shared_task_running: "another task's agent runs in its workspace",
+};
+
 const GIB = 1024 ** 3;
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
 
@@ -35,11 +42,21 @@ export function Hosts() {
   );
   const [release, setRelease] = useState<Release | null>(null);
   const [error, setError] = useState<ApiFailure | null>(null);
+  // Empty: the service's own threshold (TWS_IDLE_RELEASE_AFTER); else idle for at least this many minutes.
+  const [idleMinutes, setIdleMinutes] = useState('');
 
   async function idleRelease(hostId: string, dryRun: boolean) {
     setError(null);
+    setRelease(null);
+    const minutes = idleMinutes.trim() === '' ? null : Number(idleMinutes);
     try {
-      setRelease(await api.send<Release>('POST', '/v1/idle-release', { hostId, dryRun }));
+      setRelease(
+        await api.send<Release>('POST', '/v1/idle-release', {
+          hostId,
+          dryRun,
+          ...(minutes === null || !Number.isFinite(minutes) ? {} : { idleForMs: Math.round(minutes * 60_000) }),
+        }),
+      );
     } catch (err) {
       setError(err as ApiFailure);
     }
@@ -48,9 +65,24 @@ export function Hosts() {
   return (
     <section>
       <h1>Hosts</h1>
-      <button type="button" onClick={hosts.reload}>
+      <button type="button" data-testid="hosts-refresh" onClick={hosts.reload}>
         Refresh
       </button>
+      <p>
+        <label>
+          Idle release: idle for at least{' '}
+          <input
+            data-testid="idle-for-minutes"
+            type="number"
+            min="0"
+            step="any"
+            placeholder="the service's setting"
+            value={idleMinutes}
+            onInput={(e) => setIdleMinutes(e.currentTarget.value)}
+          />{' '}
+          minutes
+        </label>
+      </p>
       <MaybeError error={hosts.error} />
       <MaybeError error={error} />
       <table class="rows">
@@ -74,8 +106,10 @@ export function Hosts() {
                   {host.workspaceRoot} · {host.version}
                 </small>
               </td>
-              <td>{host.live ? 'live' : `not seen since ${new Date(host.lastSeenAt).toLocaleString()}`}</td>
-              <td class={host.lowDisk ? 'warn' : ''}>
+              <td data-testid="host-live">
+                {host.live ? 'live' : `not seen since ${new Date(host.lastSeenAt).toLocaleString()}`}
+              </td>
+              <td class={host.lowDisk ? 'warn' : ''} data-testid="host-disk">
                 {host.disk
                   ? `${gib(host.disk.freeBytes)} free of ${gib(host.disk.totalBytes)}; workspaces ${gib(host.disk.workspaceBytes)}`
                   : 'not measured yet'}
@@ -84,10 +118,14 @@ export function Hosts() {
               <td>{host.executors.join(', ')}</td>
               <td>{host.containers?.available ? 'available' : (host.containers?.reason ?? 'no')}</td>
               <td>
-                <button type="button" onClick={() => void idleRelease(host.hostId, true)}>
+                <button
+                  type="button"
+                  data-testid="idle-release-dry"
+                  onClick={() => void idleRelease(host.hostId, true)}
+                >
                   What would go
                 </button>{' '}
-                <button type="button" onClick={() => void idleRelease(host.hostId, false)}>
+                <button type="button" data-testid="idle-release" onClick={() => void idleRelease(host.hostId, false)}>
                   Release now
                 </button>
               </td>
@@ -96,23 +134,25 @@ export function Hosts() {
         </tbody>
       </table>
       {release ? (
-        <div class="panel">
+        <div class="panel" data-testid="idle-release-result">
           <h2>{release.dryRun ? 'Idle release would release' : 'Idle release released'}</h2>
           <ul>
             {release.released.map((r) => (
-              <li key={r.taskId}>
+              <li key={r.taskId} data-testid="idle-released">
                 <a href={`#/tasks/${r.taskId}`}>{r.taskId}</a>
+                {release.dryRun ? '' : ': its work saved, its worktrees being removed (a cleanup job)'}
               </li>
             ))}
-            {release.released.length === 0 ? <li>nothing</li> : null}
+            {release.released.length === 0 ? <li>nothing: no workspace of this host is idle for that long</li> : null}
           </ul>
           <h3>Kept</h3>
           <ul>
             {release.kept.map((k) => (
-              <li key={k.taskId}>
-                {k.taskId}: {k.reason}
+              <li key={k.taskId} data-testid="idle-kept">
+                <a href={`#/tasks/${k.taskId}`}>{k.taskId}</a>: {KEPT_TEXT[k.reason] ?? k.reason}
               </li>
             ))}
+            {release.kept.length === 0 ? <li>none</li> : null}
           </ul>
         </div>
       ) : null}

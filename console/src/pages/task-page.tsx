@@ -3,6 +3,7 @@
  * live logs, its git status and diff, the merge, and archive / delete. Each part reads its own
  * resource and is read again when the feed tells of a change to this task.
  */
+import { useState } from 'preact/hooks';
 import { MaybeError } from '../parts/error-view';
 import { GitStatus } from '../parts/git-status';
 import { SavedWork } from '../parts/saved-work';
@@ -21,6 +22,23 @@ export function TaskPage({ taskId }: { taskId: string }) {
     [api, taskId],
     (change) => change.id === taskId || change.taskId === taskId,
   );
+  // An action of the page (a rebase, a merge, an archive) counts: what shows the worktree is read again.
+  const [acted, setActed] = useState(0);
+  const changed = () => {
+    task.reload();
+    setActed((n) => n + 1);
+  };
+  // A task that is not there (deleted, here or elsewhere, or never made) shows no stale view of it.
+  if (task.error?.status === 404)
+    return (
+      <section>
+        <p>
+          <a href="#/">← Board</a>
+        </p>
+        <p data-testid="task-gone">This task is not there: it was deleted, or the link is wrong.</p>
+        <MaybeError error={task.error} />
+      </section>
+    );
   const view = task.value;
   if (!view)
     return (
@@ -73,12 +91,12 @@ export function TaskPage({ taskId }: { taskId: string }) {
           <dt>Pinned</dt>
           <dd>{view.pinned ? 'yes: never released for idleness' : 'no'}</dd>
         </dl>
-        <TaskLifecycle task={view} onChanged={task.reload} />
+        <TaskLifecycle task={view} onChanged={changed} />
       </div>
       <TaskSessions taskId={taskId} archived={view.state === 'archived'} />
-      <GitStatus taskId={taskId} hasEnvironment={env !== null} />
+      <GitStatus taskId={taskId} hasEnvironment={env !== null} acted={acted} />
       <TaskDiff taskId={taskId} />
-      <TaskMerge taskId={taskId} onChanged={task.reload} />
+      <TaskMerge taskId={taskId} onChanged={changed} />
       <SavedWork task={view} />
     </section>
   );

@@ -13,11 +13,20 @@ interface Status {
   }[];
 }
 
-export function GitStatus({ taskId, hasEnvironment }: { taskId: string; hasEnvironment: boolean }) {
+/** `acted` counts the page's own actions: each one reads the status again (a rebase sends no change of its own). */
+export function GitStatus({
+  taskId,
+  hasEnvironment,
+  acted,
+}: {
+  taskId: string;
+  hasEnvironment: boolean;
+  acted: number;
+}) {
   const { api } = useSession();
   const status = useResource(
     () => (hasEnvironment ? api.get<Status>(`/v1/tasks/${taskId}/git-status`) : Promise.resolve(null)),
-    [api, taskId, hasEnvironment],
+    [api, taskId, hasEnvironment, acted],
     (change) => change.taskId === taskId,
   );
   return (

@@ -1,7 +1,9 @@
 /**
- * Archive, unarchive and delete. A delete of a task with uncommitted work is refused until the
- * person consents to discard it (`discardChanges=true`); the consent box says so. Delete is an
- * operator's (the API decides; the button shows for the operator token only).
+ * Archive, unarchive and delete. An archive keeps uncommitted work in its worktree (no consent
+ * asked: nothing is lost); a delete of a task with uncommitted work is refused until the person
+ * consents to discard it (`discardChanges=true`: the work is saved on a hidden ref first); the
+ * consent box says so. Delete is an operator's (the API decides; the button shows for the
+ * operator token only).
  */
 import { useState } from 'preact/hooks';
 import type { ApiFailure } from '../api';
@@ -42,8 +44,9 @@ export function TaskLifecycle({ task, onChanged }: { task: TaskView; onChanged: 
           type="button"
           data-testid="archive"
           onClick={() =>
-            void act('Archiving: its workspace is being cleaned up.', () =>
-              api.send('POST', `/v1/tasks/${task.id}/archive`, {}),
+            void act(
+              'Archived: its workspace is being cleaned up; its branch stays, and uncommitted work stays in its worktree.',
+              () => api.send('POST', `/v1/tasks/${task.id}/archive`, {}),
             )
           }
         >
@@ -74,7 +77,11 @@ export function TaskLifecycle({ task, onChanged }: { task: TaskView; onChanged: 
           </button>
         </>
       ) : null}
-      {done ? <span class="quiet">{done}</span> : null}
+      {done ? (
+        <span class="quiet" data-testid="lifecycle-done">
+          {done}
+        </span>
+      ) : null}
       <MaybeError error={error} />
     </div>
   );
