@@ -72,7 +72,7 @@ async function taskWith(repoId: string, repo: string, title: string, files: Reco
 }
 
 describe('the console, pictured', () => {
-  it('a board with running, idle, merged and conflicting tasks, and a task page with its diff and merge preview', async () => {
+  it('a board with running, idle, merged and conflicting tasks (one needs attention), and a task page with its diff and merge preview', async () => {
     const repo = makeRepo(h.scratch, 'web', { files: { 'README.md': '# web\n\nA small web service.\n' } });
     const repoId = await registerRepo(h, repo, 'web');
 
@@ -96,6 +96,9 @@ describe('the console, pictured', () => {
       'config.json': '{ "port": 8080 }\n',
     });
     commitIn(config, { 'config.json': '{ "port": 3000 }\n' }, 'meanwhile on main');
+    // Its merge, tried, is refused for the conflict: the task needs a person.
+    const refused = await h.api('POST', `/v1/tasks/${clash}/merge`, { strategy: 'squash' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
     // Running: an agent still at work.
     const running = await createTask(h, [repoId], { title: 'Write the release notes' });
     const writer = await launch(h, running, {
@@ -112,7 +115,7 @@ describe('the console, pictured', () => {
     for (const [column, taskId] of [
       ['running', running],
       ['idle', reviewed],
-      ['idle', clash],
+      ['attention', clash],
       ['merged', merged],
     ] as const)
       await expect.poll(() => cardIn(column, taskId).count(), WAIT).toBe(1);
