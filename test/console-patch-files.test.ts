@@ -8,6 +8,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseDiff } from 'react-diff-view';
+import { partsByPath } from '../console/src/diff-parts';
 import { changedLineCount, splitPatch, unquoteGitName } from '../console/src/patch-files';
 
 const NAMES = [
@@ -112,5 +114,39 @@ describe("the console reads a patch's file names as git wrote them [console diff
     expect(sections[0]!.text).toContain('+text');
     expect(changedLineCount(sections[1]!.text)).toBe(2);
     expect(splitPatch('')).toEqual([]);
+  });
+});
+
+describe('the diff view shows a part its parser cannot read whole as text, never drops it [console diff]', () => {
+  it('a real patch with quoted names: every part parsed, by its path, with its lines', () => {
+    const dir = repositoryOfNames();
+    const parts = partsByPath(gitIn(dir, 'diff', '--no-color', '-M', 'HEAD~2', 'HEAD~1'));
+    for (const [i, name] of NAMES.entries()) {
+      const [part, ...more] = parts.get(name)!;
+      expect(more).toEqual([]);
+      expect(part!.parsed?.hunks.flatMap((h) => h.changes.map((c) => [c.type, c.content]))).toEqual([
+        ['insert', `line of ${i}`],
+      ]);
+    }
+    expect(parts.get(null)).toBeUndefined();
+  });
+
+  it('parts the parser throws on (a bad hunk header, a `---` line with no end) or misreads are kept as text; the others parsed', () => {
+    const whole = 'diff --git a/ok.txt b/ok.txt\n--- a/ok.txt\n+++ b/ok.txt\n@@ -1 +1 @@\n-old\n+new\n';
+    const badHunk = 'diff --git a/bad.txt b/bad.txt\n--- a/bad.txt\n+++ b/bad.txt\n@@ bad @@\n+a\n';
+    // An empty line where the parser stops reading headers: it then finds none of the changed lines.
+    const misread = 'diff --git a/gap.txt b/gap.txt\n\n--- a/gap.txt\n+++ b/gap.txt\n@@ -1 +1 @@\n-a\n+b\n';
+    const cut = 'diff --git a/cut.txt b/cut.txt\nindex 1..2 100644\n--- a/cut.txt';
+    expect(() => parseDiff(badHunk)).toThrow();
+    expect(() => parseDiff(cut)).toThrow();
+    expect(() => parseDiff(whole + badHunk)).toThrow(); // read whole, one bad part takes the others with it
+    const parts = partsByPath(whole + badHunk + misread + cut);
+    expect(parts.get('ok.txt')![0]!.parsed?.hunks).toHaveLength(1);
+    for (const [name, text] of [
+      ['bad.txt', badHunk],
+      ['gap.txt', misread],
+      ['cut.txt', cut],
+    ] as const)
+      expect(parts.get(name)).toEqual([{ section: expect.objectContaining({ text }), parsed: null }]);
   });
 });

@@ -1,15 +1,14 @@
 /**
  * The task's diff by file (GET /v1/tasks/:id/diff?patch=1): a file list per repository and the
  * selected file's hunks drawn by react-diff-view, which renders the patch's text as text nodes.
- * The patch is cut into files by their real names (patch-files.ts: git quotes some, which
- * react-diff-view's parser reads verbatim), and a file's part that its parser cannot read whole is
- * shown as the plain text it is, never dropped.
+ * The patch is cut into files by their real names, and a file's part that react-diff-view's
+ * parser cannot read whole is shown as the plain text it is, never dropped (diff-parts.ts).
  * Read when asked (the refresh button), not on every change: a diff costs a git run per repository.
  */
 import { useMemo, useState } from 'preact/hooks';
-import { Diff, Hunk, parseDiff, type FileData } from 'react-diff-view';
+import { Diff, Hunk } from 'react-diff-view';
 import 'react-diff-view/style/index.css';
-import { changedLineCount, splitPatch, type PatchSection } from '../patch-files';
+import { partsByPath } from '../diff-parts';
 import { useSession } from '../session-context';
 import { useResource } from '../use-resource';
 import { MaybeError } from './error-view';
@@ -30,34 +29,6 @@ interface Chosen {
 }
 interface DiffAnswer {
   repositories: { repositoryId: string; baseBranch: string; files: DiffFile[]; patch?: string; truncated: boolean }[];
-}
-
-/** One file's part of the patch: parsed, or (null) to be shown as its text. */
-interface ShownPart {
-  section: PatchSection;
-  parsed: FileData | null;
-}
-
-/** A section's hunks as react-diff-view reads them; null when it throws or finds other lines than the section has. */
-function parsedSection(section: PatchSection): FileData | null {
-  try {
-    const files = parseDiff(section.text, { nearbySequences: 'zip' });
-    const file = files.length === 1 ? files[0]! : null;
-    const changed = file?.hunks.reduce((n, h) => n + h.changes.filter((c) => c.type !== 'normal').length, 0);
-    return file && changed === changedLineCount(section.text) ? file : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The patch's parts by the path the API names the file with (its new path; a deleted file's old one). */
-function partsByPath(patch: string | undefined): Map<string | null, ShownPart[]> {
-  const byPath = new Map<string | null, ShownPart[]>();
-  for (const section of splitPatch(patch ?? '')) {
-    const part = { section, parsed: section.path === null ? null : parsedSection(section) };
-    byPath.set(section.path, [...(byPath.get(section.path) ?? []), part]);
-  }
-  return byPath;
 }
 
 export function TaskDiff({ taskId }: { taskId: string }) {
