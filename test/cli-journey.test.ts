@@ -8,6 +8,8 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,8 +57,8 @@ async function tws(args: string[], env: Record<string, string | undefined> = {})
 }
 
 /** `tws board -f --json` running: each board it printed, parsed, as they come. */
-function followBoard() {
-  const child = spawn(process.execPath, [BIN, 'board', '-f', '--json'], { cwd: h.scratch, env: userEnv() });
+function followBoard(env: Record<string, string | undefined> = {}) {
+  const child = spawn(process.execPath, [BIN, 'board', '-f', '--json'], { cwd: h.scratch, env: userEnv(env) });
   const boards: Record<string, { id: string }[]>[] = [];
   let buffer = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -259,5 +261,63 @@ describe('tws, a user', () => {
     );
     expect((await tws(['sweep', '--dry-run', '--json'], env)).code).toBe(0);
     expect((await tws(['repo', 'list'], env)).code).toBe(1);
+  });
+
+  it('board -f joins a dropped feed again with Last-Event-ID, and shows what changed after it', async () => {
+    // A pass-through to the gateway that records each GET /v1/events and can drop the open ones.
+    const feeds: { lastEventId: string | undefined; drop: () => void }[] = [];
+    const proxy = http.createServer((req, res) => {
+      const upstream = http.request(
+        `${h.baseUrl}${req.url}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(h.baseUrl).host } },
+        (answer) => {
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      if (req.url?.startsWith('/v1/events'))
+        feeds.push({
+          lastEventId: req.headers['last-event-id'] as string | undefined,
+          drop: () => {
+            upstream.destroy();
+            res.destroy();
+          },
+        });
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const board = followBoard({ TWS_API_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+    try {
+      const repo = JSON.parse(
+        (await tws(['repo', 'add', 'journey-feed', makeRepo(h.scratch, 'journey-feed'), '--json'])).stdout,
+      );
+      const before = JSON.parse(
+        (await tws(['task', 'new', 'Before the drop', '--repository', repo.id, '--json'])).stdout,
+      );
+      await board.shows(before.id, 'idle');
+      expect(feeds).toHaveLength(1);
+      expect(feeds[0]!.lastEventId).toBeUndefined();
+      // The feed has told it of the task's creation (the change log's row for it) by now.
+      const created = Number(
+        (await h.pool.query("SELECT id FROM events WHERE entity_id = $1 AND change = 'created'", [before.id])).rows[0]
+          .id,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const newest = Number((await h.pool.query('SELECT max(id) AS id FROM events')).rows[0].id);
+      feeds[0]!.drop();
+      await waitUntil(async () => feeds.length === 2, 'the board to join the feed again', 15_000);
+      // It asks for what came after the last change it saw: not from the start, not past the log.
+      const resumedAt = Number(feeds[1]!.lastEventId);
+      expect(resumedAt).toBeGreaterThanOrEqual(created);
+      expect(resumedAt).toBeLessThanOrEqual(newest);
+      const after = JSON.parse(
+        (await tws(['task', 'new', 'After the drop', '--repository', repo.id, '--json'])).stdout,
+      );
+      await board.shows(after.id, 'idle');
+    } finally {
+      board.stop();
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 });
