@@ -253,7 +253,12 @@ function dataFolder(token: string, api?: { url: string; pid: number; stopped?: b
   return dir;
 }
 
-const NO_INSTANCE_ENV = { TWS_API_URL: undefined, TWS_OPERATOR_TOKEN: undefined, TWS_DATA_DIR: undefined };
+const NO_INSTANCE_ENV = {
+  TWS_API_URL: undefined,
+  TWS_OPERATOR_TOKEN: undefined,
+  TWS_USER_TOKEN: undefined,
+  TWS_DATA_DIR: undefined,
+};
 
 describe("tws on an operator's machine", () => {
   it('runs as plain JavaScript from any folder: node loads .build/client/cli/cli.js and no TypeScript loader', async () => {
@@ -433,7 +438,8 @@ describe("tws on an operator's machine", () => {
       ] as const) {
         const res = await tws([...args], env);
         expect(res.code, args.join(' ')).toBe(2);
-        expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/set TWS_OPERATOR_TOKEN/)]);
+        // jobs is a user's command: the variable it names is the user token's.
+        expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/set TWS_USER_TOKEN to its user token/)]);
       }
       expect(heard).toEqual([]);
 

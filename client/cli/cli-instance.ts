@@ -2,9 +2,12 @@
  * Which instance `tws` talks to, and with which token. The instance is the `.data/` folder of the
  * checkout this CLI file belongs to (from its own location, never the current folder), or the one
  * `--data-dir` / `TWS_DATA_DIR` names. `make start` records there, in api.json, the URL its API
- * listens on once it answers, and marks it stopped on stop. The data folder's operator token
- * (secrets.json) goes only to that instance's own URL: an API named by `--api` / `TWS_API_URL`
- * that is elsewhere gets `TWS_OPERATOR_TOKEN` or nothing.
+ * listens on once it answers, and marks it stopped on stop. Each command is sent with the token
+ * of the role its route needs: a user's command with the user token, an operator's with the
+ * operator token. `TWS_USER_TOKEN` / `TWS_OPERATOR_TOKEN`, when either is set, are the only tokens
+ * sent (a command of the other role gets the one set; the service then says whether it may). Else
+ * the data folder's tokens (secrets.json), which go only to that instance's own URL: an API named
+ * by `--api` / `TWS_API_URL` that is elsewhere gets the variables' tokens or nothing.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -48,7 +51,10 @@ function sameApi(a: string, b: string): boolean {
   );
 }
 
-export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}): Target {
+/** Which token a command needs: the role of its route (client/gateway/auth.ts). */
+export type Role = 'user' | 'operator';
+
+export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}, role: Role = 'operator'): Target {
   const config = loadConfig(
     { ...env, ...(overrides.dataDir ? { TWS_DATA_DIR: path.resolve(overrides.dataDir) } : {}) },
     { cwd: checkoutRoot(), hostname: os.hostname(), cpus: os.availableParallelism() },
@@ -63,22 +69,27 @@ export function target(env: NodeJS.ProcessEnv, overrides: Overrides = {}): Targe
   const down = fromRecord && !fromRecord.running ? `the instance of ${config.dataDir} is not running` : undefined;
   const named = overrides.api ? ['--api', overrides.api] : env.TWS_API_URL ? ['TWS_API_URL', env.TWS_API_URL] : null;
   const asked = named ? normalUrl(named[1]!, named[0]!) : own;
-  if (env.TWS_OPERATOR_TOKEN) return { url: asked, token: env.TWS_OPERATOR_TOKEN };
+  const fromEnv =
+    role === 'user' ? (env.TWS_USER_TOKEN ?? env.TWS_OPERATOR_TOKEN) : (env.TWS_OPERATOR_TOKEN ?? env.TWS_USER_TOKEN);
+  if (fromEnv) return { url: asked, token: fromEnv };
+  const variable = role === 'user' ? 'TWS_USER_TOKEN' : 'TWS_OPERATOR_TOKEN';
   if (!sameApi(asked, own))
     throw new CliError(
-      `${asked} is not the API of ${config.dataDir} (that is ${own}): set TWS_OPERATOR_TOKEN to its operator token`,
+      `${asked} is not the API of ${config.dataDir} (that is ${own}): set ${variable} to its ${role} token`,
       EXIT.usage,
     );
   // The data folder's token goes to exactly the address its instance recorded.
   const url = own;
   const secretsFile = path.join(config.dataDir, 'secrets.json');
   const found = existsSync(secretsFile);
-  const token = found
-    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { operatorToken?: string }).operatorToken
-    : undefined;
+  const secrets = found
+    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as { userToken?: string; operatorToken?: string })
+    : {};
+  // The operator token may do what a user may: a data folder that holds only that one lends it to both.
+  const token = role === 'user' ? (secrets.userToken ?? secrets.operatorToken) : secrets.operatorToken;
   if (!token)
     throw new CliError(
-      `no operator token: set TWS_OPERATOR_TOKEN, or point --data-dir at the .data/ of a make start (${secretsFile} ${found ? 'has none' : 'is missing'})`,
+      `no ${role} token: set ${variable}, or point --data-dir at the .data/ of a make start (${secretsFile} ${found ? 'has none' : 'is missing'})`,
       EXIT.usage,
     );
   return { url, token, down };

@@ -64,7 +64,9 @@ export async function call(
   const known = error.code === undefined ? undefined : error;
   if (res.status === 404) throw new CliError(`not found (${reason})`, EXIT.notFound, known);
   if (res.status >= 500) throw new CliError(`the service failed (${reason})`, EXIT.unavailable, known);
-  throw new CliError(`refused (${reason})`, EXIT.refused, known);
+  // What to do about it, when the contract says (`action`): a person or a script acts on that.
+  const action = typeof error.action === 'string' ? `; action: ${error.action}` : '';
+  throw new CliError(`refused (${reason})${action}`, EXIT.refused, known);
 }
 
 export const json = async (
@@ -92,12 +94,19 @@ export async function all(t: Target, route: string, query: Record<string, string
   return items;
 }
 
+/**
+ * Text a user or an agent wrote (a title, a file name), made safe for a terminal: control
+ * characters (an escape sequence would be run by the terminal) shown as `\uXXXX`.
+ */
+export const printable = (s: string): string =>
+  s.replace(/[\u0000-\u001f\u007f-\u009f]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 /** Columns padded to their widest cell. */
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   if (rows.length === 0) return '(none)';
   const cells = [
     columns,
-    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : String(r[c])))),
+    ...rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '-' : printable(String(r[c]))))),
   ];
   const widths = columns.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));
   return cells
@@ -116,6 +125,8 @@ export interface Parsed {
   flags: Map<string, string | true>;
   /** Every value of each valued option, in order (`--repository A --repository B`). */
   lists: Map<string, string[]>;
+  /** What follows `--`, as it is (`launch <taskId> -- sh -c '…'`): never read as options. */
+  rest: string[] | null;
 }
 
 const VALUED = new Set([
@@ -137,14 +148,24 @@ const VALUED = new Set([
   '--strategy',
   '--message',
   '--repository',
+  '--executor',
+  '--profile',
+  '--prompt',
+  '--base',
+  '--default-branch',
 ]);
 
 export function parse(argv: string[], usage: string): Parsed {
   const positional: string[] = [];
   const flags = new Map<string, string | true>();
   const lists = new Map<string, string[]>();
+  let rest: string[] | null = null;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    if (a === '--') {
+      rest = argv.slice(i + 1);
+      break;
+    }
     if (a === '-f') flags.set('--follow', true);
     else if (VALUED.has(a)) {
       const value = argv[++i];
@@ -154,7 +175,7 @@ export function parse(argv: string[], usage: string): Parsed {
     } else if (a.startsWith('-')) flags.set(a, true);
     else positional.push(a);
   }
-  return { positional, flags, lists };
+  return { positional, flags, lists, rest };
 }
 
 const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -162,6 +183,35 @@ const ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function one(p: Parsed, what: string, usage: string): string {
   const [, id, ...rest] = p.positional;
   if (!id || rest.length > 0) throw new CliError(`give one ${what}\n${usage}`, EXIT.usage);
+  if (!ID.test(id)) throw new CliError(`not a valid ${what}: ${id}`, EXIT.usage);
+  return id;
+}
+
+/** What a command group gets from the dispatcher (client/cli/cli.ts). */
+export interface CommandContext {
+  p: Parsed;
+  asJson: boolean;
+  usage: string;
+  /** The API and the token of the role asked for (default: the command's own, client/cli/cli-usage.ts). */
+  target: (role?: 'user' | 'operator') => Target;
+  out: (s: string) => void;
+}
+
+/** A refusal answered at once: with --json its body (`{ error }`) on stdout as well; exit 1 either way. */
+export async function answered<T>(c: Pick<CommandContext, 'asJson' | 'out'>, request: () => Promise<T>): Promise<T> {
+  try {
+    return await request();
+  } catch (err) {
+    if (c.asJson && err instanceof CliError && err.error && err.code !== EXIT.usage)
+      c.out(`${JSON.stringify({ error: err.error }, null, 2)}\n`);
+    throw err;
+  }
+}
+
+/** The id at `positional[at]` (a subcommand's), the only one there. */
+export function idAt(p: Parsed, at: number, what: string, usage: string): string {
+  const id = p.positional[at];
+  if (!id || p.positional.length > at + 1) throw new CliError(`give one ${what}\n${usage}`, EXIT.usage);
   if (!ID.test(id)) throw new CliError(`not a valid ${what}: ${id}`, EXIT.usage);
   return id;
 }

@@ -1,5 +1,5 @@
-/** How `tws limits` and `tws disk` print what the API answers, for a person. */
-import { table } from './cli-io';
+/** `tws disk`, and how `tws limits` and `tws disk` print what the API answers, for a person. */
+import { all, CliError, EXIT, json, table, type Parsed, type Target } from './cli-io';
 
 /** Bytes as a person reads them: 1.5 GiB. */
 function humanBytes(bytes: number): string {
@@ -42,7 +42,7 @@ export function limitsReport(t: {
 }
 
 /** One host's disk and its largest workspaces, as `tws disk` prints them. */
-export function diskReport(d: {
+function diskReport(d: {
   hostId: string;
   lowDisk: boolean;
   disk: { freeBytes: number; totalBytes: number; workspaceBytes: number; measuredAt: string } | null;
@@ -55,4 +55,18 @@ export function diskReport(d: {
     (d.lowDisk ? ' LOW DISK: new workspaces are refused' : '');
   const rows = d.largest.map((w) => ({ taskId: w.taskId, size: humanBytes(w.bytes), measuredAt: w.measuredAt }));
   return `${head}\n${table(rows, ['taskId', 'size', 'measuredAt'])}`;
+}
+
+/** `tws disk [--host H] [--limit N]`: each host's disk, as last measured (every host's, one after another). */
+export async function diskCommand(t: Target, p: Parsed, asJson: boolean, out: (s: string) => void): Promise<number> {
+  const host = p.flags.get('--host');
+  const limit = p.flags.get('--limit') ?? '20';
+  if (typeof limit !== 'string' || !/^[1-9]\d{0,2}$/.test(limit) || Number(limit) > 200)
+    throw new CliError('--limit takes a number from 1 to 200', EXIT.usage);
+  const hostIds =
+    typeof host === 'string' ? [host] : (await all(t, '/v1/hosts', {})).map((h: { hostId: string }) => h.hostId);
+  const disks: Parameters<typeof diskReport>[0][] = [];
+  for (const id of hostIds) disks.push(await json(t, 'GET', `/v1/hosts/${encodeURIComponent(id)}/disk?limit=${limit}`));
+  out(`${asJson ? JSON.stringify(disks, null, 2) : disks.map(diskReport).join('\n\n')}\n`);
+  return EXIT.ok;
 }

@@ -7,20 +7,53 @@ export interface CommandUsage {
   /** The command and its arguments; the options named here are the ones it accepts. */
   usage: string;
   what: string;
+  /** The role its routes need (client/gateway/auth.ts): the token it sends. Default: the user's. */
+  role?: 'operator';
 }
 
 export const COMMANDS: Record<string, CommandUsage> = {
+  repo: {
+    usage: 'repo add <name> <path> [--default-branch B] [--host H] | repo list',
+    what: 'register a git repository of a host (a relative path: from this folder), or list them (never their paths)',
+  },
+  task: {
+    usage:
+      'task new <title> --repository ID... [--base B] [--board ID] | task list [--archived] | task show|archive|unarchive <taskId> | task delete <taskId> [--discard]',
+    what: 'make a task on repositories (B: their base branch), list, show, archive or unarchive tasks; delete one (the operator token; uncommitted work: refused unless --discard)',
+  },
+  launch: {
+    usage: 'launch <taskId> [-f] [--executor E] [--profile P] [--prompt TEXT] [-- command...]',
+    what: "start an agent on the task (E: worktree, the default, local, ssh, container; a command alone runs as the shell profile's; -f: its log until it ends)",
+  },
+  resume: {
+    usage: 'resume <sessionId|taskId> [-f] [--prompt TEXT]',
+    what: "run a session's agent again in its workspace (a task's id: its newest session; -f: its log until it ends)",
+  },
+  status: { usage: 'status <taskId>', what: "git status of each repository of the task's workspace" },
+  board: {
+    usage: 'board [-f] [--board ID]',
+    what: 'the tasks by state: running, idle, needs attention, merged, archived (-f: printed again on every change, until Ctrl-C)',
+  },
   jobs: {
     usage: 'jobs [--state S] [--task ID] [--trigger T]',
     what: "cleanup jobs (all pages), each with its Temporal link (the UI's page of its workflow)",
   },
   job: { usage: 'job <operationId>', what: 'one cleanup job, with its report and its Temporal link' },
-  retry: { usage: 'retry <operationId>', what: 'a job waiting for an operator: a fresh round of attempts' },
+  retry: {
+    usage: 'retry <operationId>',
+    what: 'a job waiting for an operator: a fresh round of attempts',
+    role: 'operator',
+  },
   cancel: {
     usage: 'cancel <operationId>',
     what: "end a waiting job; the barrier lifts (a delete's leftovers are recorded abandoned)",
+    role: 'operator',
   },
-  abandon: { usage: 'abandon <taskId>', what: "release the task's environment without touching a file" },
+  abandon: {
+    usage: 'abandon <taskId>',
+    what: "release the task's environment without touching a file",
+    role: 'operator',
+  },
   tasks: {
     usage: 'tasks [--archived] [--board ID]',
     what: 'the active tasks (--archived: the archived ones), newest first, all pages',
@@ -34,24 +67,32 @@ export const COMMANDS: Record<string, CommandUsage> = {
     usage: 'logs [-f] [--tail N] <sessionId>',
     what: "what the session's agent printed (-f: until it ends; --tail N: its last N lines)",
   },
-  hosts: { usage: 'hosts', what: 'the executor hosts and whether they are live' },
-  'ssh-targets': { usage: 'ssh-targets', what: 'the SSH targets of the ssh executor (never their keys)' },
+  hosts: { usage: 'hosts', what: 'the executor hosts and whether they are live', role: 'operator' },
+  'ssh-targets': {
+    usage: 'ssh-targets',
+    what: 'the SSH targets of the ssh executor (never their keys)',
+    role: 'operator',
+  },
   'ssh-target-set': {
     usage:
       'ssh-target-set <id> [--known-hosts FILE] [--host H] [--port P] [--user U] [--key PATH] [--workspace-root PATH]',
     what: 'change an SSH target (a new host key: its known_hosts lines in FILE), checked over SSH before it is written',
+    role: 'operator',
   },
   'ssh-target-rm': {
     usage: 'ssh-target-rm <id>',
     what: 'remove an SSH target no environment uses (refused while one does)',
+    role: 'operator',
   },
   sweep: {
     usage: 'sweep [--dry-run] [--host H]',
     what: "the orphan sweep of a host's workspace root (default: the gateway's host; dry run: nothing removed)",
+    role: 'operator',
   },
   'idle-release': {
     usage: 'idle-release [--dry-run] [--host H] [--idle-for D]',
     what: "release a host's idle workspaces now, their work saved (D: 90s, 15m, 1h, 7d)",
+    role: 'operator',
   },
   push: {
     usage: 'push <taskId> [--force]',
@@ -88,6 +129,7 @@ export const COMMANDS: Record<string, CommandUsage> = {
   disk: {
     usage: 'disk [--host H] [--limit N]',
     what: "each host's free disk and its largest task workspaces, as last measured (N: 1 to 200, default 20)",
+    role: 'operator',
   },
 };
 

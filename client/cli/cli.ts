@@ -9,9 +9,12 @@ import { readFileSync } from 'node:fs';
 import { parseDuration } from '../../domain/idle';
 import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
 import { finishing, FINISHING_COMMANDS } from './cli-finishing';
-import { target as findTarget } from './cli-instance';
+import { target as findTarget, type Role } from './cli-instance';
+import { userCommand, USER_COMMANDS } from './cli-user';
+import { launchCommand, LAUNCH_COMMANDS } from './cli-launch';
+import { boardCommand } from './cli-board';
 import { diffCommand } from './cli-diff';
-import { diskReport, limitsReport } from './cli-reports';
+import { diskCommand, limitsReport } from './cli-reports';
 import { COMMANDS, commandUsage, optionsOf, USAGE } from './cli-usage';
 
 /** A file of known_hosts lines, read here (they are public keys, not secrets). */
@@ -48,12 +51,20 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   if (unknown) throw new CliError(`unknown option ${unknown} for ${command}\n${usage}`, EXIT.usage);
   const one = (what: string): string => oneOf(p, what, usage);
   const text = (name: string) => (typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined);
-  let chosen: Target | undefined;
-  const target = (): Target => (chosen ??= findTarget(env, { dataDir: text('--data-dir'), api: text('--api') }));
+  // The token of the role the command's routes need (cli-usage.ts), found once per role.
+  const chosen = new Map<Role, Target>();
+  const target = (role: Role = COMMANDS[command]!.role ?? 'user'): Target => {
+    if (!chosen.has(role)) chosen.set(role, findTarget(env, { dataDir: text('--data-dir'), api: text('--api') }, role));
+    return chosen.get(role)!;
+  };
   const print = (value: unknown, human: () => string) => out(`${asJson ? JSON.stringify(value, null, 2) : human()}\n`);
 
   // Finishing a task (preview, merge, merges, undo-merge, rebase): client/cli/cli-finishing.ts.
   if (FINISHING_COMMANDS.has(command)) return finishing(command, { p, asJson, usage, target, one, out });
+  // A user's journey (repositories, tasks, agents, the board): client/cli/cli-user.ts, cli-launch.ts, cli-board.ts.
+  if (USER_COMMANDS.has(command)) return userCommand(command, { p, asJson, usage, target, out });
+  if (LAUNCH_COMMANDS.has(command)) return launchCommand(command, { p, asJson, usage, target, out });
+  if (command === 'board') return boardCommand({ p, asJson, usage, target, out });
 
   switch (command) {
     case 'jobs': {
@@ -266,21 +277,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
     case 'diff':
       await diffCommand(target(), one('task id'), { patch: p.flags.has('--patch'), asJson }, out);
       return EXIT.ok;
-    case 'disk': {
-      const host = p.flags.get('--host');
-      const limit = p.flags.get('--limit') ?? '20';
-      if (typeof limit !== 'string' || !/^[1-9]\d{0,2}$/.test(limit) || Number(limit) > 200)
-        throw new CliError('--limit takes a number from 1 to 200', EXIT.usage);
-      const hostIds =
-        typeof host === 'string'
-          ? [host]
-          : (await all(target(), '/v1/hosts', {})).map((h: { hostId: string }) => h.hostId);
-      const disks: Parameters<typeof diskReport>[0][] = [];
-      for (const id of hostIds)
-        disks.push(await json(target(), 'GET', `/v1/hosts/${encodeURIComponent(id)}/disk?limit=${limit}`));
-      print(disks, () => disks.map(diskReport).join('\n\n'));
-      return EXIT.ok;
-    }
+    case 'disk':
+      return diskCommand(target(), p, asJson, out);
     default:
       throw new CliError(`unknown command ${command}\n${USAGE}`, EXIT.usage); // a row of COMMANDS without a case
   }
