@@ -7,7 +7,7 @@ import path from 'node:path';
 import { agentVariableProblem } from './agent-env';
 
 /** `argument`: in the argv; `file`: the prompt file's path in the argv; `stdin`: the prompt file as standard input. */
-export type PromptMode = 'argument' | 'stdin' | 'file';
+type PromptMode = 'argument' | 'stdin' | 'file';
 
 export interface PromptDelivery {
   mode: PromptMode;
@@ -15,8 +15,8 @@ export interface PromptDelivery {
   arguments: string[];
 }
 
-export const PROMPT_PLACEHOLDER = '{prompt}';
-export const PROMPT_FILE_PLACEHOLDER = '{promptFile}';
+const PROMPT_PLACEHOLDER = '{prompt}';
+const PROMPT_FILE_PLACEHOLDER = '{promptFile}';
 
 const DEFAULT_ARGUMENTS: Record<PromptMode, string[]> = {
   argument: [PROMPT_PLACEHOLDER],
@@ -75,7 +75,7 @@ export function deliveredCommand(
 }
 
 /** One argv string's bound on Linux (MAX_ARG_STRLEN, 32 pages, its NUL included), less room for an argument's other text. */
-export const PROMPT_ARGUMENT_MAX_BYTES = 128 * 1024 - 1024;
+const PROMPT_ARGUMENT_MAX_BYTES = 128 * 1024 - 1024;
 
 /** Why a run's prompt cannot be given the way its profile reads it (a phrase), or null. */
 export function promptProblem(delivery: PromptDelivery | undefined, prompt: string | null | undefined): string | null {
@@ -104,7 +104,7 @@ export interface AgentCredentials {
  * The service's own variables, never passed to an agent: its TWS_ settings and tokens, its
  * database's and engine's addresses and credentials, its telemetry's.
  */
-export function serviceVariable(name: string): boolean {
+function serviceVariable(name: string): boolean {
   return (
     name.startsWith('TWS_') ||
     name === 'DATABASE_URL' ||

@@ -188,8 +188,6 @@ function parseSwitch(name: string, raw: string | undefined, byDefault: boolean):
   return raw === '1';
 }
 
-export { BUILTIN_SHELL_PROFILE } from './agent-builtins';
-
 /**
  * Where answers link a run in the Temporal UI: TWS_TEMPORAL_UI_URL, else the UI of the dev
  * server `make start` runs (it passes its URL; alone, a service with no TEMPORAL_ADDRESS assumes

@@ -14,7 +14,9 @@ import { BUILTIN_AGENT_PROFILES } from '../domain/agent-builtins';
 import { parseProfiles } from '../domain/agent-profiles';
 import { loadConfig } from '../domain/config';
 import { deleteTask, waitForJob } from './support/cleanup';
-import { harnessesPerTest, type Harness } from './support/harness';
+import { harnessesPerTest, OPERATOR_TOKEN, type Harness } from './support/harness';
+import { startSshServer, targetFields } from './support/ssh-server';
+import { closeSshConnections } from '../ssh/connection';
 import { agentEnded, createTask, expectSafeError, launch, registerRepo, waitUntil } from './support/scenario';
 import { makeRepo } from './support/world';
 
@@ -65,8 +67,14 @@ function standIns(): string {
 }
 
 /** The stand-in's verdict (its log once it printed its last line). */
-async function verdictOf(h: Harness, sessionId: string, executionId: string): Promise<Record<string, string[]>> {
-  await agentEnded(h, sessionId);
+async function verdictOf(
+  h: Harness,
+  sessionId: string,
+  executionId: string,
+  /** A remote agent's end is seen at the next check of its target: its last line is enough. */
+  waitForEnd = true,
+): Promise<Record<string, string[]>> {
+  if (waitForEnd) await agentEnded(h, sessionId);
   const { log_path: logPath } = (await h.pool.query('SELECT log_path FROM executions WHERE id = $1', [executionId]))
     .rows[0];
   await waitUntil(async () => readFileSync(logPath, 'utf8').includes('verdict: end'), 'the stand-in verdict');
@@ -192,6 +200,48 @@ describe('real coding agents', () => {
     await waitForJob(h, deleted.body.operationId);
     expect(existsSync(homesFolder)).toBe(false);
     delete process.env.STANDIN_PASSED;
+  });
+
+  it('an SSH target gets each prompt as its agent reads it, and never a profile with credentials [issue 67]', async () => {
+    const bin = standIns();
+    const ssh = await startSshServer();
+    cleanups.push(() => ssh.remove(), closeSshConnections);
+    const base = loadConfig({}, { cwd: bin, hostname: 'test' });
+    const operator = JSON.stringify({ claude: { credentials: { env: { STANDIN_TOKEN: TOKEN } } } });
+    const h = await harness({ agentProfiles: parseProfiles(operator, base.limits.maximum, BUILTIN_AGENT_PROFILES) });
+    const target = await h.api('POST', '/v1/ssh-targets', { name: 'box', ...targetFields(ssh) }, OPERATOR_TOKEN);
+    expect(target.status, JSON.stringify(target.body)).toBe(201);
+    const repo = makeRepo(h.scratch, 'remote-agents');
+    const taskId = await createTask(h, [await registerRepo(h, repo, 'remote-agents')]);
+    // The target account's own home is left alone: the stand-in counts its runs in a folder of the test's.
+    const home = await scratch();
+    const env = { PATH: `${bin}:/usr/bin:/bin`, HOME: home, CRED_SOURCE: path.join(home, 'no-credentials') };
+    const remote = (agentProfile: string) =>
+      launch(h, taskId, {
+        executorType: 'ssh',
+        sshTargetId: target.body.id,
+        agentProfile,
+        command: undefined,
+        prompt: PROMPT,
+        env,
+      });
+    const refused = await remote('claude');
+    expect(refused.status).toBe(400);
+    expectSafeError(refused.body, 'invalid_request', [TOKEN]);
+    const flat = PROMPT.replace(/\n/g, '|');
+    const expected: Record<string, [string, string]> = {
+      codex: ['arg', flat],
+      gemini: ['stdin', flat],
+      aider: ['message-file', flat],
+    };
+    for (const [name, [field, value]] of Object.entries(expected)) {
+      const res = await remote(name);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const verdict = await verdictOf(h, res.body.sessionId, res.body.executionId, false);
+      expect(verdict.name).toEqual([name]);
+      expect(verdict[field]!.at(-1)).toBe(value);
+      expect(verdict.token).toEqual(['absent']);
+    }
   });
 
   it('TWS_BUILTIN_PROFILES turns built-ins off; an operator profile takes a prompt mode, checked at start-up', () => {
