@@ -47,6 +47,7 @@ export async function admitLaunch(
     (environmentId, executorType, role, plan) => {
       if (req.limits) plan.limits = req.limits;
       if (req.image && executorType === 'container') plan.image = req.image;
+      plan.agentProfile = req.agentProfile;
       return insertSession(client, { ...session, executorType, environmentId, role, admittedPlan: plan });
     },
     defaultDiskQuota,
@@ -104,6 +105,7 @@ export async function admitResume(
       // A resume's agent gets the limits its session's launch resolved (the same object is the answer).
       if (row.agent_limits) plan.limits = row.agent_limits;
       if (row.container_image) plan.image = row.container_image;
+      plan.agentProfile = row.agent_profile;
       // The materializer of a new workspace counts as alive while it prepares it (`starting`).
       // An attach to the environment it already had keeps the session's role (how it came there).
       // The run's plan is recorded in the same statement.

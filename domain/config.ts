@@ -4,6 +4,7 @@
  */
 import { DEFAULT_RETRY_POLICY, STEP_HEARTBEAT_TIMEOUT_MS, type RetryPolicy } from './cleanup';
 import { parseProfiles, type AgentProfile } from './agent-profiles';
+import { builtinProfiles } from './agent-builtins';
 import { parseDiskQuota, parseMinFreeDisk, type MinFreeDisk } from './disk';
 import { parseGuardEvery, parseGuardMargin } from './disk-guard';
 import { parseIdleReleaseAfter, parseIdleReleaseEvery } from './idle';
@@ -187,8 +188,6 @@ function parseSwitch(name: string, raw: string | undefined, byDefault: boolean):
   return raw === '1';
 }
 
-export const BUILTIN_SHELL_PROFILE = 'shell';
-
 /**
  * Where answers link a run in the Temporal UI: TWS_TEMPORAL_UI_URL, else the UI of the dev
  * server `make start` runs (it passes its URL; alone, a service with no TEMPORAL_ADDRESS assumes
@@ -225,7 +224,7 @@ export function loadConfig(
     logDir: env.TWS_LOG_DIR || `${agentRoot}/logs`,
     gitBinary: env.TWS_GIT_BINARY || 'git',
     repositoryRoots: (env.TWS_REPOSITORY_ROOTS ?? '').split(':').filter((root) => root.length > 0),
-    agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES, limits.maximum),
+    agentProfiles: parseProfiles(env.TWS_AGENT_PROFILES, limits.maximum, builtinProfiles(env.TWS_BUILTIN_PROFILES)),
     shellProfile: parseSwitch('TWS_SHELL_PROFILE', env.TWS_SHELL_PROFILE, true),
     agentSandbox: parseSandboxMode(env.TWS_AGENT_SANDBOX),
     agentNetwork: parseNetworkPolicy(env.TWS_AGENT_NETWORK),

@@ -13,7 +13,7 @@ export interface LaunchRequest {
   command: string[];
   /** Variables for the agent: the profile's, then the request's (validated by the gateway). */
   env?: Record<string, string>;
-  /** Written to a file in the execution's run folder, its path in TWS_PROMPT_FILE. */
+  /** Written to a file in the execution's run folder, its path in TWS_PROMPT_FILE; given as its profile reads it. */
   prompt?: string | null;
   name: string | null;
   /** The host a new environment is materialized on. */
@@ -76,6 +76,8 @@ export interface LaunchPlan {
   limits?: AgentLimits;
   /** `container`: the image the session's agents run in. */
   image?: string;
+  /** The session's agent profile: its start reads how it takes its prompt and its credentials; absent in plans admitted before. */
+  agentProfile?: string;
 }
 
 /** What materialization made, so a failed launch removes exactly that and nothing else. */
@@ -155,6 +157,7 @@ export function agentStartOf(
     ...(plan.limits ? { limits: plan.limits } : {}),
     executorType: plan.executorType,
     ...(plan.image ? { image: plan.image } : {}),
+    ...(plan.agentProfile ? { agentProfile: plan.agentProfile } : {}),
   };
 }
 

@@ -27,6 +27,8 @@ export interface SandboxLayout {
   pointers?: string[];
   /** Files shown read-only although under a hidden folder, bound last (the prompt). */
   readOnlyFiles: string[];
+  /** Files shown read-only in the home (a credential's copy, `source`, at `target`), bound after it: never written back. */
+  homeFiles?: { source: string; target: string }[];
   /** The network the agent has; absent: the host's, as before. */
   network?: AgentNetworkPolicy;
   /** The sandbox's /tmp at most, in bytes (counted in the agent's memory); absent: the kernel's default (half the RAM). */
@@ -105,6 +107,7 @@ export function bubblewrapArgs(layout: SandboxLayout): string[] {
     args.push(mode === 'rw' ? '--bind-try' : '--ro-bind-try', source ?? p, p);
   for (const file of layout.pointers ?? []) args.push('--ro-bind-try', file, file);
   for (const file of layout.readOnlyFiles) args.push('--ro-bind', file, file);
+  for (const file of layout.homeFiles ?? []) args.push('--ro-bind', file.source, file.target);
   args.push('--chdir', layout.workspace);
   return args;
 }

@@ -15,8 +15,10 @@ export interface StartAgentInput {
   command: string[];
   /** The profile's and the request's variables (validated names); absent in older inputs. */
   env?: Record<string, string>;
-  /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE. */
+  /** Written into the execution's run folder before the start; its path is TWS_PROMPT_FILE; given as its profile reads it. */
   prompt?: string | null;
+  /** The session's profile, read from the configuration at the start (its prompt delivery, its credentials); absent in older inputs: none. */
+  agentProfile?: string;
   /** Git folders of the agent's repositories; older inputs (no gitSlots): no task store, no writable ref. */
   gitDirs?: string[];
   /** The repositories of the workspace, with the worktree whose store the agent adds objects to and its ref folder. */

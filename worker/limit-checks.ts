@@ -13,7 +13,6 @@
  * own bound, whatever the quotas, is the free-space guard (worker/disk-guard.ts).
  */
 import { readFile, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { environmentOverQuota, recordEnvironmentDisk, workspacesToMeasure } from '../db/disk';
@@ -27,6 +26,7 @@ import { executorsOf } from '../executors/registry';
 import { objectStoresListPath } from '../executors/host/exits';
 import { agentLimitsLayout, sweepAgentGroups, taskUsage } from '../executors/host/agent-limits';
 import { recordTaskUsage } from '../db/task-usage';
+import { taskHomesOfRun } from '../executors/host/agent-home';
 
 interface RunningAgent {
   id: string;
@@ -35,12 +35,12 @@ interface RunningAgent {
 }
 
 /**
- * What a host agent writes besides its workspace, counted with it: its home (in its run folder)
+ * What a host agent writes besides its workspace, counted with it: its task's homes
  * and the task object stores its commits go to (listed beside its log when it started).
  */
 async function writtenBesides(agent: RunningAgent): Promise<string[]> {
   if (!agent.logPath) return [];
-  const home = path.join(path.dirname(agent.logPath), 'home');
+  const home = taskHomesOfRun(agent.logPath);
   const stores = await readFile(objectStoresListPath(agent.logPath), 'utf8').then(
     (text) => {
       const listed: unknown = JSON.parse(text);

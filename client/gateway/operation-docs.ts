@@ -80,7 +80,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/tasks/{id}/sessions': {
     summary: 'Launch an agent',
     description:
-      "Starts a session: admits the task's workspace (attach, borrow or materialize one), then starts the agent of `agentProfile` with `executorType`. 201 once the agent runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` returns the same session. Refusals are typed 409s (`workspace_preparing`, `workspace_reuse_unsafe`, …), a low disk 507 `host_disk_low`, a task over its disk quota 507 `task_disk_quota`, `limits` above the operator's maximum 400 `limits_exceeded` (under the schema's minimum, what every executor can enforce, 400 `invalid_request`); a task on an existing branch (`checkoutBranch`) with an executor whose agents cannot commit on it 400 `checkout_branch_unsupported`; a refused launch leaves no session and nothing on disk.",
+      "Starts a session: admits the task's workspace (attach, borrow or materialize one), then starts the agent of `agentProfile` with `executorType`. 201 once the agent runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` returns the same session. Refusals are typed 409s (`workspace_preparing`, `workspace_reuse_unsafe`, …), a low disk 507 `host_disk_low`, a task over its disk quota 507 `task_disk_quota`, `limits` above the operator's maximum 400 `limits_exceeded` (under the schema's minimum, what every executor can enforce, 400 `invalid_request`); a task on an existing branch (`checkoutBranch`) with an executor whose agents cannot commit on it 400 `checkout_branch_unsupported`; a profile that reads a prompt (the built-in `claude`, `codex`, `gemini`, `aider`) without one, or one whose credentials the executor cannot take, 400 `invalid_request`; a refused launch leaves no session and nothing on disk.",
   },
   'GET /v1/tasks/{id}/sessions': {
     summary: "List a task's sessions",
@@ -167,7 +167,7 @@ export const OPERATION_DOCS: Record<string, OperationDoc> = {
   'POST /v1/sessions/{id}/resume': {
     summary: 'Resume a session',
     description:
-      "Starts a new agent in the session's workspace (the same admission as a launch, with the session's executor): `args` appended, `env` over the session's, a `prompt`. 200 once it runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` joins the same run. A refused resume changes nothing.",
+      "Starts a new agent in the session's workspace (the same admission as a launch, with the session's executor): `args` appended, `env` over the session's, a `prompt` (needed by a profile that reads one). 200 once it runs; 202 once admitted with `Prefer: respond-async`. The same `Idempotency-Key` joins the same run. A refused resume changes nothing.",
   },
   'POST /v1/sessions/{id}/stop': {
     summary: 'Stop a session',

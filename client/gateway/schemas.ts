@@ -176,7 +176,7 @@ export const LaunchBody = Type.Object(
     env: Type.Optional(
       Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 }),
     ),
-    /** Written to a file in the execution's run folder; its path is TWS_PROMPT_FILE. */
+    /** Given as the profile's agent reads it (an argument, stdin or a file); always also in the file TWS_PROMPT_FILE names. */
     prompt: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     name: Type.Optional(Type.String({ maxLength: 200 })),
     /** `ssh`: the target (`POST /v1/ssh-targets`) to make the workspace on; without it, the one the task's workspace is on. */

@@ -89,7 +89,7 @@ export function containerPlaceOf(
     const entrance: AgentEntrance = {
       home: path.join(runFolder, 'home'),
       promptPath: path.join(prompts, `${input.executionId}.prompt`),
-      async enter(prepared, env) {
+      async enter(prepared, env, command) {
         const limits = config.limits.enabled ? (input.limits ?? config.limits.defaults) : null;
         const running = await ensureContainer(deps, {
           environmentId: input.environmentId,
@@ -108,7 +108,7 @@ export function containerPlaceOf(
         });
         if (input.env?.PATH === undefined) env.PATH = CONTAINER_PATH;
         return {
-          command: containerCommand(running.initPid, uid, input.cwd, input.command),
+          command: containerCommand(running.initPid, uid, input.cwd, command),
           environmentText: shellExports(env),
           cgroupProcs: running.cgroupProcs,
         };

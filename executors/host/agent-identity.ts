@@ -3,7 +3,7 @@
  * for its uid (executors/host/agent-uid.ts) before it starts. Called by the host's agent start
  * (executors/host/agent-spawn.ts spawnDetached) and the benchmark's floor.
  */
-import { chmodSync, chownSync, lstatSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../../db/pool';
 import { isWithinFolder, OWNERSHIP_MARKER_FILE } from '../../domain/task-layout';
@@ -68,16 +68,18 @@ function prepareHome(p: Ownership): void {
   const { config, uid } = p;
   traversable(config.logDir, path.dirname(p.logPath));
   // A home elsewhere in the run folders (a container's, shared by its agents): its way there too.
-  if (path.dirname(p.home) !== path.dirname(p.logPath)) traversable(config.logDir, path.dirname(p.home));
-  agentFolder(p.home, uid);
-  const gitConfig = path.join(p.home, '.gitconfig');
-  try {
-    writeFileSync(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
-    throw err;
+  if (path.dirname(p.home) !== path.dirname(p.logPath)) {
+    mkdirSync(path.dirname(p.home), { recursive: true, mode: 0o711 });
+    traversable(config.logDir, path.dirname(p.home));
   }
-  chownSync(gitConfig, uid, uid);
+  agentFolder(p.home, uid);
+  // The home is kept across the task's sessions (executors/host/agent-home.ts): its git config is
+  // written again at every start, the service's (root's, 0644), whatever an agent left there. The
+  // name is unlinked, never followed (a link the agent made points nowhere of the service's), and
+  // made anew exclusively: one made meanwhile by another agent of the home fails the start.
+  const gitConfig = path.join(p.home, '.gitconfig');
+  rmSync(gitConfig, { force: true, recursive: true });
+  writeFileSync(gitConfig, AGENT_GIT_CONFIG, { mode: 0o644, flag: 'wx' });
 }
 
 /**
@@ -215,7 +217,7 @@ export async function prepareSandbox(
 
 /**
  * The command that starts the agent in its sandbox as `uid`, once its start is prepared
- * ({@link prepareSandbox}): its home in its run folder, everything of the service hidden, the
+ * ({@link prepareSandbox}): its home (its task's), everything of the service hidden, the
  * pointers git follows read-only, and its variables in `argsFile` for bubblewrap's `--args`.
  */
 export async function sandboxedCommand(
@@ -229,6 +231,8 @@ export async function sandboxedCommand(
     network: { policy: AgentNetworkPolicy } | null;
     promptPath: string;
     argsFile: string;
+    /** Credential copies shown read-only in the home. */
+    homeFiles?: { source: string; target: string }[];
   },
 ): Promise<string[]> {
   const { config, uid, sandbox, network, promptPath, argsFile } = p;
@@ -243,6 +247,7 @@ export async function sandboxedCommand(
     pinnedFolders: prepared.worktrees,
     pointers: prepared.pointers,
     readOnlyFiles: input.prompt != null ? [promptPath] : [],
+    homeFiles: p.homeFiles ?? [],
     // With limits on, /tmp is bounded and counted in the agent's memory group.
     ...(config.limits.enabled ? { tmpBytes: config.limits.tmpBytes } : {}),
   };

@@ -9,6 +9,10 @@ import type { ActivityDeps } from '../support/deps';
 import { typedFailure } from '../support/failures';
 import { EXECUTION_MARK, processStartTime } from './process-identity';
 import { agentEnvironment } from '../../domain/agent-env';
+import { profileNamed } from '../../domain/agent-builtins';
+import type { AgentProfile } from '../../domain/agent-profiles';
+import { credentialEnvironment, deliveredCommand } from '../../domain/agent-prompt';
+import { credentialCopies, serviceHome, taskHome } from './agent-home';
 import {
   agentNetwork,
   agentSandbox,
@@ -34,6 +38,8 @@ export interface AgentEntrance {
   enter(
     prepared: PreparedSandbox,
     env: Record<string, string>,
+    /** The agent's argv, its prompt delivered as its profile reads it. */
+    command: string[],
   ): Promise<{
     /** The command the supervisor runs: it reads the agent's variables from the arguments file's descriptor. */
     command: string[];
@@ -66,14 +72,18 @@ export async function spawnDetached(
     { sessionId: input.sessionId, taskId: input.taskId, workspace: input.cwd },
     input.env ?? {},
   );
+  // Its profile (read from this host's configuration, never from the run's input): how it reads its
+  // prompt, and its credentials, set over the request's variables and stored nowhere.
+  const profile = profileNamed(config, input.agentProfile);
+  Object.assign(env, credentialEnvironment(profile?.credentials, process.env));
   const supervisorBinary = await agentSupervisor();
   // The supervisor and what it runs outside the sandbox get a fixed environment and absolute
   // paths: nothing of the request (PATH, LD_PRELOAD, ...) reaches a process outside it.
   const supervisorEnv: Record<string, string> = { ...SERVICE_PROGRAM_ENV, [EXECUTION_MARK]: input.executionId };
   const argsFile = logPath.replace(/\.log$/, '') + '.args';
   const { command, procs, sandboxArgument, usesArgsFile } = entrance
-    ? await enteredPlace(input, env, { config, uid, logPath, entrance, argsFile })
-    : await onThisHost(input, env, { config, uid, logPath, argsFile });
+    ? await enteredPlace(input, env, { config, uid, logPath, entrance, argsFile, profile })
+    : await onThisHost(input, env, { config, uid, logPath, argsFile, profile });
   if (usesArgsFile) supervisorEnv[SANDBOX_ARGS_VARIABLE] = argsFile;
   if (procs) supervisorEnv[CGROUP_PROCS_VARIABLE] = procs.join(':');
   // An entered place's groups are its own (the container's): the agent joins them and leaves them be.
@@ -122,16 +132,22 @@ interface StartPieces {
 }
 
 /**
- * On this host: in bubblewrap as the workspace's own uid (its own home in its run folder,
+ * On this host: in bubblewrap as the workspace's own uid (its home its task's, kept across its sessions,
  * everything of the service hidden and closed, only its workspace and git folders writable), or
  * with TWS_AGENT_SANDBOX=none as the service, by env(1); in its own control group inside its task's.
  */
 async function onThisHost(
   input: StartAgentInput,
   env: Record<string, string>,
-  p: { config: ActivityDeps['config']; uid: number | null; logPath: string; argsFile: string },
+  p: {
+    config: ActivityDeps['config'];
+    uid: number | null;
+    logPath: string;
+    argsFile: string;
+    profile: AgentProfile | undefined;
+  },
 ): Promise<StartPieces & { usesArgsFile: boolean }> {
-  const { config, uid, logPath, argsFile } = p;
+  const { config, uid, logPath, argsFile, profile } = p;
   // The agent's control groups are made while the rest of its start is prepared (a group left by a
   // start that fails after is empty, and swept): null without limits, false when they could not be made.
   const limitsLayout = await agentLimitsLayout(config.limits);
@@ -149,18 +165,31 @@ async function onThisHost(
   }
   const sandbox = await agentSandbox(config.agentSandbox);
   const network = sandbox ? await agentNetwork(config.agentSandbox, config.agentNetwork) : null;
+  const run = { ...input, command: deliveredCommand(input.command, profile?.prompt, input.prompt, promptPath) };
   let command: string[];
   if (sandbox) {
     if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
-    const prepared = await prepareSandbox(input, { config, uid, logPath });
-    command = await sandboxedCommand(input, env, prepared, { config, uid, sandbox, network, promptPath, argsFile });
+    const home = taskHome(config.logDir, input.taskId, uid);
+    const prepared = await prepareSandbox(input, { config, uid, logPath, home });
+    const homeFiles = await credentialCopies(profile?.credentials, { logPath, home, uid });
+    command = await sandboxedCommand(run, env, prepared, {
+      config,
+      uid,
+      sandbox,
+      network,
+      promptPath,
+      argsFile,
+      homeFiles,
+    });
   } else {
     // TWS_AGENT_SANDBOX=none (the operator's choice): the agent's environment is set by env(1), started by its absolute path.
+    env.HOME = taskHome(config.logDir, input.taskId, 'service');
+    await serviceHome(env.HOME, profile?.credentials);
     command = [
       systemBinary('env') ?? '/usr/bin/env',
       '-i',
       ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-      ...input.command,
+      ...run.command,
     ];
   }
   // Limits that cannot be set stop the start: never an agent without them.
@@ -178,9 +207,19 @@ async function onThisHost(
 async function enteredPlace(
   input: StartAgentInput,
   env: Record<string, string>,
-  p: { config: ActivityDeps['config']; uid: number | null; logPath: string; entrance: AgentEntrance; argsFile: string },
+  p: {
+    config: ActivityDeps['config'];
+    uid: number | null;
+    logPath: string;
+    entrance: AgentEntrance;
+    argsFile: string;
+    profile: AgentProfile | undefined;
+  },
 ): Promise<StartPieces & { usesArgsFile: boolean }> {
-  const { config, uid, logPath, entrance, argsFile } = p;
+  const { config, uid, logPath, entrance, argsFile, profile } = p;
+  // Its home is the place's own, made once with it: no file can be shown read-only in it afterwards (refused at the launch).
+  if (profile?.credentials?.files.length)
+    throw typedFailure('invalid_request', { reason: 'agent_credentials_unplaceable' });
   if (uid === null) throw typedFailure('internal', { reason: 'agent_uid_missing' });
   const prepared = await prepareSandbox(input, { config, uid, logPath, home: entrance.home });
   env.HOME = prepared.home;
@@ -189,7 +228,11 @@ async function enteredPlace(
     chownSync(entrance.promptPath, uid, uid);
     env.TWS_PROMPT_FILE = entrance.promptPath;
   }
-  const entered = await entrance.enter(prepared, env);
+  const entered = await entrance.enter(
+    prepared,
+    env,
+    deliveredCommand(input.command, profile?.prompt, input.prompt, entrance.promptPath),
+  );
   writeFileSync(argsFile, entered.environmentText, { mode: 0o600 });
   return { command: entered.command, procs: entered.cgroupProcs, sandboxArgument: '0', usesArgsFile: true };
 }

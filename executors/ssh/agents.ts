@@ -19,6 +19,8 @@ import {
 import { inTransaction, type Db, type Pool } from '../../db/pool';
 import { dropSpawnIntent, recordSpawnIntent } from '../../db/spawn-intents';
 import { agentVariableProblem } from '../../domain/agent-env';
+import { profileNamed } from '../../domain/agent-builtins';
+import { deliveredCommand } from '../../domain/agent-prompt';
 import {
   findRemoteMarked,
   readRemoteExitStatus,
@@ -136,7 +138,14 @@ export function sshAgents({ pool, config, logger }: ActivityDeps) {
         promptPath: files.promptPath,
         prompt: input.prompt ?? null,
         env: remoteAgentEnvironment(input),
-        argv: input.command,
+        // Its prompt as its profile reads it (this host's configuration); its credentials are never
+        // sent to a target (a launch of a profile with credentials is refused for ssh).
+        argv: deliveredCommand(
+          input.command,
+          profileNamed(config, input.agentProfile)?.prompt,
+          input.prompt,
+          files.promptPath,
+        ),
         // What the target allows of its limits: its memory and processes, by ulimit.
         limits: config.limits.enabled ? (input.limits ?? config.limits.defaults) : null,
       });

@@ -10,7 +10,8 @@ import { taskRepositories } from '../../../db/tasks';
 import { agentCommitsOnCheckoutBranch, askedCheckoutBranch } from '../../../domain/task-layout';
 import { agentVariableProblem } from '../../../domain/agent-env';
 import { localExecutorAllowed } from '../../../domain/agent-settings';
-import { BUILTIN_SHELL_PROFILE } from '../../../domain/config';
+import { BUILTIN_SHELL_PROFILE, profileNamed } from '../../../domain/agent-builtins';
+import { hasCredentials, promptProblem } from '../../../domain/agent-prompt';
 import { overMaximum, resolveLimits, type AgentLimits, type LimitsRequest } from '../../../domain/limits';
 import { outageOf } from '../../../domain/outage';
 import { ApplicationFailure } from '@temporalio/common';
@@ -204,5 +205,26 @@ export function sessionRequests(ctx: GatewayContext) {
     return image;
   }
 
-  return { resolveAgent, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf };
+  /**
+   * A run of a profile that reads its prompt needs one it can take (an argument is one argv
+   * string: at most 128 KiB, no NUL); one with credentials runs only where they are given (the
+   * host, its containers): refused before anything is written. Names nothing of the credentials.
+   */
+  function refuseAgentRun(profileName: string, executorType: string, prompt: string | null | undefined): void {
+    const profile = profileNamed(ctx.config, profileName);
+    if (!profile) return;
+    const problem = promptProblem(profile.prompt, prompt);
+    if (problem) throw badRequest(`The ${profileName} profile ${problem}; nothing was created.`);
+    if (executorType === 'ssh' && hasCredentials(profile.credentials))
+      throw badRequest(
+        `The ${profileName} profile has credentials, which are given on this service's hosts only, never sent to an SSH target: choose another executor; nothing was created.`,
+      );
+    // A container's home is made with it: a file cannot be shown read-only in it afterwards.
+    if (executorType === 'container' && (profile.credentials?.files.length ?? 0) > 0)
+      throw badRequest(
+        `The ${profileName} profile has credential files, which the container executor cannot place (its variables it can): choose the worktree executor; nothing was created.`,
+      );
+  }
+
+  return { resolveAgent, refuseAgentRun, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf };
 }

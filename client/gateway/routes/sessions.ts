@@ -54,7 +54,8 @@ const AllSessionsQuery = Type.Object(
 
 export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
   const { sessionViewOf, sessionView, acceptedView } = sessionViews(ctx);
-  const { resolveAgent, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf } = sessionRequests(ctx);
+  const { resolveAgent, refuseAgentRun, sessionFor, refuseLocal, refuseCheckoutBranch, containerImageOf } =
+    sessionRequests(ctx);
 
   /**
    * A page of sessions as GET /v1/sessions/:id shows each: their latest executions and restores in
@@ -102,6 +103,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
       async (request, reply) => {
         const { executorType, agentProfile, name, prompt, sshTargetId } = request.body;
         const agent = resolveAgent(agentProfile, request.body);
+        refuseAgentRun(agentProfile, executorType, prompt);
         const key = idempotencyKeyOf(request.headers);
         if (sshTargetId !== undefined && executorType !== 'ssh')
           throw badRequest('sshTargetId is for the ssh executor.');
@@ -252,6 +254,7 @@ export function sessionRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
         const session = await findSession(ctx.pool, request.params.id);
         if (!session) throw notFound('Session');
         refuseLocal(session.executor_type, request.callerRole);
+        refuseAgentRun(session.agent_profile, session.executor_type, body.prompt);
         await refuseCheckoutBranch(session.executor_type, session.task_id);
         // The run is this request's: the same key names the same run (and joins it); nothing is
         // counted here, only the run's admission counts it.
