@@ -124,7 +124,7 @@ function readSetting(file: string): number | null {
   }
 }
 
-export function userNamespaceSettings(): UserNamespaceSettings {
+function userNamespaceSettings(): UserNamespaceSettings {
   return {
     unprivilegedClone: readSetting('/proc/sys/kernel/unprivileged_userns_clone'),
     maxUserNamespaces: readSetting('/proc/sys/user/max_user_namespaces'),
