@@ -37,6 +37,16 @@ export const CGROUP_SHARED_VARIABLE = 'TWS_CGROUP_SHARED';
 const NO_LIMITS =
   'agents cannot be limited here: no cgroup v2 with the memory, pids and cpu controllers, nor cgroup v1 hierarchies of them that this process may write (run as root, or set TWS_AGENT_LIMITS=off to run agents without limits)';
 
+/**
+ * The refusal where limits cannot be enforced: as another user than root, said as such (the
+ * agents' groups are made at the top of each hierarchy, which is root's; a cgroup v2 subtree
+ * delegated to a user is not looked for).
+ */
+export function limitsRefusal(serviceUid: number): string {
+  if (serviceUid === 0) return NO_LIMITS;
+  return `agents cannot be limited here: this service runs as uid ${serviceUid}, not root, and the control groups here (memory, pids, cpu) are root's: it cannot make its agents' groups in them; start it as root, or set TWS_AGENT_LIMITS=off to run agents without limits`;
+}
+
 /** The hierarchies from /proc/self/mountinfo: v2 when the unified one has the three controllers, else v1. */
 async function findLayout(parent: string): Promise<CgroupLayout | null> {
   const mountinfo = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
@@ -74,7 +84,7 @@ export async function agentLimitsLayout(settings: LimitSettings): Promise<Cgroup
   const parent = settings.cgroupParent;
   if (!probed.has(parent)) probed.set(parent, probeLayout(parent));
   const layout = await probed.get(parent)!;
-  if (!layout) throw new Error(NO_LIMITS);
+  if (!layout) throw new Error(limitsRefusal(process.getuid?.() ?? 0));
   return layout;
 }
 

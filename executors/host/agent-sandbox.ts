@@ -4,7 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import {
   bubblewrapArgs,
   type AgentIsolation,
@@ -50,18 +50,31 @@ export const dropTo = (programs: SandboxPrograms, uid: number): string[] => [
   programs.bwrap,
 ];
 
-let probed: Promise<SandboxPrograms | null> | null = null;
+let probed: Promise<SandboxPrograms | string> | null = null;
+
+/** The first line a failed program wrote on stderr, for a refusal: bubblewrap's own reason. */
+function firstLine(stderr: string | Buffer | undefined): string {
+  return (
+    String(stderr ?? '')
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? ''
+  );
+}
 
 /**
- * The sandbox's programs when an unprivileged bubblewrap runs here as the agents will run it (its
- * own user namespace, no capability, no further user namespace), else null. Probed once per process
- * as the first uid of the range would run it.
+ * The programs when an unprivileged bubblewrap runs here as the agents will run it (its own user
+ * namespace, no capability, no further user namespace), else the refusal naming exactly what is
+ * missing and how to get it (agentSandboxRefusal). Probed once per process as the first uid of the
+ * range would run it.
  */
-function probeBubblewrap(probeUid: number): Promise<SandboxPrograms | null> {
+function probeBubblewrap(probeUid: number): Promise<SandboxPrograms | string> {
   probed ??= (async () => {
     const setpriv = systemBinary('setpriv');
     const bwrap = systemBinary('bwrap');
-    if (!setpriv || !bwrap) return null;
+    const serviceUid = process.getuid?.() ?? 0;
+    const missing = agentSandboxRefusal({ bwrap: bwrap !== null, setpriv: setpriv !== null, serviceUid });
+    if (missing || !setpriv || !bwrap) return missing ?? NO_SANDBOX;
     const programs = { setpriv, bwrap };
     const probe = [
       ...dropTo(programs, probeUid).slice(1),
@@ -69,16 +82,88 @@ function probeBubblewrap(probeUid: number): Promise<SandboxPrograms | null> {
       '--',
       '/bin/true',
     ];
-    return new Promise<SandboxPrograms | null>((resolve) =>
-      execFile(setpriv, probe, { timeout: 10_000, env: SERVICE_PROGRAM_ENV }, (err) => resolve(err ? null : programs)),
+    return new Promise<SandboxPrograms | string>((resolve) =>
+      execFile(setpriv, probe, { timeout: 10_000, env: SERVICE_PROGRAM_ENV }, (err, _out, stderr) =>
+        resolve(
+          err
+            ? (agentSandboxRefusal({
+                bwrap: true,
+                setpriv: true,
+                serviceUid,
+                namespaces: userNamespaceSettings(),
+                bwrapSaid: firstLine(stderr),
+              }) ?? NO_SANDBOX)
+            : programs,
+        ),
+      ),
     );
   })();
   return probed;
 }
 
-/** The line start-up refuses with where agents cannot be sandboxed here. */
+/** The line start-up refuses with where agents cannot be sandboxed here and nothing more precise is known. */
 const NO_SANDBOX =
   'agents cannot be sandboxed on this host: an unprivileged bubblewrap (Debian package bubblewrap, with setpriv from util-linux) must run in its own user namespace; install it, allow unprivileged user namespaces, or set TWS_AGENT_SANDBOX=none to run agents unsandboxed as the service';
+
+/** The kernel settings that allow or forbid a user namespace to an unprivileged process; null where the file is absent. */
+export interface UserNamespaceSettings {
+  /** kernel.unprivileged_userns_clone (Debian's and Ubuntu's older kernels): 0 forbids. */
+  unprivilegedClone: number | null;
+  /** user.max_user_namespaces: 0 forbids. */
+  maxUserNamespaces: number | null;
+  /** kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10 and later): 1 forbids unless AppArmor allows the program. */
+  apparmorRestricts: number | null;
+}
+
+function readSetting(file: string): number | null {
+  try {
+    const value = Number(readFileSync(file, 'utf8').trim());
+    return Number.isFinite(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+function userNamespaceSettings(): UserNamespaceSettings {
+  return {
+    unprivilegedClone: readSetting('/proc/sys/kernel/unprivileged_userns_clone'),
+    maxUserNamespaces: readSetting('/proc/sys/user/max_user_namespaces'),
+    apparmorRestricts: readSetting('/proc/sys/kernel/apparmor_restrict_unprivileged_userns'),
+  };
+}
+
+const SANDBOX_NONE = 'or set TWS_AGENT_SANDBOX=none to run agents unsandboxed as the service';
+
+/**
+ * Why agents cannot be sandboxed here, in one line naming what is missing and how to get it; null
+ * while nothing is known to be missing. `namespaces` and `bwrapSaid` are given once bubblewrap was
+ * tried and failed.
+ */
+export function agentSandboxRefusal(facts: {
+  bwrap: boolean;
+  setpriv: boolean;
+  serviceUid: number;
+  namespaces?: UserNamespaceSettings;
+  bwrapSaid?: string;
+}): string | null {
+  const start = 'agents cannot be sandboxed on this host: ';
+  if (!facts.bwrap)
+    return `${start}bubblewrap is not installed (/usr/bin/bwrap; the package bubblewrap: apt-get install bubblewrap, dnf install bubblewrap); install it, ${SANDBOX_NONE}`;
+  if (!facts.setpriv)
+    return `${start}setpriv is not installed (/usr/bin/setpriv; the package util-linux, util-linux-extra on newer Debian and Ubuntu); install it, ${SANDBOX_NONE}`;
+  if (facts.serviceUid !== 0)
+    return `${start}each workspace's agents run as a uid of their own (TWS_AGENT_UIDS), and this service runs as uid ${facts.serviceUid}, not root, so it cannot switch to them (setpriv --reuid needs root); start it as root, ${SANDBOX_NONE} (then agents can read and write what this user can)`;
+  if (!facts.namespaces) return null;
+  const { unprivilegedClone, maxUserNamespaces, apparmorRestricts } = facts.namespaces;
+  const said = facts.bwrapSaid ? ` (bubblewrap said: ${facts.bwrapSaid})` : '';
+  if (unprivilegedClone === 0)
+    return `${start}unprivileged user namespaces are off${said}: allow them with \`sysctl -w kernel.unprivileged_userns_clone=1\` (kept in /etc/sysctl.d/), ${SANDBOX_NONE}`;
+  if (maxUserNamespaces === 0)
+    return `${start}user namespaces are off${said}: allow them with \`sysctl -w user.max_user_namespaces=15000\` (kept in /etc/sysctl.d/), ${SANDBOX_NONE}`;
+  if (apparmorRestricts === 1)
+    return `${start}AppArmor restricts unprivileged user namespaces${said}: give bwrap an AppArmor profile allowing \`userns\` (Ubuntu's bubblewrap package has one in newer releases), or \`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\`, ${SANDBOX_NONE}`;
+  return `${start}bubblewrap cannot make its namespaces here${said}: in a container, allow unprivileged user namespaces (seccomp and AppArmor profiles, e.g. \`--security-opt seccomp=unconfined --security-opt apparmor=unconfined\`), ${SANDBOX_NONE}`;
+}
 
 /**
  * The programs agents run in, or null for none. `none` is the operator's explicit choice; `auto`
@@ -87,7 +172,7 @@ const NO_SANDBOX =
 export async function agentSandbox(mode: AgentSandboxMode, probeUid = 200000): Promise<SandboxPrograms | null> {
   if (mode === 'none') return null;
   const programs = await probeBubblewrap(probeUid);
-  if (!programs) throw new Error(NO_SANDBOX);
+  if (typeof programs === 'string') throw new Error(programs);
   return programs;
 }
 
