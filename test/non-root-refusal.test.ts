@@ -4,6 +4,8 @@
  * an unprivileged uid (setpriv), as a worker started by a normal user runs them.
  */
 import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -26,9 +28,22 @@ async function checksAs(uid: number): Promise<{ sandbox: string; limits: string 
     const limits = await said(agentLimitsLayout({ ...parseLimitSettings({}, 2), cgroupParent: 'tws-non-root-test' }));
     console.log(JSON.stringify({ sandbox, limits }));
   `;
+  // The checkout seen at a folder of its own in a mount namespace of this run: the uid reads it
+  // there whatever the folders above the checkout let others do (a clone under /root, say).
+  const seen = mkdtempSync(path.join(tmpdir(), 'tws-non-root-'));
+  chmodSync(seen, 0o755);
   const { stdout } = await run(
-    '/usr/bin/setpriv',
+    '/usr/bin/unshare',
     [
+      '--mount',
+      '--propagation',
+      'private',
+      '/bin/sh',
+      '-c',
+      'mount --bind "$0" "$1" && cd "$1" && shift && exec "$@"',
+      ROOT,
+      seen,
+      '/usr/bin/setpriv',
       `--reuid=${uid}`,
       `--regid=${uid}`,
       '--clear-groups',
@@ -40,7 +55,7 @@ async function checksAs(uid: number): Promise<{ sandbox: string; limits: string 
       script,
     ],
     { cwd: ROOT, env: { PATH: process.env.PATH, HOME: '/tmp' }, timeout: 60_000 },
-  );
+  ).finally(() => rmSync(seen, { recursive: true, force: true }));
   return JSON.parse(stdout.trim().split('\n').pop()!) as { sandbox: string; limits: string };
 }
 
