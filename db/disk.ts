@@ -18,19 +18,23 @@ export interface MeasuredWorkspace {
  * The workspaces this host made and holds: worktrees and SSH clones that are materialized. A
  * `local` environment's workspace is its source checkout, which the service never made.
  * `unmeasuredOnly`: those with no figure yet (made since the last round reached them).
+ * `environmentIds`: only those (the limit check's, whose agents run): a host can hold tens of
+ * thousands of workspaces, and reading them all every second to keep a few kept the worker's
+ * heap churning (bench scenario 13 after the growth scenario's 100,000 environments on its host).
  */
 export async function workspacesToMeasure(
   db: Db,
   hostId: string,
-  opts: { unmeasuredOnly?: boolean } = {},
+  opts: { unmeasuredOnly?: boolean; environmentIds?: string[] } = {},
 ): Promise<MeasuredWorkspace[]> {
   const res = await db.query<{ id: string; workspace_path: string; ssh_target_id: string | null }>(
     `SELECT e.id, e.workspace_path, e.ssh_target_id FROM task_environments e
       WHERE e.host_id = $1 AND e.materialized AND e.workspace_path IS NOT NULL AND e.executor_type <> 'local'
         AND e.status IN ('ready', 'stopped')
         AND (NOT $2 OR NOT EXISTS (SELECT 1 FROM environment_disk d WHERE d.environment_id = e.id))
+        AND ($3::uuid[] IS NULL OR e.id = ANY($3::uuid[]))
       ORDER BY e.id`,
-    [hostId, opts.unmeasuredOnly ?? false],
+    [hostId, opts.unmeasuredOnly ?? false, opts.environmentIds ?? null],
   );
   return res.rows.map((r) => ({ environmentId: r.id, workspacePath: r.workspace_path, sshTargetId: r.ssh_target_id }));
 }

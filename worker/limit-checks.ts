@@ -154,7 +154,8 @@ async function checkLimits(
   // free space since its last walk is not walked again (most rounds cost a statfs, not a `du`).
   const root = await rootFilesystem(config.workspaceRoot);
   for (const id of lastWalk.keys()) if (!running.has(id)) lastWalk.delete(id);
-  for (const place of await workspacesToMeasure(pool, config.hostId)) {
+  // Only the workspaces whose agents run: the host's others are not read every round.
+  for (const place of await workspacesToMeasure(pool, config.hostId, { environmentIds: [...running.keys()] })) {
     const agents = running.get(place.environmentId);
     // Measured only where a quota applies: its task's own, else the operator's.
     const quota = quotaOf.get(place.environmentId) ?? config.taskDiskQuotaBytes;

@@ -18,6 +18,7 @@ import { startLimitChecks } from './limit-checks';
 import { startDiskGuard } from './disk-guard';
 import { startHostRegistration } from './host-registration';
 import { WORKFLOW_SPANS_DROPPED, type Tracing } from './tracing';
+import { workersSharingOneWorkflowThread } from './one-workflow-thread';
 
 export interface WorkerHandle {
   /** Resolves when both workers stopped. */
@@ -78,8 +79,9 @@ function hostQueueWorker(
   deps: WorkerDeps,
   workflowBundle: Bundle,
   launchesOnly: boolean,
+  WorkerClass: typeof Worker = Worker,
 ): Promise<Worker> {
-  return Worker.create({
+  return WorkerClass.create({
     connection,
     namespace: deps.config.temporalNamespace,
     taskQueue: hostTaskQueue(deps.config.taskQueue, deps.config.hostId),
@@ -126,7 +128,13 @@ export async function startWorker(
   const deps = { pool, config, logger };
   const workflowBundle = opts.workflowBundle ?? (await bundleWorkflows());
 
-  const shared = await Worker.create({
+  // Both Workers run their workflows in one workflow thread (worker/one-workflow-thread.ts): the
+  // host's first, since the thread takes the activity names of the first (its are a superset).
+  const OneThread = workersSharingOneWorkflowThread();
+  // Launches and resumes run on this host's queue, their steps as local activities here; other
+  // workflows reach this host's steps as ordinary activities on the same queue.
+  const host = await hostQueueWorker(connection, { ...deps, tracing: opts.tracing }, workflowBundle, false, OneThread);
+  const shared = await OneThread.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
@@ -139,9 +147,6 @@ export async function startWorker(
     // Launches and cleanups are short: a small sticky cache keeps memory flat under bursts.
     maxCachedWorkflows: 100,
   });
-  // Launches and resumes run on this host's queue, their steps as local activities here; other
-  // workflows reach this host's steps as ordinary activities on the same queue.
-  const host = await hostQueueWorker(connection, { ...deps, tracing: opts.tracing }, workflowBundle, false);
   // Registered once it can poll its host's queue: a live record means work placed here is taken.
   const registration = await startHostRegistration(pool, config, logger);
   // Its workspaces and its filesystem measured in the background, into the host's record.

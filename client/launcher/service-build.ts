@@ -14,8 +14,9 @@ export function buildServices(root: string): void {
 
 /**
  * Node arguments that run a service entry such as `worker/main.ts` from its compiled file. The
- * worker holds three V8 heaps (its own and one per workflow thread); a 4 MB semi-space keeps
- * their young generations small: its peak under the benchmark's bursts fell from 323 to 288 MB.
+ * worker holds two V8 heaps (its own and its Workers' one workflow thread, worker/one-workflow-thread.ts);
+ * a 4 MB semi-space keeps their young generations small: its peak under the benchmark's bursts
+ * fell from 323 to 288 MB (measured when it held three).
  * The gateway holds two (its own and its launches' workflow thread) and allocates little per
  * request: a 2 MB semi-space, and two V8 background threads instead of four on what are 2-core
  * hosts (each thread that allocates gets a malloc arena of its own, which keeps what it freed).

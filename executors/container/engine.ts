@@ -3,7 +3,7 @@
  * against Docker or Podman (`podman system service`): whether it answers, which engine it is, and
  * whether an image is on the host. Nothing is ever pulled: an image is built here (`make image`).
  */
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
 import type { ContainerSettings } from '../../domain/agent-settings';
 import { typedFailure } from '../support/failures';
 
@@ -26,12 +26,18 @@ const PROBE_TIMEOUT_MS = 5_000;
 const clients = new Map<string, Docker>();
 const engineNames = new Map<string, EngineName>();
 
-/** The engine's client (one per socket), or null where the executor is not offered. */
-export function engineClient(settings: ContainerSettings): Docker | null {
+/**
+ * The engine's client (one per socket), or null where the executor is not offered. dockerode is
+ * loaded here, once an engine is configured: loaded with the module it kept about 21 MB resident
+ * (ssh2's WebAssembly crypto among it) in every worker and gateway, engine or none (measured:
+ * `require('dockerode')` alone).
+ */
+export async function engineClient(settings: ContainerSettings): Promise<Docker | null> {
   if (!settings.engineSocket) return null;
+  const { default: DockerClient } = await import('dockerode');
   let client = clients.get(settings.engineSocket);
   if (!client) {
-    client = new Docker({ socketPath: settings.engineSocket, timeout: ENGINE_TIMEOUT_MS });
+    client = new DockerClient({ socketPath: settings.engineSocket, timeout: ENGINE_TIMEOUT_MS });
     clients.set(settings.engineSocket, client);
   }
   return client;
@@ -69,7 +75,7 @@ async function engineName(socket: string, client: Docker): Promise<EngineName> {
  * answering, or this service not root (it enters the container to start each agent): 503.
  */
 export async function requireEngine(settings: ContainerSettings): Promise<{ client: Docker; engine: EngineName }> {
-  const client = engineClient(settings);
+  const client = await engineClient(settings);
   if (!client) throw typedFailure('executor_unavailable', { offered: false });
   if (process.getuid?.() !== 0) throw typedFailure('executor_unavailable', { reason: 'not_root' });
   try {
@@ -92,7 +98,7 @@ export async function requireImage(client: Docker, image: string): Promise<void>
 
 /** Whether this host can run containers now, and why not: configured, root, the engine answering, the default image there. */
 export async function containerAvailability(settings: ContainerSettings): Promise<ContainerAvailability> {
-  const client = engineClient(settings);
+  const client = await engineClient(settings);
   if (!client) return { available: false, engine: null, reason: 'not_configured' };
   if (process.getuid?.() !== 0) return { available: false, engine: null, reason: 'not_root' };
   let engine: EngineName;

@@ -18,7 +18,7 @@ export async function sweepContainers(
   deps: Pick<ActivityDeps, 'pool' | 'config' | 'logger'>,
   input: { graceMs: number; dryRun: boolean },
 ): Promise<ContainerSweep | null> {
-  const client = engineClient(deps.config.containers);
+  const client = await engineClient(deps.config.containers);
   if (!client) return null;
   const result: ContainerSweep = { removed: [], kept: [] };
   let listed;

@@ -21,10 +21,14 @@ const readOrEmpty = (file: string) => absentAs(readFile(file), Buffer.alloc(0));
  * The whole kept log, or its last `lines` lines, and the offset in the newest file just past
  * what was read: a follow from there neither repeats nor misses a byte.
  */
-async function tailOf(logPath: string, lines: number | null): Promise<{ text: string; offset: number }> {
+async function tailOf(logPath: string, lines: number | null): Promise<{ text: Buffer; offset: number }> {
   const newest = await readOrEmpty(logPath);
-  const text = Buffer.concat([await readOrEmpty(`${logPath}.1`), newest]).toString('utf8');
-  return { text: lastLines(text, lines), offset: newest.length };
+  const kept = Buffer.concat([await readOrEmpty(`${logPath}.1`), newest]);
+  // The whole log (what the console's page asks for) goes out as read: decoded to a string and
+  // encoded back it was two more copies of up to TWS_AGENT_LOG_MAX_BYTES in the gateway's heap per
+  // request. Its reader decodes it, as it does the bytes a follow sends after it.
+  const text = lines === null ? kept : Buffer.from(lastLines(kept.toString('utf8'), lines));
+  return { text, offset: newest.length };
 }
 
 const sizeOf = (file: string) =>
@@ -60,10 +64,7 @@ async function readSince(logPath: string, offset: number): Promise<{ chunk: Buff
 }
 
 export const localLog = (logPath: string): LogSource => ({
-  tail: async (lines) => {
-    const { text, offset } = await tailOf(logPath, lines);
-    return { text: Buffer.from(text), offset };
-  },
+  tail: (lines) => tailOf(logPath, lines),
   since: (offset) => readSince(logPath, offset),
 });
 
