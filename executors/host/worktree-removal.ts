@@ -5,9 +5,10 @@
  * is kept (archive) or saved on the task's hidden ref first (a consented delete).
  */
 import { rebuildableOf } from '../../db/catalog';
-import { recordSavedWork } from '../../db/saved-work';
+import { recordSavedWork, workToRestore } from '../../db/saved-work';
 import { keepsWhenUnsaved } from '../../domain/cleanup';
-import { saveOfRemoval } from '../../domain/saved-work';
+import { RESTORED_TRIGGERS, saveOfRemoval } from '../../domain/saved-work';
+import { earlierSameSave } from '../../git/saved-work-ref';
 import { headAndBranch } from '../../git/checkout';
 import { pruneWorktrees, removeWorktree } from '../../git/worktrees';
 import { holdsIgnoredWork, saveWorkOnRef, type LeftOut } from '../../git/saved-work';
@@ -114,7 +115,13 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
             if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
             try {
               const { refFor, message } = saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId);
-              const saved = await saveWorkOnRef(worktreePath, refFor, message, gitOptions, rebuildable ?? undefined);
+              const made = await saveWorkOnRef(worktreePath, refFor, message, gitOptions, rebuildable ?? undefined);
+              // A release retried after a crash between its save and the removal saves the same work once.
+              const earlier =
+                made && RESTORED_TRIGGERS.includes(req.trigger!)
+                  ? await earlierSameSave(git, made, await workToRestore(pool, req.ownerTaskId, [w.repositoryId]))
+                  : null;
+              const saved = made && earlier ? { ...made, ...earlier } : made;
               if (saved) {
                 savedRef = saved.ref;
                 savedCommit = saved.commit;
