@@ -47,7 +47,7 @@ export async function statusWithHead(
 const V2_FIELDS_BEFORE_PATH: Record<string, number> = { '1': 8, '2': 9, u: 10, '?': 1, '!': 1 };
 
 /** `git status --porcelain=v2 --branch -z` output: the branch headers, and each file as porcelain v1 codes it. */
-export function parsePorcelainV2Z(out: string): { branch: string | null; head: string | null; files: FileStatus[] } {
+function parsePorcelainV2Z(out: string): { branch: string | null; head: string | null; files: FileStatus[] } {
   const parts = out.split('\0');
   let branch: string | null = null;
   let head: string | null = null;
