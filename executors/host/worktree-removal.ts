@@ -87,10 +87,12 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         // Without --force git itself refuses a worktree with modified or untracked files (what
         // `status` shows and a save keeps; ignored files are neither), so a clean one is removed
         // in one git process and, when work is kept (archive), its status is read only on a
-        // refusal. When work is saved (a consented delete, an idle release) the status is read
-        // first, once: a dirty worktree is saved, then removed with force, never first sent to a
-        // removal git would refuse after reading every file again; a clean one is still removed
-        // by git's own check. Read after the task's agents stopped, on the HEAD judged above.
+        // refusal, as it is when a consented delete saves (its worktrees are mostly clean: a
+        // status first would cost each of them a pass). An idle release releases worktrees with
+        // work in them: its status is read first, once, and a dirty worktree is saved, then
+        // removed with force, never first sent to a removal git would refuse after reading every
+        // file again; a clean one is still removed by git's own check. Read after the task's
+        // agents stopped, on the HEAD judged above.
         let savedRef: string | undefined;
         let savedCommit: string | undefined;
         let leftOut: LeftOut[] | undefined;
@@ -99,8 +101,9 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         const rebuildable = req.dirty === 'save' ? await rebuildableOf(pool, w.repositoryId) : null;
         const ignoredWork = rebuildable !== null && (await holdsIgnoredWork(worktreePath, gitOptions, rebuildable));
         // Unreadable counts as dirty: never removed on a doubt.
+        const releases = req.dirty === 'save' && RESTORED_TRIGGERS.includes(req.trigger!);
         const judgedDirty =
-          req.dirty === 'save' && (ignoredWork || (await dirtyStatus(deps, worktreePath, w.repositoryId)) !== 'clean');
+          ignoredWork || (releases && (await dirtyStatus(deps, worktreePath, w.repositoryId)) !== 'clean');
         try {
           let refusal: unknown = null;
           if (!judgedDirty)
