@@ -28,3 +28,31 @@ export async function storeSave(
   await git.raw(['update-ref', '-m', message, ref, commit, '']);
   return { ref, commit };
 }
+
+/**
+ * The save made again by a retried removal (its worker ended between the save and the removal)
+ * answered by the earlier one that holds the same work: the same files (tree) on the same HEAD
+ * (first parent). The new one's index part differs (the first save staged everything), so the
+ * earlier one, which holds the index as the agent left it, is kept and the new ref dropped while it
+ * still holds the new commit. Any doubt (a save unreadable) keeps both.
+ */
+export async function earlierSameSave(
+  git: SimpleGit,
+  made: { ref: string; commit: string },
+  earlier: { ref: string; commit: string }[],
+): Promise<{ ref: string; commit: string } | null> {
+  for (const e of earlier) {
+    if (e.ref === made.ref) continue;
+    const same = await git
+      .raw(['rev-parse', `${e.commit}^{tree}`, `${made.commit}^{tree}`, `${e.commit}^1`, `${made.commit}^1`])
+      .then((out) => {
+        const [tree, madeTree, head, madeHead] = out.trim().split('\n');
+        return !!tree && tree === madeTree && !!head && head === madeHead;
+      })
+      .catch(() => false);
+    if (!same) continue;
+    await git.raw(['update-ref', '-d', made.ref, made.commit]);
+    return e;
+  }
+  return null;
+}

@@ -1,5 +1,5 @@
 /** Git status of a shared environment is one status, and only newer observations of the canonical workspace replace it [R1.5]. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observationsOf, recordObservation } from '../db/git-status';
@@ -87,6 +87,55 @@ describe('git status [R1.5]', () => {
     expect(res.body.repositories[0].files).toEqual([{ path: 'newest', status: '??' }]);
     expect(await recordObservation(h.pool, envId, obs('2030-01-01T00:00:30.000Z', worktree, 'newer'))).toBe(true);
     expect((await observationsOf(h.pool, envId))[0]!.files[0]!.path).toBe('newer');
+  });
+
+  it('a worktree given to its agent uid has its index refreshed once, as that uid: no file is re-read on each status, and a change made afterwards is still seen', async () => {
+    const files = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`src/f${i}.txt`, `file ${i}\n`]));
+    const repo = makeRepo(h.scratch, 'status-3', { files: { 'README.md': '# same size\n', ...files } });
+    const repoId = await registerRepo(h, repo, 'status-3');
+    const taskId = await createTask(h, [repoId]);
+    const first = await launch(h, taskId);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    await pidOf(h, first.body.sessionId);
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(taskId), 'status-3');
+    const index = git(worktree, 'rev-parse', '--path-format=absolute', '--git-path', 'index').trim();
+    const agentUid = statSync(worktree).uid;
+    expect(agentUid).not.toBe(0); // given to the agent's uid (the harness runs agents sandboxed)
+    const owned = () => {
+      const st = statSync(index);
+      return { uid: st.uid, gid: st.gid, mode: (st.mode & 0o777).toString(8) };
+    };
+    // The index stays the agent's, read and written by it alone (git makes it 0666 less the umask).
+    const given = owned();
+    expect(given).toMatchObject({ uid: agentUid, gid: agentUid });
+    expect(Number.parseInt(given.mode, 8) & 0o602).toBe(0o600);
+    // Every entry's stat data match its file after the chown: `diff-files` (which never refreshes)
+    // names each file whose stat data differ, and names none.
+    expect(git(worktree, 'diff-files', '--name-only')).toBe('');
+    const status = async () => {
+      const res = await h.api('GET', `/v1/tasks/${taskId}/git-status`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body.repositories[0].files;
+    };
+    expect(await status()).toEqual([]);
+
+    // A change of the same size with the mtime put back is still seen (its ctime moved); a plain edit
+    // too. git (2.39 here) compares times to the second: the ctime the refresh recorded (the chown's)
+    // must be in an earlier second, as it must after any index write for any git, so the edit waits for one.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+    const readme = path.join(worktree, 'README.md');
+    const { atime, mtime, mtimeMs } = statSync(readme);
+    writeFileSync(readme, '# SAME SIZE\n');
+    utimesSync(readme, atime, mtime); // to the millisecond (what node can set)
+    expect(Math.abs(statSync(readme).mtimeMs - mtimeMs)).toBeLessThan(1);
+    writeFileSync(path.join(worktree, 'src/f7.txt'), 'edited\n');
+    expect(await status()).toEqual([
+      { path: 'README.md', status: ' M' },
+      { path: 'src/f7.txt', status: ' M' },
+    ]);
+    expect(readFileSync(readme, 'utf8')).toBe('# SAME SIZE\n');
+    // The service's reads wrote nothing: the index is the agent's as before.
+    expect(owned()).toEqual(given);
   });
 
   it('answers 404 for a task without a workspace', async () => {

@@ -30,6 +30,7 @@ import {
 } from './agent-owner';
 import { dropTo, type SandboxPrograms } from './agent-sandbox';
 import { gitStoreLayout } from './git-store-layout';
+import { refreshIndexAs } from '../../git/index-refresh';
 import { objectStoresListPath } from './exits';
 import { refFoldersListPath } from './ref-moves';
 import { pathExistsSync } from './workspace-fs';
@@ -85,10 +86,10 @@ function prepareHome(p: Ownership): void {
 /**
  * The workspace and the git folders it writes the agent's uid's, every pointer git follows the
  * service's. A worktree given whole has every index entry's owner and ctime changed: its index is
- * not refreshed here (a git process re-reading every file, 9.5 ms of a first launch for 600). The
- * agent's own git refreshes it the first time it looks, as its uid; the service's git never
- * writes it (GIT_OPTIONAL_LOCKS=0) and reads it right meanwhile (an entry whose times changed is
- * compared by content).
+ * refreshed once, as the uid, before the agent starts (a git process re-reading every file, 9.5 ms
+ * for 600, 1.2 s for 62,000; a first launch pays it in giveNewWorkspace, beside the publication of
+ * its inventory), since the service's git never writes it (GIT_OPTIONAL_LOCKS=0) and would
+ * otherwise compare every file by content on every status and removal, for the worktree's life.
  */
 async function handOver(p: Ownership & { owned: string[]; pointers: string[] }): Promise<void> {
   const { config, uid } = p;
@@ -103,8 +104,31 @@ async function handOver(p: Ownership & { owned: string[]; pointers: string[] }):
   const stores = p.owned.filter((o) => isWithinFolder(o, path.join(config.agentRoot, 'agent-objects')));
   for (const folder of [...(p.workspace ? [p.workspace] : []), ...stores]) chmodSync(folder, 0o700);
   for (const store of stores) traversable(config.agentRoot, path.dirname(store));
-  await giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers);
+  const given = await giveUnowned([...(p.workspace ? [p.workspace, ...worktrees] : []), ...p.owned], uid, p.pointers);
   serviceFiles(p.pointers);
+  await refreshGiven(config, p.workspace ? p.worktrees : [], given, uid);
+}
+
+/**
+ * The index of each worktree just given refreshed as its new owner (git/index-refresh.ts), before
+ * any agent runs in it: otherwise every later status and removal re-reads all of its files. Only a
+ * matter of speed: one that fails is left as it was (read right, slowly) and the start goes on.
+ */
+async function refreshGiven(
+  config: ActivityDeps['config'],
+  worktrees: string[],
+  given: string[],
+  uid: number,
+  logger?: ActivityDeps['logger'],
+): Promise<void> {
+  const refreshed = worktrees.filter((w) => given.some((tree) => isWithinFolder(w, tree)));
+  await Promise.all(
+    refreshed.map((w) =>
+      refreshIndexAs(w, uid, config.gitBinary).catch((err: unknown) =>
+        logger?.warn({ err }, 'the index of a worktree given to its agent uid could not be refreshed'),
+      ),
+    ),
+  );
 }
 
 /**
@@ -119,7 +143,7 @@ async function handOver(p: Ownership & { owned: string[]; pointers: string[] }):
  * `owner` is {@link newWorkspaceUid}'s answer.
  */
 export async function giveNewWorkspace(
-  deps: { pool: Db; config: ActivityDeps['config'] },
+  deps: { pool: Db; config: ActivityDeps['config']; logger?: ActivityDeps['logger'] },
   plan: LaunchPlan,
   owner: number | null,
   /** Given already, then written by the service (work restored after a setup): given whole again. */
@@ -135,7 +159,14 @@ export async function giveNewWorkspace(
     ...plan.slots.map((slot) => path.join(slot.worktreePath, '.git')),
     ...readOnlyFiles,
   ];
-  await giveUnowned([plan.workspacePath, ...owned], owner, pointers, again);
+  const given = await giveUnowned([plan.workspacePath, ...owned], owner, pointers, again);
+  await refreshGiven(
+    deps.config,
+    plan.slots.map((slot) => slot.worktreePath),
+    given,
+    owner,
+    deps.logger,
+  );
 }
 
 /**
@@ -143,7 +174,7 @@ export async function giveNewWorkspace(
  * given with it), read side by side: one gone is the start's to judge; any other failure to read
  * one stops the start.
  */
-async function giveUnowned(folders: string[], uid: number, keep: string[], again = false): Promise<void> {
+async function giveUnowned(folders: string[], uid: number, keep: string[], again = false): Promise<string[]> {
   const owners = folders.map((folder) => {
     try {
       return lstatSync(folder).uid;
@@ -157,6 +188,7 @@ async function giveUnowned(folders: string[], uid: number, keep: string[], again
     if (owners[i] !== undefined && (again || owners[i] !== uid)) trees.push(folder);
   });
   if (trees.length > 0) await giveTreesExcept(trees, uid, keep);
+  return trees;
 }
 
 /** What a sandboxed start prepared on the host, for its command ({@link sandboxedCommand}). */

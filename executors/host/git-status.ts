@@ -1,9 +1,6 @@
 /** Git status of a workspace on this host, with the time it was taken [R1.5]. */
 import type { GitStatusObservation, GitStatusTarget } from '../../domain/git-status';
-import { aheadBehind, fileStatus } from '../../git/worktree-status';
-import { currentBranch } from '../../git/checkout';
-import { gitAt } from '../../git/git';
-import { resolveCommit } from '../../git/branches';
+import { aheadBehind, statusWithHead } from '../../git/worktree-status';
 import type { ActivityDeps } from '../support/deps';
 import { isRealDirectory } from './workspace-fs';
 import { readyToRead } from './branch-home';
@@ -18,10 +15,9 @@ export async function readHostGitStatus(
     const observedAt = new Date().toISOString();
     if (!(await isRealDirectory(slot.path))) continue; // nothing to observe; the stored status stays as it was
     await readyToRead({ config, logger }, slot.path, slot.repositoryId);
-    const [branch, head, files, counts] = await Promise.all([
-      currentBranch(slot.path, gitOptions),
-      resolveCommit(gitAt(slot.path, gitOptions), 'HEAD'),
-      fileStatus(slot.path, gitOptions),
+    // Two git processes side by side: the status with its branch and HEAD, and the counts.
+    const [{ branch, head, files }, counts] = await Promise.all([
+      statusWithHead(slot.path, gitOptions),
       aheadBehind(slot.path, slot.baseBranch, gitOptions),
     ]);
     observations.push({

@@ -5,9 +5,10 @@
  * is kept (archive) or saved on the task's hidden ref first (a consented delete).
  */
 import { rebuildableOf } from '../../db/catalog';
-import { recordSavedWork } from '../../db/saved-work';
+import { recordSavedWork, workToRestore } from '../../db/saved-work';
 import { keepsWhenUnsaved } from '../../domain/cleanup';
-import { saveOfRemoval } from '../../domain/saved-work';
+import { RESTORED_TRIGGERS, saveOfRemoval } from '../../domain/saved-work';
+import { earlierSameSave } from '../../git/saved-work-ref';
 import { headAndBranch } from '../../git/checkout';
 import { pruneWorktrees, removeWorktree } from '../../git/worktrees';
 import { holdsIgnoredWork, saveWorkOnRef, type LeftOut } from '../../git/saved-work';
@@ -85,9 +86,13 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
 
         // Without --force git itself refuses a worktree with modified or untracked files (what
         // `status` shows and a save keeps; ignored files are neither), so a clean one is removed
-        // in one git process and its status is read only on a refusal. Read after the task's
-        // agents stopped: a consented delete saves exactly what is there, on a hidden ref, then
-        // removes with force.
+        // in one git process and, when work is kept (archive), its status is read only on a
+        // refusal, as it is when a consented delete saves (its worktrees are mostly clean: a
+        // status first would cost each of them a pass). An idle release releases worktrees with
+        // work in them: its status is read first, once, and a dirty worktree is saved, then
+        // removed with force, never first sent to a removal git would refuse after reading every
+        // file again; a clean one is still removed by git's own check. Read after the task's
+        // agents stopped, on the HEAD judged above.
         let savedRef: string | undefined;
         let savedCommit: string | undefined;
         let leftOut: LeftOut[] | undefined;
@@ -95,43 +100,59 @@ export function worktreeRemoval(deps: ActivityDeps): (req: RemovalRequest) => Pr
         // git's refusal does not see them, so such a worktree goes the save's way however clean.
         const rebuildable = req.dirty === 'save' ? await rebuildableOf(pool, w.repositoryId) : null;
         const ignoredWork = rebuildable !== null && (await holdsIgnoredWork(worktreePath, gitOptions, rebuildable));
+        // Unreadable counts as dirty: never removed on a doubt.
+        const releases = req.dirty === 'save' && RESTORED_TRIGGERS.includes(req.trigger!);
+        const judgedDirty =
+          ignoredWork || (releases && (await dirtyStatus(deps, worktreePath, w.repositoryId)) !== 'clean');
         try {
-          if (ignoredWork) throw new Error('ignored files to save');
-          await removeWorktree(git, worktreePath, false, entry.locked);
-        } catch (err) {
-          // Kept when dirty, and when its status cannot be read (that is dirty too): never removed on a doubt.
-          const status = ignoredWork ? 'dirty' : await dirtyStatus(deps, worktreePath, w.repositoryId);
-          if (status === 'clean') throw removeFailed(err, w.repositoryId);
-          if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
-          try {
-            const { refFor, message } = saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId);
-            const saved = await saveWorkOnRef(worktreePath, refFor, message, gitOptions, rebuildable ?? undefined);
-            if (saved) {
-              savedRef = saved.ref;
-              savedCommit = saved.commit;
-              leftOut = saved.leftOut;
-              // Listed from the moment the ref exists, before anything is removed.
-              await recordSavedWork(pool, {
-                repositoryId: w.repositoryId,
-                ref: saved.ref,
-                taskId: req.ownerTaskId,
-                commit: saved.commit,
-                trigger: req.trigger ?? null,
-                leftOut: saved.leftOut,
-              });
+          let refusal: unknown = null;
+          if (!judgedDirty)
+            refusal = await removeWorktree(git, worktreePath, false, entry.locked).then(
+              () => null,
+              (err: unknown) => err ?? new Error('git worktree remove failed'),
+            );
+          if (judgedDirty || refusal !== null) {
+            // Kept when dirty, and when its status cannot be read (that is dirty too).
+            const status = judgedDirty ? 'dirty' : await dirtyStatus(deps, worktreePath, w.repositoryId);
+            if (status === 'clean') throw removeFailed(refusal, w.repositoryId);
+            if (req.dirty === 'keep') return { value: { outcome: 'kept_dirty' } };
+            try {
+              const { refFor, message } = saveOfRemoval(req.trigger, req.ownerTaskId, w.repositoryId);
+              const made = await saveWorkOnRef(worktreePath, refFor, message, gitOptions, rebuildable ?? undefined);
+              // A release retried after a crash between its save and the removal saves the same work once.
+              const earlier =
+                made && RESTORED_TRIGGERS.includes(req.trigger!)
+                  ? await earlierSameSave(git, made, await workToRestore(pool, req.ownerTaskId, [w.repositoryId]))
+                  : null;
+              const saved = made && earlier ? { ...made, ...earlier } : made;
+              if (saved) {
+                savedRef = saved.ref;
+                savedCommit = saved.commit;
+                leftOut = saved.leftOut;
+                // Listed from the moment the ref exists, before anything is removed.
+                await recordSavedWork(pool, {
+                  repositoryId: w.repositoryId,
+                  ref: saved.ref,
+                  taskId: req.ownerTaskId,
+                  commit: saved.commit,
+                  trigger: req.trigger ?? null,
+                  leftOut: saved.leftOut,
+                });
+              }
+            } catch (saveErr) {
+              logger.warn({ err: saveErr, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
+              // An idle release gives the task back with the worktree where it is (nothing removed).
+              if (keepsWhenUnsaved(req.trigger)) return { value: { outcome: 'kept_dirty', reason: 'save_failed' } };
+              throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
             }
-          } catch (saveErr) {
-            logger.warn({ err: saveErr, repositoryId: w.repositoryId }, 'saving uncommitted work failed');
-            // An idle release gives the task back with the worktree where it is (nothing removed).
-            if (keepsWhenUnsaved(req.trigger)) return { value: { outcome: 'kept_dirty', reason: 'save_failed' } };
-            throw cleanupFailure('save_uncommitted_failed', 'uncommitted work could not be saved');
+            // Dirty, and nothing to save: kept, as git's refusal keeps it.
+            if (savedRef === undefined)
+              throw removeFailed(refusal ?? new Error('a dirty worktree with nothing to save'), w.repositoryId);
+            await stillJudged();
+            await removeWorktree(git, worktreePath, true).catch((forceErr: unknown) => {
+              throw removeFailed(forceErr, w.repositoryId);
+            });
           }
-          // Dirty, and nothing to save: git's refusal stands.
-          if (savedRef === undefined) throw removeFailed(err, w.repositoryId);
-          await stillJudged();
-          await removeWorktree(git, worktreePath, true).catch((forceErr: unknown) => {
-            throw removeFailed(forceErr, w.repositoryId);
-          });
         } finally {
           turn.changed();
         }
