@@ -183,6 +183,7 @@ function endOf(m: MergeView): number {
   if (m.state === 'merged' || m.state === 'undone') return EXIT.ok;
   const error = m.error ?? { code: m.state, message: 'The merge did not complete.' };
   const lead = m.state === 'needs_operator' ? 'needs an operator' : 'refused';
-  // The resource is already on stdout (as is, with --json); the reason goes to stderr.
-  throw new CliError(refusalText(error, lead), EXIT.refused, error);
+  // The resource is already on stdout (as is, with --json: its error in it); the reason goes to
+  // stderr, and no error body follows it on stdout (a second JSON document would break the first).
+  throw new CliError(refusalText(error, lead), EXIT.refused);
 }
