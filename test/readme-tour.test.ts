@@ -7,12 +7,14 @@
  * each `# → …` comment is what its line printed, the agent's log named the task's branch, the
  * task's merge row says merged, and the demo repository's main holds the agent's file in one
  * squash commit. Run with a wrong token or on a port nothing listens on, it stops at the first
- * command and says why on stderr. The same
+ * command and says why on stderr. docs/api.md's walk-through with curl (stop, resume, archive,
+ * unarchive, a consented delete) is run the same way and judged by the task gone, its cleanup jobs
+ * and the uncommitted file on its saved-work ref. The same
  * `make start` shows its terminal: the banner and the launcher's own lines, the services' logs in
  * the data folder.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { processesOf } from './support/processes';
 import os from 'node:os';
@@ -40,19 +42,22 @@ function personEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The tour: the one fenced block between the README's markers. */
-function tourBlock(): string {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  const tour = /<!-- tour:begin -->\n([\s\S]*?)<!-- tour:end -->/.exec(readme)?.[1];
-  expect(tour, 'the README has its tour markers').toBeDefined();
+/** A tour: the one fenced block between a page's markers (the README's `tour`, docs/api.md's `curl-tour`). */
+function tourBlock(page = 'README.md', marker = 'tour'): string {
+  const text = readFileSync(path.join(root, page), 'utf8');
+  const tour = new RegExp(`<!-- ${marker}:begin -->\\n([\\s\\S]*?)<!-- ${marker}:end -->`).exec(text)?.[1];
+  expect(tour, `${page} has its ${marker} markers`).toBeDefined();
   const blocks = [...tour!.matchAll(/^```(?:bash|sh)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   expect(blocks).toHaveLength(1);
   return blocks[0]!;
 }
 
 /** The block run as pasted into bash, in the checkout, with the shell's own TMPDIR in this file's scratch. */
-function runTour(extraEnv: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', tourBlock()], {
+function runTour(
+  extraEnv: Record<string, string>,
+  block = tourBlock(),
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', block], {
     cwd: root,
     env: {
       ...personEnv(),
@@ -181,6 +186,54 @@ describe("the README's tour, as pasted", () => {
     const git = (...args: string[]) => execFileSync('git', ['-C', demo, ...args], { encoding: 'utf8' });
     expect(git('log', '--format=%s', 'main')).toBe('Fix the bug\ninit\n');
     expect(git('show', 'main:fix.txt')).toBe('fixed\n');
+  }, 240_000);
+
+  it("docs/api.md's walk-through with curl: a repository, a task and an agent through stop, resume, archive, unarchive and a consented delete; every line prints what its comment says", async () => {
+    const block = tourBlock('docs/api.md', 'curl-tour');
+    expect(block).not.toMatch(/npx tws|localhost:8080|curl -s /);
+    // A TMPDIR of its own (searchable by the agents' uids), apart from the README tour's.
+    const tmp = await mkdtemp(path.join(scratch, 'curl-'));
+    await chmod(tmp, 0o755);
+    const run = await runTour({ TMPDIR: tmp }, block);
+    expect(run.code, `${run.out}\n${run.err}`).toBe(0);
+
+    // Each promised line, in order; nothing else on stdout.
+    const lines = run.out.trimEnd().split('\n');
+    const promised = promisedLines(block);
+    expect(lines).toHaveLength(promised.length);
+    lines.forEach((line, i) => expect(line).toMatch(promised[i]!));
+
+    // The agent ran in the task's worktree, on its branch.
+    const taskId = /^## tws\/([0-9a-f-]{36})\/work$/m.exec(run.out)![1]!;
+    const workspace = lines[1]!;
+    expect(workspace).toContain(`task-${taskId}`);
+    // The refusal without consent was said, with its answer.
+    expect(run.err).toContain('"code":"task_delete_dirty_worktree"');
+
+    // The world it left: the task gone, its worktree folder gone, both cleanup jobs succeeded.
+    const { userToken } = JSON.parse(readFileSync(path.join(dataDir, 'secrets.json'), 'utf8')) as {
+      userToken: string;
+    };
+    const get = (route: string) =>
+      fetch(`http://127.0.0.1:${ports.api}${route}`, { headers: { authorization: `Bearer ${userToken}` } });
+    expect((await get(`/v1/tasks/${taskId}`)).status).toBe(404);
+    expect(existsSync(workspace)).toBe(false);
+    const jobs = (await (await get(`/v1/cleanup-jobs?taskId=${taskId}`)).json()) as {
+      items: { trigger: string; state: string; report: { worktrees: { outcome: string; savedRef?: string }[] } }[];
+    };
+    expect(jobs.items.map((j) => [j.trigger, j.state, j.report.worktrees.map((w) => w.outcome)]).sort()).toEqual([
+      ['archive', 'succeeded', ['kept_dirty']],
+      ['delete', 'succeeded', ['saved_and_removed']],
+    ]);
+    // The uncommitted file is on the saved-work ref of the demo repository; the merged branch is gone.
+    const here = readdirSync(tmp).filter((name) => name.startsWith('tmp.'));
+    expect(here).toHaveLength(1);
+    const demo = path.join(tmp, here[0]!, 'demo');
+    const savedRef = jobs.items.find((j) => j.trigger === 'delete')!.report.worktrees[0]!.savedRef!;
+    expect(savedRef).toMatch(new RegExp(`^refs/task-workspaces/saved/${taskId}/`));
+    const git = (...args: string[]) => execFileSync('git', ['-C', demo, ...args], { encoding: 'utf8' });
+    expect(git('show', `${savedRef}:notes.txt`)).toBe('draft\n'); // a stash entry whose tree is the work tree
+    expect(git('branch', '--list', `tws/${taskId}/work`)).toBe('');
   }, 240_000);
 
   it('stops at the first command and says why, with a wrong token or on a port nothing listens on', async () => {
