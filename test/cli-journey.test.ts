@@ -243,6 +243,48 @@ describe('tws, a user', () => {
     expect((await tws(['status', '00000000-0000-4000-8000-000000000000'])).code).toBe(4);
   });
 
+  it("stop TASK stops the task's running agents and keeps their files; again, it says none runs; an older command's refusal prints its body with --json", async () => {
+    const dir = makeRepo(h.scratch, 'journey-stop');
+    const repo = JSON.parse((await tws(['repo', 'add', 'journey-stop', dir, '--json'])).stdout);
+    const task = JSON.parse((await tws(['task', 'new', 'To stop', '--repository', repo.id, '--json'])).stdout);
+    const launched = await tws(['launch', task.id, '--json', '--', 'sh', '-c', 'echo draft > draft.txt; sleep 600']);
+    expect(launched.code, launched.stderr).toBe(0);
+    const sessionId = JSON.parse(launched.stdout).sessionId as string;
+    const worktree = path.join(h.config.workspaceRoot, taskDirName(task.id), 'journey-stop');
+    await waitUntil(async () => existsSync(path.join(worktree, 'draft.txt')), 'the agent to write its draft', 30_000);
+
+    const stopped = await tws(['stop', task.id, '--json']);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(JSON.parse(stopped.stdout)).toEqual([{ id: sessionId, taskId: task.id, state: 'stopped' }]);
+    expect((await h.pool.query('SELECT state FROM sessions WHERE id = $1', [sessionId])).rows).toEqual([
+      { state: 'stopped' },
+    ]);
+    expect(existsSync(path.join(worktree, 'draft.txt'))).toBe(true);
+    // Nothing left running: said, exit 0; --json: an empty list. A session id still stops that session.
+    expect(await tws(['stop', task.id])).toMatchObject({
+      code: 0,
+      stdout: `task ${task.id} has no agent running or starting: nothing to stop\n`,
+    });
+    expect(await tws(['stop', task.id, '--json'])).toMatchObject({ code: 0, stdout: '[]\n' });
+    expect(await tws(['stop', sessionId])).toMatchObject({ code: 0, stdout: `${sessionId} stopped\n` });
+    const nowhere = await tws(['stop', '00000000-0000-4000-8000-000000000000', '--json']);
+    expect(nowhere.code).toBe(4);
+    expect(JSON.parse(nowhere.stdout).error).toMatchObject({ code: expect.stringMatching(/not_found$/) });
+
+    // Older commands refuse as the new ones do: the API's body on stdout with --json, exit 1; without, stderr only.
+    for (const args of [['sweep'], ['retry', sessionId], ['cancel', sessionId]]) {
+      const refused = await tws([...args, '--json']);
+      expect(refused.code, args.join(' ')).toBe(1);
+      expect(JSON.parse(refused.stdout).error, args.join(' ')).toMatchObject({
+        code: 'forbidden',
+        message: expect.stringContaining('operator'),
+      });
+      expect(refused.stderr).toMatch(/^tws: refused \(forbidden: /);
+      const plain = await tws(args);
+      expect(plain).toMatchObject({ code: 1, stdout: '' });
+    }
+  });
+
   it("sends each command its role's token: the data folder's user token for a user's command, its operator token for an operator's", async () => {
     const data = mkdtempSync(path.join(h.scratch, 'data-'));
     // A wrong operator token: user commands still work (they never send it); operator ones are refused.

@@ -1,11 +1,15 @@
 /**
  * The README's tour, the bash block between its `tour:begin` and `tour:end` markers, run as it
  * stands with `bash -euo pipefail` against a `make start` of this file's own (its own four ports and
- * data folder, told to the tour as a person would: TWS_API_PORT and TWS_DATA_DIR). Judged by the
- * world it leaves, not by its exit code alone: each `# → …` comment is what its line printed, the
- * agent's log named the task's branch, the task is gone, both cleanup jobs succeeded, the worktree
- * folder is gone and the uncommitted file is on the task's saved-work ref. Run with a wrong token or
- * on a port nothing listens on, it stops at the first request and says why on stderr. The same
+ * data folder, told to the tour as a person would: TWS_API_PORT and TWS_DATA_DIR). The tour's steps
+ * are `tws` commands (`npx tws` in the checkout): repo add, task new, launch -f of an agent that
+ * commits, status, diff, merge, board. Judged by the world it leaves, not by its exit code alone:
+ * each `# → …` comment is what its line printed, the agent's log named the task's branch, the
+ * task's merge row says merged, and the demo repository's main holds the agent's file in one
+ * squash commit. Run with a wrong token or on a port nothing listens on, it stops at the first
+ * command and says why on stderr. docs/api.md's walk-through with curl (stop, resume, archive,
+ * unarchive, a consented delete) is run the same way and judged by the task gone, its cleanup jobs
+ * and the uncommitted file on its saved-work ref. The same
  * `make start` shows its terminal: the banner and the launcher's own lines, the services' logs in
  * the data folder.
  */
@@ -38,19 +42,22 @@ function personEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-/** The tour: the one fenced block between the README's markers. */
-function tourBlock(): string {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-  const tour = /<!-- tour:begin -->\n([\s\S]*?)<!-- tour:end -->/.exec(readme)?.[1];
-  expect(tour, 'the README has its tour markers').toBeDefined();
+/** A tour: the one fenced block between a page's markers (the README's `tour`, docs/api.md's `curl-tour`). */
+function tourBlock(page = 'README.md', marker = 'tour'): string {
+  const text = readFileSync(path.join(root, page), 'utf8');
+  const tour = new RegExp(`<!-- ${marker}:begin -->\\n([\\s\\S]*?)<!-- ${marker}:end -->`).exec(text)?.[1];
+  expect(tour, `${page} has its ${marker} markers`).toBeDefined();
   const blocks = [...tour!.matchAll(/^```(?:bash|sh)\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
   expect(blocks).toHaveLength(1);
   return blocks[0]!;
 }
 
 /** The block run as pasted into bash, in the checkout, with the shell's own TMPDIR in this file's scratch. */
-function runTour(extraEnv: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', tourBlock()], {
+function runTour(
+  extraEnv: Record<string, string>,
+  block = tourBlock(),
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', block], {
     cwd: root,
     env: {
       ...personEnv(),
@@ -140,10 +147,54 @@ afterAll(async () => {
 }, 90_000);
 
 describe("the README's tour, as pasted", () => {
-  it('walks a repository, a task and an agent through stop, resume, archive, unarchive and a consented delete; every line prints what its comment says', async () => {
+  it('adds a repository, makes a task, runs an agent that commits, reads its status and diff, merges it and shows the board; every line prints what its comment says', async () => {
     const block = tourBlock();
-    expect(block).not.toMatch(/npx tws|localhost:8080|curl -s /);
+    expect(block).toContain('npx --no-install tws');
+    expect(block).not.toMatch(/curl|localhost:8080/);
     const run = await runTour({});
+    expect(run.code, `${run.out}\n${run.err}`).toBe(0);
+
+    // Each promised line, in order; nothing else on stdout.
+    const lines = run.out.trimEnd().split('\n');
+    const promised = promisedLines(block);
+    expect(lines).toHaveLength(promised.length);
+    lines.forEach((line, i) => expect(line).toMatch(promised[i]!));
+
+    // The agent ran in the task's worktree, on its branch; its session ended exited.
+    const taskId = /^## tws\/([0-9a-f-]{36})\/work$/m.exec(run.out)![1]!;
+    const sessionId = /^session ([0-9a-f-]{36}) exited$/m.exec(run.out)![1]!;
+    const { userToken } = JSON.parse(readFileSync(path.join(dataDir, 'secrets.json'), 'utf8')) as {
+      userToken: string;
+    };
+    const get = async (route: string) =>
+      (
+        await fetch(`http://127.0.0.1:${ports.api}${route}`, { headers: { authorization: `Bearer ${userToken}` } })
+      ).json() as Promise<any>;
+    const session = await get(`/v1/sessions/${sessionId}`);
+    expect(session).toMatchObject({ taskId, state: 'exited' });
+    // The world it left: one merge of the task, merged; the task merged and active.
+    const merges = await get(`/v1/tasks/${taskId}/merges`);
+    expect(merges.items.map((m: { state: string; strategy: string }) => [m.state, m.strategy])).toEqual([
+      ['merged', 'squash'],
+    ]);
+    const task = await get(`/v1/tasks/${taskId}`);
+    expect(task).toMatchObject({ title: 'Fix the bug', state: 'active', merged: expect.anything() });
+    // The demo repository's main: the init commit and one squash commit holding the agent's file.
+    const here = readdirSync(scratch).filter((name) => name.startsWith('tmp.'));
+    expect(here).toHaveLength(1);
+    const demo = path.join(scratch, here[0]!, 'demo');
+    const git = (...args: string[]) => execFileSync('git', ['-C', demo, ...args], { encoding: 'utf8' });
+    expect(git('log', '--format=%s', 'main')).toBe('Fix the bug\ninit\n');
+    expect(git('show', 'main:fix.txt')).toBe('fixed\n');
+  }, 240_000);
+
+  it("docs/api.md's walk-through with curl: a repository, a task and an agent through stop, resume, archive, unarchive and a consented delete; every line prints what its comment says", async () => {
+    const block = tourBlock('docs/api.md', 'curl-tour');
+    expect(block).not.toMatch(/npx tws|localhost:8080|curl -s /);
+    // A TMPDIR of its own (searchable by the agents' uids), apart from the README tour's.
+    const tmp = await mkdtemp(path.join(scratch, 'curl-'));
+    await chmod(tmp, 0o755);
+    const run = await runTour({ TMPDIR: tmp }, block);
     expect(run.code, `${run.out}\n${run.err}`).toBe(0);
 
     // Each promised line, in order; nothing else on stdout.
@@ -175,9 +226,9 @@ describe("the README's tour, as pasted", () => {
       ['delete', 'succeeded', ['saved_and_removed']],
     ]);
     // The uncommitted file is on the saved-work ref of the demo repository; the merged branch is gone.
-    const here = readdirSync(scratch).filter((name) => name.startsWith('tmp.'));
+    const here = readdirSync(tmp).filter((name) => name.startsWith('tmp.'));
     expect(here).toHaveLength(1);
-    const demo = path.join(scratch, here[0]!, 'demo');
+    const demo = path.join(tmp, here[0]!, 'demo');
     const savedRef = jobs.items.find((j) => j.trigger === 'delete')!.report.worktrees[0]!.savedRef!;
     expect(savedRef).toMatch(new RegExp(`^refs/task-workspaces/saved/${taskId}/`));
     const git = (...args: string[]) => execFileSync('git', ['-C', demo, ...args], { encoding: 'utf8' });
@@ -185,20 +236,20 @@ describe("the README's tour, as pasted", () => {
     expect(git('branch', '--list', `tws/${taskId}/work`)).toBe('');
   }, 240_000);
 
-  it('stops at the first request and says why, with a wrong token or on a port nothing listens on', async () => {
+  it('stops at the first command and says why, with a wrong token or on a port nothing listens on', async () => {
     const wrongToken = await runTour({ TWS_USER_TOKEN: 'not-the-token' });
     expect(wrongToken.code).not.toBe(0);
     expect(wrongToken.out).toBe('');
-    // curl's line and the API's answer, then the field that could not be read.
-    expect(wrongToken.err).toMatch(/^curl: \(22\) .*401\n\{"error":\{"code":"unauthorized"/m);
+    // tws's line with the API's code, then the field that could not be read.
+    expect(wrongToken.err).toMatch(/^tws: refused \(unauthorized: /m);
     expect(wrongToken.err).toMatch(/^no id in this answer:/m);
 
     const closed = await freePort();
-    const nobody = await runTour({ TWS_API_PORT: String(closed) });
+    const nobody = await runTour({ TWS_API_URL: `http://127.0.0.1:${closed}`, TWS_USER_TOKEN: 'any' });
     expect(nobody.code).not.toBe(0);
     expect(nobody.out).toBe('');
-    expect(nobody.err).toMatch(new RegExp(`^curl: \\(7\\) Failed to connect to 127\\.0\\.0\\.1 port ${closed}`, 'm'));
-  }, 60_000);
+    expect(nobody.err).toMatch(new RegExp(`^tws: the API at http://127\\.0\\.0\\.1:${closed} does not answer`, 'm'));
+  }, 120_000);
 
   it("keeps make start's terminal to the banner and the launcher's lines; the services log to the data folder", async () => {
     const log = path.join(dataDir, 'services.log');

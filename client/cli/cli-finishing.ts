@@ -57,13 +57,12 @@ export async function finishing(command: string, c: FinishingContext): Promise<n
   if (strategy !== undefined && !STRATEGIES.includes(strategy))
     throw new CliError(`--strategy takes one of ${STRATEGIES.join(', ')}\n${c.usage}`, EXIT.usage);
   const repositoryIds = p.lists.get('--repository');
-  // A refusal answered at once: its body on stdout for --json, its text on stderr, exit 1.
+  // A refusal told in its own words on stderr, exit 1 (its body on stdout for --json: cli.ts).
   const answered = async <T>(request: () => Promise<T>): Promise<T> => {
     try {
       return await request();
     } catch (err) {
       if (!(err instanceof CliError) || err.code !== EXIT.refused || !err.error) throw err;
-      if (asJson) out(`${JSON.stringify({ error: err.error }, null, 2)}\n`);
       throw new CliError(refusalText(err.error), EXIT.refused, err.error);
     }
   };
@@ -184,6 +183,7 @@ function endOf(m: MergeView): number {
   if (m.state === 'merged' || m.state === 'undone') return EXIT.ok;
   const error = m.error ?? { code: m.state, message: 'The merge did not complete.' };
   const lead = m.state === 'needs_operator' ? 'needs an operator' : 'refused';
-  // The resource is already on stdout (as is, with --json); the reason goes to stderr.
-  throw new CliError(refusalText(error, lead), EXIT.refused, error);
+  // The resource is already on stdout (as is, with --json: its error in it); the reason goes to
+  // stderr, and no error body follows it on stdout (a second JSON document would break the first).
+  throw new CliError(refusalText(error, lead), EXIT.refused);
 }

@@ -197,15 +197,14 @@ export interface CommandContext {
   out: (s: string) => void;
 }
 
-/** A refusal answered at once: with --json its body (`{ error }`) on stdout as well; exit 1 either way. */
-export async function answered<T>(c: Pick<CommandContext, 'asJson' | 'out'>, request: () => Promise<T>): Promise<T> {
-  try {
-    return await request();
-  } catch (err) {
-    if (c.asJson && err instanceof CliError && err.error && err.code !== EXIT.usage)
-      c.out(`${JSON.stringify({ error: err.error }, null, 2)}\n`);
-    throw err;
-  }
+/**
+ * What a refusal prints on stdout with --json: the API's own body (`{ error: { code, message,
+ * action, … } }`), for a script to act on; nothing for an error of the CLI's own (usage, no answer).
+ * Said once, by the dispatcher (client/cli/cli.ts), for every command.
+ */
+export function refusalBody(err: unknown): string | undefined {
+  if (!(err instanceof CliError) || !err.error || err.code === EXIT.usage) return undefined;
+  return `${JSON.stringify({ error: err.error }, null, 2)}\n`;
 }
 
 /** The id at `positional[at]` (a subcommand's), the only one there. */

@@ -4,7 +4,7 @@
  * follow the agent's log until the session ends (`GET /v1/sessions/:id/logs?follow=1`). A local
  * agent is the operator's where the service says so: its launch goes with the operator token.
  */
-import { answered, call, CliError, EXIT, idAt, json, table, type CommandContext, type Target } from './cli-io';
+import { call, CliError, EXIT, idAt, json, table, type CommandContext, type Target } from './cli-io';
 
 export const LAUNCH_COMMANDS = new Set(['launch', 'resume']);
 
@@ -47,13 +47,13 @@ export async function launchCommand(command: string, c: CommandContext): Promise
     if (!agentProfile) throw new CliError(`give --profile P, or a command after --\n${usage}`, EXIT.usage);
     const body = { executorType, agentProfile, ...(command ? { command } : {}), ...(prompt ? { prompt } : {}) };
     const t = c.target(executorType === 'local' ? 'operator' : 'user');
-    session = await answered(c, () => json(t, 'POST', `/v1/tasks/${id}/sessions`, body));
+    session = await json(t, 'POST', `/v1/tasks/${id}/sessions`, body);
   } else {
     if (p.rest) throw new CliError(`resume runs the session's own command\n${usage}`, EXIT.usage);
     const resumed = await sessionOrNewestOfTask(c.target(), id);
     const t = c.target(resumed.executorType === 'local' ? 'operator' : 'user');
     const body = prompt ? { prompt } : {};
-    const view = await answered(c, () => json(t, 'POST', `/v1/sessions/${resumed.id}/resume`, body));
+    const view = await json(t, 'POST', `/v1/sessions/${resumed.id}/resume`, body);
     session = { ...view, sessionId: view.id };
   }
   if (!follow) {

@@ -60,8 +60,8 @@ export const COMMANDS: Record<string, CommandUsage> = {
   },
   sessions: { usage: 'sessions <taskId>', what: "the task's sessions" },
   stop: {
-    usage: 'stop <sessionId> | stop --all',
-    what: 'stop one agent, or (--all) every agent running or starting on the instance; files, worktrees and branches stay',
+    usage: 'stop <sessionId> | stop <taskId> | stop --all',
+    what: "stop one agent, a task's agents, or (--all) every agent running or starting on the instance; files, worktrees and branches stay",
   },
   logs: {
     usage: 'logs [-f] [--tail N] <sessionId>',

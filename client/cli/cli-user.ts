@@ -5,7 +5,7 @@
  * operator's. A refusal exits 1 with its code and action; with `--json` its body is printed too.
  */
 import path from 'node:path';
-import { all, answered, CliError, EXIT, idAt, json, printable, table, type CommandContext } from './cli-io';
+import { all, CliError, EXIT, idAt, json, printable, table, type CommandContext } from './cli-io';
 
 export const USER_COMMANDS = new Set(['repo', 'task', 'status']);
 
@@ -31,7 +31,7 @@ export async function userCommand(command: string, c: CommandContext): Promise<n
   const text = (name: string) => (typeof p.flags.get(name) === 'string' ? (p.flags.get(name) as string) : undefined);
   if (command === 'status') {
     const id = idAt(p, 1, 'task id', usage);
-    const status = await answered(c, () => json(c.target(), 'GET', `/v1/tasks/${id}/git-status`));
+    const status = await json(c.target(), 'GET', `/v1/tasks/${id}/git-status`);
     print(status, () => statusReport(status));
     return EXIT.ok;
   }
@@ -53,7 +53,7 @@ export async function userCommand(command: string, c: CommandContext): Promise<n
         ...(text('--default-branch') ? { defaultBranch: text('--default-branch') } : {}),
         ...(text('--host') ? { hostId: text('--host') } : {}),
       };
-      const repo = await answered(c, () => json(c.target(), 'POST', '/v1/repositories', body));
+      const repo = await json(c.target(), 'POST', '/v1/repositories', body);
       print(repo, () => table([repo], ['id', 'name', 'defaultBranch']));
       return EXIT.ok;
     }
@@ -74,7 +74,7 @@ export async function userCommand(command: string, c: CommandContext): Promise<n
         })),
         ...(text('--board') ? { boardId: text('--board') } : {}),
       };
-      const task = await answered(c, () => json(c.target(), 'POST', '/v1/tasks', body));
+      const task = await json(c.target(), 'POST', '/v1/tasks', body);
       print(task, () => table([task], ['id', 'title', 'state', 'createdAt']));
       return EXIT.ok;
     }
@@ -94,7 +94,7 @@ export async function userCommand(command: string, c: CommandContext): Promise<n
     case 'task archive':
     case 'task unarchive': {
       const id = idAt(p, 2, 'task id', usage);
-      const res = await answered(c, () => json(c.target(), 'POST', `/v1/tasks/${id}/${sub}`));
+      const res = await json(c.target(), 'POST', `/v1/tasks/${id}/${sub}`);
       // Archive answers its cleanup job (202); unarchive the task as it is now.
       print(res, () =>
         sub === 'archive' ? `${id} archiving: cleanup ${res.operationId} ${res.state}` : `${id} ${res.state}`,
@@ -106,7 +106,7 @@ export async function userCommand(command: string, c: CommandContext): Promise<n
       // Uncommitted work is lost only with consent: without --discard the service refuses
       // (task_delete_dirty_worktree, action discard_or_commit) and nothing changes.
       const q = p.flags.has('--discard') ? '?discardChanges=true' : '';
-      const res = await answered(c, () => json(c.target('operator'), 'DELETE', `/v1/tasks/${id}${q}`));
+      const res = await json(c.target('operator'), 'DELETE', `/v1/tasks/${id}${q}`);
       print(res, () => `${id} deleting: cleanup ${res.operationId} ${res.state} (tws job ${res.operationId})`);
       return EXIT.ok;
     }

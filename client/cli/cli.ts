@@ -7,11 +7,24 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseDuration } from '../../domain/idle';
-import { all, call, CliError, EXIT, json, one as oneOf, parse as parseArgs, table, type Target } from './cli-io';
+import {
+  all,
+  call,
+  CliError,
+  EXIT,
+  json,
+  one as oneOf,
+  parse as parseArgs,
+  refusalBody,
+  table,
+  type Parsed,
+  type Target,
+} from './cli-io';
 import { finishing, FINISHING_COMMANDS } from './cli-finishing';
 import { target as findTarget, type Role } from './cli-instance';
 import { userCommand, USER_COMMANDS } from './cli-user';
 import { launchCommand, LAUNCH_COMMANDS } from './cli-launch';
+import { stopCommand } from './cli-stop';
 import { boardCommand } from './cli-board';
 import { diffCommand } from './cli-diff';
 import { diskCommand, limitsReport } from './cli-reports';
@@ -28,6 +41,17 @@ function readKnownHosts(file: string): string {
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: string) => void): Promise<number> {
   const p = parseArgs(argv, USAGE);
+  try {
+    return await dispatch(p, env, out);
+  } catch (err) {
+    // Every command's refusal, in one place: with --json the API's body on stdout too; exit 1 either way.
+    const body = p.flags.has('--json') ? refusalBody(err) : undefined;
+    if (body) out(body);
+    throw err;
+  }
+}
+
+async function dispatch(p: Parsed, env: NodeJS.ProcessEnv, out: (s: string) => void): Promise<number> {
   const asJson = p.flags.has('--json');
   const command = p.positional[0];
   const help = command === 'help' || p.flags.has('--help') || p.flags.has('-h');
@@ -65,6 +89,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
   if (USER_COMMANDS.has(command)) return userCommand(command, { p, asJson, usage, target, out });
   if (LAUNCH_COMMANDS.has(command)) return launchCommand(command, { p, asJson, usage, target, out });
   if (command === 'board') return boardCommand({ p, asJson, usage, target, out });
+  if (command === 'stop') return stopCommand({ p, asJson, usage, target, out });
 
   switch (command) {
     case 'jobs': {
@@ -128,39 +153,6 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: (s: strin
         ),
       );
       return EXIT.ok;
-    }
-    case 'stop': {
-      const every = p.flags.has('--all');
-      if (every === (p.positional[1] !== undefined))
-        throw new CliError(`give one session id, or --all\n${usage}`, EXIT.usage);
-      if (!every) {
-        const session = await json(target(), 'POST', `/v1/sessions/${one('session id')}/stop`);
-        print(session, () => `${session.id} ${session.state}`);
-        return EXIT.ok;
-      }
-      // The sessions at work when listed; one launched meanwhile is not in the list (run it again).
-      const listed = [
-        ...(await all(target(), '/v1/sessions', { state: 'running' })),
-        ...(await all(target(), '/v1/sessions', { state: 'starting' })),
-      ];
-      const results: { id: string; taskId: string; state?: string; error?: string }[] = [];
-      for (const s of listed) {
-        try {
-          const after = await json(target(), 'POST', `/v1/sessions/${s.id}/stop`);
-          results.push({ id: s.id, taskId: s.taskId, state: after.state });
-        } catch (err) {
-          if (!(err instanceof CliError) || err.code === EXIT.unavailable) throw err;
-          results.push({ id: s.id, taskId: s.taskId, error: err.message });
-        }
-      }
-      const failed = results.filter((r) => r.error !== undefined);
-      print(results, () =>
-        [
-          `stopped ${results.length - failed.length} of ${listed.length} session${listed.length === 1 ? '' : 's'}`,
-          ...(results.length > 0 ? [table(results, ['id', 'taskId', 'state', 'error'])] : []),
-        ].join('\n'),
-      );
-      return failed.length > 0 ? EXIT.refused : EXIT.ok;
     }
     case 'logs': {
       const id = one('session id');
