@@ -5,7 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiFailure, type Api } from '../console/src/api';
-import { openChangeFeed, type ConnectionState, type FeedSignal } from '../console/src/change-feed';
+import {
+  onComeback,
+  openChangeFeed,
+  type ChangeFeed,
+  type ConnectionState,
+  type FeedSignal,
+} from '../console/src/change-feed';
 
 type Answer = string | number | 'throw';
 
@@ -83,5 +89,34 @@ describe('the console follows /v1/events and recovers by itself [console events]
     again.reportAlive();
     expect(again.state).toBe('live');
     again.close();
+  });
+});
+
+describe('a comeback', () => {
+  it('is live after lost, not the first connect nor a live after connecting', () => {
+    const listeners = new Set<(state: ConnectionState) => void>();
+    const feed = {
+      state: 'connecting' as ConnectionState,
+      onState: (listener: (state: ConnectionState) => void) => {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    } as unknown as ChangeFeed;
+    let comebacks = 0;
+    const unwatch = onComeback(feed, () => (comebacks += 1));
+    const say = (state: ConnectionState) => listeners.forEach((listener) => listener(state));
+    say('live');
+    expect(comebacks).toBe(0);
+    say('lost');
+    say('connecting');
+    say('live');
+    expect(comebacks).toBe(0);
+    say('lost');
+    say('live');
+    expect(comebacks).toBe(1);
+    unwatch();
+    say('lost');
+    say('live');
+    expect(comebacks).toBe(1);
   });
 });

@@ -26,6 +26,15 @@ const POLL_MS = 10_000;
 const DEFAULT_RETRY_MS = 2_000;
 const MAX_RETRY_MS = 30_000;
 
+/** Calls `then` each time the feed is live again after it was lost (the first connect is not a comeback). */
+export function onComeback(feed: ChangeFeed, then: () => void): () => void {
+  let was = feed.state;
+  return feed.onState((state) => {
+    if (state === 'live' && was === 'lost') then();
+    was = state;
+  });
+}
+
 export function openChangeFeed(api: Api): ChangeFeed {
   const listeners = new Set<(signal: FeedSignal) => void>();
   const stateListeners = new Set<(state: ConnectionState) => void>();

@@ -8,7 +8,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { allPages, ApiFailure } from './api';
 import type { BoardTask } from './board-columns';
 import { cardOf, listPath, patchTask, taskOfChange, type BoardFilter, type TaskRead } from './board-live';
-import type { FeedSignal } from './change-feed';
+import { onComeback, type FeedSignal } from './change-feed';
 import { useSession } from './session-context';
 
 export interface BoardTasks {
@@ -118,12 +118,8 @@ export function useBoardTasks(filter: BoardFilter): BoardTasks {
         for (const id of ids) readTask(id);
       }, GATHER_MS);
     });
-    // Back from a lost connection: the list is read again (the first connect is not a comeback).
-    let was = feed.state;
-    const unwatch = feed.onState((state) => {
-      if (state === 'live' && was === 'lost') reload();
-      was = state;
-    });
+    // Back from a lost connection: the list is read again.
+    const unwatch = onComeback(feed, reload);
     return () => {
       unsubscribe();
       unwatch();

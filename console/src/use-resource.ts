@@ -5,7 +5,7 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure } from './api';
-import type { FeedSignal } from './change-feed';
+import { onComeback, type FeedSignal } from './change-feed';
 import { useSession } from './session-context';
 import type { ChangeEvent } from './sse-parser';
 
@@ -68,12 +68,8 @@ export function useResource<T>(
         reload();
       }, 250);
     });
-    // Back from a lost connection: what failed meanwhile is read again (the first connect is not a comeback).
-    let was = feed.state;
-    const unwatch = feed.onState((state) => {
-      if (state === 'live' && was === 'lost') reload();
-      was = state;
-    });
+    // Back from a lost connection: what failed meanwhile is read again.
+    const unwatch = onComeback(feed, reload);
     return () => {
       unsubscribe();
       unwatch();
