@@ -128,7 +128,7 @@ describe('the sandbox holds against an agent that tries to leave it', () => {
     expect(statSync(worktree).uid).toBe(uid);
   });
 
-  it('a new worktree is handed over whole: the service’s git reads its index right and never writes it; the agent’s own git refreshes it', async () => {
+  it('a new worktree is handed over whole, its index refreshed once by the agent’s uid: the service’s git reads it right and never writes it; the agent’s own git keeps it', async () => {
     const h = await harness();
     const repo = makeRepo(h.scratch, 'handover');
     const taskId = await createTask(h, [await registerRepo(h, repo, 'handover')]);
@@ -147,10 +147,12 @@ describe('the sandbox holds against an agent that tries to leave it', () => {
     const indexFile = path.join(git(worktree, 'rev-parse', '--absolute-git-dir'), 'index');
     const owners = () =>
       new Set([...git(worktree, 'ls-files', '--debug').matchAll(/uid: (\d+)/g)].map((m) => Number(m[1])));
-    // Handed over: every file is the agent's uid's, while the index still records them as checked out.
+    // Handed over: every file is the agent's uid's, and the index, refreshed once then as that uid
+    // (so no later status reads every file again), records them so and is that uid's.
     const tracked = git(worktree, 'ls-files').split('\n')[0]!;
     expect(statSync(path.join(worktree, tracked)).uid).toBe(uid);
-    expect(owners()).toEqual(new Set([0]));
+    expect(owners()).toEqual(new Set([uid]));
+    expect(statSync(indexFile).uid).toBe(uid);
     // A file's times change, its content not: the service's status reads it as clean and leaves the index as it is.
     const before = statSync(indexFile);
     execFileSync('touch', ['-d', '2001-01-01', path.join(worktree, tracked)]);
@@ -159,7 +161,7 @@ describe('the sandbox holds against an agent that tries to leave it', () => {
     expect(JSON.stringify(status.body)).not.toContain(tracked);
     const after = statSync(indexFile);
     expect([after.ino, after.mtimeMs, after.uid]).toEqual([before.ino, before.mtimeMs, before.uid]);
-    // The agent's own git, the first time it looks, records every file as its uid's, in an index of its uid.
+    // The agent's own git looks: the index stays its uid's, every file recorded as its uid's.
     writeFileSync(path.join(worktree, '.go'), '');
     await agentOutputUntil(h, res.body.executionId, 'looked');
     expect(owners()).toEqual(new Set([uid]));
