@@ -101,7 +101,12 @@ async function followEvents(t: Target, show: () => Promise<void>): Promise<never
     if (pending) clearTimeout(pending);
     pending = setTimeout(() => {
       pending = null;
-      printing = printing.then(show).catch(() => {}); // a failed read: the next change reads again
+      // A failed read is said, so the board above is not taken for today's; the next change reads again.
+      printing = printing.then(show).catch((err: unknown) => {
+        process.stderr.write(
+          `board: could not read the tasks (${err instanceof Error ? err.message : String(err)}); the board above may be out of date\n`,
+        );
+      });
     }, SETTLE_MS);
   };
   for (;;) {
