@@ -12,7 +12,8 @@ import { sessionRunWorkflowId } from '../../../domain/workflow-ids';
 import { cancelStartingRun, runStop } from '../engine/engine-client';
 import { notFound } from '../api-error';
 import type { GatewayContext } from '../context';
-import { IdParams, Session, Workspace, errorResponses } from '../schemas';
+import { IdParams, errorResponses } from '../schemas';
+import { Session, Workspace } from '../session-schemas';
 import { sessionViews } from './session-views';
 
 export function sessionControlRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {

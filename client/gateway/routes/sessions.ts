@@ -18,16 +18,8 @@ import { runLaunch, runResume, startLaunch, startResume } from '../engine/engine
 import { badRequest, notFound, refusalError } from '../api-error';
 import type { GatewayContext } from '../context';
 import { lookahead, pageAnswer, pageOf, pageRequest, PageQueryFields } from '../pagination';
-import {
-  AcceptedLaunch,
-  IdParams,
-  LaunchBody,
-  LaunchResponse,
-  ResumeBody,
-  Session,
-  errorResponses,
-  launchErrorResponses,
-} from '../schemas';
+import { IdParams, errorResponses, launchErrorResponses } from '../schemas';
+import { AcceptedLaunch, LaunchBody, LaunchResponse, ResumeBody, Session } from '../session-schemas';
 import { temporalLinks } from '../engine/temporal-links';
 import {
   engineOutage,
