@@ -3,6 +3,7 @@
  * (`conflicts: [{repositoryId, paths}]` of a merge or rebase), and its error id for a report.
  */
 import { actionText, type ApiFailure } from '../api';
+import { PathList } from './path-list';
 
 /** The files of a refusal's `conflicts`, when it has them (a shape the page does not know shows nothing). */
 function conflictPaths(error: ApiFailure): string[] {
@@ -24,13 +25,7 @@ function ErrorView({ error }: { error: ApiFailure }) {
         <>
           {' '}
           Conflicting files:
-          <ul>
-            {paths.map((path) => (
-              <li key={path} data-testid="error-conflict-file">
-                {path}
-              </li>
-            ))}
-          </ul>
+          <PathList paths={paths} testId="error-conflict-file" />
         </>
       ) : null}
     </div>

@@ -12,6 +12,7 @@ import { useSession } from '../session-context';
 import { useResource } from '../use-resource';
 import { Choice } from './choice';
 import { MaybeError } from './error-view';
+import { PathList } from './path-list';
 
 const STRATEGIES = ['squash', 'merge', 'fast_forward', 'rebase'];
 
@@ -110,13 +111,7 @@ export function TaskMerge({ taskId, onChanged }: { taskId: string; onChanged: ()
               {repo.outcome === 'conflicts' ? (
                 <>
                   Conflicts with the base in:
-                  <ul>
-                    {(repo.conflicts ?? []).map((path) => (
-                      <li key={path} data-testid="conflict-file">
-                        {path}
-                      </li>
-                    ))}
-                  </ul>
+                  <PathList paths={repo.conflicts ?? []} testId="conflict-file" />
                 </>
               ) : null}
             </div>
