@@ -1,5 +1,5 @@
 # The README's two commands: `make start` runs the whole system, `make test` runs every test.
-.PHONY: start test bench setup typecheck check fix graph image cli screenshots
+.PHONY: start test bench setup typecheck check fix graph image cli screenshots record-histories
 
 setup:
 	@bash scripts/setup.sh
@@ -24,6 +24,10 @@ image:
 # the browser test that builds the world they show.
 screenshots: setup
 	@CONSOLE_SCREENSHOTS=1 npx vitest run test/console-screenshots.test.ts
+
+# The replay fixtures (test/histories/) recorded again from real scenarios, after a workflow change meant to change them.
+record-histories: setup
+	@TWS_RECORD_HISTORIES=1 npx vitest run
 
 # The benchmark (not a test): bench/results/latest.{json,md,svg}; see bench/README.md.
 bench: setup

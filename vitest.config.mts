@@ -24,7 +24,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     testTimeout: 120_000,
     teardownTimeout: 60_000,
-    include: ['test/**/*.test.ts'],
+    // `make record-histories` (TWS_RECORD_HISTORIES=1) runs only the recorders of the replay
+    // fixtures, which write test/histories/: no part of `make test`.
+    include: process.env.TWS_RECORD_HISTORIES === '1' ? ['test/recording/*.ts'] : ['test/**/*.test.ts'],
     // The tests' own git (a person inspecting, as root) reads checkouts whoever owns them: test
     // checkouts belong to a person's uid and workspaces to their agent's. The product's
     // git never sees this: its environment is its own (git/git-environment.ts).

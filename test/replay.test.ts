@@ -6,9 +6,8 @@
  *
  * Fixtures are `<workflowType>-<case>.json`. Those ending `-at-<commit>` were recorded by the code
  * of that commit and are kept as they are: they prove older histories still replay. The others
- * are recorded from real scenarios (test/support/recorded-scenarios.ts) by
- *   TWS_RECORD_HISTORIES=1 npx vitest run test/replay.test.ts
- * which rewrites them; without it this file only replays.
+ * are recorded from real scenarios (test/support/recorded-scenarios.ts) by `make record-histories`
+ * (test/recording/record-histories.ts), which rewrites them; this file only replays.
  */
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
@@ -16,59 +15,11 @@ import { launchWorkflowId } from '../domain/workflow-ids';
 import { waitForJob } from './support/cleanup';
 import { harnessesPerTest } from './support/harness';
 import { exportedWorkflowTypes, readFixtures } from './support/history-fixtures';
-import {
-  recordCancelledAndRematerialized,
-  recordFinishingPaths,
-  recordHappyPaths,
-  recordHostPaths,
-  recordIdleRelease,
-  recordInterruptedPaths,
-  recordOperatorPaths,
-} from './support/recorded-scenarios';
 import { launch, taskWithSession } from './support/scenario';
 import { killGroup } from './support/world';
 
-const recording = process.env.TWS_RECORD_HISTORIES === '1';
 const { harness } = harnessesPerTest();
 const replayOptions = () => ({ workflowBundle: { codePath: inject('workflowBundlePath') } });
-
-describe.runIf(recording)('recording the histories (TWS_RECORD_HISTORIES=1)', () => {
-  it(
-    'records launch, git status, stop, resume, delete, archive, cascade, quick-chat expiry and orphan sweep',
-    () => recordHappyPaths(harness),
-    300_000,
-  );
-  it(
-    'records a cleanup that waits for an operator: retried, and cancelled by an unarchive',
-    () => recordOperatorPaths(harness),
-    300_000,
-  );
-  it(
-    'records a cleanup cancelled during its retry wait, and one whose lost run the consistency check resumes',
-    () => recordInterruptedPaths(harness),
-    300_000,
-  );
-  it(
-    'records a launch cancelled while its workspace is made, and a resume that materializes a released environment',
-    () => recordCancelledAndRematerialized(harness),
-    300_000,
-  );
-  it(
-    'records an idle release that carries out its release itself (a batch), the work saved',
-    () => recordIdleRelease(harness),
-    300_000,
-  );
-  it(
-    'records finishing a task: a preview, a push, a rebase, a merge and its undo, a diff read on its host',
-    () => recordFinishingPaths(harness),
-    300_000,
-  );
-  it(
-    'records a repository checked on its host, refused by a host that does not answer, an agent log read on its host, and a cleanup that waited for its host',
-    () => recordHostPaths(harness),
-    300_000,
-  );
-});
 
 describe('workflow replay', () => {
   it('has a recorded history for every workflow type exported by workflows/index.ts', async () => {

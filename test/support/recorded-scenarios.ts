@@ -1,7 +1,7 @@
 /**
  * The scenarios whose histories test/histories keeps: each drives the real service (gateway,
  * worker, git, PostgreSQL) down one path of a workflow and records the history of the run it made
- * as `<workflowType>-<case>.json`. Run only under TWS_RECORD_HISTORIES=1 (test/replay.test.ts).
+ * as `<workflowType>-<case>.json`. Run only by `make record-histories` (test/recording/record-histories.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
