@@ -60,11 +60,19 @@ export async function startMerge(
         return client.workflow.getHandle<typeof mergeTask>(workflowId);
       throw err;
     });
-  const outcome = await Promise.race([
-    handle.result(),
-    new Promise<null>((resolve) => setTimeout(() => resolve(null), waitMs).unref()),
-  ]);
-  return { operationId, workflowId, outcome };
+  return { operationId, workflowId, outcome: await resultWithin(handle, waitMs) };
+}
+
+/** A merge's outcome once it ended, or null when it has not within `waitMs`. */
+const resultWithin = (handle: { result(): Promise<MergeOutcome> }, waitMs: number): Promise<MergeOutcome | null> =>
+  Promise.race([handle.result(), new Promise<null>((resolve) => setTimeout(() => resolve(null), waitMs).unref())]);
+
+/**
+ * The end of a merge already started (its Idempotency-Key sent again while it runs), awaited up to
+ * `waitMs`. Only its end: what it did is read from its record, which the run wrote before it ended.
+ */
+export async function mergeEnded(client: Client, workflowId: string, waitMs: number): Promise<void> {
+  await resultWithin(client.workflow.getHandle<typeof mergeTask>(workflowId), waitMs);
 }
 
 export async function runRebase(

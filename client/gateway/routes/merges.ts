@@ -11,7 +11,7 @@ import { errorBody } from '../../../domain/error-body';
 import { isErrorCode } from '../../../domain/errors';
 import { strategyAllowed, type MergeStrategy } from '../../../domain/merge';
 import { mergeWorkflowId } from '../../../domain/workflow-ids';
-import { previewMergeOf, runRebase, runUndo, startMerge } from '../engine/engine-merge';
+import { mergeEnded, previewMergeOf, runRebase, runUndo, startMerge } from '../engine/engine-merge';
 import { temporalLinks } from '../engine/temporal-links';
 import { typedRefusalOf } from '../engine/typed-outcome';
 import { ApiError, badRequest, notFound, refusalError } from '../api-error';
@@ -158,6 +158,10 @@ export function mergeRoutes(ctx: GatewayContext): FastifyPluginAsyncTypebox {
               { ...body, taskId, idempotencyKey: key },
               wait ? PREFER_WAIT_MS : QUICK_WAIT_MS,
             ).catch(rethrowRefusal);
+        // The same key again while its merge runs: the caller that asked to wait waits for it as the
+        // first caller does (it was answered 202 at once, a race two callers lost under load).
+        if (known && wait && known.state === 'running')
+          await mergeEnded(ctx.temporal, started.workflowId, PREFER_WAIT_MS);
         const op = await findGitOperation(ctx.pool, started.operationId);
         // Refused at once (before anything moved): answered as the refusal it is.
         if (op?.state === 'refused' && op.error && isErrorCode(op.error.code) && !known)
